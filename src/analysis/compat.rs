@@ -1,0 +1,670 @@
+//! Driver ↔ CUDA compatibility.
+//!
+//! A container's CUDA need comes from `NVIDIA_REQUIRE_CUDA` (and the other
+//! `NVIDIA_REQUIRE_*` variables), from a legacy `CUDA_VERSION`, or — marked
+//! *guessed* — from the image tag. The container toolkit's grammar: spaces
+//! separate ORed clauses, commas ANDed constraints, separate variables are
+//! ANDed, and `NVIDIA_DISABLE_REQUIRE` switches the check off.
+//!
+//! Verdicts for a need on a node (rules from `assets/reference/`):
+//! - `ok`: the driver runs that CUDA natively (Table 3);
+//! - `minor-compat`: same CUDA major, driver at or above the family minimum
+//!   (minor-version compatibility), with a limited feature set;
+//! - `forward-compat`: a newer CUDA major via the cuda-compat package; only
+//!   on data-center GPUs and on a supported branch;
+//! - `incompatible`: none of the above, or the container runtime's own
+//!   requirement check refuses to start the container;
+//! - `unknown`: the driver or the need is not known.
+
+use std::collections::BTreeMap;
+
+use crate::model::{CudaNeed, CudaVersion, DriverVersion, Node, Pod, Sym, Timestamp};
+use crate::reference::cuda::tables;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Verdict {
+    Ok,
+    MinorCompat,
+    ForwardCompat,
+    Unknown,
+    Incompatible,
+}
+
+impl Verdict {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Ok => "ok",
+            Verdict::MinorCompat => "minor-compat",
+            Verdict::ForwardCompat => "forward-compat",
+            Verdict::Incompatible => "incompatible",
+            Verdict::Unknown => "unknown",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op {
+    Ge,
+    Gt,
+    Le,
+    Lt,
+    Eq,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Constraint {
+    Cuda(Op, CudaVersion),
+    Driver(Op, DriverVersion),
+    Brand(String),
+    Arch(Op, String),
+}
+
+/// One `NVIDIA_REQUIRE_*` value: ORed clauses of ANDed constraints.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RequireSet {
+    pub text: String,
+    pub clauses: Vec<Vec<Constraint>>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NeedSource {
+    /// `NVIDIA_REQUIRE_CUDA` (and friends), enforced by the container runtime.
+    Require,
+    /// Legacy `CUDA_VERSION`, enforced as `cuda>=X.Y`.
+    LegacyCudaVersion,
+    /// From the image tag; nothing enforces it.
+    Guessed,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Need {
+    /// The headline CUDA version (the matrix column).
+    pub cuda: CudaVersion,
+    pub source: NeedSource,
+    /// All sets must hold (empty when disabled or guessed).
+    pub sets: Vec<RequireSet>,
+    pub disabled: bool,
+}
+
+impl Need {
+    pub fn column(&self) -> String {
+        match self.source {
+            NeedSource::Guessed => format!("{} (guessed)", self.cuda),
+            _ => self.cuda.to_string(),
+        }
+    }
+}
+
+fn parse_op(s: &str) -> Option<(Op, &str)> {
+    for (prefix, op) in [(">=", Op::Ge), ("<=", Op::Le), ("==", Op::Eq), (">", Op::Gt), ("<", Op::Lt), ("=", Op::Eq)] {
+        if let Some(rest) = s.strip_prefix(prefix) {
+            return Some((op, rest));
+        }
+    }
+    None
+}
+
+fn parse_constraint(text: &str) -> Option<Constraint> {
+    let t = text.trim();
+    let key_end = t.find(|c: char| !c.is_ascii_alphabetic())?;
+    let (key, rest) = t.split_at(key_end);
+    let (op, value) = parse_op(rest)?;
+    match key {
+        "cuda" => Some(Constraint::Cuda(op, CudaVersion::parse(value)?)),
+        "driver" => Some(Constraint::Driver(op, DriverVersion::parse(value)?)),
+        "brand" => Some(Constraint::Brand(value.to_ascii_lowercase())),
+        "arch" => Some(Constraint::Arch(op, value.to_string())),
+        _ => None,
+    }
+}
+
+/// Parses one requirement value (`cuda>=12.4 brand=tesla,driver>=470,driver<471`).
+/// Unknown constraints make their clause unsatisfiable rather than vanish.
+pub fn parse_require(text: &str) -> RequireSet {
+    let clauses = text
+        .split_whitespace()
+        .map(|clause| {
+            clause
+                .split(',')
+                .filter(|c| !c.is_empty())
+                .map(|c| parse_constraint(c).unwrap_or(Constraint::Brand(format!("<unparsed:{c}>"))))
+                .collect()
+        })
+        .collect();
+    RequireSet { text: text.to_string(), clauses }
+}
+
+fn truthy(v: &str) -> bool {
+    matches!(v.trim().to_ascii_lowercase().as_str(), "1" | "true" | "yes" | "on")
+}
+
+/// The requirement strings the container toolkit derives from an
+/// environment (`nvidia-require-cases.tsv`): legacy `CUDA_VERSION` becomes
+/// `cuda>=X.Y`, Jetpack variables are ignored, `NVIDIA_DISABLE_REQUIRE` drops all.
+pub fn derive_requirements(env: &[(&str, &str)]) -> Vec<String> {
+    if env.iter().any(|(k, v)| *k == "NVIDIA_DISABLE_REQUIRE" && truthy(v)) {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    let require_cuda = env.iter().find(|(k, _)| *k == "NVIDIA_REQUIRE_CUDA").map(|(_, v)| v.to_string());
+    match require_cuda {
+        Some(v) => out.push(v),
+        None => {
+            if let Some((_, v)) = env.iter().find(|(k, _)| *k == "CUDA_VERSION")
+                && let Some(c) = CudaVersion::parse(v)
+            {
+                out.push(format!("cuda>={c}"));
+            }
+        }
+    }
+    for (k, v) in env {
+        if k.starts_with("NVIDIA_REQUIRE_")
+            && *k != "NVIDIA_REQUIRE_CUDA"
+            && !k.starts_with("NVIDIA_REQUIRE_JETPACK")
+        {
+            out.push(v.to_string());
+        }
+    }
+    out
+}
+
+/// The need of a pod's GPU container, if anything says.
+pub fn need_of(cuda: &CudaNeed) -> Option<Need> {
+    let mut env: Vec<(&str, &str)> = Vec::new();
+    if let Some(r) = &cuda.require_cuda {
+        env.push(("NVIDIA_REQUIRE_CUDA", r));
+    }
+    if let Some(v) = &cuda.cuda_version {
+        env.push(("CUDA_VERSION", v));
+    }
+    let others: Vec<(String, String)> = cuda
+        .other_requires
+        .iter()
+        .filter_map(|s| s.split_once('=').map(|(k, v)| (k.to_string(), v.to_string())))
+        .collect();
+    for (k, v) in &others {
+        env.push((k, v));
+    }
+    if cuda.disable_require {
+        env.push(("NVIDIA_DISABLE_REQUIRE", "true"));
+    }
+    let headline = cuda
+        .require_cuda
+        .as_deref()
+        .and_then(|r| {
+            parse_require(r).clauses.iter().flatten().find_map(|c| match c {
+                Constraint::Cuda(Op::Ge | Op::Gt | Op::Eq, v) => Some(*v),
+                _ => None,
+            })
+        });
+    if let Some(cuda_v) = headline {
+        let sets = derive_requirements(&env).iter().map(|t| parse_require(t)).collect();
+        return Some(Need { cuda: cuda_v, source: NeedSource::Require, sets, disabled: cuda.disable_require });
+    }
+    if let Some(v) = cuda.cuda_version.as_deref().and_then(CudaVersion::parse) {
+        let sets = derive_requirements(&env).iter().map(|t| parse_require(t)).collect();
+        return Some(Need { cuda: v, source: NeedSource::LegacyCudaVersion, sets, disabled: cuda.disable_require });
+    }
+    let guessed = cuda.image.and_then(|i| guess_from_image(i.as_str()))?;
+    Some(Need { cuda: guessed, source: NeedSource::Guessed, sets: Vec::new(), disabled: false })
+}
+
+/// `nvidia/cuda:12.4.1-runtime-ubuntu22.04` → 12.4; `pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime`
+/// → 12.1; `...:cu124` / `torch-cu118` → 12.4 / 11.8.
+pub fn guess_from_image(image: &str) -> Option<CudaVersion> {
+    let lower = image.to_ascii_lowercase();
+    let (repo, tag) = match lower.rsplit_once(':') {
+        Some((r, t)) if !t.contains('/') => (r, t),
+        _ => (lower.as_str(), ""),
+    };
+    if repo.ends_with("/cuda") || repo == "cuda" {
+        let v: String = tag.chars().take_while(|c| c.is_ascii_digit() || *c == '.').collect();
+        if let Some(c) = CudaVersion::parse(&v).filter(|c| c.major >= 7) {
+            return Some(c);
+        }
+    }
+    for (i, _) in lower.match_indices("cuda") {
+        let rest = lower[i + 4..].trim_start_matches(['-', '_']);
+        let v: String = rest.chars().take_while(|c| c.is_ascii_digit() || *c == '.').collect();
+        if v.contains('.')
+            && let Some(c) = CudaVersion::parse(&v).filter(|c| (7..=20).contains(&c.major))
+        {
+            return Some(c);
+        }
+    }
+    for (i, _) in lower.match_indices("cu") {
+        let before_ok = i == 0 || !lower.as_bytes()[i - 1].is_ascii_alphabetic();
+        let digits: String = lower[i + 2..].chars().take_while(|c| c.is_ascii_digit()).collect();
+        if before_ok && (digits.len() == 3 || digits.len() == 4) {
+            let (major, minor) = digits.split_at(digits.len() - 1);
+            if let (Ok(major), Ok(minor)) = (major.parse(), minor.parse())
+                && (10..=20).contains(&major)
+            {
+                return Some(CudaVersion::new(major, minor));
+            }
+        }
+    }
+    None
+}
+
+/// What kgpu knows of a node for compatibility.
+#[derive(Clone, Debug)]
+pub struct NodeFacts {
+    pub driver: Option<DriverVersion>,
+    /// The newest CUDA the driver supports (GFD `cuda.runtime-version`, else Table 3).
+    pub cuda: Option<CudaVersion>,
+    pub brand: &'static str,
+    pub datacenter: bool,
+    pub product: Option<Sym>,
+}
+
+pub fn node_facts(node: &Node) -> NodeFacts {
+    let driver = node.gpu.driver.clone();
+    let cuda = node.gpu.cuda_runtime.or_else(|| driver.as_ref().and_then(|d| tables().max_native_cuda(d)));
+    let product = node.gpu.product;
+    let datacenter = product.is_some_and(|p| is_datacenter(p.as_str()));
+    NodeFacts { driver, cuda, brand: brand_of(product.map(|p| p.as_str())), datacenter, product }
+}
+
+/// Data-center GPUs (forward compatibility applies to them only).
+pub fn is_datacenter(product: &str) -> bool {
+    let p = product.to_ascii_uppercase();
+    ["A100", "A800", "H100", "H800", "H200", "H20", "B200", "B300", "GB200", "GH200", "A30", "A40", "A10", "L40", "L4", "T4", "V100", "P100", "A16", "A2"]
+        .iter()
+        .any(|m| p.contains(m))
+        && !p.contains("GEFORCE")
+        && !p.contains("RTX")
+}
+
+fn brand_of(product: Option<&str>) -> &'static str {
+    let Some(p) = product else { return "unknown" };
+    let p = p.to_ascii_uppercase();
+    if p.contains("GEFORCE") {
+        if p.contains("RTX") { "geforcertx" } else { "geforce" }
+    } else if p.contains("QUADRO") {
+        "quadro"
+    } else if p.contains("TITAN") {
+        "titan"
+    } else if p.contains("TESLA") {
+        "tesla"
+    } else if is_datacenter(&p) {
+        "nvidia"
+    } else {
+        "unknown"
+    }
+}
+
+fn cmp_ok<T: Ord>(op: Op, have: &T, want: &T) -> bool {
+    match op {
+        Op::Ge => have >= want,
+        Op::Gt => have > want,
+        Op::Le => have <= want,
+        Op::Lt => have < want,
+        Op::Eq => have == want,
+    }
+}
+
+fn constraint_holds(c: &Constraint, node: &NodeFacts) -> Option<bool> {
+    Some(match c {
+        Constraint::Cuda(op, v) => cmp_ok(*op, &node.cuda?, v),
+        Constraint::Driver(op, v) => cmp_ok(*op, node.driver.as_ref()?, v),
+        Constraint::Brand(b) => b == node.brand || (node.brand == "nvidia" && b == "tesla"),
+        // Architecture is not modelled per GPU; do not refuse on it.
+        Constraint::Arch(..) => true,
+    })
+}
+
+/// The container runtime's check: every set needs one satisfied clause.
+/// `None` when the node's facts do not allow a decision.
+pub fn runtime_allows(need: &Need, node: &NodeFacts) -> Option<bool> {
+    if need.disabled {
+        return Some(true);
+    }
+    for set in &need.sets {
+        let mut any = false;
+        for clause in &set.clauses {
+            let mut all = true;
+            for c in clause {
+                match constraint_holds(c, node) {
+                    Some(true) => {}
+                    Some(false) => {
+                        all = false;
+                        break;
+                    }
+                    None => return None,
+                }
+            }
+            if all {
+                any = true;
+                break;
+            }
+        }
+        if !any {
+            return Some(false);
+        }
+    }
+    Some(true)
+}
+
+/// End of support of a branch, as a Unix time (first day of the month after
+/// the named one), from `datacenter-driver-branches.tsv` ("June 2026").
+fn end_of_life(text: &str) -> Option<Timestamp> {
+    const MONTHS: [&str; 12] = [
+        "january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november",
+        "december",
+    ];
+    let mut parts = text.split_whitespace();
+    let month = parts.next()?.to_ascii_lowercase();
+    let year: i64 = parts.next()?.parse().ok()?;
+    let m = MONTHS.iter().position(|x| *x == month)? as i64 + 1;
+    let (y, m) = if m == 12 { (year + 1, 1) } else { (year, m + 1) };
+    Some(days_from_civil(y, m, 1) * 86_400)
+}
+
+/// Days since 1970-01-01 (Howard Hinnant's algorithm).
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = if y >= 0 { y } else { y - 399 } / 400;
+    let yoe = y - era * 400;
+    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// The verdict and a sentence that says why (citing the table row used).
+pub fn verdict(need: &Need, node: &NodeFacts, now: Timestamp) -> (Verdict, String) {
+    let t = tables();
+    let (Some(driver), Some(node_cuda)) = (node.driver.as_ref(), node.cuda) else {
+        return (Verdict::Unknown, "the node's driver version is not known (no GFD labels, no agent)".into());
+    };
+    let enforced = matches!(need.source, NeedSource::Require | NeedSource::LegacyCudaVersion) && !need.disabled;
+    if enforced && runtime_allows(need, node) == Some(false) {
+        let texts: Vec<&str> = need.sets.iter().map(|s| s.text.split_whitespace().next().unwrap_or("")).collect();
+        return (
+            Verdict::Incompatible,
+            format!(
+                "the container runtime refuses to start it: unsatisfied condition: {} (driver {driver} supports CUDA {node_cuda})",
+                texts.join(", ")
+            ),
+        );
+    }
+    let native = t.native_min_driver(need.cuda);
+    if node_cuda >= need.cuda || native.is_some_and(|r| *driver >= r.min_driver) {
+        let row = native.map_or(String::new(), |r| format!(" (Table 3: {} ≥ {})", r.release, r.min_driver));
+        return (Verdict::Ok, format!("driver {driver} runs CUDA {} natively{row}", need.cuda));
+    }
+    if need.cuda.major == node_cuda.major
+        && let Some(range) = t.minor_compat(need.cuda.major)
+        && driver.branch() >= range.min_branch
+    {
+        return (
+            Verdict::MinorCompat,
+            format!(
+                "minor-version compatibility: CUDA {}.x runs on driver ≥ {} with a limited feature set (features that need a newer driver, e.g. JIT of newer PTX, are not guaranteed); driver {driver} natively supports CUDA {node_cuda}",
+                need.cuda.major, range.min_branch
+            ),
+        );
+    }
+    if need.cuda.major > node_cuda.major {
+        if !node.datacenter {
+            return (
+                Verdict::Incompatible,
+                format!(
+                    "CUDA {} needs a newer driver than {driver} (CUDA {node_cuda}); forward compatibility (cuda-compat) only works on data-center GPUs",
+                    need.cuda
+                ),
+            );
+        }
+        match t.branch(driver.branch()) {
+            Some(b) if end_of_life(&b.end_of_life).is_some_and(|eol| now >= eol) => {
+                return (
+                    Verdict::Incompatible,
+                    format!(
+                        "R{} ({}) reached end of life in {}: no forward compatibility to CUDA {}",
+                        b.branch, b.designation, b.end_of_life, need.cuda
+                    ),
+                );
+            }
+            Some(b) => {
+                return (
+                    Verdict::ForwardCompat,
+                    format!(
+                        "forward compatibility: needs the cuda-compat-{}-{} package in the image; R{} ({}, supported until {}) on a data-center GPU",
+                        need.cuda.major, need.cuda.minor, b.branch, b.designation, b.end_of_life
+                    ),
+                );
+            }
+            None => {
+                return (
+                    Verdict::Incompatible,
+                    format!(
+                        "driver branch R{} is not a supported data-center branch: no forward compatibility to CUDA {}",
+                        driver.branch(),
+                        need.cuda
+                    ),
+                );
+            }
+        }
+    }
+    let row = native.map_or(String::new(), |r| format!("; Table 3: {} needs ≥ {}", r.release, r.min_driver));
+    (
+        Verdict::Incompatible,
+        format!("driver {driver} (CUDA {node_cuda}) is too old for CUDA {}{row}", need.cuda),
+    )
+}
+
+/// A matrix cell: one driver version × one CUDA need.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Cell {
+    pub driver: String,
+    pub nodes: Vec<Sym>,
+    pub cuda: String,
+    /// GPU pods with this need, anywhere.
+    pub workloads: Vec<String>,
+    /// Those of them placed on nodes with this driver.
+    pub placed: Vec<String>,
+    pub verdict: Verdict,
+    pub reason: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct Matrix {
+    /// Driver versions (rows) with their nodes; `unknown` last.
+    pub drivers: Vec<(String, Vec<Sym>)>,
+    /// CUDA needs (columns) with their workloads.
+    pub needs: Vec<(String, Vec<String>)>,
+    pub cells: Vec<Cell>,
+    /// GPU pods that say nothing about CUDA.
+    pub unknown_need: usize,
+}
+
+impl Matrix {
+    pub fn cell(&self, driver: &str, cuda: &str) -> Option<&Cell> {
+        self.cells.iter().find(|c| c.driver == driver && c.cuda == cuda)
+    }
+}
+
+pub fn matrix<'a>(nodes: impl Iterator<Item = &'a Node>, pods: impl Iterator<Item = &'a Pod>, now: Timestamp) -> Matrix {
+    let mut by_driver: BTreeMap<(Option<DriverVersion>, String), Vec<&Node>> = BTreeMap::new();
+    for n in nodes.filter(|n| n.is_gpu_node()) {
+        let d = n.gpu.driver.clone();
+        let label = d.as_ref().map_or_else(|| "unknown".to_string(), |d| d.to_string());
+        by_driver.entry((d, label)).or_default().push(n);
+    }
+    let mut by_need: BTreeMap<(CudaVersion, String), (Need, Vec<&Pod>)> = BTreeMap::new();
+    let mut unknown_need = 0;
+    for p in pods.filter(|p| p.wants_gpu() && !p.phase.is_terminal()) {
+        match p.cuda.as_deref().and_then(need_of) {
+            Some(need) => {
+                by_need.entry((need.cuda, need.column())).or_insert_with(|| (need.clone(), Vec::new())).1.push(p);
+            }
+            None => unknown_need += 1,
+        }
+    }
+    let mut m = Matrix { unknown_need, ..Matrix::default() };
+    // newest driver first, unknown last
+    let mut rows: Vec<_> = by_driver.into_iter().collect();
+    rows.sort_by(|a, b| match (&a.0.0, &b.0.0) {
+        (Some(x), Some(y)) => y.cmp(x),
+        (Some(_), None) => std::cmp::Ordering::Less,
+        (None, Some(_)) => std::cmp::Ordering::Greater,
+        (None, None) => std::cmp::Ordering::Equal,
+    });
+    for ((_, label), nodes) in &rows {
+        m.drivers.push((label.clone(), nodes.iter().map(|n| n.name).collect()));
+    }
+    for ((_, column), (_, pods)) in by_need.iter().rev() {
+        m.needs.push((column.clone(), pods.iter().map(|p| format!("{}/{}", p.namespace, p.name)).collect()));
+    }
+    for ((_, label), nodes) in &rows {
+        for ((_, column), (need, pods)) in by_need.iter().rev() {
+            // The worst verdict over the row's nodes (products may differ).
+            let (verdict, reason) = nodes
+                .iter()
+                .map(|n| verdict(need, &node_facts(n), now))
+                .max_by_key(|(v, _)| *v)
+                .unwrap_or((Verdict::Unknown, String::new()));
+            let names: Vec<Sym> = nodes.iter().map(|n| n.name).collect();
+            let placed = pods
+                .iter()
+                .filter(|p| p.node.is_some_and(|n| names.contains(&n)))
+                .map(|p| format!("{}/{}", p.namespace, p.name))
+                .collect();
+            m.cells.push(Cell {
+                driver: label.clone(),
+                nodes: names,
+                cuda: column.clone(),
+                workloads: pods.iter().map(|p| format!("{}/{}", p.namespace, p.name)).collect(),
+                placed,
+                verdict,
+                reason,
+            });
+        }
+    }
+    m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::build::node;
+
+    const REQUIRE_12_4_1: &str = include_str!("../../tests/fixtures/compat/nvidia-require-cuda-12.4.1.env");
+
+    fn need(require: &str) -> Need {
+        need_of(&CudaNeed { require_cuda: Some(require.into()), ..CudaNeed::default() }).unwrap()
+    }
+
+    fn facts(product: &str, driver: &str, cuda: &str) -> NodeFacts {
+        node_facts(&node("n").gpus(8).product(product).driver(driver, cuda).build())
+    }
+
+    fn real_12_4_1() -> String {
+        REQUIRE_12_4_1
+            .lines()
+            .find_map(|l| l.strip_prefix("NVIDIA_REQUIRE_CUDA="))
+            .unwrap()
+            .to_string()
+    }
+
+    /// 2026-11-30, this session's date.
+    const NOW: Timestamp = 1_795_996_800;
+
+    #[test]
+    fn the_real_12_4_1_requirement_parses() {
+        let n = need(&real_12_4_1());
+        assert_eq!(n.cuda, CudaVersion::new(12, 4));
+        let set = &n.sets[0];
+        assert_eq!(set.clauses.len(), 31, "cuda>=12.4 plus 10 brands × 3 driver branches");
+        assert_eq!(set.clauses[0], vec![Constraint::Cuda(Op::Ge, CudaVersion::new(12, 4))]);
+        assert_eq!(
+            set.clauses[1],
+            vec![
+                Constraint::Brand("tesla".into()),
+                Constraint::Driver(Op::Ge, DriverVersion::parse("470").unwrap()),
+                Constraint::Driver(Op::Lt, DriverVersion::parse("471").unwrap()),
+            ]
+        );
+    }
+
+    #[test]
+    fn the_runtime_refuses_r545_but_takes_r535_for_12_4_1() {
+        // Fixture note: R470/R525/R535 pass via the driver clauses, R545 (CUDA 12.3) is refused.
+        let n = need(&real_12_4_1());
+        let r535 = facts("NVIDIA-A100-SXM4-80GB", "535.104.05", "12.2");
+        let r545 = facts("NVIDIA-A100-SXM4-80GB", "545.23.08", "12.3");
+        let r550 = facts("NVIDIA-H100-80GB-HBM3", "550.54.15", "12.4");
+        assert_eq!(runtime_allows(&n, &r535), Some(true));
+        assert_eq!(runtime_allows(&n, &r545), Some(false));
+        assert_eq!(verdict(&n, &r545, NOW).0, Verdict::Incompatible);
+        assert_eq!(verdict(&n, &r550, NOW).0, Verdict::Ok);
+        // R535 runs 12.2 natively; 12.4 on it is minor-version compatibility
+        // (minor-version-compat.tsv: "CUDA 12.x >= 525").
+        assert_eq!(verdict(&n, &r535, NOW).0, Verdict::MinorCompat);
+    }
+
+    #[test]
+    fn cuda_12_8_on_a_550_driver_is_incompatible() {
+        // Table 3 "CUDA 12.8 GA >=570.26"; the runtime enforces cuda>=12.8 against 12.4.
+        let n = need("cuda>=12.8");
+        let (v, why) = verdict(&n, &facts("NVIDIA-H100-80GB-HBM3", "550.54.15", "12.4"), NOW);
+        assert_eq!(v, Verdict::Incompatible);
+        assert!(why.contains("cuda>=12.8"), "{why}");
+    }
+
+    #[test]
+    fn an_unenforced_12_x_guess_on_an_older_12_driver_is_minor_compat() {
+        // minor-version-compat.tsv: "CUDA 12.x >= 525"; driver 535 natively supports 12.2.
+        let n = need_of(&CudaNeed { image: Some(Sym::new("pytorch/pytorch:2.6.0-cuda12.6-cudnn9-runtime")), ..CudaNeed::default() }).unwrap();
+        assert_eq!(n.source, NeedSource::Guessed);
+        assert_eq!(n.column(), "12.6 (guessed)");
+        let (v, why) = verdict(&n, &facts("NVIDIA-A100-SXM4-80GB", "535.104.05", "12.2"), NOW);
+        assert_eq!(v, Verdict::MinorCompat);
+        assert!(why.contains("limited feature set"));
+    }
+
+    #[test]
+    fn forward_compat_only_on_data_center_gpus_and_supported_branches() {
+        // datacenter-driver-branches.tsv: "R535 Long Term Support Branch June 2026 CUDA 12"
+        let n = need_of(&CudaNeed { image: Some(Sym::new("nvidia/cuda:13.0.0-base-ubuntu24.04")), ..CudaNeed::default() }).unwrap();
+        let before_eol = 1_767_225_600; // 2026-01-01
+        let dc = facts("NVIDIA-H100-80GB-HBM3", "535.104.05", "12.2");
+        assert_eq!(verdict(&n, &dc, before_eol).0, Verdict::ForwardCompat);
+        let consumer = facts("NVIDIA-GeForce-RTX-4090", "535.104.05", "12.2");
+        assert_eq!(verdict(&n, &consumer, before_eol).0, Verdict::Incompatible);
+        // R535 reached end of life in June 2026
+        assert_eq!(verdict(&n, &dc, NOW).0, Verdict::Incompatible);
+        // R550 is no supported data-center branch in the table
+        let r550 = facts("NVIDIA-H100-80GB-HBM3", "550.54.15", "12.4");
+        assert_eq!(verdict(&n, &r550, before_eol).0, Verdict::Incompatible);
+    }
+
+    #[test]
+    fn every_case_of_the_toolkit_table() {
+        let text = include_str!("../../tests/fixtures/compat/nvidia-require-cases.tsv");
+        let (_, rows) = crate::reference::tsv_rows(text);
+        assert_eq!(rows.len(), 8);
+        for row in rows {
+            let env: Vec<(&str, &str)> = row[1].split(' ').filter_map(|kv| kv.split_once('=')).collect();
+            let expected = if row[2] == "-" { String::new() } else { row[2].to_string() };
+            assert_eq!(derive_requirements(&env).join(","), expected, "case: {}", row[0]);
+        }
+    }
+
+    #[test]
+    fn image_tag_guesses() {
+        assert_eq!(guess_from_image("nvidia/cuda:12.4.1-runtime-ubuntu22.04"), Some(CudaVersion::new(12, 4)));
+        assert_eq!(guess_from_image("pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime"), Some(CudaVersion::new(12, 1)));
+        assert_eq!(guess_from_image("ghcr.io/x/train:v3-cu124"), Some(CudaVersion::new(12, 4)));
+        assert_eq!(guess_from_image("ghcr.io/x/torch-cu118:latest"), Some(CudaVersion::new(11, 8)));
+        assert_eq!(guess_from_image("nvcr.io/nvidia/pytorch:24.01-py3"), None);
+        assert_eq!(guess_from_image("docker.io/library/busybox:1.36"), None);
+    }
+
+    #[test]
+    fn eol_dates() {
+        assert_eq!(end_of_life("June 2026"), Some(days_from_civil(2026, 7, 1) * 86_400));
+        assert_eq!(days_from_civil(1970, 1, 1), 0);
+        assert_eq!(days_from_civil(2026, 11, 30) * 86_400, NOW);
+    }
+}

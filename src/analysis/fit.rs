@@ -1,0 +1,336 @@
+//! Per-node fit: could this pod run on that node, and if not, why?
+//!
+//! The same rules the scheduler's default filters apply, in its order
+//! (NodeUnschedulable → TaintToleration → NodeAffinity → NodeResourcesFit),
+//! with GPU-specific refinements (a MIG profile, a device plugin that
+//! advertises nothing). `verdicts` returns *every* failing reason for a node;
+//! `scheduler_view` keeps only what the real scheduler reports (the first
+//! failing filter), so kgpu can be compared with its message.
+
+use crate::model::{keys, Node, NodeSelectorTerm, Pod, Resources, SelectorOperator, Sym, Taint, TaintEffect, Toleration};
+
+use super::tally::Tally;
+
+/// Why a node cannot take a pod. `code()` gives the stable codes of DESIGN.md.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum NodeReason {
+    Cordoned,
+    NotReady,
+    UntoleratedTaint { key: Sym, value: Sym },
+    SelectorMismatch,
+    AffinityMismatch,
+    DevicePluginNotAdvertising,
+    InsufficientGpu,
+    InsufficientMig(Sym),
+    InsufficientCpu,
+    InsufficientMemory,
+    InsufficientPods,
+    InsufficientOther(Sym),
+}
+
+/// The scheduler filter a reason belongs to, in the scheduler's order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Filter {
+    NodeUnschedulable,
+    TaintToleration,
+    NodeAffinity,
+    NodeResourcesFit,
+}
+
+impl NodeReason {
+    pub fn code(&self) -> String {
+        match self {
+            NodeReason::Cordoned => "cordoned".into(),
+            NodeReason::NotReady => "not-ready".into(),
+            NodeReason::UntoleratedTaint { key, .. } => format!("untolerated-taint:{key}"),
+            NodeReason::SelectorMismatch => "selector-mismatch".into(),
+            NodeReason::AffinityMismatch => "affinity-mismatch".into(),
+            NodeReason::DevicePluginNotAdvertising => "device-plugin-not-advertising".into(),
+            NodeReason::InsufficientGpu => "insufficient-gpu".into(),
+            NodeReason::InsufficientMig(p) => format!("insufficient-mig:{p}"),
+            NodeReason::InsufficientCpu => "insufficient-cpu".into(),
+            NodeReason::InsufficientMemory => "insufficient-memory".into(),
+            NodeReason::InsufficientPods => "insufficient-pods".into(),
+            NodeReason::InsufficientOther(r) => format!("insufficient:{r}"),
+        }
+    }
+
+    pub fn filter(&self) -> Filter {
+        match self {
+            NodeReason::Cordoned => Filter::NodeUnschedulable,
+            NodeReason::NotReady | NodeReason::UntoleratedTaint { .. } => Filter::TaintToleration,
+            NodeReason::SelectorMismatch | NodeReason::AffinityMismatch => Filter::NodeAffinity,
+            _ => Filter::NodeResourcesFit,
+        }
+    }
+
+    /// The reason as kube-scheduler words it in a FailedScheduling message.
+    pub fn scheduler_text(&self) -> String {
+        match self {
+            NodeReason::Cordoned => "node(s) were unschedulable".into(),
+            NodeReason::NotReady => format!("node(s) had untolerated taint {{{}: }}", keys::TAINT_NOT_READY),
+            NodeReason::UntoleratedTaint { key, value } => format!("node(s) had untolerated taint {{{key}: {value}}}"),
+            NodeReason::SelectorMismatch | NodeReason::AffinityMismatch => {
+                "node(s) didn't match Pod's node affinity/selector".into()
+            }
+            NodeReason::DevicePluginNotAdvertising | NodeReason::InsufficientGpu => {
+                format!("Insufficient {}", keys::RESOURCE_GPU)
+            }
+            NodeReason::InsufficientMig(p) => format!("Insufficient {}{p}", keys::RESOURCE_MIG_PREFIX),
+            NodeReason::InsufficientCpu => "Insufficient cpu".into(),
+            NodeReason::InsufficientMemory => "Insufficient memory".into(),
+            NodeReason::InsufficientPods => "Too many pods".into(),
+            NodeReason::InsufficientOther(r) => format!("Insufficient {r}"),
+        }
+    }
+
+    /// Reasons that preemption cannot fix (the scheduler marks them
+    /// UnschedulableAndUnresolvable).
+    pub fn unresolvable(&self) -> bool {
+        self.filter() != Filter::NodeResourcesFit
+    }
+
+    /// Coarse class for comparing kgpu with the scheduler, whose wording
+    /// merges some of kgpu's distinctions (selector vs affinity; a silent
+    /// device plugin shows as plain `Insufficient nvidia.com/gpu`).
+    pub fn comparison_class(&self) -> String {
+        match self {
+            NodeReason::SelectorMismatch | NodeReason::AffinityMismatch => "selector-mismatch".into(),
+            NodeReason::DevicePluginNotAdvertising => "insufficient-gpu".into(),
+            other => other.code(),
+        }
+    }
+}
+
+/// What the pod (or one member of a gang) asks of a node.
+#[derive(Clone, Copy, Debug)]
+pub struct Shape<'a> {
+    pub requests: &'a Resources,
+    pub tolerations: &'a [Toleration],
+    pub node_selector: &'a [(Sym, Sym)],
+    pub affinity: &'a [NodeSelectorTerm],
+}
+
+impl<'a> Shape<'a> {
+    pub fn of(pod: &'a Pod) -> Shape<'a> {
+        Shape {
+            requests: &pod.requests,
+            tolerations: &pod.tolerations,
+            node_selector: &pod.node_selector,
+            affinity: &pod.affinity,
+        }
+    }
+}
+
+pub fn tolerates(tolerations: &[Toleration], taint: &Taint) -> bool {
+    tolerations.iter().any(|t| t.tolerates(taint))
+}
+
+fn is_not_ready_taint(t: &Taint) -> bool {
+    matches!(t.key.as_str(), keys::TAINT_NOT_READY | keys::TAINT_UNREACHABLE)
+}
+
+/// Every reason `node` (already holding `used`) cannot take `shape`, in
+/// scheduler filter order. Empty means it fits.
+pub fn verdicts(shape: &Shape<'_>, node: &Node, used: &Tally) -> Vec<NodeReason> {
+    let mut reasons = Vec::new();
+    if node.unschedulable {
+        let cordon = Taint::new(keys::TAINT_UNSCHEDULABLE, "", TaintEffect::NoSchedule);
+        if !tolerates(shape.tolerations, &cordon) {
+            reasons.push(NodeReason::Cordoned);
+        }
+    }
+    // A NotReady node carries the not-ready taint once the node lifecycle
+    // controller sees it; say "not ready" either way.
+    let mut not_ready = !node.is_ready();
+    for taint in node.taints.iter() {
+        if taint.effect == TaintEffect::PreferNoSchedule || tolerates(shape.tolerations, taint) {
+            if is_not_ready_taint(taint) {
+                not_ready = false;
+            }
+            continue;
+        }
+        if is_not_ready_taint(taint) {
+            not_ready = true;
+        } else {
+            reasons.push(NodeReason::UntoleratedTaint { key: taint.key, value: taint.value });
+        }
+    }
+    if not_ready {
+        reasons.push(NodeReason::NotReady);
+    }
+    if !selector_matches(shape.node_selector, node) {
+        reasons.push(NodeReason::SelectorMismatch);
+    }
+    if !affinity_matches(shape.affinity, node) {
+        reasons.push(NodeReason::AffinityMismatch);
+    }
+    reasons.extend(resource_shortfalls(shape.requests, node, used));
+    reasons
+}
+
+/// The reasons the real scheduler would print for this node: those of the
+/// first failing filter only (it stops at the first failure per node).
+pub fn scheduler_view(reasons: &[NodeReason]) -> Vec<NodeReason> {
+    let Some(first) = reasons.iter().map(|r| r.filter()).min() else {
+        return Vec::new();
+    };
+    let mut out: Vec<NodeReason> = reasons.iter().filter(|r| r.filter() == first).cloned().collect();
+    // One NodeAffinity message covers selector and affinity.
+    if first == Filter::NodeAffinity {
+        out.truncate(1);
+    }
+    out
+}
+
+pub fn selector_matches(selector: &[(Sym, Sym)], node: &Node) -> bool {
+    selector
+        .iter()
+        .all(|(k, v)| node.labels.iter().any(|(nk, nv)| nk == k && nv == v))
+}
+
+pub fn affinity_matches(terms: &[NodeSelectorTerm], node: &Node) -> bool {
+    terms.is_empty() || terms.iter().any(|term| term_matches(term, node))
+}
+
+fn term_matches(term: &NodeSelectorTerm, node: &Node) -> bool {
+    if term.expressions.is_empty() && term.fields.is_empty() {
+        return false;
+    }
+    term.expressions.iter().all(|r| {
+        let value = node.labels.iter().find(|(k, _)| *k == r.key).map(|(_, v)| *v);
+        requirement_matches(r.operator, &r.values, value)
+    }) && term.fields.iter().all(|r| {
+        let value = (r.key.as_str() == "metadata.name").then_some(node.name);
+        requirement_matches(r.operator, &r.values, value)
+    })
+}
+
+fn requirement_matches(op: SelectorOperator, values: &[Sym], value: Option<Sym>) -> bool {
+    let number = |s: Sym| s.as_str().trim().parse::<i64>().ok();
+    match op {
+        SelectorOperator::In => value.is_some_and(|v| values.contains(&v)),
+        SelectorOperator::NotIn => value.is_none_or(|v| !values.contains(&v)),
+        SelectorOperator::Exists => value.is_some(),
+        SelectorOperator::DoesNotExist => value.is_none(),
+        SelectorOperator::Gt | SelectorOperator::Lt => {
+            let (Some(v), Some(bound)) = (value.and_then(number), values.first().copied().and_then(number)) else {
+                return false;
+            };
+            if op == SelectorOperator::Gt { v > bound } else { v < bound }
+        }
+    }
+}
+
+/// NodeResourcesFit: every requested resource must fit in allocatable − used.
+pub fn resource_shortfalls(requests: &Resources, node: &Node, used: &Tally) -> Vec<NodeReason> {
+    let mut reasons = Vec::new();
+    let free = |name: &str, alloc: u64| alloc.saturating_sub(used.get(name));
+    if node.allocatable.pods > 0 && free("pods", node.allocatable.pods) < 1 {
+        reasons.push(NodeReason::InsufficientPods);
+    }
+    if requests.cpu_milli > free("cpu", node.allocatable.cpu_milli) {
+        reasons.push(NodeReason::InsufficientCpu);
+    }
+    if requests.memory > free("memory", node.allocatable.memory) {
+        reasons.push(NodeReason::InsufficientMemory);
+    }
+    if requests.gpu > free(keys::RESOURCE_GPU, node.allocatable.gpu) {
+        let silent_plugin = node.allocatable.gpu == 0
+            && node.allocatable.mig_total() == 0
+            && node.hardware_gpus().is_some_and(|n| n > 0);
+        reasons.push(if silent_plugin { NodeReason::DevicePluginNotAdvertising } else { NodeReason::InsufficientGpu });
+    }
+    for (name, amount) in requests.extended.iter() {
+        if *amount == 0 || *amount <= free(name.as_str(), node.allocatable.get(name.as_str())) {
+            continue;
+        }
+        reasons.push(match keys::mig_profile_of(name.as_str()) {
+            Some(profile) => NodeReason::InsufficientMig(Sym::new(profile)),
+            None => NodeReason::InsufficientOther(*name),
+        });
+    }
+    reasons
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::testing::{node, pod};
+
+    #[test]
+    fn a_fitting_node_has_no_reasons() {
+        let n = node("n1").gpus(8).build();
+        let p = pod("p").gpus(4).build();
+        assert!(verdicts(&Shape::of(&p), &n, &Tally::default()).is_empty());
+    }
+
+    #[test]
+    fn every_reason_is_reported_in_filter_order() {
+        let n = node("n1")
+            .gpus(4)
+            .cordoned()
+            .taint("nvidia.com/gpu", "present", TaintEffect::NoSchedule)
+            .build();
+        let p = pod("p").gpus(8).selector("pool", "a100").build();
+        let reasons = verdicts(&Shape::of(&p), &n, &Tally::default());
+        let codes: Vec<String> = reasons.iter().map(|r| r.code()).collect();
+        assert_eq!(codes, ["cordoned", "untolerated-taint:nvidia.com/gpu", "selector-mismatch", "insufficient-gpu"]);
+        // the scheduler stops at the first failing filter
+        assert_eq!(scheduler_view(&reasons), vec![NodeReason::Cordoned]);
+    }
+
+    #[test]
+    fn tolerated_taints_and_prefer_no_schedule_do_not_block() {
+        let n = node("n1")
+            .gpus(8)
+            .taint("nvidia.com/gpu", "present", TaintEffect::NoSchedule)
+            .taint("soft", "x", TaintEffect::PreferNoSchedule)
+            .build();
+        let p = pod("p").gpus(1).tolerate("nvidia.com/gpu").build();
+        assert!(verdicts(&Shape::of(&p), &n, &Tally::default()).is_empty());
+    }
+
+    #[test]
+    fn not_ready_is_one_reason_with_or_without_the_taint() {
+        let bare = node("n1").gpus(8).not_ready().build();
+        let tainted = node("n2").gpus(8).not_ready().taint(keys::TAINT_NOT_READY, "", TaintEffect::NoSchedule).build();
+        let p = pod("p").gpus(1).build();
+        for n in [bare, tainted] {
+            assert_eq!(verdicts(&Shape::of(&p), &n, &Tally::default()), vec![NodeReason::NotReady]);
+        }
+    }
+
+    #[test]
+    fn mig_profiles_and_silent_device_plugins() {
+        let mig = node("m1").mig("1g.10gb", 2).build();
+        let p = pod("p").mig("3g.40gb", 1).build();
+        assert_eq!(
+            verdicts(&Shape::of(&p), &mig, &Tally::default()),
+            vec![NodeReason::InsufficientMig(Sym::new("3g.40gb"))]
+        );
+        let silent = node("s1").hardware(8).build();
+        let p = pod("p").gpus(1).build();
+        let reasons = verdicts(&Shape::of(&p), &silent, &Tally::default());
+        assert_eq!(reasons, vec![NodeReason::DevicePluginNotAdvertising]);
+        assert_eq!(reasons[0].scheduler_text(), "Insufficient nvidia.com/gpu");
+    }
+
+    #[test]
+    fn used_resources_count() {
+        let n = node("n1").gpus(8).build();
+        let mut used = Tally::default();
+        used.add(&pod("a").gpus(6).build().requests);
+        let p = pod("p").gpus(4).build();
+        assert_eq!(verdicts(&Shape::of(&p), &n, &used), vec![NodeReason::InsufficientGpu]);
+    }
+
+    #[test]
+    fn required_affinity_terms_are_ored() {
+        let n = node("n1").gpus(8).label("nvidia.com/gpu.product", "NVIDIA-H100-80GB-HBM3").build();
+        let h100 = pod("p").gpus(1).affinity_in("nvidia.com/gpu.product", &["NVIDIA-H100-80GB-HBM3", "NVIDIA-H200"]).build();
+        let a100 = pod("q").gpus(1).affinity_in("nvidia.com/gpu.product", &["NVIDIA-A100-SXM4-80GB"]).build();
+        assert!(verdicts(&Shape::of(&h100), &n, &Tally::default()).is_empty());
+        assert_eq!(verdicts(&Shape::of(&a100), &n, &Tally::default()), vec![NodeReason::AffinityMismatch]);
+    }
+}

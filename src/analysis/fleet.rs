@@ -1,0 +1,389 @@
+//! The fleet: per node, GPUs in hardware, advertised, allocated and free,
+//! MIG slices per profile, and the node's problems.
+
+use std::collections::BTreeMap;
+
+use crate::model::{AgentStatus, GpuHealth, MigStrategy, Node, PodPhase, Sym, Timestamp};
+use crate::reference::xid;
+
+use super::index::Index;
+use super::Thresholds;
+
+/// Stable node issue codes (DESIGN.md).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum IssueCode {
+    DevicePluginNotAdvertising,
+    NotReady,
+    Cordoned,
+    BlackHole,
+    MigConfigPending,
+    MigConfigFailed,
+    UpgradeStuck,
+    UpgradeFailed,
+    XidErrors,
+}
+
+impl IssueCode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IssueCode::DevicePluginNotAdvertising => "device-plugin-not-advertising",
+            IssueCode::NotReady => "not-ready",
+            IssueCode::Cordoned => "cordoned",
+            IssueCode::BlackHole => "black-hole",
+            IssueCode::MigConfigPending => "mig-config-pending",
+            IssueCode::MigConfigFailed => "mig-config-failed",
+            IssueCode::UpgradeStuck => "upgrade-stuck",
+            IssueCode::UpgradeFailed => "upgrade-failed",
+            IssueCode::XidErrors => "xid-errors",
+        }
+    }
+
+    /// Problems that lose capacity or jobs rank above administrative states.
+    pub fn is_fault(self) -> bool {
+        !matches!(self, IssueCode::Cordoned | IssueCode::MigConfigPending)
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct NodeIssue {
+    pub code: IssueCode,
+    pub detail: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MigUsage {
+    pub profile: Sym,
+    pub allocatable: u64,
+    pub allocated: u64,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct NodeSummary {
+    pub name: Sym,
+    pub ready: bool,
+    pub cordoned: bool,
+    pub product: Option<Sym>,
+    pub driver: Option<String>,
+    /// Physical GPUs as hardware reports them (agent, else GFD), if known.
+    pub hardware: Option<u32>,
+    pub gpu_allocatable: u64,
+    pub gpu_allocated: u64,
+    pub gpu_free: u64,
+    /// GPUs the agent reports unhealthy.
+    pub gpu_unhealthy: u32,
+    /// GPUs in hardware the device plugin does not advertise.
+    pub gpu_unadvertised: u32,
+    pub mig: Vec<MigUsage>,
+    pub gpu_pods: usize,
+    pub issues: Vec<NodeIssue>,
+}
+
+impl NodeSummary {
+    pub fn has(&self, code: IssueCode) -> bool {
+        self.issues.iter().any(|i| i.code == code)
+    }
+    pub fn schedulable(&self) -> bool {
+        self.ready && !self.cordoned
+    }
+}
+
+pub fn summarize(index: &Index<'_>, thresholds: &Thresholds) -> Vec<NodeSummary> {
+    index.nodes().map(|node| summarize_node(index, node, thresholds)).collect()
+}
+
+pub fn summarize_node(index: &Index<'_>, node: &Node, thresholds: &Thresholds) -> NodeSummary {
+    let used = index.used(node.name);
+    let devices = index.snap.devices.get(&node.name).filter(|d| d.status == AgentStatus::Reporting);
+    let hardware = devices.map(|d| d.gpus.len() as u32).or(node.hardware_gpus());
+    let gpu_unhealthy = devices.map_or(0, |d| {
+        d.gpus.iter().filter(|g| matches!(g.health, GpuHealth::Unhealthy(_))).count() as u32
+    });
+    let mig: Vec<MigUsage> = node
+        .allocatable
+        .mig()
+        .map(|(profile, allocatable)| MigUsage {
+            profile: Sym::new(profile),
+            allocatable,
+            allocated: used.mig(profile),
+        })
+        .collect();
+    let advertised_physical = advertised_physical_gpus(node, devices.map(|d| &**d));
+    let gpu_unadvertised = hardware.map_or(0, |h| h.saturating_sub(advertised_physical));
+    let gpu_pods = index.pods_on(node.name).iter().filter(|p| p.wants_gpu()).count();
+
+    let mut issues = Vec::new();
+    if gpu_unadvertised > 0 {
+        let hw = hardware.unwrap_or(0);
+        issues.push(NodeIssue {
+            code: IssueCode::DevicePluginNotAdvertising,
+            detail: format!(
+                "{hw} GPU(s) in hardware, {advertised_physical} advertised to Kubernetes ({gpu_unadvertised} missing)"
+            ),
+        });
+    }
+    if !node.is_ready() {
+        issues.push(NodeIssue { code: IssueCode::NotReady, detail: "Ready condition is not True".into() });
+    }
+    if node.unschedulable {
+        issues.push(NodeIssue { code: IssueCode::Cordoned, detail: "spec.unschedulable is true".into() });
+    }
+    if let Some(detail) = black_hole(index, node, thresholds) {
+        issues.push(NodeIssue { code: IssueCode::BlackHole, detail });
+    }
+    issues.extend(mig_config_issue(node, index.now, thresholds));
+    issues.extend(upgrade_issue(node, index.now, thresholds));
+    if let Some(d) = devices {
+        let recent: Vec<String> = d
+            .gpus
+            .iter()
+            .flat_map(|g| g.xids.iter().map(move |x| (g.index, x)))
+            .filter(|(_, x)| index.now - x.at <= thresholds.xid_window)
+            .filter(|(_, x)| !xid::lookup(x.code).is_some_and(|info| info.ignored_by_device_plugin))
+            .map(|(gpu, x)| match xid::lookup(x.code) {
+                Some(info) => format!("Xid {} on GPU {gpu} ({})", x.code, info.description),
+                None => format!("Xid {} on GPU {gpu}", x.code),
+            })
+            .collect();
+        if !recent.is_empty() {
+            issues.push(NodeIssue { code: IssueCode::XidErrors, detail: recent.join("; ") });
+        }
+    }
+
+    NodeSummary {
+        name: node.name,
+        ready: node.is_ready(),
+        cordoned: node.unschedulable,
+        product: node.gpu.product,
+        driver: node
+            .gpu
+            .driver
+            .as_ref()
+            .or(devices.and_then(|d| d.driver.as_ref()))
+            .map(|d| d.to_string()),
+        hardware,
+        gpu_allocatable: node.allocatable.gpu,
+        gpu_allocated: used.gpu,
+        gpu_free: node.allocatable.gpu.saturating_sub(used.gpu),
+        gpu_unhealthy,
+        gpu_unadvertised,
+        mig,
+        gpu_pods,
+        issues,
+    }
+}
+
+/// Physical GPUs the device plugin covers. Under MIG `mixed` a GPU in MIG
+/// mode is advertised as its slices, not as `nvidia.com/gpu`; without an
+/// agent, advertised slices are taken to cover the remaining GPUs.
+fn advertised_physical_gpus(node: &Node, devices: Option<&crate::model::NodeDevices>) -> u32 {
+    let whole = node.allocatable.gpu as u32;
+    let shared = node.allocatable.get(crate::model::keys::RESOURCE_GPU_SHARED);
+    if node.gpu.mig_strategy == Some(MigStrategy::Single) || shared > 0 {
+        // single: GFD's count is MIG devices, like nvidia.com/gpu;
+        // time-slicing: replicas hide the physical count, compare presence only.
+        return if whole > 0 || shared > 0 { node.hardware_gpus().unwrap_or(whole).max(whole) } else { 0 };
+    }
+    let mig_slices = node.allocatable.mig_total();
+    if mig_slices == 0 {
+        return whole;
+    }
+    match devices {
+        Some(d) => {
+            let mig_gpus = d.gpus.iter().filter(|g| g.mig_mode == crate::model::MigMode::Enabled).count() as u32;
+            whole + mig_gpus
+        }
+        None => node.hardware_gpus().unwrap_or(whole).max(whole),
+    }
+}
+
+fn black_hole(index: &Index<'_>, node: &Node, t: &Thresholds) -> Option<String> {
+    if !node.is_ready() || node.allocatable.gpu == 0 && node.allocatable.mig_total() == 0 {
+        return None;
+    }
+    let failed = index
+        .snap
+        .pods
+        .values()
+        .filter(|p| p.node == Some(node.name) && p.wants_gpu() && p.phase == PodPhase::Failed)
+        .filter(|p| index.now - p.transitioned <= t.black_hole_window)
+        .filter(|p| p.reason.is_some_and(|r| r.as_str() == "UnexpectedAdmissionError"))
+        .count();
+    let running = index
+        .pods_on(node.name)
+        .iter()
+        .filter(|p| p.wants_gpu() && p.phase == PodPhase::Running)
+        .count();
+    (failed >= t.black_hole_min_failures && failed > running).then(|| {
+        format!(
+            "Ready and advertising GPUs, but {failed} GPU pod(s) failed admission (UnexpectedAdmissionError) in the last {}; {running} running",
+            super::age(t.black_hole_window)
+        )
+    })
+}
+
+fn mig_config_issue(node: &Node, now: Timestamp, t: &Thresholds) -> Option<NodeIssue> {
+    let state = node.operator.mig_config_state?.as_str();
+    let config = node.operator.mig_config.map_or("?", |c| c.as_str());
+    let since = node.operator.mig_config_since.map(|s| now - s);
+    match state {
+        "failed" => Some(NodeIssue {
+            code: IssueCode::MigConfigFailed,
+            detail: format!("mig.config={config}: mig-manager reports failed"),
+        }),
+        "pending" | "rebooting" => {
+            let wedged = since.is_some_and(|s| s >= t.mig_pending_wedged_after);
+            let paused = if node.operator.paused_for_mig_change {
+                "; GPU operands paused-for-mig-change"
+            } else {
+                ""
+            };
+            Some(NodeIssue {
+                code: IssueCode::MigConfigPending,
+                detail: format!(
+                    "mig.config={config} {state} for {}{paused}{}",
+                    since.map_or("an unknown time".into(), super::age),
+                    if wedged { " — looks wedged" } else { "" }
+                ),
+            })
+        }
+        _ => None,
+    }
+}
+
+fn upgrade_issue(node: &Node, now: Timestamp, t: &Thresholds) -> Option<NodeIssue> {
+    let state = node.operator.upgrade_state?.as_str();
+    let since = node.operator.upgrade_since.map(|s| now - s);
+    if state == "upgrade-failed" {
+        return Some(NodeIssue {
+            code: IssueCode::UpgradeFailed,
+            detail: format!("driver upgrade failed{}", since.map_or(String::new(), |s| format!(" {} ago", super::age(s)))),
+        });
+    }
+    if state == "upgrade-done" {
+        return None;
+    }
+    let secs = since?;
+    (secs >= t.upgrade_stuck_after).then(|| NodeIssue {
+        code: IssueCode::UpgradeStuck,
+        detail: format!("in {state} for {}", super::age(secs)),
+    })
+}
+
+/// Fleet-wide GPU totals.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Totals {
+    /// Whole GPUs advertised (`nvidia.com/gpu` allocatable).
+    pub gpus: u64,
+    pub allocated: u64,
+    /// Free on nodes that accept work (Ready, not cordoned).
+    pub free: u64,
+    /// Part of `free` that no pending shape can use.
+    pub stranded: u64,
+    /// Free but on cordoned or NotReady nodes.
+    pub unavailable: u64,
+    /// In hardware, not advertised.
+    pub unadvertised: u64,
+    pub mig_slices: BTreeMap<Sym, (u64, u64)>,
+}
+
+pub fn totals(nodes: &[NodeSummary], stranded: u64) -> Totals {
+    let mut t = Totals { stranded, ..Totals::default() };
+    for n in nodes {
+        t.gpus += n.gpu_allocatable;
+        t.allocated += n.gpu_allocated;
+        if n.schedulable() {
+            t.free += n.gpu_free;
+        } else {
+            t.unavailable += n.gpu_free;
+        }
+        t.unadvertised += n.gpu_unadvertised as u64;
+        for m in &n.mig {
+            let e = t.mig_slices.entry(m.profile).or_insert((0, 0));
+            e.0 += m.allocatable;
+            e.1 += m.allocated;
+        }
+    }
+    t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::testing::{node, pod};
+    use crate::model::{Cluster, ModelEvent, Object, SourceInfo, SourceKind};
+
+    fn snapshot(nodes: Vec<Node>, pods: Vec<crate::model::Pod>, now: Timestamp) -> crate::model::Snapshot {
+        let mut c = Cluster::new(SourceInfo { kind: SourceKind::Demo, name: "t".into() });
+        c.apply(ModelEvent::Clock(now));
+        c.apply_all(nodes.into_iter().map(|n| ModelEvent::Upsert(Object::Node(n))));
+        c.apply_all(pods.into_iter().map(|p| ModelEvent::Upsert(Object::Pod(p))));
+        c.snapshot()
+    }
+
+    #[test]
+    fn silent_device_plugin_is_flagged() {
+        // plugin-crash: 8 GPUs in hardware (GFD gpu.count=8), 0 allocatable
+        let snap = snapshot(vec![node("g1").hardware(8).build()], vec![], 0);
+        let index = Index::build(&snap, 0);
+        let s = summarize(&index, &Thresholds::default());
+        assert_eq!(s[0].hardware, Some(8));
+        assert_eq!(s[0].gpu_allocatable, 0);
+        assert!(s[0].has(IssueCode::DevicePluginNotAdvertising), "{:?}", s[0].issues);
+    }
+
+    #[test]
+    fn one_unhealthy_gpu_of_eight_is_seven_advertised() {
+        // describe-node-xid79-7-of-8-allocatable.txt: capacity and allocatable 7, 8 in hardware
+        let snap = snapshot(vec![node("g1").gpus(7).label("nvidia.com/gpu.count", "8").build()], vec![], 0);
+        let index = Index::build(&snap, 0);
+        let s = summarize_node(&index, index.snap.nodes.values().next().unwrap(), &Thresholds::default());
+        assert_eq!(s.gpu_unadvertised, 1);
+        assert!(s.issues[0].detail.contains("8 GPU(s) in hardware, 7 advertised"));
+    }
+
+    #[test]
+    fn mixed_mig_nodes_are_not_flagged() {
+        // describe-node-dgx-h100-mig-mixed-ocp.txt: gpu 0, mig-1g.10gb 16, mig-2g.20gb 8, mig-3g.40gb 8
+        let n = node("dgx")
+            .hardware(8)
+            .mig("1g.10gb", 16)
+            .mig("2g.20gb", 8)
+            .mig("3g.40gb", 8)
+            .build();
+        let snap = snapshot(vec![n], vec![], 0);
+        let index = Index::build(&snap, 0);
+        let s = summarize(&index, &Thresholds::default());
+        assert!(!s[0].has(IssueCode::DevicePluginNotAdvertising));
+        assert_eq!(s[0].mig.len(), 3);
+    }
+
+    #[test]
+    fn black_hole_node_rejects_every_gpu_pod() {
+        let failed = |i: usize| {
+            pod(&format!("p{i}"))
+                .gpus(1)
+                .on("bh")
+                .failed("UnexpectedAdmissionError", "Pod was rejected: Allocate failed due to requested number of devices unavailable for nvidia.com/gpu. Requested: 1, Available: 0, which is unexpected")
+                .transitioned(1000 - i as i64 * 60)
+                .build()
+        };
+        let snap = snapshot(vec![node("bh").gpus(8).build()], (0..5).map(failed).collect(), 1000);
+        let index = Index::build(&snap, 1000);
+        let s = summarize(&index, &Thresholds::default());
+        assert!(s[0].has(IssueCode::BlackHole), "{:?}", s[0].issues);
+        assert_eq!(s[0].gpu_free, 8, "failed pods hold nothing");
+    }
+
+    #[test]
+    fn totals_split_free_by_schedulability() {
+        let snap = snapshot(
+            vec![node("a").gpus(8).build(), node("b").gpus(8).cordoned().build()],
+            vec![pod("p").gpus(3).on("a").running().build()],
+            0,
+        );
+        let index = Index::build(&snap, 0);
+        let s = summarize(&index, &Thresholds::default());
+        let t = totals(&s, 0);
+        assert_eq!((t.gpus, t.allocated, t.free, t.unavailable), (16, 3, 5, 8));
+    }
+}

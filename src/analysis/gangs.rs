@@ -1,0 +1,200 @@
+//! Gangs: how many members are placed, the GPUs a partial gang holds idle,
+//! deadlocks between partial gangs, and gangs split across nodes.
+
+use std::collections::{BTreeMap, HashMap};
+
+use crate::model::{Gang, GangKey, Pod, PodPhase, Sym, Timestamp};
+
+use super::fragmentation::{self, Demand, ShapeSource};
+use super::index::Index;
+use super::tally::Tally;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum GangState {
+    /// Kueue: no quota reserved yet; Volcano: PodGroup Pending.
+    Queued,
+    /// Deactivated (`spec.active: false`).
+    Inactive,
+    /// Quota granted, no member placed yet.
+    Admitted,
+    /// Some members placed, others waiting: the placed ones hold GPUs idle.
+    PartiallyPlaced,
+    /// Every member placed; not all running yet.
+    Placed,
+    Running,
+    Finished,
+}
+
+impl GangState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GangState::Queued => "queued",
+            GangState::Inactive => "inactive",
+            GangState::Admitted => "admitted",
+            GangState::PartiallyPlaced => "partially-placed",
+            GangState::Placed => "placed",
+            GangState::Running => "running",
+            GangState::Finished => "finished",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct GangSummary {
+    pub key: GangKey,
+    pub queue: Option<Sym>,
+    pub required: u32,
+    pub placed: u32,
+    pub running: u32,
+    pub gpus_per_pod: u64,
+    pub gpus_total: u64,
+    pub gpus_held_idle: u64,
+    pub state: GangState,
+    pub age: Timestamp,
+    /// Partial gangs this one can never complete alongside, as `ns/name`.
+    pub deadlocked_with: Vec<String>,
+    /// Nodes holding members, with the GPUs each holds there.
+    pub nodes: Vec<(Sym, u64)>,
+    /// Placed across several nodes although one eligible node could hold it all.
+    pub topology_split: bool,
+}
+
+impl GangSummary {
+    pub fn display_name(&self) -> String {
+        format!("{}/{}", self.key.namespace, self.key.name)
+    }
+}
+
+pub fn analyze(index: &Index<'_>) -> Vec<GangSummary> {
+    let mut out: Vec<GangSummary> = index
+        .snap
+        .gangs
+        .iter()
+        .map(|(key, gang)| summarize(index, key, gang))
+        .collect();
+    find_deadlocks(index, &mut out);
+    out.sort_by(|a, b| {
+        (!a.deadlocked_with.is_empty())
+            .cmp(&!b.deadlocked_with.is_empty())
+            .reverse()
+            .then(b.gpus_held_idle.cmp(&a.gpus_held_idle))
+            .then(a.state.cmp(&b.state))
+            .then(a.key.cmp(&b.key))
+    });
+    out
+}
+
+fn summarize(index: &Index<'_>, key: &GangKey, gang: &Gang) -> GangSummary {
+    let members = index.members(key);
+    let placed_pods: Vec<&&Pod> = members.iter().filter(|p| p.holds_resources()).collect();
+    let placed = placed_pods.len() as u32;
+    let running = placed_pods.iter().filter(|p| p.phase == PodPhase::Running).count() as u32;
+    let required = if gang.min_members > 0 { gang.min_members } else { gang.total_pods() };
+    let gpus_per_pod = gang.gpus_per_pod();
+    let mut per_node: BTreeMap<Sym, u64> = BTreeMap::new();
+    for p in &placed_pods {
+        if let Some(n) = p.node {
+            *per_node.entry(n).or_default() += p.requests.gpu + p.requests.mig_total();
+        }
+    }
+    let state = if gang.is_finished() {
+        GangState::Finished
+    } else if !gang.active {
+        GangState::Inactive
+    } else if placed == 0 && !gang.has_quota() {
+        GangState::Queued
+    } else if placed == 0 {
+        GangState::Admitted
+    } else if placed < required {
+        GangState::PartiallyPlaced
+    } else if running < placed {
+        GangState::Placed
+    } else {
+        GangState::Running
+    };
+    let gpus_held_idle = if state == GangState::PartiallyPlaced { per_node.values().sum() } else { 0 };
+    let gpus_total = gang.total_requests().gpu;
+    let topology_split = per_node.len() > 1 && {
+        let held: u64 = per_node.values().sum();
+        index.nodes().any(|n| n.allocatable.gpu >= held.max(gpus_total) && n.is_gpu_node())
+    };
+    GangSummary {
+        key: key.clone(),
+        queue: gang.queue,
+        required,
+        placed,
+        running,
+        gpus_per_pod,
+        gpus_total,
+        gpus_held_idle,
+        state,
+        age: index.now - gang.created,
+        deadlocked_with: Vec::new(),
+        nodes: per_node.into_iter().collect(),
+        topology_split,
+    }
+}
+
+/// Partial gangs whose missing members fit only if another partial gang let
+/// go of its GPUs: neither can complete; name them together.
+fn find_deadlocks(index: &Index<'_>, gangs: &mut [GangSummary]) {
+    let demands: HashMap<GangKey, Demand> = fragmentation::pending_demands(index)
+        .into_iter()
+        .filter_map(|d| match &d.source {
+            ShapeSource::Gang(k) => Some((k.clone(), d)),
+            _ => None,
+        })
+        .collect();
+    let partial: Vec<usize> = gangs
+        .iter()
+        .enumerate()
+        .filter(|(_, g)| g.state == GangState::PartiallyPlaced)
+        .filter(|(_, g)| demands.get(&g.key).is_some_and(|d| !fits(index, d, &[])))
+        .map(|(i, _)| i)
+        .collect();
+    if partial.len() < 2 {
+        return;
+    }
+    let mut found: Vec<(usize, Vec<String>)> = Vec::new();
+    for &i in &partial {
+        let Some(demand) = demands.get(&gangs[i].key) else { continue };
+        let others: Vec<&GangKey> = partial.iter().filter(|&&j| j != i).map(|&j| &gangs[j].key).collect();
+        if fits(index, demand, &others) {
+            let names = partial
+                .iter()
+                .filter(|&&j| j != i)
+                .map(|&j| format!("{} {}", gangs[j].key.kind.kind_name(), gangs[j].display_name()))
+                .collect();
+            found.push((i, names));
+        }
+    }
+    for (i, names) in found {
+        gangs[i].deadlocked_with = names;
+    }
+}
+
+/// Would `demand` fit if the members of `released` gave their GPUs back?
+fn fits(index: &Index<'_>, demand: &Demand, released: &[&GangKey]) -> bool {
+    let mut freed: HashMap<Sym, Vec<&Pod>> = HashMap::new();
+    for key in released {
+        for p in index.members(key) {
+            if p.holds_resources()
+                && let Some(n) = p.node
+            {
+                freed.entry(n).or_default().push(p);
+            }
+        }
+    }
+    let mut slots = 0;
+    for node in index.nodes().filter(|n| Index::schedulable(n)) {
+        let mut used: Tally = index.used(node.name).clone();
+        for p in freed.get(&node.name).into_iter().flatten() {
+            used.cpu_milli = used.cpu_milli.saturating_sub(p.requests.cpu_milli);
+            used.memory = used.memory.saturating_sub(p.requests.memory);
+            used.gpu = used.gpu.saturating_sub(p.requests.gpu);
+            used.pods = used.pods.saturating_sub(1);
+        }
+        slots += fragmentation::slots(demand, node, &used);
+    }
+    slots >= demand.pods as u64
+}

@@ -1,0 +1,98 @@
+//! Pure analyses over a [`Snapshot`]: no I/O, no clock (time is an
+//! argument), no terminal. This is where the domain lives.
+
+pub mod compat;
+pub mod fit;
+pub mod fleet;
+pub mod fragmentation;
+pub mod gangs;
+pub mod index;
+pub mod pending;
+pub mod queues;
+pub mod scheduler_msg;
+pub mod tally;
+pub mod testing;
+pub mod waves;
+
+use crate::model::{Snapshot, Timestamp};
+
+/// Tunable limits of the analyses.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Thresholds {
+    /// An upgrade state held this long (seconds) counts as stuck.
+    pub upgrade_stuck_after: i64,
+    /// A MIG reconfiguration pending this long looks wedged.
+    pub mig_pending_wedged_after: i64,
+    /// Window and count for black-hole detection.
+    pub black_hole_window: i64,
+    pub black_hole_min_failures: usize,
+    /// XIDs newer than this count.
+    pub xid_window: i64,
+}
+
+impl Default for Thresholds {
+    fn default() -> Self {
+        Thresholds {
+            upgrade_stuck_after: 3600,
+            mig_pending_wedged_after: 900,
+            black_hole_window: 3600,
+            black_hole_min_failures: 3,
+            xid_window: 24 * 3600,
+        }
+    }
+}
+
+/// Everything the views show, computed from one snapshot at one time.
+pub struct Analysis {
+    pub now: Timestamp,
+    pub nodes: Vec<fleet::NodeSummary>,
+    pub totals: fleet::Totals,
+    pub fragmentation: fragmentation::Fragmentation,
+    pub gangs: Vec<gangs::GangSummary>,
+    pub pending: Vec<pending::PendingItem>,
+    pub queues: Vec<queues::QueueRow>,
+    pub matrix: compat::Matrix,
+    pub upgrades: Vec<waves::UpgradeRow>,
+}
+
+pub fn analyze(snap: &Snapshot, now: Timestamp, thresholds: &Thresholds) -> Analysis {
+    let index = index::Index::build(snap, now);
+    let nodes = fleet::summarize(&index, thresholds);
+    let fragmentation = fragmentation::analyze(&index);
+    let totals = fleet::totals(&nodes, fragmentation.stranded_total);
+    let gangs = gangs::analyze(&index);
+    let pending = pending::analyze(&index, &gangs);
+    let queues = queues::rows(snap);
+    let matrix = compat::matrix(index.nodes(), snap.pods.values().map(|p| &**p), now);
+    let upgrades = waves::board(index.nodes(), now, thresholds);
+    Analysis { now, nodes, totals, fragmentation, gangs, pending, queues, matrix, upgrades }
+}
+
+/// A duration for people: `45s`, `12m`, `3h20m`, `2d4h`.
+pub fn age(seconds: i64) -> String {
+    let s = seconds.max(0);
+    if s < 60 {
+        format!("{s}s")
+    } else if s < 3600 {
+        format!("{}m", s / 60)
+    } else if s < 86_400 {
+        let m = (s % 3600) / 60;
+        if m == 0 { format!("{}h", s / 3600) } else { format!("{}h{m}m", s / 3600) }
+    } else {
+        let h = (s % 86_400) / 3600;
+        if h == 0 { format!("{}d", s / 86_400) } else { format!("{}d{h}h", s / 86_400) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn ages() {
+        assert_eq!(super::age(45), "45s");
+        assert_eq!(super::age(720), "12m");
+        assert_eq!(super::age(12_000), "3h20m");
+        assert_eq!(super::age(7200), "2h");
+        assert_eq!(super::age(187_200), "2d4h");
+        assert_eq!(super::age(-5), "0s");
+    }
+}

@@ -1,0 +1,884 @@
+//! Why is it Pending? For each pending pod, Kueue Workload or Volcano
+//! PodGroup, the isolation chain: queue/quota → gang → per-node fit →
+//! device plugin, each step with its evidence and the kubectl command that
+//! proves it by hand, then what would unblock it.
+
+use std::collections::BTreeMap;
+
+use crate::model::{
+    keys, ClusterEvent, Gang, GangKey, GangKind, Node, Pod, QueueKind, Resources, Snapshot, Sym, Timestamp,
+};
+
+use super::fit::{self, NodeReason};
+use super::fragmentation::{self, Demand, ShapeSource};
+use super::gangs::{GangState, GangSummary};
+use super::index::Index;
+use super::queues;
+use super::scheduler_msg;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Step {
+    Quota,
+    Gang,
+    Fit,
+    DevicePlugin,
+}
+
+impl Step {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Step::Quota => "quota",
+            Step::Gang => "gang",
+            Step::Fit => "fit",
+            Step::DevicePlugin => "device-plugin",
+        }
+    }
+    pub fn title(self) -> &'static str {
+        match self {
+            Step::Quota => "queue / quota",
+            Step::Gang => "gang",
+            Step::Fit => "per-node fit",
+            Step::DevicePlugin => "device plugin",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    Pass,
+    Block,
+    /// Not blocking, but worth knowing.
+    Warn,
+    /// Does not apply to this item.
+    NotApplicable,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct StepReport {
+    pub step: Step,
+    pub verdict: Verdict,
+    pub summary: String,
+    pub details: Vec<String>,
+    /// The kubectl command that shows the same by hand.
+    pub commands: Vec<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum PendingKind {
+    Pod,
+    Workload,
+    PodGroup,
+}
+
+impl PendingKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PendingKind::Pod => "Pod",
+            PendingKind::Workload => "Workload",
+            PendingKind::PodGroup => "PodGroup",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct PendingItem {
+    pub kind: PendingKind,
+    pub namespace: Sym,
+    pub name: String,
+    pub age: Timestamp,
+    pub queue: Option<Sym>,
+    /// `2×8` (pods × GPUs), `1×1g.10gb`, `1×cpu`.
+    pub shape: String,
+    pub gpus: u64,
+    pub priority: i32,
+    /// The first step that blocks; `None` when nothing does (it should schedule).
+    pub blocking: Option<Step>,
+    pub summary: String,
+    pub steps: Vec<StepReport>,
+    /// kgpu's per-node verdicts: reason code → nodes (a node can count for several).
+    pub node_reasons: BTreeMap<String, u32>,
+    pub scheduler_message: Option<String>,
+    pub scheduler_recognised: Option<bool>,
+    /// The scheduler's histogram (node reason code, or its raw text).
+    pub scheduler_reasons: BTreeMap<String, u32>,
+    pub agrees_with_scheduler: Option<bool>,
+    pub disagreement: Option<String>,
+    pub hints: Vec<String>,
+    /// The smallest changes that would unblock it.
+    pub unblock: Vec<String>,
+}
+
+impl PendingItem {
+    pub fn blocking_str(&self) -> &'static str {
+        self.blocking.map_or("none", |s| s.as_str())
+    }
+    pub fn display_name(&self) -> String {
+        format!("{}/{}", self.namespace, self.name)
+    }
+}
+
+/// Every pending item, GPU work first, then oldest first.
+pub fn analyze(index: &Index<'_>, gangs: &[GangSummary]) -> Vec<PendingItem> {
+    let mut items = Vec::new();
+    let mut gang_keys = std::collections::HashSet::new();
+    for summary in gangs {
+        if matches!(summary.state, GangState::Running | GangState::Placed | GangState::Finished) {
+            continue;
+        }
+        let Some(gang) = index.snap.gangs.get(&summary.key) else { continue };
+        gang_keys.insert(summary.key.clone());
+        items.push(gang_item(index, gang, summary, gangs));
+    }
+    for pod in &index.pending_pods {
+        if index.gang_of(&pod.key()).is_some_and(|g| gang_keys.contains(g)) {
+            continue;
+        }
+        items.push(pod_item(index, pod));
+    }
+    items.sort_by(|a, b| {
+        (b.gpus > 0)
+            .cmp(&(a.gpus > 0))
+            .then(b.priority.cmp(&a.priority))
+            .then(b.age.cmp(&a.age))
+            .then(a.name.cmp(&b.name))
+    });
+    items
+}
+
+fn ns_flag(ns: Sym) -> String {
+    format!("-n {ns}")
+}
+
+fn shape_text(requests: &Resources, pods: u32) -> String {
+    if requests.gpu > 0 {
+        format!("{pods}×{}", requests.gpu)
+    } else if let Some((profile, n)) = requests.mig().next() {
+        if n > 1 { format!("{pods}×{n}·{profile}") } else { format!("{pods}×{profile}") }
+    } else {
+        format!("{pods}×cpu")
+    }
+}
+
+fn pod_item(index: &Index<'_>, pod: &Pod) -> PendingItem {
+    let mut steps = vec![
+        StepReport {
+            step: Step::Quota,
+            verdict: Verdict::NotApplicable,
+            summary: "not queued by Kueue or Volcano".into(),
+            details: Vec::new(),
+            commands: Vec::new(),
+        },
+        StepReport {
+            step: Step::Gang,
+            verdict: Verdict::NotApplicable,
+            summary: "not part of a gang".into(),
+            details: Vec::new(),
+            commands: Vec::new(),
+        },
+    ];
+    let demand = pod_demand(pod);
+    let fit = fit_step(index, &demand, Some(pod));
+    let scheduler = scheduler_message(index.snap, pod);
+    let mut item = PendingItem {
+        kind: PendingKind::Pod,
+        namespace: pod.namespace,
+        name: pod.name.to_string(),
+        age: index.now - pod.created,
+        queue: pod.queue,
+        shape: shape_text(&pod.requests, 1),
+        gpus: pod.requests.gpu,
+        priority: pod.priority,
+        blocking: None,
+        summary: String::new(),
+        steps: Vec::new(),
+        node_reasons: fit.node_reasons.clone(),
+        scheduler_message: None,
+        scheduler_recognised: None,
+        scheduler_reasons: BTreeMap::new(),
+        agrees_with_scheduler: None,
+        disagreement: None,
+        hints: hints(index, &demand, Some(pod)),
+        unblock: Vec::new(),
+    };
+    if pod.gated {
+        steps[0] = StepReport {
+            step: Step::Quota,
+            verdict: Verdict::Block,
+            summary: "held by a scheduling gate (spec.schedulingGates): not yet released to the scheduler".into(),
+            details: Vec::new(),
+            commands: vec![format!("kubectl get pod {} {} -o jsonpath='{{.spec.schedulingGates}}'", ns_flag(pod.namespace), pod.name)],
+        };
+    }
+    cross_check(&mut item, &fit, scheduler);
+    steps.push(fit.report.clone());
+    steps.push(fit.device_plugin.clone());
+    finish(&mut item, steps, &fit);
+    item
+}
+
+fn pod_demand(pod: &Pod) -> Demand {
+    Demand {
+        gpus_per_pod: pod.requests.gpu,
+        mig_profile: pod.requests.mig().next().map(|(p, _)| Sym::new(p)),
+        pods: 1,
+        requests: pod.requests.clone(),
+        tolerations: pod.tolerations.clone(),
+        node_selector: pod.node_selector.clone(),
+        affinity: pod.affinity.clone(),
+        source: ShapeSource::Pod(pod.key()),
+        priority: pod.priority,
+        created: pod.created,
+    }
+}
+
+fn gang_item(index: &Index<'_>, gang: &Gang, summary: &GangSummary, all: &[GangSummary]) -> PendingItem {
+    let kind = match gang.kind {
+        GangKind::KueueWorkload => PendingKind::Workload,
+        GangKind::VolcanoPodGroup => PendingKind::PodGroup,
+    };
+    let members = index.members(&summary.key);
+    let waiting_member = members.iter().find(|p| p.is_pending()).copied();
+    let demand = fragmentation::pending_demands(index)
+        .into_iter()
+        .find(|d| d.source == ShapeSource::Gang(summary.key.clone()));
+    let per_pod = gang
+        .pod_sets
+        .iter()
+        .max_by_key(|ps| ps.requests.gpu + ps.requests.mig_total())
+        .map(|ps| ps.requests.clone())
+        .unwrap_or_default();
+    let mut steps = vec![quota_step(index, gang), gang_step(index, gang, summary, all)];
+    let (fit, scheduler) = match &demand {
+        Some(d) if steps.iter().all(|s| s.verdict != Verdict::Block) || summary.state == GangState::PartiallyPlaced => {
+            (fit_step(index, d, waiting_member), waiting_member.and_then(|p| scheduler_message(index.snap, p)))
+        }
+        Some(d) => (fit_step(index, d, waiting_member), None),
+        None => (FitResult::not_evaluated(), None),
+    };
+    let mut item = PendingItem {
+        kind,
+        namespace: gang.namespace,
+        name: gang.name.to_string(),
+        age: index.now - gang.created,
+        queue: gang.queue,
+        shape: shape_text(&per_pod, summary.required.max(gang.total_pods())),
+        gpus: gang.total_requests().gpu,
+        priority: gang.priority,
+        blocking: None,
+        summary: String::new(),
+        steps: Vec::new(),
+        node_reasons: fit.node_reasons.clone(),
+        scheduler_message: None,
+        scheduler_recognised: None,
+        scheduler_reasons: BTreeMap::new(),
+        agrees_with_scheduler: None,
+        disagreement: None,
+        hints: demand.as_ref().map(|d| hints(index, d, waiting_member)).unwrap_or_default(),
+        unblock: Vec::new(),
+    };
+    cross_check(&mut item, &fit, scheduler);
+    steps.push(fit.report.clone());
+    steps.push(fit.device_plugin.clone());
+    finish(&mut item, steps, &fit);
+    item
+}
+
+fn finish(item: &mut PendingItem, steps: Vec<StepReport>, fit: &FitResult) {
+    let blocking = steps.iter().find(|s| s.verdict == Verdict::Block);
+    item.blocking = blocking.map(|s| s.step);
+    item.summary = match blocking {
+        Some(s) => format!("{}: {}", s.step.title(), s.summary),
+        None => "nothing blocks it: the scheduler should place it on its next attempt".into(),
+    };
+    item.unblock = steps
+        .iter()
+        .filter(|s| s.verdict == Verdict::Block)
+        .take(1)
+        .flat_map(|s| match s.step {
+            Step::Fit | Step::DevicePlugin => fit.unblock.clone(),
+            _ => s.details.iter().filter(|d| d.starts_with("unblock: ")).map(|d| d["unblock: ".len()..].to_string()).collect(),
+        })
+        .collect();
+    item.steps = steps;
+}
+
+fn quota_step(index: &Index<'_>, gang: &Gang) -> StepReport {
+    match gang.kind {
+        GangKind::KueueWorkload => kueue_quota_step(index, gang),
+        GangKind::VolcanoPodGroup => volcano_queue_step(index, gang),
+    }
+}
+
+fn kueue_quota_step(index: &Index<'_>, gang: &Gang) -> StepReport {
+    let snap = index.snap;
+    let ns = ns_flag(gang.namespace);
+    let mut commands = vec![format!(
+        "kubectl get workload {ns} {} -o jsonpath='{{range .status.conditions[*]}}{{.type}}={{.status}} {{.reason}}: {{.message}}{{\"\\n\"}}{{end}}'",
+        gang.name
+    )];
+    let mut details = Vec::new();
+    if !gang.active {
+        return StepReport {
+            step: Step::Quota,
+            verdict: Verdict::Block,
+            summary: "deactivated (spec.active=false): Kueue will not admit it".into(),
+            details: vec![format!("unblock: set spec.active=true (kubectl kueue resume workload {} {ns})", gang.name)],
+            commands,
+        };
+    }
+    let local = gang.queue;
+    let cq = local.and_then(|lq| queues::cluster_queue_of(snap, gang.namespace, lq));
+    if let Some(lq) = local {
+        commands.push(format!("kubectl get localqueue {ns} {lq} -o wide"));
+    }
+    if let Some(cq) = cq {
+        commands.push(format!("kubectl get clusterqueue {} -o yaml", cq.name));
+    }
+    let reserved = gang.condition("QuotaReserved");
+    if let Some(c) = gang.condition("Evicted").filter(|c| c.status) {
+        details.push(format!("Evicted ({}): {}", c.reason, c.message));
+    }
+    if let Some(r) = &gang.requeue {
+        details.push(format!(
+            "requeued {} time(s){}",
+            r.count,
+            r.requeue_at.map_or(String::new(), |t| format!(", next attempt in {}", super::age((t - index.now).max(0))))
+        ));
+    }
+    if gang.has_quota() {
+        let checks_pending = reserved.is_some_and(|c| c.status) && !gang.condition_true("Admitted");
+        let cq_name = gang.admission.as_ref().map(|a| a.cluster_queue.to_string()).unwrap_or_else(|| "?".into());
+        return StepReport {
+            step: Step::Quota,
+            verdict: if checks_pending { Verdict::Warn } else { Verdict::Pass },
+            summary: if checks_pending {
+                format!("quota reserved in ClusterQueue {cq_name}; admission checks not Ready yet")
+            } else {
+                format!("admitted by ClusterQueue {cq_name}")
+            },
+            details,
+            commands,
+        };
+    }
+    // Not admitted: explain with Kueue's own words and the quota numbers.
+    if let Some(c) = reserved.filter(|c| !c.status) {
+        details.push(format!("QuotaReserved=False ({}): {}", c.reason, c.message));
+    }
+    let Some(local) = local else {
+        details.push("unblock: set the kueue.x-k8s.io/queue-name label to a LocalQueue".into());
+        return StepReport {
+            step: Step::Quota,
+            verdict: Verdict::Block,
+            summary: "no queue name: Kueue does not know where to admit it".into(),
+            details,
+            commands,
+        };
+    };
+    let Some(cq) = cq else {
+        let lq_exists = snap
+            .queues
+            .values()
+            .any(|q| q.kind == QueueKind::LocalQueue && q.namespace == Some(gang.namespace) && q.name == local);
+        let summary = if lq_exists {
+            format!("LocalQueue {local} points at a ClusterQueue that does not exist")
+        } else {
+            format!("LocalQueue {local} doesn't exist in namespace {}", gang.namespace)
+        };
+        details.push(format!("unblock: create LocalQueue {local} in {} (or fix the queue-name label)", gang.namespace));
+        return StepReport { step: Step::Quota, verdict: Verdict::Block, summary, details, commands };
+    };
+    if !cq.is_active() {
+        let why = cq
+            .conditions
+            .iter()
+            .find(|c| c.kind.as_str() == "Active")
+            .map(|c| format!(" ({}: {})", c.reason, c.message))
+            .unwrap_or_default();
+        return StepReport {
+            step: Step::Quota,
+            verdict: Verdict::Block,
+            summary: format!("ClusterQueue {} is inactive{why}", cq.name),
+            details,
+            commands,
+        };
+    }
+    let need = gang.total_requests();
+    let mut shortest: Option<(u64, String)> = None;
+    for (resource, amount) in need.iter() {
+        if resource == "pods" {
+            continue;
+        }
+        let quotas: Vec<_> = cq.quotas.iter().filter(|q| q.resource.as_str() == resource).collect();
+        if quotas.is_empty() {
+            if keys::is_gpu_resource(resource) {
+                details.push(format!("resource {resource} unavailable in ClusterQueue {}", cq.name));
+            }
+            continue;
+        }
+        for q in quotas {
+            let flavor = q.flavor.map_or("-".to_string(), |f| f.to_string());
+            let cap = queues::capacity(snap, cq, q);
+            let lendable = queues::cohort_lendable(snap, cq, q.flavor, q.resource);
+            let limit = q.borrowing_limit.map_or("none".into(), |l| crate::model::quantity::format(resource, l));
+            let fmt = |v: u64| crate::model::quantity::format(resource, v);
+            let line = format!(
+                "needs {} {resource} in flavor {flavor}: nominal {}, used {}, borrowing limit {limit}{}",
+                fmt(amount),
+                fmt(q.nominal),
+                fmt(q.used),
+                cq.cohort.map_or(String::new(), |c| format!(", cohort {c} can lend {}", fmt(lendable)))
+            );
+            details.push(line);
+            if q.used + amount > cap {
+                let short = q.used + amount - cap;
+                if shortest.as_ref().is_none_or(|(s, _)| short < *s) {
+                    shortest = Some((
+                        short,
+                        format!(
+                            "unblock: {} more {resource} in flavor {flavor} of ClusterQueue {} (raise nominalQuota, lend from the cohort, or finish other work)",
+                            fmt(short),
+                            cq.name
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+    if let Some((_, unblock)) = shortest {
+        details.push(unblock);
+    }
+    StepReport {
+        step: Step::Quota,
+        verdict: Verdict::Block,
+        summary: format!("waiting for quota in ClusterQueue {}", cq.name),
+        details,
+        commands,
+    }
+}
+
+fn volcano_queue_step(index: &Index<'_>, gang: &Gang) -> StepReport {
+    let ns = ns_flag(gang.namespace);
+    let mut commands = vec![format!("kubectl describe podgroup {ns} {}", gang.name)];
+    let phase = gang.phase.map_or("Pending", |p| p.as_str());
+    let mut details: Vec<String> = gang
+        .conditions
+        .iter()
+        .map(|c| format!("{}={} ({}): {}", c.kind, if c.status { "True" } else { "False" }, c.reason, c.message))
+        .collect();
+    let queue = gang.queue.and_then(|q| {
+        index.snap.queues.values().find(|x| x.kind == QueueKind::VolcanoQueue && x.name == q)
+    });
+    if let Some(q) = queue {
+        commands.push(format!("kubectl get queue {} -o yaml", q.name));
+        for quota in q.quotas.iter() {
+            details.push(format!(
+                "queue {} {}: capability {}, allocated {}",
+                q.name,
+                quota.resource,
+                crate::model::quantity::format(quota.resource.as_str(), quota.nominal),
+                crate::model::quantity::format(quota.resource.as_str(), quota.used)
+            ));
+        }
+        if !q.is_active() {
+            return StepReport {
+                step: Step::Quota,
+                verdict: Verdict::Block,
+                summary: format!("Volcano queue {} is {}", q.name, q.state.map_or("not open", |s| s.as_str())),
+                details,
+                commands,
+            };
+        }
+    }
+    if gang.has_quota() {
+        return StepReport {
+            step: Step::Quota,
+            verdict: Verdict::Pass,
+            summary: format!("PodGroup is {phase}: enqueued"),
+            details,
+            commands,
+        };
+    }
+    StepReport {
+        step: Step::Quota,
+        verdict: Verdict::Block,
+        summary: format!("PodGroup is {phase}: not enqueued (queue capacity or gang minimum)"),
+        details,
+        commands,
+    }
+}
+
+fn gang_step(index: &Index<'_>, gang: &Gang, summary: &GangSummary, all: &[GangSummary]) -> StepReport {
+    let ns = ns_flag(gang.namespace);
+    let selector = match (gang.kind, &gang.owner) {
+        (_, Some(o)) if o.kind.as_str() == "Job" => format!("-l batch.kubernetes.io/job-name={}", o.name),
+        (GangKind::VolcanoPodGroup, _) => format!("-l volcano.sh/job-name={}", gang.name),
+        _ => format!("-l {}={}", keys::KUEUE_POD_GROUP_NAME, gang.name),
+    };
+    let commands = vec![format!("kubectl get pods {ns} {selector} -o wide")];
+    let mut details = vec![format!(
+        "{} of {} member(s) placed, {} running{}",
+        summary.placed,
+        summary.required,
+        summary.running,
+        if summary.gpus_per_pod > 0 { format!(", {} GPU(s) per member", summary.gpus_per_pod) } else { String::new() }
+    )];
+    if !summary.nodes.is_empty() {
+        details.push(format!(
+            "placed on: {}",
+            summary.nodes.iter().map(|(n, g)| format!("{n} ({g} GPU)")).collect::<Vec<_>>().join(", ")
+        ));
+    }
+    let _ = index;
+    match summary.state {
+        GangState::PartiallyPlaced => {
+            let mut s = StepReport {
+                step: Step::Gang,
+                verdict: Verdict::Block,
+                summary: format!(
+                    "partially placed: {}/{} members, holding {} GPU(s) idle",
+                    summary.placed, summary.required, summary.gpus_held_idle
+                ),
+                details,
+                commands,
+            };
+            if !summary.deadlocked_with.is_empty() {
+                let others: Vec<String> = summary
+                    .deadlocked_with
+                    .iter()
+                    .map(|o| {
+                        let held = all
+                            .iter()
+                            .find(|g| o.ends_with(&g.display_name()))
+                            .map_or(0, |g| g.gpus_held_idle);
+                        format!("{o} (holding {held} GPU(s))")
+                    })
+                    .collect();
+                s.summary = format!(
+                    "deadlock: holds {} GPU(s) with {}/{} members placed; can only complete if {} lets go",
+                    summary.gpus_held_idle,
+                    summary.placed,
+                    summary.required,
+                    others.join(", ")
+                );
+                s.details.push(format!("deadlocked with {}", others.join(", ")));
+                s.details.push(
+                    "unblock: requeue one of the deadlocked gangs (R) so the other can complete; gang scheduling (Kueue waitForPodsReady or Volcano) prevents this".into(),
+                );
+            }
+            s
+        }
+        GangState::Queued | GangState::Inactive => StepReport {
+            step: Step::Gang,
+            verdict: Verdict::NotApplicable,
+            summary: "no members created yet (waiting for admission)".into(),
+            details,
+            commands,
+        },
+        _ => StepReport {
+            step: Step::Gang,
+            verdict: Verdict::Pass,
+            summary: format!("{}/{} members placed", summary.placed, summary.required),
+            details,
+            commands,
+        },
+    }
+}
+
+/// The fit step's findings, shared by pods and gangs.
+#[derive(Clone, Debug)]
+struct FitResult {
+    report: StepReport,
+    device_plugin: StepReport,
+    node_reasons: BTreeMap<String, u32>,
+    /// What the real scheduler would print, in kgpu's codes (comparison classes).
+    scheduler_view: BTreeMap<String, u32>,
+    total_nodes: u32,
+    unblock: Vec<String>,
+}
+
+impl FitResult {
+    fn not_evaluated() -> FitResult {
+        let na = |step| StepReport {
+            step,
+            verdict: Verdict::NotApplicable,
+            summary: "not evaluated: no member shape known".into(),
+            details: Vec::new(),
+            commands: Vec::new(),
+        };
+        FitResult {
+            report: na(Step::Fit),
+            device_plugin: na(Step::DevicePlugin),
+            node_reasons: BTreeMap::new(),
+            scheduler_view: BTreeMap::new(),
+            total_nodes: 0,
+            unblock: Vec::new(),
+        }
+    }
+}
+
+fn fit_step(index: &Index<'_>, demand: &Demand, pod: Option<&Pod>) -> FitResult {
+    let shape = demand.shape();
+    let mut node_reasons: BTreeMap<String, u32> = BTreeMap::new();
+    let mut scheduler_view: BTreeMap<String, u32> = BTreeMap::new();
+    let mut fitting_nodes = 0u32;
+    let mut slots_total = 0u64;
+    let mut silent: Vec<(&Node, u32)> = Vec::new();
+    let mut closest: Option<(u64, &Node)> = None;
+    let total_nodes = index.snap.nodes.len() as u32;
+    for node in index.nodes() {
+        let used = index.used(node.name);
+        let reasons = fit::verdicts(&shape, node, used);
+        if reasons.is_empty() {
+            fitting_nodes += 1;
+        }
+        slots_total += fragmentation::slots(demand, node, used);
+        for r in &reasons {
+            *node_reasons.entry(r.code()).or_default() += 1;
+        }
+        for r in fit::scheduler_view(&reasons) {
+            *scheduler_view.entry(r.comparison_class()).or_default() += 1;
+        }
+        if reasons.contains(&NodeReason::DevicePluginNotAdvertising) || silent_gpus(node) > 0 {
+            let only_gpu = reasons
+                .iter()
+                .all(|r| matches!(r, NodeReason::DevicePluginNotAdvertising | NodeReason::InsufficientGpu));
+            if only_gpu && silent_gpus(node) > 0 {
+                silent.push((node, silent_gpus(node)));
+            }
+        }
+        // Closest node: may run there, short only of GPUs.
+        if demand.gpus_per_pod > 0
+            && reasons.iter().all(|r| matches!(r, NodeReason::InsufficientGpu))
+            && !reasons.is_empty()
+        {
+            let free = index.free_gpus(node);
+            if closest.is_none_or(|(f, _)| free > f) {
+                closest = Some((free, node));
+            }
+        }
+    }
+    let need = demand.pods as u64;
+    let describe = match pod {
+        Some(p) => format!("kubectl describe pod {} {}", ns_flag(p.namespace), p.name),
+        None => "kubectl get events -A --field-selector reason=FailedScheduling".into(),
+    };
+    let commands = vec![
+        describe,
+        "kubectl get nodes -o custom-columns='NAME:.metadata.name,GPU:.status.allocatable.nvidia\\.com/gpu,UNSCHEDULABLE:.spec.unschedulable,TAINTS:.spec.taints[*].key'".into(),
+    ];
+    let histogram = |m: &BTreeMap<String, u32>| {
+        m.iter().map(|(k, v)| format!("{v} {k}")).collect::<Vec<_>>().join(", ")
+    };
+    let mut unblock = Vec::new();
+    let report = if slots_total >= need && fitting_nodes > 0 {
+        StepReport {
+            step: Step::Fit,
+            verdict: Verdict::Pass,
+            summary: if need > 1 {
+                format!("room for {slots_total} of the {need} pod(s) needed, on {fitting_nodes} node(s)")
+            } else {
+                format!("fits on {fitting_nodes} of {total_nodes} node(s) now")
+            },
+            details: Vec::new(),
+            commands,
+        }
+    } else {
+        let summary = if need > 1 {
+            format!(
+                "room for {slots_total} of the {need} pod(s) of shape {} it needs",
+                shape_text(&demand.requests, 1)
+            )
+        } else {
+            format!("0/{total_nodes} nodes can take it: {}", histogram(&scheduler_view))
+        };
+        if let Some((free, node)) = closest {
+            let short = demand.gpus_per_pod.saturating_sub(free);
+            unblock.push(format!(
+                "free {short} more GPU(s) on {} ({} free of {})",
+                node.name, free, node.allocatable.gpu
+            ));
+        }
+        StepReport {
+            step: Step::Fit,
+            verdict: Verdict::Block,
+            summary,
+            details: node_reasons.iter().map(|(k, v)| format!("{v} node(s): {k}")).collect(),
+            commands,
+        }
+    };
+    let device_plugin = if silent.is_empty() {
+        StepReport {
+            step: Step::DevicePlugin,
+            verdict: if index.nodes().any(|n| silent_gpus(n) > 0) { Verdict::Warn } else { Verdict::Pass },
+            summary: if index.nodes().any(|n| silent_gpus(n) > 0) {
+                "some nodes have GPUs their device plugin does not advertise (not where this could run)".into()
+            } else {
+                "every node advertises the GPUs it has".into()
+            },
+            details: Vec::new(),
+            commands: Vec::new(),
+        }
+    } else {
+        let names: Vec<String> = silent.iter().map(|(n, missing)| format!("{} ({missing} unadvertised)", n.name)).collect();
+        let first = silent[0].0.name;
+        unblock.insert(0, format!("restart the device plugin on {first} (it has GPUs but advertises too few)"));
+        StepReport {
+            step: Step::DevicePlugin,
+            verdict: Verdict::Block,
+            summary: format!(
+                "{} node(s) would take it but their device plugin advertises fewer GPUs than the hardware has",
+                silent.len()
+            ),
+            details: names,
+            commands: vec![
+                format!(
+                    "kubectl get node {first} -o jsonpath='{{.metadata.labels.nvidia\\.com/gpu\\.count}} in hardware, {{.status.allocatable.nvidia\\.com/gpu}} allocatable{{\"\\n\"}}'"
+                ),
+                format!("kubectl get pods -A -o wide --field-selector spec.nodeName={first} | grep -i device-plugin"),
+            ],
+        }
+    };
+    // Isolation order: a device-plugin block explains the fit block; report it there.
+    let mut report = report;
+    if device_plugin.verdict == Verdict::Block && report.verdict == Verdict::Block {
+        report.verdict = Verdict::Warn;
+        report.summary = format!("{} (see device plugin)", report.summary);
+    }
+    FitResult { report, device_plugin, node_reasons, scheduler_view, total_nodes, unblock }
+}
+
+/// GPUs the node has in hardware but does not advertise.
+fn silent_gpus(node: &Node) -> u32 {
+    let hw = node.hardware_gpus().unwrap_or(0);
+    if node.allocatable.mig_total() > 0 {
+        return 0;
+    }
+    hw.saturating_sub(node.allocatable.gpu as u32)
+}
+
+fn hints(index: &Index<'_>, demand: &Demand, pod: Option<&Pod>) -> Vec<String> {
+    let mut out = Vec::new();
+    let selector_gpu = demand
+        .node_selector
+        .iter()
+        .find(|(k, _)| k.as_str() == keys::RESOURCE_GPU)
+        .map(|(_, v)| *v);
+    if let Some(v) = selector_gpu {
+        out.push(format!(
+            "gpu-count-in-node-selector: nodeSelector `{}: \"{v}\"` does not request GPUs — no node carries that label, so it matches nothing; request them with resources.limits `{}: {v}` and drop the selector",
+            keys::RESOURCE_GPU,
+            keys::RESOURCE_GPU
+        ));
+    }
+    if let Some(profile) = demand.mig_profile {
+        let resource = format!("{}{profile}", keys::RESOURCE_MIG_PREFIX);
+        let advertised = index.nodes().any(|n| n.allocatable.get(&resource) > 0);
+        if !advertised {
+            let offered: std::collections::BTreeSet<&str> =
+                index.nodes().flat_map(|n| n.allocatable.mig().map(|(p, _)| p)).collect();
+            out.push(format!(
+                "mig-profile-not-offered: no node advertises {resource}{}; repartition a node (m) with a mig.config that includes {profile}",
+                if offered.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (offered: {})", offered.into_iter().collect::<Vec<_>>().join(", "))
+                }
+            ));
+        }
+    }
+    // A taint every GPU node has and the pod does not tolerate.
+    let gpu_nodes: Vec<&Node> = index.nodes().filter(|n| n.is_gpu_node()).collect();
+    if demand.requests.wants_gpu() && !gpu_nodes.is_empty() {
+        let common: Vec<&crate::model::Taint> = gpu_nodes[0]
+            .taints
+            .iter()
+            .filter(|t| t.effect != crate::model::TaintEffect::PreferNoSchedule)
+            .filter(|t| gpu_nodes.iter().all(|n| n.taints.contains(t)))
+            .filter(|t| !fit::tolerates(&demand.tolerations, t))
+            .collect();
+        for t in common {
+            out.push(format!(
+                "missing-toleration: every GPU node has taint {}={}:{}; add tolerations: [{{key: {}, operator: Exists, effect: {}}}]",
+                t.key,
+                t.value,
+                t.effect.as_str(),
+                t.key,
+                t.effect.as_str()
+            ));
+        }
+    }
+    if let Some(p) = pod
+        && p.requests.wants_gpu()
+        && p.scheduler.is_some_and(|s| s.as_str() != "default-scheduler")
+    {
+        if let Some(s) = p.scheduler {
+            out.push(format!("scheduler: this pod is scheduled by '{s}', not default-scheduler"));
+        }
+    }
+    out
+}
+
+/// The scheduler's last word on a pod: its PodScheduled message, or the
+/// newest FailedScheduling event about it.
+fn scheduler_message(snap: &Snapshot, pod: &Pod) -> Option<String> {
+    if let Some(u) = &pod.unschedulable
+        && !u.message.is_empty()
+    {
+        return Some(u.message.to_string());
+    }
+    snap.events
+        .values()
+        .filter(|e: &&std::sync::Arc<ClusterEvent>| {
+            e.is_failed_scheduling()
+                && e.namespace == pod.namespace
+                && e.object_kind.as_str() == "Pod"
+                && *e.object_name == *pod.name
+        })
+        .max_by_key(|e| e.last)
+        .map(|e| e.message.to_string())
+}
+
+fn cross_check(item: &mut PendingItem, fit: &FitResult, message: Option<String>) {
+    let Some(message) = message else { return };
+    let parsed = scheduler_msg::parse(&message);
+    item.scheduler_recognised = Some(parsed.recognised);
+    item.scheduler_message = Some(message);
+    if !parsed.recognised {
+        return;
+    }
+    for (reason, count) in &parsed.reasons {
+        let key = scheduler_msg::reason_code(reason).unwrap_or_else(|| reason.clone());
+        *item.scheduler_reasons.entry(key).or_default() += count;
+    }
+    if fit.total_nodes == 0 {
+        return;
+    }
+    let theirs: std::collections::BTreeSet<&String> = item.scheduler_reasons.keys().collect();
+    let ours: std::collections::BTreeSet<&String> = fit.scheduler_view.keys().collect();
+    let agrees = theirs == ours;
+    item.agrees_with_scheduler = Some(agrees);
+    if !agrees {
+        let fmt = |m: &BTreeMap<String, u32>| {
+            if m.is_empty() {
+                "fits somewhere".to_string()
+            } else {
+                m.iter().map(|(k, v)| format!("{v} {k}")).collect::<Vec<_>>().join(", ")
+            }
+        };
+        item.disagreement = Some(format!(
+            "scheduler (last attempt): {}; kgpu (now): {} — the cluster changed since, or the scheduler sees something kgpu does not (another scheduler, volumes, pod affinity)",
+            fmt(&item.scheduler_reasons),
+            fmt(&fit.scheduler_view)
+        ));
+    }
+}
+
+/// The chain for one item by `namespace/name` (pod, workload or podgroup).
+pub fn find<'a>(items: &'a [PendingItem], namespace: &str, name: &str) -> Option<&'a PendingItem> {
+    items.iter().find(|i| i.namespace.as_str() == namespace && i.name == name)
+}
+
+/// For a gang key, the pending item, if any.
+pub fn for_gang<'a>(items: &'a [PendingItem], key: &GangKey) -> Option<&'a PendingItem> {
+    items.iter().find(|i| i.namespace == key.namespace && i.name == *key.name && i.kind != PendingKind::Pod)
+}

@@ -1,0 +1,230 @@
+//! kube-scheduler `FailedScheduling` messages: written (by the simulator)
+//! and read (for every source) in the real format.
+//!
+//! `FitError.Error()`: `0/<N> nodes are available: <count> <reason>, ....`
+//! with the `"<count> <reason>"` strings sorted *as strings*, then a space
+//! and the PostFilter (preemption) part `preemption: 0/<N> nodes are
+//! available: ...`. Some releases end in `..`; both are accepted.
+//! Pre-1.10 wording (`No nodes are available that match all of the following
+//! predicates:: Insufficient cpu (9), ...`) is read too.
+
+use std::collections::BTreeMap;
+
+use crate::model::keys;
+
+pub const PREEMPTION_NOT_HELPFUL: &str = "Preemption is not helpful for scheduling";
+pub const NO_PREEMPTION_VICTIMS: &str = "No preemption victims found for incoming pod";
+
+/// Builds a message from per-reason node counts, as kube-scheduler does.
+pub fn format(total_nodes: usize, reasons: &BTreeMap<String, usize>, preemption: &BTreeMap<String, usize>) -> String {
+    let mut msg = format!("0/{total_nodes} nodes are available:");
+    let histogram = sorted_histogram(reasons);
+    if !histogram.is_empty() {
+        msg.push_str(&format!(" {}.", histogram.join(", ")));
+    }
+    let post = sorted_histogram(preemption);
+    if !post.is_empty() {
+        msg.push_str(&format!(" preemption: 0/{total_nodes} nodes are available: {}.", post.join(", ")));
+    }
+    msg
+}
+
+fn sorted_histogram(reasons: &BTreeMap<String, usize>) -> Vec<String> {
+    let mut v: Vec<String> = reasons.iter().map(|(reason, count)| format!("{count} {reason}")).collect();
+    v.sort();
+    v
+}
+
+/// A FailedScheduling message, read back.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Parsed {
+    pub total_nodes: Option<u32>,
+    /// Raw reason text → node count, as the scheduler printed it.
+    pub reasons: Vec<(String, u32)>,
+    pub preemption: Vec<(String, u32)>,
+    /// False when the text had none of the known shapes; the caller shows it raw.
+    pub recognised: bool,
+}
+
+/// Reads a FailedScheduling message. Never panics; unknown text comes back
+/// with `recognised: false`.
+pub fn parse(message: &str) -> Parsed {
+    let text = message.trim();
+    if let Some(rest) = text.strip_prefix("No nodes are available that match all of the following predicates::") {
+        return parse_pre_1_10(rest);
+    }
+    let Some((total, after)) = split_available(text) else {
+        return Parsed { recognised: false, ..Parsed::default() };
+    };
+    let (main, preemption) = match after.find(" preemption: ") {
+        Some(i) => (&after[..i], Some(&after[i + " preemption: ".len()..])),
+        None => (after, None),
+    };
+    let reasons = parse_histogram(main);
+    let preemption = preemption
+        .and_then(split_available)
+        .map(|(_, rest)| parse_histogram(rest))
+        .unwrap_or_default();
+    let recognised = !reasons.is_empty() || preemption.is_empty() && main.trim().trim_end_matches('.').is_empty();
+    Parsed { total_nodes: Some(total), reasons, preemption, recognised }
+}
+
+/// `0/6 nodes are available: rest` → (6, "rest"). Tolerates `0 /3`.
+fn split_available(text: &str) -> Option<(u32, &str)> {
+    let marker = " nodes are available:";
+    let i = text.find(marker)?;
+    let head = text[..i].trim();
+    let total_text = head.rsplit('/').next()?.trim();
+    let total = total_text.parse().ok()?;
+    Some((total, &text[i + marker.len()..]))
+}
+
+/// `3 node(s) didn't match node selector, 6 Insufficient nvidia.com/gpu.`
+fn parse_histogram(text: &str) -> Vec<(String, u32)> {
+    let body = text.trim().trim_end_matches('.').trim();
+    if body.is_empty() {
+        return Vec::new();
+    }
+    // Split at ", " only where a count follows: reasons may contain commas.
+    let mut items = Vec::new();
+    let mut start = 0;
+    let bytes = body.as_bytes();
+    let mut i = 0;
+    while i + 2 < bytes.len() {
+        if bytes[i] == b',' && bytes[i + 1] == b' ' && bytes[i + 2].is_ascii_digit() {
+            items.push(&body[start..i]);
+            start = i + 2;
+            i += 2;
+        } else {
+            i += 1;
+        }
+    }
+    items.push(&body[start..]);
+    items
+        .into_iter()
+        .filter_map(|item| {
+            let item = item.trim();
+            let (count, reason) = item.split_once(' ')?;
+            let count = count.parse().ok()?;
+            Some((reason.trim().to_string(), count))
+        })
+        .collect()
+}
+
+fn parse_pre_1_10(rest: &str) -> Parsed {
+    let reasons: Vec<(String, u32)> = rest
+        .trim()
+        .trim_end_matches('.')
+        .split(", ")
+        .filter_map(|item| {
+            let open = item.rfind(" (")?;
+            let count = item[open + 2..].trim_end_matches(')').parse().ok()?;
+            Some((item[..open].trim().to_string(), count))
+        })
+        .collect();
+    Parsed { total_nodes: None, recognised: !reasons.is_empty(), reasons, preemption: Vec::new() }
+}
+
+/// The node reason code for a scheduler reason, when there is one
+/// (DESIGN.md's codes); `None` for reasons kgpu does not model.
+pub fn reason_code(reason: &str) -> Option<String> {
+    let r = reason.trim();
+    if let Some(resource) = r.strip_prefix("Insufficient ") {
+        let resource = resource.trim();
+        return Some(match resource {
+            keys::RESOURCE_GPU => "insufficient-gpu".into(),
+            "cpu" => "insufficient-cpu".into(),
+            "memory" => "insufficient-memory".into(),
+            "pods" => "insufficient-pods".into(),
+            other => match keys::mig_profile_of(other) {
+                Some(profile) => format!("insufficient-mig:{profile}"),
+                None => format!("insufficient:{other}"),
+            },
+        });
+    }
+    if r == "Too many pods" {
+        return Some("insufficient-pods".into());
+    }
+    if r == "node(s) were unschedulable" {
+        return Some("cordoned".into());
+    }
+    if r.starts_with("node(s) didn't match Pod's node affinity")
+        || r == "node(s) didn't match node selector"
+        || r == "MatchNodeSelector"
+    {
+        return Some("selector-mismatch".into());
+    }
+    if let Some(taint) = r.strip_prefix("node(s) had untolerated taint {").or_else(|| r.strip_prefix("node(s) had taint {")) {
+        let key = taint.split(':').next().unwrap_or("").trim_end_matches('}').trim();
+        return Some(match key {
+            keys::TAINT_NOT_READY | keys::TAINT_UNREACHABLE => "not-ready".into(),
+            _ => format!("untolerated-taint:{key}"),
+        });
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_like_fit_error() {
+        let reasons = BTreeMap::from([
+            ("Insufficient nvidia.com/gpu".to_string(), 2),
+            ("node(s) had untolerated taint {nvidia.com/gpu: present}".to_string(), 10),
+        ]);
+        let pre = BTreeMap::from([
+            (PREEMPTION_NOT_HELPFUL.to_string(), 10),
+            (NO_PREEMPTION_VICTIMS.to_string(), 2),
+        ]);
+        assert_eq!(
+            format(12, &reasons, &pre),
+            "0/12 nodes are available: 10 node(s) had untolerated taint {nvidia.com/gpu: present}, \
+             2 Insufficient nvidia.com/gpu. preemption: 0/12 nodes are available: \
+             10 Preemption is not helpful for scheduling, 2 No preemption victims found for incoming pod."
+        );
+    }
+
+    #[test]
+    fn round_trips() {
+        let reasons = BTreeMap::from([("Insufficient nvidia.com/gpu".to_string(), 4)]);
+        let msg = format(4, &reasons, &BTreeMap::from([(NO_PREEMPTION_VICTIMS.to_string(), 4)]));
+        let p = parse(&msg);
+        assert!(p.recognised);
+        assert_eq!(p.total_nodes, Some(4));
+        assert_eq!(p.reasons, vec![("Insufficient nvidia.com/gpu".to_string(), 4)]);
+        assert_eq!(p.preemption, vec![(NO_PREEMPTION_VICTIMS.to_string(), 4)]);
+    }
+
+    #[test]
+    fn double_period_and_odd_spacing() {
+        let p = parse("0/1 nodes are available: 1 Insufficient nvidia.com/gpu. preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod..");
+        assert_eq!(p.reasons, vec![("Insufficient nvidia.com/gpu".to_string(), 1)]);
+        assert_eq!(p.preemption, vec![(NO_PREEMPTION_VICTIMS.to_string(), 1)]);
+        let p = parse("0 /3 nodes are available: 1 Insufficient GPU Memory in one device, 2 Insufficient aliyun.com/gpu-mem");
+        assert_eq!(p.total_nodes, Some(3));
+        assert_eq!(p.reasons.len(), 2);
+    }
+
+    #[test]
+    fn unknown_text_is_marked_not_guessed() {
+        let p = parse("something else entirely");
+        assert!(!p.recognised);
+        assert!(p.reasons.is_empty());
+    }
+
+    #[test]
+    fn reason_codes() {
+        assert_eq!(reason_code("Insufficient nvidia.com/gpu").as_deref(), Some("insufficient-gpu"));
+        assert_eq!(reason_code("Insufficient nvidia.com/mig-1g.10gb").as_deref(), Some("insufficient-mig:1g.10gb"));
+        assert_eq!(reason_code("node(s) had untolerated taint {gpu: }").as_deref(), Some("untolerated-taint:gpu"));
+        assert_eq!(
+            reason_code("node(s) had untolerated taint {node.kubernetes.io/unreachable: }").as_deref(),
+            Some("not-ready")
+        );
+        assert_eq!(reason_code("node(s) were unschedulable").as_deref(), Some("cordoned"));
+        assert_eq!(reason_code("node(s) didn't match Pod's node affinity/selector").as_deref(), Some("selector-mismatch"));
+        assert_eq!(reason_code("ExceedsGPUQuota"), None);
+    }
+}

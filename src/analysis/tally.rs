@@ -1,0 +1,50 @@
+//! A growable sum of resources (what pods on a node use, what a queue holds).
+
+use crate::model::{keys, Resources, Sym};
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Tally {
+    pub cpu_milli: u64,
+    pub memory: u64,
+    pub pods: u64,
+    pub gpu: u64,
+    pub extended: Vec<(Sym, u64)>,
+}
+
+impl Tally {
+    /// Adds one pod's requests, counting the pod itself.
+    pub fn add_pod(&mut self, requests: &Resources) {
+        self.add(requests);
+        self.pods += 1;
+    }
+
+    pub fn add(&mut self, r: &Resources) {
+        self.cpu_milli += r.cpu_milli;
+        self.memory += r.memory;
+        self.pods += r.pods;
+        self.gpu += r.gpu;
+        for (name, amount) in r.extended.iter() {
+            match self.extended.iter_mut().find(|(s, _)| s == name) {
+                Some((_, v)) => *v += amount,
+                None => self.extended.push((*name, *amount)),
+            }
+        }
+    }
+
+    pub fn get(&self, name: &str) -> u64 {
+        match name {
+            "cpu" => self.cpu_milli,
+            "memory" => self.memory,
+            "pods" => self.pods,
+            keys::RESOURCE_GPU => self.gpu,
+            other => self.extended.iter().find(|(s, _)| s.as_str() == other).map_or(0, |(_, v)| *v),
+        }
+    }
+
+    pub fn mig(&self, profile: &str) -> u64 {
+        self.extended
+            .iter()
+            .find(|(s, _)| keys::mig_profile_of(s.as_str()) == Some(profile))
+            .map_or(0, |(_, v)| *v)
+    }
+}

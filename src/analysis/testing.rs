@@ -1,0 +1,2 @@
+//! Builders for analysis tests (re-exported from `model::build`).
+pub use crate::model::build::{node, pod};

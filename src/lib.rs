@@ -1,0 +1,9 @@
+//! kgpu — a terminal cockpit for Kubernetes GPU clusters.
+//!
+//! Data flows one way: `sources` → `model` → `analysis` → `view_model` → `ui`;
+//! commands come back through `app` → `actions`. See DESIGN.md in docs/.
+#![forbid(unsafe_code)]
+
+pub mod analysis;
+pub mod model;
+pub mod reference;

@@ -1,0 +1,135 @@
+//! Gangs: groups of pods that must run together — Kueue Workloads and
+//! Volcano PodGroups.
+
+use std::sync::Arc;
+
+use super::resources::Resources;
+use super::sym::Sym;
+use super::{Condition, Timestamp};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum GangKind {
+    KueueWorkload,
+    VolcanoPodGroup,
+}
+
+impl GangKind {
+    /// The Kubernetes kind, as the JSON snapshot names it.
+    pub fn kind_name(self) -> &'static str {
+        match self {
+            GangKind::KueueWorkload => "Workload",
+            GangKind::VolcanoPodGroup => "PodGroup",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct GangKey {
+    pub kind: GangKind,
+    pub namespace: Sym,
+    pub name: Arc<str>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct PodSet {
+    pub name: Sym,
+    pub count: u32,
+    pub min_count: Option<u32>,
+    /// Requests of one pod of the set.
+    pub requests: Resources,
+    /// The pod template's placement constraints.
+    pub node_selector: super::Labels,
+    pub tolerations: Box<[super::Toleration]>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct PodSetAssignment {
+    pub name: Sym,
+    /// resource → flavor
+    pub flavors: Box<[(Sym, Sym)]>,
+    pub count: u32,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Admission {
+    pub cluster_queue: Sym,
+    pub assignments: Box<[PodSetAssignment]>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct RequeueState {
+    pub count: u32,
+    pub requeue_at: Option<Timestamp>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Gang {
+    pub kind: GangKind,
+    pub namespace: Sym,
+    pub name: Arc<str>,
+    /// LocalQueue (Kueue) or Queue (Volcano).
+    pub queue: Option<Sym>,
+    /// Members that must be placed together: Volcano `minMember`, or the
+    /// sum of Kueue pod-set counts (`minCount` when partial admission is on).
+    pub min_members: u32,
+    pub pod_sets: Box<[PodSet]>,
+    pub priority: i32,
+    pub created: Timestamp,
+    /// Kueue `spec.active` (false = deactivated).
+    pub active: bool,
+    pub conditions: Box<[Condition]>,
+    pub admission: Option<Admission>,
+    pub requeue: Option<RequeueState>,
+    /// Volcano `status.phase`.
+    pub phase: Option<Sym>,
+    /// The object that owns a Kueue Workload (a Job, JobSet, ...); its pods
+    /// carry the same owner.
+    pub owner: Option<super::pod::Owner>,
+    /// Volcano `minResources`.
+    pub min_resources: Option<Resources>,
+    pub running: u32,
+}
+
+impl Gang {
+    pub fn key(&self) -> GangKey {
+        GangKey { kind: self.kind, namespace: self.namespace, name: self.name.clone() }
+    }
+
+    pub fn condition(&self, kind: &str) -> Option<&Condition> {
+        self.conditions.iter().find(|c| c.kind.as_str() == kind)
+    }
+
+    pub fn condition_true(&self, kind: &str) -> bool {
+        self.condition(kind).is_some_and(|c| c.status)
+    }
+
+    /// Total requests of every member.
+    pub fn total_requests(&self) -> Resources {
+        self.pod_sets
+            .iter()
+            .fold(Resources::default(), |acc, ps| acc.plus(&ps.requests.times(ps.count as u64)))
+    }
+
+    /// GPUs per member pod, when the gang is uniform in whole GPUs.
+    pub fn gpus_per_pod(&self) -> u64 {
+        self.pod_sets.iter().map(|ps| ps.requests.gpu).max().unwrap_or(0)
+    }
+
+    pub fn total_pods(&self) -> u32 {
+        self.pod_sets.iter().map(|ps| ps.count).sum()
+    }
+
+    /// Kueue: quota reserved (admitted or waiting for checks). Volcano: past Pending.
+    pub fn has_quota(&self) -> bool {
+        match self.kind {
+            GangKind::KueueWorkload => self.condition_true("QuotaReserved") || self.admission.is_some(),
+            GangKind::VolcanoPodGroup => {
+                matches!(self.phase.map(|p| p.as_str()), Some("Inqueue" | "Running" | "Unknown" | "Completed"))
+            }
+        }
+    }
+
+    pub fn is_finished(&self) -> bool {
+        self.condition_true("Finished") || self.phase.is_some_and(|p| p.as_str() == "Completed")
+    }
+}

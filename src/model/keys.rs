@@ -1,0 +1,64 @@
+//! Verbatim label, annotation and resource keys (see `../shared/fixtures/real`
+//! `nodes/gfd-generated-labels-doc.md`, `gpu-operator/*.tsv`, and the Kueue and
+//! Volcano label files). One place, so that a typo cannot hide in a parser.
+
+pub const RESOURCE_GPU: &str = "nvidia.com/gpu";
+pub const RESOURCE_GPU_SHARED: &str = "nvidia.com/gpu.shared";
+pub const RESOURCE_MIG_PREFIX: &str = "nvidia.com/mig-";
+
+// GPU Feature Discovery
+pub const GPU_PRESENT: &str = "nvidia.com/gpu.present";
+pub const GPU_PRODUCT: &str = "nvidia.com/gpu.product";
+pub const GPU_COUNT: &str = "nvidia.com/gpu.count";
+pub const GPU_MEMORY: &str = "nvidia.com/gpu.memory";
+pub const GPU_FAMILY: &str = "nvidia.com/gpu.family";
+pub const GPU_REPLICAS: &str = "nvidia.com/gpu.replicas";
+pub const GPU_SHARING: &str = "nvidia.com/gpu.sharing-strategy";
+pub const MIG_CAPABLE: &str = "nvidia.com/mig.capable";
+pub const MIG_STRATEGY: &str = "nvidia.com/mig.strategy";
+pub const DRIVER_FULL: &str = "nvidia.com/cuda.driver-version.full";
+pub const DRIVER_MAJOR: &str = "nvidia.com/cuda.driver-version.major";
+pub const DRIVER_MINOR: &str = "nvidia.com/cuda.driver-version.minor";
+pub const DRIVER_REVISION: &str = "nvidia.com/cuda.driver-version.revision";
+pub const DRIVER_MAJOR_DEPRECATED: &str = "nvidia.com/cuda.driver.major";
+pub const DRIVER_MINOR_DEPRECATED: &str = "nvidia.com/cuda.driver.minor";
+pub const DRIVER_REV_DEPRECATED: &str = "nvidia.com/cuda.driver.rev";
+pub const CUDA_RUNTIME_MAJOR: &str = "nvidia.com/cuda.runtime-version.major";
+pub const CUDA_RUNTIME_MINOR: &str = "nvidia.com/cuda.runtime-version.minor";
+pub const CUDA_RUNTIME_MAJOR_DEPRECATED: &str = "nvidia.com/cuda.runtime.major";
+pub const CUDA_RUNTIME_MINOR_DEPRECATED: &str = "nvidia.com/cuda.runtime.minor";
+
+// GPU Operator
+pub const DRIVER_UPGRADE_STATE: &str = "nvidia.com/gpu-driver-upgrade-state";
+pub const DRIVER_UPGRADE_SKIP: &str = "nvidia.com/gpu-driver-upgrade.skip";
+pub const MIG_CONFIG: &str = "nvidia.com/mig.config";
+pub const MIG_CONFIG_STATE: &str = "nvidia.com/mig.config.state";
+pub const GPU_DEPLOY_PREFIX: &str = "nvidia.com/gpu.deploy.";
+pub const PAUSED_FOR_MIG_CHANGE: &str = "paused-for-mig-change";
+
+// Kubernetes
+pub const HOSTNAME: &str = "kubernetes.io/hostname";
+pub const TAINT_NOT_READY: &str = "node.kubernetes.io/not-ready";
+pub const TAINT_UNREACHABLE: &str = "node.kubernetes.io/unreachable";
+pub const TAINT_UNSCHEDULABLE: &str = "node.kubernetes.io/unschedulable";
+pub const MIRROR_POD_ANNOTATION: &str = "kubernetes.io/config.mirror";
+
+// Kueue
+pub const KUEUE_QUEUE_NAME: &str = "kueue.x-k8s.io/queue-name";
+pub const KUEUE_POD_GROUP_NAME: &str = "kueue.x-k8s.io/pod-group-name";
+pub const KUEUE_POD_GROUP_TOTAL: &str = "kueue.x-k8s.io/pod-group-total-count";
+
+// Volcano
+pub const VOLCANO_GROUP_NAME: &str = "scheduling.k8s.io/group-name";
+pub const VOLCANO_GROUP_NAME_NEW: &str = "scheduling.volcano.sh/group-name";
+pub const VOLCANO_QUEUE_NAME: &str = "scheduling.volcano.sh/queue-name";
+
+/// `nvidia.com/mig-1g.10gb` → `1g.10gb`.
+pub fn mig_profile_of(resource: &str) -> Option<&str> {
+    resource.strip_prefix(RESOURCE_MIG_PREFIX).filter(|p| !p.is_empty())
+}
+
+/// True for the resources that take (part of) a GPU.
+pub fn is_gpu_resource(resource: &str) -> bool {
+    resource == RESOURCE_GPU || resource == RESOURCE_GPU_SHARED || mig_profile_of(resource).is_some()
+}

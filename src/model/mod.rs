@@ -1,0 +1,571 @@
+//! The compact cluster model.
+//!
+//! Sources turn the outside world into [`ModelEvent`]s; [`Cluster::apply`]
+//! folds them in; [`Cluster::snapshot`] hands readers an immutable
+//! [`Snapshot`] in O(1) (persistent maps share structure). No kube, no
+//! terminal, no clock here: time arrives as data (`ModelEvent::Clock`).
+
+pub mod build;
+pub mod devices;
+pub mod event;
+pub mod gang;
+pub mod keys;
+pub mod node;
+pub mod pod;
+pub mod quantity;
+pub mod queue;
+pub mod resources;
+pub mod sym;
+pub mod versions;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use imbl::OrdMap;
+
+pub use devices::{AgentStatus, Gpu, GpuHealth, MigInstance, MigMode, NodeDevices, XidEvent};
+pub use event::{ClusterEvent, EventKey, EventType};
+pub use gang::{Admission, Gang, GangKey, GangKind, PodSet, PodSetAssignment, RequeueState};
+pub use node::{
+    GpuLabels, MigStrategy, Node, NodeCondition, NodeSelectorTerm, OperatorLabels, Readiness, Requirement,
+    SelectorOperator, Taint, TaintEffect, Toleration, TolerationOperator,
+};
+pub use pod::{CudaNeed, Owner, Pod, PodKey, PodPhase, Unschedulable};
+pub use queue::{Flavor, Queue, QueueKey, QueueKind, QueueQuota};
+pub use resources::Resources;
+pub use sym::Sym;
+pub use versions::{CudaVersion, DriverVersion};
+
+/// Seconds since the Unix epoch.
+pub type Timestamp = i64;
+
+/// Sorted `(key, value)` label pairs.
+pub type Labels = Box<[(Sym, Sym)]>;
+
+/// A status condition (Kueue, Volcano), compacted.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Condition {
+    pub kind: Sym,
+    pub status: bool,
+    pub reason: Sym,
+    pub message: Box<str>,
+    pub since: Timestamp,
+}
+
+/// One stream of objects from a source. Each can be healthy or not on its own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Feed {
+    Nodes,
+    Pods,
+    Events,
+    Workloads,
+    ClusterQueues,
+    LocalQueues,
+    ResourceFlavors,
+    PodGroups,
+    VolcanoQueues,
+    Agents,
+}
+
+impl Feed {
+    pub const ALL: [Feed; 10] = [
+        Feed::Nodes,
+        Feed::Pods,
+        Feed::Events,
+        Feed::Workloads,
+        Feed::ClusterQueues,
+        Feed::LocalQueues,
+        Feed::ResourceFlavors,
+        Feed::PodGroups,
+        Feed::VolcanoQueues,
+        Feed::Agents,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Feed::Nodes => "nodes",
+            Feed::Pods => "pods",
+            Feed::Events => "events",
+            Feed::Workloads => "kueue workloads",
+            Feed::ClusterQueues => "kueue clusterqueues",
+            Feed::LocalQueues => "kueue localqueues",
+            Feed::ResourceFlavors => "kueue resourceflavors",
+            Feed::PodGroups => "volcano podgroups",
+            Feed::VolcanoQueues => "volcano queues",
+            Feed::Agents => "node agents",
+        }
+    }
+}
+
+/// Why a feed has no data.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FeedProblem {
+    /// The CRD is not installed (404 on the resource).
+    Missing(String),
+    /// RBAC said no (403).
+    Forbidden(String),
+    /// Anything else, with the error text.
+    Error(String),
+}
+
+impl FeedProblem {
+    pub fn describe(&self) -> &str {
+        match self {
+            FeedProblem::Missing(s) | FeedProblem::Forbidden(s) | FeedProblem::Error(s) => s,
+        }
+    }
+    pub fn label(&self) -> &'static str {
+        match self {
+            FeedProblem::Missing(_) => "not installed",
+            FeedProblem::Forbidden(_) => "forbidden",
+            FeedProblem::Error(_) => "error",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FeedState {
+    /// Listing for the first time.
+    Syncing,
+    /// Watching; data is current.
+    Live,
+    /// Cannot be read at all; the rest of kgpu carries on.
+    Unavailable(FeedProblem),
+    /// Was live, lost the connection at `since`; data is stale and shown with its age.
+    Reconnecting { since: Timestamp, error: String },
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FeedStatus {
+    pub state: FeedState,
+    /// When this feed last delivered data.
+    pub last_data: Option<Timestamp>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SourceKind {
+    Demo,
+    Kube,
+    File,
+}
+
+impl SourceKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SourceKind::Demo => "demo",
+            SourceKind::Kube => "kube",
+            SourceKind::File => "file",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SourceInfo {
+    pub kind: SourceKind,
+    /// Scenario, context or path.
+    pub name: String,
+}
+
+/// A demo scenario's description, shown to the user.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScenarioInfo {
+    pub name: String,
+    pub title: String,
+    pub story: String,
+    pub signal: String,
+}
+
+/// Any object the model holds.
+#[derive(Clone, Debug)]
+pub enum Object {
+    Node(Node),
+    Pod(Pod),
+    Gang(Gang),
+    Queue(Queue),
+    Flavor(Flavor),
+    Event(ClusterEvent),
+    Devices(NodeDevices),
+}
+
+impl Object {
+    pub fn feed(&self) -> Feed {
+        match self {
+            Object::Node(_) => Feed::Nodes,
+            Object::Pod(_) => Feed::Pods,
+            Object::Gang(g) => gang_feed(g.kind),
+            Object::Queue(q) => queue_feed(q.kind),
+            Object::Flavor(_) => Feed::ResourceFlavors,
+            Object::Event(_) => Feed::Events,
+            Object::Devices(_) => Feed::Agents,
+        }
+    }
+}
+
+fn gang_feed(kind: GangKind) -> Feed {
+    match kind {
+        GangKind::KueueWorkload => Feed::Workloads,
+        GangKind::VolcanoPodGroup => Feed::PodGroups,
+    }
+}
+
+fn queue_feed(kind: QueueKind) -> Feed {
+    match kind {
+        QueueKind::ClusterQueue => Feed::ClusterQueues,
+        QueueKind::LocalQueue => Feed::LocalQueues,
+        QueueKind::VolcanoQueue => Feed::VolcanoQueues,
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ObjectKey {
+    Node(Sym),
+    Pod(PodKey),
+    Gang(GangKey),
+    Queue(QueueKey),
+    Flavor(Sym),
+    Event(EventKey),
+    Devices(Sym),
+}
+
+#[derive(Clone, Debug)]
+pub enum ModelEvent {
+    Upsert(Object),
+    Delete(ObjectKey),
+    /// A fresh full list of one feed: the truth. Objects of that feed not in
+    /// it are gone (deletes are never lost across a restart).
+    Resync { feed: Feed, objects: Vec<Object> },
+    Feed { feed: Feed, state: FeedState },
+    /// The source's notion of "now".
+    Clock(Timestamp),
+    /// An object that could not be converted: counted, never fatal.
+    Skipped { feed: Feed, reason: String },
+    Source(SourceInfo),
+    Scenario(ScenarioInfo),
+}
+
+/// Most events kept; older ones are dropped first.
+pub const EVENT_WINDOW: usize = 5000;
+
+/// An immutable view of the cluster. Cloning is O(1).
+#[derive(Clone, Debug)]
+pub struct Snapshot {
+    pub source: SourceInfo,
+    pub scenario: Option<ScenarioInfo>,
+    /// Bumped by every applied event that changed something.
+    pub generation: u64,
+    /// The source's clock at the last `Clock` event.
+    pub clock: Timestamp,
+    pub nodes: OrdMap<Sym, Arc<Node>>,
+    pub pods: OrdMap<PodKey, Arc<Pod>>,
+    pub gangs: OrdMap<GangKey, Arc<Gang>>,
+    pub queues: OrdMap<QueueKey, Arc<Queue>>,
+    pub flavors: OrdMap<Sym, Arc<Flavor>>,
+    pub devices: OrdMap<Sym, Arc<NodeDevices>>,
+    pub events: OrdMap<EventKey, Arc<ClusterEvent>>,
+    pub feeds: BTreeMap<Feed, FeedStatus>,
+    /// Objects skipped as malformed, per feed, with the last reason.
+    pub skipped: BTreeMap<Feed, (u64, String)>,
+}
+
+impl Snapshot {
+    pub fn empty(source: SourceInfo) -> Snapshot {
+        Snapshot {
+            source,
+            scenario: None,
+            generation: 0,
+            clock: 0,
+            nodes: OrdMap::new(),
+            pods: OrdMap::new(),
+            gangs: OrdMap::new(),
+            queues: OrdMap::new(),
+            flavors: OrdMap::new(),
+            devices: OrdMap::new(),
+            events: OrdMap::new(),
+            feeds: BTreeMap::new(),
+            skipped: BTreeMap::new(),
+        }
+    }
+
+    pub fn feed(&self, feed: Feed) -> Option<&FeedStatus> {
+        self.feeds.get(&feed)
+    }
+
+    /// The feed's problem, if it cannot deliver data.
+    pub fn feed_problem(&self, feed: Feed) -> Option<&FeedProblem> {
+        match self.feeds.get(&feed).map(|f| &f.state) {
+            Some(FeedState::Unavailable(p)) => Some(p),
+            _ => None,
+        }
+    }
+}
+
+/// The mutable owner of the model; one task owns it.
+pub struct Cluster {
+    state: Snapshot,
+}
+
+impl Cluster {
+    pub fn new(source: SourceInfo) -> Cluster {
+        Cluster { state: Snapshot::empty(source) }
+    }
+
+    pub fn snapshot(&self) -> Snapshot {
+        self.state.clone()
+    }
+
+    pub fn generation(&self) -> u64 {
+        self.state.generation
+    }
+
+    pub fn apply_all(&mut self, events: impl IntoIterator<Item = ModelEvent>) {
+        for e in events {
+            self.apply(e);
+        }
+    }
+
+    pub fn apply(&mut self, event: ModelEvent) {
+        let s = &mut self.state;
+        match event {
+            ModelEvent::Upsert(object) => {
+                let feed = object.feed();
+                self.upsert(object);
+                self.touch(feed);
+            }
+            ModelEvent::Delete(key) => {
+                let s = &mut self.state;
+                let feed = match key {
+                    ObjectKey::Node(k) => {
+                        s.nodes.remove(&k);
+                        Feed::Nodes
+                    }
+                    ObjectKey::Pod(k) => {
+                        s.pods.remove(&k);
+                        Feed::Pods
+                    }
+                    ObjectKey::Gang(k) => {
+                        let feed = gang_feed(k.kind);
+                        s.gangs.remove(&k);
+                        feed
+                    }
+                    ObjectKey::Queue(k) => {
+                        let feed = queue_feed(k.kind);
+                        s.queues.remove(&k);
+                        feed
+                    }
+                    ObjectKey::Flavor(k) => {
+                        s.flavors.remove(&k);
+                        Feed::ResourceFlavors
+                    }
+                    ObjectKey::Event(k) => {
+                        s.events.remove(&k);
+                        Feed::Events
+                    }
+                    ObjectKey::Devices(k) => {
+                        s.devices.remove(&k);
+                        Feed::Agents
+                    }
+                };
+                self.touch(feed);
+            }
+            ModelEvent::Resync { feed, objects } => {
+                self.clear_feed(feed);
+                for object in objects {
+                    if object.feed() == feed {
+                        self.upsert(object);
+                    }
+                }
+                let s = &mut self.state;
+                s.feeds.insert(feed, FeedStatus { state: FeedState::Live, last_data: Some(s.clock) });
+                s.generation += 1;
+            }
+            ModelEvent::Feed { feed, state } => {
+                let last_data = s.feeds.get(&feed).and_then(|f| f.last_data);
+                let new = FeedStatus { state, last_data };
+                if s.feeds.get(&feed) != Some(&new) {
+                    s.feeds.insert(feed, new);
+                    s.generation += 1;
+                }
+            }
+            ModelEvent::Clock(now) => {
+                if now != s.clock {
+                    s.clock = now;
+                    s.generation += 1;
+                }
+            }
+            ModelEvent::Skipped { feed, reason } => {
+                let entry = s.skipped.entry(feed).or_insert((0, String::new()));
+                entry.0 += 1;
+                entry.1 = reason;
+                s.generation += 1;
+            }
+            ModelEvent::Source(info) => {
+                s.source = info;
+                s.generation += 1;
+            }
+            ModelEvent::Scenario(info) => {
+                s.scenario = Some(info);
+                s.generation += 1;
+            }
+        }
+    }
+
+    fn touch(&mut self, feed: Feed) {
+        let s = &mut self.state;
+        s.generation += 1;
+        let clock = s.clock;
+        let status = s.feeds.entry(feed).or_insert(FeedStatus { state: FeedState::Live, last_data: None });
+        status.last_data = Some(clock);
+    }
+
+    fn clear_feed(&mut self, feed: Feed) {
+        let s = &mut self.state;
+        match feed {
+            Feed::Nodes => s.nodes.clear(),
+            Feed::Pods => s.pods.clear(),
+            Feed::Events => s.events.clear(),
+            Feed::Workloads | Feed::PodGroups => {
+                s.gangs = s.gangs.iter().filter(|(k, _)| gang_feed(k.kind) != feed).map(|(k, v)| (k.clone(), v.clone())).collect()
+            }
+            Feed::ClusterQueues | Feed::LocalQueues | Feed::VolcanoQueues => {
+                s.queues =
+                    s.queues.iter().filter(|(k, _)| queue_feed(k.kind) != feed).map(|(k, v)| (k.clone(), v.clone())).collect()
+            }
+            Feed::ResourceFlavors => s.flavors.clear(),
+            Feed::Agents => s.devices.clear(),
+        }
+    }
+
+    fn upsert(&mut self, object: Object) {
+        let s = &mut self.state;
+        match object {
+            Object::Node(mut node) => {
+                // Time in an operator state is only known from when it changed;
+                // keep the earlier observation while the state stays the same.
+                if let Some(old) = s.nodes.get(&node.name) {
+                    if node.operator.upgrade_since.is_none() && old.operator.upgrade_state == node.operator.upgrade_state {
+                        node.operator.upgrade_since = old.operator.upgrade_since;
+                    }
+                    if node.operator.mig_config_since.is_none()
+                        && old.operator.mig_config_state == node.operator.mig_config_state
+                        && old.operator.mig_config == node.operator.mig_config
+                    {
+                        node.operator.mig_config_since = old.operator.mig_config_since;
+                    }
+                }
+                if node.operator.upgrade_since.is_none() && node.operator.upgrade_state.is_some() {
+                    node.operator.upgrade_since = Some(s.clock);
+                }
+                if node.operator.mig_config_since.is_none() && node.operator.mig_config_state.is_some() {
+                    node.operator.mig_config_since = Some(s.clock);
+                }
+                s.nodes.insert(node.name, Arc::new(node));
+            }
+            Object::Pod(pod) => {
+                s.pods.insert(pod.key(), Arc::new(pod));
+            }
+            Object::Gang(gang) => {
+                s.gangs.insert(gang.key(), Arc::new(gang));
+            }
+            Object::Queue(queue) => {
+                s.queues.insert(queue.key(), Arc::new(queue));
+            }
+            Object::Flavor(flavor) => {
+                s.flavors.insert(flavor.name, Arc::new(flavor));
+            }
+            Object::Event(event) => {
+                s.events.insert(event.key(), Arc::new(event));
+                if s.events.len() > EVENT_WINDOW {
+                    trim_events(&mut s.events);
+                }
+            }
+            Object::Devices(devices) => {
+                s.devices.insert(devices.node, Arc::new(devices));
+            }
+        }
+    }
+}
+
+/// Drops the oldest tenth of the window at once, so trimming is amortised.
+fn trim_events(events: &mut OrdMap<EventKey, Arc<ClusterEvent>>) {
+    let mut by_age: Vec<(Timestamp, EventKey)> = events.iter().map(|(k, e)| (e.last, k.clone())).collect();
+    by_age.sort();
+    let excess = events.len().saturating_sub(EVENT_WINDOW * 9 / 10);
+    for (_, key) in by_age.into_iter().take(excess) {
+        events.remove(&key);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn source() -> SourceInfo {
+        SourceInfo { kind: SourceKind::Demo, name: "test".into() }
+    }
+
+    #[test]
+    fn resync_replaces_one_feed_only() {
+        let mut c = Cluster::new(source());
+        c.apply(ModelEvent::Upsert(Object::Node(Node::new("a", Box::new([])))));
+        c.apply(ModelEvent::Upsert(Object::Node(Node::new("b", Box::new([])))));
+        c.apply(ModelEvent::Upsert(Object::Pod(Pod::new("ns", "p"))));
+        let before = c.snapshot();
+        c.apply(ModelEvent::Resync { feed: Feed::Nodes, objects: vec![Object::Node(Node::new("b", Box::new([])))] });
+        let after = c.snapshot();
+        assert_eq!(after.nodes.keys().map(|k| k.as_str()).collect::<Vec<_>>(), ["b"], "a was deleted while we were away");
+        assert_eq!(after.pods.len(), 1, "other feeds untouched");
+        assert_eq!(before.nodes.len(), 2, "old snapshots are immutable");
+        assert_eq!(after.feed(Feed::Nodes).map(|f| &f.state), Some(&FeedState::Live));
+    }
+
+    #[test]
+    fn upgrade_state_keeps_its_start_time_while_unchanged() {
+        let mut c = Cluster::new(source());
+        let node = |state: &str| {
+            Node::new("n", node::labels_from([("nvidia.com/gpu-driver-upgrade-state", state)]))
+        };
+        c.apply(ModelEvent::Clock(100));
+        c.apply(ModelEvent::Upsert(Object::Node(node("upgrade-required"))));
+        c.apply(ModelEvent::Clock(700));
+        c.apply(ModelEvent::Upsert(Object::Node(node("upgrade-required"))));
+        let since = |c: &Cluster| c.snapshot().nodes.values().next().unwrap().operator.upgrade_since;
+        assert_eq!(since(&c), Some(100));
+        c.apply(ModelEvent::Upsert(Object::Node(node("cordon-required"))));
+        assert_eq!(since(&c), Some(700));
+    }
+
+    #[test]
+    fn event_window_is_bounded() {
+        let mut c = Cluster::new(source());
+        for i in 0..(EVENT_WINDOW + 10) {
+            c.apply(ModelEvent::Upsert(Object::Event(ClusterEvent {
+                namespace: Sym::new("ns"),
+                name: Arc::from(format!("e{i}")),
+                kind: EventType::Normal,
+                reason: Sym::new("Scheduled"),
+                object_kind: Sym::new("Pod"),
+                object_name: Arc::from("p"),
+                message: "m".into(),
+                count: 1,
+                first: i as i64,
+                last: i as i64,
+                source: Sym::new("default-scheduler"),
+            })));
+        }
+        let snap = c.snapshot();
+        assert!(snap.events.len() <= EVENT_WINDOW);
+        assert!(!snap.events.contains_key(&EventKey { namespace: Sym::new("ns"), name: Arc::from("e0") }));
+    }
+
+    #[test]
+    fn feed_problems_are_state_not_errors() {
+        let mut c = Cluster::new(source());
+        c.apply(ModelEvent::Feed {
+            feed: Feed::Workloads,
+            state: FeedState::Unavailable(FeedProblem::Missing("the Kueue CRDs are not installed".into())),
+        });
+        let snap = c.snapshot();
+        assert!(matches!(snap.feed_problem(Feed::Workloads), Some(FeedProblem::Missing(_))));
+        assert!(snap.feed_problem(Feed::Nodes).is_none());
+    }
+}

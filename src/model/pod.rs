@@ -1,0 +1,172 @@
+//! Pods, reduced to scheduling-relevant facts.
+
+use std::sync::Arc;
+
+use super::node::{NodeSelectorTerm, Toleration};
+use super::resources::Resources;
+use super::sym::Sym;
+use super::{Labels, Timestamp};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum PodPhase {
+    Pending,
+    Running,
+    Succeeded,
+    Failed,
+    Unknown,
+}
+
+impl PodPhase {
+    pub fn parse(s: &str) -> PodPhase {
+        match s {
+            "Pending" => PodPhase::Pending,
+            "Running" => PodPhase::Running,
+            "Succeeded" => PodPhase::Succeeded,
+            "Failed" => PodPhase::Failed,
+            _ => PodPhase::Unknown,
+        }
+    }
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PodPhase::Pending => "Pending",
+            PodPhase::Running => "Running",
+            PodPhase::Succeeded => "Succeeded",
+            PodPhase::Failed => "Failed",
+            PodPhase::Unknown => "Unknown",
+        }
+    }
+    pub fn is_terminal(self) -> bool {
+        matches!(self, PodPhase::Succeeded | PodPhase::Failed)
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct PodKey {
+    pub namespace: Sym,
+    pub name: Arc<str>,
+}
+
+impl PodKey {
+    pub fn new(namespace: &str, name: &str) -> PodKey {
+        PodKey { namespace: Sym::new(namespace), name: Arc::from(name) }
+    }
+}
+
+impl std::fmt::Display for PodKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.namespace, self.name)
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Owner {
+    pub kind: Sym,
+    pub name: Sym,
+}
+
+/// `PodScheduled=False`: the scheduler's verdict, verbatim.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Unschedulable {
+    pub reason: Sym,
+    pub message: Box<str>,
+    pub since: Timestamp,
+}
+
+/// What a container says about the CUDA it needs (environment of the GPU
+/// container, verbatim; the grammar is decoded by `analysis::compat`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CudaNeed {
+    pub require_cuda: Option<Box<str>>,
+    /// Other `NVIDIA_REQUIRE_*` variables, `NAME=value`.
+    pub other_requires: Box<[Box<str>]>,
+    pub cuda_version: Option<Box<str>>,
+    pub disable_require: bool,
+    pub image: Option<Sym>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Pod {
+    pub namespace: Sym,
+    pub name: Arc<str>,
+    pub node: Option<Sym>,
+    pub phase: PodPhase,
+    /// `status.reason`, e.g. `UnexpectedAdmissionError`, `Evicted`.
+    pub reason: Option<Sym>,
+    /// `status.message` of a failed pod, truncated.
+    pub message: Option<Box<str>>,
+    /// Effective requests (GPUs from limits), per the Kubernetes rules.
+    pub requests: Resources,
+    pub tolerations: Box<[Toleration]>,
+    pub node_selector: Labels,
+    /// Required node affinity terms (ORed); empty when there are none.
+    pub affinity: Box<[NodeSelectorTerm]>,
+    pub priority: i32,
+    pub owner: Option<Owner>,
+    /// Gang membership by name: Volcano's group-name annotation or Kueue's
+    /// pod-group-name label.
+    pub group: Option<Sym>,
+    /// `kueue.x-k8s.io/queue-name`.
+    pub queue: Option<Sym>,
+    /// `spec.schedulerName` when not the default scheduler.
+    pub scheduler: Option<Sym>,
+    pub unschedulable: Option<Box<Unschedulable>>,
+    pub cuda: Option<Box<CudaNeed>>,
+    pub created: Timestamp,
+    /// Last status change known (start, failure or completion time).
+    pub transitioned: Timestamp,
+    pub terminating: bool,
+    pub mirror: bool,
+    /// Has `spec.schedulingGates` (e.g. Kueue's admission gate).
+    pub gated: bool,
+}
+
+impl Pod {
+    pub fn new(namespace: &str, name: &str) -> Pod {
+        Pod {
+            namespace: Sym::new(namespace),
+            name: Arc::from(name),
+            node: None,
+            phase: PodPhase::Pending,
+            reason: None,
+            message: None,
+            requests: Resources::default(),
+            tolerations: Box::new([]),
+            node_selector: Box::new([]),
+            affinity: Box::new([]),
+            priority: 0,
+            owner: None,
+            group: None,
+            queue: None,
+            scheduler: None,
+            unschedulable: None,
+            cuda: None,
+            created: 0,
+            transitioned: 0,
+            terminating: false,
+            mirror: false,
+            gated: false,
+        }
+    }
+
+    pub fn key(&self) -> PodKey {
+        PodKey { namespace: self.namespace, name: self.name.clone() }
+    }
+
+    /// Holds node resources: bound and not finished.
+    pub fn holds_resources(&self) -> bool {
+        self.node.is_some() && !self.phase.is_terminal()
+    }
+
+    /// Waiting for a node: not bound, not finished, not being deleted.
+    pub fn is_pending(&self) -> bool {
+        self.node.is_none() && self.phase == PodPhase::Pending && !self.terminating
+    }
+
+    pub fn wants_gpu(&self) -> bool {
+        self.requests.wants_gpu()
+    }
+
+    pub fn owner_kind(&self) -> Option<&'static str> {
+        self.owner.as_ref().map(|o| o.kind.as_str())
+    }
+}

@@ -1,0 +1,150 @@
+//! Interned strings for the compact model.
+//!
+//! Label keys, label values, namespaces, node names, resource names and the like
+//! repeat across thousands of objects. A `Sym` is a thin (8-byte) pointer to a
+//! string that lives for the rest of the process, so a label costs 16 bytes and
+//! comparing two symbols is a pointer comparison. The vocabulary is bounded by
+//! what a cluster names (keys, values, node names), so the leak is bounded too.
+//! Unbounded names (pod names) are *not* interned: they use `Arc<str>`.
+
+use std::collections::HashSet;
+use std::fmt;
+use std::hash::{Hash, Hasher};
+use std::sync::{Mutex, OnceLock};
+
+#[derive(Clone, Copy)]
+pub struct Sym(&'static String);
+
+/// The interning table's entry: looks up by `&str` without allocating.
+#[derive(PartialEq, Eq, Hash)]
+struct Entry(&'static String);
+
+impl std::borrow::Borrow<str> for Entry {
+    fn borrow(&self) -> &str {
+        self.0.as_str()
+    }
+}
+
+fn table() -> &'static Mutex<HashSet<Entry>> {
+    static TABLE: OnceLock<Mutex<HashSet<Entry>>> = OnceLock::new();
+    TABLE.get_or_init(|| Mutex::new(HashSet::new()))
+}
+
+impl Sym {
+    /// Interns `s`, returning the one symbol for that text.
+    pub fn new(s: &str) -> Sym {
+        let mut set = match table().lock() {
+            Ok(guard) => guard,
+            // A panic while holding the lock cannot leave the set inconsistent
+            // (insert is the only mutation), so keep using it.
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        if let Some(existing) = set.get(s) {
+            return Sym(existing.0);
+        }
+        let leaked: &'static String = Box::leak(Box::new(s.to_string()));
+        set.insert(Entry(leaked));
+        Sym(leaked)
+    }
+
+    /// The symbol for `s` if it was ever interned. Lets lookups avoid growing
+    /// the table with strings no object carries.
+    pub fn get(s: &str) -> Option<Sym> {
+        let set = match table().lock() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        set.get(s).map(|found| Sym(found.0))
+    }
+
+    pub fn as_str(&self) -> &'static str {
+        self.0.as_str()
+    }
+}
+
+impl PartialEq for Sym {
+    fn eq(&self, other: &Self) -> bool {
+        std::ptr::eq(self.0, other.0)
+    }
+}
+impl Eq for Sym {}
+
+impl Hash for Sym {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        (self.0 as *const String as usize).hash(state)
+    }
+}
+
+impl PartialOrd for Sym {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Sym {
+    /// Alphabetical, so that maps keyed by symbols iterate in a stable,
+    /// human order.
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        if self == other {
+            std::cmp::Ordering::Equal
+        } else {
+            self.as_str().cmp(other.as_str())
+        }
+    }
+}
+
+impl fmt::Debug for Sym {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+impl fmt::Display for Sym {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl From<&str> for Sym {
+    fn from(s: &str) -> Self {
+        Sym::new(s)
+    }
+}
+
+impl serde::Serialize for Sym {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl AsRef<str> for Sym {
+    fn as_ref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn same_text_same_symbol() {
+        let a = Sym::new("nvidia.com/gpu.product");
+        let b = Sym::new(&String::from("nvidia.com/gpu.product"));
+        assert_eq!(a, b);
+        assert!(std::ptr::eq(a.as_str(), b.as_str()));
+        assert_ne!(a, Sym::new("nvidia.com/gpu.count"));
+    }
+
+    #[test]
+    fn orders_alphabetically() {
+        let mut v = [Sym::new("b-node"), Sym::new("a-node"), Sym::new("c-node")];
+        v.sort();
+        assert_eq!(v.map(|s| s.as_str()), ["a-node", "b-node", "c-node"]);
+    }
+
+    #[test]
+    fn get_does_not_intern() {
+        assert!(Sym::get("never-interned-text-1c9f").is_none());
+        let s = Sym::new("interned-text-1c9f");
+        assert_eq!(Sym::get("interned-text-1c9f"), Some(s));
+    }
+}
