@@ -5,5 +5,9 @@
 #![forbid(unsafe_code)]
 
 pub mod analysis;
+pub mod cli;
 pub mod model;
 pub mod reference;
+pub mod runtime;
+pub mod sources;
+pub mod view_model;

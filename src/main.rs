@@ -1,1 +1,14 @@
-fn main(){}
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let cli = kgpu::cli::Cli::parse();
+    match kgpu::runtime::run(cli) {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("kgpu: {err:#}");
+            kgpu::runtime::exit_code(&err)
+        }
+    }
+}

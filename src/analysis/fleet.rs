@@ -263,7 +263,8 @@ fn upgrade_issue(node: &Node, now: Timestamp, t: &Thresholds) -> Option<NodeIssu
         return None;
     }
     let secs = since?;
-    (secs >= t.upgrade_stuck_after).then(|| NodeIssue {
+    let limit = if state == "upgrade-required" { t.upgrade_queued_stuck_after } else { t.upgrade_stuck_after };
+    (secs >= limit).then(|| NodeIssue {
         code: IssueCode::UpgradeStuck,
         detail: format!("in {state} for {}", super::age(secs)),
     })

@@ -19,8 +19,11 @@ use crate::model::{Snapshot, Timestamp};
 /// Tunable limits of the analyses.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Thresholds {
-    /// An upgrade state held this long (seconds) counts as stuck.
+    /// An active upgrade state held this long (seconds) counts as stuck.
     pub upgrade_stuck_after: i64,
+    /// `upgrade-required` is a queue (nodes wait their turn under
+    /// maxParallelUpgrades); waiting this long counts as stuck.
+    pub upgrade_queued_stuck_after: i64,
     /// A MIG reconfiguration pending this long looks wedged.
     pub mig_pending_wedged_after: i64,
     /// Window and count for black-hole detection.
@@ -34,6 +37,7 @@ impl Default for Thresholds {
     fn default() -> Self {
         Thresholds {
             upgrade_stuck_after: 3600,
+            upgrade_queued_stuck_after: 24 * 3600,
             mig_pending_wedged_after: 900,
             black_hole_window: 3600,
             black_hole_min_failures: 3,

@@ -531,9 +531,11 @@ fn gang_step(index: &Index<'_>, gang: &Gang, summary: &GangSummary, all: &[GangS
     let _ = index;
     match summary.state {
         GangState::PartiallyPlaced => {
+            // Partial placement is a symptom: the missing members' own step
+            // says why. Only a deadlock blocks at this step.
             let mut s = StepReport {
                 step: Step::Gang,
-                verdict: Verdict::Block,
+                verdict: Verdict::Warn,
                 summary: format!(
                     "partially placed: {}/{} members, holding {} GPU(s) idle",
                     summary.placed, summary.required, summary.gpus_held_idle
@@ -553,6 +555,7 @@ fn gang_step(index: &Index<'_>, gang: &Gang, summary: &GangSummary, all: &[GangS
                         format!("{o} (holding {held} GPU(s))")
                     })
                     .collect();
+                s.verdict = Verdict::Block;
                 s.summary = format!(
                     "deadlock: holds {} GPU(s) with {}/{} members placed; can only complete if {} lets go",
                     summary.gpus_held_idle,

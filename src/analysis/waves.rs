@@ -57,6 +57,14 @@ impl UpgradeRow {
     }
 }
 
+fn stuck_after(state: Option<Sym>, t: &Thresholds) -> i64 {
+    if state.is_some_and(|s| s.as_str() == "upgrade-required") {
+        t.upgrade_queued_stuck_after
+    } else {
+        t.upgrade_stuck_after
+    }
+}
+
 /// Every GPU node with its upgrade state; stuck ones first (longest first),
 /// then failed, then in progress by state, then done, then unknown.
 pub fn board<'a>(nodes: impl Iterator<Item = &'a Node>, now: Timestamp, t: &Thresholds) -> Vec<UpgradeRow> {
@@ -71,7 +79,7 @@ pub fn board<'a>(nodes: impl Iterator<Item = &'a Node>, now: Timestamp, t: &Thre
                 state,
                 since: n.operator.upgrade_since,
                 seconds_in_state: if state.is_some() { secs } else { None },
-                stuck: in_progress && secs.is_some_and(|s| s >= t.upgrade_stuck_after),
+                stuck: in_progress && secs.is_some_and(|s| s >= stuck_after(state, t)),
                 skip: n.operator.upgrade_skip,
                 driver: n.gpu.driver.as_ref().map(|d| d.to_string()),
             }

@@ -1,0 +1,140 @@
+//! The command line (clap). Help texts here are the user's manual for each
+//! flag; keep them current with the code.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "kgpu",
+    version,
+    about = "A terminal cockpit for Kubernetes GPU clusters",
+    long_about = "kgpu shows where the free GPUs are and why they can't be used, why a pod, gang or \
+                  Kueue/Volcano workload is Pending, which drivers run where and what an upgrade wave \
+                  would break — and lets you cordon, drain, requeue and repartition MIG, guarded and audited.\n\n\
+                  Without a subcommand it opens the cockpit on the current kube context. \
+                  Try `kgpu demo` first: an embedded simulated GPU cluster with failure scenarios.",
+    after_help = "Exit codes: 0 ok, 1 runtime failure, 2 bad usage or unreachable cluster."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+
+    #[command(flatten)]
+    pub source: SourceArgs,
+
+    #[command(flatten)]
+    pub ui: UiArgs,
+
+    /// Print the config, theme, log and audit paths kgpu uses, then exit.
+    #[arg(long, global = true)]
+    pub print_paths: bool,
+}
+
+#[derive(Args, Debug, Clone, Default)]
+pub struct SourceArgs {
+    /// Kubeconfig file (default: $KUBECONFIG, then ~/.kube/config; in a pod, the in-cluster config).
+    #[arg(long, global = true, value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+    /// Kube context to use (default: the current context).
+    #[arg(long, global = true, value_name = "NAME")]
+    pub context: Option<String>,
+    /// Watch pods and events in one namespace only (nodes and queues stay cluster-wide).
+    #[arg(long, short = 'n', global = true, value_name = "NS")]
+    pub namespace: Option<String>,
+    /// Read `kubectl get ... -o json|yaml` dumps instead of a live cluster: files or directories.
+    #[arg(long, global = true, value_name = "PATH", num_args = 1..)]
+    pub file: Vec<PathBuf>,
+}
+
+#[derive(Args, Debug, Clone, Default)]
+pub struct UiArgs {
+    /// Disable every action (cordon, drain, requeue, repartition); the cockpit only reads.
+    #[arg(long, global = true)]
+    pub read_only: bool,
+    /// Colour theme: dark, light, high-contrast or mono (NO_COLOR selects mono).
+    #[arg(long, global = true, value_name = "NAME")]
+    pub theme: Option<String>,
+    /// Log level for the log file (error, warn, info, debug, trace).
+    #[arg(long, global = true, value_name = "LEVEL", default_value = "info")]
+    pub log_level: String,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Run the cockpit on the embedded simulated GPU cluster.
+    Demo(DemoArgs),
+    /// Print the cockpit's views without a terminal (text or JSON).
+    Snapshot(SnapshotArgs),
+    /// Explain why one pod, Kueue Workload or Volcano PodGroup is Pending.
+    Why(WhyArgs),
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct DemoArgs {
+    /// The failure scenario to run (see --list).
+    #[arg(long, short = 's', default_value = "default", value_name = "NAME")]
+    pub scenario: String,
+    /// Seed of the simulation: the same seed replays the same cluster.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// List the scenarios with their stories and exit.
+    #[arg(long)]
+    pub list: bool,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Output {
+    Text,
+    Json,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct SnapshotArgs {
+    /// Use the embedded demo cluster.
+    #[arg(long)]
+    pub demo: bool,
+    /// Demo scenario (implies --demo).
+    #[arg(long, short = 's', value_name = "NAME")]
+    pub scenario: Option<String>,
+    /// Demo seed.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Run the demo cluster this many seconds before taking the snapshot.
+    #[arg(long, default_value_t = 0, value_name = "SECONDS")]
+    pub advance: u64,
+    /// Limit the output to one section: fleet, fragmentation, pending, gangs, queues, drivers, mig, events.
+    #[arg(long, value_name = "PANE")]
+    pub pane: Option<String>,
+    /// Output format.
+    #[arg(long, short = 'o', value_enum, default_value = "text")]
+    pub output: Output,
+    /// Plan driver-upgrade waves to this driver version (adds `drivers.waves`).
+    #[arg(long, value_name = "VERSION")]
+    pub target_driver: Option<String>,
+    /// maxParallelUpgrades for the wave planner (0 = unlimited).
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub max_parallel: u32,
+    /// maxUnavailable for the wave planner: a count or a percentage.
+    #[arg(long, default_value = "25%", value_name = "N|P%")]
+    pub max_unavailable: String,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct WhyArgs {
+    /// NAMESPACE/NAME of a pending pod, Workload or PodGroup.
+    pub target: String,
+    /// Use the embedded demo cluster.
+    #[arg(long)]
+    pub demo: bool,
+    /// Demo scenario (implies --demo).
+    #[arg(long, short = 's', value_name = "NAME")]
+    pub scenario: Option<String>,
+    /// Demo seed.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Output format.
+    #[arg(long, short = 'o', value_enum, default_value = "text")]
+    pub output: Output,
+}

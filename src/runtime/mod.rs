@@ -1,0 +1,115 @@
+//! Glue: the command line's dispatch, one-shot loads for `snapshot` and
+//! `why`, and the interactive cockpit's loop. `anyhow` lives here and in
+//! `main.rs` only.
+
+pub mod load;
+
+use std::process::ExitCode;
+
+use crate::analysis::{self, waves, Thresholds};
+use crate::cli::{Cli, Command, DemoArgs, Output, SnapshotArgs, WhyArgs};
+use crate::sources::sim::scenarios;
+use crate::view_model::{json, text, Section};
+
+/// An error the user caused: printed as is, exit code 2.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
+
+pub fn exit_code(err: &anyhow::Error) -> ExitCode {
+    if err.downcast_ref::<UsageError>().is_some()
+        || err.downcast_ref::<scenarios::UnknownScenario>().is_some()
+        || err.downcast_ref::<crate::view_model::UnknownSection>().is_some()
+    {
+        ExitCode::from(2)
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Some(Command::Demo(args)) if args.list => {
+            print!("{}", list_scenarios());
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(Command::Demo(args)) => demo(&args),
+        Some(Command::Snapshot(args)) => snapshot(&args),
+        Some(Command::Why(args)) => why(&args),
+        None => Err(UsageError(
+            "no cluster source yet in this build: run `kgpu demo` for the simulated cluster".into(),
+        )
+        .into()),
+    }
+}
+
+pub fn list_scenarios() -> String {
+    let mut out = String::new();
+    for s in scenarios::SCENARIOS {
+        out.push_str(&format!("{:<17} {}\n{:<17} {}\n{:<17} signal: {}\n\n", s.name, s.title, "", s.story, "", s.signal));
+    }
+    out
+}
+
+fn demo(args: &DemoArgs) -> anyhow::Result<ExitCode> {
+    scenarios::find(&args.scenario)?;
+    Err(UsageError("the interactive cockpit is not wired yet; use `kgpu snapshot --demo`".into()).into())
+}
+
+fn snapshot(args: &SnapshotArgs) -> anyhow::Result<ExitCode> {
+    let section = args.pane.as_deref().map(str::parse::<Section>).transpose()?;
+    let policy = waves::Policy {
+        max_parallel: args.max_parallel,
+        max_unavailable: waves::MaxUnavailable::parse(&args.max_unavailable).ok_or_else(|| {
+            UsageError(format!("--max-unavailable '{}' is not a count or a percentage (e.g. 2 or 25%)", args.max_unavailable))
+        })?,
+    };
+    let target = args
+        .target_driver
+        .as_deref()
+        .map(|t| {
+            crate::model::DriverVersion::parse(t)
+                .ok_or_else(|| UsageError(format!("--target-driver '{t}' is not a driver version like 570.124.06")))
+        })
+        .transpose()?;
+    let (snap, now) = load::demo(args.scenario.as_deref().unwrap_or("default"), args.seed, args.advance)?;
+    let thresholds = Thresholds::default();
+    let analysis = analysis::analyze(&snap, now, &thresholds);
+    let plan = target.map(|t| {
+        let index = analysis::index::Index::build(&snap, now);
+        waves::plan(&index, &t, policy)
+    });
+    match args.output {
+        Output::Json => {
+            let doc = json::document(&snap, &analysis, section, plan.as_ref());
+            println!("{}", serde_json::to_string_pretty(&doc)?);
+        }
+        Output::Text => print!("{}", text::render(&snap, &analysis, section)),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn why(args: &WhyArgs) -> anyhow::Result<ExitCode> {
+    let Some((namespace, name)) = args.target.split_once('/') else {
+        return Err(UsageError(format!("'{}' is not NAMESPACE/NAME", args.target)).into());
+    };
+    let (snap, now) = load::demo(args.scenario.as_deref().unwrap_or("default"), args.seed, 0)?;
+    let analysis = analysis::analyze(&snap, now, &Thresholds::default());
+    let Some(item) = analysis::pending::find(&analysis.pending, namespace, name) else {
+        let known: Vec<String> = analysis.pending.iter().take(10).map(|p| p.display_name()).collect();
+        return Err(UsageError(format!(
+            "{namespace}/{name} is not pending (or does not exist); pending now: {}",
+            if known.is_empty() { "nothing".into() } else { known.join(", ") }
+        ))
+        .into());
+    };
+    match args.output {
+        Output::Json => {
+            let doc = json::document(&snap, &analysis, Some(Section::Pending), None);
+            let one: Vec<_> = doc.pending.into_iter().flatten().filter(|p| p.namespace == namespace && p.name == name).collect();
+            println!("{}", serde_json::to_string_pretty(&one)?);
+        }
+        Output::Text => print!("{}", text::why(item)),
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,415 @@
+//! The embedded simulated GPU cluster behind `kgpu demo`.
+//!
+//! Deterministic from its seed, with its own clock. It keeps Kubernetes-
+//! shaped records (model types), runs a simplified kube-scheduler, a
+//! Kueue-like admission loop, a Volcano-like gang scheduler, a mig-manager
+//! and the GPU Operator's upgrade states, and reports every change as
+//! `ModelEvent`s — exactly what the live source does for a real cluster.
+
+pub mod catalog;
+mod controllers;
+mod kueue;
+pub mod rng;
+pub mod scenarios;
+mod scheduler;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
+
+use crate::model::{
+    ClusterEvent, EventKey, EventType, Feed, Flavor, Gang, GangKey, ModelEvent, Node, NodeDevices, Object,
+    ObjectKey, Pod, PodKey, Queue, QueueKey, ScenarioInfo, SourceInfo, SourceKind, Sym, Timestamp,
+};
+
+pub use catalog::NodeSpec;
+use rng::Rng;
+
+/// 2026-11-30T09:00:00Z: every scenario starts here, so screens are stable.
+pub const EPOCH: Timestamp = 1_796_029_200;
+
+/// What can go wrong with a node, injected by scenarios.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fault {
+    /// Ready and advertising, but every GPU pod fails admission.
+    BlackHole,
+    /// A mig-manager that never finishes a reconfiguration.
+    MigWedge,
+    /// Driver upgrade that does not progress.
+    UpgradeStuck,
+}
+
+/// How a simulated pod behaves once it runs.
+#[derive(Clone, Debug, Default)]
+pub struct PodPlan {
+    /// Seconds of work after it starts; `None` runs until deleted.
+    pub runs_for: Option<i64>,
+    /// Replace the pod when it fails (a Job or ReplicaSet controller).
+    pub replace_on_failure: bool,
+}
+
+/// A Kueue workload's member pods, created when it is admitted.
+#[derive(Clone, Debug)]
+pub struct GangTemplate {
+    pub pod: Pod,
+    pub plan: PodPlan,
+}
+
+/// Changing the simulated cluster from outside (the actions of the cockpit).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Command {
+    Cordon(Sym),
+    Uncordon(Sym),
+    /// Evict one pod; its controller may replace it.
+    Evict(PodKey),
+    /// Kueue: set `spec.active`.
+    SetActive(GangKey, bool),
+    /// Delete every member pod of a gang (plain-pod requeue).
+    DeleteGangPods(GangKey),
+    /// Set `nvidia.com/mig.config`; the mig-manager takes it from there.
+    SetMigConfig(Sym, String),
+}
+
+#[derive(Default)]
+struct Dirty {
+    nodes: BTreeSet<Sym>,
+    devices: BTreeSet<Sym>,
+    pods: BTreeSet<PodKey>,
+    deleted_pods: BTreeSet<PodKey>,
+    gangs: BTreeSet<GangKey>,
+    queues: BTreeSet<QueueKey>,
+    events: BTreeSet<EventKey>,
+}
+
+/// A reconfiguration in flight on one node.
+#[derive(Clone, Debug)]
+struct MigJob {
+    config: String,
+    done_at: Option<Timestamp>,
+}
+
+pub struct SimCluster {
+    pub now: Timestamp,
+    rng: Rng,
+    info: ScenarioInfo,
+    specs: BTreeMap<Sym, NodeSpec>,
+    nodes: BTreeMap<Sym, Node>,
+    devices: BTreeMap<Sym, NodeDevices>,
+    pods: BTreeMap<PodKey, Pod>,
+    plans: HashMap<PodKey, PodPlan>,
+    gangs: BTreeMap<GangKey, Gang>,
+    templates: HashMap<GangKey, GangTemplate>,
+    queues: BTreeMap<QueueKey, Queue>,
+    flavors: BTreeMap<Sym, Flavor>,
+    events: BTreeMap<EventKey, ClusterEvent>,
+    faults: HashMap<Sym, Fault>,
+    mig_jobs: HashMap<Sym, MigJob>,
+    /// Arrivals per hour in the live demo (0 = a static scenario).
+    pub churn_per_hour: f64,
+    /// Driver the upgrade controller rolls out, when one is in progress.
+    upgrade_target: Option<catalog::Driver>,
+    dirty: Dirty,
+    seq: u64,
+}
+
+impl SimCluster {
+    pub fn new(info: ScenarioInfo, seed: u64) -> SimCluster {
+        SimCluster {
+            now: EPOCH,
+            rng: Rng::new(seed),
+            info,
+            specs: BTreeMap::new(),
+            nodes: BTreeMap::new(),
+            devices: BTreeMap::new(),
+            pods: BTreeMap::new(),
+            plans: HashMap::new(),
+            gangs: BTreeMap::new(),
+            templates: HashMap::new(),
+            queues: BTreeMap::new(),
+            flavors: BTreeMap::new(),
+            events: BTreeMap::new(),
+            faults: HashMap::new(),
+            mig_jobs: HashMap::new(),
+            churn_per_hour: 0.0,
+            upgrade_target: None,
+            dirty: Dirty::default(),
+            seq: 0,
+        }
+    }
+
+    pub fn scenario(&self) -> &ScenarioInfo {
+        &self.info
+    }
+
+    // ---- building a scenario -------------------------------------------
+
+    pub fn add_gpu_node(&mut self, spec: NodeSpec) -> Sym {
+        let devices = catalog::devices(&spec, self.now);
+        let mut node = catalog::node(&spec, &devices);
+        node.operator.upgrade_since = Some(spec.created);
+        node.operator.mig_config_since = Some(spec.created);
+        let name = node.name;
+        self.devices.insert(name, devices);
+        self.nodes.insert(name, node);
+        self.specs.insert(name, spec);
+        self.dirty.nodes.insert(name);
+        self.dirty.devices.insert(name);
+        name
+    }
+
+    pub fn add_node(&mut self, node: Node) {
+        self.dirty.nodes.insert(node.name);
+        self.nodes.insert(node.name, node);
+    }
+
+    /// Changes a node in place (labels, taints, allocatable), keeping derived fields right.
+    pub fn edit_node(&mut self, name: &str, edit: impl FnOnce(&mut Node)) {
+        let key = Sym::new(name);
+        if let Some(n) = self.nodes.get_mut(&key) {
+            edit(n);
+            self.dirty.nodes.insert(key);
+        }
+    }
+
+    pub fn edit_devices(&mut self, name: &str, edit: impl FnOnce(&mut NodeDevices)) {
+        let key = Sym::new(name);
+        if let Some(d) = self.devices.get_mut(&key) {
+            edit(d);
+            self.dirty.devices.insert(key);
+        }
+    }
+
+    /// Replaces a node's labels and re-derives the GPU/operator fields.
+    pub fn set_node_label(&mut self, name: &str, key: &str, value: Option<&str>) {
+        let now = self.now;
+        self.edit_node(name, |n| set_label(n, key, value, now));
+    }
+
+    pub fn fault(&mut self, node: &str, fault: Fault) {
+        self.faults.insert(Sym::new(node), fault);
+    }
+
+    pub fn add_pod(&mut self, pod: Pod, plan: PodPlan) -> PodKey {
+        let key = pod.key();
+        self.plans.insert(key.clone(), plan);
+        self.pods.insert(key.clone(), pod);
+        self.dirty.pods.insert(key.clone());
+        key
+    }
+
+    pub fn add_gang(&mut self, gang: Gang, template: Option<GangTemplate>) -> GangKey {
+        let key = gang.key();
+        if let Some(t) = template {
+            self.templates.insert(key.clone(), t);
+        }
+        self.gangs.insert(key.clone(), gang);
+        self.dirty.gangs.insert(key.clone());
+        key
+    }
+
+    pub fn add_queue(&mut self, queue: Queue) {
+        let key = queue.key();
+        self.queues.insert(key.clone(), queue);
+        self.dirty.queues.insert(key);
+    }
+
+    pub fn add_flavor(&mut self, flavor: Flavor) {
+        self.flavors.insert(flavor.name, flavor);
+    }
+
+    pub fn set_upgrade_target(&mut self, driver: catalog::Driver) {
+        self.upgrade_target = Some(driver);
+    }
+
+    pub fn next_suffix(&mut self) -> String {
+        self.rng.suffix()
+    }
+
+    pub fn rng(&mut self) -> &mut Rng {
+        &mut self.rng
+    }
+
+    pub fn node(&self, name: &str) -> Option<&Node> {
+        self.nodes.get(&Sym::new(name))
+    }
+
+    pub fn pods(&self) -> impl Iterator<Item = &Pod> {
+        self.pods.values()
+    }
+
+    pub fn gangs(&self) -> impl Iterator<Item = &Gang> {
+        self.gangs.values()
+    }
+
+    /// Records an event about an object, aggregating repeats like the
+    /// Kubernetes event recorder (same object, reason and message → count++).
+    pub fn record(&mut self, kind: EventType, object_kind: &str, namespace: Sym, object: &str, reason: &str, message: &str, source: &str) {
+        let name = format!("{object}.{}", reason.to_ascii_lowercase());
+        let key = EventKey { namespace, name: Arc::from(name.as_str()) };
+        let now = self.now;
+        match self.events.get_mut(&key) {
+            Some(e) if &*e.message == message => {
+                e.count += 1;
+                e.last = now;
+            }
+            Some(e) => {
+                e.message = message.into();
+                e.count = 1;
+                e.first = now;
+                e.last = now;
+            }
+            None => {
+                self.events.insert(
+                    key.clone(),
+                    ClusterEvent {
+                        namespace,
+                        name: Arc::from(name.as_str()),
+                        kind,
+                        reason: Sym::new(reason),
+                        object_kind: Sym::new(object_kind),
+                        object_name: Arc::from(object),
+                        message: message.into(),
+                        count: 1,
+                        first: now,
+                        last: now,
+                        source: Sym::new(source),
+                    },
+                );
+            }
+        }
+        self.dirty.events.insert(key);
+    }
+
+    /// Runs admission and scheduling until nothing changes, without moving
+    /// the clock: the state a scenario starts in.
+    pub fn settle(&mut self) {
+        for _ in 0..64 {
+            let before = self.seq;
+            kueue::admit(self);
+            scheduler::schedule(self);
+            controllers::start_bound_pods(self);
+            if self.seq == before {
+                break;
+            }
+        }
+    }
+
+    /// Advances the clock by `dt` seconds and runs every controller once.
+    pub fn step(&mut self, dt: i64) -> Vec<ModelEvent> {
+        self.now += dt.max(0);
+        controllers::finish_work(self);
+        controllers::replace_failed(self);
+        controllers::churn(self, dt);
+        controllers::mig_manager(self);
+        controllers::upgrades(self);
+        kueue::admit(self);
+        scheduler::schedule(self);
+        controllers::start_bound_pods(self);
+        controllers::garbage_collect(self);
+        let mut out = vec![ModelEvent::Clock(self.now)];
+        out.extend(self.drain_changes());
+        out
+    }
+
+    /// Everything, as a fresh list per feed (what a reconnecting watcher sees).
+    pub fn initial_events(&mut self) -> Vec<ModelEvent> {
+        self.dirty = Dirty::default();
+        let mut out = vec![
+            ModelEvent::Source(SourceInfo { kind: SourceKind::Demo, name: self.info.name.clone() }),
+            ModelEvent::Scenario(self.info.clone()),
+            ModelEvent::Clock(self.now),
+        ];
+        let resync = |feed: Feed, objects: Vec<Object>| ModelEvent::Resync { feed, objects };
+        out.push(resync(Feed::Nodes, self.nodes.values().cloned().map(Object::Node).collect()));
+        out.push(resync(Feed::Agents, self.devices.values().cloned().map(Object::Devices).collect()));
+        out.push(resync(Feed::Pods, self.pods.values().cloned().map(Object::Pod).collect()));
+        out.push(resync(Feed::Events, self.events.values().cloned().map(Object::Event).collect()));
+        for feed in [Feed::Workloads, Feed::PodGroups] {
+            out.push(resync(
+                feed,
+                self.gangs.values().cloned().map(Object::Gang).filter(|o| o.feed() == feed).collect(),
+            ));
+        }
+        for feed in [Feed::ClusterQueues, Feed::LocalQueues, Feed::VolcanoQueues] {
+            out.push(resync(
+                feed,
+                self.queues.values().cloned().map(Object::Queue).filter(|o| o.feed() == feed).collect(),
+            ));
+        }
+        out.push(resync(Feed::ResourceFlavors, self.flavors.values().cloned().map(Object::Flavor).collect()));
+        out
+    }
+
+    fn drain_changes(&mut self) -> Vec<ModelEvent> {
+        let dirty = std::mem::take(&mut self.dirty);
+        let mut out = Vec::new();
+        for k in dirty.nodes {
+            if let Some(n) = self.nodes.get(&k) {
+                out.push(ModelEvent::Upsert(Object::Node(n.clone())));
+            }
+        }
+        for k in dirty.devices {
+            if let Some(d) = self.devices.get(&k) {
+                out.push(ModelEvent::Upsert(Object::Devices(d.clone())));
+            }
+        }
+        for k in dirty.pods {
+            if let Some(p) = self.pods.get(&k) {
+                out.push(ModelEvent::Upsert(Object::Pod(p.clone())));
+            }
+        }
+        for k in dirty.deleted_pods {
+            if !self.pods.contains_key(&k) {
+                out.push(ModelEvent::Delete(ObjectKey::Pod(k)));
+            }
+        }
+        for k in dirty.gangs {
+            if let Some(g) = self.gangs.get(&k) {
+                out.push(ModelEvent::Upsert(Object::Gang(g.clone())));
+            }
+        }
+        for k in dirty.queues {
+            if let Some(q) = self.queues.get(&k) {
+                out.push(ModelEvent::Upsert(Object::Queue(q.clone())));
+            }
+        }
+        for k in dirty.events {
+            if let Some(e) = self.events.get(&k) {
+                out.push(ModelEvent::Upsert(Object::Event(e.clone())));
+            }
+        }
+        out
+    }
+
+    /// Applies a command as the API server and controllers would.
+    pub fn apply(&mut self, command: Command) -> Result<String, String> {
+        controllers::command(self, command)
+    }
+
+    fn bump(&mut self) {
+        self.seq += 1;
+    }
+}
+
+/// Sets or removes a label and re-derives the node's GPU fields.
+pub(crate) fn set_label(node: &mut Node, key: &str, value: Option<&str>, now: Timestamp) {
+    let mut labels: Vec<(String, String)> =
+        node.labels.iter().map(|(k, v)| (k.as_str().to_string(), v.as_str().to_string())).collect();
+    labels.retain(|(k, _)| k != key);
+    if let Some(v) = value {
+        labels.push((key.to_string(), v.to_string()));
+    }
+    let rebuilt = Node::new(
+        node.name.as_str(),
+        crate::model::node::labels_from(labels.iter().map(|(k, v)| (k.as_str(), v.as_str()))),
+    );
+    let upgrade_since = node.operator.upgrade_since;
+    let mig_since = node.operator.mig_config_since;
+    let old_state = node.operator.upgrade_state;
+    let old_mig = (node.operator.mig_config, node.operator.mig_config_state);
+    node.labels = rebuilt.labels;
+    node.gpu = rebuilt.gpu;
+    node.operator = rebuilt.operator;
+    node.operator.upgrade_since = if node.operator.upgrade_state == old_state { upgrade_since } else { Some(now) };
+    node.operator.mig_config_since =
+        if (node.operator.mig_config, node.operator.mig_config_state) == old_mig { mig_since } else { Some(now) };
+}

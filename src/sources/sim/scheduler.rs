@@ -1,0 +1,217 @@
+//! A simplified kube-scheduler: the default filters (through
+//! `analysis::fit`, in the scheduler's order), LeastAllocated spreading on
+//! cpu and memory as the default profile scores, and FailedScheduling
+//! messages in the real format. Pods of the `volcano` scheduler are placed
+//! all-or-nothing per PodGroup, as Volcano's gang plugin does.
+
+use std::collections::{BTreeMap, HashMap};
+
+use crate::analysis::fit::{self, Shape};
+use crate::analysis::scheduler_msg::{self, NO_PREEMPTION_VICTIMS, PREEMPTION_NOT_HELPFUL};
+use crate::analysis::tally::Tally;
+use crate::model::{EventType, GangKind, Node, Pod, PodKey, Sym, Unschedulable};
+
+use super::SimCluster;
+
+pub const VOLCANO: &str = "volcano";
+
+pub(super) fn schedule(sim: &mut SimCluster) {
+    let mut used: HashMap<Sym, Tally> = HashMap::new();
+    for p in sim.pods.values().filter(|p| p.holds_resources()) {
+        if let Some(n) = p.node {
+            used.entry(n).or_default().add_pod(&p.requests);
+        }
+    }
+    let mut queue: Vec<PodKey> = sim
+        .pods
+        .values()
+        .filter(|p| p.is_pending() && !p.gated && p.scheduler.is_none())
+        .map(|p| p.key())
+        .collect();
+    queue.sort_by(|a, b| {
+        let (pa, pb) = (&sim.pods[a], &sim.pods[b]);
+        pb.priority.cmp(&pa.priority).then(pa.created.cmp(&pb.created)).then(a.cmp(b))
+    });
+    for key in queue {
+        let Some(pod) = sim.pods.get(&key) else { continue };
+        match choose_node(sim, pod, &used) {
+            Ok(node) => {
+                bind(sim, &key, node, &mut used);
+            }
+            Err(message) => mark_unschedulable(sim, &key, &message, "default-scheduler"),
+        }
+    }
+    schedule_volcano(sim, &mut used);
+}
+
+fn choose_node(sim: &SimCluster, pod: &Pod, used: &HashMap<Sym, Tally>) -> Result<Sym, String> {
+    let empty = Tally::default();
+    let shape = Shape::of(pod);
+    let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
+    let mut preemption: BTreeMap<String, usize> = BTreeMap::new();
+    let mut best: Option<(u64, Sym)> = None;
+    for node in sim.nodes.values() {
+        let u = used.get(&node.name).unwrap_or(&empty);
+        let verdicts = fit::verdicts(&shape, node, u);
+        if verdicts.is_empty() {
+            let score = least_allocated(node, u, pod);
+            if best.is_none_or(|(s, n)| score > s || score == s && node.name < n) {
+                best = Some((score, node.name));
+            }
+            continue;
+        }
+        let shown = fit::scheduler_view(&verdicts);
+        for r in &shown {
+            *reasons.entry(r.scheduler_text()).or_default() += 1;
+        }
+        let post = if shown.iter().any(|r| r.unresolvable()) { PREEMPTION_NOT_HELPFUL } else { NO_PREEMPTION_VICTIMS };
+        *preemption.entry(post.to_string()).or_default() += 1;
+    }
+    match best {
+        Some((_, node)) => Ok(node),
+        None => Err(scheduler_msg::format(sim.nodes.len(), &reasons, &preemption)),
+    }
+}
+
+/// NodeResourcesFit LeastAllocated over cpu and memory (0..=100 each).
+fn least_allocated(node: &Node, used: &Tally, pod: &Pod) -> u64 {
+    let score = |cap: u64, used: u64, req: u64| if cap == 0 { 0 } else { cap.saturating_sub(used + req) * 100 / cap };
+    score(node.allocatable.cpu_milli, used.cpu_milli, pod.requests.cpu_milli)
+        + score(node.allocatable.memory, used.memory, pod.requests.memory)
+}
+
+fn bind(sim: &mut SimCluster, key: &PodKey, node: Sym, used: &mut HashMap<Sym, Tally>) {
+    let now = sim.now;
+    let Some(pod) = sim.pods.get_mut(key) else { return };
+    pod.node = Some(node);
+    pod.unschedulable = None;
+    pod.transitioned = now;
+    used.entry(node).or_default().add_pod(&pod.requests);
+    let (ns, name) = (pod.namespace, pod.name.to_string());
+    sim.dirty.pods.insert(key.clone());
+    sim.bump();
+    let source = if sim.pods.get(key).and_then(|p| p.scheduler).is_some() { VOLCANO } else { "default-scheduler" };
+    sim.record(
+        EventType::Normal,
+        "Pod",
+        ns,
+        &name,
+        "Scheduled",
+        &format!("Successfully assigned {ns}/{name} to {node}"),
+        source,
+    );
+}
+
+fn mark_unschedulable(sim: &mut SimCluster, key: &PodKey, message: &str, source: &str) {
+    let now = sim.now;
+    let Some(pod) = sim.pods.get_mut(key) else { return };
+    let same = pod.unschedulable.as_ref().is_some_and(|u| &*u.message == message);
+    if !same {
+        pod.unschedulable = Some(Box::new(Unschedulable {
+            reason: Sym::new("Unschedulable"),
+            message: message.into(),
+            since: now,
+        }));
+    }
+    let (ns, name) = (pod.namespace, pod.name.to_string());
+    if !same {
+        sim.dirty.pods.insert(key.clone());
+        sim.bump();
+    }
+    // The recorder aggregates retries; don't refresh the event every tick.
+    let event_key = crate::model::EventKey { namespace: ns, name: format!("{name}.failedscheduling").into() };
+    let stale = sim.events.get(&event_key).is_none_or(|e| &*e.message != message || now - e.last >= 60);
+    if stale {
+        sim.record(EventType::Warning, "Pod", ns, &name, "FailedScheduling", message, source);
+    }
+}
+
+/// Volcano: every PodGroup places its minMember pods at once or none.
+fn schedule_volcano(sim: &mut SimCluster, used: &mut HashMap<Sym, Tally>) {
+    let groups: Vec<_> = sim
+        .gangs
+        .iter()
+        .filter(|(k, g)| k.kind == GangKind::VolcanoPodGroup && g.active && !g.is_finished())
+        .map(|(k, g)| (k.clone(), g.min_members, g.namespace, g.name.clone()))
+        .collect();
+    for (key, min_members, ns, name) in groups {
+        let waiting: Vec<PodKey> = sim
+            .pods
+            .values()
+            .filter(|p| p.namespace == ns && p.group.is_some_and(|g| g.as_str() == &*name) && p.is_pending())
+            .map(|p| p.key())
+            .collect();
+        if waiting.is_empty() {
+            continue;
+        }
+        let placed_already = sim
+            .pods
+            .values()
+            .filter(|p| p.namespace == ns && p.group.is_some_and(|g| g.as_str() == &*name) && p.holds_resources())
+            .count() as u32;
+        // Trial placement on a copy of the usage.
+        let mut trial = used.clone();
+        let mut plan: Vec<(PodKey, Sym)> = Vec::new();
+        for k in &waiting {
+            let Some(pod) = sim.pods.get(k) else { continue };
+            match choose_node(sim, pod, &trial) {
+                Ok(n) => {
+                    trial.entry(n).or_default().add_pod(&pod.requests);
+                    plan.push((k.clone(), n));
+                }
+                Err(_) => {}
+            }
+        }
+        let ready = placed_already + plan.len() as u32 >= min_members && plan.len() == waiting.len();
+        if ready {
+            for (k, n) in plan {
+                bind(sim, &k, n, used);
+            }
+            set_podgroup(sim, &key, "Running", None);
+            continue;
+        }
+        let unschedulable = waiting.len() - plan.len();
+        let total = waiting.len() + placed_already as usize;
+        let mut statuses = vec![format!("{} Pending", waiting.len()), format!("{min_members} minAvailable")];
+        if placed_already > 0 {
+            statuses.push(format!("{placed_already} Running"));
+        }
+        statuses.sort();
+        let mut reasons = vec![format!("{unschedulable} Unschedulable")];
+        if !plan.is_empty() {
+            reasons.push(format!("{} Schedulable", plan.len()));
+        }
+        reasons.sort();
+        let message = format!(
+            "{}/{total} tasks in gang unschedulable: pod group is not ready, {}; Pending: {}",
+            waiting.len(),
+            statuses.join(", "),
+            reasons.join(", ")
+        );
+        for k in &waiting {
+            mark_unschedulable(sim, k, &message, VOLCANO);
+        }
+        set_podgroup(sim, &key, "Inqueue", Some(message));
+    }
+}
+
+fn set_podgroup(sim: &mut SimCluster, key: &crate::model::GangKey, phase: &str, unschedulable: Option<String>) {
+    let now = sim.now;
+    let Some(g) = sim.gangs.get_mut(key) else { return };
+    let phase_sym = Sym::new(phase);
+    let condition = unschedulable.map(|m| crate::model::Condition {
+        kind: Sym::new("Unschedulable"),
+        status: true,
+        reason: Sym::new("NotEnoughResources"),
+        message: m.into(),
+        since: now,
+    });
+    let changed = g.phase != Some(phase_sym)
+        || g.conditions.first().map(|c| &c.message) != condition.as_ref().map(|c| &c.message);
+    if changed {
+        g.phase = Some(phase_sym);
+        g.conditions = condition.into_iter().collect();
+        sim.dirty.gangs.insert(key.clone());
+        sim.bump();
+    }
+}

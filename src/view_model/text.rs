@@ -1,0 +1,300 @@
+//! `kgpu snapshot -o text` and `kgpu why`: the same view models as plain
+//! text for an SSH session without a TTY, or for pasting into a ticket.
+
+use std::fmt::Write as _;
+
+use crate::analysis::pending::{PendingItem, Verdict};
+use crate::analysis::{age, Analysis};
+use crate::model::Snapshot;
+
+use super::Section;
+
+/// Left-aligned columns, two spaces apart.
+pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for r in rows {
+        for (i, c) in r.iter().enumerate() {
+            if let Some(w) = widths.get_mut(i) {
+                *w = (*w).max(c.chars().count());
+            }
+        }
+    }
+    let mut out = String::new();
+    let line = |cells: Vec<&str>, out: &mut String| {
+        let mut l = String::new();
+        for (i, c) in cells.iter().enumerate() {
+            if i + 1 == cells.len() {
+                l.push_str(c);
+            } else {
+                let pad = widths[i].saturating_sub(c.chars().count());
+                l.push_str(c);
+                l.push_str(&" ".repeat(pad + 2));
+            }
+        }
+        out.push_str(l.trim_end());
+        out.push('\n');
+    };
+    line(header.to_vec(), &mut out);
+    for r in rows {
+        line(r.iter().map(|s| s.as_str()).collect(), &mut out);
+    }
+    out
+}
+
+pub fn render(snap: &Snapshot, a: &Analysis, section: Option<Section>) -> String {
+    let want = |s: Section| section.is_none_or(|x| x == s);
+    let mut out = String::new();
+    let _ = writeln!(out, "kgpu snapshot — {} {}", snap.source.kind.as_str(), snap.source.name);
+    if let Some(s) = &snap.scenario {
+        let _ = writeln!(out, "scenario: {} — {}", s.name, s.title);
+    }
+    for (feed, status) in &snap.feeds {
+        if let crate::model::FeedState::Unavailable(p) = &status.state {
+            let _ = writeln!(out, "feed {}: {} ({})", feed.name(), p.label(), p.describe());
+        }
+    }
+    out.push('\n');
+    if want(Section::Fleet) {
+        let t = &a.totals;
+        let _ = writeln!(
+            out,
+            "FLEET  {} GPUs advertised, {} allocated, {} free ({} stranded), {} on unavailable nodes, {} unadvertised; fragmentation score {:.2}",
+            t.gpus, t.allocated, t.free, t.stranded, t.unavailable, t.unadvertised, a.fragmentation.score
+        );
+        let rows: Vec<Vec<String>> = a
+            .nodes
+            .iter()
+            .map(|n| {
+                let mig = n.mig.iter().map(|m| format!("{}:{}/{}", m.profile, m.allocated, m.allocatable)).collect::<Vec<_>>().join(" ");
+                vec![
+                    n.name.to_string(),
+                    if n.ready { "Ready".into() } else { "NotReady".into() },
+                    n.product.map_or("-".into(), |p| p.to_string()),
+                    n.driver.clone().unwrap_or_else(|| "-".into()),
+                    format!("{}/{}", n.gpu_allocated, n.gpu_allocatable),
+                    n.hardware.map_or("-".into(), |h| h.to_string()),
+                    if mig.is_empty() { "-".into() } else { mig },
+                    n.issues.iter().map(|i| i.code.as_str()).collect::<Vec<_>>().join(","),
+                ]
+            })
+            .collect();
+        out.push_str(&table(&["NODE", "STATUS", "PRODUCT", "DRIVER", "GPU USED/ALLOC", "HW", "MIG USED/ALLOC", "ISSUES"], &rows));
+        out.push('\n');
+    }
+    if want(Section::Fragmentation) {
+        let f = &a.fragmentation;
+        let _ = writeln!(
+            out,
+            "FRAGMENTATION  {} free, {} on whole free nodes, {} stranded, score {:.2}",
+            f.free_total, f.free_on_whole_nodes, f.stranded_total, f.score
+        );
+        let rows: Vec<Vec<String>> = f
+            .shapes
+            .iter()
+            .map(|s| {
+                vec![
+                    s.demand.label(),
+                    if s.fits_now { "yes".into() } else { "no".into() },
+                    s.usable_free.to_string(),
+                    s.stranded_free.to_string(),
+                    s.largest_gang.to_string(),
+                    match &s.demand.source {
+                        crate::analysis::fragmentation::ShapeSource::Canonical => "canonical".into(),
+                        crate::analysis::fragmentation::ShapeSource::Pod(k) => format!("pod {k}"),
+                        crate::analysis::fragmentation::ShapeSource::Gang(k) => format!("{} {}/{}", k.kind.kind_name(), k.namespace, k.name),
+                    },
+                ]
+            })
+            .collect();
+        out.push_str(&table(&["SHAPE", "FITS", "USABLE", "STRANDED", "LARGEST", "FROM"], &rows));
+        let p = &f.plan;
+        match &p.status {
+            crate::analysis::fragmentation::PlanStatus::NotNeeded => out.push_str("plan: not needed (everything pending fits)\n"),
+            crate::analysis::fragmentation::PlanStatus::Impossible(why) => {
+                let _ = writeln!(out, "plan for {}: none — {why}", p.target.clone().unwrap_or_default());
+            }
+            crate::analysis::fragmentation::PlanStatus::Found => {
+                let _ = writeln!(
+                    out,
+                    "plan for {} ({}): {} move(s), {:.1} GPU-hours disrupted, frees {}",
+                    p.target.clone().unwrap_or_default(),
+                    p.target_shape.clone().unwrap_or_default(),
+                    p.steps.len(),
+                    p.gpu_hours,
+                    p.nodes_freed.iter().map(|n| n.to_string()).collect::<Vec<_>>().join(", ")
+                );
+                for s in &p.steps {
+                    let _ = writeln!(
+                        out,
+                        "  move {}/{} ({} GPU, {:.1} GPU-h) {} → {}{}",
+                        s.namespace,
+                        s.pod,
+                        s.gpus,
+                        s.gpu_hours_disrupted,
+                        s.from_node,
+                        s.to_node,
+                        s.gang.as_ref().map_or(String::new(), |g| format!(" [gang {g}]"))
+                    );
+                }
+            }
+        }
+        out.push('\n');
+    }
+    if want(Section::Pending) {
+        let _ = writeln!(out, "PENDING  {} item(s)", a.pending.len());
+        let rows: Vec<Vec<String>> = a
+            .pending
+            .iter()
+            .map(|p| {
+                vec![
+                    p.kind.as_str().to_string(),
+                    p.display_name(),
+                    age(p.age),
+                    p.queue.map_or("-".into(), |q| q.to_string()),
+                    p.shape.clone(),
+                    p.blocking_str().to_string(),
+                    p.summary.clone(),
+                ]
+            })
+            .collect();
+        out.push_str(&table(&["KIND", "NAME", "AGE", "QUEUE", "SHAPE", "BLOCKED AT", "WHY"], &rows));
+        out.push('\n');
+    }
+    if want(Section::Gangs) {
+        let _ = writeln!(out, "GANGS");
+        let rows: Vec<Vec<String>> = a
+            .gangs
+            .iter()
+            .map(|g| {
+                vec![
+                    g.key.kind.kind_name().to_string(),
+                    g.display_name(),
+                    format!("{}/{}", g.placed, g.required),
+                    g.gpus_held_idle.to_string(),
+                    if g.deadlocked_with.is_empty() { g.state.as_str().to_string() } else { "deadlocked".into() },
+                    age(g.age),
+                    g.nodes.iter().map(|(n, c)| format!("{n}:{c}")).collect::<Vec<_>>().join(" "),
+                    [
+                        (!g.deadlocked_with.is_empty()).then(|| format!("deadlocked with {}", g.deadlocked_with.join(", "))),
+                        g.topology_split.then(|| "topology-split".to_string()),
+                    ]
+                    .into_iter()
+                    .flatten()
+                    .collect::<Vec<_>>()
+                    .join("; "),
+                ]
+            })
+            .collect();
+        out.push_str(&table(&["KIND", "NAME", "PLACED", "IDLE GPU", "STATE", "AGE", "NODES", "NOTES"], &rows));
+        out.push('\n');
+    }
+    if want(Section::Queues) {
+        let _ = writeln!(out, "QUEUES");
+        let rows: Vec<Vec<String>> = a
+            .queues
+            .iter()
+            .map(|q| {
+                let fmt = |v: u64| crate::model::quantity::format(q.resource.as_str(), v);
+                vec![
+                    q.kind.kind_name().to_string(),
+                    match q.namespace {
+                        Some(ns) => format!("{ns}/{}", q.name),
+                        None => q.name.to_string(),
+                    },
+                    q.cohort.map_or("-".into(), |c| c.to_string()),
+                    q.flavor.map_or("-".into(), |f| f.to_string()),
+                    q.resource.to_string(),
+                    format!("{}/{}", fmt(q.used), fmt(q.nominal)),
+                    q.borrowing_limit.map_or("-".into(), fmt),
+                    q.pending.to_string(),
+                    q.admitted.to_string(),
+                ]
+            })
+            .collect();
+        out.push_str(&table(&["KIND", "NAME", "COHORT", "FLAVOR", "RESOURCE", "USED/NOMINAL", "BORROW LIMIT", "PENDING", "ADMITTED"], &rows));
+        out.push('\n');
+    }
+    if want(Section::Drivers) {
+        let _ = writeln!(out, "DRIVERS × CUDA");
+        let rows: Vec<Vec<String>> = a
+            .matrix
+            .cells
+            .iter()
+            .map(|c| {
+                vec![
+                    c.driver.clone(),
+                    c.nodes.len().to_string(),
+                    c.cuda.clone(),
+                    c.workloads.len().to_string(),
+                    c.placed.len().to_string(),
+                    c.verdict.as_str().to_string(),
+                ]
+            })
+            .collect();
+        out.push_str(&table(&["DRIVER", "NODES", "CUDA", "WORKLOADS", "PLACED", "VERDICT"], &rows));
+        let _ = writeln!(out, "\nUPGRADES");
+        let rows: Vec<Vec<String>> = a
+            .upgrades
+            .iter()
+            .filter(|u| u.state.is_some())
+            .map(|u| {
+                vec![
+                    u.node.to_string(),
+                    u.state_str().to_string(),
+                    u.seconds_in_state.map_or("-".into(), age),
+                    if u.stuck { "STUCK".into() } else { String::new() },
+                    u.driver.clone().unwrap_or_default(),
+                ]
+            })
+            .collect();
+        out.push_str(&table(&["NODE", "STATE", "FOR", "", "DRIVER"], &rows));
+        out.push('\n');
+    }
+    out
+}
+
+/// `kgpu why`: the isolation chain of one pending item.
+pub fn why(item: &PendingItem) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "{} {} — pending {}, shape {}", item.kind.as_str(), item.display_name(), age(item.age), item.shape);
+    let _ = writeln!(out, "blocked at: {}\n{}\n", item.blocking_str(), item.summary);
+    for (i, s) in item.steps.iter().enumerate() {
+        let mark = match s.verdict {
+            Verdict::Pass => "ok  ",
+            Verdict::Block => "STOP",
+            Verdict::Warn => "warn",
+            Verdict::NotApplicable => "n/a ",
+        };
+        let _ = writeln!(out, "{}. [{mark}] {}: {}", i + 1, s.step.title(), s.summary);
+        for d in &s.details {
+            let _ = writeln!(out, "       {d}");
+        }
+        for c in &s.commands {
+            let _ = writeln!(out, "       $ {c}");
+        }
+    }
+    if let Some(m) = &item.scheduler_message {
+        let _ = writeln!(out, "\nscheduler said: {m}");
+        match item.agrees_with_scheduler {
+            Some(true) => out.push_str("kgpu agrees with the scheduler.\n"),
+            Some(false) => {
+                let _ = writeln!(out, "kgpu disagrees: {}", item.disagreement.clone().unwrap_or_default());
+            }
+            None if item.scheduler_recognised == Some(false) => out.push_str("(message not recognised; shown raw)\n"),
+            None => {}
+        }
+    }
+    if !item.hints.is_empty() {
+        out.push_str("\nhints:\n");
+        for h in &item.hints {
+            let _ = writeln!(out, "  - {h}");
+        }
+    }
+    if !item.unblock.is_empty() {
+        out.push_str("\nwhat would unblock it:\n");
+        for u in &item.unblock {
+            let _ = writeln!(out, "  - {u}");
+        }
+    }
+    out
+}
