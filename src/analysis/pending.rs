@@ -428,8 +428,11 @@ fn kueue_quota_step(index: &Index<'_>, gang: &Gang) -> StepReport {
                 fmt(q.used),
                 cq.cohort.map_or(String::new(), |c| format!(", cohort {c} can lend {}", fmt(lendable)))
             );
-            details.push(line);
-            if q.used + amount > cap {
+            let blocks = q.used + amount > cap;
+            if blocks || keys::is_gpu_resource(resource) {
+                details.push(line);
+            }
+            if blocks {
                 let short = q.used + amount - cap;
                 if shortest.as_ref().is_none_or(|(s, _)| short < *s) {
                     shortest = Some((

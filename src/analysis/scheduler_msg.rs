@@ -15,7 +15,13 @@ use crate::model::keys;
 pub const PREEMPTION_NOT_HELPFUL: &str = "Preemption is not helpful for scheduling";
 pub const NO_PREEMPTION_VICTIMS: &str = "No preemption victims found for incoming pod";
 
-/// Builds a message from per-reason node counts, as kube-scheduler does.
+/// What kube-scheduler's DRA plugin adds to every PostFilter message since
+/// DRA went GA (seen verbatim from the v1.36.3 scheduler in the live tests).
+pub const DRA_POST_FILTER: &str = "no new claims to deallocate";
+
+/// Builds a message from per-reason node counts, as kube-scheduler v1.36
+/// does: the sorted histogram, then the PostFilter messages joined by ", "
+/// (the DRA plugin's, then preemption's).
 pub fn format(total_nodes: usize, reasons: &BTreeMap<String, usize>, preemption: &BTreeMap<String, usize>) -> String {
     let mut msg = format!("0/{total_nodes} nodes are available:");
     let histogram = sorted_histogram(reasons);
@@ -24,7 +30,10 @@ pub fn format(total_nodes: usize, reasons: &BTreeMap<String, usize>, preemption:
     }
     let post = sorted_histogram(preemption);
     if !post.is_empty() {
-        msg.push_str(&format!(" preemption: 0/{total_nodes} nodes are available: {}.", post.join(", ")));
+        msg.push_str(&format!(
+            " {DRA_POST_FILTER}, preemption: 0/{total_nodes} nodes are available: {}.",
+            post.join(", ")
+        ));
     }
     msg
 }
@@ -56,16 +65,25 @@ pub fn parse(message: &str) -> Parsed {
     let Some((total, after)) = split_available(text) else {
         return Parsed { recognised: false, ..Parsed::default() };
     };
-    let (main, preemption) = match after.find(" preemption: ") {
-        Some(i) => (&after[..i], Some(&after[i + " preemption: ".len()..])),
-        None => (after, None),
+    // The histogram ends at the first ". " (reasons contain dots, as in
+    // nvidia.com, but never a dot and a space); PostFilter text follows.
+    let (main, post) = match after.find(". ") {
+        Some(i) => (&after[..=i], &after[i + 2..]),
+        None => (after, ""),
+    };
+    let (main, post) = match main.find(" preemption: ") {
+        // Older releases with no final dot before the PostFilter part.
+        Some(i) if post.is_empty() => (&main[..i], &main[i + 1..]),
+        _ => (main, post),
     };
     let reasons = parse_histogram(main);
-    let preemption = preemption
+    let preemption = post
+        .find("preemption: ")
+        .map(|i| &post[i + "preemption: ".len()..])
         .and_then(split_available)
         .map(|(_, rest)| parse_histogram(rest))
         .unwrap_or_default();
-    let recognised = !reasons.is_empty() || preemption.is_empty() && main.trim().trim_end_matches('.').is_empty();
+    let recognised = !reasons.is_empty() || main.trim().trim_end_matches('.').is_empty();
     Parsed { total_nodes: Some(total), reasons, preemption, recognised }
 }
 
@@ -181,7 +199,7 @@ mod tests {
         assert_eq!(
             format(12, &reasons, &pre),
             "0/12 nodes are available: 10 node(s) had untolerated taint {nvidia.com/gpu: present}, \
-             2 Insufficient nvidia.com/gpu. preemption: 0/12 nodes are available: \
+             2 Insufficient nvidia.com/gpu. no new claims to deallocate, preemption: 0/12 nodes are available: \
              10 Preemption is not helpful for scheduling, 2 No preemption victims found for incoming pod."
         );
     }
@@ -195,6 +213,15 @@ mod tests {
         assert_eq!(p.total_nodes, Some(4));
         assert_eq!(p.reasons, vec![("Insufficient nvidia.com/gpu".to_string(), 4)]);
         assert_eq!(p.preemption, vec![(NO_PREEMPTION_VICTIMS.to_string(), 4)]);
+    }
+
+    #[test]
+    fn the_v1_36_message_with_the_dra_post_filter() {
+        // Verbatim from the real kube-scheduler v1.36.3 (tests/cluster/README.md).
+        let p = parse("0/1 nodes are available: 1 Insufficient nvidia.com/gpu. no new claims to deallocate, preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.");
+        assert!(p.recognised);
+        assert_eq!(p.reasons, vec![("Insufficient nvidia.com/gpu".to_string(), 1)]);
+        assert_eq!(p.preemption, vec![(PREEMPTION_NOT_HELPFUL.to_string(), 1)]);
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! snapshot and its analysis. No terminal here, no kube, no clock.
 
 pub mod json;
+pub mod panes;
 pub mod text;
 
 use std::fmt;

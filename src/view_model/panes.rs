@@ -1,0 +1,348 @@
+//! Per-pane view models: rows the widgets draw, computed once per snapshot.
+//! Selection in the app is by `id`, so rows may reorder under updates.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use crate::analysis::fleet::{IssueCode, NodeSummary};
+use crate::analysis::{self, age, waves, Analysis, Thresholds};
+use crate::model::{keys, EventType, GpuHealth, MigMode, Snapshot, Sym, Timestamp};
+
+/// One GPU (or MIG slice) cell of the fleet map.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cell {
+    Used,
+    Free,
+    /// Free, but no pending shape can use it.
+    Stranded,
+    /// In hardware, not advertised by the device plugin.
+    Unadvertised,
+    Unhealthy,
+    /// Free on a cordoned or NotReady node.
+    Unavailable,
+    MigUsed,
+    MigFree,
+    /// Between the slices of two MIG GPUs.
+    Gap,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct NodeRow {
+    pub name: Sym,
+    pub ready: bool,
+    pub cordoned: bool,
+    pub product: String,
+    pub driver: String,
+    pub cells: Vec<Cell>,
+    pub used: u64,
+    pub allocatable: u64,
+    pub free: u64,
+    pub stranded: u64,
+    pub hardware: Option<u32>,
+    pub mig: String,
+    pub issues: Vec<IssueCode>,
+    pub issue_details: Vec<String>,
+    pub pool: String,
+}
+
+impl NodeRow {
+    pub fn id(&self) -> String {
+        self.name.to_string()
+    }
+    pub fn matches(&self, filter: &str) -> bool {
+        filter.is_empty() || {
+            let f = filter.to_ascii_lowercase();
+            self.name.as_str().to_ascii_lowercase().contains(&f)
+                || self.product.to_ascii_lowercase().contains(&f)
+                || self.driver.contains(&f)
+                || self.pool.to_ascii_lowercase().contains(&f)
+                || self.issues.iter().any(|i| i.as_str().contains(&f))
+        }
+    }
+}
+
+/// Nodes of one pool, for the aggregated map of large fleets.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PoolRow {
+    pub name: String,
+    pub nodes: usize,
+    pub gpus: u64,
+    pub used: u64,
+    pub free: u64,
+    pub stranded: u64,
+    /// Nodes by free GPUs: index i counts nodes with i free (last bucket: ≥ 8).
+    pub free_histogram: [u32; 9],
+    pub issues: BTreeMap<&'static str, u32>,
+}
+
+/// Pool label keys, in the order we look for them.
+const POOL_LABELS: [&str; 6] = [
+    "kgpu.dev/pool",
+    "cloud.google.com/gke-nodepool",
+    "eks.amazonaws.com/nodegroup",
+    "karpenter.sh/nodepool",
+    "agentpool",
+    "node.kubernetes.io/instance-type",
+];
+
+pub fn pool_of(snap: &Snapshot, node: Sym) -> String {
+    let Some(n) = snap.nodes.get(&node) else { return "-".into() };
+    POOL_LABELS
+        .iter()
+        .find_map(|k| n.label(k))
+        .map(|v| v.to_string())
+        .or_else(|| n.gpu.product.map(|p| p.to_string()))
+        .unwrap_or_else(|| "cpu".into())
+}
+
+/// Shortens `NVIDIA-H100-80GB-HBM3` to `H100-80GB-HBM3`.
+pub fn short_product(p: &str) -> String {
+    p.strip_prefix("NVIDIA-").unwrap_or(p).to_string()
+}
+
+fn cells(snap: &Snapshot, n: &NodeSummary, stranded: u64) -> Vec<Cell> {
+    let mut out = Vec::new();
+    let devices = snap.devices.get(&n.name);
+    // MIG GPUs: one cell per instance, used ones first per profile.
+    let mig_gpus: Vec<_> = devices
+        .map(|d| d.gpus.iter().filter(|g| g.mig_mode == MigMode::Enabled).collect())
+        .unwrap_or_default();
+    if !n.mig.is_empty() && !mig_gpus.is_empty() {
+        let mut used_left: BTreeMap<Sym, u64> = n.mig.iter().map(|m| (m.profile, m.allocated)).collect();
+        let advertised: BTreeMap<Sym, u64> = n.mig.iter().map(|m| (m.profile, m.allocatable)).collect();
+        let mut advertised_left = advertised.clone();
+        for (i, g) in mig_gpus.iter().enumerate() {
+            if i > 0 {
+                out.push(Cell::Gap);
+            }
+            for inst in g.instances.iter() {
+                let a = advertised_left.entry(inst.profile).or_default();
+                if *a == 0 {
+                    out.push(Cell::Unadvertised);
+                    continue;
+                }
+                *a -= 1;
+                let u = used_left.entry(inst.profile).or_default();
+                if *u > 0 {
+                    *u -= 1;
+                    out.push(Cell::MigUsed);
+                } else {
+                    out.push(Cell::MigFree);
+                }
+            }
+        }
+        if n.gpu_allocatable > 0 {
+            out.push(Cell::Gap);
+        }
+    }
+    let unhealthy = n.gpu_unhealthy as u64;
+    let unadvertised = (n.gpu_unadvertised as u64).saturating_sub(unhealthy);
+    let whole_unadvertised = if !n.mig.is_empty() && !mig_gpus.is_empty() { 0 } else { unadvertised };
+    let used = n.gpu_allocated.min(n.gpu_allocatable);
+    let free = n.gpu_free;
+    out.extend(std::iter::repeat_n(Cell::Used, used as usize));
+    if n.schedulable() {
+        out.extend(std::iter::repeat_n(Cell::Free, free.saturating_sub(stranded) as usize));
+        out.extend(std::iter::repeat_n(Cell::Stranded, stranded.min(free) as usize));
+    } else {
+        out.extend(std::iter::repeat_n(Cell::Unavailable, free as usize));
+    }
+    out.extend(std::iter::repeat_n(Cell::Unadvertised, whole_unadvertised as usize));
+    if devices.is_some_and(|d| d.gpus.iter().any(|g| matches!(g.health, GpuHealth::Unhealthy(_)))) || unhealthy > 0 {
+        out.extend(std::iter::repeat_n(Cell::Unhealthy, unhealthy as usize));
+    }
+    out
+}
+
+pub fn node_rows(snap: &Snapshot, a: &Analysis) -> Vec<NodeRow> {
+    a.nodes
+        .iter()
+        .map(|n| {
+            let stranded = a.fragmentation.stranded_by_node.get(&n.name).copied().unwrap_or(0);
+            NodeRow {
+                name: n.name,
+                ready: n.ready,
+                cordoned: n.cordoned,
+                product: n.product.map_or_else(|| "-".into(), |p| short_product(p.as_str())),
+                driver: n.driver.clone().unwrap_or_else(|| "-".into()),
+                cells: cells(snap, n, stranded),
+                used: n.gpu_allocated,
+                allocatable: n.gpu_allocatable,
+                free: n.gpu_free,
+                stranded,
+                hardware: n.hardware,
+                mig: n.mig.iter().map(|m| format!("{}:{}/{}", m.profile, m.allocated, m.allocatable)).collect::<Vec<_>>().join(" "),
+                issues: n.issues.iter().map(|i| i.code).collect(),
+                issue_details: n.issues.iter().map(|i| format!("{}: {}", i.code.as_str(), i.detail)).collect(),
+                pool: pool_of(snap, n.name),
+            }
+        })
+        .collect()
+}
+
+pub fn pool_rows(rows: &[NodeRow]) -> Vec<PoolRow> {
+    let mut pools: BTreeMap<String, PoolRow> = BTreeMap::new();
+    for r in rows {
+        let p = pools.entry(r.pool.clone()).or_insert_with(|| PoolRow {
+            name: r.pool.clone(),
+            nodes: 0,
+            gpus: 0,
+            used: 0,
+            free: 0,
+            stranded: 0,
+            free_histogram: [0; 9],
+            issues: BTreeMap::new(),
+        });
+        p.nodes += 1;
+        p.gpus += r.allocatable;
+        p.used += r.used;
+        p.free += r.free;
+        p.stranded += r.stranded;
+        p.free_histogram[(r.free as usize).min(8)] += 1;
+        for i in &r.issues {
+            *p.issues.entry(i.as_str()).or_default() += 1;
+        }
+    }
+    pools.into_values().collect()
+}
+
+/// One GPU of the MIG pane: its 8 memory slices and the instances on them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MigGpuRow {
+    pub index: u32,
+    pub enabled: bool,
+    pub healthy: bool,
+    /// (profile, start, size, used)
+    pub instances: Vec<(Sym, u8, u8, bool)>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct MigNodeRow {
+    pub node: Sym,
+    pub product: String,
+    pub config: String,
+    pub state: String,
+    pub paused: bool,
+    pub gpus: Vec<MigGpuRow>,
+    pub summary: String,
+}
+
+impl MigNodeRow {
+    pub fn id(&self) -> String {
+        self.node.to_string()
+    }
+}
+
+pub fn mig_rows(snap: &Snapshot, a: &Analysis) -> Vec<MigNodeRow> {
+    a.nodes
+        .iter()
+        .filter_map(|n| {
+            let node = snap.nodes.get(&n.name)?;
+            let mig_node = node.gpu.mig_capable == Some(true) || !n.mig.is_empty();
+            if !mig_node {
+                return None;
+            }
+            let mut used_left: BTreeMap<Sym, u64> = n.mig.iter().map(|m| (m.profile, m.allocated)).collect();
+            let gpus = snap
+                .devices
+                .get(&n.name)
+                .map(|d| {
+                    d.gpus
+                        .iter()
+                        .map(|g| MigGpuRow {
+                            index: g.index,
+                            enabled: g.mig_mode == MigMode::Enabled,
+                            healthy: g.health == GpuHealth::Healthy,
+                            instances: g
+                                .instances
+                                .iter()
+                                .map(|i| {
+                                    let u = used_left.entry(i.profile).or_default();
+                                    let used = *u > 0;
+                                    if used {
+                                        *u -= 1;
+                                    }
+                                    (i.profile, i.start, i.size, used)
+                                })
+                                .collect(),
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            Some(MigNodeRow {
+                node: n.name,
+                product: n.product.map_or_else(|| "-".into(), |p| short_product(p.as_str())),
+                config: node.operator.mig_config.map_or_else(|| "-".into(), |c| c.to_string()),
+                state: node.operator.mig_config_state.map_or_else(|| "-".into(), |c| c.to_string()),
+                paused: node.operator.paused_for_mig_change,
+                gpus,
+                summary: if n.mig.is_empty() {
+                    format!("{} whole GPU(s), MIG off", n.gpu_allocatable)
+                } else {
+                    n.mig.iter().map(|m| format!("{} {}/{}", m.profile, m.allocated, m.allocatable)).collect::<Vec<_>>().join("  ")
+                },
+            })
+        })
+        .collect()
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct EventRow {
+    pub age: String,
+    pub warning: bool,
+    pub reason: String,
+    pub object: String,
+    pub message: String,
+    pub count: u32,
+    pub source: String,
+}
+
+pub fn event_rows(snap: &Snapshot, now: Timestamp) -> Vec<EventRow> {
+    let mut v: Vec<_> = snap.events.values().collect();
+    v.sort_by(|a, b| b.last.cmp(&a.last).then(a.name.cmp(&b.name)));
+    v.into_iter()
+        .map(|e| EventRow {
+            age: age(now - e.last),
+            warning: e.kind == EventType::Warning,
+            reason: e.reason.to_string(),
+            object: if e.namespace.as_str().is_empty() {
+                format!("{}/{}", e.object_kind.as_str().to_ascii_lowercase(), e.object_name)
+            } else {
+                format!("{}/{}/{}", e.namespace, e.object_kind.as_str().to_ascii_lowercase(), e.object_name)
+            },
+            message: e.message.replace('\n', " "),
+            count: e.count,
+            source: e.source.to_string(),
+        })
+        .collect()
+}
+
+/// Everything the cockpit draws, for one snapshot at one time.
+pub struct Views {
+    pub snap: Arc<Snapshot>,
+    pub analysis: Analysis,
+    pub nodes: Vec<NodeRow>,
+    pub pools: Vec<PoolRow>,
+    pub mig: Vec<MigNodeRow>,
+    pub events: Vec<EventRow>,
+    pub waves: Option<waves::WavePlan>,
+}
+
+impl Views {
+    pub fn build(snap: Arc<Snapshot>, now: Timestamp, thresholds: &Thresholds, wave_target: Option<(&crate::model::DriverVersion, waves::Policy)>) -> Views {
+        let analysis = analysis::analyze(&snap, now, thresholds);
+        let nodes = node_rows(&snap, &analysis);
+        let pools = pool_rows(&nodes);
+        let mig = mig_rows(&snap, &analysis);
+        let events = event_rows(&snap, now);
+        let waves = wave_target.map(|(t, policy)| {
+            let index = analysis::index::Index::build(&snap, now);
+            waves::plan(&index, t, policy)
+        });
+        Views { snap, analysis, nodes, pools, mig, events, waves }
+    }
+
+    pub fn gpu_resource_name() -> &'static str {
+        keys::RESOURCE_GPU
+    }
+}
