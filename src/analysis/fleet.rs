@@ -108,7 +108,8 @@ pub fn summarize_node(index: &Index<'_>, node: &Node, thresholds: &Thresholds) -
         })
         .collect();
     let advertised_physical = advertised_physical_gpus(node, devices.map(|d| &**d));
-    let gpu_unadvertised = hardware.map_or(0, |h| h.saturating_sub(advertised_physical));
+    // An unhealthy GPU drops out of capacity: that is health, not the plugin.
+    let gpu_unadvertised = hardware.map_or(0, |h| h.saturating_sub(advertised_physical).saturating_sub(gpu_unhealthy));
     let gpu_pods = index.pods_on(node.name).iter().filter(|p| p.wants_gpu()).count();
 
     let mut issues = Vec::new();

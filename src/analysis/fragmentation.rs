@@ -7,9 +7,13 @@
 //! - For a shape, a node offers `slots` = how many such pods fit in its free
 //!   resources, if the pod may run there at all (Ready, not cordoned, taints
 //!   tolerated, selectors and affinity matched). *Usable free* GPUs are
-//!   slots × GPUs per pod; the rest of the free GPUs on schedulable nodes are
-//!   *stranded* for that shape. The largest gang that fits now is Σ slots.
-//! - Fleet-wide, a free GPU is stranded when no pending shape can use it.
+//!   slots × GPUs per pod. On the nodes the shape may use and that could hold
+//!   one of its pods when empty, the other free GPUs are *stranded* for that
+//!   shape: free, but not enough of them together. The largest gang that
+//!   fits now is Σ slots.
+//! - Fleet-wide, a free GPU is stranded when it sits on a node some pending
+//!   shape may use and no pending shape can use it. Free GPUs on nodes no
+//!   pending work may use are idle, not stranded.
 //! - The fragmentation score is the share of free GPUs that are not on a
 //!   completely free node: `1 − free GPUs on fully free nodes / free GPUs`
 //!   (schedulable nodes only). 0: every free GPU is part of a whole free node;
@@ -271,17 +275,24 @@ pub fn analyze(index: &Index<'_>) -> Fragmentation {
 
     let mut shapes = Vec::new();
     let mut usable_by_node: HashMap<Sym, u64> = HashMap::new();
+    let mut eligible_nodes: HashSet<Sym> = HashSet::new();
     for demand in pending.iter().cloned().chain(canonical_demands()) {
         let size = unit_size(&demand);
         let mut largest = 0;
         let mut usable = 0;
-        let mut free_all = 0;
+        let mut stranded = 0;
         for node in &schedulable {
+            // Only nodes this shape may use at all, and that are big enough
+            // for one pod when empty: elsewhere a free GPU is idle, not stranded.
+            if slots(&demand, node, &Tally::default()) == 0 {
+                continue;
+            }
             let s = slots(&demand, node, index.used(node.name));
             largest += s;
             usable += s * size;
-            free_all += free_units(index, &demand, node);
+            stranded += free_units(index, &demand, node).saturating_sub(s * size);
             if demand.is_pending() && demand.mig_profile.is_none() {
+                eligible_nodes.insert(node.name);
                 let e = usable_by_node.entry(node.name).or_default();
                 *e = (*e).max(s * size);
             }
@@ -289,13 +300,12 @@ pub fn analyze(index: &Index<'_>) -> Fragmentation {
         shapes.push(ShapeFit {
             fits_now: largest >= demand.pods as u64,
             usable_free: usable,
-            stranded_free: free_all.saturating_sub(usable),
+            stranded_free: stranded,
             largest_gang: largest,
             demand,
         });
     }
 
-    let any_pending_gpu_shape = pending.iter().any(|d| d.mig_profile.is_none() && d.gpus_per_pod > 0);
     let mut stranded_by_node = BTreeMap::new();
     let mut free_total = 0;
     let mut free_on_whole_nodes = 0;
@@ -305,7 +315,7 @@ pub fn analyze(index: &Index<'_>) -> Fragmentation {
         if free > 0 && free == node.allocatable.gpu {
             free_on_whole_nodes += free;
         }
-        if any_pending_gpu_shape {
+        if eligible_nodes.contains(&node.name) {
             let stranded = free.saturating_sub(usable_by_node.get(&node.name).copied().unwrap_or(0));
             if stranded > 0 {
                 stranded_by_node.insert(node.name, stranded);

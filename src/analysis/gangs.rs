@@ -114,9 +114,17 @@ fn summarize(index: &Index<'_>, key: &GangKey, gang: &Gang) -> GangSummary {
     };
     let gpus_held_idle = if state == GangState::PartiallyPlaced { per_node.values().sum() } else { 0 };
     let gpus_total = gang.total_requests().gpu;
+    // Split: on several nodes although one node it may use could hold it all.
     let topology_split = per_node.len() > 1 && {
         let held: u64 = per_node.values().sum();
-        index.nodes().any(|n| n.allocatable.gpu >= held.max(gpus_total) && n.is_gpu_node())
+        let need = held.max(gpus_total);
+        placed_pods.first().is_some_and(|member| {
+            let shape = super::fit::Shape::of(member);
+            index.nodes().any(|n| {
+                n.allocatable.gpu >= need
+                    && super::fit::verdicts(&shape, n, &Tally::default()).iter().all(|r| r.filter() == super::fit::Filter::NodeResourcesFit)
+            })
+        })
     };
     GangSummary {
         key: key.clone(),

@@ -6,6 +6,7 @@ pub mod fit;
 pub mod fleet;
 pub mod fragmentation;
 pub mod gangs;
+pub mod impact;
 pub mod index;
 pub mod pending;
 pub mod queues;

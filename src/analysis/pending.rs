@@ -644,12 +644,14 @@ fn fit_step(index: &Index<'_>, demand: &Demand, pod: Option<&Pod>) -> FitResult 
         for r in fit::scheduler_view(&reasons) {
             *scheduler_view.entry(r.comparison_class()).or_default() += 1;
         }
-        if reasons.contains(&NodeReason::DevicePluginNotAdvertising) || silent_gpus(node) > 0 {
+        let silent_here = silent_gpus(index, node);
+        if silent_here > 0 && !reasons.is_empty() {
             let only_gpu = reasons
                 .iter()
                 .all(|r| matches!(r, NodeReason::DevicePluginNotAdvertising | NodeReason::InsufficientGpu));
-            if only_gpu && silent_gpus(node) > 0 {
-                silent.push((node, silent_gpus(node)));
+            // Would the GPUs it hides be enough for one pod?
+            if only_gpu && index.free_gpus(node) + silent_here as u64 >= demand.gpus_per_pod {
+                silent.push((node, silent_here));
             }
         }
         // Closest node: may run there, short only of GPUs.
@@ -715,8 +717,8 @@ fn fit_step(index: &Index<'_>, demand: &Demand, pod: Option<&Pod>) -> FitResult 
     let device_plugin = if silent.is_empty() {
         StepReport {
             step: Step::DevicePlugin,
-            verdict: if index.nodes().any(|n| silent_gpus(n) > 0) { Verdict::Warn } else { Verdict::Pass },
-            summary: if index.nodes().any(|n| silent_gpus(n) > 0) {
+            verdict: if index.nodes().any(|n| silent_gpus(index, n) > 0) { Verdict::Warn } else { Verdict::Pass },
+            summary: if index.nodes().any(|n| silent_gpus(index, n) > 0) {
                 "some nodes have GPUs their device plugin does not advertise (not where this could run)".into()
             } else {
                 "every node advertises the GPUs it has".into()
@@ -753,13 +755,17 @@ fn fit_step(index: &Index<'_>, demand: &Demand, pod: Option<&Pod>) -> FitResult 
     FitResult { report, device_plugin, node_reasons, scheduler_view, total_nodes, unblock }
 }
 
-/// GPUs the node has in hardware but does not advertise.
-fn silent_gpus(node: &Node) -> u32 {
+/// GPUs the node has in hardware but does not advertise, not counting
+/// GPUs its agent reports unhealthy (those drop out for a reason).
+fn silent_gpus(index: &Index<'_>, node: &Node) -> u32 {
     let hw = node.hardware_gpus().unwrap_or(0);
     if node.allocatable.mig_total() > 0 {
         return 0;
     }
-    hw.saturating_sub(node.allocatable.gpu as u32)
+    let unhealthy = index.snap.devices.get(&node.name).map_or(0, |d| {
+        d.gpus.iter().filter(|g| matches!(g.health, crate::model::GpuHealth::Unhealthy(_))).count() as u32
+    });
+    hw.saturating_sub(node.allocatable.gpu as u32).saturating_sub(unhealthy)
 }
 
 fn hints(index: &Index<'_>, demand: &Demand, pod: Option<&Pod>) -> Vec<String> {

@@ -3,6 +3,9 @@
 //! `main.rs` only.
 
 pub mod load;
+pub mod logging;
+pub mod terminal;
+pub mod tui;
 
 use std::process::ExitCode;
 
@@ -28,12 +31,16 @@ pub fn exit_code(err: &anyhow::Error) -> ExitCode {
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    if cli.print_paths {
+        print!("{}", crate::config::Paths::from_env().describe());
+        return Ok(ExitCode::SUCCESS);
+    }
     match cli.command {
         Some(Command::Demo(args)) if args.list => {
             print!("{}", list_scenarios());
             Ok(ExitCode::SUCCESS)
         }
-        Some(Command::Demo(args)) => demo(&args),
+        Some(Command::Demo(args)) => demo(&args, &cli.ui),
         Some(Command::Snapshot(args)) => snapshot(&args),
         Some(Command::Why(args)) => why(&args),
         None => Err(UsageError(
@@ -51,9 +58,17 @@ pub fn list_scenarios() -> String {
     out
 }
 
-fn demo(args: &DemoArgs) -> anyhow::Result<ExitCode> {
+fn demo(args: &DemoArgs, ui: &crate::cli::UiArgs) -> anyhow::Result<ExitCode> {
     scenarios::find(&args.scenario)?;
-    Err(UsageError("the interactive cockpit is not wired yet; use `kgpu snapshot --demo`".into()).into())
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    runtime.block_on(tui::run_demo(tui::CockpitOptions {
+        scenario: args.scenario.clone(),
+        seed: args.seed,
+        theme: ui.theme.clone(),
+        read_only: ui.read_only,
+        log_level: ui.log_level.clone(),
+    }))?;
+    Ok(ExitCode::SUCCESS)
 }
 
 fn snapshot(args: &SnapshotArgs) -> anyhow::Result<ExitCode> {

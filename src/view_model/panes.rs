@@ -238,8 +238,10 @@ pub fn mig_rows(snap: &Snapshot, a: &Analysis) -> Vec<MigNodeRow> {
         .iter()
         .filter_map(|n| {
             let node = snap.nodes.get(&n.name)?;
-            let mig_node = node.gpu.mig_capable == Some(true) || !n.mig.is_empty();
-            if !mig_node {
+            // MIG in use, or a reconfiguration in flight or failed.
+            let config_set = node.operator.mig_config.is_some_and(|c| c.as_str() != "all-disabled");
+            let reconfiguring = node.operator.mig_config_state.is_some_and(|s| s.as_str() != "success");
+            if n.mig.is_empty() && !config_set && !reconfiguring {
                 return None;
             }
             let mut used_left: BTreeMap<Sym, u64> = n.mig.iter().map(|m| (m.profile, m.allocated)).collect();

@@ -8,6 +8,7 @@
 
 pub mod catalog;
 mod controllers;
+pub mod driver;
 mod kueue;
 pub mod rng;
 pub mod scenarios;

@@ -333,11 +333,16 @@ fn member(ns: &str, job: &str, index: u32, gpus: u64, suffix: &str) -> crate::mo
 }
 
 /// Back-dates pods the scenario let the scheduler place: they have been
-/// running for a while when the demo starts.
+/// running for a while when the demo starts. Pods of one owner (a gang)
+/// started together, and none has run longer than its planned length.
 fn age_running(sim: &mut SimCluster, min_minutes: i64, max_minutes: i64) {
     let keys: Vec<_> = sim.pods.values().filter(|p| p.phase == PodPhase::Running && p.transitioned == EPOCH).map(|p| p.key()).collect();
+    let mut by_owner: std::collections::HashMap<String, i64> = std::collections::HashMap::new();
     for k in keys {
-        let minutes = sim.rng.range(min_minutes, max_minutes);
+        let owner = sim.pods.get(&k).and_then(|p| p.owner.as_ref()).map(|o| o.name.to_string()).unwrap_or_else(|| k.name.to_string());
+        let limit = sim.plans.get(&k).and_then(|p| p.runs_for).map_or(max_minutes, |secs| (secs / 60 * 4 / 5).max(1));
+        let drawn = sim.rng.range(min_minutes.min(limit), max_minutes.min(limit));
+        let minutes = *by_owner.entry(owner).or_insert(drawn);
         if let Some(p) = sim.pods.get_mut(&k) {
             p.created = ago(minutes + 1);
             p.transitioned = ago(minutes);
@@ -432,7 +437,7 @@ fn default(sim: &mut SimCluster) {
         sim.add_pod(p, PodPlan { runs_for: None, replace_on_failure: true });
     }
 
-    // Volcano: an RL sweep that fits, and a 4×8 job on 4-GPU L40S nodes that never will.
+    // Volcano: an RL sweep that fits, and a 4×4 job that needs four whole L40S nodes while serving pods sit on all of them.
     let vq = Queue {
         kind: QueueKind::VolcanoQueue,
         namespace: None,
@@ -458,7 +463,7 @@ fn default(sim: &mut SimCluster) {
         flavor_order: Box::new([]),
     };
     sim.add_queue(vq);
-    for (name, members, gpus, pool) in [("rl-sweep", 4u32, 2u64, "l40s"), ("rl-big", 4, 8, "l40s")] {
+    for (name, members, gpus, pool) in [("rl-sweep", 4u32, 2u64, "l40s"), ("rl-big", 4, 4, "l40s")] {
         let pg = Gang {
             kind: GangKind::VolcanoPodGroup,
             namespace: Sym::new("rl"),

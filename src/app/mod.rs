@@ -1,0 +1,668 @@
+//! The cockpit's state machine: `App::update(Msg) -> Vec<Effect>`. No I/O,
+//! no `.await`, no clock: keys, new data and action results come in as
+//! messages; quitting, switching scenario or running an action go out as
+//! effects for the runtime to carry out.
+
+pub mod keys;
+pub mod palette;
+pub mod rows;
+
+use std::collections::HashMap;
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use tui_textarea::TextArea;
+
+use crate::actions::{Action, ActionRequest};
+use crate::analysis::fragmentation::PlanStatus;
+use crate::analysis::impact::{self, Impact};
+use crate::analysis::index::Index;
+use crate::model::{GangKey, GangKind, Sym};
+use crate::reference::mig;
+use crate::view_model::panes::Views;
+
+use keys::Command;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Pane {
+    Fleet,
+    Pending,
+    Gangs,
+    Mig,
+    Drivers,
+    Events,
+}
+
+impl Pane {
+    pub const ALL: [Pane; 6] = [Pane::Fleet, Pane::Pending, Pane::Gangs, Pane::Mig, Pane::Drivers, Pane::Events];
+
+    pub fn title(self) -> &'static str {
+        match self {
+            Pane::Fleet => "Fleet",
+            Pane::Pending => "Pending",
+            Pane::Gangs => "Gangs & Queues",
+            Pane::Mig => "MIG",
+            Pane::Drivers => "Drivers",
+            Pane::Events => "Events",
+        }
+    }
+
+    pub fn number(self) -> usize {
+        Pane::ALL.iter().position(|p| *p == self).unwrap_or(0) + 1
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FleetSort {
+    Name,
+    Free,
+    Problems,
+}
+
+impl FleetSort {
+    pub fn label(self) -> &'static str {
+        match self {
+            FleetSort::Name => "name",
+            FleetSort::Free => "free GPUs",
+            FleetSort::Problems => "problems first",
+        }
+    }
+}
+
+/// Which part of a two-part pane has the keys.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Section {
+    #[default]
+    First,
+    Second,
+    Third,
+}
+
+/// A previewed action waiting for the user's yes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Confirm {
+    pub action: Action,
+    pub impact: Impact,
+    /// Drain only: evict GPU pods only.
+    pub gpu_only: bool,
+}
+
+#[derive(Debug)]
+pub enum Overlay {
+    Help { scroll: u16 },
+    Palette(Box<TextArea<'static>>),
+    Filter(Box<TextArea<'static>>),
+    Confirm(Box<Confirm>),
+    NodeDetail { node: Sym, scroll: u16 },
+    CellDetail { scroll: u16 },
+    MigPicker { node: Sym, configs: Vec<String>, selected: usize },
+}
+
+/// Something the runtime must do.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Effect {
+    Quit,
+    Execute(ActionRequest),
+    SwitchScenario(String),
+    SetTheme(String),
+    /// Plan upgrade waves to this driver (`None`: stop planning).
+    PlanWaves(Option<String>),
+}
+
+#[derive(Debug)]
+pub enum Msg {
+    Key(KeyEvent),
+    /// An action finished (or made progress): a line for the status bar.
+    ActionReport { text: String, error: bool, done: bool },
+    /// A one-line notice (theme warnings, source problems).
+    Notice { text: String, error: bool },
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Notice {
+    pub text: String,
+    pub error: bool,
+}
+
+pub struct App {
+    pub pane: Pane,
+    pub overlay: Option<Overlay>,
+    pub filters: HashMap<Pane, String>,
+    pub selected: HashMap<Pane, String>,
+    /// First visible row per pane (the widgets keep the selection in view).
+    pub offsets: HashMap<Pane, usize>,
+    pub section: HashMap<Pane, Section>,
+    pub fleet_sort: FleetSort,
+    /// Per-pool map instead of per node; `None`: decide by fleet size.
+    pub aggregate: Option<bool>,
+    pub shape: usize,
+    /// The pending item whose chain is open.
+    pub drill: Option<String>,
+    pub drill_scroll: u16,
+    pub matrix_cell: (usize, usize),
+    pub read_only: bool,
+    /// Actions started and not reported done yet.
+    pub in_flight: Vec<String>,
+    pub notice: Option<Notice>,
+    pub theme_name: String,
+    pub demo: bool,
+    pub quit: bool,
+}
+
+/// Above this many nodes the fleet map shows pools instead of nodes.
+pub const AGGREGATE_ABOVE: usize = 500;
+
+impl App {
+    pub fn new(read_only: bool, theme_name: &str, demo: bool) -> App {
+        App {
+            pane: Pane::Fleet,
+            overlay: None,
+            filters: HashMap::new(),
+            selected: HashMap::new(),
+            offsets: HashMap::new(),
+            section: HashMap::new(),
+            fleet_sort: FleetSort::Name,
+            aggregate: None,
+            shape: 0,
+            drill: None,
+            drill_scroll: 0,
+            matrix_cell: (0, 0),
+            read_only,
+            in_flight: Vec::new(),
+            notice: None,
+            theme_name: theme_name.to_string(),
+            demo,
+            quit: false,
+        }
+    }
+
+    pub fn filter(&self, pane: Pane) -> &str {
+        self.filters.get(&pane).map_or("", |s| s.as_str())
+    }
+
+    pub fn section(&self, pane: Pane) -> Section {
+        self.section.get(&pane).copied().unwrap_or_default()
+    }
+
+    pub fn aggregated(&self, views: &Views) -> bool {
+        self.aggregate.unwrap_or(views.nodes.len() > AGGREGATE_ABOVE)
+    }
+
+    fn notify(&mut self, text: impl Into<String>, error: bool) {
+        self.notice = Some(Notice { text: text.into(), error });
+    }
+
+    /// Row ids of what the current pane (and section) lists, in order.
+    pub fn row_ids(&self, pane: Pane, views: &Views) -> Vec<String> {
+        let f = self.filter(pane);
+        match (pane, self.section(pane)) {
+            (Pane::Fleet, _) if self.aggregated(views) => rows::pools(views, f).iter().map(|p| p.name.clone()).collect(),
+            (Pane::Fleet, _) => rows::nodes(views, f, self.fleet_sort).iter().map(|r| r.id()).collect(),
+            (Pane::Pending, _) => rows::pending(views, f).iter().map(|p| p.display_name()).collect(),
+            (Pane::Gangs, Section::First) => rows::gangs(views, f).iter().map(|g| gang_id(&g.key)).collect(),
+            (Pane::Gangs, _) => rows::queues(views, f)
+                .iter()
+                .enumerate()
+                .map(|(i, q)| format!("{i}:{}", q.name))
+                .collect(),
+            (Pane::Mig, _) => rows::mig(views, f).iter().map(|m| m.id()).collect(),
+            (Pane::Drivers, Section::Second) => rows::upgrades(views, f).iter().map(|u| u.node.to_string()).collect(),
+            (Pane::Drivers, Section::Third) => views
+                .waves
+                .as_ref()
+                .map(|w| w.waves.iter().map(|x| x.index.to_string()).collect())
+                .unwrap_or_default(),
+            (Pane::Drivers, Section::First) => Vec::new(),
+            (Pane::Events, _) => (0..rows::events(views, f).len()).map(|i| i.to_string()).collect(),
+        }
+    }
+
+    /// Index of the selected row in `ids` (the first row if the selected
+    /// one is gone: selection follows ids, not positions).
+    pub fn selected_index(&self, pane: Pane, ids: &[String]) -> usize {
+        self.selected.get(&pane).and_then(|s| ids.iter().position(|i| i == s)).unwrap_or(0)
+    }
+
+    pub fn selected_id(&self, pane: Pane, views: &Views) -> Option<String> {
+        let ids = self.row_ids(pane, views);
+        ids.get(self.selected_index(pane, &ids)).cloned()
+    }
+
+    fn move_selection(&mut self, views: &Views, delta: isize) {
+        let ids = self.row_ids(self.pane, views);
+        if ids.is_empty() {
+            return;
+        }
+        let current = self.selected_index(self.pane, &ids) as isize;
+        let next = (current + delta).clamp(0, ids.len() as isize - 1) as usize;
+        self.selected.insert(self.pane, ids[next].clone());
+    }
+
+    pub fn update(&mut self, msg: Msg, views: &Views) -> Vec<Effect> {
+        match msg {
+            Msg::Key(key) => self.on_key(key, views),
+            Msg::ActionReport { text, error, done } => {
+                if done {
+                    self.in_flight.clear();
+                }
+                self.notify(text, error);
+                Vec::new()
+            }
+            Msg::Notice { text, error } => {
+                self.notify(text, error);
+                Vec::new()
+            }
+        }
+    }
+
+    fn on_key(&mut self, key: KeyEvent, views: &Views) -> Vec<Effect> {
+        if key.modifiers.contains(KeyModifiers::CONTROL) && key.code == KeyCode::Char('c') {
+            self.quit = true;
+            return vec![Effect::Quit];
+        }
+        if let Some(overlay) = self.overlay.take() {
+            return self.on_overlay_key(overlay, key, views);
+        }
+        let Some(command) = keys::command_for(key, self.pane) else {
+            return Vec::new();
+        };
+        self.on_command(command, views)
+    }
+
+    fn on_command(&mut self, command: Command, views: &Views) -> Vec<Effect> {
+        let page = 10;
+        match command {
+            Command::Quit => {
+                self.quit = true;
+                return vec![Effect::Quit];
+            }
+            Command::Pane(p) => self.switch(p),
+            Command::NextPane => self.switch(Pane::ALL[self.pane.number() % 6]),
+            Command::PrevPane => self.switch(Pane::ALL[(self.pane.number() + 4) % 6]),
+            Command::Up | Command::Down | Command::PageUp | Command::PageDown | Command::Top | Command::Bottom
+                if self.drill.is_some() && self.pane == Pane::Pending =>
+            {
+                self.drill_scroll = match command {
+                    Command::Up => self.drill_scroll.saturating_sub(1),
+                    Command::Down => self.drill_scroll.saturating_add(1),
+                    Command::PageUp => self.drill_scroll.saturating_sub(page as u16),
+                    Command::PageDown => self.drill_scroll.saturating_add(page as u16),
+                    Command::Top => 0,
+                    _ => u16::MAX / 2,
+                };
+            }
+            Command::Up | Command::Down | Command::Left | Command::Right
+                if self.pane == Pane::Drivers && self.section(Pane::Drivers) == Section::First =>
+            {
+                let (rows, cols) = (views.analysis.matrix.drivers.len(), views.analysis.matrix.needs.len());
+                let (r, c) = self.matrix_cell;
+                self.matrix_cell = match command {
+                    Command::Up => (r.saturating_sub(1), c),
+                    Command::Down => ((r + 1).min(rows.saturating_sub(1)), c),
+                    Command::Left => (r, c.saturating_sub(1)),
+                    _ => (r, (c + 1).min(cols.saturating_sub(1))),
+                };
+            }
+            Command::Up => self.move_selection(views, -1),
+            Command::Down => self.move_selection(views, 1),
+            Command::PageUp => self.move_selection(views, -page),
+            Command::PageDown => self.move_selection(views, page),
+            Command::Top => self.move_selection(views, isize::MIN / 2),
+            Command::Bottom => self.move_selection(views, isize::MAX / 2),
+            Command::Left | Command::Right => {}
+            Command::Enter => self.enter(views),
+            Command::Back => {
+                if self.drill.take().is_none() && self.filters.remove(&self.pane).is_none() {
+                    self.notice = None;
+                }
+            }
+            Command::Help => self.overlay = Some(Overlay::Help { scroll: 0 }),
+            Command::Palette => self.overlay = Some(Overlay::Palette(Box::new(single_line(":", "")))),
+            Command::Filter => {
+                let current = self.filter(self.pane).to_string();
+                self.overlay = Some(Overlay::Filter(Box::new(single_line("/", &current))));
+            }
+            Command::Focus => {
+                let next = match (self.pane, self.section(self.pane)) {
+                    (Pane::Drivers, Section::First) => Section::Second,
+                    (Pane::Drivers, Section::Second) if views.waves.is_some() => Section::Third,
+                    (_, Section::First) => Section::Second,
+                    _ => Section::First,
+                };
+                self.section.insert(self.pane, next);
+            }
+            Command::Sort => {
+                self.fleet_sort = match self.fleet_sort {
+                    FleetSort::Name => FleetSort::Free,
+                    FleetSort::Free => FleetSort::Problems,
+                    FleetSort::Problems => FleetSort::Name,
+                };
+                self.notify(format!("sorted by {}", self.fleet_sort.label()), false);
+            }
+            Command::Aggregate => {
+                let now = self.aggregated(views);
+                self.aggregate = Some(!now);
+            }
+            Command::NextShape => self.shape = self.shape.saturating_add(1),
+            Command::PrevShape => self.shape = self.shape.saturating_sub(1),
+            Command::Cordon | Command::Uncordon | Command::Drain | Command::Repartition => {
+                return self.node_action(command, views);
+            }
+            Command::Requeue => return self.requeue(views),
+            Command::RunPlan => return self.run_plan(views),
+        }
+        Vec::new()
+    }
+
+    fn switch(&mut self, pane: Pane) {
+        self.pane = pane;
+    }
+
+    fn enter(&mut self, views: &Views) {
+        match self.pane {
+            Pane::Pending => {
+                if let Some(id) = self.selected_id(Pane::Pending, views) {
+                    self.drill = Some(id);
+                    self.drill_scroll = 0;
+                }
+            }
+            Pane::Fleet | Pane::Mig if !self.aggregated(views) || self.pane == Pane::Mig => {
+                if let Some(id) = self.selected_id(self.pane, views) {
+                    self.overlay = Some(Overlay::NodeDetail { node: Sym::new(&id), scroll: 0 });
+                }
+            }
+            Pane::Fleet => {
+                // Enter on a pool narrows the node list to it.
+                if let Some(pool) = self.selected_id(Pane::Fleet, views) {
+                    self.aggregate = Some(false);
+                    self.filters.insert(Pane::Fleet, pool);
+                }
+            }
+            Pane::Gangs if self.section(Pane::Gangs) == Section::First => {
+                let Some(id) = self.selected_id(Pane::Gangs, views) else { return };
+                let item = views.analysis.pending.iter().find(|p| gang_id_of_item(p) == id);
+                match item {
+                    Some(p) => {
+                        self.pane = Pane::Pending;
+                        self.selected.insert(Pane::Pending, p.display_name());
+                        self.drill = Some(p.display_name());
+                        self.drill_scroll = 0;
+                    }
+                    None => self.notify("this gang is not pending: nothing blocks it", false),
+                }
+            }
+            Pane::Drivers if self.section(Pane::Drivers) == Section::First => {
+                self.overlay = Some(Overlay::CellDetail { scroll: 0 });
+            }
+            _ => {}
+        }
+    }
+
+    fn selected_node(&self, views: &Views) -> Option<Sym> {
+        match self.pane {
+            Pane::Fleet if !self.aggregated(views) => self.selected_id(Pane::Fleet, views).map(|s| Sym::new(&s)),
+            Pane::Mig => self.selected_id(Pane::Mig, views).map(|s| Sym::new(&s)),
+            _ => None,
+        }
+    }
+
+    fn refuse_read_only(&mut self) -> bool {
+        if self.read_only {
+            self.notify("read-only: actions are disabled (started with --read-only)", true);
+        }
+        self.read_only
+    }
+
+    fn confirm(&mut self, action: Action, views: &Views) {
+        let index = Index::build(&views.snap, views.analysis.now);
+        let impact = impact::of(&index, &action);
+        let gpu_only = matches!(action, Action::Drain { gpu_only: true, .. });
+        self.overlay = Some(Overlay::Confirm(Box::new(Confirm { action, impact, gpu_only })));
+    }
+
+    fn node_action(&mut self, command: Command, views: &Views) -> Vec<Effect> {
+        if self.refuse_read_only() {
+            return Vec::new();
+        }
+        let Some(node) = self.selected_node(views) else {
+            self.notify("select a node first (Fleet or MIG pane, per-node view)", true);
+            return Vec::new();
+        };
+        let action = match command {
+            Command::Cordon => Action::Cordon { node },
+            Command::Uncordon => Action::Uncordon { node },
+            Command::Drain => Action::Drain { node, gpu_only: false },
+            _ => {
+                let product = views.snap.nodes.get(&node).and_then(|n| n.gpu.product);
+                let configs: Vec<String> = product
+                    .and_then(|p| mig::model_for_product(p.as_str()))
+                    .map(mig::configs_for_model)
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|c| c.name)
+                    .collect();
+                if configs.is_empty() {
+                    self.notify(format!("{node}: no MIG configs known for this GPU ({})", product.map_or("unknown product", |p| p.as_str())), true);
+                    return Vec::new();
+                }
+                self.overlay = Some(Overlay::MigPicker { node, configs, selected: 0 });
+                return Vec::new();
+            }
+        };
+        self.confirm(action, views);
+        Vec::new()
+    }
+
+    fn requeue(&mut self, views: &Views) -> Vec<Effect> {
+        if self.refuse_read_only() {
+            return Vec::new();
+        }
+        let key = match self.pane {
+            Pane::Gangs if self.section(Pane::Gangs) == Section::First => {
+                let id = self.selected_id(Pane::Gangs, views);
+                views.analysis.gangs.iter().find(|g| Some(gang_id(&g.key)) == id).map(|g| g.key.clone())
+            }
+            Pane::Pending => {
+                let id = self.drill.clone().or_else(|| self.selected_id(Pane::Pending, views));
+                views
+                    .analysis
+                    .pending
+                    .iter()
+                    .find(|p| Some(p.display_name()) == id)
+                    .and_then(|p| views.snap.gangs.keys().find(|k| gang_id(k) == gang_id_of_item(p)).cloned())
+            }
+            _ => None,
+        };
+        match key {
+            Some(gang) => self.confirm(Action::Requeue { gang }, views),
+            None => self.notify("select a gang (Gangs pane) or a pending Workload/PodGroup", true),
+        }
+        Vec::new()
+    }
+
+    fn run_plan(&mut self, views: &Views) -> Vec<Effect> {
+        if self.refuse_read_only() {
+            return Vec::new();
+        }
+        let plan = &views.analysis.fragmentation.plan;
+        match &plan.status {
+            PlanStatus::Found => {
+                let evictions = plan
+                    .steps
+                    .iter()
+                    .map(|s| crate::model::PodKey { namespace: s.namespace, name: s.pod.as_str().into() })
+                    .collect();
+                let target = plan.target.clone().unwrap_or_default();
+                self.confirm(Action::RunPlan { evictions, target }, views);
+            }
+            PlanStatus::NotNeeded => self.notify("no plan needed: every pending shape fits", false),
+            PlanStatus::Impossible(why) => self.notify(format!("no plan: {why}"), true),
+        }
+        Vec::new()
+    }
+
+    fn on_overlay_key(&mut self, overlay: Overlay, key: KeyEvent, views: &Views) -> Vec<Effect> {
+        match overlay {
+            Overlay::Help { scroll } => match key.code {
+                KeyCode::Esc | KeyCode::Char('q') | KeyCode::Char('?') | KeyCode::Enter => {}
+                KeyCode::Down | KeyCode::Char('j') => self.overlay = Some(Overlay::Help { scroll: scroll + 1 }),
+                KeyCode::Up | KeyCode::Char('k') => self.overlay = Some(Overlay::Help { scroll: scroll.saturating_sub(1) }),
+                _ => self.overlay = Some(Overlay::Help { scroll }),
+            },
+            Overlay::NodeDetail { node, scroll } => match key.code {
+                KeyCode::Esc | KeyCode::Char('q') | KeyCode::Enter => {}
+                KeyCode::Down | KeyCode::Char('j') => self.overlay = Some(Overlay::NodeDetail { node, scroll: scroll + 1 }),
+                KeyCode::Up | KeyCode::Char('k') => {
+                    self.overlay = Some(Overlay::NodeDetail { node, scroll: scroll.saturating_sub(1) })
+                }
+                _ => self.overlay = Some(Overlay::NodeDetail { node, scroll }),
+            },
+            Overlay::CellDetail { scroll } => match key.code {
+                KeyCode::Esc | KeyCode::Char('q') | KeyCode::Enter => {}
+                KeyCode::Down | KeyCode::Char('j') => self.overlay = Some(Overlay::CellDetail { scroll: scroll + 1 }),
+                KeyCode::Up | KeyCode::Char('k') => self.overlay = Some(Overlay::CellDetail { scroll: scroll.saturating_sub(1) }),
+                _ => self.overlay = Some(Overlay::CellDetail { scroll }),
+            },
+            Overlay::Filter(mut area) => match key.code {
+                KeyCode::Esc => {
+                    self.filters.remove(&self.pane);
+                }
+                KeyCode::Enter => {}
+                _ => {
+                    area.input(key);
+                    let text = area.lines().first().cloned().unwrap_or_default();
+                    if text.is_empty() {
+                        self.filters.remove(&self.pane);
+                    } else {
+                        self.filters.insert(self.pane, text);
+                    }
+                    self.overlay = Some(Overlay::Filter(area));
+                }
+            },
+            Overlay::Palette(mut area) => match key.code {
+                KeyCode::Esc => {}
+                KeyCode::Enter => {
+                    let line = area.lines().first().cloned().unwrap_or_default();
+                    return self.run_palette(&line, views);
+                }
+                _ => {
+                    area.input(key);
+                    self.overlay = Some(Overlay::Palette(area));
+                }
+            },
+            Overlay::MigPicker { node, configs, selected } => match key.code {
+                KeyCode::Esc | KeyCode::Char('q') => {}
+                KeyCode::Down | KeyCode::Char('j') => {
+                    let selected = (selected + 1).min(configs.len().saturating_sub(1));
+                    self.overlay = Some(Overlay::MigPicker { node, configs, selected });
+                }
+                KeyCode::Up | KeyCode::Char('k') => {
+                    self.overlay = Some(Overlay::MigPicker { node, configs, selected: selected.saturating_sub(1) });
+                }
+                KeyCode::Enter => {
+                    if let Some(config) = configs.get(selected) {
+                        self.confirm(Action::RepartitionMig { node, config: config.clone() }, views);
+                    }
+                }
+                _ => self.overlay = Some(Overlay::MigPicker { node, configs, selected }),
+            },
+            Overlay::Confirm(mut confirm) => match key.code {
+                KeyCode::Char('y') | KeyCode::Char('Y') | KeyCode::Enter => {
+                    return self.execute(confirm.action, false);
+                }
+                KeyCode::Char('d') | KeyCode::Char('D') => return self.execute(confirm.action, true),
+                KeyCode::Char('g') => {
+                    if let Action::Drain { node, .. } = confirm.action {
+                        let gpu_only = !confirm.gpu_only;
+                        self.confirm(Action::Drain { node, gpu_only }, views);
+                    } else {
+                        self.overlay = Some(Overlay::Confirm(confirm));
+                    }
+                }
+                KeyCode::Char('n') | KeyCode::Char('N') | KeyCode::Esc | KeyCode::Char('q') => {
+                    self.notify(format!("{} cancelled", confirm.action.verb()), false);
+                }
+                _ => {
+                    confirm.gpu_only = matches!(confirm.action, Action::Drain { gpu_only: true, .. });
+                    self.overlay = Some(Overlay::Confirm(confirm));
+                }
+            },
+        }
+        Vec::new()
+    }
+
+    fn execute(&mut self, action: Action, dry_run: bool) -> Vec<Effect> {
+        let label = format!("{}{} {}", action.verb(), if dry_run { " (dry run)" } else { "" }, action.targets().join(" "));
+        self.in_flight.push(label.clone());
+        self.notify(format!("{label}…"), false);
+        vec![Effect::Execute(ActionRequest { action, dry_run })]
+    }
+
+    fn run_palette(&mut self, line: &str, views: &Views) -> Vec<Effect> {
+        match palette::parse(line) {
+            Ok(palette::PaletteCommand::Pane(p)) => self.switch(p),
+            Ok(palette::PaletteCommand::Queues) => {
+                self.switch(Pane::Gangs);
+                self.section.insert(Pane::Gangs, Section::Second);
+            }
+            Ok(palette::PaletteCommand::Quit) => {
+                self.quit = true;
+                return vec![Effect::Quit];
+            }
+            Ok(palette::PaletteCommand::Scenario(name)) => {
+                if !self.demo {
+                    self.notify(":scenario only works in `kgpu demo`", true);
+                } else {
+                    return vec![Effect::SwitchScenario(name)];
+                }
+            }
+            Ok(palette::PaletteCommand::Theme(name)) => return vec![Effect::SetTheme(name)],
+            Ok(palette::PaletteCommand::Plan(target)) => {
+                self.switch(Pane::Drivers);
+                if target.is_some() {
+                    self.section.insert(Pane::Drivers, Section::Third);
+                }
+                return vec![Effect::PlanWaves(target)];
+            }
+            Ok(palette::PaletteCommand::Why(target)) => {
+                match views.analysis.pending.iter().find(|p| p.display_name() == target) {
+                    Some(p) => {
+                        self.switch(Pane::Pending);
+                        self.selected.insert(Pane::Pending, p.display_name());
+                        self.drill = Some(p.display_name());
+                        self.drill_scroll = 0;
+                    }
+                    None => self.notify(format!("{target} is not pending"), true),
+                }
+            }
+            Ok(palette::PaletteCommand::Filter(text)) => {
+                if text.is_empty() {
+                    self.filters.remove(&self.pane);
+                } else {
+                    self.filters.insert(self.pane, text);
+                }
+            }
+            Ok(palette::PaletteCommand::Help) => self.overlay = Some(Overlay::Help { scroll: 0 }),
+            Err(e) => self.notify(e, true),
+        }
+        Vec::new()
+    }
+}
+
+pub fn gang_id(key: &GangKey) -> String {
+    format!("{}/{}/{}", key.kind.kind_name(), key.namespace, key.name)
+}
+
+fn gang_id_of_item(p: &crate::analysis::pending::PendingItem) -> String {
+    let kind = match p.kind {
+        crate::analysis::pending::PendingKind::PodGroup => GangKind::VolcanoPodGroup.kind_name(),
+        _ => GangKind::KueueWorkload.kind_name(),
+    };
+    format!("{kind}/{}/{}", p.namespace, p.name)
+}
+
+fn single_line(prompt: &str, text: &str) -> TextArea<'static> {
+    let mut area = TextArea::new(vec![text.to_string()]);
+    area.move_cursor(tui_textarea::CursorMove::End);
+    area.set_placeholder_text(if prompt == ":" { "fleet | pending | scenario NAME | theme NAME | plan VERSION | why NS/NAME | q" } else { "type to filter" });
+    area
+}

@@ -1,0 +1,29 @@
+//! Logs go to a file in the data dir, never to the terminal the UI owns.
+
+use std::path::Path;
+use std::sync::Mutex;
+
+use tracing_subscriber::EnvFilter;
+
+/// Starts file logging at `level`; returns the file's path, or why not.
+pub fn init(log_file: Option<&Path>, level: &str) -> Result<String, String> {
+    let Some(path) = log_file else {
+        return Err("no data dir (no home directory): logging is off".into());
+    };
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    }
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+    let filter = EnvFilter::try_new(format!("kgpu={level},warn")).map_err(|e| format!("--log-level '{level}': {e}"))?;
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(Mutex::new(file))
+        .with_ansi(false)
+        .try_init()
+        .map_err(|e| e.to_string())?;
+    Ok(path.display().to_string())
+}

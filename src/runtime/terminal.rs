@@ -1,0 +1,61 @@
+//! The terminal: raw mode and the alternate screen, restored on drop, on
+//! panic (the hook runs first, then the process exits: a panic is fatal,
+//! so nothing draws on a cooked terminal), and on SIGTERM/SIGHUP.
+
+use std::io::{self, Stdout};
+
+use crossterm::execute;
+use crossterm::terminal::{disable_raw_mode, enable_raw_mode, EnterAlternateScreen, LeaveAlternateScreen};
+use ratatui::backend::CrosstermBackend;
+use ratatui::Terminal;
+
+pub type Term = Terminal<CrosstermBackend<Stdout>>;
+
+/// Undoes everything `enter` did. Safe to call twice.
+pub fn restore() {
+    let _ = disable_raw_mode();
+    let _ = execute!(io::stdout(), LeaveAlternateScreen, crossterm::cursor::Show);
+}
+
+/// Installs the panic hook *before* raw mode: restore, then the previous
+/// hook's report, then exit.
+pub fn install_panic_hook() {
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        restore();
+        tracing::error!("panic: {info}");
+        previous(info);
+        std::process::exit(101);
+    }));
+}
+
+pub struct Guard {
+    pub terminal: Term,
+}
+
+impl Guard {
+    pub fn enter() -> io::Result<Guard> {
+        install_panic_hook();
+        enable_raw_mode()?;
+        if let Err(e) = execute!(io::stdout(), EnterAlternateScreen, crossterm::cursor::Hide) {
+            restore();
+            return Err(e);
+        }
+        match Terminal::new(CrosstermBackend::new(io::stdout())) {
+            Ok(mut terminal) => {
+                let _ = terminal.clear();
+                Ok(Guard { terminal })
+            }
+            Err(e) => {
+                restore();
+                Err(e)
+            }
+        }
+    }
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        restore();
+    }
+}

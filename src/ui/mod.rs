@@ -1,0 +1,168 @@
+//! Widgets: draw the view models with the theme's roles. `draw` is pure
+//! apart from keeping each pane's scroll offset in `App` (like ratatui's
+//! stateful widgets), so screen tests render it into a `TestBackend`.
+
+pub mod overlays;
+pub mod panes;
+pub mod theme;
+pub mod widgets;
+
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Paragraph, Wrap};
+use ratatui::Frame;
+
+use crate::app::{App, Pane};
+use crate::model::FeedState;
+use crate::view_model::panes::Views;
+
+pub use theme::{Role, Theme};
+
+/// The smallest terminal kgpu draws in.
+pub const MIN_WIDTH: u16 = 60;
+pub const MIN_HEIGHT: u16 = 16;
+
+/// What the title bar says about where the data comes from.
+#[derive(Clone, Debug, Default)]
+pub struct Context {
+    /// `demo`, a kube context name, or a file path.
+    pub source: String,
+    /// Scenario title in the demo.
+    pub subtitle: String,
+    /// The context looks like production: the title bar and dialogs show it.
+    pub production: bool,
+}
+
+pub fn draw(frame: &mut Frame, app: &mut App, views: &Views, theme: &Theme, ctx: &Context) {
+    let area = frame.area();
+    if area.width < MIN_WIDTH || area.height < MIN_HEIGHT {
+        too_small(frame, area, theme);
+        return;
+    }
+    let [title, main, status] =
+        Layout::vertical([Constraint::Length(1), Constraint::Min(1), Constraint::Length(1)]).areas(area);
+    title_bar(frame, title, app, theme, ctx);
+    match app.pane {
+        Pane::Fleet => panes::fleet::draw(frame, main, app, views, theme),
+        Pane::Pending => panes::pending::draw(frame, main, app, views, theme),
+        Pane::Gangs => panes::gangs::draw(frame, main, app, views, theme),
+        Pane::Mig => panes::mig::draw(frame, main, app, views, theme),
+        Pane::Drivers => panes::drivers::draw(frame, main, app, views, theme),
+        Pane::Events => panes::events::draw(frame, main, app, views, theme),
+    }
+    status_bar(frame, status, app, views, theme);
+    overlays::draw(frame, main, app, views, theme, ctx);
+}
+
+fn too_small(frame: &mut Frame, area: Rect, theme: &Theme) {
+    let text = vec![
+        Line::styled("terminal too small", theme.style(Role::Error)),
+        Line::styled(
+            format!("kgpu needs {MIN_WIDTH}×{MIN_HEIGHT}, this is {}×{}", area.width, area.height),
+            theme.style(Role::Text),
+        ),
+        Line::styled("enlarge the window, or press q to quit", theme.style(Role::Dim)),
+    ];
+    let y = area.height.saturating_sub(3) / 2;
+    let rect = Rect { x: area.x, y: area.y + y, width: area.width, height: area.height.saturating_sub(y).min(3) };
+    frame.render_widget(Paragraph::new(text).alignment(ratatui::layout::Alignment::Center).wrap(Wrap { trim: true }), rect);
+}
+
+fn title_bar(frame: &mut Frame, area: Rect, app: &App, theme: &Theme, ctx: &Context) {
+    let mut spans = vec![Span::styled(" kgpu ", theme.style(Role::TabActive))];
+    let source_style = if ctx.production { theme.style(Role::Production) } else { theme.style(Role::Title) };
+    spans.push(Span::styled(format!(" {} ", ctx.source), source_style));
+    let wide = area.width >= 110;
+    let tabs: Vec<Span> = Pane::ALL
+        .iter()
+        .flat_map(|p| {
+            let label = if wide || *p == app.pane { p.title().to_string() } else { short_title(*p).to_string() };
+            let style = if *p == app.pane { theme.style(Role::TabActive) } else { theme.style(Role::Tab) };
+            [Span::styled(format!(" {}", p.number()), style.patch(theme.style(Role::KeyHint))), Span::styled(format!(" {label} "), style)]
+        })
+        .collect();
+    let tabs_width: usize = tabs.iter().map(|s| s.width()).sum();
+    let used: usize = spans.iter().map(|s| s.width()).sum();
+    let room = (area.width as usize).saturating_sub(used + tabs_width + 1);
+    if room > 4 && !ctx.subtitle.is_empty() {
+        let sub: String = ctx.subtitle.chars().take(room - 2).collect();
+        spans.push(Span::styled(format!(" {sub}"), theme.style(Role::Dim)));
+        let pad = room.saturating_sub(sub.chars().count() + 1);
+        spans.push(Span::raw(" ".repeat(pad)));
+    } else {
+        spans.push(Span::raw(" ".repeat(room)));
+    }
+    spans.extend(tabs);
+    frame.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+fn short_title(p: Pane) -> &'static str {
+    match p {
+        Pane::Fleet => "Fleet",
+        Pane::Pending => "Pend",
+        Pane::Gangs => "Gangs",
+        Pane::Mig => "MIG",
+        Pane::Drivers => "Drv",
+        Pane::Events => "Evt",
+    }
+}
+
+/// Data age and feed health, for the status bar.
+pub fn feed_summary(views: &Views) -> (String, Style, Role) {
+    let snap = &views.snap;
+    let now = views.analysis.now;
+    let problems: Vec<String> = snap
+        .feeds
+        .iter()
+        .filter_map(|(f, s)| match &s.state {
+            FeedState::Unavailable(p) => Some(format!("{}: {}", f.name(), p.label())),
+            FeedState::Reconnecting { since, .. } => Some(format!("{}: reconnecting {}", f.name(), crate::analysis::age(now - since))),
+            _ => None,
+        })
+        .collect();
+    let newest = snap.feeds.values().filter_map(|s| s.last_data).max();
+    let age = newest.map_or_else(|| "no data yet".to_string(), |t| format!("data {}", crate::analysis::age(now - t)));
+    let reconnecting = snap.feeds.values().any(|s| matches!(s.state, FeedState::Reconnecting { .. }));
+    if problems.is_empty() {
+        (age, Style::default(), Role::Dim)
+    } else {
+        (format!("{age} · {}", problems.join(" · ")), Style::default(), if reconnecting { Role::Error } else { Role::Warn })
+    }
+}
+
+fn status_bar(frame: &mut Frame, area: Rect, app: &App, views: &Views, theme: &Theme) {
+    let t = &views.analysis.totals;
+    let mut spans = vec![Span::styled(
+        format!(" {} GPU · {} used · {} free · {} pending ", t.gpus, t.allocated, t.free, views.analysis.pending.len()),
+        theme.style(Role::Text),
+    )];
+    let (feeds, _, role) = feed_summary(views);
+    spans.push(Span::styled(format!("│ {feeds} "), theme.style(role)));
+    if app.read_only {
+        spans.push(Span::styled("│ read-only ", theme.style(Role::Warn)));
+    }
+    let filter = app.filter(app.pane);
+    if !filter.is_empty() {
+        spans.push(Span::styled(format!("│ /{filter} "), theme.style(Role::Accent)));
+    }
+    if let Some(n) = &app.notice {
+        spans.push(Span::styled(format!("│ {} ", n.text), theme.style(if n.error { Role::Error } else { Role::Accent })));
+    } else {
+        let used: usize = spans.iter().map(|s| s.width()).sum();
+        let mut hints = Vec::new();
+        let mut width = used + 2;
+        for (key, what) in crate::app::keys::hints(app.pane) {
+            let w = key.chars().count() + what.chars().count() + 2;
+            if width + w > area.width as usize {
+                break;
+            }
+            width += w;
+            hints.push(Span::styled(key.to_string(), theme.style(Role::KeyHint)));
+            hints.push(Span::styled(format!(" {what} "), theme.style(Role::Dim)));
+        }
+        spans.push(Span::raw("│ "));
+        spans.extend(hints);
+    }
+    frame.render_widget(Paragraph::new(Line::from(spans)), area);
+}

@@ -1,0 +1,288 @@
+//! Dialogs drawn over the pane: help, command palette, filter, action
+//! confirmation (with the blast radius and the kubectl equivalent), node
+//! and matrix-cell details, the MIG config picker.
+
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Clear, Paragraph, Wrap};
+use ratatui::Frame;
+
+use crate::actions::Action;
+use crate::analysis::age;
+use crate::app::keys::BINDINGS;
+use crate::app::{palette, App, Confirm, Overlay, Pane};
+use crate::model::Sym;
+use crate::view_model::panes::Views;
+
+use super::theme::{Role, Theme};
+use super::widgets::block;
+use super::Context;
+
+fn centered(area: Rect, width: u16, height: u16) -> Rect {
+    let w = width.min(area.width);
+    let h = height.min(area.height);
+    Rect { x: area.x + (area.width - w) / 2, y: area.y + (area.height - h) / 2, width: w, height: h }
+}
+
+pub fn draw(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme: &Theme, ctx: &Context) {
+    let matrix_cell = app.matrix_cell;
+    let pane = app.pane;
+    let Some(overlay) = app.overlay.as_mut() else { return };
+    match overlay {
+        Overlay::Help { scroll } => help(frame, area, views, theme, *scroll),
+        Overlay::Palette(text) => {
+            let rect = Rect { x: area.x, y: area.y + area.height.saturating_sub(3), width: area.width, height: 3.min(area.height) };
+            let hint_rect = Rect {
+                x: area.x,
+                y: rect.y.saturating_sub(palette::COMMANDS.len() as u16 + 2),
+                width: area.width.min(80),
+                height: (palette::COMMANDS.len() as u16 + 2).min(rect.y.saturating_sub(area.y)),
+            };
+            let hints: Vec<Line> = palette::COMMANDS
+                .iter()
+                .map(|(c, d)| Line::from(vec![Span::styled(format!(":{c:<58}"), theme.style(Role::KeyHint)), Span::styled(d.to_string(), theme.style(Role::Dim))]))
+                .collect();
+            frame.render_widget(Clear, hint_rect);
+            frame.render_widget(Paragraph::new(hints).block(block(" commands ", false, theme)), hint_rect);
+            text.set_block(block(" : command (enter run · esc cancel) ", true, theme));
+            text.set_style(theme.style(Role::Text));
+            frame.render_widget(Clear, rect);
+            frame.render_widget(&**text, rect);
+        }
+        Overlay::Filter(text) => {
+            let rect = Rect { x: area.x, y: area.y + area.height.saturating_sub(3), width: area.width, height: 3.min(area.height) };
+            text.set_block(block(format!(" / filter {} (enter keep · esc clear) ", pane.title()), true, theme));
+            text.set_style(theme.style(Role::Text));
+            frame.render_widget(Clear, rect);
+            frame.render_widget(&**text, rect);
+        }
+        Overlay::Confirm(c) => confirm(frame, area, c, theme, ctx),
+        Overlay::NodeDetail { node, scroll } => node_detail(frame, area, *node, *scroll, views, theme),
+        Overlay::CellDetail { scroll } => cell_detail(frame, area, matrix_cell, *scroll, views, theme),
+        Overlay::MigPicker { node, configs, selected } => {
+            let h = (configs.len() as u16 + 4).min(area.height);
+            let rect = centered(area, 50, h);
+            let lines: Vec<Line> = configs
+                .iter()
+                .enumerate()
+                .map(|(i, c)| {
+                    let style = if i == *selected { theme.style(Role::Selection) } else { theme.style(Role::Text) };
+                    Line::styled(format!(" {c} "), style)
+                })
+                .collect();
+            frame.render_widget(Clear, rect);
+            let title = format!(" mig.config for {node} (enter choose · esc cancel) ");
+            let scroll = (*selected as u16).saturating_sub(h.saturating_sub(3));
+            frame.render_widget(Paragraph::new(lines).scroll((scroll, 0)).block(block(title, true, theme)), rect);
+        }
+    }
+}
+
+fn help(frame: &mut Frame, area: Rect, views: &Views, theme: &Theme, scroll: u16) {
+    let mut lines = Vec::new();
+    if let Some(s) = &views.snap.scenario {
+        lines.push(Line::styled(format!("scenario {}: {}", s.name, s.title), theme.style(Role::Header)));
+        lines.push(Line::styled(s.story.clone(), theme.style(Role::Text)));
+        lines.push(Line::styled(format!("look for: {}", s.signal), theme.style(Role::Accent)));
+        lines.push(Line::raw(""));
+    }
+    lines.push(Line::styled("keys", theme.style(Role::Header)));
+    for b in BINDINGS {
+        let panes = match b.panes {
+            None => String::new(),
+            Some(p) if p.len() == Pane::ALL.len() => String::new(),
+            Some(p) => format!("  [{}]", p.iter().map(|x| x.title()).collect::<Vec<_>>().join(", ")),
+        };
+        lines.push(Line::from(vec![
+            Span::styled(format!("  {:<9}", b.label), theme.style(Role::KeyHint)),
+            Span::styled(b.help.to_string(), theme.style(Role::Text)),
+            Span::styled(panes, theme.style(Role::Dim)),
+        ]));
+    }
+    lines.push(Line::raw(""));
+    lines.push(Line::styled("command palette (:)", theme.style(Role::Header)));
+    for (c, d) in palette::COMMANDS {
+        lines.push(Line::from(vec![Span::styled(format!("  :{c:<58}"), theme.style(Role::KeyHint)), Span::styled(d.to_string(), theme.style(Role::Dim))]));
+    }
+    lines.push(Line::raw(""));
+    lines.push(Line::styled("in a confirmation: y/enter run · d dry run (server-side) · g GPU pods only (drain) · n/esc cancel", theme.style(Role::Dim)));
+    let rect = centered(area, 100, area.height);
+    frame.render_widget(Clear, rect);
+    frame.render_widget(
+        Paragraph::new(lines).wrap(Wrap { trim: false }).scroll((scroll, 0)).block(block(" Help · esc close · j/k scroll ", true, theme)),
+        rect,
+    );
+}
+
+fn confirm(frame: &mut Frame, area: Rect, c: &Confirm, theme: &Theme, ctx: &Context) {
+    let (headline, role) = match &c.action {
+        Action::Cordon { node } => (format!("Cordon node {node}?"), Role::Warn),
+        Action::Uncordon { node } => (format!("Uncordon node {node}?"), Role::Warn),
+        Action::Drain { node, gpu_only } => {
+            (format!("Drain node {node}{}?", if *gpu_only { " (GPU pods only)" } else { "" }), Role::Destructive)
+        }
+        Action::Requeue { gang } => (format!("Requeue {} {}/{}?", gang.kind.kind_name(), gang.namespace, gang.name), Role::Destructive),
+        Action::RepartitionMig { node, config } => (format!("Repartition MIG on {node} to {config}?"), Role::Destructive),
+        Action::RunPlan { target, evictions } => (format!("Run the defragmentation plan for {target} ({} eviction(s))?", evictions.len()), Role::Destructive),
+    };
+    let mut lines = vec![Line::styled(headline, theme.style(role))];
+    if ctx.production {
+        lines.push(Line::styled(format!("context {} looks like PRODUCTION", ctx.source), theme.style(Role::Production)));
+    }
+    let i = &c.impact;
+    lines.push(Line::styled(
+        format!(
+            "blast radius: {} pod(s), {} gang(s) broken, {:.1} GPU-hours of running work lost",
+            i.pods.len(),
+            i.gangs.len(),
+            i.gpu_hours
+        ),
+        theme.style(Role::Text),
+    ));
+    for (pod, node, gpus) in i.pods.iter().take(8) {
+        lines.push(Line::styled(
+            format!("  pod {}/{} on {} ({gpus} GPU)", pod.namespace, pod.name, node.map_or("-", |n| n.as_str())),
+            theme.style(Role::Dim),
+        ));
+    }
+    if i.pods.len() > 8 {
+        lines.push(Line::styled(format!("  … and {} more", i.pods.len() - 8), theme.style(Role::Dim)));
+    }
+    for g in &i.gangs {
+        lines.push(Line::styled(format!("  restarts gang {g}"), theme.style(Role::Warn)));
+    }
+    for w in &i.warnings {
+        lines.push(Line::styled(format!("  ! {w}"), theme.style(Role::Warn)));
+    }
+    lines.push(Line::styled("by hand:", theme.style(Role::Header)));
+    for k in i.kubectl.iter().take(6) {
+        lines.push(Line::styled(format!("  $ {k}"), theme.style(Role::Accent)));
+    }
+    if i.kubectl.len() > 6 {
+        lines.push(Line::styled(format!("  … {} more command(s)", i.kubectl.len() - 6), theme.style(Role::Dim)));
+    }
+    let mut keys = vec![
+        Span::styled(" y ", theme.style(Role::Destructive)),
+        Span::styled(" run  ", theme.style(Role::Text)),
+        Span::styled("d", theme.style(Role::KeyHint)),
+        Span::styled(" dry run  ", theme.style(Role::Text)),
+    ];
+    if matches!(c.action, Action::Drain { .. }) {
+        keys.push(Span::styled("g", theme.style(Role::KeyHint)));
+        keys.push(Span::styled(if c.gpu_only { " all pods  " } else { " GPU pods only  " }, theme.style(Role::Text)));
+    }
+    keys.push(Span::styled("n/esc", theme.style(Role::KeyHint)));
+    keys.push(Span::styled(" cancel", theme.style(Role::Text)));
+    lines.push(Line::raw(""));
+    lines.push(Line::from(keys));
+    let h = (lines.len() as u16 + 2).min(area.height);
+    let rect = centered(area, 96, h);
+    frame.render_widget(Clear, rect);
+    let border_role = if ctx.production { Role::Production } else { Role::BorderFocused };
+    let b = block(format!(" confirm {} ", c.action.verb()), true, theme).border_style(theme.style(border_role));
+    frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }).block(b), rect);
+}
+
+fn node_detail(frame: &mut Frame, area: Rect, node: Sym, scroll: u16, views: &Views, theme: &Theme) {
+    let mut lines = Vec::new();
+    let row = views.nodes.iter().find(|r| r.name == node);
+    match (views.snap.nodes.get(&node), row) {
+        (Some(n), Some(r)) => {
+            lines.push(Line::styled(
+                format!(
+                    "{}  {}  {}  driver {}  pool {}",
+                    n.name,
+                    if n.is_ready() { "Ready" } else { "NotReady" },
+                    if n.unschedulable { "cordoned" } else { "schedulable" },
+                    r.driver,
+                    r.pool
+                ),
+                theme.style(Role::Header),
+            ));
+            lines.push(Line::styled(
+                format!(
+                    "GPUs: {} in hardware, {} allocatable, {} used, {} free ({} stranded){}",
+                    r.hardware.map_or("?".into(), |h| h.to_string()),
+                    r.allocatable,
+                    r.used,
+                    r.free,
+                    r.stranded,
+                    if r.mig.is_empty() { String::new() } else { format!("; MIG {}", r.mig) }
+                ),
+                theme.style(Role::Text),
+            ));
+            for d in &r.issue_details {
+                lines.push(Line::styled(format!("! {d}"), theme.style(Role::Error)));
+            }
+            if !n.taints.is_empty() {
+                lines.push(Line::styled(
+                    format!("taints: {}", n.taints.iter().map(|t| format!("{}={}:{}", t.key, t.value, t.effect.as_str())).collect::<Vec<_>>().join(", ")),
+                    theme.style(Role::Text),
+                ));
+            }
+            lines.push(Line::styled("pods:", theme.style(Role::Header)));
+            let now = views.analysis.now;
+            let mut pods: Vec<_> = views.snap.pods.values().filter(|p| p.node == Some(node)).collect();
+            pods.sort_by(|a, b| a.phase.cmp(&b.phase).then(a.name.cmp(&b.name)));
+            for p in pods.iter().take(40) {
+                lines.push(Line::styled(
+                    format!(
+                        "  {}/{}  {}{}  gpu {}{}  {}",
+                        p.namespace,
+                        p.name,
+                        p.phase.as_str(),
+                        p.reason.map_or(String::new(), |r| format!(" ({r})")),
+                        p.requests.gpu,
+                        p.requests.mig().map(|(k, v)| format!(" {k}×{v}")).collect::<String>(),
+                        age(now - p.transitioned)
+                    ),
+                    theme.style(Role::Text),
+                ));
+            }
+            if pods.is_empty() {
+                lines.push(Line::styled("  none", theme.style(Role::Dim)));
+            }
+            lines.push(Line::styled("GPU labels:", theme.style(Role::Header)));
+            for (k, v) in n.labels.iter().filter(|(k, _)| k.as_str().starts_with("nvidia.com/")) {
+                lines.push(Line::styled(format!("  {k}={v}"), theme.style(Role::Dim)));
+            }
+        }
+        _ => lines.push(Line::styled(format!("node {node} is gone"), theme.style(Role::Warn))),
+    }
+    let rect = centered(area, 110, area.height);
+    frame.render_widget(Clear, rect);
+    frame.render_widget(
+        Paragraph::new(lines).wrap(Wrap { trim: false }).scroll((scroll, 0)).block(block(format!(" node {node} · esc close "), true, theme)),
+        rect,
+    );
+}
+
+fn cell_detail(frame: &mut Frame, area: Rect, cell: (usize, usize), scroll: u16, views: &Views, theme: &Theme) {
+    let m = &views.analysis.matrix;
+    let found = m.drivers.get(cell.0).and_then(|(d, _)| m.needs.get(cell.1).and_then(|(c, _)| m.cell(d, c)));
+    let mut lines = Vec::new();
+    match found {
+        Some(c) => {
+            lines.push(Line::styled(format!("driver {} × CUDA {}: {}", c.driver, c.cuda, c.verdict.as_str()), theme.style(Role::Header)));
+            lines.push(Line::styled(c.reason.clone(), theme.style(Role::Text)));
+            lines.push(Line::styled(format!("nodes ({}):", c.nodes.len()), theme.style(Role::Header)));
+            lines.push(Line::styled(format!("  {}", c.nodes.iter().map(|n| n.to_string()).collect::<Vec<_>>().join(" ")), theme.style(Role::Dim)));
+            lines.push(Line::styled(format!("placed there ({}):", c.placed.len()), theme.style(Role::Header)));
+            for p in &c.placed {
+                lines.push(Line::styled(format!("  {p}"), theme.style(Role::Text)));
+            }
+            lines.push(Line::styled(format!("all workloads needing CUDA {} ({}):", c.cuda, c.workloads.len()), theme.style(Role::Header)));
+            for p in c.workloads.iter().take(60) {
+                lines.push(Line::styled(format!("  {p}"), theme.style(Role::Dim)));
+            }
+        }
+        None => lines.push(Line::styled("no cell selected", theme.style(Role::Dim))),
+    }
+    let [_, mid, _] = Layout::vertical([Constraint::Length(1), Constraint::Min(3), Constraint::Length(1)]).areas(area);
+    let rect = centered(mid, 100, mid.height);
+    frame.render_widget(Clear, rect);
+    frame.render_widget(
+        Paragraph::new(lines).wrap(Wrap { trim: false }).scroll((scroll, 0)).block(block(" matrix cell · esc close ", true, theme)),
+        rect,
+    );
+}

@@ -1,0 +1,159 @@
+//! Drivers pane: the driver × CUDA compatibility matrix (enter: the pods
+//! and nodes of a cell), the upgrade-wave board (stuck nodes first) and,
+//! after `:plan VERSION`, the planned waves.
+
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Cell, Paragraph};
+use ratatui::Frame;
+
+use crate::analysis::age;
+use crate::analysis::compat::Verdict;
+use crate::app::{rows, App, Pane, Section};
+use crate::ui::theme::{Role, Theme};
+use crate::ui::widgets::{self, block, fit};
+use crate::view_model::panes::Views;
+
+pub fn verdict_cell(v: Verdict) -> (&'static str, Role) {
+    match v {
+        Verdict::Ok => ("ok", Role::Ok),
+        Verdict::MinorCompat => ("minor", Role::Warn),
+        Verdict::ForwardCompat => ("fwd", Role::Accent),
+        Verdict::Incompatible => ("✗ no", Role::Error),
+        Verdict::Unknown => ("?", Role::Dim),
+    }
+}
+
+pub fn draw(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme: &Theme) {
+    let m = &views.analysis.matrix;
+    let matrix_h = (m.drivers.len() as u16 + 4).min(area.height / 2).max(5);
+    let has_waves = views.waves.is_some();
+    let constraints = if has_waves {
+        vec![Constraint::Length(matrix_h), Constraint::Percentage(40), Constraint::Min(4)]
+    } else {
+        vec![Constraint::Length(matrix_h), Constraint::Min(4)]
+    };
+    let parts = Layout::vertical(constraints).split(area);
+    let focus = app.section(Pane::Drivers);
+    draw_matrix(frame, parts[0], app, views, theme, focus == Section::First);
+    draw_board(frame, parts[1], app, views, theme, focus == Section::Second);
+    if has_waves && parts.len() > 2 {
+        draw_waves(frame, parts[2], app, views, theme, focus == Section::Third);
+    }
+}
+
+fn draw_matrix(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme: &Theme, focused: bool) {
+    let m = &views.analysis.matrix;
+    let title = format!(
+        " Driver × CUDA ({} GPU pods without a CUDA need) · enter: cell details ",
+        m.unknown_need
+    );
+    if m.drivers.is_empty() || m.needs.is_empty() {
+        let text = if m.drivers.is_empty() { "no GPU nodes" } else { "no GPU workload declares or implies a CUDA version" };
+        widgets::empty(frame, area, block(title, focused, theme), text, theme);
+        return;
+    }
+    let (sel_r, sel_c) = (
+        app.matrix_cell.0.min(m.drivers.len() - 1),
+        app.matrix_cell.1.min(m.needs.len() - 1),
+    );
+    let col_w = 13usize;
+    let inner_w = area.width.saturating_sub(2) as usize;
+    let max_cols = ((inner_w.saturating_sub(18)) / (col_w + 1)).max(1);
+    let first_col = sel_c.saturating_sub(max_cols - 1);
+    let needs: Vec<_> = m.needs.iter().enumerate().skip(first_col).take(max_cols).collect();
+    let mut lines = Vec::new();
+    let mut header = vec![Span::styled(format!("{:<18}", "DRIVER (nodes)"), theme.style(Role::Header))];
+    for (_, (cuda, pods)) in &needs {
+        header.push(Span::styled(format!("{:>col_w$} ", fit(&format!("{cuda}·{}", pods.len()), col_w)), theme.style(Role::Header)));
+    }
+    lines.push(Line::from(header));
+    for (r, (driver, nodes)) in m.drivers.iter().enumerate() {
+        let mut spans = vec![Span::styled(format!("{:<18}", fit(&format!("{driver} ({})", nodes.len()), 17)), theme.style(Role::Text))];
+        for (c, (cuda, _)) in &needs {
+            let cell = m.cell(driver, cuda);
+            let (text, role) = cell.map_or(("", Role::Dim), |x| verdict_cell(x.verdict));
+            let placed = cell.map_or(0, |x| x.placed.len());
+            let label = if placed > 0 { format!("{text}·{placed}") } else { text.to_string() };
+            let mut style = theme.style(role);
+            if focused && r == sel_r && *c == sel_c {
+                style = style.patch(theme.style(Role::Selection));
+            }
+            spans.push(Span::styled(format!("{label:>col_w$}"), style));
+            spans.push(Span::raw(" "));
+        }
+        lines.push(Line::from(spans));
+    }
+    if let Some(cell) = m.drivers.get(sel_r).and_then(|(d, _)| m.needs.get(sel_c).and_then(|(c, _)| m.cell(d, c))) {
+        lines.push(Line::styled(fit(&cell.reason, inner_w), theme.style(Role::Dim)));
+    }
+    frame.render_widget(Paragraph::new(lines).block(block(title, focused, theme)), area);
+}
+
+fn draw_board(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme: &Theme, focused: bool) {
+    let rows_ = rows::upgrades(views, app.filter(Pane::Drivers));
+    let labelled = rows_.iter().filter(|u| u.state.is_some()).count();
+    let stuck = rows_.iter().filter(|u| u.stuck).count();
+    let title = format!(" Upgrade waves: {labelled} node(s) with a state, {stuck} stuck · :plan VERSION ");
+    if rows_.is_empty() {
+        widgets::empty(frame, area, block(title, focused, theme), "no GPU nodes", theme);
+        return;
+    }
+    let ids: Vec<String> = rows_.iter().map(|u| u.node.to_string()).collect();
+    let selected = focused.then(|| app.selected_index(Pane::Drivers, &ids));
+    let table_rows: Vec<Vec<Cell>> = rows_
+        .iter()
+        .map(|u| {
+            let role = if u.stuck || u.failed() {
+                Role::Error
+            } else if u.state.is_some_and(|s| s.as_str() == "upgrade-done") {
+                Role::Ok
+            } else if u.state.is_some() {
+                Role::Warn
+            } else {
+                Role::Dim
+            };
+            vec![
+                widgets::styled(fit(u.node.as_str(), 16), theme.style(Role::Text)),
+                widgets::styled(u.state_str(), theme.style(role)),
+                widgets::styled(u.seconds_in_state.map_or("-".into(), age), theme.style(Role::Dim)),
+                widgets::styled(
+                    if u.stuck { "STUCK" } else if u.skip { "skip" } else { "" },
+                    theme.style(if u.stuck { Role::Error } else { Role::Dim }),
+                ),
+                widgets::styled(u.driver.clone().unwrap_or_else(|| "-".into()), theme.style(Role::Dim)),
+            ]
+        })
+        .collect();
+    let widths = [Constraint::Length(16), Constraint::Length(26), Constraint::Length(7), Constraint::Length(6), Constraint::Min(10)];
+    let offset = if focused { app.offsets.get(&Pane::Drivers).copied().unwrap_or(0) } else { 0 };
+    let offset = widgets::table(frame, area, block(title, focused, theme), &["NODE", "STATE", "FOR", "", "DRIVER"], &widths, table_rows, selected, offset, theme);
+    if focused {
+        app.offsets.insert(Pane::Drivers, offset);
+    }
+}
+
+fn draw_waves(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme: &Theme, focused: bool) {
+    let Some(plan) = &views.waves else { return };
+    let title = format!(" Waves to {} (≤{} node(s) each) · :plan off ", plan.target, plan.wave_size);
+    let ids: Vec<String> = plan.waves.iter().map(|w| w.index.to_string()).collect();
+    let selected = focused.then(|| app.selected_index(Pane::Drivers, &ids));
+    let rows: Vec<Vec<Cell>> = plan
+        .waves
+        .iter()
+        .map(|w| {
+            let label = if w.canary { "canary".to_string() } else { format!("wave {}", w.index) };
+            let breaks = if w.breaks.is_empty() { "-".to_string() } else { format!("{} pod(s) break", w.breaks.len()) };
+            vec![
+                widgets::styled(label, theme.style(if w.canary { Role::Accent } else { Role::Text })),
+                widgets::styled(w.nodes.iter().map(|n| n.to_string()).collect::<Vec<_>>().join(" "), theme.style(Role::Text)),
+                widgets::styled(if w.gangs.is_empty() { String::new() } else { format!("keeps {}", w.gangs.join(", ")) }, theme.style(Role::Dim)),
+                widgets::styled(breaks, theme.style(if w.breaks.is_empty() { Role::Ok } else { Role::Error })),
+            ]
+        })
+        .collect();
+    let widths = [Constraint::Length(8), Constraint::Percentage(45), Constraint::Percentage(30), Constraint::Min(10)];
+    let offset = widgets::table(frame, area, block(title, focused, theme), &["WAVE", "NODES", "GANGS", "BREAKS"], &widths, rows, selected, 0, theme);
+    let _ = offset;
+    let _ = app;
+}

@@ -1,0 +1,50 @@
+//! Events pane: the cluster's events (FailedScheduling, evictions, driver
+//! upgrade transitions, ...) newest first, and kgpu's own audit entries.
+
+use ratatui::layout::{Constraint, Rect};
+use ratatui::widgets::Cell;
+use ratatui::Frame;
+
+use crate::app::{rows, App, Pane};
+use crate::ui::theme::{Role, Theme};
+use crate::ui::widgets::{self, block, fit};
+use crate::view_model::panes::Views;
+
+pub fn draw(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme: &Theme) {
+    let events = rows::events(views, app.filter(Pane::Events));
+    let ids: Vec<String> = (0..events.len()).map(|i| i.to_string()).collect();
+    let selected = app.selected_index(Pane::Events, &ids);
+    let title = format!(" Events ({}) ", events.len());
+    if events.is_empty() {
+        widgets::empty(frame, area, block(title, true, theme), "no events", theme);
+        return;
+    }
+    let wide = area.width >= 120;
+    let rows: Vec<Vec<Cell>> = events
+        .iter()
+        .map(|e| {
+            let mut cells = vec![
+                widgets::styled(e.age.clone(), theme.style(Role::Dim)),
+                widgets::styled(if e.warning { "Warning" } else { "Normal" }, theme.style(if e.warning { Role::Warn } else { Role::Dim })),
+                widgets::styled(fit(&e.reason, 18), theme.style(Role::Text)),
+                widgets::styled(fit(&e.object, if wide { 44 } else { 26 }), theme.style(Role::Accent)),
+            ];
+            if wide {
+                cells.push(widgets::styled(if e.count > 1 { format!("x{}", e.count) } else { String::new() }, theme.style(Role::Dim)));
+            }
+            cells.push(widgets::styled(e.message.clone(), theme.style(Role::Text)));
+            cells
+        })
+        .collect();
+    let mut header = vec!["AGE", "TYPE", "REASON", "OBJECT"];
+    let mut widths = vec![Constraint::Length(5), Constraint::Length(7), Constraint::Length(18), Constraint::Length(if wide { 44 } else { 26 })];
+    if wide {
+        header.push("COUNT");
+        widths.push(Constraint::Length(5));
+    }
+    header.push("MESSAGE");
+    widths.push(Constraint::Min(10));
+    let offset = app.offsets.get(&Pane::Events).copied().unwrap_or(0);
+    let offset = widgets::table(frame, area, block(title, true, theme), &header, &widths, rows, Some(selected), offset, theme);
+    app.offsets.insert(Pane::Events, offset);
+}

@@ -1,0 +1,290 @@
+//! Fleet pane: the fragmentation map (one cell per GPU, MIG GPUs as their
+//! slices), node rows, and a side panel with the selected pending shape's
+//! numbers and the defragmentation plan. Large fleets aggregate into pools.
+
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Cell, Paragraph, Wrap};
+use ratatui::Frame;
+
+use crate::analysis::fragmentation::{PlanStatus, ShapeSource};
+use crate::app::{rows, App, Pane};
+use crate::ui::theme::{Role, Theme};
+use crate::ui::widgets::{self, block, fit};
+use crate::view_model::panes::{Cell as GpuCell, NodeRow, Views};
+
+pub fn glyph(cell: GpuCell) -> (&'static str, Role) {
+    match cell {
+        GpuCell::Used => ("■", Role::GpuUsed),
+        GpuCell::Free => ("□", Role::GpuFree),
+        GpuCell::Stranded => ("▣", Role::GpuStranded),
+        GpuCell::Unadvertised => ("?", Role::GpuUnadvertised),
+        GpuCell::Unhealthy => ("✗", Role::GpuUnhealthy),
+        GpuCell::Unavailable => ("·", Role::GpuUnavailable),
+        GpuCell::MigUsed => ("▪", Role::MigUsed),
+        GpuCell::MigFree => ("▫", Role::MigFree),
+        GpuCell::Gap => (" ", Role::Text),
+    }
+}
+
+fn map_line(row: &NodeRow, width: usize, theme: &Theme) -> Line<'static> {
+    let mut spans = Vec::new();
+    for (i, c) in row.cells.iter().enumerate() {
+        if i + 1 > width {
+            spans.push(Span::styled("…", theme.style(Role::Dim)));
+            break;
+        }
+        let (g, role) = glyph(*c);
+        spans.push(Span::styled(g, theme.style(role)));
+    }
+    Line::from(spans)
+}
+
+pub fn legend(theme: &Theme) -> Line<'static> {
+    let items = [
+        (GpuCell::Used, "used"),
+        (GpuCell::Free, "free"),
+        (GpuCell::Stranded, "stranded"),
+        (GpuCell::Unadvertised, "unadvertised"),
+        (GpuCell::Unhealthy, "unhealthy"),
+        (GpuCell::Unavailable, "unavailable"),
+        (GpuCell::MigUsed, "MIG used"),
+        (GpuCell::MigFree, "MIG free"),
+    ];
+    let mut spans = vec![Span::raw(" ")];
+    for (c, label) in items {
+        let (g, role) = glyph(c);
+        spans.push(Span::styled(g, theme.style(role)));
+        spans.push(Span::styled(format!(" {label}  "), theme.style(Role::Dim)));
+    }
+    Line::from(spans)
+}
+
+pub fn draw(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme: &Theme) {
+    let t = &views.analysis.totals;
+    let f = &views.analysis.fragmentation;
+    let summary = Line::from(vec![
+        Span::styled(format!(" {} GPUs", t.gpus), theme.style(Role::Text)),
+        Span::styled(format!(" · {} used", t.allocated), theme.style(Role::GpuUsed)),
+        Span::styled(format!(" · {} free", t.free), theme.style(Role::GpuFree)),
+        Span::styled(format!(" ({} stranded)", t.stranded), theme.style(if t.stranded > 0 { Role::GpuStranded } else { Role::Dim })),
+        Span::styled(format!(" · {} unavailable", t.unavailable), theme.style(Role::Dim)),
+        Span::styled(
+            format!(" · {} unadvertised", t.unadvertised),
+            theme.style(if t.unadvertised > 0 { Role::GpuUnadvertised } else { Role::Dim }),
+        ),
+        Span::styled(format!(" · fragmentation {:.2}", f.score), theme.style(Role::Accent)),
+    ]);
+    let [top, body, legend_area] =
+        Layout::vertical([Constraint::Length(1), Constraint::Min(4), Constraint::Length(1)]).areas(area);
+    frame.render_widget(Paragraph::new(summary), top);
+    frame.render_widget(Paragraph::new(legend(theme)), legend_area);
+
+    let wide = body.width >= 110;
+    let (list_area, panel_area) = if wide {
+        let [l, r] = Layout::horizontal([Constraint::Min(60), Constraint::Length(46)]).areas(body);
+        (l, Some(r))
+    } else if body.height >= 18 {
+        let [l, r] = Layout::vertical([Constraint::Min(8), Constraint::Length(8)]).areas(body);
+        (l, Some(r))
+    } else {
+        (body, None)
+    };
+    if app.aggregated(views) {
+        draw_pools(frame, list_area, app, views, theme);
+    } else {
+        draw_nodes(frame, list_area, app, views, theme);
+    }
+    if let Some(p) = panel_area {
+        draw_panel(frame, p, app, views, theme, wide);
+    }
+}
+
+fn draw_nodes(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme: &Theme) {
+    let rows = rows::nodes(views, app.filter(Pane::Fleet), app.fleet_sort);
+    let ids: Vec<String> = rows.iter().map(|r| r.id()).collect();
+    let selected = app.selected_index(Pane::Fleet, &ids);
+    let title = format!(" Nodes ({}) · sort: {} ", rows.len(), app.fleet_sort.label());
+    if rows.is_empty() {
+        let text = if views.nodes.is_empty() { "no nodes (yet)" } else { "no node matches the filter" };
+        widgets::empty(frame, area, block(title, true, theme), text, theme);
+        return;
+    }
+    let inner_width = area.width.saturating_sub(2) as usize;
+    let name_w = rows.iter().map(|r| r.name.as_str().len()).max().unwrap_or(8).clamp(6, 18);
+    let cells_w = rows.iter().map(|r| r.cells.len()).max().unwrap_or(8).clamp(4, 64);
+    let fixed = name_w + 1 + 6 + 1;
+    let rest = inner_width.saturating_sub(fixed);
+    let map_w = cells_w.min(rest.saturating_sub(12)).max(4);
+    let rest = rest.saturating_sub(map_w + 1);
+    let show_product = rest >= 40;
+    let show_driver = rest >= 28;
+    let issues_w = rest.saturating_sub(if show_product { 16 } else { 0 } + if show_driver { 11 } else { 0 });
+    let pending_badge = |r: &NodeRow| app.in_flight.iter().any(|f| f.contains(&format!("node/{}", r.name)));
+    let table_rows: Vec<Vec<Cell>> = rows
+        .iter()
+        .map(|r| {
+            let status_role = if !r.ready {
+                Role::Error
+            } else if r.cordoned {
+                Role::Warn
+            } else {
+                Role::Text
+            };
+            let mut cells = vec![
+                widgets::styled(fit(r.name.as_str(), name_w), theme.style(status_role)),
+                Cell::from(map_line(r, map_w, theme)),
+                widgets::styled(format!("{}/{}", r.used, r.allocatable), theme.style(Role::Text)),
+            ];
+            if show_product {
+                cells.push(widgets::styled(fit(&r.product, 15), theme.style(Role::Dim)));
+            }
+            if show_driver {
+                cells.push(widgets::styled(fit(&r.driver, 10), theme.style(Role::Dim)));
+            }
+            let mut issues: Vec<String> = r.issues.iter().map(|i| rows::issue_short(*i).to_string()).collect();
+            if pending_badge(r) {
+                issues.insert(0, "⟳pending".into());
+            }
+            let role = if r.issues.iter().any(|i| i.is_fault()) { Role::Error } else { Role::Warn };
+            cells.push(widgets::styled(fit(&issues.join(","), issues_w), theme.style(role)));
+            cells
+        })
+        .collect();
+    let mut header = vec!["NODE", "GPUS", "USED"];
+    let mut widths = vec![Constraint::Length(name_w as u16), Constraint::Length(map_w as u16), Constraint::Length(6)];
+    if show_product {
+        header.push("PRODUCT");
+        widths.push(Constraint::Length(15));
+    }
+    if show_driver {
+        header.push("DRIVER");
+        widths.push(Constraint::Length(10));
+    }
+    header.push("ISSUES");
+    widths.push(Constraint::Min(4));
+    let offset = app.offsets.get(&Pane::Fleet).copied().unwrap_or(0);
+    let offset = widgets::table(frame, area, block(title, true, theme), &header, &widths, table_rows, Some(selected), offset, theme);
+    app.offsets.insert(Pane::Fleet, offset);
+}
+
+const SPARK: [&str; 8] = ["▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"];
+
+fn draw_pools(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme: &Theme) {
+    let pools = rows::pools(views, app.filter(Pane::Fleet));
+    let ids: Vec<String> = pools.iter().map(|p| p.name.clone()).collect();
+    let selected = app.selected_index(Pane::Fleet, &ids);
+    let title = format!(" Pools ({} nodes in {} pools) · enter: list its nodes ", views.nodes.len(), pools.len());
+    let rows: Vec<Vec<Cell>> = pools
+        .iter()
+        .map(|p| {
+            let max = p.free_histogram.iter().copied().max().unwrap_or(0).max(1);
+            let spark: String = p
+                .free_histogram
+                .iter()
+                .map(|&n| if n == 0 { " " } else { SPARK[((n as usize * 7) / max as usize).min(7)] })
+                .collect();
+            let issues = p.issues.iter().map(|(k, v)| format!("{v} {k}")).collect::<Vec<_>>().join(", ");
+            vec![
+                widgets::styled(fit(&p.name, 16), theme.style(Role::Text)),
+                widgets::styled(p.nodes.to_string(), theme.style(Role::Text)),
+                widgets::styled(format!("{}/{}", p.used, p.gpus), theme.style(Role::GpuUsed)),
+                widgets::styled(p.free.to_string(), theme.style(Role::GpuFree)),
+                widgets::styled(p.stranded.to_string(), theme.style(if p.stranded > 0 { Role::GpuStranded } else { Role::Dim })),
+                widgets::styled(format!("[{spark}]"), theme.style(Role::Accent)),
+                widgets::styled(issues, theme.style(Role::Warn)),
+            ]
+        })
+        .collect();
+    let widths = [
+        Constraint::Length(16),
+        Constraint::Length(6),
+        Constraint::Length(11),
+        Constraint::Length(6),
+        Constraint::Length(8),
+        Constraint::Length(11),
+        Constraint::Min(6),
+    ];
+    let offset = app.offsets.get(&Pane::Fleet).copied().unwrap_or(0);
+    let offset = widgets::table(
+        frame,
+        area,
+        block(title, true, theme),
+        &["POOL", "NODES", "USED/GPUS", "FREE", "STRANDED", "FREE/NODE", "ISSUES"],
+        &widths,
+        rows,
+        Some(selected),
+        offset,
+        theme,
+    );
+    app.offsets.insert(Pane::Fleet, offset);
+}
+
+fn draw_panel(frame: &mut Frame, area: Rect, app: &App, views: &Views, theme: &Theme, tall: bool) {
+    let f = &views.analysis.fragmentation;
+    let shapes = &f.shapes;
+    if shapes.is_empty() {
+        return;
+    }
+    let i = app.shape % shapes.len();
+    let s = &shapes[i];
+    let from = match &s.demand.source {
+        ShapeSource::Canonical => "canonical".to_string(),
+        ShapeSource::Pod(k) => format!("Pod {k}"),
+        ShapeSource::Gang(k) => format!("{} {}/{}", k.kind.kind_name(), k.namespace, k.name),
+    };
+    let mut lines = vec![
+        Line::from(vec![
+            Span::styled(format!("{} ", s.demand.label()), theme.style(Role::Header)),
+            Span::styled(format!("[{}/{}] ", i + 1, shapes.len()), theme.style(Role::Dim)),
+            Span::styled(from, theme.style(Role::Text)),
+        ]),
+        Line::from(vec![
+            Span::styled("fits now: ", theme.style(Role::Dim)),
+            Span::styled(if s.fits_now { "yes" } else { "no" }, theme.style(if s.fits_now { Role::Ok } else { Role::Error })),
+            Span::styled(format!("   largest gang now: {}", s.largest_gang), theme.style(Role::Text)),
+        ]),
+        Line::from(vec![
+            Span::styled(format!("usable free {}", s.usable_free), theme.style(Role::GpuFree)),
+            Span::styled(format!("   stranded {}", s.stranded_free), theme.style(Role::GpuStranded)),
+        ]),
+        Line::styled(
+            format!("{} of {} free GPUs on whole free nodes", f.free_on_whole_nodes, f.free_total),
+            theme.style(Role::Dim),
+        ),
+    ];
+    let p = &f.plan;
+    match &p.status {
+        PlanStatus::NotNeeded => lines.push(Line::styled("plan: not needed, everything pending fits", theme.style(Role::Ok))),
+        PlanStatus::Impossible(why) => {
+            lines.push(Line::styled("plan: none", theme.style(Role::Error)));
+            lines.push(Line::styled(why.clone(), theme.style(Role::Dim)));
+        }
+        PlanStatus::Found => {
+            lines.push(Line::from(vec![
+                Span::styled("plan: ", theme.style(Role::Header)),
+                Span::styled(
+                    format!("{} move(s), {:.1} GPU-h, frees {}", p.steps.len(), p.gpu_hours, p.nodes_freed.iter().map(|n| n.to_string()).collect::<Vec<_>>().join(" ")),
+                    theme.style(Role::Text),
+                ),
+            ]));
+            if tall {
+                lines.push(Line::styled(format!("for {}", p.target.clone().unwrap_or_default()), theme.style(Role::Dim)));
+                for step in &p.steps {
+                    lines.push(Line::styled(
+                        format!(" {} → {}  {} ({} GPU, {:.1} GPU-h)", step.from_node, step.to_node, step.pod, step.gpus, step.gpu_hours_disrupted),
+                        theme.style(Role::Text),
+                    ));
+                }
+            }
+            lines.push(Line::from(vec![
+                Span::styled("x", theme.style(Role::KeyHint)),
+                Span::styled(" run the plan   ", theme.style(Role::Dim)),
+                Span::styled("[ ]", theme.style(Role::KeyHint)),
+                Span::styled(" other shapes", theme.style(Role::Dim)),
+            ]));
+        }
+    }
+    let panel = Paragraph::new(lines).wrap(Wrap { trim: false }).block(block(" Fragmentation ", false, theme));
+    frame.render_widget(panel, area);
+}

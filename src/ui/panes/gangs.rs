@@ -1,0 +1,179 @@
+//! Gangs & Queues pane: gangs (placed/required, GPUs held idle, state,
+//! deadlocks, splits) over queues (quota bars per flavor and resource,
+//! borrowing, pending/admitted). `tab` moves between the two.
+
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::Line;
+use ratatui::widgets::Cell;
+use ratatui::Frame;
+
+use crate::analysis::age;
+use crate::analysis::gangs::GangState;
+use crate::app::{rows, App, Pane, Section};
+use crate::model::{quantity, Feed};
+use crate::ui::theme::{Role, Theme};
+use crate::ui::widgets::{self, block, fit};
+use crate::view_model::panes::Views;
+
+fn state_role(state: GangState, deadlocked: bool) -> Role {
+    if deadlocked {
+        return Role::Error;
+    }
+    match state {
+        GangState::PartiallyPlaced => Role::Warn,
+        GangState::Queued | GangState::Admitted | GangState::Placed => Role::Pending,
+        GangState::Inactive | GangState::Finished => Role::Dim,
+        GangState::Running => Role::Ok,
+    }
+}
+
+/// Why a feed shows nothing: not installed, forbidden, or just empty.
+fn feed_note(views: &Views, feeds: &[Feed]) -> Option<String> {
+    let notes: Vec<String> = feeds
+        .iter()
+        .filter_map(|f| views.snap.feed_problem(*f).map(|p| format!("{}: {} — {}", f.name(), p.label(), p.describe())))
+        .collect();
+    (!notes.is_empty()).then(|| notes.join("; "))
+}
+
+pub fn draw(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme: &Theme) {
+    let [top, bottom] = Layout::vertical([Constraint::Percentage(55), Constraint::Percentage(45)]).areas(area);
+    let focus = app.section(Pane::Gangs);
+    draw_gangs(frame, top, app, views, theme, focus == Section::First);
+    draw_queues(frame, bottom, app, views, theme, focus != Section::First);
+}
+
+fn draw_gangs(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme: &Theme, focused: bool) {
+    let gangs = rows::gangs(views, app.filter(Pane::Gangs));
+    let title = format!(" Gangs ({}) · enter: why pending · R requeue ", gangs.len());
+    if gangs.is_empty() {
+        let text = feed_note(views, &[Feed::Workloads, Feed::PodGroups]).unwrap_or_else(|| "no Kueue Workloads or Volcano PodGroups".into());
+        widgets::empty(frame, area, block(title, focused, theme), &text, theme);
+        return;
+    }
+    let ids: Vec<String> = gangs.iter().map(|g| crate::app::gang_id(&g.key)).collect();
+    let selected = focused.then(|| app.selected_index(Pane::Gangs, &ids));
+    let wide = area.width >= 120;
+    let rows: Vec<Vec<Cell>> = gangs
+        .iter()
+        .map(|g| {
+            let deadlocked = !g.deadlocked_with.is_empty();
+            let state = if deadlocked { "deadlocked" } else { g.state.as_str() };
+            let mut notes = Vec::new();
+            if deadlocked {
+                notes.push(format!("deadlocked with {}", g.deadlocked_with.join(", ")));
+            }
+            if g.topology_split {
+                notes.push(format!(
+                    "topology-split: {}",
+                    g.nodes.iter().map(|(n, c)| format!("{n}:{c}")).collect::<Vec<_>>().join(" ")
+                ));
+            }
+            let mut cells = vec![
+                widgets::styled(if wide { g.key.kind.kind_name() } else { if g.key.kind == crate::model::GangKind::KueueWorkload { "WL" } else { "PG" } }, theme.style(Role::Dim)),
+                widgets::styled(fit(&g.display_name(), if wide { 40 } else { 26 }), theme.style(Role::Text)),
+                widgets::styled(format!("{}/{}", g.placed, g.required), theme.style(Role::Text)),
+                widgets::styled(
+                    if g.gpus_held_idle > 0 { g.gpus_held_idle.to_string() } else { "-".into() },
+                    theme.style(if g.gpus_held_idle > 0 { Role::Warn } else { Role::Dim }),
+                ),
+                widgets::styled(state, theme.style(state_role(g.state, deadlocked))),
+                widgets::styled(age(g.age), theme.style(Role::Dim)),
+            ];
+            if wide {
+                cells.push(widgets::styled(g.queue.map_or("-".into(), |q| q.to_string()), theme.style(Role::Dim)));
+            }
+            cells.push(widgets::styled(notes.join("; "), theme.style(Role::Error)));
+            cells
+        })
+        .collect();
+    let mut header = vec!["KIND", "NAME", "PLACED", "IDLE", "STATE", "AGE"];
+    let mut widths = vec![
+        Constraint::Length(if wide { 8 } else { 2 }),
+        Constraint::Length(if wide { 40 } else { 26 }),
+        Constraint::Length(6),
+        Constraint::Length(4),
+        Constraint::Length(16),
+        Constraint::Length(5),
+    ];
+    if wide {
+        header.push("QUEUE");
+        widths.push(Constraint::Length(12));
+    }
+    header.push("NOTES");
+    widths.push(Constraint::Min(6));
+    let offset = app.offsets.get(&Pane::Gangs).copied().unwrap_or(0);
+    let offset = widgets::table(frame, area, block(title, focused, theme), &header, &widths, rows, selected, offset, theme);
+    if focused {
+        app.offsets.insert(Pane::Gangs, offset);
+    }
+}
+
+fn draw_queues(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme: &Theme, focused: bool) {
+    let queues = rows::queues(views, app.filter(Pane::Gangs));
+    let title = " Queues · quota per flavor ";
+    if queues.is_empty() {
+        let text = feed_note(views, &[Feed::ClusterQueues, Feed::LocalQueues, Feed::VolcanoQueues])
+            .unwrap_or_else(|| "no Kueue ClusterQueues/LocalQueues or Volcano Queues".into());
+        widgets::empty(frame, area, block(title, focused, theme), &text, theme);
+        return;
+    }
+    let ids: Vec<String> = queues.iter().enumerate().map(|(i, q)| format!("{i}:{}", q.name)).collect();
+    let selected = if focused {
+        Some(app.selected.get(&Pane::Gangs).and_then(|s| ids.iter().position(|i| i == s)).unwrap_or(0))
+    } else {
+        None
+    };
+    let bar_w = if area.width >= 120 { 24 } else { 12 };
+    let rows: Vec<Vec<Cell>> = queues
+        .iter()
+        .map(|q| {
+            let fmt = |v: u64| quantity::format(q.resource.as_str(), v);
+            let name = match q.namespace {
+                Some(ns) => format!("{ns}/{}", q.name),
+                None => q.name.to_string(),
+            };
+            let bar = if q.nominal > 0 { Line::from(widgets::bar(q.used, q.nominal, bar_w, theme)) } else { Line::raw("") };
+            vec![
+                widgets::styled(q.kind.kind_name(), theme.style(Role::Dim)),
+                widgets::styled(fit(&name, 22), theme.style(if q.active { Role::Text } else { Role::Error })),
+                widgets::styled(q.cohort.map_or("-".into(), |c| c.to_string()), theme.style(Role::Dim)),
+                widgets::styled(q.flavor.map_or("-".into(), |f| f.to_string()), theme.style(Role::Accent)),
+                widgets::styled(fit(q.resource.as_str(), 14), theme.style(Role::Text)),
+                Cell::from(bar),
+                widgets::styled(if q.nominal > 0 { format!("{}/{}", fmt(q.used), fmt(q.nominal)) } else { String::new() }, theme.style(Role::Text)),
+                widgets::styled(q.borrowing_limit.map_or("-".into(), fmt), theme.style(Role::Dim)),
+                widgets::styled(q.pending.to_string(), theme.style(if q.pending > 0 { Role::Pending } else { Role::Dim })),
+                widgets::styled(q.admitted.to_string(), theme.style(Role::Dim)),
+            ]
+        })
+        .collect();
+    let widths = [
+        Constraint::Length(12),
+        Constraint::Length(22),
+        Constraint::Length(9),
+        Constraint::Length(8),
+        Constraint::Length(14),
+        Constraint::Length(bar_w as u16),
+        Constraint::Length(13),
+        Constraint::Length(6),
+        Constraint::Length(4),
+        Constraint::Length(4),
+    ];
+    let key = Pane::Gangs;
+    let offset = if focused { app.offsets.get(&key).copied().unwrap_or(0) } else { 0 };
+    let offset = widgets::table(
+        frame,
+        area,
+        block(title, focused, theme),
+        &["KIND", "NAME", "COHORT", "FLAVOR", "RESOURCE", "QUOTA", "USED/NOM", "BORROW", "PEND", "ADM"],
+        &widths,
+        rows,
+        selected,
+        offset,
+        theme,
+    );
+    if focused {
+        app.offsets.insert(key, offset);
+    }
+}

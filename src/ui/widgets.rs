@@ -1,0 +1,140 @@
+//! Small building blocks shared by the panes.
+
+use ratatui::layout::{Constraint, Rect};
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table, Wrap};
+use ratatui::Frame;
+use unicode_width::UnicodeWidthStr;
+
+use super::theme::{Role, Theme};
+
+pub fn block<'a>(title: impl Into<Line<'a>>, focused: bool, theme: &Theme) -> Block<'a> {
+    Block::default()
+        .borders(Borders::ALL)
+        .border_style(theme.border(focused))
+        .title(title.into().style(theme.style(Role::Title)))
+}
+
+/// Cuts `s` to `width` columns, with `…` when cut.
+pub fn fit(s: &str, width: usize) -> String {
+    if s.width() <= width {
+        return s.to_string();
+    }
+    if width == 0 {
+        return String::new();
+    }
+    let mut out = String::new();
+    for c in s.chars() {
+        if out.width() + c.to_string().width() + 1 > width {
+            break;
+        }
+        out.push(c);
+    }
+    out.push('…');
+    out
+}
+
+/// A horizontal bar: `used` of `total` in `width` cells.
+pub fn bar(used: u64, total: u64, width: usize, theme: &Theme) -> Vec<Span<'static>> {
+    if width == 0 {
+        return Vec::new();
+    }
+    let filled = if total == 0 { 0 } else { ((used.min(total) as f64 / total as f64) * width as f64).round() as usize };
+    let over = used > total;
+    vec![
+        Span::styled("█".repeat(filled), theme.style(if over { Role::Warn } else { Role::BarUsed })),
+        Span::styled("░".repeat(width - filled), theme.style(Role::BarFree)),
+    ]
+}
+
+/// Keeps `selected` inside the visible window of `height` rows, moving the
+/// window as little as possible.
+pub fn scroll_into_view(offset: usize, selected: usize, height: usize, len: usize) -> usize {
+    if height == 0 || len == 0 {
+        return 0;
+    }
+    let max_offset = len.saturating_sub(height);
+    let mut o = offset.min(max_offset);
+    if selected < o {
+        o = selected;
+    } else if selected >= o + height {
+        o = selected + 1 - height;
+    }
+    o
+}
+
+/// A scrolling table with one selected row; returns the new offset.
+#[allow(clippy::too_many_arguments)]
+pub fn table(
+    frame: &mut Frame,
+    area: Rect,
+    block: Block<'_>,
+    header: &[&str],
+    widths: &[Constraint],
+    rows: Vec<Vec<Cell<'static>>>,
+    selected: Option<usize>,
+    offset: usize,
+    theme: &Theme,
+) -> usize {
+    let inner_height = area.height.saturating_sub(3) as usize; // borders + header
+    let len = rows.len();
+    let offset = scroll_into_view(offset, selected.unwrap_or(0), inner_height, len);
+    let visible: Vec<Row> = rows
+        .into_iter()
+        .enumerate()
+        .skip(offset)
+        .take(inner_height)
+        .map(|(i, cells)| {
+            let row = Row::new(cells);
+            if Some(i) == selected { row.style(theme.style(Role::Selection)) } else { row }
+        })
+        .collect();
+    let header = Row::new(header.iter().map(|h| Cell::from(h.to_string()))).style(theme.style(Role::Header));
+    let mut block = block;
+    if len > inner_height && inner_height > 0 {
+        block = block.title_bottom(
+            Line::styled(format!(" {}-{} of {len} ", offset + 1, (offset + inner_height).min(len)), theme.style(Role::Dim)).right_aligned(),
+        );
+    }
+    let table = Table::new(visible, widths.to_vec()).header(header).block(block).column_spacing(1);
+    frame.render_widget(table, area);
+    offset
+}
+
+/// An empty pane's message, centred.
+pub fn empty(frame: &mut Frame, area: Rect, block: Block<'_>, text: &str, theme: &Theme) {
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    let y = inner.y + inner.height / 2;
+    if inner.height == 0 {
+        return;
+    }
+    let rect = Rect { x: inner.x, y, width: inner.width, height: 1.min(inner.height) + (inner.height > 2) as u16 };
+    frame.render_widget(
+        Paragraph::new(Line::styled(text.to_string(), theme.style(Role::Dim)))
+            .alignment(ratatui::layout::Alignment::Center)
+            .wrap(Wrap { trim: true }),
+        rect,
+    );
+}
+
+pub fn styled(text: impl Into<String>, style: Style) -> Cell<'static> {
+    Cell::from(Span::styled(text.into(), style))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fitting_and_scrolling() {
+        assert_eq!(fit("abcdef", 4), "abc…");
+        assert_eq!(fit("abc", 4), "abc");
+        assert_eq!(fit("abc", 0), "");
+        assert_eq!(scroll_into_view(0, 12, 10, 50), 3);
+        assert_eq!(scroll_into_view(3, 5, 10, 50), 3, "still visible: no jump");
+        assert_eq!(scroll_into_view(8, 2, 10, 50), 2);
+        assert_eq!(scroll_into_view(45, 45, 10, 20), 10, "clamped to the end");
+    }
+}

@@ -1,0 +1,231 @@
+//! Every demo scenario shows the signal it is built for, read the way a
+//! script would: through `kgpu snapshot -o json` of the real binary.
+
+use std::process::Command;
+
+use serde_json::Value;
+
+fn snapshot(scenario: &str, extra: &[&str]) -> Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_kgpu"))
+        .args(["snapshot", "--scenario", scenario, "-o", "json"])
+        .args(extra)
+        .output()
+        .expect("run kgpu");
+    assert!(out.status.success(), "kgpu snapshot failed: {}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).expect("valid JSON")
+}
+
+fn node<'a>(doc: &'a Value, name: &str) -> &'a Value {
+    doc["fleet"]["nodes"].as_array().unwrap().iter().find(|n| n["name"] == name).unwrap_or_else(|| panic!("node {name}"))
+}
+
+fn issues(n: &Value) -> Vec<&str> {
+    n["issues"].as_array().unwrap().iter().map(|i| i.as_str().unwrap()).collect()
+}
+
+fn pending<'a>(doc: &'a Value, name_prefix: &str) -> &'a Value {
+    doc["pending"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"].as_str().unwrap().starts_with(name_prefix))
+        .unwrap_or_else(|| panic!("pending {name_prefix}"))
+}
+
+#[test]
+fn the_contract_has_every_section() {
+    let doc = snapshot("default", &[]);
+    assert_eq!(doc["kgpuSnapshot"], 1);
+    assert_eq!(doc["source"]["kind"], "demo");
+    assert_eq!(doc["source"]["name"], "default");
+    for section in ["fleet", "fragmentation", "pending", "gangs", "queues", "drivers"] {
+        assert!(!doc[section].is_null(), "{section} missing");
+    }
+    let totals = &doc["fleet"]["totals"];
+    for f in ["gpus", "allocated", "free", "stranded"] {
+        assert!(totals[f].is_u64(), "totals.{f}");
+    }
+    assert_eq!(doc["fleet"]["nodes"].as_array().unwrap().len(), 64, "a mixed 64-node fleet");
+    let only = snapshot("default", &["--pane", "queues"]);
+    assert!(only["fleet"].is_null() && only["queues"].is_array(), "--pane limits the output");
+}
+
+#[test]
+fn default_has_a_bit_of_everything() {
+    let doc = snapshot("default", &[]);
+    let nodes = doc["fleet"]["nodes"].as_array().unwrap();
+    assert!(nodes.iter().any(|n| issues(n).contains(&"xid-errors")), "an Xid 48 GPU");
+    assert!(nodes.iter().any(|n| issues(n).contains(&"cordoned")));
+    assert!(nodes.iter().any(|n| !n["mig"].as_object().unwrap().is_empty()), "MIG nodes");
+    let p = doc["pending"].as_array().unwrap();
+    assert!(p.iter().any(|x| x["nodeReasons"].as_object().unwrap().keys().any(|k| k == "insufficient-mig:2g.20gb")));
+    assert!(p.iter().any(|x| x["kind"] == "PodGroup"), "a Volcano gang waits");
+    assert!(doc["drivers"]["upgrades"].as_array().unwrap().iter().any(|u| u["state"] == "validation-required"));
+}
+
+#[test]
+fn fragmented_free_gpus_are_stranded_and_the_plan_frees_two_nodes() {
+    // By hand (FRAGMENTED_LAYOUT): used 5+4+3+5+4+6+3+6 = 36 of 64, so 28 free;
+    // the most free on one node is 5 (gpu-03, gpu-07), so a 8-GPU pod fits
+    // nowhere: usable 0, stranded 28 for the 2×8 gang.
+    let doc = snapshot("fragmented", &[]);
+    let t = &doc["fleet"]["totals"];
+    assert_eq!((t["gpus"].as_u64(), t["allocated"].as_u64(), t["free"].as_u64(), t["stranded"].as_u64()), (Some(64), Some(36), Some(28), Some(28)));
+    let gang = doc["fragmentation"]["shapes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["source"].as_str().unwrap().starts_with("Workload research/job-llm-sft"))
+        .unwrap();
+    assert_eq!((gang["gpusPerPod"].as_u64(), gang["pods"].as_u64()), (Some(8), Some(2)));
+    assert_eq!(gang["fitsNow"], false);
+    assert_eq!(gang["usableFree"], 0);
+    assert_eq!(gang["strandedFree"], 28);
+    // The plan: 2-pod nodes are cheapest to empty. gpu-03 holds a 2-GPU pod
+    // for 1h and a 1-GPU pod for 2h: 2 + 2 = 4 GPU-h; gpu-05 holds two 2-GPU
+    // pods for 3h and 2h: 6 + 4 = 10 GPU-h. Total 4 moves, 14 GPU-h.
+    let summary = &doc["fragmentation"]["planSummary"];
+    assert_eq!(summary["status"], "found");
+    assert_eq!(summary["evictions"], 4);
+    assert_eq!(summary["gpuHoursDisrupted"], 14.0);
+    assert_eq!(summary["nodesFreed"], serde_json::json!(["gpu-03", "gpu-05"]));
+    for step in doc["fragmentation"]["plan"].as_array().unwrap() {
+        assert_eq!(step["action"], "move");
+        assert_ne!(step["fromNode"], step["toNode"]);
+        assert!(!["gpu-03", "gpu-05"].contains(&step["toNode"].as_str().unwrap()), "never moved onto a node being freed");
+    }
+}
+
+#[test]
+fn plugin_crash_flags_the_silent_node_and_blocks_at_the_device_plugin() {
+    let doc = snapshot("plugin-crash", &[]);
+    let n = node(&doc, "gpu-07");
+    assert_eq!(n["gpu"]["hardware"], 8);
+    assert_eq!(n["gpu"]["allocatable"], 0);
+    assert!(issues(n).contains(&"device-plugin-not-advertising"));
+    let p = pending(&doc, "job-bert-large");
+    assert_eq!(p["blockingStep"], "device-plugin");
+}
+
+#[test]
+fn gang_deadlock_names_both_gangs_and_their_idle_gpus() {
+    let doc = snapshot("gang-deadlock", &[]);
+    let gangs = doc["gangs"].as_array().unwrap();
+    assert_eq!(gangs.len(), 2);
+    for g in gangs {
+        assert_eq!((g["placed"].as_u64(), g["required"].as_u64()), (Some(4), Some(5)));
+        assert_eq!(g["gpusHeldIdle"], 32);
+        assert_eq!(g["state"], "deadlocked");
+        let other = if g["name"].as_str().unwrap().contains("gpt-a") { "gpt-b" } else { "gpt-a" };
+        assert!(g["deadlockedWith"][0].as_str().unwrap().contains(other));
+    }
+    assert!(doc["pending"].as_array().unwrap().iter().all(|p| p["blockingStep"] == "gang"));
+}
+
+#[test]
+fn quota_starvation_waits_at_quota_while_gpus_idle() {
+    let doc = snapshot("quota-starvation", &[]);
+    let p = pending(&doc, "job-finetune-xl");
+    assert_eq!(p["blockingStep"], "quota");
+    let quota = &p["steps"][0];
+    let details = quota["details"].as_array().unwrap().iter().map(|d| d.as_str().unwrap()).collect::<Vec<_>>().join("\n");
+    assert!(details.contains("insufficient unused quota for nvidia.com/gpu in flavor h100, 16 more needed"), "{details}");
+    assert!(details.contains("needs 16 nvidia.com/gpu in flavor h100: nominal 16, used 16, borrowing limit 0"), "{details}");
+    assert_eq!(doc["fleet"]["totals"]["free"], 80);
+}
+
+#[test]
+fn taint_mismatch_shows_the_taint_and_the_selector_mistake() {
+    let doc = snapshot("taint-mismatch", &[]);
+    let p = pending(&doc, "resnet-train");
+    assert_eq!(p["blockingStep"], "fit");
+    assert_eq!(p["nodeReasons"]["untolerated-taint:nvidia.com/gpu"], 8);
+    assert_eq!(p["agreesWithScheduler"], true);
+    let p = pending(&doc, "bert-infer");
+    assert!(p["hints"][0].as_str().unwrap().starts_with("gpu-count-in-node-selector"));
+    assert_eq!(p["nodeReasons"]["selector-mismatch"], 12);
+}
+
+#[test]
+fn mig_mismatch_needs_a_profile_nobody_offers() {
+    let doc = snapshot("mig-mismatch", &[]);
+    let p = pending(&doc, "llm-70b");
+    assert_eq!(p["nodeReasons"]["insufficient-mig:3g.40gb"], 8);
+    assert!(p["hints"].as_array().unwrap().iter().any(|h| h.as_str().unwrap().starts_with("mig-profile-not-offered")));
+    let n = node(&doc, "mig-08");
+    assert!(issues(n).contains(&"mig-config-pending"), "{n}");
+    assert!(n["issueDetails"].to_string().contains("wedged"));
+}
+
+#[test]
+fn driver_skew_shows_the_incompatible_cell_and_the_stuck_node_first() {
+    let doc = snapshot("driver-skew", &[]);
+    let cell = doc["drivers"]["matrix"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["driver"] == "550.54.15" && c["cuda"] == "12.8")
+        .unwrap();
+    assert_eq!(cell["verdict"], "incompatible");
+    assert_eq!(cell["placed"], 3, "three CUDA 12.8 pods landed on 550 nodes");
+    let first = &doc["drivers"]["upgrades"][0];
+    assert_eq!((first["node"].as_str(), first["state"].as_str(), first["stuck"].as_bool()), (Some("h100-09"), Some("validation-required"), Some(true)));
+    assert_eq!(first["sinceSeconds"], 3 * 3600);
+}
+
+#[test]
+fn black_hole_node_is_flagged() {
+    let doc = snapshot("black-hole", &[]);
+    assert!(issues(node(&doc, "gpu-03")).contains(&"black-hole"));
+    assert!(!issues(node(&doc, "gpu-04")).contains(&"black-hole"));
+}
+
+#[test]
+fn topology_split_is_flagged() {
+    let doc = snapshot("topology-split", &[]);
+    let g = doc["gangs"].as_array().unwrap().iter().find(|g| g["name"].as_str().unwrap().contains("tp-llama")).unwrap();
+    assert_eq!(g["issues"], serde_json::json!(["topology-split"]));
+    assert_eq!(g["nodes"], serde_json::json!({"gpu-03": 4, "gpu-11": 4}));
+}
+
+#[test]
+fn the_demo_keeps_running() {
+    // Ten simulated minutes later the default fleet has moved on.
+    let before = snapshot("default", &["--pane", "events"]);
+    let after = snapshot("default", &["--pane", "events", "--advance", "600"]);
+    assert!(after["at"].as_i64().unwrap() - before["at"].as_i64().unwrap() == 600);
+    assert_ne!(before["events"], after["events"]);
+}
+
+#[test]
+fn bad_input_names_the_valid_choices_and_exits_2() {
+    let out = Command::new(env!("CARGO_BIN_EXE_kgpu")).args(["snapshot", "--scenario", "nope"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("unknown scenario 'nope'") && err.contains("gang-deadlock"), "{err}");
+    let out = Command::new(env!("CARGO_BIN_EXE_kgpu")).args(["snapshot", "--pane", "nope"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("valid panes: fleet"));
+    let out = Command::new(env!("CARGO_BIN_EXE_kgpu")).args(["demo", "--scenario", "nope"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let out = Command::new(env!("CARGO_BIN_EXE_kgpu")).args(["demo", "--list"]).output().unwrap();
+    assert!(out.status.success());
+    let list = String::from_utf8_lossy(&out.stdout);
+    for s in ["default", "fragmented", "plugin-crash", "gang-deadlock", "quota-starvation", "taint-mismatch", "mig-mismatch", "driver-skew", "black-hole", "topology-split"] {
+        assert!(list.contains(s), "{s} not listed");
+    }
+}
+
+#[test]
+fn why_prints_the_chain() {
+    let out = Command::new(env!("CARGO_BIN_EXE_kgpu"))
+        .args(["why", "vision/resnet-train-0-k9xq2", "--scenario", "taint-mismatch"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("blocked at: fit"), "{text}");
+    assert!(text.contains("$ kubectl describe pod -n vision resnet-train-0-k9xq2"), "{text}");
+    let out = Command::new(env!("CARGO_BIN_EXE_kgpu")).args(["why", "vision/nothing", "--scenario", "taint-mismatch"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
