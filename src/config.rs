@@ -13,7 +13,11 @@ pub struct Paths {
 
 impl Paths {
     /// Pure: resolves from an environment lookup and the platform defaults.
-    pub fn resolve(env: impl Fn(&str) -> Option<String>, platform_config: Option<PathBuf>, platform_data: Option<PathBuf>) -> Paths {
+    pub fn resolve(
+        env: impl Fn(&str) -> Option<String>,
+        platform_config: Option<PathBuf>,
+        platform_data: Option<PathBuf>,
+    ) -> Paths {
         let non_empty = |k: &str| env(k).filter(|v| !v.is_empty()).map(PathBuf::from);
         let config_dir = non_empty("KGPU_CONFIG_DIR")
             .or_else(|| non_empty("XDG_CONFIG_HOME").map(|x| x.join("kgpu")))
@@ -44,7 +48,8 @@ impl Paths {
     }
 
     pub fn describe(&self) -> String {
-        let show = |p: Option<PathBuf>| p.map_or_else(|| "(none: no home directory)".to_string(), |p| p.display().to_string());
+        let show =
+            |p: Option<PathBuf>| p.map_or_else(|| "(none: no home directory)".to_string(), |p| p.display().to_string());
         format!(
             "config dir:  {}\nthemes dir:  {}\nlog file:    {}\naudit log:   {}\n",
             show(self.config_dir.clone()),
@@ -71,7 +76,11 @@ mod tests {
     fn override_then_xdg_then_platform() {
         let platform = Some(PathBuf::from("/platform/config"));
         let data = Some(PathBuf::from("/platform/data"));
-        let p = Paths::resolve(env(&[("KGPU_CONFIG_DIR", "/o"), ("XDG_CONFIG_HOME", "/x")]), platform.clone(), data.clone());
+        let p = Paths::resolve(
+            env(&[("KGPU_CONFIG_DIR", "/o"), ("XDG_CONFIG_HOME", "/x")]),
+            platform.clone(),
+            data.clone(),
+        );
         assert_eq!(p.config_dir, Some(PathBuf::from("/o")));
         let p = Paths::resolve(env(&[("XDG_CONFIG_HOME", "/x")]), platform.clone(), data.clone());
         assert_eq!(p.config_dir, Some(PathBuf::from("/x/kgpu")));

@@ -1,6 +1,8 @@
 //! Every demo scenario shows the signal it is built for, read the way a
 //! script would: through `kgpu snapshot -o json` of the real binary.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic on broken fixtures
+
 use std::process::Command;
 
 use serde_json::Value;
@@ -16,7 +18,12 @@ fn snapshot(scenario: &str, extra: &[&str]) -> Value {
 }
 
 fn node<'a>(doc: &'a Value, name: &str) -> &'a Value {
-    doc["fleet"]["nodes"].as_array().unwrap().iter().find(|n| n["name"] == name).unwrap_or_else(|| panic!("node {name}"))
+    doc["fleet"]["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["name"] == name)
+        .unwrap_or_else(|| panic!("node {name}"))
 }
 
 fn issues(n: &Value) -> Vec<&str> {
@@ -70,7 +77,10 @@ fn fragmented_free_gpus_are_stranded_and_the_plan_frees_two_nodes() {
     // nowhere: usable 0, stranded 28 for the 2×8 gang.
     let doc = snapshot("fragmented", &[]);
     let t = &doc["fleet"]["totals"];
-    assert_eq!((t["gpus"].as_u64(), t["allocated"].as_u64(), t["free"].as_u64(), t["stranded"].as_u64()), (Some(64), Some(36), Some(28), Some(28)));
+    assert_eq!(
+        (t["gpus"].as_u64(), t["allocated"].as_u64(), t["free"].as_u64(), t["stranded"].as_u64()),
+        (Some(64), Some(36), Some(28), Some(28))
+    );
     let gang = doc["fragmentation"]["shapes"]
         .as_array()
         .unwrap()
@@ -92,7 +102,10 @@ fn fragmented_free_gpus_are_stranded_and_the_plan_frees_two_nodes() {
     for step in doc["fragmentation"]["plan"].as_array().unwrap() {
         assert_eq!(step["action"], "move");
         assert_ne!(step["fromNode"], step["toNode"]);
-        assert!(!["gpu-03", "gpu-05"].contains(&step["toNode"].as_str().unwrap()), "never moved onto a node being freed");
+        assert!(
+            !["gpu-03", "gpu-05"].contains(&step["toNode"].as_str().unwrap()),
+            "never moved onto a node being freed"
+        );
     }
 }
 
@@ -128,9 +141,16 @@ fn quota_starvation_waits_at_quota_while_gpus_idle() {
     let p = pending(&doc, "job-finetune-xl");
     assert_eq!(p["blockingStep"], "quota");
     let quota = &p["steps"][0];
-    let details = quota["details"].as_array().unwrap().iter().map(|d| d.as_str().unwrap()).collect::<Vec<_>>().join("\n");
-    assert!(details.contains("insufficient unused quota for nvidia.com/gpu in flavor h100, 16 more needed"), "{details}");
-    assert!(details.contains("needs 16 nvidia.com/gpu in flavor h100: nominal 16, used 16, borrowing limit 0"), "{details}");
+    let details =
+        quota["details"].as_array().unwrap().iter().map(|d| d.as_str().unwrap()).collect::<Vec<_>>().join("\n");
+    assert!(
+        details.contains("insufficient unused quota for nvidia.com/gpu in flavor h100, 16 more needed"),
+        "{details}"
+    );
+    assert!(
+        details.contains("needs 16 nvidia.com/gpu in flavor h100: nominal 16, used 16, borrowing limit 0"),
+        "{details}"
+    );
     assert_eq!(doc["fleet"]["totals"]["free"], 80);
 }
 
@@ -169,7 +189,10 @@ fn driver_skew_shows_the_incompatible_cell_and_the_stuck_node_first() {
     assert_eq!(cell["verdict"], "incompatible");
     assert_eq!(cell["placed"], 3, "three CUDA 12.8 pods landed on 550 nodes");
     let first = &doc["drivers"]["upgrades"][0];
-    assert_eq!((first["node"].as_str(), first["state"].as_str(), first["stuck"].as_bool()), (Some("h100-09"), Some("validation-required"), Some(true)));
+    assert_eq!(
+        (first["node"].as_str(), first["state"].as_str(), first["stuck"].as_bool()),
+        (Some("h100-09"), Some("validation-required"), Some(true))
+    );
     assert_eq!(first["sinceSeconds"], 3 * 3600);
 }
 
@@ -211,7 +234,18 @@ fn bad_input_names_the_valid_choices_and_exits_2() {
     let out = Command::new(env!("CARGO_BIN_EXE_kgpu")).args(["demo", "--list"]).output().unwrap();
     assert!(out.status.success());
     let list = String::from_utf8_lossy(&out.stdout);
-    for s in ["default", "fragmented", "plugin-crash", "gang-deadlock", "quota-starvation", "taint-mismatch", "mig-mismatch", "driver-skew", "black-hole", "topology-split"] {
+    for s in [
+        "default",
+        "fragmented",
+        "plugin-crash",
+        "gang-deadlock",
+        "quota-starvation",
+        "taint-mismatch",
+        "mig-mismatch",
+        "driver-skew",
+        "black-hole",
+        "topology-split",
+    ] {
         assert!(list.contains(s), "{s} not listed");
     }
 }
@@ -226,6 +260,9 @@ fn why_prints_the_chain() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("blocked at: fit"), "{text}");
     assert!(text.contains("$ kubectl describe pod -n vision resnet-train-0-k9xq2"), "{text}");
-    let out = Command::new(env!("CARGO_BIN_EXE_kgpu")).args(["why", "vision/nothing", "--scenario", "taint-mismatch"]).output().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_kgpu"))
+        .args(["why", "vision/nothing", "--scenario", "taint-mismatch"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }

@@ -48,7 +48,12 @@ impl AuditLog {
                     context: v.get("context")?.as_str()?.to_string(),
                     user: v.get("user")?.as_str()?.to_string(),
                     action: v.get("action")?.as_str()?.to_string(),
-                    targets: v.get("targets")?.as_array()?.iter().filter_map(|t| t.as_str().map(str::to_string)).collect(),
+                    targets: v
+                        .get("targets")?
+                        .as_array()?
+                        .iter()
+                        .filter_map(|t| t.as_str().map(str::to_string))
+                        .collect(),
                     dry_run: v.get("dryRun")?.as_bool()?,
                     result: v.get("result")?.as_str()?.to_string(),
                     detail: v.get("detail")?.as_str()?.to_string(),

@@ -12,10 +12,10 @@ use crate::analysis::impact;
 use crate::analysis::index::Index;
 use crate::app::Msg;
 use crate::model::{GangKind, Snapshot, Sym};
-use crate::sources::sim::driver::SimHandle;
 use crate::sources::sim::Command;
+use crate::sources::sim::driver::SimHandle;
 
-use super::audit::{rfc3339, AuditLog, Entry};
+use super::audit::{AuditLog, Entry, rfc3339};
 use super::{Action, ActionRequest};
 
 #[derive(Clone)]
@@ -103,8 +103,12 @@ impl Executor {
                 }
                 if req.dry_run {
                     return Ok(match gang.kind {
-                        GangKind::KueueWorkload => format!("{dry}workload {} would be deactivated and reactivated (spec.active)", gang.name),
-                        GangKind::VolcanoPodGroup => format!("{dry}podgroup {} would be aborted and resumed", gang.name),
+                        GangKind::KueueWorkload => {
+                            format!("{dry}workload {} would be deactivated and reactivated (spec.active)", gang.name)
+                        }
+                        GangKind::VolcanoPodGroup => {
+                            format!("{dry}podgroup {} would be aborted and resumed", gang.name)
+                        }
                     });
                 }
                 match gang.kind {
@@ -112,11 +116,19 @@ impl Executor {
                         self.sim(Command::SetActive(gang.clone(), false)).await?;
                         self.say(format!("workload {} deactivated; reactivating", gang.name), false, false).await;
                         self.sim(Command::SetActive(gang.clone(), true)).await?;
-                        Ok(format!("workload {}/{} requeued: it re-enters LocalQueue {} and waits for admission", gang.namespace, gang.name, snap.gangs.get(gang).and_then(|g| g.queue).map_or("?".into(), |q| q.to_string())))
+                        Ok(format!(
+                            "workload {}/{} requeued: it re-enters LocalQueue {} and waits for admission",
+                            gang.namespace,
+                            gang.name,
+                            snap.gangs.get(gang).and_then(|g| g.queue).map_or("?".into(), |q| q.to_string())
+                        ))
                     }
                     GangKind::VolcanoPodGroup => {
                         let r = self.sim(Command::DeleteGangPods(gang.clone())).await?;
-                        Ok(format!("{r}; the job controller recreates them and the PodGroup re-enters queue {}", snap.gangs.get(gang).and_then(|g| g.queue).map_or("?".into(), |q| q.to_string())))
+                        Ok(format!(
+                            "{r}; the job controller recreates them and the PodGroup re-enters queue {}",
+                            snap.gangs.get(gang).and_then(|g| g.queue).map_or("?".into(), |q| q.to_string())
+                        ))
                     }
                 }
             }
@@ -134,7 +146,9 @@ impl Executor {
                     self.say(format!("defrag: evicted {}/{}", i + 1, evictions.len()), false, false).await;
                 }
                 if done == evictions.len() {
-                    Ok(format!("defrag plan for {target}: {done} pod(s) evicted; their controllers recreate them elsewhere"))
+                    Ok(format!(
+                        "defrag plan for {target}: {done} pod(s) evicted; their controllers recreate them elsewhere"
+                    ))
                 } else {
                     Err(format!("defrag plan for {target}: {done} of {} evicted", evictions.len()))
                 }
@@ -169,7 +183,9 @@ impl Executor {
         if dry_run {
             let index = Index::build(snap, snap.clock);
             let n = impact::drain_victims(&index, node, true).len();
-            return Ok(format!("dry run: node/{node} would be cordoned, {n} GPU pod(s) evicted, nvidia.com/mig.config={config} set"));
+            return Ok(format!(
+                "dry run: node/{node} would be cordoned, {n} GPU pod(s) evicted, nvidia.com/mig.config={config} set"
+            ));
         }
         let was_cordoned = snap.nodes.get(&node).is_some_and(|n| n.unschedulable);
         self.drain(snap, node, true, false).await?;
@@ -186,15 +202,23 @@ impl Executor {
                     n.is_some_and(|n| n.operator.paused_for_mig_change),
                 )
             };
-            let config_now = self.snapshot().nodes.get(&node).and_then(|n| n.operator.mig_config).map(|c| c.to_string());
+            let config_now =
+                self.snapshot().nodes.get(&node).and_then(|n| n.operator.mig_config).map(|c| c.to_string());
             match state.as_deref() {
                 Some("success") if config_now.as_deref() == Some(config) && !paused => {
                     if !was_cordoned {
                         self.sim(Command::Uncordon(node)).await?;
                     }
-                    return Ok(format!("node/{node} repartitioned to {config}{}", if was_cordoned { " (left cordoned, as it was)" } else { " and uncordoned" }));
+                    return Ok(format!(
+                        "node/{node} repartitioned to {config}{}",
+                        if was_cordoned { " (left cordoned, as it was)" } else { " and uncordoned" }
+                    ));
                 }
-                Some("failed") => return Err(format!("node/{node}: mig-manager reports mig.config.state=failed for {config}; the node stays cordoned")),
+                Some("failed") => {
+                    return Err(format!(
+                        "node/{node}: mig-manager reports mig.config.state=failed for {config}; the node stays cordoned"
+                    ));
+                }
                 _ => {}
             }
             if tokio::time::Instant::now() >= deadline {

@@ -9,18 +9,33 @@ use crate::model::{GangKey, PodKey, Sym};
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum Action {
-    Cordon { node: Sym },
-    Uncordon { node: Sym },
+    Cordon {
+        node: Sym,
+    },
+    Uncordon {
+        node: Sym,
+    },
     /// Cordon, then evict through the Eviction API (PDBs honoured).
-    Drain { node: Sym, gpu_only: bool },
+    Drain {
+        node: Sym,
+        gpu_only: bool,
+    },
     /// Kueue: deactivate then reactivate; Volcano: abort then resume; plain
     /// pods: delete them so their controller recreates them.
-    Requeue { gang: GangKey },
+    Requeue {
+        gang: GangKey,
+    },
     /// Cordon → drain GPU pods → set `nvidia.com/mig.config` → wait for
     /// `mig.config.state` → uncordon.
-    RepartitionMig { node: Sym, config: String },
+    RepartitionMig {
+        node: Sym,
+        config: String,
+    },
     /// The defragmentation plan's evictions.
-    RunPlan { evictions: Vec<PodKey>, target: String },
+    RunPlan {
+        evictions: Vec<PodKey>,
+        target: String,
+    },
 }
 
 impl Action {
@@ -38,10 +53,16 @@ impl Action {
     /// What the action acts on, for people and the audit log.
     pub fn targets(&self) -> Vec<String> {
         match self {
-            Action::Cordon { node } | Action::Uncordon { node } | Action::Drain { node, .. } => vec![format!("node/{node}")],
+            Action::Cordon { node } | Action::Uncordon { node } | Action::Drain { node, .. } => {
+                vec![format!("node/{node}")]
+            }
             Action::RepartitionMig { node, config } => vec![format!("node/{node}"), format!("mig.config={config}")],
-            Action::Requeue { gang } => vec![format!("{}/{}/{}", gang.kind.kind_name().to_ascii_lowercase(), gang.namespace, gang.name)],
-            Action::RunPlan { evictions, .. } => evictions.iter().map(|k| format!("pod/{}/{}", k.namespace, k.name)).collect(),
+            Action::Requeue { gang } => {
+                vec![format!("{}/{}/{}", gang.kind.kind_name().to_ascii_lowercase(), gang.namespace, gang.name)]
+            }
+            Action::RunPlan { evictions, .. } => {
+                evictions.iter().map(|k| format!("pod/{}/{}", k.namespace, k.name)).collect()
+            }
         }
     }
 

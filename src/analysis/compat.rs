@@ -158,10 +158,7 @@ pub fn derive_requirements(env: &[(&str, &str)]) -> Vec<String> {
         }
     }
     for (k, v) in env {
-        if k.starts_with("NVIDIA_REQUIRE_")
-            && *k != "NVIDIA_REQUIRE_CUDA"
-            && !k.starts_with("NVIDIA_REQUIRE_JETPACK")
-        {
+        if k.starts_with("NVIDIA_REQUIRE_") && *k != "NVIDIA_REQUIRE_CUDA" && !k.starts_with("NVIDIA_REQUIRE_JETPACK") {
             out.push(v.to_string());
         }
     }
@@ -171,16 +168,16 @@ pub fn derive_requirements(env: &[(&str, &str)]) -> Vec<String> {
 /// The need of a pod's GPU container, if anything says.
 pub fn need_of(cuda: &CudaNeed) -> Option<Need> {
     let mut env: Vec<(&str, &str)> = Vec::new();
-    if let Some(r) = &cuda.require_cuda {
-        env.push(("NVIDIA_REQUIRE_CUDA", r));
+    if let Some(r) = cuda.require_cuda {
+        env.push(("NVIDIA_REQUIRE_CUDA", r.as_str()));
     }
-    if let Some(v) = &cuda.cuda_version {
-        env.push(("CUDA_VERSION", v));
+    if let Some(v) = cuda.cuda_version {
+        env.push(("CUDA_VERSION", v.as_str()));
     }
     let others: Vec<(String, String)> = cuda
         .other_requires
         .iter()
-        .filter_map(|s| s.split_once('=').map(|(k, v)| (k.to_string(), v.to_string())))
+        .filter_map(|s| s.as_str().split_once('=').map(|(k, v)| (k.to_string(), v.to_string())))
         .collect();
     for (k, v) in &others {
         env.push((k, v));
@@ -188,20 +185,17 @@ pub fn need_of(cuda: &CudaNeed) -> Option<Need> {
     if cuda.disable_require {
         env.push(("NVIDIA_DISABLE_REQUIRE", "true"));
     }
-    let headline = cuda
-        .require_cuda
-        .as_deref()
-        .and_then(|r| {
-            parse_require(r).clauses.iter().flatten().find_map(|c| match c {
-                Constraint::Cuda(Op::Ge | Op::Gt | Op::Eq, v) => Some(*v),
-                _ => None,
-            })
-        });
+    let headline = cuda.require_cuda.and_then(|r| {
+        parse_require(r.as_str()).clauses.iter().flatten().find_map(|c| match c {
+            Constraint::Cuda(Op::Ge | Op::Gt | Op::Eq, v) => Some(*v),
+            _ => None,
+        })
+    });
     if let Some(cuda_v) = headline {
         let sets = derive_requirements(&env).iter().map(|t| parse_require(t)).collect();
         return Some(Need { cuda: cuda_v, source: NeedSource::Require, sets, disabled: cuda.disable_require });
     }
-    if let Some(v) = cuda.cuda_version.as_deref().and_then(CudaVersion::parse) {
+    if let Some(v) = cuda.cuda_version.and_then(|v| CudaVersion::parse(v.as_str())) {
         let sets = derive_requirements(&env).iter().map(|t| parse_require(t)).collect();
         return Some(Need { cuda: v, source: NeedSource::LegacyCudaVersion, sets, disabled: cuda.disable_require });
     }
@@ -269,9 +263,12 @@ pub fn node_facts(node: &Node) -> NodeFacts {
 /// Data-center GPUs (forward compatibility applies to them only).
 pub fn is_datacenter(product: &str) -> bool {
     let p = product.to_ascii_uppercase();
-    ["A100", "A800", "H100", "H800", "H200", "H20", "B200", "B300", "GB200", "GH200", "A30", "A40", "A10", "L40", "L4", "T4", "V100", "P100", "A16", "A2"]
-        .iter()
-        .any(|m| p.contains(m))
+    [
+        "A100", "A800", "H100", "H800", "H200", "H20", "B200", "B300", "GB200", "GH200", "A30", "A40", "A10", "L40",
+        "L4", "T4", "V100", "P100", "A16", "A2",
+    ]
+    .iter()
+    .any(|m| p.contains(m))
         && !p.contains("GEFORCE")
         && !p.contains("RTX")
 }
@@ -350,7 +347,17 @@ pub fn runtime_allows(need: &Need, node: &NodeFacts) -> Option<bool> {
 /// the named one), from `datacenter-driver-branches.tsv` ("June 2026").
 fn end_of_life(text: &str) -> Option<Timestamp> {
     const MONTHS: [&str; 12] = [
-        "january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november",
+        "january",
+        "february",
+        "march",
+        "april",
+        "may",
+        "june",
+        "july",
+        "august",
+        "september",
+        "october",
+        "november",
         "december",
     ];
     let mut parts = text.split_whitespace();
@@ -447,10 +454,7 @@ pub fn verdict(need: &Need, node: &NodeFacts, now: Timestamp) -> (Verdict, Strin
         }
     }
     let row = native.map_or(String::new(), |r| format!("; Table 3: {} needs ≥ {}", r.release, r.min_driver));
-    (
-        Verdict::Incompatible,
-        format!("driver {driver} (CUDA {node_cuda}) is too old for CUDA {}{row}", need.cuda),
-    )
+    (Verdict::Incompatible, format!("driver {driver} (CUDA {node_cuda}) is too old for CUDA {}{row}", need.cuda))
 }
 
 /// A matrix cell: one driver version × one CUDA need.
@@ -484,7 +488,11 @@ impl Matrix {
     }
 }
 
-pub fn matrix<'a>(nodes: impl Iterator<Item = &'a Node>, pods: impl Iterator<Item = &'a Pod>, now: Timestamp) -> Matrix {
+pub fn matrix<'a>(
+    nodes: impl Iterator<Item = &'a Node>,
+    pods: impl Iterator<Item = &'a Pod>,
+    now: Timestamp,
+) -> Matrix {
     let mut by_driver: BTreeMap<(Option<DriverVersion>, String), Vec<&Node>> = BTreeMap::new();
     for n in nodes.filter(|n| n.is_gpu_node()) {
         let d = n.gpu.driver.clone();
@@ -552,7 +560,7 @@ mod tests {
     const REQUIRE_12_4_1: &str = include_str!("../../tests/fixtures/compat/nvidia-require-cuda-12.4.1.env");
 
     fn need(require: &str) -> Need {
-        need_of(&CudaNeed { require_cuda: Some(require.into()), ..CudaNeed::default() }).unwrap()
+        need_of(&CudaNeed { require_cuda: Some(Sym::new(require)), ..CudaNeed::default() }).unwrap()
     }
 
     fn facts(product: &str, driver: &str, cuda: &str) -> NodeFacts {
@@ -560,11 +568,7 @@ mod tests {
     }
 
     fn real_12_4_1() -> String {
-        REQUIRE_12_4_1
-            .lines()
-            .find_map(|l| l.strip_prefix("NVIDIA_REQUIRE_CUDA="))
-            .unwrap()
-            .to_string()
+        REQUIRE_12_4_1.lines().find_map(|l| l.strip_prefix("NVIDIA_REQUIRE_CUDA=")).unwrap().to_string()
     }
 
     /// 2026-11-30, this session's date.
@@ -615,7 +619,11 @@ mod tests {
     #[test]
     fn an_unenforced_12_x_guess_on_an_older_12_driver_is_minor_compat() {
         // minor-version-compat.tsv: "CUDA 12.x >= 525"; driver 535 natively supports 12.2.
-        let n = need_of(&CudaNeed { image: Some(Sym::new("pytorch/pytorch:2.6.0-cuda12.6-cudnn9-runtime")), ..CudaNeed::default() }).unwrap();
+        let n = need_of(&CudaNeed {
+            image: Some(Sym::new("pytorch/pytorch:2.6.0-cuda12.6-cudnn9-runtime")),
+            ..CudaNeed::default()
+        })
+        .unwrap();
         assert_eq!(n.source, NeedSource::Guessed);
         assert_eq!(n.column(), "12.6 (guessed)");
         let (v, why) = verdict(&n, &facts("NVIDIA-A100-SXM4-80GB", "535.104.05", "12.2"), NOW);
@@ -626,7 +634,9 @@ mod tests {
     #[test]
     fn forward_compat_only_on_data_center_gpus_and_supported_branches() {
         // datacenter-driver-branches.tsv: "R535 Long Term Support Branch June 2026 CUDA 12"
-        let n = need_of(&CudaNeed { image: Some(Sym::new("nvidia/cuda:13.0.0-base-ubuntu24.04")), ..CudaNeed::default() }).unwrap();
+        let n =
+            need_of(&CudaNeed { image: Some(Sym::new("nvidia/cuda:13.0.0-base-ubuntu24.04")), ..CudaNeed::default() })
+                .unwrap();
         let before_eol = 1_767_225_600; // 2026-01-01
         let dc = facts("NVIDIA-H100-80GB-HBM3", "535.104.05", "12.2");
         assert_eq!(verdict(&n, &dc, before_eol).0, Verdict::ForwardCompat);

@@ -7,7 +7,9 @@
 //! `scheduler_view` keeps only what the real scheduler reports (the first
 //! failing filter), so kgpu can be compared with its message.
 
-use crate::model::{keys, Node, NodeSelectorTerm, Pod, Resources, SelectorOperator, Sym, Taint, TaintEffect, Toleration};
+use crate::model::{
+    Node, NodeSelectorTerm, Pod, Resources, SelectorOperator, Sym, Taint, TaintEffect, Toleration, keys,
+};
 
 use super::tally::Tally;
 
@@ -184,9 +186,7 @@ pub fn scheduler_view(reasons: &[NodeReason]) -> Vec<NodeReason> {
 }
 
 pub fn selector_matches(selector: &[(Sym, Sym)], node: &Node) -> bool {
-    selector
-        .iter()
-        .all(|(k, v)| node.labels.iter().any(|(nk, nv)| nk == k && nv == v))
+    selector.iter().all(|(k, v)| node.labels.iter().any(|(nk, nv)| nk == k && nv == v))
 }
 
 pub fn affinity_matches(terms: &[NodeSelectorTerm], node: &Node) -> bool {
@@ -267,11 +267,7 @@ mod tests {
 
     #[test]
     fn every_reason_is_reported_in_filter_order() {
-        let n = node("n1")
-            .gpus(4)
-            .cordoned()
-            .taint("nvidia.com/gpu", "present", TaintEffect::NoSchedule)
-            .build();
+        let n = node("n1").gpus(4).cordoned().taint("nvidia.com/gpu", "present", TaintEffect::NoSchedule).build();
         let p = pod("p").gpus(8).selector("pool", "a100").build();
         let reasons = verdicts(&Shape::of(&p), &n, &Tally::default());
         let codes: Vec<String> = reasons.iter().map(|r| r.code()).collect();
@@ -328,7 +324,8 @@ mod tests {
     #[test]
     fn required_affinity_terms_are_ored() {
         let n = node("n1").gpus(8).label("nvidia.com/gpu.product", "NVIDIA-H100-80GB-HBM3").build();
-        let h100 = pod("p").gpus(1).affinity_in("nvidia.com/gpu.product", &["NVIDIA-H100-80GB-HBM3", "NVIDIA-H200"]).build();
+        let h100 =
+            pod("p").gpus(1).affinity_in("nvidia.com/gpu.product", &["NVIDIA-H100-80GB-HBM3", "NVIDIA-H200"]).build();
         let a100 = pod("q").gpus(1).affinity_in("nvidia.com/gpu.product", &["NVIDIA-A100-SXM4-80GB"]).build();
         assert!(verdicts(&Shape::of(&h100), &n, &Tally::default()).is_empty());
         assert_eq!(verdicts(&Shape::of(&a100), &n, &Tally::default()), vec![NodeReason::AffinityMismatch]);

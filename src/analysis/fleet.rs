@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use crate::model::{AgentStatus, GpuHealth, MigStrategy, Node, PodPhase, Sym, Timestamp};
 use crate::reference::xid;
 
-use super::index::Index;
 use super::Thresholds;
+use super::index::Index;
 
 /// Stable node issue codes (DESIGN.md).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -95,9 +95,8 @@ pub fn summarize_node(index: &Index<'_>, node: &Node, thresholds: &Thresholds) -
     let used = index.used(node.name);
     let devices = index.snap.devices.get(&node.name).filter(|d| d.status == AgentStatus::Reporting);
     let hardware = devices.map(|d| d.gpus.len() as u32).or(node.hardware_gpus());
-    let gpu_unhealthy = devices.map_or(0, |d| {
-        d.gpus.iter().filter(|g| matches!(g.health, GpuHealth::Unhealthy(_))).count() as u32
-    });
+    let gpu_unhealthy =
+        devices.map_or(0, |d| d.gpus.iter().filter(|g| matches!(g.health, GpuHealth::Unhealthy(_))).count() as u32);
     let mig: Vec<MigUsage> = node
         .allocatable
         .mig()
@@ -155,12 +154,7 @@ pub fn summarize_node(index: &Index<'_>, node: &Node, thresholds: &Thresholds) -
         ready: node.is_ready(),
         cordoned: node.unschedulable,
         product: node.gpu.product,
-        driver: node
-            .gpu
-            .driver
-            .as_ref()
-            .or(devices.and_then(|d| d.driver.as_ref()))
-            .map(|d| d.to_string()),
+        driver: node.gpu.driver.as_ref().or(devices.and_then(|d| d.driver.as_ref())).map(|d| d.to_string()),
         hardware,
         gpu_allocatable: node.allocatable.gpu,
         gpu_allocated: used.gpu,
@@ -209,11 +203,7 @@ fn black_hole(index: &Index<'_>, node: &Node, t: &Thresholds) -> Option<String> 
         .filter(|p| index.now - p.transitioned <= t.black_hole_window)
         .filter(|p| p.reason.is_some_and(|r| r.as_str() == "UnexpectedAdmissionError"))
         .count();
-    let running = index
-        .pods_on(node.name)
-        .iter()
-        .filter(|p| p.wants_gpu() && p.phase == PodPhase::Running)
-        .count();
+    let running = index.pods_on(node.name).iter().filter(|p| p.wants_gpu() && p.phase == PodPhase::Running).count();
     (failed >= t.black_hole_min_failures && failed > running).then(|| {
         format!(
             "Ready and advertising GPUs, but {failed} GPU pod(s) failed admission (UnexpectedAdmissionError) in the last {}; {running} running",
@@ -233,11 +223,7 @@ fn mig_config_issue(node: &Node, now: Timestamp, t: &Thresholds) -> Option<NodeI
         }),
         "pending" | "rebooting" => {
             let wedged = since.is_some_and(|s| s >= t.mig_pending_wedged_after);
-            let paused = if node.operator.paused_for_mig_change {
-                "; GPU operands paused-for-mig-change"
-            } else {
-                ""
-            };
+            let paused = if node.operator.paused_for_mig_change { "; GPU operands paused-for-mig-change" } else { "" };
             Some(NodeIssue {
                 code: IssueCode::MigConfigPending,
                 detail: format!(
@@ -257,7 +243,10 @@ fn upgrade_issue(node: &Node, now: Timestamp, t: &Thresholds) -> Option<NodeIssu
     if state == "upgrade-failed" {
         return Some(NodeIssue {
             code: IssueCode::UpgradeFailed,
-            detail: format!("driver upgrade failed{}", since.map_or(String::new(), |s| format!(" {} ago", super::age(s)))),
+            detail: format!(
+                "driver upgrade failed{}",
+                since.map_or(String::new(), |s| format!(" {} ago", super::age(s)))
+            ),
         });
     }
     if state == "upgrade-done" {
@@ -265,10 +254,8 @@ fn upgrade_issue(node: &Node, now: Timestamp, t: &Thresholds) -> Option<NodeIssu
     }
     let secs = since?;
     let limit = if state == "upgrade-required" { t.upgrade_queued_stuck_after } else { t.upgrade_stuck_after };
-    (secs >= limit).then(|| NodeIssue {
-        code: IssueCode::UpgradeStuck,
-        detail: format!("in {state} for {}", super::age(secs)),
-    })
+    (secs >= limit)
+        .then(|| NodeIssue { code: IssueCode::UpgradeStuck, detail: format!("in {state} for {}", super::age(secs)) })
 }
 
 /// Fleet-wide GPU totals.
@@ -346,12 +333,7 @@ mod tests {
     #[test]
     fn mixed_mig_nodes_are_not_flagged() {
         // describe-node-dgx-h100-mig-mixed-ocp.txt: gpu 0, mig-1g.10gb 16, mig-2g.20gb 8, mig-3g.40gb 8
-        let n = node("dgx")
-            .hardware(8)
-            .mig("1g.10gb", 16)
-            .mig("2g.20gb", 8)
-            .mig("3g.40gb", 8)
-            .build();
+        let n = node("dgx").hardware(8).mig("1g.10gb", 16).mig("2g.20gb", 8).mig("3g.40gb", 8).build();
         let snap = snapshot(vec![n], vec![], 0);
         let index = Index::build(&snap, 0);
         let s = summarize(&index, &Thresholds::default());

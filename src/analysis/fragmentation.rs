@@ -22,8 +22,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use crate::model::{
-    keys, Gang, GangKey, Labels, Node, NodeSelectorTerm, Pod, PodKey, PodPhase, Resources, Sym, Timestamp,
-    Toleration,
+    Gang, GangKey, Labels, Node, NodeSelectorTerm, Pod, PodKey, PodPhase, Resources, Sym, Timestamp, Toleration, keys,
 };
 
 use super::fit::{self, Filter, Shape};
@@ -229,17 +228,15 @@ pub fn canonical_demands() -> Vec<Demand> {
 /// Pods of `demand` that fit on `node` given `used`, 0 if it may not run there.
 pub fn slots(demand: &Demand, node: &Node, used: &Tally) -> u64 {
     let shape = demand.shape();
-    let blocked = fit::verdicts(&shape, node, &Tally::default())
-        .iter()
-        .any(|r| r.filter() != Filter::NodeResourcesFit);
+    let blocked = fit::verdicts(&shape, node, &Tally::default()).iter().any(|r| r.filter() != Filter::NodeResourcesFit);
     if blocked {
         return 0;
     }
     let free = |name: &str, alloc: u64| alloc.saturating_sub(used.get(name));
     let mut n = u64::MAX;
     let mut limit = |have: u64, need: u64| {
-        if need > 0 {
-            n = n.min(have / need);
+        if let Some(k) = have.checked_div(need) {
+            n = n.min(k);
         }
     };
     let r = &demand.requests;
@@ -328,6 +325,9 @@ pub fn analyze(index: &Index<'_>) -> Fragmentation {
     Fragmentation { shapes, stranded_by_node, stranded_total, free_total, free_on_whole_nodes, score, plan }
 }
 
+/// The best option so far: (pods moved, GPU-hours, node freed, moves per unit).
+type Candidate<'a> = (usize, f64, Sym, Vec<(Vec<&'a Pod>, Option<String>, Vec<Sym>)>);
+
 /// A unit that moves as one: a lone pod, or every member of a running gang.
 struct Unit<'a> {
     pods: Vec<&'a Pod>,
@@ -406,7 +406,7 @@ pub fn plan(index: &Index<'_>, shapes: &[ShapeFit]) -> Plan {
     while have < need {
         // Best single-node option: the cheapest set of units whose moves
         // raise that node's slots by at least one.
-        let mut best: Option<(usize, f64, Sym, Vec<(Vec<&Pod>, Option<String>, Vec<Sym>)>)> = None;
+        let mut best: Option<Candidate> = None;
         for node in &eligible {
             let units = movable_units(index, node.name, &moved);
             if units.is_empty() {

@@ -66,12 +66,7 @@ impl GangSummary {
 }
 
 pub fn analyze(index: &Index<'_>) -> Vec<GangSummary> {
-    let mut out: Vec<GangSummary> = index
-        .snap
-        .gangs
-        .iter()
-        .map(|(key, gang)| summarize(index, key, gang))
-        .collect();
+    let mut out: Vec<GangSummary> = index.snap.gangs.iter().map(|(key, gang)| summarize(index, key, gang)).collect();
     find_deadlocks(index, &mut out);
     out.sort_by(|a, b| {
         (!a.deadlocked_with.is_empty())
@@ -122,7 +117,9 @@ fn summarize(index: &Index<'_>, key: &GangKey, gang: &Gang) -> GangSummary {
             let shape = super::fit::Shape::of(member);
             index.nodes().any(|n| {
                 n.allocatable.gpu >= need
-                    && super::fit::verdicts(&shape, n, &Tally::default()).iter().all(|r| r.filter() == super::fit::Filter::NodeResourcesFit)
+                    && super::fit::verdicts(&shape, n, &Tally::default())
+                        .iter()
+                        .all(|r| r.filter() == super::fit::Filter::NodeResourcesFit)
             })
         })
     };

@@ -87,11 +87,17 @@ pub fn of(index: &Index<'_>, action: &Action) -> Impact {
             if *gpu_only {
                 impact.kubectl.extend(victims.iter().map(|p| eviction_command(p)));
             } else {
-                impact.kubectl.push(format!("kubectl drain {node} --ignore-daemonsets --delete-emptydir-data --timeout=300s"));
+                impact
+                    .kubectl
+                    .push(format!("kubectl drain {node} --ignore-daemonsets --delete-emptydir-data --timeout=300s"));
             }
             let bare: Vec<String> = victims.iter().filter(|p| p.owner.is_none()).map(|p| p.name.to_string()).collect();
             if !bare.is_empty() {
-                impact.warnings.push(format!("{} pod(s) have no controller and will not come back: {}", bare.len(), bare.join(", ")));
+                impact.warnings.push(format!(
+                    "{} pod(s) have no controller and will not come back: {}",
+                    bare.len(),
+                    bare.join(", ")
+                ));
             }
         }
         Action::Requeue { gang } => {

@@ -53,11 +53,7 @@ impl<'a> Index<'a> {
             let gang = pod
                 .group
                 .and_then(|g| by_name.get(&(pod.namespace, g.as_str())))
-                .or_else(|| {
-                    pod.owner
-                        .as_ref()
-                        .and_then(|o| by_owner.get(&(pod.namespace, o.kind, o.name)))
-                });
+                .or_else(|| pod.owner.as_ref().and_then(|o| by_owner.get(&(pod.namespace, o.kind, o.name))));
             if let Some(gang) = gang {
                 members.entry(gang.clone()).or_default().push(pod);
                 gang_of.insert(pod.key(), gang.clone());

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use crate::model::{
-    keys, ClusterEvent, Gang, GangKey, GangKind, Node, Pod, QueueKind, Resources, Snapshot, Sym, Timestamp,
+    ClusterEvent, Gang, GangKey, GangKind, Node, Pod, QueueKind, Resources, Snapshot, Sym, Timestamp, keys,
 };
 
 use super::fit::{self, NodeReason};
@@ -206,7 +206,11 @@ fn pod_item(index: &Index<'_>, pod: &Pod) -> PendingItem {
             verdict: Verdict::Block,
             summary: "held by a scheduling gate (spec.schedulingGates): not yet released to the scheduler".into(),
             details: Vec::new(),
-            commands: vec![format!("kubectl get pod {} {} -o jsonpath='{{.spec.schedulingGates}}'", ns_flag(pod.namespace), pod.name)],
+            commands: vec![format!(
+                "kubectl get pod {} {} -o jsonpath='{{.spec.schedulingGates}}'",
+                ns_flag(pod.namespace),
+                pod.name
+            )],
         };
     }
     cross_check(&mut item, &fit, scheduler);
@@ -238,9 +242,8 @@ fn gang_item(index: &Index<'_>, gang: &Gang, summary: &GangSummary, all: &[GangS
     };
     let members = index.members(&summary.key);
     let waiting_member = members.iter().find(|p| p.is_pending()).copied();
-    let demand = fragmentation::pending_demands(index)
-        .into_iter()
-        .find(|d| d.source == ShapeSource::Gang(summary.key.clone()));
+    let demand =
+        fragmentation::pending_demands(index).into_iter().find(|d| d.source == ShapeSource::Gang(summary.key.clone()));
     let per_pod = gang
         .pod_sets
         .iter()
@@ -296,7 +299,12 @@ fn finish(item: &mut PendingItem, steps: Vec<StepReport>, fit: &FitResult) {
         .take(1)
         .flat_map(|s| match s.step {
             Step::Fit | Step::DevicePlugin => fit.unblock.clone(),
-            _ => s.details.iter().filter(|d| d.starts_with("unblock: ")).map(|d| d["unblock: ".len()..].to_string()).collect(),
+            _ => s
+                .details
+                .iter()
+                .filter(|d| d.starts_with("unblock: "))
+                .map(|d| d["unblock: ".len()..].to_string())
+                .collect(),
         })
         .collect();
     item.steps = steps;
@@ -468,9 +476,8 @@ fn volcano_queue_step(index: &Index<'_>, gang: &Gang) -> StepReport {
         .iter()
         .map(|c| format!("{}={} ({}): {}", c.kind, if c.status { "True" } else { "False" }, c.reason, c.message))
         .collect();
-    let queue = gang.queue.and_then(|q| {
-        index.snap.queues.values().find(|x| x.kind == QueueKind::VolcanoQueue && x.name == q)
-    });
+    let queue =
+        gang.queue.and_then(|q| index.snap.queues.values().find(|x| x.kind == QueueKind::VolcanoQueue && x.name == q));
     if let Some(q) = queue {
         commands.push(format!("kubectl get queue {} -o yaml", q.name));
         for quota in q.quotas.iter() {
@@ -551,10 +558,7 @@ fn gang_step(index: &Index<'_>, gang: &Gang, summary: &GangSummary, all: &[GangS
                     .deadlocked_with
                     .iter()
                     .map(|o| {
-                        let held = all
-                            .iter()
-                            .find(|g| o.ends_with(&g.display_name()))
-                            .map_or(0, |g| g.gpus_held_idle);
+                        let held = all.iter().find(|g| o.ends_with(&g.display_name())).map_or(0, |g| g.gpus_held_idle);
                         format!("{o} (holding {held} GPU(s))")
                     })
                     .collect();
@@ -674,9 +678,8 @@ fn fit_step(index: &Index<'_>, demand: &Demand, pod: Option<&Pod>) -> FitResult 
         describe,
         "kubectl get nodes -o custom-columns='NAME:.metadata.name,GPU:.status.allocatable.nvidia\\.com/gpu,UNSCHEDULABLE:.spec.unschedulable,TAINTS:.spec.taints[*].key'".into(),
     ];
-    let histogram = |m: &BTreeMap<String, u32>| {
-        m.iter().map(|(k, v)| format!("{v} {k}")).collect::<Vec<_>>().join(", ")
-    };
+    let histogram =
+        |m: &BTreeMap<String, u32>| m.iter().map(|(k, v)| format!("{v} {k}")).collect::<Vec<_>>().join(", ");
     let mut unblock = Vec::new();
     let report = if slots_total >= need && fitting_nodes > 0 {
         StepReport {
@@ -692,19 +695,14 @@ fn fit_step(index: &Index<'_>, demand: &Demand, pod: Option<&Pod>) -> FitResult 
         }
     } else {
         let summary = if need > 1 {
-            format!(
-                "room for {slots_total} of the {need} pod(s) of shape {} it needs",
-                shape_text(&demand.requests, 1)
-            )
+            format!("room for {slots_total} of the {need} pod(s) of shape {} it needs", shape_text(&demand.requests, 1))
         } else {
             format!("0/{total_nodes} nodes can take it: {}", histogram(&scheduler_view))
         };
         if let Some((free, node)) = closest {
             let short = demand.gpus_per_pod.saturating_sub(free);
-            unblock.push(format!(
-                "free {short} more GPU(s) on {} ({} free of {})",
-                node.name, free, node.allocatable.gpu
-            ));
+            unblock
+                .push(format!("free {short} more GPU(s) on {} ({} free of {})", node.name, free, node.allocatable.gpu));
         }
         StepReport {
             step: Step::Fit,
@@ -727,7 +725,8 @@ fn fit_step(index: &Index<'_>, demand: &Demand, pod: Option<&Pod>) -> FitResult 
             commands: Vec::new(),
         }
     } else {
-        let names: Vec<String> = silent.iter().map(|(n, missing)| format!("{} ({missing} unadvertised)", n.name)).collect();
+        let names: Vec<String> =
+            silent.iter().map(|(n, missing)| format!("{} ({missing} unadvertised)", n.name)).collect();
         let first = silent[0].0.name;
         unblock.insert(0, format!("restart the device plugin on {first} (it has GPUs but advertises too few)"));
         StepReport {
@@ -770,11 +769,7 @@ fn silent_gpus(index: &Index<'_>, node: &Node) -> u32 {
 
 fn hints(index: &Index<'_>, demand: &Demand, pod: Option<&Pod>) -> Vec<String> {
     let mut out = Vec::new();
-    let selector_gpu = demand
-        .node_selector
-        .iter()
-        .find(|(k, _)| k.as_str() == keys::RESOURCE_GPU)
-        .map(|(_, v)| *v);
+    let selector_gpu = demand.node_selector.iter().find(|(k, _)| k.as_str() == keys::RESOURCE_GPU).map(|(_, v)| *v);
     if let Some(v) = selector_gpu {
         out.push(format!(
             "gpu-count-in-node-selector: nodeSelector `{}: \"{v}\"` does not request GPUs — no node carries that label, so it matches nothing; request them with resources.limits `{}: {v}` and drop the selector",
@@ -821,11 +816,9 @@ fn hints(index: &Index<'_>, demand: &Demand, pod: Option<&Pod>) -> Vec<String> {
     }
     if let Some(p) = pod
         && p.requests.wants_gpu()
-        && p.scheduler.is_some_and(|s| s.as_str() != "default-scheduler")
+        && let Some(s) = p.scheduler.filter(|s| s.as_str() != "default-scheduler")
     {
-        if let Some(s) = p.scheduler {
-            out.push(format!("scheduler: this pod is scheduled by '{s}', not default-scheduler"));
-        }
+        out.push(format!("scheduler: this pod is scheduled by '{s}', not default-scheduler"));
     }
     out
 }

@@ -79,10 +79,11 @@ pub fn capacity(snap: &Snapshot, queue: &Queue, quota: &QueueQuota) -> u64 {
 }
 
 /// The ClusterQueue a LocalQueue feeds.
-pub fn cluster_queue_of<'a>(snap: &'a Snapshot, namespace: Sym, local: Sym) -> Option<&'a Queue> {
-    let lq = snap.queues.values().find(|q| {
-        q.kind == QueueKind::LocalQueue && q.namespace == Some(namespace) && q.name == local
-    })?;
+pub fn cluster_queue_of(snap: &Snapshot, namespace: Sym, local: Sym) -> Option<&Queue> {
+    let lq = snap
+        .queues
+        .values()
+        .find(|q| q.kind == QueueKind::LocalQueue && q.namespace == Some(namespace) && q.name == local)?;
     let cq = lq.cluster_queue?;
     snap.queues.values().find(|q| q.kind == QueueKind::ClusterQueue && q.name == cq).map(|q| &**q)
 }

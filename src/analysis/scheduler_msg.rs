@@ -172,7 +172,9 @@ pub fn reason_code(reason: &str) -> Option<String> {
     {
         return Some("selector-mismatch".into());
     }
-    if let Some(taint) = r.strip_prefix("node(s) had untolerated taint {").or_else(|| r.strip_prefix("node(s) had taint {")) {
+    if let Some(taint) =
+        r.strip_prefix("node(s) had untolerated taint {").or_else(|| r.strip_prefix("node(s) had taint {"))
+    {
         let key = taint.split(':').next().unwrap_or("").trim_end_matches('}').trim();
         return Some(match key {
             keys::TAINT_NOT_READY | keys::TAINT_UNREACHABLE => "not-ready".into(),
@@ -192,10 +194,7 @@ mod tests {
             ("Insufficient nvidia.com/gpu".to_string(), 2),
             ("node(s) had untolerated taint {nvidia.com/gpu: present}".to_string(), 10),
         ]);
-        let pre = BTreeMap::from([
-            (PREEMPTION_NOT_HELPFUL.to_string(), 10),
-            (NO_PREEMPTION_VICTIMS.to_string(), 2),
-        ]);
+        let pre = BTreeMap::from([(PREEMPTION_NOT_HELPFUL.to_string(), 10), (NO_PREEMPTION_VICTIMS.to_string(), 2)]);
         assert_eq!(
             format(12, &reasons, &pre),
             "0/12 nodes are available: 10 node(s) had untolerated taint {nvidia.com/gpu: present}, \
@@ -218,7 +217,9 @@ mod tests {
     #[test]
     fn the_v1_36_message_with_the_dra_post_filter() {
         // Verbatim from the real kube-scheduler v1.36.3 (tests/cluster/README.md).
-        let p = parse("0/1 nodes are available: 1 Insufficient nvidia.com/gpu. no new claims to deallocate, preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.");
+        let p = parse(
+            "0/1 nodes are available: 1 Insufficient nvidia.com/gpu. no new claims to deallocate, preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.",
+        );
         assert!(p.recognised);
         assert_eq!(p.reasons, vec![("Insufficient nvidia.com/gpu".to_string(), 1)]);
         assert_eq!(p.preemption, vec![(PREEMPTION_NOT_HELPFUL.to_string(), 1)]);
@@ -226,10 +227,14 @@ mod tests {
 
     #[test]
     fn double_period_and_odd_spacing() {
-        let p = parse("0/1 nodes are available: 1 Insufficient nvidia.com/gpu. preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod..");
+        let p = parse(
+            "0/1 nodes are available: 1 Insufficient nvidia.com/gpu. preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod..",
+        );
         assert_eq!(p.reasons, vec![("Insufficient nvidia.com/gpu".to_string(), 1)]);
         assert_eq!(p.preemption, vec![(NO_PREEMPTION_VICTIMS.to_string(), 1)]);
-        let p = parse("0 /3 nodes are available: 1 Insufficient GPU Memory in one device, 2 Insufficient aliyun.com/gpu-mem");
+        let p = parse(
+            "0 /3 nodes are available: 1 Insufficient GPU Memory in one device, 2 Insufficient aliyun.com/gpu-mem",
+        );
         assert_eq!(p.total_nodes, Some(3));
         assert_eq!(p.reasons.len(), 2);
     }
@@ -251,7 +256,10 @@ mod tests {
             Some("not-ready")
         );
         assert_eq!(reason_code("node(s) were unschedulable").as_deref(), Some("cordoned"));
-        assert_eq!(reason_code("node(s) didn't match Pod's node affinity/selector").as_deref(), Some("selector-mismatch"));
+        assert_eq!(
+            reason_code("node(s) didn't match Pod's node affinity/selector").as_deref(),
+            Some("selector-mismatch")
+        );
         assert_eq!(reason_code("ExceedsGPUQuota"), None);
     }
 }

@@ -1,6 +1,6 @@
 //! A growable sum of resources (what pods on a node use, what a queue holds).
 
-use crate::model::{keys, Resources, Sym};
+use crate::model::{Resources, Sym, keys};
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Tally {
@@ -42,9 +42,6 @@ impl Tally {
     }
 
     pub fn mig(&self, profile: &str) -> u64 {
-        self.extended
-            .iter()
-            .find(|(s, _)| keys::mig_profile_of(s.as_str()) == Some(profile))
-            .map_or(0, |(_, v)| *v)
+        self.extended.iter().find(|(s, _)| keys::mig_profile_of(s.as_str()) == Some(profile)).map_or(0, |(_, v)| *v)
     }
 }

@@ -7,9 +7,9 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::model::{DriverVersion, Node, Sym, Timestamp};
 
+use super::Thresholds;
 use super::compat::{self, Verdict};
 use super::index::Index;
-use super::Thresholds;
 
 /// The upgrade states in the order of the happy path (from the operator's
 /// constants), then the side states.
@@ -101,7 +101,9 @@ pub fn board<'a>(nodes: impl Iterator<Item = &'a Node>, now: Timestamp, t: &Thre
         };
         group(a)
             .cmp(&group(b))
-            .then_with(|| b.seconds_in_state.unwrap_or(0).cmp(&a.seconds_in_state.unwrap_or(0)).then(std::cmp::Ordering::Equal))
+            .then_with(|| {
+                b.seconds_in_state.unwrap_or(0).cmp(&a.seconds_in_state.unwrap_or(0)).then(std::cmp::Ordering::Equal)
+            })
             .then_with(|| state_rank(a.state_str()).cmp(&state_rank(b.state_str())))
             .then_with(|| a.node.cmp(&b.node))
     });
@@ -241,7 +243,9 @@ pub fn plan(index: &Index<'_>, target: &DriverVersion, policy: Policy) -> WavePl
         let r = root(&mut parent, n.name);
         groups.entry(r).or_default().push(n);
     }
-    let load = |nodes: &[&Node]| -> usize { nodes.iter().map(|n| index.pods_on(n.name).iter().filter(|p| p.wants_gpu()).count()).sum() };
+    let load = |nodes: &[&Node]| -> usize {
+        nodes.iter().map(|n| index.pods_on(n.name).iter().filter(|p| p.wants_gpu()).count()).sum()
+    };
     let mut units: Vec<Vec<&Node>> = groups.into_values().collect();
     units.sort_by(|a, b| load(a).cmp(&load(b)).then(a.len().cmp(&b.len())).then(a[0].name.cmp(&b[0].name)));
 
@@ -299,9 +303,22 @@ fn make_wave(
             let (vb, _) = compat::verdict(&need, &before, index.now);
             let (va, reason) = compat::verdict(&need, &after, index.now);
             if va > vb {
-                breaks.push(Break { pod: format!("{}/{}", p.namespace, p.name), node: n.name, before: vb, after: va, reason });
+                breaks.push(Break {
+                    pod: format!("{}/{}", p.namespace, p.name),
+                    node: n.name,
+                    before: vb,
+                    after: va,
+                    reason,
+                });
             }
         }
     }
-    Wave { index: idx, canary, nodes: nodes.iter().map(|n| n.name).collect(), gangs: gangs.into_iter().collect(), breaks, oversized }
+    Wave {
+        index: idx,
+        canary,
+        nodes: nodes.iter().map(|n| n.name).collect(),
+        gangs: gangs.into_iter().collect(),
+        breaks,
+        oversized,
+    }
 }

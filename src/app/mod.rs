@@ -112,9 +112,16 @@ pub enum Effect {
 pub enum Msg {
     Key(KeyEvent),
     /// An action finished (or made progress): a line for the status bar.
-    ActionReport { text: String, error: bool, done: bool },
+    ActionReport {
+        text: String,
+        error: bool,
+        done: bool,
+    },
     /// A one-line notice (theme warnings, source problems).
-    Notice { text: String, error: bool },
+    Notice {
+        text: String,
+        error: bool,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -195,22 +202,20 @@ impl App {
     pub fn row_ids(&self, pane: Pane, views: &Views) -> Vec<String> {
         let f = self.filter(pane);
         match (pane, self.section(pane)) {
-            (Pane::Fleet, _) if self.aggregated(views) => rows::pools(views, f).iter().map(|p| p.name.clone()).collect(),
+            (Pane::Fleet, _) if self.aggregated(views) => {
+                rows::pools(views, f).iter().map(|p| p.name.clone()).collect()
+            }
             (Pane::Fleet, _) => rows::nodes(views, f, self.fleet_sort).iter().map(|r| r.id()).collect(),
             (Pane::Pending, _) => rows::pending(views, f).iter().map(|p| p.display_name()).collect(),
             (Pane::Gangs, Section::First) => rows::gangs(views, f).iter().map(|g| gang_id(&g.key)).collect(),
-            (Pane::Gangs, _) => rows::queues(views, f)
-                .iter()
-                .enumerate()
-                .map(|(i, q)| format!("{i}:{}", q.name))
-                .collect(),
+            (Pane::Gangs, _) => {
+                rows::queues(views, f).iter().enumerate().map(|(i, q)| format!("{i}:{}", q.name)).collect()
+            }
             (Pane::Mig, _) => rows::mig(views, f).iter().map(|m| m.id()).collect(),
             (Pane::Drivers, Section::Second) => rows::upgrades(views, f).iter().map(|u| u.node.to_string()).collect(),
-            (Pane::Drivers, Section::Third) => views
-                .waves
-                .as_ref()
-                .map(|w| w.waves.iter().map(|x| x.index.to_string()).collect())
-                .unwrap_or_default(),
+            (Pane::Drivers, Section::Third) => {
+                views.waves.as_ref().map(|w| w.waves.iter().map(|x| x.index.to_string()).collect()).unwrap_or_default()
+            }
             (Pane::Drivers, Section::First) => Vec::new(),
             (Pane::Events, _) => (0..rows::events(views, f).len()).map(|i| i.to_string()).collect(),
         }
@@ -441,7 +446,13 @@ impl App {
                     .map(|c| c.name)
                     .collect();
                 if configs.is_empty() {
-                    self.notify(format!("{node}: no MIG configs known for this GPU ({})", product.map_or("unknown product", |p| p.as_str())), true);
+                    self.notify(
+                        format!(
+                            "{node}: no MIG configs known for this GPU ({})",
+                            product.map_or("unknown product", |p| p.as_str())
+                        ),
+                        true,
+                    );
                     return Vec::new();
                 }
                 self.overlay = Some(Overlay::MigPicker { node, configs, selected: 0 });
@@ -505,12 +516,16 @@ impl App {
             Overlay::Help { scroll } => match key.code {
                 KeyCode::Esc | KeyCode::Char('q') | KeyCode::Char('?') | KeyCode::Enter => {}
                 KeyCode::Down | KeyCode::Char('j') => self.overlay = Some(Overlay::Help { scroll: scroll + 1 }),
-                KeyCode::Up | KeyCode::Char('k') => self.overlay = Some(Overlay::Help { scroll: scroll.saturating_sub(1) }),
+                KeyCode::Up | KeyCode::Char('k') => {
+                    self.overlay = Some(Overlay::Help { scroll: scroll.saturating_sub(1) })
+                }
                 _ => self.overlay = Some(Overlay::Help { scroll }),
             },
             Overlay::NodeDetail { node, scroll } => match key.code {
                 KeyCode::Esc | KeyCode::Char('q') | KeyCode::Enter => {}
-                KeyCode::Down | KeyCode::Char('j') => self.overlay = Some(Overlay::NodeDetail { node, scroll: scroll + 1 }),
+                KeyCode::Down | KeyCode::Char('j') => {
+                    self.overlay = Some(Overlay::NodeDetail { node, scroll: scroll + 1 })
+                }
                 KeyCode::Up | KeyCode::Char('k') => {
                     self.overlay = Some(Overlay::NodeDetail { node, scroll: scroll.saturating_sub(1) })
                 }
@@ -519,7 +534,9 @@ impl App {
             Overlay::CellDetail { scroll } => match key.code {
                 KeyCode::Esc | KeyCode::Char('q') | KeyCode::Enter => {}
                 KeyCode::Down | KeyCode::Char('j') => self.overlay = Some(Overlay::CellDetail { scroll: scroll + 1 }),
-                KeyCode::Up | KeyCode::Char('k') => self.overlay = Some(Overlay::CellDetail { scroll: scroll.saturating_sub(1) }),
+                KeyCode::Up | KeyCode::Char('k') => {
+                    self.overlay = Some(Overlay::CellDetail { scroll: scroll.saturating_sub(1) })
+                }
                 _ => self.overlay = Some(Overlay::CellDetail { scroll }),
             },
             Overlay::Filter(mut area) => match key.code {
@@ -591,7 +608,8 @@ impl App {
     }
 
     fn execute(&mut self, action: Action, dry_run: bool) -> Vec<Effect> {
-        let label = format!("{}{} {}", action.verb(), if dry_run { " (dry run)" } else { "" }, action.targets().join(" "));
+        let label =
+            format!("{}{} {}", action.verb(), if dry_run { " (dry run)" } else { "" }, action.targets().join(" "));
         self.in_flight.push(label.clone());
         self.notify(format!("{label}…"), false);
         vec![Effect::Execute(ActionRequest { action, dry_run })]
@@ -663,6 +681,10 @@ fn gang_id_of_item(p: &crate::analysis::pending::PendingItem) -> String {
 fn single_line(prompt: &str, text: &str) -> TextArea<'static> {
     let mut area = TextArea::new(vec![text.to_string()]);
     area.move_cursor(tui_textarea::CursorMove::End);
-    area.set_placeholder_text(if prompt == ":" { "fleet | pending | scenario NAME | theme NAME | plan VERSION | why NS/NAME | q" } else { "type to filter" });
+    area.set_placeholder_text(if prompt == ":" {
+        "fleet | pending | scenario NAME | theme NAME | plan VERSION | why NS/NAME | q"
+    } else {
+        "type to filter"
+    });
     area
 }

@@ -54,7 +54,11 @@ pub fn parse(line: &str) -> Result<PaletteCommand, String> {
         "filter" => PaletteCommand::Filter(rest.to_string()),
         "help" | "?" => PaletteCommand::Help,
         "" => return Err("empty command; try :help".into()),
-        other => return Err(format!("unknown command ':{other}'; try fleet, pending, scenario NAME, theme NAME, plan VERSION, why NS/NAME, q")),
+        other => {
+            return Err(format!(
+                "unknown command ':{other}'; try fleet, pending, scenario NAME, theme NAME, plan VERSION, why NS/NAME, q"
+            ));
+        }
     })
 }
 

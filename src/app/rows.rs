@@ -21,10 +21,7 @@ pub fn nodes<'a>(views: &'a Views, filter: &str, sort: FleetSort) -> Vec<&'a Nod
         FleetSort::Free => rows.sort_by(|a, b| b.free.cmp(&a.free).then(a.name.cmp(&b.name))),
         FleetSort::Problems => rows.sort_by(|a, b| {
             let rank = |r: &NodeRow| {
-                (
-                    std::cmp::Reverse(r.issues.iter().filter(|i| i.is_fault()).count()),
-                    std::cmp::Reverse(r.issues.len()),
-                )
+                (std::cmp::Reverse(r.issues.iter().filter(|i| i.is_fault()).count()), std::cmp::Reverse(r.issues.len()))
             };
             rank(a).cmp(&rank(b)).then(a.name.cmp(&b.name))
         }),

@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use super::node::labels_from;
 use super::{
-    keys, CudaNeed, Node, NodeSelectorTerm, Owner, Pod, PodPhase, Readiness, Requirement, Resources,
-    SelectorOperator, Sym, Taint, TaintEffect, Timestamp, Toleration, Unschedulable,
+    CudaNeed, Node, NodeSelectorTerm, Owner, Pod, PodPhase, Readiness, Requirement, Resources, SelectorOperator, Sym,
+    Taint, TaintEffect, Timestamp, Toleration, Unschedulable, keys,
 };
 
 pub struct NodeBuilder {
@@ -287,12 +287,12 @@ impl PodBuilder {
     }
 
     pub fn cuda_require(mut self, require: &str) -> Self {
-        self.pod.cuda.get_or_insert_with(Default::default).require_cuda = Some(require.into());
+        self.pod.cuda.get_or_insert_with(Default::default).require_cuda = Some(Sym::new(require));
         self
     }
 
     pub fn cuda_version(mut self, version: &str) -> Self {
-        self.pod.cuda.get_or_insert_with(Default::default).cuda_version = Some(version.into());
+        self.pod.cuda.get_or_insert_with(Default::default).cuda_version = Some(Sym::new(version));
         self
     }
 
@@ -310,10 +310,8 @@ impl PodBuilder {
         self.pod.requests = Resources::from_pairs(self.requests.iter().map(|(r, n)| (r.as_str(), *n)));
         self.pod.node_selector = labels_from(self.selector.iter().map(|(k, v)| (k.as_str(), v.as_str())));
         if !self.affinity.is_empty() {
-            self.pod.affinity = Box::new([NodeSelectorTerm {
-                expressions: self.affinity.into_boxed_slice(),
-                fields: Box::new([]),
-            }]);
+            self.pod.affinity =
+                Box::new([NodeSelectorTerm { expressions: self.affinity.into_boxed_slice(), fields: Box::new([]) }]);
         }
         self.pod.tolerations = self.tolerations.into_boxed_slice();
         self.pod

@@ -1,9 +1,9 @@
 //! What a node's agent (or the simulator) reports about its physical GPUs:
 //! facts the API server does not have.
 
+use super::Timestamp;
 use super::sym::Sym;
 use super::versions::{CudaVersion, DriverVersion};
-use super::Timestamp;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MigMode {

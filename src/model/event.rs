@@ -2,8 +2,8 @@
 
 use std::sync::Arc;
 
-use super::sym::Sym;
 use super::Timestamp;
+use super::sym::Sym;
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct EventKey {

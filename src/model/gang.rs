@@ -105,9 +105,7 @@ impl Gang {
 
     /// Total requests of every member.
     pub fn total_requests(&self) -> Resources {
-        self.pod_sets
-            .iter()
-            .fold(Resources::default(), |acc, ps| acc.plus(&ps.requests.times(ps.count as u64)))
+        self.pod_sets.iter().fold(Resources::default(), |acc, ps| acc.plus(&ps.requests.times(ps.count as u64)))
     }
 
     /// GPUs per member pod, when the gang is uniform in whole GPUs.

@@ -227,18 +227,30 @@ pub enum ObjectKey {
     Devices(Sym),
 }
 
+// Events are moved through a channel and applied at once, never stored:
+// boxing the large variant would cost an allocation per event for nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug)]
 pub enum ModelEvent {
     Upsert(Object),
     Delete(ObjectKey),
     /// A fresh full list of one feed: the truth. Objects of that feed not in
     /// it are gone (deletes are never lost across a restart).
-    Resync { feed: Feed, objects: Vec<Object> },
-    Feed { feed: Feed, state: FeedState },
+    Resync {
+        feed: Feed,
+        objects: Vec<Object>,
+    },
+    Feed {
+        feed: Feed,
+        state: FeedState,
+    },
     /// The source's notion of "now".
     Clock(Timestamp),
     /// An object that could not be converted: counted, never fatal.
-    Skipped { feed: Feed, reason: String },
+    Skipped {
+        feed: Feed,
+        reason: String,
+    },
     Source(SourceInfo),
     Scenario(ScenarioInfo),
 }
@@ -424,11 +436,20 @@ impl Cluster {
             Feed::Pods => s.pods.clear(),
             Feed::Events => s.events.clear(),
             Feed::Workloads | Feed::PodGroups => {
-                s.gangs = s.gangs.iter().filter(|(k, _)| gang_feed(k.kind) != feed).map(|(k, v)| (k.clone(), v.clone())).collect()
+                s.gangs = s
+                    .gangs
+                    .iter()
+                    .filter(|(k, _)| gang_feed(k.kind) != feed)
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect()
             }
             Feed::ClusterQueues | Feed::LocalQueues | Feed::VolcanoQueues => {
-                s.queues =
-                    s.queues.iter().filter(|(k, _)| queue_feed(k.kind) != feed).map(|(k, v)| (k.clone(), v.clone())).collect()
+                s.queues = s
+                    .queues
+                    .iter()
+                    .filter(|(k, _)| queue_feed(k.kind) != feed)
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect()
             }
             Feed::ResourceFlavors => s.flavors.clear(),
             Feed::Agents => s.devices.clear(),
@@ -442,7 +463,9 @@ impl Cluster {
                 // Time in an operator state is only known from when it changed;
                 // keep the earlier observation while the state stays the same.
                 if let Some(old) = s.nodes.get(&node.name) {
-                    if node.operator.upgrade_since.is_none() && old.operator.upgrade_state == node.operator.upgrade_state {
+                    if node.operator.upgrade_since.is_none()
+                        && old.operator.upgrade_state == node.operator.upgrade_state
+                    {
                         node.operator.upgrade_since = old.operator.upgrade_since;
                     }
                     if node.operator.mig_config_since.is_none()
@@ -512,7 +535,11 @@ mod tests {
         let before = c.snapshot();
         c.apply(ModelEvent::Resync { feed: Feed::Nodes, objects: vec![Object::Node(Node::new("b", Box::new([])))] });
         let after = c.snapshot();
-        assert_eq!(after.nodes.keys().map(|k| k.as_str()).collect::<Vec<_>>(), ["b"], "a was deleted while we were away");
+        assert_eq!(
+            after.nodes.keys().map(|k| k.as_str()).collect::<Vec<_>>(),
+            ["b"],
+            "a was deleted while we were away"
+        );
         assert_eq!(after.pods.len(), 1, "other feeds untouched");
         assert_eq!(before.nodes.len(), 2, "old snapshots are immutable");
         assert_eq!(after.feed(Feed::Nodes).map(|f| &f.state), Some(&FeedState::Live));
@@ -521,9 +548,7 @@ mod tests {
     #[test]
     fn upgrade_state_keeps_its_start_time_while_unchanged() {
         let mut c = Cluster::new(source());
-        let node = |state: &str| {
-            Node::new("n", node::labels_from([("nvidia.com/gpu-driver-upgrade-state", state)]))
-        };
+        let node = |state: &str| Node::new("n", node::labels_from([("nvidia.com/gpu-driver-upgrade-state", state)]));
         c.apply(ModelEvent::Clock(100));
         c.apply(ModelEvent::Upsert(Object::Node(node("upgrade-required"))));
         c.apply(ModelEvent::Clock(700));

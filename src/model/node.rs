@@ -70,21 +70,11 @@ pub struct Toleration {
 
 impl Toleration {
     pub fn exists(key: &str) -> Toleration {
-        Toleration {
-            key: Some(Sym::new(key)),
-            operator: TolerationOperator::Exists,
-            value: Sym::new(""),
-            effect: None,
-        }
+        Toleration { key: Some(Sym::new(key)), operator: TolerationOperator::Exists, value: Sym::new(""), effect: None }
     }
 
     pub fn equal(key: &str, value: &str, effect: Option<TaintEffect>) -> Toleration {
-        Toleration {
-            key: Some(Sym::new(key)),
-            operator: TolerationOperator::Equal,
-            value: Sym::new(value),
-            effect,
-        }
+        Toleration { key: Some(Sym::new(key)), operator: TolerationOperator::Equal, value: Sym::new(value), effect }
     }
 
     /// Kubernetes' `ToleratesTaint`.
@@ -265,7 +255,7 @@ pub fn label_value(labels: &Labels, key: &str) -> Option<Sym> {
 /// Sorted, de-duplicated label pairs from any iterator of string pairs.
 pub fn labels_from<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Labels {
     let mut v: Vec<(Sym, Sym)> = pairs.into_iter().map(|(k, v)| (Sym::new(k), Sym::new(v))).collect();
-    v.sort_by(|a, b| a.0.cmp(&b.0));
+    v.sort_by_key(|a| a.0);
     v.dedup_by(|a, b| a.0 == b.0);
     v.into_boxed_slice()
 }
@@ -276,24 +266,18 @@ fn decode_gpu_labels(labels: &Labels) -> GpuLabels {
     let driver = get(keys::DRIVER_FULL)
         .and_then(DriverVersion::parse)
         .or_else(|| {
-            get(keys::DRIVER_MAJOR).and_then(|major| {
-                DriverVersion::from_parts(major, get(keys::DRIVER_MINOR), get(keys::DRIVER_REVISION))
-            })
+            get(keys::DRIVER_MAJOR)
+                .and_then(|major| DriverVersion::from_parts(major, get(keys::DRIVER_MINOR), get(keys::DRIVER_REVISION)))
         })
         .or_else(|| {
             get(keys::DRIVER_MAJOR_DEPRECATED).and_then(|major| {
-                DriverVersion::from_parts(
-                    major,
-                    get(keys::DRIVER_MINOR_DEPRECATED),
-                    get(keys::DRIVER_REV_DEPRECATED),
-                )
+                DriverVersion::from_parts(major, get(keys::DRIVER_MINOR_DEPRECATED), get(keys::DRIVER_REV_DEPRECATED))
             })
         });
     let cuda_runtime = get(keys::CUDA_RUNTIME_MAJOR)
         .map(|major| (major, get(keys::CUDA_RUNTIME_MINOR)))
         .or_else(|| {
-            get(keys::CUDA_RUNTIME_MAJOR_DEPRECATED)
-                .map(|major| (major, get(keys::CUDA_RUNTIME_MINOR_DEPRECATED)))
+            get(keys::CUDA_RUNTIME_MAJOR_DEPRECATED).map(|major| (major, get(keys::CUDA_RUNTIME_MINOR_DEPRECATED)))
         })
         .and_then(|(major, minor)| CudaVersion::parse(&format!("{}.{}", major, minor.unwrap_or("0"))));
     let mig_strategy = get(keys::MIG_STRATEGY).and_then(|s| match s {
@@ -317,9 +301,9 @@ fn decode_gpu_labels(labels: &Labels) -> GpuLabels {
 }
 
 fn decode_operator_labels(labels: &Labels) -> OperatorLabels {
-    let paused = labels.iter().any(|(k, v)| {
-        k.as_str().starts_with(keys::GPU_DEPLOY_PREFIX) && v.as_str() == keys::PAUSED_FOR_MIG_CHANGE
-    });
+    let paused = labels
+        .iter()
+        .any(|(k, v)| k.as_str().starts_with(keys::GPU_DEPLOY_PREFIX) && v.as_str() == keys::PAUSED_FOR_MIG_CHANGE);
     OperatorLabels {
         upgrade_state: label_value(labels, keys::DRIVER_UPGRADE_STATE).filter(|s| !s.as_str().is_empty()),
         upgrade_since: None,
@@ -342,12 +326,8 @@ mod tests {
         assert!(Toleration::equal("nvidia.com/gpu", "present", None).tolerates(&gpu));
         assert!(!Toleration::equal("nvidia.com/gpu", "true", None).tolerates(&gpu));
         assert!(!Toleration::equal("nvidia.com/gpu", "present", Some(TaintEffect::NoExecute)).tolerates(&gpu));
-        let everything = Toleration {
-            key: None,
-            operator: TolerationOperator::Exists,
-            value: Sym::new(""),
-            effect: None,
-        };
+        let everything =
+            Toleration { key: None, operator: TolerationOperator::Exists, value: Sym::new(""), effect: None };
         assert!(everything.tolerates(&gpu));
         assert!(!Toleration::exists("other").tolerates(&gpu));
     }

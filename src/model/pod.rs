@@ -74,12 +74,13 @@ pub struct Unschedulable {
 
 /// What a container says about the CUDA it needs (environment of the GPU
 /// container, verbatim; the grammar is decoded by `analysis::compat`).
+/// Interned: every pod of an image carries the same 1.5 KB requirement.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct CudaNeed {
-    pub require_cuda: Option<Box<str>>,
+    pub require_cuda: Option<Sym>,
     /// Other `NVIDIA_REQUIRE_*` variables, `NAME=value`.
-    pub other_requires: Box<[Box<str>]>,
-    pub cuda_version: Option<Box<str>>,
+    pub other_requires: Box<[Sym]>,
+    pub cuda_version: Option<Sym>,
     pub disable_require: bool,
     pub image: Option<Sym>,
 }

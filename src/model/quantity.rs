@@ -47,9 +47,7 @@ pub fn parse_with_unit(unit: Unit, text: &str) -> Result<u64, QuantityError> {
         b'+' => (false, &t[1..]),
         _ => (false, t),
     };
-    let number_end = body
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(body.len());
+    let number_end = body.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(body.len());
     let (number, suffix) = body.split_at(number_end);
     if number.is_empty() || number == "." || number.matches('.').count() > 1 {
         return Err(malformed());
@@ -113,7 +111,7 @@ pub fn parse_with_unit(unit: Unit, text: &str) -> Result<u64, QuantityError> {
 pub fn format(resource: &str, value: u64) -> String {
     match unit_of(resource) {
         Unit::Milli => {
-            if value % 1000 == 0 {
+            if value.is_multiple_of(1000) {
                 (value / 1000).to_string()
             } else {
                 format!("{value}m")
@@ -132,7 +130,7 @@ pub fn format_bytes(value: u64) -> String {
     const UNITS: [(&str, u32); 5] = [("Pi", 50), ("Ti", 40), ("Gi", 30), ("Mi", 20), ("Ki", 10)];
     for (suffix, shift) in UNITS {
         let unit = 1u64 << shift;
-        if value >= unit && value % unit == 0 {
+        if value >= unit && value.is_multiple_of(unit) {
             return format!("{}{suffix}", value >> shift);
         }
     }

@@ -76,10 +76,7 @@ impl Queue {
 
     /// False when the queue reports `Active=False` or is Closed.
     pub fn is_active(&self) -> bool {
-        let inactive_condition = self
-            .conditions
-            .iter()
-            .any(|c| c.kind.as_str() == "Active" && !c.status);
+        let inactive_condition = self.conditions.iter().any(|c| c.kind.as_str() == "Active" && !c.status);
         let closed = self.state.is_some_and(|s| s.as_str() != "Open");
         !(inactive_condition || closed)
     }

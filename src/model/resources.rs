@@ -36,7 +36,7 @@ impl Resources {
                 }
             }
         }
-        extended.sort_by(|a, b| a.0.cmp(&b.0));
+        extended.sort_by_key(|a| a.0);
         r.extended = extended.into_boxed_slice();
         r
     }
@@ -48,32 +48,21 @@ impl Resources {
             "memory" => self.memory,
             "pods" => self.pods,
             keys::RESOURCE_GPU => self.gpu,
-            other => self
-                .extended
-                .iter()
-                .find(|(s, _)| s.as_str() == other)
-                .map_or(0, |(_, v)| *v),
+            other => self.extended.iter().find(|(s, _)| s.as_str() == other).map_or(0, |(_, v)| *v),
         }
     }
 
     /// Every non-zero amount, cpu/memory/pods/gpu first, then extended ones.
     pub fn iter(&self) -> impl Iterator<Item = (&'static str, u64)> + '_ {
-        [
-            ("cpu", self.cpu_milli),
-            ("memory", self.memory),
-            ("pods", self.pods),
-            (keys::RESOURCE_GPU, self.gpu),
-        ]
-        .into_iter()
-        .chain(self.extended.iter().map(|(s, v)| (s.as_str(), *v)))
-        .filter(|(_, v)| *v > 0)
+        [("cpu", self.cpu_milli), ("memory", self.memory), ("pods", self.pods), (keys::RESOURCE_GPU, self.gpu)]
+            .into_iter()
+            .chain(self.extended.iter().map(|(s, v)| (s.as_str(), *v)))
+            .filter(|(_, v)| *v > 0)
     }
 
     /// MIG profiles and amounts (`1g.10gb`, 2), from `nvidia.com/mig-*`.
     pub fn mig(&self) -> impl Iterator<Item = (&'static str, u64)> + '_ {
-        self.extended
-            .iter()
-            .filter_map(|(s, v)| keys::mig_profile_of(s.as_str()).map(|p| (p, *v)))
+        self.extended.iter().filter_map(|(s, v)| keys::mig_profile_of(s.as_str()).map(|p| (p, *v)))
     }
 
     pub fn mig_total(&self) -> u64 {
@@ -82,11 +71,7 @@ impl Resources {
 
     /// Whether these requests take any GPU (whole, shared or a MIG slice).
     pub fn wants_gpu(&self) -> bool {
-        self.gpu > 0
-            || self
-                .extended
-                .iter()
-                .any(|(s, v)| *v > 0 && keys::is_gpu_resource(s.as_str()))
+        self.gpu > 0 || self.extended.iter().any(|(s, v)| *v > 0 && keys::is_gpu_resource(s.as_str()))
     }
 
     /// `self + other`, resource by resource.
@@ -100,14 +85,9 @@ impl Resources {
     }
 
     fn all_pairs(&self) -> impl Iterator<Item = (&'static str, u64)> + '_ {
-        [
-            ("cpu", self.cpu_milli),
-            ("memory", self.memory),
-            ("pods", self.pods),
-            (keys::RESOURCE_GPU, self.gpu),
-        ]
-        .into_iter()
-        .chain(self.extended.iter().map(|(s, v)| (s.as_str(), *v)))
+        [("cpu", self.cpu_milli), ("memory", self.memory), ("pods", self.pods), (keys::RESOURCE_GPU, self.gpu)]
+            .into_iter()
+            .chain(self.extended.iter().map(|(s, v)| (s.as_str(), *v)))
     }
 }
 

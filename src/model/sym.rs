@@ -84,11 +84,7 @@ impl Ord for Sym {
     /// Alphabetical, so that maps keyed by symbols iterate in a stable,
     /// human order.
     fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        if self == other {
-            std::cmp::Ordering::Equal
-        } else {
-            self.as_str().cmp(other.as_str())
-        }
+        if self == other { std::cmp::Ordering::Equal } else { self.as_str().cmp(other.as_str()) }
     }
 }
 

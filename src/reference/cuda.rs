@@ -137,7 +137,9 @@ mod tests {
         // "CUDA 12.8 GA	>=570.26"
         assert_eq!(t.native_min_driver(CudaVersion::new(12, 8)).unwrap().min_driver.to_string(), "570.26");
         // "CUDA 11.0.3 Update 1	>= 450.51.06" (spacing kept in the table)
-        assert!(t.toolkits.iter().any(|r| r.release == "CUDA 11.0.3 Update 1" && r.min_driver.to_string() == "450.51.06"));
+        assert!(
+            t.toolkits.iter().any(|r| r.release == "CUDA 11.0.3 Update 1" && r.min_driver.to_string() == "450.51.06")
+        );
         // "CUDA 13.0 GA	>=580.65.06"
         let d = DriverVersion::parse("580.65.06").unwrap();
         assert_eq!(t.max_native_cuda(&d), Some(CudaVersion::new(13, 0)));

@@ -58,19 +58,13 @@ impl Geometry {
         order.sort_by_key(|&i| (std::cmp::Reverse(wanted[i].size), wanted[i].starts.len()));
         let mut occupied = existing.to_vec();
         let mut starts = vec![0u8; wanted.len()];
-        if place_from(&order, 0, wanted, &mut occupied, &mut starts) {
-            Some(starts)
-        } else {
-            None
-        }
+        if place_from(&order, 0, wanted, &mut occupied, &mut starts) { Some(starts) } else { None }
     }
 
     /// How many more instances of `profile` fit next to `existing`.
     pub fn free_count(&self, existing: &[Placed], profile: &Profile) -> u32 {
-        let used_same = existing
-            .iter()
-            .filter(|p| p.size == profile.size && p.compute == profile.compute)
-            .count() as u32;
+        let used_same =
+            existing.iter().filter(|p| p.size == profile.size && p.compute == profile.compute).count() as u32;
         let mut n = 0u32;
         while used_same + n < profile.max_instances as u32 {
             let wanted: Vec<&Profile> = std::iter::repeat_n(profile, (n + 1) as usize).collect();
@@ -220,10 +214,9 @@ fn filter_matches(filter: &Option<serde_yaml::Value>, ids: &[&str]) -> bool {
     match filter {
         None => true,
         Some(serde_yaml::Value::String(s)) => ids.iter().any(|id| id.eq_ignore_ascii_case(s)),
-        Some(serde_yaml::Value::Sequence(seq)) => seq
-            .iter()
-            .filter_map(|v| v.as_str())
-            .any(|s| ids.iter().any(|id| id.eq_ignore_ascii_case(s))),
+        Some(serde_yaml::Value::Sequence(seq)) => {
+            seq.iter().filter_map(|v| v.as_str()).any(|s| ids.iter().any(|id| id.eq_ignore_ascii_case(s)))
+        }
         Some(_) => false,
     }
 }
@@ -338,18 +331,12 @@ mod tests {
         assert!(names.contains(&"all-3g.40gb"));
         assert!(!names.contains(&"all-3g.20gb"), "an A100-40GB profile");
         let balanced = h100.iter().find(|c| c.name == "all-balanced").unwrap();
-        assert_eq!(
-            balanced.devices,
-            vec![("1g.10gb".into(), 2), ("2g.20gb".into(), 1), ("3g.40gb".into(), 1)]
-        );
+        assert_eq!(balanced.devices, vec![("1g.10gb".into(), 2), ("2g.20gb".into(), 1), ("3g.40gb".into(), 1)]);
         let a100_40 = configs_for_model("A100-40GB");
         let one_g = a100_40.iter().find(|c| c.name == "all-1g.10gb").unwrap();
         assert_eq!(one_g.devices, vec![("1g.10gb".into(), 4)], "4 on A100-40GB via device-filter");
         let h200 = configs_for_model("H200-141GB");
         let balanced = h200.iter().find(|c| c.name == "all-balanced").unwrap();
-        assert_eq!(
-            balanced.devices,
-            vec![("1g.18gb".into(), 2), ("2g.35gb".into(), 1), ("3g.71gb".into(), 1)]
-        );
+        assert_eq!(balanced.devices, vec![("1g.18gb".into(), 2), ("2g.35gb".into(), 1), ("3g.71gb".into(), 1)]);
     }
 }

@@ -9,10 +9,10 @@ pub mod tui;
 
 use std::process::ExitCode;
 
-use crate::analysis::{self, waves, Thresholds};
+use crate::analysis::{self, Thresholds, waves};
 use crate::cli::{Cli, Command, DemoArgs, Output, SnapshotArgs, WhyArgs};
 use crate::sources::sim::scenarios;
-use crate::view_model::{json, text, Section};
+use crate::view_model::{Section, json, text};
 
 /// An error the user caused: printed as is, exit code 2.
 #[derive(Debug, thiserror::Error)]
@@ -43,17 +43,20 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Demo(args)) => demo(&args, &cli.ui),
         Some(Command::Snapshot(args)) => snapshot(&args),
         Some(Command::Why(args)) => why(&args),
-        None => Err(UsageError(
-            "no cluster source yet in this build: run `kgpu demo` for the simulated cluster".into(),
-        )
-        .into()),
+        None => {
+            Err(UsageError("no cluster source yet in this build: run `kgpu demo` for the simulated cluster".into())
+                .into())
+        }
     }
 }
 
 pub fn list_scenarios() -> String {
     let mut out = String::new();
     for s in scenarios::SCENARIOS {
-        out.push_str(&format!("{:<17} {}\n{:<17} {}\n{:<17} signal: {}\n\n", s.name, s.title, "", s.story, "", s.signal));
+        out.push_str(&format!(
+            "{:<17} {}\n{:<17} {}\n{:<17} signal: {}\n\n",
+            s.name, s.title, "", s.story, "", s.signal
+        ));
     }
     out
 }
@@ -76,7 +79,10 @@ fn snapshot(args: &SnapshotArgs) -> anyhow::Result<ExitCode> {
     let policy = waves::Policy {
         max_parallel: args.max_parallel,
         max_unavailable: waves::MaxUnavailable::parse(&args.max_unavailable).ok_or_else(|| {
-            UsageError(format!("--max-unavailable '{}' is not a count or a percentage (e.g. 2 or 25%)", args.max_unavailable))
+            UsageError(format!(
+                "--max-unavailable '{}' is not a count or a percentage (e.g. 2 or 25%)",
+                args.max_unavailable
+            ))
         })?,
     };
     let target = args
@@ -121,7 +127,8 @@ fn why(args: &WhyArgs) -> anyhow::Result<ExitCode> {
     match args.output {
         Output::Json => {
             let doc = json::document(&snap, &analysis, Some(Section::Pending), None);
-            let one: Vec<_> = doc.pending.into_iter().flatten().filter(|p| p.namespace == namespace && p.name == name).collect();
+            let one: Vec<_> =
+                doc.pending.into_iter().flatten().filter(|p| p.namespace == namespace && p.name == name).collect();
             println!("{}", serde_json::to_string_pretty(&one)?);
         }
         Output::Text => print!("{}", text::why(item)),

@@ -5,9 +5,9 @@
 use std::io::{self, Stdout};
 
 use crossterm::execute;
-use crossterm::terminal::{disable_raw_mode, enable_raw_mode, EnterAlternateScreen, LeaveAlternateScreen};
-use ratatui::backend::CrosstermBackend;
+use crossterm::terminal::{EnterAlternateScreen, LeaveAlternateScreen, disable_raw_mode, enable_raw_mode};
 use ratatui::Terminal;
+use ratatui::backend::CrosstermBackend;
 
 pub type Term = Terminal<CrosstermBackend<Stdout>>;
 

@@ -13,7 +13,7 @@ use tokio::task::JoinHandle;
 
 use crate::actions::audit::AuditLog;
 use crate::actions::exec::{Backend, Executor};
-use crate::analysis::{waves, Thresholds};
+use crate::analysis::{Thresholds, waves};
 use crate::app::{App, Effect, Msg};
 use crate::config::Paths;
 use crate::model::{Cluster, DriverVersion, ModelEvent, Snapshot, SourceInfo, SourceKind};
@@ -21,11 +21,14 @@ use crate::sources::sim::{driver, scenarios};
 use crate::ui::{self, Context, Theme};
 use crate::view_model::panes::Views;
 
-use super::terminal::Guard;
 use super::UsageError;
+use super::terminal::Guard;
 
 /// The model task: applies batches, publishes at most every 50 ms.
-pub fn spawn_model(source: SourceInfo, mut rx: mpsc::Receiver<Vec<ModelEvent>>) -> (watch::Receiver<Arc<Snapshot>>, JoinHandle<()>) {
+pub fn spawn_model(
+    source: SourceInfo,
+    mut rx: mpsc::Receiver<Vec<ModelEvent>>,
+) -> (watch::Receiver<Arc<Snapshot>>, JoinHandle<()>) {
     let mut cluster = Cluster::new(source);
     let (tx, out) = watch::channel(Arc::new(cluster.snapshot()));
     let task = tokio::spawn(async move {
@@ -63,11 +66,17 @@ impl Drop for Session {
     }
 }
 
-fn start_demo(scenario: &str, seed: u64, reports: mpsc::Sender<Msg>, paths: &Paths) -> Result<Session, scenarios::UnknownScenario> {
+fn start_demo(
+    scenario: &str,
+    seed: u64,
+    reports: mpsc::Sender<Msg>,
+    paths: &Paths,
+) -> Result<Session, scenarios::UnknownScenario> {
     let sim = scenarios::build(scenario, seed)?;
     let title = sim.scenario().title.clone();
     let (events_tx, events_rx) = mpsc::channel(1024);
-    let (snapshots, model_task) = spawn_model(SourceInfo { kind: SourceKind::Demo, name: scenario.to_string() }, events_rx);
+    let (snapshots, model_task) =
+        spawn_model(SourceInfo { kind: SourceKind::Demo, name: scenario.to_string() }, events_rx);
     let (handle, sim_task) = driver::spawn(sim, events_tx, Duration::from_secs(1));
     let executor = Executor {
         backend: Backend::Sim(handle),
@@ -96,7 +105,10 @@ pub struct CockpitOptions {
 
 pub async fn run_demo(opts: CockpitOptions) -> anyhow::Result<()> {
     if !std::io::stdout().is_terminal() {
-        return Err(UsageError("stdout is not a terminal: the cockpit needs one; for scripts use `kgpu snapshot --demo`".into()).into());
+        return Err(UsageError(
+            "stdout is not a terminal: the cockpit needs one; for scripts use `kgpu snapshot --demo`".into(),
+        )
+        .into());
     }
     scenarios::find(&opts.scenario)?;
     let paths = Paths::from_env();
@@ -189,7 +201,13 @@ pub async fn run_demo(opts: CockpitOptions) -> anyhow::Result<()> {
                 Effect::PlanWaves(target) => {
                     match target.as_deref().map(|t| DriverVersion::parse(t).ok_or(t)) {
                         Some(Err(bad)) => {
-                            app.update(Msg::Notice { text: format!("'{bad}' is not a driver version like 570.124.06"), error: true }, &views);
+                            app.update(
+                                Msg::Notice {
+                                    text: format!("'{bad}' is not a driver version like 570.124.06"),
+                                    error: true,
+                                },
+                                &views,
+                            );
                         }
                         Some(Ok(v)) => wave_target = Some(v),
                         None => wave_target = None,

@@ -7,11 +7,11 @@ pub mod panes;
 pub mod theme;
 pub mod widgets;
 
+use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
-use ratatui::Frame;
 
 use crate::app::{App, Pane};
 use crate::model::FeedState;
@@ -66,7 +66,10 @@ fn too_small(frame: &mut Frame, area: Rect, theme: &Theme) {
     ];
     let y = area.height.saturating_sub(3) / 2;
     let rect = Rect { x: area.x, y: area.y + y, width: area.width, height: area.height.saturating_sub(y).min(3) };
-    frame.render_widget(Paragraph::new(text).alignment(ratatui::layout::Alignment::Center).wrap(Wrap { trim: true }), rect);
+    frame.render_widget(
+        Paragraph::new(text).alignment(ratatui::layout::Alignment::Center).wrap(Wrap { trim: true }),
+        rect,
+    );
 }
 
 fn title_bar(frame: &mut Frame, area: Rect, app: &App, theme: &Theme, ctx: &Context) {
@@ -79,7 +82,10 @@ fn title_bar(frame: &mut Frame, area: Rect, app: &App, theme: &Theme, ctx: &Cont
         .flat_map(|p| {
             let label = if wide || *p == app.pane { p.title().to_string() } else { short_title(*p).to_string() };
             let style = if *p == app.pane { theme.style(Role::TabActive) } else { theme.style(Role::Tab) };
-            [Span::styled(format!(" {}", p.number()), style.patch(theme.style(Role::KeyHint))), Span::styled(format!(" {label} "), style)]
+            [
+                Span::styled(format!(" {}", p.number()), style.patch(theme.style(Role::KeyHint))),
+                Span::styled(format!(" {label} "), style),
+            ]
         })
         .collect();
     let tabs_width: usize = tabs.iter().map(|s| s.width()).sum();
@@ -117,7 +123,9 @@ pub fn feed_summary(views: &Views) -> (String, Style, Role) {
         .iter()
         .filter_map(|(f, s)| match &s.state {
             FeedState::Unavailable(p) => Some(format!("{}: {}", f.name(), p.label())),
-            FeedState::Reconnecting { since, .. } => Some(format!("{}: reconnecting {}", f.name(), crate::analysis::age(now - since))),
+            FeedState::Reconnecting { since, .. } => {
+                Some(format!("{}: reconnecting {}", f.name(), crate::analysis::age(now - since)))
+            }
             _ => None,
         })
         .collect();
@@ -127,7 +135,11 @@ pub fn feed_summary(views: &Views) -> (String, Style, Role) {
     if problems.is_empty() {
         (age, Style::default(), Role::Dim)
     } else {
-        (format!("{age} · {}", problems.join(" · ")), Style::default(), if reconnecting { Role::Error } else { Role::Warn })
+        (
+            format!("{age} · {}", problems.join(" · ")),
+            Style::default(),
+            if reconnecting { Role::Error } else { Role::Warn },
+        )
     }
 }
 
@@ -147,7 +159,10 @@ fn status_bar(frame: &mut Frame, area: Rect, app: &App, views: &Views, theme: &T
         spans.push(Span::styled(format!("│ /{filter} "), theme.style(Role::Accent)));
     }
     if let Some(n) = &app.notice {
-        spans.push(Span::styled(format!("│ {} ", n.text), theme.style(if n.error { Role::Error } else { Role::Accent })));
+        spans.push(Span::styled(
+            format!("│ {} ", n.text),
+            theme.style(if n.error { Role::Error } else { Role::Accent }),
+        ));
     } else {
         let used: usize = spans.iter().map(|s| s.width()).sum();
         let mut hints = Vec::new();

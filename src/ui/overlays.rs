@@ -2,21 +2,21 @@
 //! confirmation (with the blast radius and the kubectl equivalent), node
 //! and matrix-cell details, the MIG config picker.
 
+use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Paragraph, Wrap};
-use ratatui::Frame;
 
 use crate::actions::Action;
 use crate::analysis::age;
 use crate::app::keys::BINDINGS;
-use crate::app::{palette, App, Confirm, Overlay, Pane};
+use crate::app::{App, Confirm, Overlay, Pane, palette};
 use crate::model::Sym;
 use crate::view_model::panes::Views;
 
+use super::Context;
 use super::theme::{Role, Theme};
 use super::widgets::block;
-use super::Context;
 
 fn centered(area: Rect, width: u16, height: u16) -> Rect {
     let w = width.min(area.width);
@@ -31,7 +31,12 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme: 
     match overlay {
         Overlay::Help { scroll } => help(frame, area, views, theme, *scroll),
         Overlay::Palette(text) => {
-            let rect = Rect { x: area.x, y: area.y + area.height.saturating_sub(3), width: area.width, height: 3.min(area.height) };
+            let rect = Rect {
+                x: area.x,
+                y: area.y + area.height.saturating_sub(3),
+                width: area.width,
+                height: 3.min(area.height),
+            };
             let hint_rect = Rect {
                 x: area.x,
                 y: rect.y.saturating_sub(palette::COMMANDS.len() as u16 + 2),
@@ -40,7 +45,12 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme: 
             };
             let hints: Vec<Line> = palette::COMMANDS
                 .iter()
-                .map(|(c, d)| Line::from(vec![Span::styled(format!(":{c:<58}"), theme.style(Role::KeyHint)), Span::styled(d.to_string(), theme.style(Role::Dim))]))
+                .map(|(c, d)| {
+                    Line::from(vec![
+                        Span::styled(format!(":{c:<58}"), theme.style(Role::KeyHint)),
+                        Span::styled(d.to_string(), theme.style(Role::Dim)),
+                    ])
+                })
                 .collect();
             frame.render_widget(Clear, hint_rect);
             frame.render_widget(Paragraph::new(hints).block(block(" commands ", false, theme)), hint_rect);
@@ -50,7 +60,12 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme: 
             frame.render_widget(&**text, rect);
         }
         Overlay::Filter(text) => {
-            let rect = Rect { x: area.x, y: area.y + area.height.saturating_sub(3), width: area.width, height: 3.min(area.height) };
+            let rect = Rect {
+                x: area.x,
+                y: area.y + area.height.saturating_sub(3),
+                width: area.width,
+                height: 3.min(area.height),
+            };
             text.set_block(block(format!(" / filter {} (enter keep · esc clear) ", pane.title()), true, theme));
             text.set_style(theme.style(Role::Text));
             frame.render_widget(Clear, rect);
@@ -78,6 +93,12 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme: 
     }
 }
 
+/// Rows `lines` take when wrapped to `width` columns.
+fn wrapped_height(lines: &[Line], width: u16) -> u16 {
+    let w = width.max(1) as usize;
+    lines.iter().map(|l| l.width().max(1).div_ceil(w) as u16).sum()
+}
+
 fn help(frame: &mut Frame, area: Rect, views: &Views, theme: &Theme, scroll: u16) {
     let mut lines = Vec::new();
     if let Some(s) = &views.snap.scenario {
@@ -102,14 +123,24 @@ fn help(frame: &mut Frame, area: Rect, views: &Views, theme: &Theme, scroll: u16
     lines.push(Line::raw(""));
     lines.push(Line::styled("command palette (:)", theme.style(Role::Header)));
     for (c, d) in palette::COMMANDS {
-        lines.push(Line::from(vec![Span::styled(format!("  :{c:<58}"), theme.style(Role::KeyHint)), Span::styled(d.to_string(), theme.style(Role::Dim))]));
+        lines.push(Line::from(vec![
+            Span::styled(format!("  :{c:<58}"), theme.style(Role::KeyHint)),
+            Span::styled(d.to_string(), theme.style(Role::Dim)),
+        ]));
     }
     lines.push(Line::raw(""));
-    lines.push(Line::styled("in a confirmation: y/enter run · d dry run (server-side) · g GPU pods only (drain) · n/esc cancel", theme.style(Role::Dim)));
+    lines.push(Line::styled(
+        "in a confirmation: y/enter run · d dry run (server-side) · g GPU pods only (drain) · n/esc cancel",
+        theme.style(Role::Dim),
+    ));
     let rect = centered(area, 100, area.height);
     frame.render_widget(Clear, rect);
     frame.render_widget(
-        Paragraph::new(lines).wrap(Wrap { trim: false }).scroll((scroll, 0)).block(block(" Help · esc close · j/k scroll ", true, theme)),
+        Paragraph::new(lines).wrap(Wrap { trim: false }).scroll((scroll, 0)).block(block(
+            " Help · esc close · j/k scroll ",
+            true,
+            theme,
+        )),
         rect,
     );
 }
@@ -121,14 +152,34 @@ fn confirm(frame: &mut Frame, area: Rect, c: &Confirm, theme: &Theme, ctx: &Cont
         Action::Drain { node, gpu_only } => {
             (format!("Drain node {node}{}?", if *gpu_only { " (GPU pods only)" } else { "" }), Role::Destructive)
         }
-        Action::Requeue { gang } => (format!("Requeue {} {}/{}?", gang.kind.kind_name(), gang.namespace, gang.name), Role::Destructive),
-        Action::RepartitionMig { node, config } => (format!("Repartition MIG on {node} to {config}?"), Role::Destructive),
-        Action::RunPlan { target, evictions } => (format!("Run the defragmentation plan for {target} ({} eviction(s))?", evictions.len()), Role::Destructive),
+        Action::Requeue { gang } => {
+            (format!("Requeue {} {}/{}?", gang.kind.kind_name(), gang.namespace, gang.name), Role::Destructive)
+        }
+        Action::RepartitionMig { node, config } => {
+            (format!("Repartition MIG on {node} to {config}?"), Role::Destructive)
+        }
+        Action::RunPlan { target, evictions } => {
+            (format!("Run the defragmentation plan for {target} ({} eviction(s))?", evictions.len()), Role::Destructive)
+        }
     };
     let mut lines = vec![Line::styled(headline, theme.style(role))];
     if ctx.production {
-        lines.push(Line::styled(format!("context {} looks like PRODUCTION", ctx.source), theme.style(Role::Production)));
+        lines
+            .push(Line::styled(format!("context {} looks like PRODUCTION", ctx.source), theme.style(Role::Production)));
     }
+    let mut keys = vec![
+        Span::styled(" y ", theme.style(Role::Destructive)),
+        Span::styled(" run  ", theme.style(Role::Text)),
+        Span::styled("d", theme.style(Role::KeyHint)),
+        Span::styled(" dry run  ", theme.style(Role::Text)),
+    ];
+    if matches!(c.action, Action::Drain { .. }) {
+        keys.push(Span::styled("g", theme.style(Role::KeyHint)));
+        keys.push(Span::styled(if c.gpu_only { " all pods  " } else { " GPU pods only  " }, theme.style(Role::Text)));
+    }
+    keys.push(Span::styled("n/esc", theme.style(Role::KeyHint)));
+    keys.push(Span::styled(" cancel", theme.style(Role::Text)));
+    lines.push(Line::from(keys));
     let i = &c.impact;
     lines.push(Line::styled(
         format!(
@@ -161,22 +212,9 @@ fn confirm(frame: &mut Frame, area: Rect, c: &Confirm, theme: &Theme, ctx: &Cont
     if i.kubectl.len() > 6 {
         lines.push(Line::styled(format!("  … {} more command(s)", i.kubectl.len() - 6), theme.style(Role::Dim)));
     }
-    let mut keys = vec![
-        Span::styled(" y ", theme.style(Role::Destructive)),
-        Span::styled(" run  ", theme.style(Role::Text)),
-        Span::styled("d", theme.style(Role::KeyHint)),
-        Span::styled(" dry run  ", theme.style(Role::Text)),
-    ];
-    if matches!(c.action, Action::Drain { .. }) {
-        keys.push(Span::styled("g", theme.style(Role::KeyHint)));
-        keys.push(Span::styled(if c.gpu_only { " all pods  " } else { " GPU pods only  " }, theme.style(Role::Text)));
-    }
-    keys.push(Span::styled("n/esc", theme.style(Role::KeyHint)));
-    keys.push(Span::styled(" cancel", theme.style(Role::Text)));
-    lines.push(Line::raw(""));
-    lines.push(Line::from(keys));
-    let h = (lines.len() as u16 + 2).min(area.height);
-    let rect = centered(area, 96, h);
+    let width = 96.min(area.width);
+    let h = (wrapped_height(&lines, width.saturating_sub(2)) + 2).min(area.height);
+    let rect = centered(area, width, h);
     frame.render_widget(Clear, rect);
     let border_role = if ctx.production { Role::Production } else { Role::BorderFocused };
     let b = block(format!(" confirm {} ", c.action.verb()), true, theme).border_style(theme.style(border_role));
@@ -216,7 +254,14 @@ fn node_detail(frame: &mut Frame, area: Rect, node: Sym, scroll: u16, views: &Vi
             }
             if !n.taints.is_empty() {
                 lines.push(Line::styled(
-                    format!("taints: {}", n.taints.iter().map(|t| format!("{}={}:{}", t.key, t.value, t.effect.as_str())).collect::<Vec<_>>().join(", ")),
+                    format!(
+                        "taints: {}",
+                        n.taints
+                            .iter()
+                            .map(|t| format!("{}={}:{}", t.key, t.value, t.effect.as_str()))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
                     theme.style(Role::Text),
                 ));
             }
@@ -252,7 +297,11 @@ fn node_detail(frame: &mut Frame, area: Rect, node: Sym, scroll: u16, views: &Vi
     let rect = centered(area, 110, area.height);
     frame.render_widget(Clear, rect);
     frame.render_widget(
-        Paragraph::new(lines).wrap(Wrap { trim: false }).scroll((scroll, 0)).block(block(format!(" node {node} · esc close "), true, theme)),
+        Paragraph::new(lines).wrap(Wrap { trim: false }).scroll((scroll, 0)).block(block(
+            format!(" node {node} · esc close "),
+            true,
+            theme,
+        )),
         rect,
     );
 }
@@ -263,15 +312,24 @@ fn cell_detail(frame: &mut Frame, area: Rect, cell: (usize, usize), scroll: u16,
     let mut lines = Vec::new();
     match found {
         Some(c) => {
-            lines.push(Line::styled(format!("driver {} × CUDA {}: {}", c.driver, c.cuda, c.verdict.as_str()), theme.style(Role::Header)));
+            lines.push(Line::styled(
+                format!("driver {} × CUDA {}: {}", c.driver, c.cuda, c.verdict.as_str()),
+                theme.style(Role::Header),
+            ));
             lines.push(Line::styled(c.reason.clone(), theme.style(Role::Text)));
             lines.push(Line::styled(format!("nodes ({}):", c.nodes.len()), theme.style(Role::Header)));
-            lines.push(Line::styled(format!("  {}", c.nodes.iter().map(|n| n.to_string()).collect::<Vec<_>>().join(" ")), theme.style(Role::Dim)));
+            lines.push(Line::styled(
+                format!("  {}", c.nodes.iter().map(|n| n.to_string()).collect::<Vec<_>>().join(" ")),
+                theme.style(Role::Dim),
+            ));
             lines.push(Line::styled(format!("placed there ({}):", c.placed.len()), theme.style(Role::Header)));
             for p in &c.placed {
                 lines.push(Line::styled(format!("  {p}"), theme.style(Role::Text)));
             }
-            lines.push(Line::styled(format!("all workloads needing CUDA {} ({}):", c.cuda, c.workloads.len()), theme.style(Role::Header)));
+            lines.push(Line::styled(
+                format!("all workloads needing CUDA {} ({}):", c.cuda, c.workloads.len()),
+                theme.style(Role::Header),
+            ));
             for p in c.workloads.iter().take(60) {
                 lines.push(Line::styled(format!("  {p}"), theme.style(Role::Dim)));
             }
@@ -282,7 +340,11 @@ fn cell_detail(frame: &mut Frame, area: Rect, cell: (usize, usize), scroll: u16,
     let rect = centered(mid, 100, mid.height);
     frame.render_widget(Clear, rect);
     frame.render_widget(
-        Paragraph::new(lines).wrap(Wrap { trim: false }).scroll((scroll, 0)).block(block(" matrix cell · esc close ", true, theme)),
+        Paragraph::new(lines).wrap(Wrap { trim: false }).scroll((scroll, 0)).block(block(
+            " matrix cell · esc close ",
+            true,
+            theme,
+        )),
         rect,
     );
 }

@@ -146,7 +146,9 @@ pub const DEFAULT: &str = "dark";
 
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum ThemeError {
-    #[error("unknown theme '{0}'; valid themes: dark, light, high-contrast, mono (or a file in the config dir's themes/)")]
+    #[error(
+        "unknown theme '{0}'; valid themes: dark, light, high-contrast, mono (or a file in the config dir's themes/)"
+    )]
     Unknown(String),
     #[error("theme file {path}: line {line}: {message}")]
     Parse { path: String, line: usize, message: String },
@@ -261,7 +263,10 @@ impl Theme {
                     }
                 },
                 Err(e) => {
-                    warnings.push(format!("{}; using the {DEFAULT} theme", ThemeError::Io { path: p.display().to_string(), message: e.to_string() }));
+                    warnings.push(format!(
+                        "{}; using the {DEFAULT} theme",
+                        ThemeError::Io { path: p.display().to_string(), message: e.to_string() }
+                    ));
                     return (Theme::builtin(DEFAULT), warnings);
                 }
             },
@@ -316,7 +321,8 @@ mod tests {
     fn broken_file_names_file_and_line_and_falls_back() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(dir.path().join("themes")).unwrap();
-        std::fs::write(dir.path().join("themes/dark.toml"), "[roles]\ntext = { fg = \"white\" }\ngpu_free = { fg = \n").unwrap();
+        std::fs::write(dir.path().join("themes/dark.toml"), "[roles]\ntext = { fg = \"white\" }\ngpu_free = { fg = \n")
+            .unwrap();
         let (theme, warnings) = Theme::load("dark", Some(dir.path()), false);
         assert_eq!(theme, Theme::builtin("dark"));
         assert_eq!(warnings.len(), 1);

@@ -1,10 +1,10 @@
 //! Small building blocks shared by the panes.
 
+use ratatui::Frame;
 use ratatui::layout::{Constraint, Rect};
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table, Wrap};
-use ratatui::Frame;
 use unicode_width::UnicodeWidthStr;
 
 use super::theme::{Role, Theme};
@@ -94,7 +94,11 @@ pub fn table(
     let mut block = block;
     if len > inner_height && inner_height > 0 {
         block = block.title_bottom(
-            Line::styled(format!(" {}-{} of {len} ", offset + 1, (offset + inner_height).min(len)), theme.style(Role::Dim)).right_aligned(),
+            Line::styled(
+                format!(" {}-{} of {len} ", offset + 1, (offset + inner_height).min(len)),
+                theme.style(Role::Dim),
+            )
+            .right_aligned(),
         );
     }
     let table = Table::new(visible, widths.to_vec()).header(header).block(block).column_spacing(1);
@@ -135,6 +139,6 @@ mod tests {
         assert_eq!(scroll_into_view(0, 12, 10, 50), 3);
         assert_eq!(scroll_into_view(3, 5, 10, 50), 3, "still visible: no jump");
         assert_eq!(scroll_into_view(8, 2, 10, 50), 2);
-        assert_eq!(scroll_into_view(45, 45, 10, 20), 10, "clamped to the end");
+        assert_eq!(scroll_into_view(45, 15, 10, 20), 10, "clamped to the end");
     }
 }

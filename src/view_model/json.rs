@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::analysis::fragmentation::{PlanStatus, ShapeSource};
 use crate::analysis::Analysis;
+use crate::analysis::fragmentation::{PlanStatus, ShapeSource};
 use crate::model::{Feed, FeedState, Snapshot};
 
 use super::Section;
@@ -363,7 +363,12 @@ fn feed_json(snap: &Snapshot, now: i64) -> BTreeMap<String, FeedJson> {
         .collect()
 }
 
-pub fn document(snap: &Snapshot, a: &Analysis, section: Option<Section>, waves: Option<&crate::analysis::waves::WavePlan>) -> Document {
+pub fn document(
+    snap: &Snapshot,
+    a: &Analysis,
+    section: Option<Section>,
+    waves: Option<&crate::analysis::waves::WavePlan>,
+) -> Document {
     let want = |s: Section| section.is_none_or(|x| x == s);
     let now = a.now;
     Document {
@@ -653,7 +658,11 @@ fn mig(snap: &Snapshot) -> Vec<MigNode> {
                             instances: g
                                 .instances
                                 .iter()
-                                .map(|i| MigInstanceJson { profile: i.profile.to_string(), start: i.start, size: i.size })
+                                .map(|i| MigInstanceJson {
+                                    profile: i.profile.to_string(),
+                                    start: i.start,
+                                    size: i.size,
+                                })
                                 .collect(),
                             healthy: g.health == crate::model::GpuHealth::Healthy,
                         })

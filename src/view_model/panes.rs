@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::analysis::fleet::{IssueCode, NodeSummary};
-use crate::analysis::{self, age, waves, Analysis, Thresholds};
-use crate::model::{keys, EventType, GpuHealth, MigMode, Snapshot, Sym, Timestamp};
+use crate::analysis::{self, Analysis, Thresholds, age, waves};
+use crate::model::{EventType, GpuHealth, MigMode, Snapshot, Sym, Timestamp, keys};
 
 /// One GPU (or MIG slice) cell of the fleet map.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -104,9 +104,8 @@ fn cells(snap: &Snapshot, n: &NodeSummary, stranded: u64) -> Vec<Cell> {
     let mut out = Vec::new();
     let devices = snap.devices.get(&n.name);
     // MIG GPUs: one cell per instance, used ones first per profile.
-    let mig_gpus: Vec<_> = devices
-        .map(|d| d.gpus.iter().filter(|g| g.mig_mode == MigMode::Enabled).collect())
-        .unwrap_or_default();
+    let mig_gpus: Vec<_> =
+        devices.map(|d| d.gpus.iter().filter(|g| g.mig_mode == MigMode::Enabled).collect()).unwrap_or_default();
     if !n.mig.is_empty() && !mig_gpus.is_empty() {
         let mut used_left: BTreeMap<Sym, u64> = n.mig.iter().map(|m| (m.profile, m.allocated)).collect();
         let advertised: BTreeMap<Sym, u64> = n.mig.iter().map(|m| (m.profile, m.allocatable)).collect();
@@ -171,7 +170,12 @@ pub fn node_rows(snap: &Snapshot, a: &Analysis) -> Vec<NodeRow> {
                 free: n.gpu_free,
                 stranded,
                 hardware: n.hardware,
-                mig: n.mig.iter().map(|m| format!("{}:{}/{}", m.profile, m.allocated, m.allocatable)).collect::<Vec<_>>().join(" "),
+                mig: n
+                    .mig
+                    .iter()
+                    .map(|m| format!("{}:{}/{}", m.profile, m.allocated, m.allocatable))
+                    .collect::<Vec<_>>()
+                    .join(" "),
                 issues: n.issues.iter().map(|i| i.code).collect(),
                 issue_details: n.issues.iter().map(|i| format!("{}: {}", i.code.as_str(), i.detail)).collect(),
                 pool: pool_of(snap, n.name),
@@ -281,7 +285,11 @@ pub fn mig_rows(snap: &Snapshot, a: &Analysis) -> Vec<MigNodeRow> {
                 summary: if n.mig.is_empty() {
                     format!("{} whole GPU(s), MIG off", n.gpu_allocatable)
                 } else {
-                    n.mig.iter().map(|m| format!("{} {}/{}", m.profile, m.allocated, m.allocatable)).collect::<Vec<_>>().join("  ")
+                    n.mig
+                        .iter()
+                        .map(|m| format!("{} {}/{}", m.profile, m.allocated, m.allocatable))
+                        .collect::<Vec<_>>()
+                        .join("  ")
                 },
             })
         })
@@ -331,7 +339,12 @@ pub struct Views {
 }
 
 impl Views {
-    pub fn build(snap: Arc<Snapshot>, now: Timestamp, thresholds: &Thresholds, wave_target: Option<(&crate::model::DriverVersion, waves::Policy)>) -> Views {
+    pub fn build(
+        snap: Arc<Snapshot>,
+        now: Timestamp,
+        thresholds: &Thresholds,
+        wave_target: Option<(&crate::model::DriverVersion, waves::Policy)>,
+    ) -> Views {
         let analysis = analysis::analyze(&snap, now, thresholds);
         let nodes = node_rows(&snap, &analysis);
         let pools = pool_rows(&nodes);

@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use crate::analysis::pending::{PendingItem, Verdict};
-use crate::analysis::{age, Analysis};
+use crate::analysis::{Analysis, age};
 use crate::model::Snapshot;
 
 use super::Section;
@@ -65,7 +65,12 @@ pub fn render(snap: &Snapshot, a: &Analysis, section: Option<Section>) -> String
             .nodes
             .iter()
             .map(|n| {
-                let mig = n.mig.iter().map(|m| format!("{}:{}/{}", m.profile, m.allocated, m.allocatable)).collect::<Vec<_>>().join(" ");
+                let mig = n
+                    .mig
+                    .iter()
+                    .map(|m| format!("{}:{}/{}", m.profile, m.allocated, m.allocatable))
+                    .collect::<Vec<_>>()
+                    .join(" ");
                 vec![
                     n.name.to_string(),
                     if n.ready { "Ready".into() } else { "NotReady".into() },
@@ -78,7 +83,10 @@ pub fn render(snap: &Snapshot, a: &Analysis, section: Option<Section>) -> String
                 ]
             })
             .collect();
-        out.push_str(&table(&["NODE", "STATUS", "PRODUCT", "DRIVER", "GPU USED/ALLOC", "HW", "MIG USED/ALLOC", "ISSUES"], &rows));
+        out.push_str(&table(
+            &["NODE", "STATUS", "PRODUCT", "DRIVER", "GPU USED/ALLOC", "HW", "MIG USED/ALLOC", "ISSUES"],
+            &rows,
+        ));
         out.push('\n');
     }
     if want(Section::Fragmentation) {
@@ -101,7 +109,9 @@ pub fn render(snap: &Snapshot, a: &Analysis, section: Option<Section>) -> String
                     match &s.demand.source {
                         crate::analysis::fragmentation::ShapeSource::Canonical => "canonical".into(),
                         crate::analysis::fragmentation::ShapeSource::Pod(k) => format!("pod {k}"),
-                        crate::analysis::fragmentation::ShapeSource::Gang(k) => format!("{} {}/{}", k.kind.kind_name(), k.namespace, k.name),
+                        crate::analysis::fragmentation::ShapeSource::Gang(k) => {
+                            format!("{} {}/{}", k.kind.kind_name(), k.namespace, k.name)
+                        }
                     },
                 ]
             })
@@ -109,7 +119,9 @@ pub fn render(snap: &Snapshot, a: &Analysis, section: Option<Section>) -> String
         out.push_str(&table(&["SHAPE", "FITS", "USABLE", "STRANDED", "LARGEST", "FROM"], &rows));
         let p = &f.plan;
         match &p.status {
-            crate::analysis::fragmentation::PlanStatus::NotNeeded => out.push_str("plan: not needed (everything pending fits)\n"),
+            crate::analysis::fragmentation::PlanStatus::NotNeeded => {
+                out.push_str("plan: not needed (everything pending fits)\n")
+            }
             crate::analysis::fragmentation::PlanStatus::Impossible(why) => {
                 let _ = writeln!(out, "plan for {}: none — {why}", p.target.clone().unwrap_or_default());
             }
@@ -175,7 +187,8 @@ pub fn render(snap: &Snapshot, a: &Analysis, section: Option<Section>) -> String
                     age(g.age),
                     g.nodes.iter().map(|(n, c)| format!("{n}:{c}")).collect::<Vec<_>>().join(" "),
                     [
-                        (!g.deadlocked_with.is_empty()).then(|| format!("deadlocked with {}", g.deadlocked_with.join(", "))),
+                        (!g.deadlocked_with.is_empty())
+                            .then(|| format!("deadlocked with {}", g.deadlocked_with.join(", "))),
                         g.topology_split.then(|| "topology-split".to_string()),
                     ]
                     .into_iter()
@@ -211,7 +224,10 @@ pub fn render(snap: &Snapshot, a: &Analysis, section: Option<Section>) -> String
                 ]
             })
             .collect();
-        out.push_str(&table(&["KIND", "NAME", "COHORT", "FLAVOR", "RESOURCE", "USED/NOMINAL", "BORROW LIMIT", "PENDING", "ADMITTED"], &rows));
+        out.push_str(&table(
+            &["KIND", "NAME", "COHORT", "FLAVOR", "RESOURCE", "USED/NOMINAL", "BORROW LIMIT", "PENDING", "ADMITTED"],
+            &rows,
+        ));
         out.push('\n');
     }
     if want(Section::Drivers) {
@@ -256,7 +272,14 @@ pub fn render(snap: &Snapshot, a: &Analysis, section: Option<Section>) -> String
 /// `kgpu why`: the isolation chain of one pending item.
 pub fn why(item: &PendingItem) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "{} {} — pending {}, shape {}", item.kind.as_str(), item.display_name(), age(item.age), item.shape);
+    let _ = writeln!(
+        out,
+        "{} {} — pending {}, shape {}",
+        item.kind.as_str(),
+        item.display_name(),
+        age(item.age),
+        item.shape
+    );
     let _ = writeln!(out, "blocked at: {}\n{}\n", item.blocking_str(), item.summary);
     for (i, s) in item.steps.iter().enumerate() {
         let mark = match s.verdict {

@@ -3,8 +3,8 @@
 //! Operator labels, MIG mixed-strategy resources, taints).
 
 use crate::model::{
-    build, keys, AgentStatus, DriverVersion, CudaVersion, Gpu, GpuHealth, MigInstance, MigMode, Node, NodeDevices,
-    Resources, Sym, TaintEffect, Timestamp,
+    AgentStatus, CudaVersion, DriverVersion, Gpu, GpuHealth, MigInstance, MigMode, Node, NodeDevices, Resources, Sym,
+    TaintEffect, Timestamp, build, keys,
 };
 use crate::reference::mig;
 
@@ -199,11 +199,8 @@ pub fn place_config(geometry: &mig::Geometry, config: &mig::MigConfig) -> Vec<Mi
 pub fn advertised(devices: &NodeDevices) -> Vec<(String, u64)> {
     let mut out: Vec<(String, u64)> = vec![(
         keys::RESOURCE_GPU.to_string(),
-        devices
-            .gpus
-            .iter()
-            .filter(|g| g.mig_mode == MigMode::Disabled && g.health == GpuHealth::Healthy)
-            .count() as u64,
+        devices.gpus.iter().filter(|g| g.mig_mode == MigMode::Disabled && g.health == GpuHealth::Healthy).count()
+            as u64,
     )];
     for g in devices.gpus.iter().filter(|g| g.mig_mode == MigMode::Enabled) {
         for i in g.instances.iter() {
@@ -264,7 +261,10 @@ pub fn node(spec: &NodeSpec, devices: &NodeDevices) -> Node {
             .label(keys::MIG_STRATEGY, "mixed")
             .label(keys::MIG_CONFIG, config)
             .label(keys::MIG_CONFIG_STATE, "success"),
-        None => b.label(keys::MIG_STRATEGY, "single").label(keys::MIG_CONFIG, "all-disabled").label(keys::MIG_CONFIG_STATE, "success"),
+        None => b
+            .label(keys::MIG_STRATEGY, "single")
+            .label(keys::MIG_CONFIG, "all-disabled")
+            .label(keys::MIG_CONFIG_STATE, "success"),
     };
     for (resource, amount) in advertised(devices) {
         b = b.advertise(&resource, amount);

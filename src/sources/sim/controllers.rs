@@ -6,9 +6,10 @@
 use std::sync::Arc;
 
 use crate::analysis::compat;
-use crate::model::{keys, Condition, EventType, GangKey, GangKind, PodKey, PodPhase, Sym};
+use crate::model::{Condition, EventType, GangKey, GangKind, PodKey, PodPhase, Sym, keys};
 use crate::reference::mig;
 
+use super::Involved;
 use super::catalog;
 use super::{Command, Fault, MigJob, PodPlan, SimCluster};
 
@@ -57,7 +58,13 @@ pub(super) fn start_bound_pods(sim: &mut SimCluster) {
             pod.transitioned = now;
             sim.dirty.pods.insert(key.clone());
             sim.bump();
-            sim.record(EventType::Warning, "Pod", ns, &name, "UnexpectedAdmissionError", &message, "kubelet");
+            sim.record(
+                EventType::Warning,
+                Involved { kind: "Pod", namespace: ns, name: &name },
+                "UnexpectedAdmissionError",
+                &message,
+                "kubelet",
+            );
         } else if let Some(condition) = incompatible {
             let message = format!(
                 "Error: failed to create containerd task: failed to create shim task: OCI runtime create failed: runc create failed: unable to start container process: error during container init: error running hook #0: error running hook: exit status 1, stdout: , stderr: Auto-detected mode as 'legacy'\nnvidia-container-cli: requirement error: unsatisfied condition: {condition}, please update your driver to a newer version, or use an earlier cuda container: unknown"
@@ -67,7 +74,13 @@ pub(super) fn start_bound_pods(sim: &mut SimCluster) {
             pod.transitioned = now;
             sim.dirty.pods.insert(key.clone());
             sim.bump();
-            sim.record(EventType::Warning, "Pod", ns, &name, "Failed", &message, "kubelet");
+            sim.record(
+                EventType::Warning,
+                Involved { kind: "Pod", namespace: ns, name: &name },
+                "Failed",
+                &message,
+                "kubelet",
+            );
         } else {
             pod.phase = PodPhase::Running;
             pod.transitioned = now;
@@ -83,9 +96,7 @@ pub(super) fn finish_work(sim: &mut SimCluster) {
         .pods
         .values()
         .filter(|p| p.phase == PodPhase::Running)
-        .filter(|p| {
-            sim.plans.get(&p.key()).and_then(|plan| plan.runs_for).is_some_and(|d| now - p.transitioned >= d)
-        })
+        .filter(|p| sim.plans.get(&p.key()).and_then(|plan| plan.runs_for).is_some_and(|d| now - p.transitioned >= d))
         .map(|p| p.key())
         .collect();
     for key in done {
@@ -206,7 +217,11 @@ pub(super) fn mig_manager(sim: &mut SimCluster) {
                 let n = name.as_str().to_string();
                 sim.set_node_label(&n, keys::MIG_CONFIG_STATE, Some("pending"));
                 for operand in ["device-plugin", "gpu-feature-discovery", "dcgm-exporter", "dcgm", "nvsm"] {
-                    sim.set_node_label(&n, &format!("{}{operand}", keys::GPU_DEPLOY_PREFIX), Some(keys::PAUSED_FOR_MIG_CHANGE));
+                    sim.set_node_label(
+                        &n,
+                        &format!("{}{operand}", keys::GPU_DEPLOY_PREFIX),
+                        Some(keys::PAUSED_FOR_MIG_CHANGE),
+                    );
                 }
                 sim.bump();
             }
@@ -217,9 +232,11 @@ pub(super) fn mig_manager(sim: &mut SimCluster) {
 fn finish_reconfigure(sim: &mut SimCluster, name: Sym, wanted: &str) {
     let n = name.as_str().to_string();
     let in_use = sim.pods.values().any(|p| p.node == Some(name) && p.holds_resources() && p.wants_gpu());
-    let known = sim.specs.get(&name).and_then(|s| mig::model_for_product(s.model.product)).is_some_and(|model| {
-        mig::configs_for_model(model).iter().any(|c| c.name == wanted)
-    });
+    let known = sim
+        .specs
+        .get(&name)
+        .and_then(|s| mig::model_for_product(s.model.product))
+        .is_some_and(|model| mig::configs_for_model(model).iter().any(|c| c.name == wanted));
     if in_use || !known {
         sim.set_node_label(&n, keys::MIG_CONFIG_STATE, Some("failed"));
         let why = if in_use {
@@ -227,7 +244,13 @@ fn finish_reconfigure(sim: &mut SimCluster, name: Sym, wanted: &str) {
         } else {
             "config not valid for this GPU"
         };
-        sim.record(EventType::Warning, "Node", Sym::new(""), &n, "MigConfigFailed", &format!("unable to apply MIG config {wanted}: {why}"), "nvidia-mig-manager");
+        sim.record(
+            EventType::Warning,
+            Involved { kind: "Node", namespace: Sym::new(""), name: &n },
+            "MigConfigFailed",
+            &format!("unable to apply MIG config {wanted}: {why}"),
+            "nvidia-mig-manager",
+        );
     } else {
         let Some(spec) = sim.specs.get_mut(&name) else { return };
         spec.mig_config = (wanted != "all-disabled").then(|| wanted.to_string());
@@ -261,7 +284,13 @@ fn finish_reconfigure(sim: &mut SimCluster, name: Sym, wanted: &str) {
         }
         sim.set_node_label(&n, keys::MIG_STRATEGY, Some(if spec.mig_config.is_some() { "mixed" } else { "single" }));
         sim.set_node_label(&n, keys::MIG_CONFIG_STATE, Some("success"));
-        sim.record(EventType::Normal, "Node", Sym::new(""), &n, "MigConfigApplied", &format!("applied MIG config {wanted}"), "nvidia-mig-manager");
+        sim.record(
+            EventType::Normal,
+            Involved { kind: "Node", namespace: Sym::new(""), name: &n },
+            "MigConfigApplied",
+            &format!("applied MIG config {wanted}"),
+            "nvidia-mig-manager",
+        );
     }
     for operand in ["device-plugin", "gpu-feature-discovery", "dcgm-exporter", "dcgm", "nvsm"] {
         sim.set_node_label(&n, &format!("{}{operand}", keys::GPU_DEPLOY_PREFIX), Some("true"));
@@ -344,9 +373,7 @@ pub(super) fn upgrades(sim: &mut SimCluster) {
         sim.set_node_label(&n, keys::DRIVER_UPGRADE_STATE, Some(next));
         sim.record(
             EventType::Normal,
-            "Node",
-            Sym::new(""),
-            &n,
+            Involved { kind: "Node", namespace: Sym::new(""), name: &n },
             "GPUDriverUpgrade",
             &format!("Successfully updated node state label to [{next}]"),
             "nvidia-gpu-operator",
@@ -409,9 +436,7 @@ pub(super) fn command(sim: &mut SimCluster, command: Command) -> Result<String, 
             sim.dirty.deleted_pods.insert(key.clone());
             sim.record(
                 EventType::Normal,
-                "Pod",
-                pod.namespace,
-                &pod.name,
+                Involved { kind: "Pod", namespace: pod.namespace, name: &pod.name },
                 "Killing",
                 "Stopping container (evicted)",
                 "kubelet",
@@ -419,9 +444,8 @@ pub(super) fn command(sim: &mut SimCluster, command: Command) -> Result<String, 
             // A controller-owned pod comes back and queues for a node again.
             if pod.owner.is_some() && !pod.phase.is_terminal() {
                 let mut fresh = pod.clone();
-                let base = owner_name(sim, &key).unwrap_or_else(|| {
-                    pod.owner.as_ref().map_or_else(|| pod.name.to_string(), |o| o.name.to_string())
-                });
+                let base = owner_name(sim, &key)
+                    .unwrap_or_else(|| pod.owner.as_ref().map_or_else(|| pod.name.to_string(), |o| o.name.to_string()));
                 let suffix = sim.next_suffix();
                 fresh.name = Arc::from(format!("{base}-{suffix}").as_str());
                 fresh.node = None;

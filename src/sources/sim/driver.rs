@@ -29,7 +29,11 @@ impl SimHandle {
 }
 
 /// Starts the simulator; it sends a full resync first, then changes every `tick`.
-pub fn spawn(mut sim: SimCluster, events: mpsc::Sender<Vec<ModelEvent>>, tick: Duration) -> (SimHandle, JoinHandle<()>) {
+pub fn spawn(
+    mut sim: SimCluster,
+    events: mpsc::Sender<Vec<ModelEvent>>,
+    tick: Duration,
+) -> (SimHandle, JoinHandle<()>) {
     let (tx, mut rx) = mpsc::channel::<Request>(16);
     let task = tokio::spawn(async move {
         if events.send(sim.initial_events()).await.is_err() {

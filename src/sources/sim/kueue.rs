@@ -8,10 +8,9 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use crate::model::quantity;
-use crate::model::{
-    Admission, Condition, EventType, GangKey, GangKind, PodSetAssignment, QueueKey, QueueKind, Sym,
-};
+use crate::model::{Admission, Condition, EventType, GangKey, GangKind, PodSetAssignment, QueueKey, QueueKind, Sym};
 
+use super::Involved;
 use super::{PodPlan, SimCluster};
 
 type Usage = HashMap<(Sym, Option<Sym>, Sym), u64>;
@@ -72,7 +71,8 @@ pub(super) fn admit(sim: &mut SimCluster) {
             update_pending(sim, &key, "Inadmissible", &msg);
             continue;
         };
-        let Some(cq) = sim.queues.get(&QueueKey { kind: QueueKind::ClusterQueue, namespace: None, name: cq_name }).cloned()
+        let Some(cq) =
+            sim.queues.get(&QueueKey { kind: QueueKind::ClusterQueue, namespace: None, name: cq_name }).cloned()
         else {
             update_pending(sim, &key, "Inadmissible", &format!("ClusterQueue {cq_name} doesn't exist"));
             continue;
@@ -155,7 +155,13 @@ fn update_pending(sim: &mut SimCluster, key: &GangKey, reason: &str, message: &s
         let (ns, name) = (g.namespace, g.name.to_string());
         sim.dirty.gangs.insert(key.clone());
         sim.bump();
-        sim.record(EventType::Warning, "Workload", ns, &name, "Pending", message, "kueue-admission");
+        sim.record(
+            EventType::Warning,
+            Involved { kind: "Workload", namespace: ns, name: &name },
+            "Pending",
+            message,
+            "kueue-admission",
+        );
     }
 }
 
@@ -163,7 +169,10 @@ fn admit_one(sim: &mut SimCluster, key: &GangKey, cq: Sym, flavor: Sym, now: i64
     let Some(g) = sim.gangs.get_mut(key) else { return };
     let mut conditions = g.conditions.to_vec();
     let queued_for = now - g.created;
-    set_condition(&mut conditions, condition("QuotaReserved", true, "QuotaReserved", &format!("Quota reserved in ClusterQueue {cq}"), now));
+    set_condition(
+        &mut conditions,
+        condition("QuotaReserved", true, "QuotaReserved", &format!("Quota reserved in ClusterQueue {cq}"), now),
+    );
     set_condition(&mut conditions, condition("Admitted", true, "Admitted", "The workload is admitted", now));
     conditions.retain(|c| c.kind.as_str() != "Evicted");
     g.conditions = conditions.into_boxed_slice();
@@ -185,18 +194,14 @@ fn admit_one(sim: &mut SimCluster, key: &GangKey, cq: Sym, flavor: Sym, now: i64
     sim.bump();
     sim.record(
         EventType::Normal,
-        "Workload",
-        ns,
-        &name,
+        Involved { kind: "Workload", namespace: ns, name: &name },
         "QuotaReserved",
         &format!("Quota reserved in ClusterQueue {cq}, wait time since queued was {queued_for}s"),
         "kueue-admission",
     );
     sim.record(
         EventType::Normal,
-        "Workload",
-        ns,
-        &name,
+        Involved { kind: "Workload", namespace: ns, name: &name },
         "Admitted",
         &format!("Admitted by ClusterQueue {cq}, wait time since reservation was 0s"),
         "kueue-admission",
@@ -236,7 +241,13 @@ fn refresh_queue_status(sim: &mut SimCluster, used: &Usage) {
     for g in sim.gangs.values().filter(|g| g.kind == GangKind::KueueWorkload && !g.is_finished()) {
         let Some(local) = g.queue else { continue };
         let cq = cluster_queue_for(sim, g.namespace, local);
-        let target = if g.admission.is_some() { &mut admitted } else if g.active { &mut pending } else { continue };
+        let target = if g.admission.is_some() {
+            &mut admitted
+        } else if g.active {
+            &mut pending
+        } else {
+            continue;
+        };
         *target.entry((Some(g.namespace), local)).or_default() += 1;
         if let Some(cq) = cq {
             *target.entry((None, cq)).or_default() += 1;

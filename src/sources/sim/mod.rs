@@ -18,8 +18,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use crate::model::{
-    ClusterEvent, EventKey, EventType, Feed, Flavor, Gang, GangKey, ModelEvent, Node, NodeDevices, Object,
-    ObjectKey, Pod, PodKey, Queue, QueueKey, ScenarioInfo, SourceInfo, SourceKind, Sym, Timestamp,
+    ClusterEvent, EventKey, EventType, Feed, Flavor, Gang, GangKey, ModelEvent, Node, NodeDevices, Object, ObjectKey,
+    Pod, PodKey, Queue, QueueKey, ScenarioInfo, SourceInfo, SourceKind, Sym, Timestamp,
 };
 
 pub use catalog::NodeSpec;
@@ -27,6 +27,15 @@ use rng::Rng;
 
 /// 2026-11-30T09:00:00Z: every scenario starts here, so screens are stable.
 pub const EPOCH: Timestamp = 1_796_029_200;
+
+/// The object an event is about (`involvedObject`).
+#[derive(Clone, Copy, Debug)]
+pub struct Involved<'a> {
+    pub kind: &'a str,
+    /// Empty for cluster-scoped objects (nodes).
+    pub namespace: Sym,
+    pub name: &'a str,
+}
 
 /// What can go wrong with a node, injected by scenarios.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -243,7 +252,8 @@ impl SimCluster {
 
     /// Records an event about an object, aggregating repeats like the
     /// Kubernetes event recorder (same object, reason and message → count++).
-    pub fn record(&mut self, kind: EventType, object_kind: &str, namespace: Sym, object: &str, reason: &str, message: &str, source: &str) {
+    pub fn record(&mut self, kind: EventType, about: Involved<'_>, reason: &str, message: &str, source: &str) {
+        let Involved { kind: object_kind, namespace, name: object } = about;
         let name = format!("{object}.{}", reason.to_ascii_lowercase());
         let key = EventKey { namespace, name: Arc::from(name.as_str()) };
         let now = self.now;

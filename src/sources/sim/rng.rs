@@ -32,11 +32,7 @@ impl Rng {
     }
 
     pub fn pick<'a, T>(&mut self, items: &'a [T]) -> Option<&'a T> {
-        if items.is_empty() {
-            None
-        } else {
-            items.get((self.next_u64() % items.len() as u64) as usize)
-        }
+        if items.is_empty() { None } else { items.get((self.next_u64() % items.len() as u64) as usize) }
     }
 
     /// A Kubernetes-like random suffix (`x7k2q`).

@@ -8,12 +8,12 @@ use thiserror::Error;
 
 use crate::model::build::pod;
 use crate::model::{
-    keys, Admission, Condition, Flavor, Gang, GangKey, GangKind, Owner, PodPhase, PodSet,
-    PodSetAssignment, Queue, QueueKind, QueueQuota, Resources, ScenarioInfo, Sym, Toleration, XidEvent,
+    Admission, Condition, Flavor, Gang, GangKey, GangKind, Owner, PodPhase, PodSet, PodSetAssignment, Queue, QueueKind,
+    QueueQuota, Resources, ScenarioInfo, Sym, Toleration, XidEvent, keys,
 };
 
-use super::catalog::{self, Driver, GpuModel, NodeSpec, A100_80, H100, L40S, R535, R550, R570};
-use super::{Fault, GangTemplate, PodPlan, SimCluster, EPOCH};
+use super::catalog::{self, A100_80, Driver, GpuModel, H100, L40S, NodeSpec, R535, R550, R570};
+use super::{EPOCH, Fault, GangTemplate, PodPlan, SimCluster};
 
 pub struct Scenario {
     pub name: &'static str,
@@ -108,10 +108,7 @@ pub fn names() -> Vec<&'static str> {
 }
 
 pub fn find(name: &str) -> Result<&'static Scenario, UnknownScenario> {
-    SCENARIOS
-        .iter()
-        .find(|s| s.name == name)
-        .ok_or_else(|| UnknownScenario { name: name.to_string(), valid: names() })
+    SCENARIOS.iter().find(|s| s.name == name).ok_or_else(|| UnknownScenario { name: name.to_string(), valid: names() })
 }
 
 /// Builds a scenario's cluster and settles it (admission and scheduling
@@ -147,15 +144,23 @@ fn ago(minutes: i64) -> i64 {
     EPOCH - minutes * 60
 }
 
-fn gpu_pool(sim: &mut SimCluster, prefix: &str, pool: &'static str, count: u32, model: GpuModel, gpus: u32, driver: Driver, tainted: bool) -> Vec<Sym> {
+/// `count` nodes named `<prefix>-01`... like `template` (its name is replaced).
+fn gpu_pool(sim: &mut SimCluster, prefix: &str, count: u32, template: NodeSpec) -> Vec<Sym> {
     (1..=count)
         .map(|i| {
-            let mut spec = NodeSpec::new(format!("{prefix}-{i:02}"), pool, model, gpus, driver);
-            spec.tainted = tainted;
+            let mut spec = template.clone();
+            spec.name = format!("{prefix}-{i:02}");
             spec.created = ago(60 * 24 * 90);
             sim.add_gpu_node(spec)
         })
         .collect()
+}
+
+/// A pool template; `tainted` adds `nvidia.com/gpu=present:NoSchedule`.
+fn pool(pool: &'static str, model: GpuModel, gpus: u32, driver: Driver, tainted: bool) -> NodeSpec {
+    let mut spec = NodeSpec::new("", pool, model, gpus, driver);
+    spec.tainted = tainted;
+    spec
 }
 
 /// A GPU job's pod: cpu and memory in proportion to its GPUs.
@@ -289,10 +294,7 @@ fn submit(sim: &mut SimCluster, gang: Gang, gpus: u64, runs_for: Option<i64>) ->
     if let Some(q) = gang.queue {
         template = template.queue(q.as_str());
     }
-    let template = GangTemplate {
-        pod: template.build(),
-        plan: PodPlan { runs_for, replace_on_failure: true },
-    };
+    let template = GangTemplate { pod: template.build(), plan: PodPlan { runs_for, replace_on_failure: true } };
     sim.add_gang(gang, Some(template))
 }
 
@@ -322,7 +324,11 @@ fn admitted(mut gang: Gang, cq: &str, flavor: &str, since: i64) -> Gang {
         .unwrap_or_default();
     gang.admission = Some(Admission {
         cluster_queue: Sym::new(cq),
-        assignments: Box::new([PodSetAssignment { name: Sym::new("main"), flavors: resources.into_boxed_slice(), count: gang.total_pods() }]),
+        assignments: Box::new([PodSetAssignment {
+            name: Sym::new("main"),
+            flavors: resources.into_boxed_slice(),
+            count: gang.total_pods(),
+        }]),
     });
     gang
 }
@@ -336,10 +342,20 @@ fn member(ns: &str, job: &str, index: u32, gpus: u64, suffix: &str) -> crate::mo
 /// running for a while when the demo starts. Pods of one owner (a gang)
 /// started together, and none has run longer than its planned length.
 fn age_running(sim: &mut SimCluster, min_minutes: i64, max_minutes: i64) {
-    let keys: Vec<_> = sim.pods.values().filter(|p| p.phase == PodPhase::Running && p.transitioned == EPOCH).map(|p| p.key()).collect();
+    let keys: Vec<_> = sim
+        .pods
+        .values()
+        .filter(|p| p.phase == PodPhase::Running && p.transitioned == EPOCH)
+        .map(|p| p.key())
+        .collect();
     let mut by_owner: std::collections::HashMap<String, i64> = std::collections::HashMap::new();
     for k in keys {
-        let owner = sim.pods.get(&k).and_then(|p| p.owner.as_ref()).map(|o| o.name.to_string()).unwrap_or_else(|| k.name.to_string());
+        let owner = sim
+            .pods
+            .get(&k)
+            .and_then(|p| p.owner.as_ref())
+            .map(|o| o.name.to_string())
+            .unwrap_or_else(|| k.name.to_string());
         let limit = sim.plans.get(&k).and_then(|p| p.runs_for).map_or(max_minutes, |secs| (secs / 60 * 4 / 5).max(1));
         let drawn = sim.rng.range(min_minutes.min(limit), max_minutes.min(limit));
         let minutes = *by_owner.entry(owner).or_insert(drawn);
@@ -354,8 +370,8 @@ fn age_running(sim: &mut SimCluster, min_minutes: i64, max_minutes: i64) {
 
 fn default(sim: &mut SimCluster) {
     sim.churn_per_hour = 40.0;
-    let h100 = gpu_pool(sim, "h100", "h100", 24, H100, 8, R550, true);
-    let a100 = gpu_pool(sim, "a100", "a100", 16, A100_80, 8, R535, false);
+    let h100 = gpu_pool(sim, "h100", 24, pool("h100", H100, 8, R550, true));
+    let a100 = gpu_pool(sim, "a100", 16, pool("a100", A100_80, 8, R535, false));
     for i in 1..=8 {
         let mut spec = NodeSpec::new(format!("h100-mig-{i:02}"), "mig", H100, 8, R550);
         spec.tainted = true;
@@ -363,7 +379,7 @@ fn default(sim: &mut SimCluster) {
         spec.created = ago(60 * 24 * 60);
         sim.add_gpu_node(spec);
     }
-    let l40s = gpu_pool(sim, "l40s", "l40s", 8, L40S, 4, R550, false);
+    let l40s = gpu_pool(sim, "l40s", 8, pool("l40s", L40S, 4, R550, false));
     for i in 1..=8 {
         sim.add_node(catalog::cpu_node(&format!("cpu-{i:02}"), ago(60 * 24 * 120)));
     }
@@ -409,7 +425,11 @@ fn default(sim: &mut SimCluster) {
             .build();
         sim.add_pod(p, PodPlan::default());
     }
-    for (i, profile) in (0..24).map(|i| (i, "1g.10gb")).chain((0..8).map(|i| (i + 100, "2g.20gb"))).chain((0..7).map(|i| (i + 200, "3g.40gb"))) {
+    for (i, profile) in (0..24)
+        .map(|i| (i, "1g.10gb"))
+        .chain((0..8).map(|i| (i + 100, "2g.20gb")))
+        .chain((0..7).map(|i| (i + 200, "3g.40gb")))
+    {
         let p = pod(&format!("embed-{profile}-{i}"))
             .ns("inference")
             .mig(profile, 1)
@@ -527,7 +547,8 @@ fn default(sim: &mut SimCluster) {
         }
     });
     sim.edit_node(&sick, |n| {
-        n.capacity = Resources::from_pairs(n.capacity.iter().map(|(k, v)| (k, if k == keys::RESOURCE_GPU { 7 } else { v })));
+        n.capacity =
+            Resources::from_pairs(n.capacity.iter().map(|(k, v)| (k, if k == keys::RESOURCE_GPU { 7 } else { v })));
         n.allocatable = n.capacity.clone();
     });
     let _ = l40s;
@@ -549,7 +570,7 @@ pub const FRAGMENTED_LAYOUT: [&[(u64, i64)]; 8] = [
 ];
 
 fn fragmented(sim: &mut SimCluster) {
-    let nodes = gpu_pool(sim, "gpu", "h100", 8, H100, 8, R550, false);
+    let nodes = gpu_pool(sim, "gpu", 8, pool("h100", H100, 8, R550, false));
     sim.add_flavor(flavor("h100", "h100", false));
     sim.add_queue(cluster_queue("research", None, &[("h100", 64, None)]));
     sim.add_queue(local_queue("research", "research", "research"));
@@ -571,19 +592,18 @@ fn fragmented(sim: &mut SimCluster) {
 }
 
 fn plugin_crash(sim: &mut SimCluster) {
-    let nodes = gpu_pool(sim, "gpu", "h100", 16, H100, 8, R550, true);
+    let nodes = gpu_pool(sim, "gpu", 16, pool("h100", H100, 8, R550, true));
     sim.add_flavor(flavor("h100", "h100", true));
     sim.add_queue(cluster_queue("training", None, &[("h100", 128, None)]));
     sim.add_queue(local_queue("ml", "training", "training"));
     // The device plugin on gpu-07 is gone: kubelet reports 0 allocatable.
     sim.edit_node("gpu-07", |n| {
-        n.allocatable = Resources::from_pairs(n.allocatable.iter().map(|(k, v)| (k, if k == keys::RESOURCE_GPU { 0 } else { v })));
+        n.allocatable =
+            Resources::from_pairs(n.allocatable.iter().map(|(k, v)| (k, if k == keys::RESOURCE_GPU { 0 } else { v })));
     });
     sim.record(
         crate::model::EventType::Warning,
-        "Pod",
-        Sym::new("gpu-operator"),
-        "nvidia-device-plugin-daemonset-x7k2q",
+        super::Involved { kind: "Pod", namespace: Sym::new("gpu-operator"), name: "nvidia-device-plugin-daemonset-x7k2q" },
         "BackOff",
         "Back-off restarting failed container nvidia-device-plugin-ctr in pod nvidia-device-plugin-daemonset-x7k2q_gpu-operator",
         "kubelet",
@@ -599,7 +619,7 @@ fn plugin_crash(sim: &mut SimCluster) {
 }
 
 fn gang_deadlock(sim: &mut SimCluster) {
-    let nodes = gpu_pool(sim, "gpu", "h100", 8, H100, 8, R550, false);
+    let nodes = gpu_pool(sim, "gpu", 8, pool("h100", H100, 8, R550, false));
     sim.add_flavor(flavor("h100", "h100", false));
     sim.add_queue(cluster_queue("shared", None, &[("h100", 128, None)]));
     sim.add_queue(local_queue("team-a", "shared", "shared"));
@@ -622,7 +642,7 @@ fn gang_deadlock(sim: &mut SimCluster) {
 }
 
 fn quota_starvation(sim: &mut SimCluster) {
-    let nodes = gpu_pool(sim, "gpu", "h100", 16, H100, 8, R550, false);
+    let nodes = gpu_pool(sim, "gpu", 16, pool("h100", H100, 8, R550, false));
     sim.add_flavor(flavor("h100", "h100", false));
     sim.add_queue(cluster_queue("team-a", Some("ml"), &[("h100", 16, Some(0))]));
     sim.add_queue(cluster_queue("team-b", Some("ml"), &[("h100", 32, None)]));
@@ -637,7 +657,7 @@ fn quota_starvation(sim: &mut SimCluster) {
 }
 
 fn taint_mismatch(sim: &mut SimCluster) {
-    let nodes = gpu_pool(sim, "gpu", "h100", 8, H100, 8, R550, true);
+    let nodes = gpu_pool(sim, "gpu", 8, pool("h100", H100, 8, R550, true));
     for i in 1..=4 {
         sim.add_node(catalog::cpu_node(&format!("cpu-{i:02}"), ago(60 * 24 * 100)));
     }
@@ -711,12 +731,17 @@ fn mig_mismatch(sim: &mut SimCluster) {
     sim.set_node_label("mig-08", keys::MIG_CONFIG, Some("all-3g.40gb"));
     sim.set_node_label("mig-08", keys::MIG_CONFIG_STATE, Some("pending"));
     for operand in ["device-plugin", "gpu-feature-discovery", "dcgm-exporter", "dcgm", "nvsm"] {
-        sim.set_node_label("mig-08", &format!("{}{operand}", keys::GPU_DEPLOY_PREFIX), Some(keys::PAUSED_FOR_MIG_CHANGE));
+        sim.set_node_label(
+            "mig-08",
+            &format!("{}{operand}", keys::GPU_DEPLOY_PREFIX),
+            Some(keys::PAUSED_FOR_MIG_CHANGE),
+        );
     }
     sim.edit_node("mig-08", |n| {
         n.operator.mig_config_since = Some(ago(40));
         // The paused device plugin advertises nothing.
-        n.allocatable = Resources::from_pairs(n.allocatable.iter().map(|(k, v)| (k, if keys::is_gpu_resource(k) { 0 } else { v })));
+        n.allocatable =
+            Resources::from_pairs(n.allocatable.iter().map(|(k, v)| (k, if keys::is_gpu_resource(k) { 0 } else { v })));
     });
     sim.mig_jobs.insert(Sym::new("mig-08"), super::MigJob { config: "all-3g.40gb".into(), done_at: None });
     sim.settle();
@@ -724,7 +749,7 @@ fn mig_mismatch(sim: &mut SimCluster) {
 }
 
 fn driver_skew(sim: &mut SimCluster) {
-    let done = gpu_pool(sim, "h100", "h100", 10, H100, 8, R570, false);
+    let done = gpu_pool(sim, "h100", 10, pool("h100", H100, 8, R570, false));
     let old: Vec<Sym> = (11..=20)
         .map(|i| {
             let mut spec = NodeSpec::new(format!("h100-{i:02}"), "h100", H100, 8, R550);
@@ -732,7 +757,7 @@ fn driver_skew(sim: &mut SimCluster) {
             sim.add_gpu_node(spec)
         })
         .collect();
-    let a100 = gpu_pool(sim, "a100", "a100", 4, A100_80, 8, R535, false);
+    let a100 = gpu_pool(sim, "a100", 4, pool("a100", A100_80, 8, R535, false));
     sim.set_upgrade_target(R570);
     // h100-09: done with the driver but never validated; h100-10: failed.
     for (node, state, minutes) in [("h100-09", "validation-required", 180), ("h100-10", "upgrade-failed", 95)] {
@@ -788,7 +813,7 @@ fn driver_skew(sim: &mut SimCluster) {
 }
 
 fn black_hole(sim: &mut SimCluster) {
-    let nodes = gpu_pool(sim, "gpu", "h100", 16, H100, 8, R550, false);
+    let nodes = gpu_pool(sim, "gpu", 16, pool("h100", H100, 8, R550, false));
     sim.fault("gpu-03", Fault::BlackHole);
     for (i, node) in nodes.iter().enumerate().filter(|(_, n)| n.as_str() != "gpu-03") {
         let job = format!("train-{i}");
@@ -828,7 +853,7 @@ fn black_hole(sim: &mut SimCluster) {
 }
 
 fn topology_split(sim: &mut SimCluster) {
-    let nodes = gpu_pool(sim, "gpu", "h100", 16, H100, 8, R550, false);
+    let nodes = gpu_pool(sim, "gpu", 16, pool("h100", H100, 8, R550, false));
     sim.add_flavor(flavor("h100", "h100", false));
     sim.add_queue(cluster_queue("serving", None, &[("h100", 64, None)]));
     sim.add_queue(local_queue("serving", "serving", "serving"));

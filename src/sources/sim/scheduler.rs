@@ -11,6 +11,7 @@ use crate::analysis::scheduler_msg::{self, NO_PREEMPTION_VICTIMS, PREEMPTION_NOT
 use crate::analysis::tally::Tally;
 use crate::model::{EventType, GangKind, Node, Pod, PodKey, Sym, Unschedulable};
 
+use super::Involved;
 use super::SimCluster;
 
 pub const VOLCANO: &str = "volcano";
@@ -22,12 +23,8 @@ pub(super) fn schedule(sim: &mut SimCluster) {
             used.entry(n).or_default().add_pod(&p.requests);
         }
     }
-    let mut queue: Vec<PodKey> = sim
-        .pods
-        .values()
-        .filter(|p| p.is_pending() && !p.gated && p.scheduler.is_none())
-        .map(|p| p.key())
-        .collect();
+    let mut queue: Vec<PodKey> =
+        sim.pods.values().filter(|p| p.is_pending() && !p.gated && p.scheduler.is_none()).map(|p| p.key()).collect();
     queue.sort_by(|a, b| {
         let (pa, pb) = (&sim.pods[a], &sim.pods[b]);
         pb.priority.cmp(&pa.priority).then(pa.created.cmp(&pb.created)).then(a.cmp(b))
@@ -75,7 +72,7 @@ fn choose_node(sim: &SimCluster, pod: &Pod, used: &HashMap<Sym, Tally>) -> Resul
 
 /// NodeResourcesFit LeastAllocated over cpu and memory (0..=100 each).
 fn least_allocated(node: &Node, used: &Tally, pod: &Pod) -> u64 {
-    let score = |cap: u64, used: u64, req: u64| if cap == 0 { 0 } else { cap.saturating_sub(used + req) * 100 / cap };
+    let score = |cap: u64, used: u64, req: u64| (cap.saturating_sub(used + req) * 100).checked_div(cap).unwrap_or(0);
     score(node.allocatable.cpu_milli, used.cpu_milli, pod.requests.cpu_milli)
         + score(node.allocatable.memory, used.memory, pod.requests.memory)
 }
@@ -93,9 +90,7 @@ fn bind(sim: &mut SimCluster, key: &PodKey, node: Sym, used: &mut HashMap<Sym, T
     let source = if sim.pods.get(key).and_then(|p| p.scheduler).is_some() { VOLCANO } else { "default-scheduler" };
     sim.record(
         EventType::Normal,
-        "Pod",
-        ns,
-        &name,
+        Involved { kind: "Pod", namespace: ns, name: &name },
         "Scheduled",
         &format!("Successfully assigned {ns}/{name} to {node}"),
         source,
@@ -107,11 +102,8 @@ fn mark_unschedulable(sim: &mut SimCluster, key: &PodKey, message: &str, source:
     let Some(pod) = sim.pods.get_mut(key) else { return };
     let same = pod.unschedulable.as_ref().is_some_and(|u| &*u.message == message);
     if !same {
-        pod.unschedulable = Some(Box::new(Unschedulable {
-            reason: Sym::new("Unschedulable"),
-            message: message.into(),
-            since: now,
-        }));
+        pod.unschedulable =
+            Some(Box::new(Unschedulable { reason: Sym::new("Unschedulable"), message: message.into(), since: now }));
     }
     let (ns, name) = (pod.namespace, pod.name.to_string());
     if !same {
@@ -122,7 +114,13 @@ fn mark_unschedulable(sim: &mut SimCluster, key: &PodKey, message: &str, source:
     let event_key = crate::model::EventKey { namespace: ns, name: format!("{name}.failedscheduling").into() };
     let stale = sim.events.get(&event_key).is_none_or(|e| &*e.message != message || now - e.last >= 60);
     if stale {
-        sim.record(EventType::Warning, "Pod", ns, &name, "FailedScheduling", message, source);
+        sim.record(
+            EventType::Warning,
+            Involved { kind: "Pod", namespace: ns, name: &name },
+            "FailedScheduling",
+            message,
+            source,
+        );
     }
 }
 
@@ -154,12 +152,9 @@ fn schedule_volcano(sim: &mut SimCluster, used: &mut HashMap<Sym, Tally>) {
         let mut plan: Vec<(PodKey, Sym)> = Vec::new();
         for k in &waiting {
             let Some(pod) = sim.pods.get(k) else { continue };
-            match choose_node(sim, pod, &trial) {
-                Ok(n) => {
-                    trial.entry(n).or_default().add_pod(&pod.requests);
-                    plan.push((k.clone(), n));
-                }
-                Err(_) => {}
+            if let Ok(n) = choose_node(sim, pod, &trial) {
+                trial.entry(n).or_default().add_pod(&pod.requests);
+                plan.push((k.clone(), n));
             }
         }
         let ready = placed_already + plan.len() as u32 >= min_members && plan.len() == waiting.len();

@@ -2,14 +2,14 @@
 //! and nodes of a cell), the upgrade-wave board (stuck nodes first) and,
 //! after `:plan VERSION`, the planned waves.
 
+use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Paragraph};
-use ratatui::Frame;
 
 use crate::analysis::age;
 use crate::analysis::compat::Verdict;
-use crate::app::{rows, App, Pane, Section};
+use crate::app::{App, Pane, Section, rows};
 use crate::ui::theme::{Role, Theme};
 use crate::ui::widgets::{self, block, fit};
 use crate::view_model::panes::Views;
@@ -44,19 +44,14 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme: 
 
 fn draw_matrix(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme: &Theme, focused: bool) {
     let m = &views.analysis.matrix;
-    let title = format!(
-        " Driver × CUDA ({} GPU pods without a CUDA need) · enter: cell details ",
-        m.unknown_need
-    );
+    let title = format!(" Driver × CUDA ({} GPU pods without a CUDA need) · enter: cell details ", m.unknown_need);
     if m.drivers.is_empty() || m.needs.is_empty() {
-        let text = if m.drivers.is_empty() { "no GPU nodes" } else { "no GPU workload declares or implies a CUDA version" };
+        let text =
+            if m.drivers.is_empty() { "no GPU nodes" } else { "no GPU workload declares or implies a CUDA version" };
         widgets::empty(frame, area, block(title, focused, theme), text, theme);
         return;
     }
-    let (sel_r, sel_c) = (
-        app.matrix_cell.0.min(m.drivers.len() - 1),
-        app.matrix_cell.1.min(m.needs.len() - 1),
-    );
+    let (sel_r, sel_c) = (app.matrix_cell.0.min(m.drivers.len() - 1), app.matrix_cell.1.min(m.needs.len() - 1));
     let col_w = 13usize;
     let inner_w = area.width.saturating_sub(2) as usize;
     let max_cols = ((inner_w.saturating_sub(18)) / (col_w + 1)).max(1);
@@ -65,11 +60,17 @@ fn draw_matrix(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, them
     let mut lines = Vec::new();
     let mut header = vec![Span::styled(format!("{:<18}", "DRIVER (nodes)"), theme.style(Role::Header))];
     for (_, (cuda, pods)) in &needs {
-        header.push(Span::styled(format!("{:>col_w$} ", fit(&format!("{cuda}·{}", pods.len()), col_w)), theme.style(Role::Header)));
+        header.push(Span::styled(
+            format!("{:>col_w$} ", fit(&format!("{cuda}·{}", pods.len()), col_w)),
+            theme.style(Role::Header),
+        ));
     }
     lines.push(Line::from(header));
     for (r, (driver, nodes)) in m.drivers.iter().enumerate() {
-        let mut spans = vec![Span::styled(format!("{:<18}", fit(&format!("{driver} ({})", nodes.len()), 17)), theme.style(Role::Text))];
+        let mut spans = vec![Span::styled(
+            format!("{:<18}", fit(&format!("{driver} ({})", nodes.len()), 17)),
+            theme.style(Role::Text),
+        )];
         for (c, (cuda, _)) in &needs {
             let cell = m.cell(driver, cuda);
             let (text, role) = cell.map_or(("", Role::Dim), |x| verdict_cell(x.verdict));
@@ -118,16 +119,38 @@ fn draw_board(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme
                 widgets::styled(u.state_str(), theme.style(role)),
                 widgets::styled(u.seconds_in_state.map_or("-".into(), age), theme.style(Role::Dim)),
                 widgets::styled(
-                    if u.stuck { "STUCK" } else if u.skip { "skip" } else { "" },
+                    if u.stuck {
+                        "STUCK"
+                    } else if u.skip {
+                        "skip"
+                    } else {
+                        ""
+                    },
                     theme.style(if u.stuck { Role::Error } else { Role::Dim }),
                 ),
                 widgets::styled(u.driver.clone().unwrap_or_else(|| "-".into()), theme.style(Role::Dim)),
             ]
         })
         .collect();
-    let widths = [Constraint::Length(16), Constraint::Length(26), Constraint::Length(7), Constraint::Length(6), Constraint::Min(10)];
+    let widths = [
+        Constraint::Length(16),
+        Constraint::Length(26),
+        Constraint::Length(7),
+        Constraint::Length(6),
+        Constraint::Min(10),
+    ];
     let offset = if focused { app.offsets.get(&Pane::Drivers).copied().unwrap_or(0) } else { 0 };
-    let offset = widgets::table(frame, area, block(title, focused, theme), &["NODE", "STATE", "FOR", "", "DRIVER"], &widths, table_rows, selected, offset, theme);
+    let offset = widgets::table(
+        frame,
+        area,
+        block(title, focused, theme),
+        &["NODE", "STATE", "FOR", "", "DRIVER"],
+        &widths,
+        table_rows,
+        selected,
+        offset,
+        theme,
+    );
     if focused {
         app.offsets.insert(Pane::Drivers, offset);
     }
@@ -146,14 +169,30 @@ fn draw_waves(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme
             let breaks = if w.breaks.is_empty() { "-".to_string() } else { format!("{} pod(s) break", w.breaks.len()) };
             vec![
                 widgets::styled(label, theme.style(if w.canary { Role::Accent } else { Role::Text })),
-                widgets::styled(w.nodes.iter().map(|n| n.to_string()).collect::<Vec<_>>().join(" "), theme.style(Role::Text)),
-                widgets::styled(if w.gangs.is_empty() { String::new() } else { format!("keeps {}", w.gangs.join(", ")) }, theme.style(Role::Dim)),
+                widgets::styled(
+                    w.nodes.iter().map(|n| n.to_string()).collect::<Vec<_>>().join(" "),
+                    theme.style(Role::Text),
+                ),
+                widgets::styled(
+                    if w.gangs.is_empty() { String::new() } else { format!("keeps {}", w.gangs.join(", ")) },
+                    theme.style(Role::Dim),
+                ),
                 widgets::styled(breaks, theme.style(if w.breaks.is_empty() { Role::Ok } else { Role::Error })),
             ]
         })
         .collect();
     let widths = [Constraint::Length(8), Constraint::Percentage(45), Constraint::Percentage(30), Constraint::Min(10)];
-    let offset = widgets::table(frame, area, block(title, focused, theme), &["WAVE", "NODES", "GANGS", "BREAKS"], &widths, rows, selected, 0, theme);
+    let offset = widgets::table(
+        frame,
+        area,
+        block(title, focused, theme),
+        &["WAVE", "NODES", "GANGS", "BREAKS"],
+        &widths,
+        rows,
+        selected,
+        0,
+        theme,
+    );
     let _ = offset;
     let _ = app;
 }

@@ -1,11 +1,11 @@
 //! Events pane: the cluster's events (FailedScheduling, evictions, driver
 //! upgrade transitions, ...) newest first, and kgpu's own audit entries.
 
+use ratatui::Frame;
 use ratatui::layout::{Constraint, Rect};
 use ratatui::widgets::Cell;
-use ratatui::Frame;
 
-use crate::app::{rows, App, Pane};
+use crate::app::{App, Pane, rows};
 use crate::ui::theme::{Role, Theme};
 use crate::ui::widgets::{self, block, fit};
 use crate::view_model::panes::Views;
@@ -25,19 +25,30 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme: 
         .map(|e| {
             let mut cells = vec![
                 widgets::styled(e.age.clone(), theme.style(Role::Dim)),
-                widgets::styled(if e.warning { "Warning" } else { "Normal" }, theme.style(if e.warning { Role::Warn } else { Role::Dim })),
+                widgets::styled(
+                    if e.warning { "Warning" } else { "Normal" },
+                    theme.style(if e.warning { Role::Warn } else { Role::Dim }),
+                ),
                 widgets::styled(fit(&e.reason, 18), theme.style(Role::Text)),
                 widgets::styled(fit(&e.object, if wide { 44 } else { 26 }), theme.style(Role::Accent)),
             ];
             if wide {
-                cells.push(widgets::styled(if e.count > 1 { format!("x{}", e.count) } else { String::new() }, theme.style(Role::Dim)));
+                cells.push(widgets::styled(
+                    if e.count > 1 { format!("x{}", e.count) } else { String::new() },
+                    theme.style(Role::Dim),
+                ));
             }
             cells.push(widgets::styled(e.message.clone(), theme.style(Role::Text)));
             cells
         })
         .collect();
     let mut header = vec!["AGE", "TYPE", "REASON", "OBJECT"];
-    let mut widths = vec![Constraint::Length(5), Constraint::Length(7), Constraint::Length(18), Constraint::Length(if wide { 44 } else { 26 })];
+    let mut widths = vec![
+        Constraint::Length(5),
+        Constraint::Length(7),
+        Constraint::Length(18),
+        Constraint::Length(if wide { 44 } else { 26 }),
+    ];
     if wide {
         header.push("COUNT");
         widths.push(Constraint::Length(5));
@@ -45,6 +56,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme: 
     header.push("MESSAGE");
     widths.push(Constraint::Min(10));
     let offset = app.offsets.get(&Pane::Events).copied().unwrap_or(0);
-    let offset = widgets::table(frame, area, block(title, true, theme), &header, &widths, rows, Some(selected), offset, theme);
+    let offset =
+        widgets::table(frame, area, block(title, true, theme), &header, &widths, rows, Some(selected), offset, theme);
     app.offsets.insert(Pane::Events, offset);
 }

@@ -2,13 +2,13 @@
 //! slices), node rows, and a side panel with the selected pending shape's
 //! numbers and the defragmentation plan. Large fleets aggregate into pools.
 
+use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Paragraph, Wrap};
-use ratatui::Frame;
 
 use crate::analysis::fragmentation::{PlanStatus, ShapeSource};
-use crate::app::{rows, App, Pane};
+use crate::app::{App, Pane, rows};
 use crate::ui::theme::{Role, Theme};
 use crate::ui::widgets::{self, block, fit};
 use crate::view_model::panes::{Cell as GpuCell, NodeRow, Views};
@@ -67,7 +67,10 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme: 
         Span::styled(format!(" {} GPUs", t.gpus), theme.style(Role::Text)),
         Span::styled(format!(" · {} used", t.allocated), theme.style(Role::GpuUsed)),
         Span::styled(format!(" · {} free", t.free), theme.style(Role::GpuFree)),
-        Span::styled(format!(" ({} stranded)", t.stranded), theme.style(if t.stranded > 0 { Role::GpuStranded } else { Role::Dim })),
+        Span::styled(
+            format!(" ({} stranded)", t.stranded),
+            theme.style(if t.stranded > 0 { Role::GpuStranded } else { Role::Dim }),
+        ),
         Span::styled(format!(" · {} unavailable", t.unavailable), theme.style(Role::Dim)),
         Span::styled(
             format!(" · {} unadvertised", t.unadvertised),
@@ -164,7 +167,17 @@ fn draw_nodes(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme
     header.push("ISSUES");
     widths.push(Constraint::Min(4));
     let offset = app.offsets.get(&Pane::Fleet).copied().unwrap_or(0);
-    let offset = widgets::table(frame, area, block(title, true, theme), &header, &widths, table_rows, Some(selected), offset, theme);
+    let offset = widgets::table(
+        frame,
+        area,
+        block(title, true, theme),
+        &header,
+        &widths,
+        table_rows,
+        Some(selected),
+        offset,
+        theme,
+    );
     app.offsets.insert(Pane::Fleet, offset);
 }
 
@@ -190,7 +203,10 @@ fn draw_pools(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme
                 widgets::styled(p.nodes.to_string(), theme.style(Role::Text)),
                 widgets::styled(format!("{}/{}", p.used, p.gpus), theme.style(Role::GpuUsed)),
                 widgets::styled(p.free.to_string(), theme.style(Role::GpuFree)),
-                widgets::styled(p.stranded.to_string(), theme.style(if p.stranded > 0 { Role::GpuStranded } else { Role::Dim })),
+                widgets::styled(
+                    p.stranded.to_string(),
+                    theme.style(if p.stranded > 0 { Role::GpuStranded } else { Role::Dim }),
+                ),
                 widgets::styled(format!("[{spark}]"), theme.style(Role::Accent)),
                 widgets::styled(issues, theme.style(Role::Warn)),
             ]
@@ -241,7 +257,10 @@ fn draw_panel(frame: &mut Frame, area: Rect, app: &App, views: &Views, theme: &T
         ]),
         Line::from(vec![
             Span::styled("fits now: ", theme.style(Role::Dim)),
-            Span::styled(if s.fits_now { "yes" } else { "no" }, theme.style(if s.fits_now { Role::Ok } else { Role::Error })),
+            Span::styled(
+                if s.fits_now { "yes" } else { "no" },
+                theme.style(if s.fits_now { Role::Ok } else { Role::Error }),
+            ),
             Span::styled(format!("   largest gang now: {}", s.largest_gang), theme.style(Role::Text)),
         ]),
         Line::from(vec![
@@ -255,7 +274,9 @@ fn draw_panel(frame: &mut Frame, area: Rect, app: &App, views: &Views, theme: &T
     ];
     let p = &f.plan;
     match &p.status {
-        PlanStatus::NotNeeded => lines.push(Line::styled("plan: not needed, everything pending fits", theme.style(Role::Ok))),
+        PlanStatus::NotNeeded => {
+            lines.push(Line::styled("plan: not needed, everything pending fits", theme.style(Role::Ok)))
+        }
         PlanStatus::Impossible(why) => {
             lines.push(Line::styled("plan: none", theme.style(Role::Error)));
             lines.push(Line::styled(why.clone(), theme.style(Role::Dim)));
@@ -264,15 +285,26 @@ fn draw_panel(frame: &mut Frame, area: Rect, app: &App, views: &Views, theme: &T
             lines.push(Line::from(vec![
                 Span::styled("plan: ", theme.style(Role::Header)),
                 Span::styled(
-                    format!("{} move(s), {:.1} GPU-h, frees {}", p.steps.len(), p.gpu_hours, p.nodes_freed.iter().map(|n| n.to_string()).collect::<Vec<_>>().join(" ")),
+                    format!(
+                        "{} move(s), {:.1} GPU-h, frees {}",
+                        p.steps.len(),
+                        p.gpu_hours,
+                        p.nodes_freed.iter().map(|n| n.to_string()).collect::<Vec<_>>().join(" ")
+                    ),
                     theme.style(Role::Text),
                 ),
             ]));
             if tall {
-                lines.push(Line::styled(format!("for {}", p.target.clone().unwrap_or_default()), theme.style(Role::Dim)));
+                lines.push(Line::styled(
+                    format!("for {}", p.target.clone().unwrap_or_default()),
+                    theme.style(Role::Dim),
+                ));
                 for step in &p.steps {
                     lines.push(Line::styled(
-                        format!(" {} → {}  {} ({} GPU, {:.1} GPU-h)", step.from_node, step.to_node, step.pod, step.gpus, step.gpu_hours_disrupted),
+                        format!(
+                            " {} → {}  {} ({} GPU, {:.1} GPU-h)",
+                            step.from_node, step.to_node, step.pod, step.gpus, step.gpu_hours_disrupted
+                        ),
                         theme.style(Role::Text),
                     ));
                 }

@@ -2,15 +2,15 @@
 //! deadlocks, splits) over queues (quota bars per flavor and resource,
 //! borrowing, pending/admitted). `tab` moves between the two.
 
+use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::Line;
 use ratatui::widgets::Cell;
-use ratatui::Frame;
 
 use crate::analysis::age;
 use crate::analysis::gangs::GangState;
-use crate::app::{rows, App, Pane, Section};
-use crate::model::{quantity, Feed};
+use crate::app::{App, Pane, Section, rows};
+use crate::model::{Feed, quantity};
 use crate::ui::theme::{Role, Theme};
 use crate::ui::widgets::{self, block, fit};
 use crate::view_model::panes::Views;
@@ -47,7 +47,8 @@ fn draw_gangs(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme
     let gangs = rows::gangs(views, app.filter(Pane::Gangs));
     let title = format!(" Gangs ({}) · enter: why pending · R requeue ", gangs.len());
     if gangs.is_empty() {
-        let text = feed_note(views, &[Feed::Workloads, Feed::PodGroups]).unwrap_or_else(|| "no Kueue Workloads or Volcano PodGroups".into());
+        let text = feed_note(views, &[Feed::Workloads, Feed::PodGroups])
+            .unwrap_or_else(|| "no Kueue Workloads or Volcano PodGroups".into());
         widgets::empty(frame, area, block(title, focused, theme), &text, theme);
         return;
     }
@@ -70,7 +71,14 @@ fn draw_gangs(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme
                 ));
             }
             let mut cells = vec![
-                widgets::styled(if wide { g.key.kind.kind_name() } else { if g.key.kind == crate::model::GangKind::KueueWorkload { "WL" } else { "PG" } }, theme.style(Role::Dim)),
+                widgets::styled(
+                    if wide {
+                        g.key.kind.kind_name()
+                    } else {
+                        if g.key.kind == crate::model::GangKind::KueueWorkload { "WL" } else { "PG" }
+                    },
+                    theme.style(Role::Dim),
+                ),
                 widgets::styled(fit(&g.display_name(), if wide { 40 } else { 26 }), theme.style(Role::Text)),
                 widgets::styled(format!("{}/{}", g.placed, g.required), theme.style(Role::Text)),
                 widgets::styled(
@@ -103,7 +111,8 @@ fn draw_gangs(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme
     header.push("NOTES");
     widths.push(Constraint::Min(6));
     let offset = app.offsets.get(&Pane::Gangs).copied().unwrap_or(0);
-    let offset = widgets::table(frame, area, block(title, focused, theme), &header, &widths, rows, selected, offset, theme);
+    let offset =
+        widgets::table(frame, area, block(title, focused, theme), &header, &widths, rows, selected, offset, theme);
     if focused {
         app.offsets.insert(Pane::Gangs, offset);
     }
@@ -133,7 +142,8 @@ fn draw_queues(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, them
                 Some(ns) => format!("{ns}/{}", q.name),
                 None => q.name.to_string(),
             };
-            let bar = if q.nominal > 0 { Line::from(widgets::bar(q.used, q.nominal, bar_w, theme)) } else { Line::raw("") };
+            let bar =
+                if q.nominal > 0 { Line::from(widgets::bar(q.used, q.nominal, bar_w, theme)) } else { Line::raw("") };
             vec![
                 widgets::styled(q.kind.kind_name(), theme.style(Role::Dim)),
                 widgets::styled(fit(&name, 22), theme.style(if q.active { Role::Text } else { Role::Error })),
@@ -141,9 +151,15 @@ fn draw_queues(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, them
                 widgets::styled(q.flavor.map_or("-".into(), |f| f.to_string()), theme.style(Role::Accent)),
                 widgets::styled(fit(q.resource.as_str(), 14), theme.style(Role::Text)),
                 Cell::from(bar),
-                widgets::styled(if q.nominal > 0 { format!("{}/{}", fmt(q.used), fmt(q.nominal)) } else { String::new() }, theme.style(Role::Text)),
+                widgets::styled(
+                    if q.nominal > 0 { format!("{}/{}", fmt(q.used), fmt(q.nominal)) } else { String::new() },
+                    theme.style(Role::Text),
+                ),
                 widgets::styled(q.borrowing_limit.map_or("-".into(), fmt), theme.style(Role::Dim)),
-                widgets::styled(q.pending.to_string(), theme.style(if q.pending > 0 { Role::Pending } else { Role::Dim })),
+                widgets::styled(
+                    q.pending.to_string(),
+                    theme.style(if q.pending > 0 { Role::Pending } else { Role::Dim }),
+                ),
                 widgets::styled(q.admitted.to_string(), theme.style(Role::Dim)),
             ]
         })

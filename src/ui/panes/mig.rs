@@ -2,12 +2,12 @@
 //! for the selected node each GPU's 8 memory slices with the instances
 //! placed on them (used or free).
 
+use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Paragraph};
-use ratatui::Frame;
 
-use crate::app::{rows, App, Pane};
+use crate::app::{App, Pane, rows};
 use crate::ui::theme::{Role, Theme};
 use crate::ui::widgets::{self, block, fit};
 use crate::view_model::panes::{MigGpuRow, MigNodeRow, Views};
@@ -34,7 +34,8 @@ pub fn slice_bar(gpu: &MigGpuRow, theme: &Theme) -> Line<'static> {
         let width = size as usize * W - 1;
         let label = fit(profile.as_str().split('.').next().unwrap_or(""), width);
         let role = if used { Role::MigUsed } else { Role::MigFree };
-        let style = if used { theme.style(role).add_modifier(ratatui::style::Modifier::REVERSED) } else { theme.style(role) };
+        let style =
+            if used { theme.style(role).add_modifier(ratatui::style::Modifier::REVERSED) } else { theme.style(role) };
         spans.push(Span::styled(format!("{label:^width$}"), style));
         slot = start + size;
         if slot < 8 {
@@ -91,14 +92,27 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme: 
             vec![
                 widgets::styled(fit(n.node.as_str(), 16), theme.style(Role::Text)),
                 widgets::styled(fit(&n.config, 14), theme.style(Role::Accent)),
-                widgets::styled(if n.paused { format!("{} ⏸", n.state) } else { n.state.clone() }, theme.style(state_role)),
+                widgets::styled(
+                    if n.paused { format!("{} ⏸", n.state) } else { n.state.clone() },
+                    theme.style(state_role),
+                ),
                 widgets::styled(n.summary.clone(), theme.style(Role::Dim)),
             ]
         })
         .collect();
     let widths = [Constraint::Length(16), Constraint::Length(14), Constraint::Length(10), Constraint::Min(10)];
     let offset = app.offsets.get(&Pane::Mig).copied().unwrap_or(0);
-    let offset = widgets::table(frame, list_area, block(title, true, theme), &["NODE", "MIG.CONFIG", "STATE", "SLICES USED/ALLOC"], &widths, rows, Some(selected), offset, theme);
+    let offset = widgets::table(
+        frame,
+        list_area,
+        block(title, true, theme),
+        &["NODE", "MIG.CONFIG", "STATE", "SLICES USED/ALLOC"],
+        &widths,
+        rows,
+        Some(selected),
+        offset,
+        theme,
+    );
     app.offsets.insert(Pane::Mig, offset);
     if let Some(node) = nodes.get(selected) {
         detail(frame, detail_area, node, theme);
@@ -108,7 +122,10 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme: 
 fn detail(frame: &mut Frame, area: Rect, node: &MigNodeRow, theme: &Theme) {
     let mut lines = vec![Line::from(vec![
         Span::styled(node.node.to_string(), theme.style(Role::Header)),
-        Span::styled(format!("  {}  mig.config={} ({})", node.product, node.config, node.state), theme.style(Role::Dim)),
+        Span::styled(
+            format!("  {}  mig.config={} ({})", node.product, node.config, node.state),
+            theme.style(Role::Dim),
+        ),
     ])];
     if node.paused {
         lines.push(Line::styled(

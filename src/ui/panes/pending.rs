@@ -2,14 +2,14 @@
 //! step that blocks it; `enter` opens the isolation chain with its evidence
 //! and kubectl commands.
 
+use ratatui::Frame;
 use ratatui::layout::{Constraint, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Paragraph, Wrap};
-use ratatui::Frame;
 
 use crate::analysis::age;
 use crate::analysis::pending::{PendingItem, Step, Verdict};
-use crate::app::{rows, App, Pane};
+use crate::app::{App, Pane, rows};
 use crate::ui::theme::{Role, Theme};
 use crate::ui::widgets::{self, block, fit};
 use crate::view_model::panes::Views;
@@ -40,7 +40,8 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme: 
     let selected = app.selected_index(Pane::Pending, &ids);
     let title = format!(" Pending ({}) · enter: why ", items.len());
     if items.is_empty() {
-        let text = if views.analysis.pending.is_empty() { "nothing is pending" } else { "nothing pending matches the filter" };
+        let text =
+            if views.analysis.pending.is_empty() { "nothing is pending" } else { "nothing pending matches the filter" };
         widgets::empty(frame, area, block(title, true, theme), text, theme);
         return;
     }
@@ -87,7 +88,8 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme: 
     header.push("WHY");
     widths.push(Constraint::Min(10));
     let offset = app.offsets.get(&Pane::Pending).copied().unwrap_or(0);
-    let offset = widgets::table(frame, area, block(title, true, theme), &header, &widths, rows, Some(selected), offset, theme);
+    let offset =
+        widgets::table(frame, area, block(title, true, theme), &header, &widths, rows, Some(selected), offset, theme);
     app.offsets.insert(Pane::Pending, offset);
 }
 
@@ -122,7 +124,10 @@ pub fn chain_lines(item: &PendingItem, theme: &Theme) -> Vec<Line<'static>> {
             lines.push(Line::styled(format!("      {d}"), theme.style(Role::Text)));
         }
         for c in &s.commands {
-            lines.push(Line::from(vec![Span::styled("      $ ", theme.style(Role::Dim)), Span::styled(c.clone(), theme.style(Role::Accent))]));
+            lines.push(Line::from(vec![
+                Span::styled("      $ ", theme.style(Role::Dim)),
+                Span::styled(c.clone(), theme.style(Role::Accent)),
+            ]));
         }
     }
     if let Some(m) = &item.scheduler_message {
@@ -135,7 +140,9 @@ pub fn chain_lines(item: &PendingItem, theme: &Theme) -> Vec<Line<'static>> {
                 format!("  kgpu disagrees: {}", item.disagreement.clone().unwrap_or_default()),
                 theme.style(Role::Warn),
             )),
-            (None, Some(false)) => lines.push(Line::styled("  (not a message kgpu recognises: shown raw)", theme.style(Role::Warn))),
+            (None, Some(false)) => {
+                lines.push(Line::styled("  (not a message kgpu recognises: shown raw)", theme.style(Role::Warn)))
+            }
             _ => {}
         }
     }
@@ -162,7 +169,7 @@ fn drill(frame: &mut Frame, area: Rect, app: &mut App, item: &PendingItem, theme
     let max_scroll = (lines.len() as u16).saturating_sub(inner_h);
     app.drill_scroll = app.drill_scroll.min(max_scroll);
     let title = format!(" Why pending: {} · esc back · R requeue ", item.display_name());
-    let p = Paragraph::new(lines).wrap(Wrap { trim: false }).scroll((app.drill_scroll, 0)).block(block(title, true, theme));
+    let p =
+        Paragraph::new(lines).wrap(Wrap { trim: false }).scroll((app.drill_scroll, 0)).block(block(title, true, theme));
     frame.render_widget(p, area);
 }
-

@@ -1,0 +1,171 @@
+//! Screen snapshots: every pane of the cockpit at 80×24 and 200×60, drawn
+//! into a `TestBackend` from a demo scenario at its fixed start time.
+//! `cargo insta review` accepts intended changes.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic on broken fixtures
+
+use std::sync::Arc;
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use kgpu::analysis::Thresholds;
+use kgpu::app::{App, Msg, Pane};
+use kgpu::runtime::load;
+use kgpu::ui::{self, Context, Theme};
+use kgpu::view_model::panes::Views;
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+
+fn views(scenario: &str) -> Views {
+    let (snap, now) = load::demo(scenario, 1, 0).unwrap();
+    Views::build(Arc::new(snap), now, &Thresholds::default(), None)
+}
+
+fn context(scenario: &str) -> Context {
+    Context { source: format!("demo:{scenario}"), subtitle: "scenario".into(), production: false }
+}
+
+fn render(app: &mut App, views: &Views, scenario: &str, w: u16, h: u16) -> Terminal<TestBackend> {
+    let mut terminal = Terminal::new(TestBackend::new(w, h)).unwrap();
+    let theme = Theme::builtin("dark");
+    terminal.draw(|f| ui::draw(f, app, views, &theme, &context(scenario))).unwrap();
+    terminal
+}
+
+fn key(app: &mut App, views: &Views, code: KeyCode) {
+    app.update(Msg::Key(KeyEvent::new(code, KeyModifiers::NONE)), views);
+}
+
+fn pane_at(scenario: &str, pane: Pane, w: u16, h: u16) -> String {
+    let v = views(scenario);
+    let mut app = App::new(false, "dark", true);
+    app.pane = pane;
+    format!("{}", render(&mut app, &v, scenario, w, h).backend())
+}
+
+macro_rules! pane_tests {
+    ($($name:ident: $scenario:expr, $pane:expr;)*) => {$(
+        #[test]
+        fn $name() {
+            insta::assert_snapshot!(concat!(stringify!($name), "_80x24"), pane_at($scenario, $pane, 80, 24));
+            insta::assert_snapshot!(concat!(stringify!($name), "_200x60"), pane_at($scenario, $pane, 200, 60));
+        }
+    )*};
+}
+
+pane_tests! {
+    fleet_map_of_a_fragmented_pool: "fragmented", Pane::Fleet;
+    fleet_map_of_the_default_fleet: "default", Pane::Fleet;
+    pending_list_with_taints_and_selectors: "taint-mismatch", Pane::Pending;
+    gangs_and_queues_in_a_deadlock: "gang-deadlock", Pane::Gangs;
+    gangs_and_queues_of_the_default_fleet: "default", Pane::Gangs;
+    mig_slices_with_a_wedged_reconfiguration: "mig-mismatch", Pane::Mig;
+    drivers_matrix_and_waves_mid_rollout: "driver-skew", Pane::Drivers;
+    events_of_a_black_hole: "black-hole", Pane::Events;
+}
+
+#[test]
+fn pending_drilldown_shows_the_chain() {
+    let v = views("quota-starvation");
+    let mut app = App::new(false, "dark", true);
+    app.pane = Pane::Pending;
+    key(&mut app, &v, KeyCode::Enter);
+    insta::assert_snapshot!(
+        "pending_drilldown_quota_80x24",
+        format!("{}", render(&mut app, &v, "quota-starvation", 80, 24).backend())
+    );
+    insta::assert_snapshot!(
+        "pending_drilldown_quota_200x60",
+        format!("{}", render(&mut app, &v, "quota-starvation", 200, 60).backend())
+    );
+}
+
+#[test]
+fn help_overlay_lists_every_key() {
+    let v = views("default");
+    let mut app = App::new(false, "dark", true);
+    key(&mut app, &v, KeyCode::Char('?'));
+    let screen = format!("{}", render(&mut app, &v, "default", 200, 60).backend());
+    for b in kgpu::app::keys::BINDINGS {
+        assert!(screen.contains(b.help), "help lacks '{}'", b.help);
+    }
+    insta::assert_snapshot!("help_overlay_80x24", format!("{}", render(&mut app, &v, "default", 80, 24).backend()));
+}
+
+#[test]
+fn confirm_dialog_shows_the_blast_radius() {
+    let v = views("fragmented");
+    let mut app = App::new(false, "dark", true);
+    // gpu-03 is the third node: drain it.
+    key(&mut app, &v, KeyCode::Down);
+    key(&mut app, &v, KeyCode::Down);
+    key(&mut app, &v, KeyCode::Char('r'));
+    insta::assert_snapshot!("confirm_drain_80x24", format!("{}", render(&mut app, &v, "fragmented", 80, 24).backend()));
+    insta::assert_snapshot!(
+        "confirm_drain_200x60",
+        format!("{}", render(&mut app, &v, "fragmented", 200, 60).backend())
+    );
+}
+
+#[test]
+fn aggregated_map_of_five_thousand_nodes() {
+    use kgpu::model::build::{node, pod};
+    use kgpu::model::{Cluster, ModelEvent, Object, SourceInfo, SourceKind};
+    let mut c = Cluster::new(SourceInfo { kind: SourceKind::Demo, name: "big".into() });
+    for i in 0..5000 {
+        let pool = ["h100-a", "h100-b", "a100", "l40s", "h200"][i % 5];
+        let n = node(&format!("{pool}-{i:05}")).gpus(8).label("kgpu.dev/pool", pool).build();
+        c.apply(ModelEvent::Upsert(Object::Node(n)));
+        let p = pod(&format!("p-{i}")).gpus((i % 9) as u64).on(&format!("{pool}-{i:05}")).running().build();
+        c.apply(ModelEvent::Upsert(Object::Pod(p)));
+    }
+    let v = Views::build(Arc::new(c.snapshot()), 0, &Thresholds::default(), None);
+    let mut app = App::new(false, "dark", false);
+    insta::assert_snapshot!(
+        "fleet_aggregated_5000_nodes_80x24",
+        format!("{}", render(&mut app, &v, "big", 80, 24).backend())
+    );
+    insta::assert_snapshot!(
+        "fleet_aggregated_5000_nodes_200x60",
+        format!("{}", render(&mut app, &v, "big", 200, 60).backend())
+    );
+}
+
+#[test]
+fn too_small_says_so() {
+    let v = views("default");
+    let mut app = App::new(false, "dark", true);
+    insta::assert_snapshot!("too_small_40x10", format!("{}", render(&mut app, &v, "default", 40, 10).backend()));
+    // Degenerate sizes never panic.
+    for (w, h) in [(0, 0), (1, 1), (59, 24), (80, 15), (500, 3)] {
+        render(&mut app, &v, "default", w, h);
+    }
+}
+
+#[test]
+fn every_pane_draws_at_odd_sizes_without_panicking() {
+    for scenario in ["default", "driver-skew", "mig-mismatch"] {
+        let v = views(scenario);
+        for pane in Pane::ALL {
+            let mut app = App::new(false, "dark", true);
+            app.pane = pane;
+            for (w, h) in [(60, 16), (61, 17), (99, 30), (120, 40), (250, 80)] {
+                render(&mut app, &v, scenario, w, h);
+            }
+        }
+    }
+}
+
+#[test]
+fn colours_of_the_fleet_map() {
+    // One buffer dump with styles, to record the dark theme's roles.
+    let v = views("fragmented");
+    let mut app = App::new(false, "dark", true);
+    let terminal = render(&mut app, &v, "fragmented", 80, 24);
+    let buffer = terminal.backend().buffer().clone();
+    let mut spans = Vec::new();
+    for x in 0..80 {
+        let cell = &buffer[(x, 4)];
+        spans.push(format!("{}:{:?}", cell.symbol(), cell.fg));
+    }
+    insta::assert_debug_snapshot!("fleet_row_colours", spans);
+}
