@@ -66,7 +66,7 @@ pub fn analyze(snap: &Snapshot, now: Timestamp, thresholds: &Thresholds) -> Anal
     let fragmentation = fragmentation::analyze(&index);
     let totals = fleet::totals(&nodes, fragmentation.stranded_total);
     let gangs = gangs::analyze(&index);
-    let pending = pending::analyze(&index, &gangs);
+    let pending = pending::analyze(&index, &gangs, &fragmentation.plan);
     let queues = queues::rows(snap);
     let matrix = compat::matrix(index.nodes(), snap.pods.values().map(|p| &**p), now);
     let upgrades = waves::board(index.nodes(), now, thresholds);

@@ -10,7 +10,7 @@ use crate::model::{
 };
 
 use super::fit::{self, NodeReason};
-use super::fragmentation::{self, Demand, ShapeSource};
+use super::fragmentation::{self, Demand, Plan, PlanStatus, ShapeSource};
 use super::gangs::{GangState, GangSummary};
 use super::index::Index;
 use super::queues;
@@ -118,7 +118,7 @@ impl PendingItem {
 }
 
 /// Every pending item, GPU work first, then oldest first.
-pub fn analyze(index: &Index<'_>, gangs: &[GangSummary]) -> Vec<PendingItem> {
+pub fn analyze(index: &Index<'_>, gangs: &[GangSummary], plan: &Plan) -> Vec<PendingItem> {
     let mut items = Vec::new();
     let mut gang_keys = std::collections::HashSet::new();
     for summary in gangs {
@@ -134,6 +134,21 @@ pub fn analyze(index: &Index<'_>, gangs: &[GangSummary]) -> Vec<PendingItem> {
             continue;
         }
         items.push(pod_item(index, pod));
+    }
+    // The defragmentation plan is the smallest change for the gang it targets.
+    if plan.status == PlanStatus::Found
+        && let Some(target) = &plan.target
+        && let Some(item) = items.iter_mut().find(|i| target.ends_with(&i.display_name()) && i.blocking == Some(Step::Fit))
+    {
+        item.unblock.insert(
+            0,
+            format!(
+                "run the defragmentation plan (Fleet pane, x): {} move(s), {:.1} GPU-hours disrupted, frees {}",
+                plan.steps.len(),
+                plan.gpu_hours,
+                plan.nodes_freed.iter().map(|n| n.to_string()).collect::<Vec<_>>().join(", ")
+            ),
+        );
     }
     items.sort_by(|a, b| {
         (b.gpus > 0)
