@@ -4,4 +4,5 @@
 //! - `sim`: the embedded demo cluster (`kgpu demo`).
 //! - `kube`, `file`, `agents`: live clusters, offline dumps and node agents.
 
+pub mod kube;
 pub mod sim;

@@ -61,7 +61,14 @@ fn choose_node(sim: &SimCluster, pod: &Pod, used: &HashMap<Sym, Tally>) -> Resul
         for r in &shown {
             *reasons.entry(r.scheduler_text()).or_default() += 1;
         }
-        let post = if shown.iter().any(|r| r.unresolvable()) { PREEMPTION_NOT_HELPFUL } else { NO_PREEMPTION_VICTIMS };
+        // Preemption could only help on a node short of resources that runs
+        // lower-priority pods (as the real scheduler's dry run finds).
+        let victims = sim.pods.values().any(|p| p.node == Some(node.name) && p.holds_resources() && p.priority < pod.priority);
+        let post = if shown.iter().any(|r| r.unresolvable()) || !victims {
+            PREEMPTION_NOT_HELPFUL
+        } else {
+            NO_PREEMPTION_VICTIMS
+        };
         *preemption.entry(post.to_string()).or_default() += 1;
     }
     match best {

@@ -1,0 +1,148 @@
+//! Connecting to a cluster: kubeconfig (explicit, `$KUBECONFIG`, or
+//! `~/.kube/config`) with an optional context, or the in-cluster config in a
+//! pod. Connection failures are quick (3 s connect timeout) and say what to do.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Client, Config};
+use thiserror::Error;
+
+/// Which cluster, as the command line said.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Target {
+    pub kubeconfig: Option<PathBuf>,
+    pub context: Option<String>,
+}
+
+/// What we know about the cluster we talk to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClusterInfo {
+    /// The kube context name (`in-cluster` in a pod).
+    pub context: String,
+    pub server: String,
+    /// The kubeconfig user (for the audit log).
+    pub user: String,
+}
+
+impl ClusterInfo {
+    /// Contexts that look like production get a visible accent.
+    pub fn looks_like_production(&self) -> bool {
+        let c = self.context.to_ascii_lowercase();
+        c.contains("prod") || c.contains("prd") || c.contains("live")
+    }
+}
+
+#[derive(Debug, Error)]
+pub enum ClientError {
+    #[error("cannot read kubeconfig '{path}': {message}")]
+    Kubeconfig { path: String, message: String },
+    #[error("no kubeconfig found ($KUBECONFIG unset, no ~/.kube/config) and not running in a pod; pass --kubeconfig, or try `kgpu demo`")]
+    NoConfig,
+    #[error("context '{context}' is not in the kubeconfig; contexts there: {known}")]
+    UnknownContext { context: String, known: String },
+    #[error("kubeconfig problem: {0}")]
+    Config(String),
+    #[error("cannot reach the cluster at {server}: {message}. Is the cluster up and the context right? To explore without a cluster, run `kgpu demo`")]
+    Unreachable { server: String, message: String },
+}
+
+/// The connect timeout: an unreachable cluster fails within seconds.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
+
+fn tune(mut cfg: Config) -> Config {
+    cfg.connect_timeout = Some(CONNECT_TIMEOUT);
+    // Watches are long-lived: no read timeout. Proxies would need extra features.
+    cfg.read_timeout = None;
+    cfg.proxy_url = None;
+    cfg
+}
+
+fn kubeconfig_paths(target: &Target) -> Vec<PathBuf> {
+    if let Some(p) = &target.kubeconfig {
+        return vec![p.clone()];
+    }
+    if let Some(v) = std::env::var_os("KUBECONFIG").filter(|v| !v.is_empty()) {
+        return std::env::split_paths(&v).collect();
+    }
+    std::env::var_os("HOME").map(|h| vec![PathBuf::from(h).join(".kube/config")]).unwrap_or_default()
+}
+
+/// Builds the client config and what we know about the target.
+pub async fn config(target: &Target) -> Result<(Config, ClusterInfo), ClientError> {
+    let paths: Vec<PathBuf> = kubeconfig_paths(target).into_iter().filter(|p| target.kubeconfig.is_some() || p.exists()).collect();
+    if paths.is_empty() {
+        let cfg = Config::incluster().map_err(|_| ClientError::NoConfig)?;
+        let info = ClusterInfo { context: "in-cluster".into(), server: cfg.cluster_url.to_string(), user: "serviceaccount".into() };
+        return Ok((tune(cfg), info));
+    }
+    let mut merged: Option<Kubeconfig> = None;
+    for p in &paths {
+        let kc = Kubeconfig::read_from(p)
+            .map_err(|e| ClientError::Kubeconfig { path: p.display().to_string(), message: e.to_string() })?;
+        merged = Some(match merged {
+            None => kc,
+            Some(m) => m.merge(kc).map_err(|e| ClientError::Config(e.to_string()))?,
+        });
+    }
+    let kc = merged.ok_or(ClientError::NoConfig)?;
+    let context = match &target.context {
+        Some(c) => {
+            if !kc.contexts.iter().any(|x| &x.name == c) {
+                return Err(ClientError::UnknownContext {
+                    context: c.clone(),
+                    known: kc.contexts.iter().map(|x| x.name.clone()).collect::<Vec<_>>().join(", "),
+                });
+            }
+            c.clone()
+        }
+        None => kc.current_context.clone().ok_or_else(|| ClientError::Config("no current-context; pass --context".into()))?,
+    };
+    let user = kc
+        .contexts
+        .iter()
+        .find(|x| x.name == context)
+        .and_then(|x| x.context.as_ref())
+        .and_then(|c| c.user.clone())
+        .unwrap_or_default();
+    let opts = KubeConfigOptions { context: Some(context.clone()), cluster: None, user: None };
+    let cfg = Config::from_custom_kubeconfig(kc, &opts).await.map_err(|e| ClientError::Config(e.to_string()))?;
+    let info = ClusterInfo { context, server: cfg.cluster_url.to_string(), user };
+    Ok((tune(cfg), info))
+}
+
+/// Connects and checks the API server answers (within a few seconds).
+pub async fn connect(target: &Target) -> Result<(Client, ClusterInfo), ClientError> {
+    let (cfg, info) = config(target).await?;
+    let client = Client::try_from(cfg).map_err(|e| ClientError::Config(e.to_string()))?;
+    match tokio::time::timeout(Duration::from_secs(6), client.apiserver_version()).await {
+        Ok(Ok(_)) => Ok((client, info)),
+        Ok(Err(e)) => Err(ClientError::Unreachable { server: info.server, message: short_error(&e) }),
+        Err(_) => Err(ClientError::Unreachable { server: info.server, message: "no answer within 6s".into() }),
+    }
+}
+
+/// A client for actions: no automatic retries (a PDB's 429 must reach us at
+/// once so the drain can show it, back off and retry visibly).
+pub async fn action_client(target: &Target) -> Result<Client, ClientError> {
+    let (mut cfg, _) = config(target).await?;
+    cfg.default_retry = false;
+    Client::try_from(cfg).map_err(|e| ClientError::Config(e.to_string()))
+}
+
+/// The most useful line of a kube error.
+pub fn short_error(e: &kube::Error) -> String {
+    match e {
+        kube::Error::Api(s) => format!("HTTP {}: {}", s.code, s.message.lines().next().unwrap_or("")),
+        other => {
+            let mut text = other.to_string();
+            let mut source = std::error::Error::source(other);
+            while let Some(s) = source {
+                text = s.to_string();
+                source = s.source();
+            }
+            text
+        }
+    }
+}

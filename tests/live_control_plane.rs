@@ -1,0 +1,88 @@
+//! The test control plane itself: a real kube-scheduler answers a pod that
+//! asks for more GPUs than any node has with a real FailedScheduling event,
+//! read back with kube-rs; the Kueue and Volcano CRDs install.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic on broken fixtures
+
+mod support;
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{Event, Pod};
+use kube::api::{Api, ListParams, PostParams};
+use serde_json::json;
+use support::controlplane::ControlPlane;
+use support::kube::{client, eventually, gpu_node, gpu_pod, namespace, unique};
+
+#[tokio::test]
+async fn real_scheduler_refuses_eight_gpus_on_four_gpu_nodes() {
+    if !ControlPlane::enabled() {
+        eprintln!("skipped: KGPU_SKIP_LIVE=1");
+        return;
+    }
+    let cp = ControlPlane::shared();
+    let client = client(cp).await;
+    let pool = unique("four");
+    for i in 0..3 {
+        gpu_node(&client, &format!("{pool}-{i}"), 4, json!({"kgpu.test/pool": pool}), json!([])).await;
+    }
+    let ns = unique("sched");
+    namespace(&client, &ns).await;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
+    let selector = json!({"nodeSelector": {"kgpu.test/pool": pool}});
+    pods.create(&PostParams::default(), &gpu_pod("two", 2, selector.clone())).await.unwrap();
+    pods.create(&PostParams::default(), &gpu_pod("eight", 8, selector)).await.unwrap();
+
+    // The 2-GPU pod is bound by the real scheduler.
+    let node = eventually("the 2-GPU pod bound", Duration::from_secs(30), || {
+        let pods = pods.clone();
+        async move { pods.get("two").await.ok().and_then(|p| p.spec.and_then(|s| s.node_name)) }
+    })
+    .await;
+    assert!(node.starts_with(&pool));
+
+    // The 8-GPU pod gets a FailedScheduling event.
+    let events: Api<Event> = Api::namespaced(client.clone(), &ns);
+    let message = eventually("FailedScheduling for the 8-GPU pod", Duration::from_secs(30), || {
+        let events = events.clone();
+        async move {
+            let list = events.list(&ListParams::default()).await.ok()?;
+            list.items
+                .into_iter()
+                .find(|e| e.reason.as_deref() == Some("FailedScheduling") && e.involved_object.name.as_deref() == Some("eight"))
+                .and_then(|e| e.message)
+        }
+    })
+    .await;
+    eprintln!("real scheduler: {message}");
+    assert!(message.starts_with("0/"), "{message}");
+    assert!(message.contains(" nodes are available: "), "{message}");
+    assert!(message.contains("3 Insufficient nvidia.com/gpu"), "{message}");
+    // kgpu reads the real message and maps it to its own codes.
+    let parsed = kgpu::analysis::scheduler_msg::parse(&message);
+    assert!(parsed.recognised, "{parsed:?}");
+    let codes: Vec<Option<String>> = parsed.reasons.iter().map(|(r, _)| kgpu::analysis::scheduler_msg::reason_code(r)).collect();
+    assert!(codes.contains(&Some("insufficient-gpu".to_string())), "{codes:?}");
+    assert!(!parsed.preemption.is_empty(), "the PostFilter part is read too: {parsed:?}");
+}
+
+#[tokio::test]
+async fn kueue_and_volcano_crds_install() {
+    if !ControlPlane::enabled() {
+        return;
+    }
+    let cp = ControlPlane::shared();
+    let kueue = cp.kueue_crds();
+    let volcano = cp.volcano_crds();
+    assert!(kueue.len() >= 10, "{kueue:?}");
+    assert_eq!(volcano.len(), 2, "{volcano:?}");
+    cp.install_crds(&kueue).unwrap();
+    cp.install_crds(&volcano).unwrap();
+    let (code, body) =
+        support::controlplane::curl(&cp.server, support::controlplane::ADMIN_TOKEN, &[], "/apis/kueue.x-k8s.io/v1beta2").unwrap();
+    assert_eq!(code, 200, "{body}");
+    assert!(body.contains("\"workloads\""));
+    let (code, _) =
+        support::controlplane::curl(&cp.server, support::controlplane::ADMIN_TOKEN, &[], "/apis/scheduling.volcano.sh/v1beta1").unwrap();
+    assert_eq!(code, 200);
+}

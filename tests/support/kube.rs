@@ -1,0 +1,93 @@
+//! Small helpers for live tests: a kube client for the test control plane,
+//! GPU nodes with capacity set through the status subresource, namespaces,
+//! and waiting for conditions.
+
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::Client;
+use serde_json::json;
+
+use super::controlplane::ControlPlane;
+
+pub async fn client(cp: &ControlPlane) -> Client {
+    kgpu::sources::kube::client::connect(&kgpu::sources::kube::client::Target {
+        kubeconfig: Some(cp.kubeconfig.clone()),
+        context: None,
+    })
+    .await
+    .expect("client for the test control plane")
+    .0
+}
+
+/// A unique name for this test's objects.
+pub fn unique(prefix: &str) -> String {
+    static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    format!("{prefix}-{}-{}", std::process::id() % 100_000, N.fetch_add(1, std::sync::atomic::Ordering::SeqCst))
+}
+
+pub async fn namespace(client: &Client, name: &str) {
+    let api: Api<Namespace> = Api::all(client.clone());
+    let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": name}})).unwrap();
+    let _ = api.create(&PostParams::default(), &ns).await;
+}
+
+/// A Ready GPU node with `gpus` nvidia.com/gpu, extra labels and taints.
+pub async fn gpu_node(client: &Client, name: &str, gpus: u32, labels: serde_json::Value, taints: serde_json::Value) {
+    let api: Api<Node> = Api::all(client.clone());
+    let mut all_labels = json!({"kubernetes.io/hostname": name, "nvidia.com/gpu.present": "true", "nvidia.com/gpu.count": gpus.to_string(), "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"});
+    if let (Some(a), Some(b)) = (all_labels.as_object_mut(), labels.as_object()) {
+        for (k, v) in b {
+            a.insert(k.clone(), v.clone());
+        }
+    }
+    let node: Node = serde_json::from_value(json!({
+        "metadata": {"name": name, "labels": all_labels},
+        "spec": {"taints": taints}
+    }))
+    .unwrap();
+    api.create(&PostParams::default(), &node).await.expect("create node");
+    let status = json!({"status": {
+        "capacity": {"cpu": "64", "memory": "512Gi", "pods": "110", "nvidia.com/gpu": gpus.to_string()},
+        "allocatable": {"cpu": "64", "memory": "512Gi", "pods": "110", "nvidia.com/gpu": gpus.to_string()},
+        "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "kubelet is posting ready status"}]
+    }});
+    api.patch_status(name, &PatchParams::default(), &Patch::Merge(&status)).await.expect("node status");
+}
+
+pub async fn delete_node(client: &Client, name: &str) {
+    let api: Api<Node> = Api::all(client.clone());
+    let _ = api.delete(name, &Default::default()).await;
+}
+
+/// A pod asking for `gpus` GPUs (limits), with optional extras merged into its spec.
+pub fn gpu_pod(name: &str, gpus: u32, spec_extra: serde_json::Value) -> Pod {
+    let mut spec = json!({
+        "containers": [{"name": "main", "image": "nvidia/cuda:12.4.1-runtime-ubuntu22.04",
+            "resources": {"limits": {"nvidia.com/gpu": gpus.to_string()}, "requests": {"cpu": "1", "memory": "1Gi"}}}],
+        "terminationGracePeriodSeconds": 0
+    });
+    if let (Some(a), Some(b)) = (spec.as_object_mut(), spec_extra.as_object()) {
+        for (k, v) in b {
+            a.insert(k.clone(), v.clone());
+        }
+    }
+    serde_json::from_value(json!({"metadata": {"name": name}, "spec": spec})).unwrap()
+}
+
+/// Polls `check` until it returns Some, or panics after `timeout` with `what`.
+pub async fn eventually<T, F, Fut>(what: &str, timeout: Duration, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(v) = check().await {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out after {}s waiting for {what}", timeout.as_secs());
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}

@@ -1,0 +1,5 @@
+//! Support code shared by the live test binaries.
+#![allow(dead_code)]
+
+pub mod controlplane;
+pub mod kube;
