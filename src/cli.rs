@@ -69,6 +69,36 @@ pub enum Command {
     Snapshot(SnapshotArgs),
     /// Explain why one pod, Kueue Workload or Volcano PodGroup is Pending.
     Why(WhyArgs),
+    /// Put a demo scenario onto a real cluster (a kind cluster, the test control plane), or take it off.
+    Scenario(ScenarioArgs),
+}
+
+#[derive(Subcommand, Debug, Clone)]
+pub enum ScenarioCommand {
+    /// Create the scenario's nodes, pods, Kueue and Volcano objects (server-side apply; repeatable).
+    Apply {
+        /// Scenario name (kgpu demo --list).
+        name: String,
+        /// Server-side dry run: validate everything, change nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Delete what `apply` created (namespaces stay).
+    Delete {
+        /// Scenario name.
+        name: String,
+    },
+    /// Print the scenario's manifests (multi-document YAML).
+    Export {
+        /// Scenario name.
+        name: String,
+    },
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct ScenarioArgs {
+    #[command(subcommand)]
+    pub command: ScenarioCommand,
 }
 
 #[derive(Args, Debug, Clone)]

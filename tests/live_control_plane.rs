@@ -49,7 +49,10 @@ async fn real_scheduler_refuses_eight_gpus_on_four_gpu_nodes() {
             let list = events.list(&ListParams::default()).await.ok()?;
             list.items
                 .into_iter()
-                .find(|e| e.reason.as_deref() == Some("FailedScheduling") && e.involved_object.name.as_deref() == Some("eight"))
+                .find(|e| {
+                    e.reason.as_deref() == Some("FailedScheduling")
+                        && e.involved_object.name.as_deref() == Some("eight")
+                })
                 .and_then(|e| e.message)
         }
     })
@@ -61,7 +64,8 @@ async fn real_scheduler_refuses_eight_gpus_on_four_gpu_nodes() {
     // kgpu reads the real message and maps it to its own codes.
     let parsed = kgpu::analysis::scheduler_msg::parse(&message);
     assert!(parsed.recognised, "{parsed:?}");
-    let codes: Vec<Option<String>> = parsed.reasons.iter().map(|(r, _)| kgpu::analysis::scheduler_msg::reason_code(r)).collect();
+    let codes: Vec<Option<String>> =
+        parsed.reasons.iter().map(|(r, _)| kgpu::analysis::scheduler_msg::reason_code(r)).collect();
     assert!(codes.contains(&Some("insufficient-gpu".to_string())), "{codes:?}");
     assert!(!parsed.preemption.is_empty(), "the PostFilter part is read too: {parsed:?}");
 }
@@ -78,11 +82,21 @@ async fn kueue_and_volcano_crds_install() {
     assert_eq!(volcano.len(), 2, "{volcano:?}");
     cp.install_crds(&kueue).unwrap();
     cp.install_crds(&volcano).unwrap();
-    let (code, body) =
-        support::controlplane::curl(&cp.server, support::controlplane::ADMIN_TOKEN, &[], "/apis/kueue.x-k8s.io/v1beta2").unwrap();
+    let (code, body) = support::controlplane::curl(
+        &cp.server,
+        support::controlplane::ADMIN_TOKEN,
+        &[],
+        "/apis/kueue.x-k8s.io/v1beta2",
+    )
+    .unwrap();
     assert_eq!(code, 200, "{body}");
     assert!(body.contains("\"workloads\""));
-    let (code, _) =
-        support::controlplane::curl(&cp.server, support::controlplane::ADMIN_TOKEN, &[], "/apis/scheduling.volcano.sh/v1beta1").unwrap();
+    let (code, _) = support::controlplane::curl(
+        &cp.server,
+        support::controlplane::ADMIN_TOKEN,
+        &[],
+        "/apis/scheduling.volcano.sh/v1beta1",
+    )
+    .unwrap();
     assert_eq!(code, 200);
 }

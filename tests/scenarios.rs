@@ -266,3 +266,28 @@ fn why_prints_the_chain() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn committed_manifests_match_the_demo() {
+    // assets/scenarios/*/scenario.yaml are what `kgpu scenario export` prints;
+    // regenerate them with `kgpu scenario export NAME > assets/scenarios/NAME/scenario.yaml`.
+    for name in [
+        "default",
+        "fragmented",
+        "plugin-crash",
+        "gang-deadlock",
+        "quota-starvation",
+        "taint-mismatch",
+        "mig-mismatch",
+        "driver-skew",
+        "black-hole",
+        "topology-split",
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_kgpu")).args(["scenario", "export", name]).output().unwrap();
+        assert!(out.status.success());
+        let committed =
+            std::fs::read_to_string(format!("{}/assets/scenarios/{name}/scenario.yaml", env!("CARGO_MANIFEST_DIR")))
+                .unwrap();
+        assert!(String::from_utf8_lossy(&out.stdout) == committed, "assets/scenarios/{name}/scenario.yaml is stale");
+    }
+}

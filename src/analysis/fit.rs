@@ -66,12 +66,12 @@ impl NodeReason {
         }
     }
 
-    /// The reason as kube-scheduler words it in a FailedScheduling message.
+    /// The reason as kube-scheduler v1.36 words it in a FailedScheduling
+    /// message (older releases named the taint: `{key: value}`).
     pub fn scheduler_text(&self) -> String {
         match self {
             NodeReason::Cordoned => "node(s) were unschedulable".into(),
-            NodeReason::NotReady => format!("node(s) had untolerated taint {{{}: }}", keys::TAINT_NOT_READY),
-            NodeReason::UntoleratedTaint { key, value } => format!("node(s) had untolerated taint {{{key}: {value}}}"),
+            NodeReason::NotReady | NodeReason::UntoleratedTaint { .. } => "node(s) had untolerated taint(s)".into(),
             NodeReason::SelectorMismatch | NodeReason::AffinityMismatch => {
                 "node(s) didn't match Pod's node affinity/selector".into()
             }

@@ -138,7 +138,8 @@ pub fn analyze(index: &Index<'_>, gangs: &[GangSummary], plan: &Plan) -> Vec<Pen
     // The defragmentation plan is the smallest change for the gang it targets.
     if plan.status == PlanStatus::Found
         && let Some(target) = &plan.target
-        && let Some(item) = items.iter_mut().find(|i| target.ends_with(&i.display_name()) && i.blocking == Some(Step::Fit))
+        && let Some(item) =
+            items.iter_mut().find(|i| target.ends_with(&i.display_name()) && i.blocking == Some(Step::Fit))
     {
         item.unblock.insert(
             0,
@@ -873,8 +874,20 @@ fn cross_check(item: &mut PendingItem, fit: &FitResult, message: Option<String>)
     if fit.total_nodes == 0 {
         return;
     }
-    let theirs: std::collections::BTreeSet<&String> = item.scheduler_reasons.keys().collect();
-    let ours: std::collections::BTreeSet<&String> = fit.scheduler_view.keys().collect();
+    let theirs: std::collections::BTreeSet<String> = item.scheduler_reasons.keys().cloned().collect();
+    // v1.36 says "untolerated taint(s)" without the key: compare at that level.
+    let keyless = theirs.contains("untolerated-taint");
+    let ours: std::collections::BTreeSet<String> = fit
+        .scheduler_view
+        .keys()
+        .map(|k| {
+            if keyless && (k.starts_with("untolerated-taint:") || k == "not-ready") {
+                "untolerated-taint".to_string()
+            } else {
+                k.clone()
+            }
+        })
+        .collect();
     let agrees = theirs == ours;
     item.agrees_with_scheduler = Some(agrees);
     if !agrees {

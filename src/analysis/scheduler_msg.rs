@@ -172,6 +172,10 @@ pub fn reason_code(reason: &str) -> Option<String> {
     {
         return Some("selector-mismatch".into());
     }
+    // v1.36 no longer names the taint.
+    if r == "node(s) had untolerated taint(s)" {
+        return Some("untolerated-taint".into());
+    }
     if let Some(taint) =
         r.strip_prefix("node(s) had untolerated taint {").or_else(|| r.strip_prefix("node(s) had taint {"))
     {
@@ -192,12 +196,12 @@ mod tests {
     fn formats_like_fit_error() {
         let reasons = BTreeMap::from([
             ("Insufficient nvidia.com/gpu".to_string(), 2),
-            ("node(s) had untolerated taint {nvidia.com/gpu: present}".to_string(), 10),
+            ("node(s) had untolerated taint(s)".to_string(), 10),
         ]);
         let pre = BTreeMap::from([(PREEMPTION_NOT_HELPFUL.to_string(), 10), (NO_PREEMPTION_VICTIMS.to_string(), 2)]);
         assert_eq!(
             format(12, &reasons, &pre),
-            "0/12 nodes are available: 10 node(s) had untolerated taint {nvidia.com/gpu: present}, \
+            "0/12 nodes are available: 10 node(s) had untolerated taint(s), \
              2 Insufficient nvidia.com/gpu. no new claims to deallocate, preemption: 0/12 nodes are available: \
              10 Preemption is not helpful for scheduling, 2 No preemption victims found for incoming pod."
         );
@@ -256,6 +260,8 @@ mod tests {
             Some("not-ready")
         );
         assert_eq!(reason_code("node(s) were unschedulable").as_deref(), Some("cordoned"));
+        // verbatim from the real kube-scheduler v1.36.3
+        assert_eq!(reason_code("node(s) had untolerated taint(s)").as_deref(), Some("untolerated-taint"));
         assert_eq!(
             reason_code("node(s) didn't match Pod's node affinity/selector").as_deref(),
             Some("selector-mismatch")

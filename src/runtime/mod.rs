@@ -4,6 +4,7 @@
 
 pub mod load;
 pub mod logging;
+pub mod scenario;
 pub mod terminal;
 pub mod tui;
 
@@ -43,11 +44,17 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Demo(args)) => demo(&args, &cli.ui),
         Some(Command::Snapshot(args)) => snapshot(&args),
         Some(Command::Why(args)) => why(&args),
+        Some(Command::Scenario(args)) => scenario::run(&args, &cli.source),
         None => {
             Err(UsageError("no cluster source yet in this build: run `kgpu demo` for the simulated cluster".into())
                 .into())
         }
     }
+}
+
+/// Seconds since the epoch, from the system clock (the runtime owns time).
+pub fn wall_clock() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
 }
 
 pub fn list_scenarios() -> String {

@@ -92,7 +92,7 @@ pub fn curl(server: &str, token: &str, args: &[&str], path: &str) -> Result<(u16
     Ok((code.trim().parse().unwrap_or(0), body.to_string()))
 }
 
-fn kubeconfig(server: &str, token: &str, user: &str) -> String {
+fn kubeconfig_yaml(server: &str, token: &str, user: &str) -> String {
     format!(
         "apiVersion: v1\nkind: Config\nclusters:\n- name: kgpu-test\n  cluster:\n    server: {server}\n    insecure-skip-tls-verify: true\nusers:\n- name: {user}\n  user:\n    token: {token}\ncontexts:\n- name: kgpu-test\n  context:\n    cluster: kgpu-test\n    user: {user}\ncurrent-context: kgpu-test\n"
     )
@@ -127,7 +127,9 @@ impl ControlPlane {
         static CP: OnceLock<ControlPlane> = OnceLock::new();
         CP.get_or_init(|| match ControlPlane::start() {
             Ok(cp) => cp,
-            Err(e) => panic!("cannot start the test control plane: {e}\n(set KGPU_SKIP_LIVE=1 to skip live tests by hand)"),
+            Err(e) => {
+                panic!("cannot start the test control plane: {e}\n(set KGPU_SKIP_LIVE=1 to skip live tests by hand)")
+            }
         })
     }
 
@@ -163,8 +165,8 @@ impl ControlPlane {
         .map_err(|e| e.to_string())?;
         let kubeconfig = dir.join("admin.kubeconfig");
         let viewer_kubeconfig = dir.join("viewer.kubeconfig");
-        fs::write(&kubeconfig, kubeconfig_text(&server, ADMIN_TOKEN, "admin")).map_err(|e| e.to_string())?;
-        fs::write(&viewer_kubeconfig, kubeconfig_text(&server, VIEWER_TOKEN, "viewer")).map_err(|e| e.to_string())?;
+        fs::write(&kubeconfig, kubeconfig_yaml(&server, ADMIN_TOKEN, "admin")).map_err(|e| e.to_string())?;
+        fs::write(&viewer_kubeconfig, kubeconfig_yaml(&server, VIEWER_TOKEN, "viewer")).map_err(|e| e.to_string())?;
         fs::write(
             dir.join("scheduler.yaml"),
             format!(
@@ -188,32 +190,45 @@ impl ControlPlane {
         };
         cp.spawn_watchdog()?;
         let t0 = Instant::now();
-        let etcd = cp.spawn("etcd", &[
-            "--name=kgpu".into(),
-            format!("--data-dir={}", dir.join("etcd").display()),
-            format!("--listen-client-urls=http://127.0.0.1:{etcd_port}"),
-            format!("--advertise-client-urls=http://127.0.0.1:{etcd_port}"),
-            format!("--listen-peer-urls=http://127.0.0.1:{peer_port}"),
-            format!("--initial-advertise-peer-urls=http://127.0.0.1:{peer_port}"),
-            format!("--initial-cluster=kgpu=http://127.0.0.1:{peer_port}"),
-            "--unsafe-no-fsync=true".into(),
-            "--log-level=warn".into(),
-            "--quota-backend-bytes=4294967296".into(),
-        ])?;
+        let etcd = cp.spawn(
+            "etcd",
+            &[
+                "--name=kgpu".into(),
+                format!("--data-dir={}", dir.join("etcd").display()),
+                format!("--listen-client-urls=http://127.0.0.1:{etcd_port}"),
+                format!("--advertise-client-urls=http://127.0.0.1:{etcd_port}"),
+                format!("--listen-peer-urls=http://127.0.0.1:{peer_port}"),
+                format!("--initial-advertise-peer-urls=http://127.0.0.1:{peer_port}"),
+                format!("--initial-cluster=kgpu=http://127.0.0.1:{peer_port}"),
+                "--unsafe-no-fsync=true".into(),
+                "--log-level=warn".into(),
+                "--quota-backend-bytes=4294967296".into(),
+            ],
+        )?;
         cp.others.lock().unwrap_or_else(|p| p.into_inner()).push(("etcd".into(), etcd));
-        wait_until("etcd", Duration::from_secs(30), &dir.join("etcd.log"), || http_ok(etcd_port, "/health", "\"health\":\"true\""))?;
+        wait_until("etcd", Duration::from_secs(30), &dir.join("etcd.log"), || {
+            http_ok(etcd_port, "/health", "\"health\":\"true\"")
+        })?;
         cp.start_apiserver()?;
-        let sched = cp.spawn("kube-scheduler", &[
-            format!("--config={}", dir.join("scheduler.yaml").display()),
-            "--bind-address=127.0.0.1".into(),
-            format!("--secure-port={scheduler_port}"),
-        ])?;
+        let sched = cp.spawn(
+            "kube-scheduler",
+            &[
+                format!("--config={}", dir.join("scheduler.yaml").display()),
+                "--bind-address=127.0.0.1".into(),
+                format!("--secure-port={scheduler_port}"),
+            ],
+        )?;
         cp.others.lock().unwrap_or_else(|p| p.into_inner()).push(("kube-scheduler".into(), sched));
         let sched_url = format!("https://127.0.0.1:{scheduler_port}");
         wait_until("kube-scheduler", Duration::from_secs(30), &dir.join("kube-scheduler.log"), || {
             curl(&sched_url, "", &[], "/readyz").is_ok_and(|(c, _)| c == 200)
         })?;
-        eprintln!("control plane: ready in {:.1}s at {} (logs and kubeconfig in {})", t0.elapsed().as_secs_f64(), cp.server, dir.display());
+        eprintln!(
+            "control plane: ready in {:.1}s at {} (logs and kubeconfig in {})",
+            t0.elapsed().as_secs_f64(),
+            cp.server,
+            dir.display()
+        );
         Ok(cp)
     }
 
@@ -298,12 +313,24 @@ done"#,
         for f in files {
             let text = fs::read_to_string(f).map_err(|e| format!("{}: {e}", f.display()))?;
             let doc: serde_yaml::Value = serde_yaml::from_str(&text).map_err(|e| format!("{}: {e}", f.display()))?;
-            let name = doc["metadata"]["name"].as_str().ok_or_else(|| format!("{}: no metadata.name", f.display()))?.to_string();
+            let name = doc["metadata"]["name"]
+                .as_str()
+                .ok_or_else(|| format!("{}: no metadata.name", f.display()))?
+                .to_string();
             let (code, body) = curl(
                 &self.server,
                 ADMIN_TOKEN,
-                &["-X", "PATCH", "-H", "Content-Type: application/apply-patch+yaml", "--data-binary", &format!("@{}", f.display())],
-                &format!("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}?fieldManager=kgpu-tests&force=true"),
+                &[
+                    "-X",
+                    "PATCH",
+                    "-H",
+                    "Content-Type: application/apply-patch+yaml",
+                    "--data-binary",
+                    &format!("@{}", f.display()),
+                ],
+                &format!(
+                    "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}?fieldManager=kgpu-tests&force=true"
+                ),
             )?;
             if !(200..300).contains(&code) {
                 return Err(format!("applying CRD {name}: HTTP {code}: {body}"));
@@ -313,15 +340,21 @@ done"#,
         for name in names {
             let server = self.server.clone();
             let path = format!("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}");
-            wait_until(&format!("CRD {name} Established"), Duration::from_secs(30), &self.dir.join("kube-apiserver.log"), || {
-                curl(&server, ADMIN_TOKEN, &[], &path).is_ok_and(|(c, body)| {
-                    c == 200 && serde_json::from_str::<serde_json::Value>(&body).is_ok_and(|v| {
-                        v["status"]["conditions"]
-                            .as_array()
-                            .is_some_and(|cs| cs.iter().any(|c| c["type"] == "Established" && c["status"] == "True"))
+            wait_until(
+                &format!("CRD {name} Established"),
+                Duration::from_secs(30),
+                &self.dir.join("kube-apiserver.log"),
+                || {
+                    curl(&server, ADMIN_TOKEN, &[], &path).is_ok_and(|(c, body)| {
+                        c == 200
+                            && serde_json::from_str::<serde_json::Value>(&body).is_ok_and(|v| {
+                                v["status"]["conditions"].as_array().is_some_and(|cs| {
+                                    cs.iter().any(|c| c["type"] == "Established" && c["status"] == "True")
+                                })
+                            })
                     })
-                })
-            })?;
+                },
+            )?;
         }
         Ok(())
     }
@@ -340,7 +373,12 @@ done"#,
             let text = fs::read_to_string(f).map_err(|e| e.to_string())?;
             let doc: serde_yaml::Value = serde_yaml::from_str(&text).map_err(|e| e.to_string())?;
             if let Some(name) = doc["metadata"]["name"].as_str() {
-                curl(&self.server, ADMIN_TOKEN, &["-X", "DELETE"], &format!("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}"))?;
+                curl(
+                    &self.server,
+                    ADMIN_TOKEN,
+                    &["-X", "DELETE"],
+                    &format!("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}"),
+                )?;
             }
         }
         Ok(())
@@ -349,19 +387,18 @@ done"#,
 
 fn crd_files(dir: &Path) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = fs::read_dir(dir)
-        .map(|r| r.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().is_some_and(|x| x == "yaml")).collect())
+        .map(|r| {
+            r.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().is_some_and(|x| x == "yaml")).collect()
+        })
         .unwrap_or_default();
     v.sort();
     v
 }
 
-fn kubeconfig_text(server: &str, token: &str, user: &str) -> String {
-    kubeconfig(server, token, user)
-}
-
 fn stop(child: &mut Child) {
     let pid = child.id() as i32;
-    let _ = Command::new("kill").args(["-TERM", &format!("-{pid}")]).status();
+    // `--` so the negative number means the process group, not a signal.
+    let _ = Command::new("kill").args(["-s", "TERM", "--", &format!("-{pid}")]).status();
     let deadline = Instant::now() + Duration::from_secs(10);
     while Instant::now() < deadline {
         if let Ok(Some(_)) = child.try_wait() {
@@ -369,17 +406,15 @@ fn stop(child: &mut Child) {
         }
         std::thread::sleep(Duration::from_millis(100));
     }
-    let _ = Command::new("kill").args(["-KILL", &format!("-{pid}")]).status();
+    let _ = Command::new("kill").args(["-s", "KILL", "--", &format!("-{pid}")]).status();
     let _ = child.wait();
 }
 
 /// Keeps the logs of the last few runs only.
 fn prune_old_runs(root: &Path) {
     let Ok(entries) = fs::read_dir(root) else { return };
-    let mut dirs: Vec<(std::time::SystemTime, PathBuf)> = entries
-        .filter_map(|e| e.ok())
-        .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
-        .collect();
+    let mut dirs: Vec<(std::time::SystemTime, PathBuf)> =
+        entries.filter_map(|e| e.ok()).filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path()))).collect();
     dirs.sort();
     let n = dirs.len();
     for (_, d) in dirs.into_iter().take(n.saturating_sub(6)) {

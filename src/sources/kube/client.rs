@@ -38,13 +38,17 @@ impl ClusterInfo {
 pub enum ClientError {
     #[error("cannot read kubeconfig '{path}': {message}")]
     Kubeconfig { path: String, message: String },
-    #[error("no kubeconfig found ($KUBECONFIG unset, no ~/.kube/config) and not running in a pod; pass --kubeconfig, or try `kgpu demo`")]
+    #[error(
+        "no kubeconfig found ($KUBECONFIG unset, no ~/.kube/config) and not running in a pod; pass --kubeconfig, or try `kgpu demo`"
+    )]
     NoConfig,
     #[error("context '{context}' is not in the kubeconfig; contexts there: {known}")]
     UnknownContext { context: String, known: String },
     #[error("kubeconfig problem: {0}")]
     Config(String),
-    #[error("cannot reach the cluster at {server}: {message}. Is the cluster up and the context right? To explore without a cluster, run `kgpu demo`")]
+    #[error(
+        "cannot reach the cluster at {server}: {message}. Is the cluster up and the context right? To explore without a cluster, run `kgpu demo`"
+    )]
     Unreachable { server: String, message: String },
 }
 
@@ -71,10 +75,15 @@ fn kubeconfig_paths(target: &Target) -> Vec<PathBuf> {
 
 /// Builds the client config and what we know about the target.
 pub async fn config(target: &Target) -> Result<(Config, ClusterInfo), ClientError> {
-    let paths: Vec<PathBuf> = kubeconfig_paths(target).into_iter().filter(|p| target.kubeconfig.is_some() || p.exists()).collect();
+    let paths: Vec<PathBuf> =
+        kubeconfig_paths(target).into_iter().filter(|p| target.kubeconfig.is_some() || p.exists()).collect();
     if paths.is_empty() {
         let cfg = Config::incluster().map_err(|_| ClientError::NoConfig)?;
-        let info = ClusterInfo { context: "in-cluster".into(), server: cfg.cluster_url.to_string(), user: "serviceaccount".into() };
+        let info = ClusterInfo {
+            context: "in-cluster".into(),
+            server: cfg.cluster_url.to_string(),
+            user: "serviceaccount".into(),
+        };
         return Ok((tune(cfg), info));
     }
     let mut merged: Option<Kubeconfig> = None;
@@ -97,7 +106,10 @@ pub async fn config(target: &Target) -> Result<(Config, ClusterInfo), ClientErro
             }
             c.clone()
         }
-        None => kc.current_context.clone().ok_or_else(|| ClientError::Config("no current-context; pass --context".into()))?,
+        None => kc
+            .current_context
+            .clone()
+            .ok_or_else(|| ClientError::Config("no current-context; pass --context".into()))?,
     };
     let user = kc
         .contexts

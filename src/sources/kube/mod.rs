@@ -1,3 +1,5 @@
 //! The live source: kube-rs clients and watchers for a real cluster.
 
+pub mod apply;
 pub mod client;
+pub mod manifest;

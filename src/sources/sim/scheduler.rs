@@ -63,7 +63,8 @@ fn choose_node(sim: &SimCluster, pod: &Pod, used: &HashMap<Sym, Tally>) -> Resul
         }
         // Preemption could only help on a node short of resources that runs
         // lower-priority pods (as the real scheduler's dry run finds).
-        let victims = sim.pods.values().any(|p| p.node == Some(node.name) && p.holds_resources() && p.priority < pod.priority);
+        let victims =
+            sim.pods.values().any(|p| p.node == Some(node.name) && p.holds_resources() && p.priority < pod.priority);
         let post = if shown.iter().any(|r| r.unresolvable()) || !victims {
             PREEMPTION_NOT_HELPFUL
         } else {

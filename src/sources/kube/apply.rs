@@ -1,0 +1,216 @@
+//! Applying and deleting manifests on a real cluster (`kgpu scenario
+//! apply|delete`): server-side apply of each object, then its status through
+//! the status subresource (nodes need capacity; objects whose controllers do
+//! not run here need their status written). Re-applying is harmless.
+
+use kube::Client;
+use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams};
+use serde_json::{Value, json};
+use thiserror::Error;
+
+use super::client::short_error;
+use super::manifest::SCENARIO_LABEL;
+
+pub const FIELD_MANAGER: &str = "kgpu-scenario";
+
+#[derive(Debug, Error)]
+pub enum ApplyError {
+    #[error("RBAC: cannot '{verb}' {resource}: {message}; grant it or use a more privileged context")]
+    Forbidden { verb: String, resource: String, message: String },
+    #[error("{kind} {name}: {message}")]
+    Api { kind: String, name: String, message: String },
+    #[error("object without {0}")]
+    Malformed(&'static str),
+}
+
+/// The API resource of a manifest's kind (no discovery needed for ours).
+pub fn resource(api_version: &str, kind: &str) -> Option<(ApiResource, bool)> {
+    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+    let (plural, namespaced) = match (group, kind) {
+        ("", "Namespace") => ("namespaces", false),
+        ("", "Node") => ("nodes", false),
+        ("", "Pod") => ("pods", true),
+        ("kueue.x-k8s.io", "ResourceFlavor") => ("resourceflavors", false),
+        ("kueue.x-k8s.io", "ClusterQueue") => ("clusterqueues", false),
+        ("kueue.x-k8s.io", "LocalQueue") => ("localqueues", true),
+        ("kueue.x-k8s.io", "Workload") => ("workloads", true),
+        ("scheduling.volcano.sh", "PodGroup") => ("podgroups", true),
+        ("scheduling.volcano.sh", "Queue") => ("queues", false),
+        _ => return None,
+    };
+    Some((ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural), namespaced))
+}
+
+fn api(client: &Client, ar: &ApiResource, namespaced: bool, namespace: Option<&str>) -> Api<DynamicObject> {
+    match (namespaced, namespace) {
+        (true, Some(ns)) => Api::namespaced_with(client.clone(), ns, ar),
+        _ => Api::all_with(client.clone(), ar),
+    }
+}
+
+#[derive(Debug, Default)]
+pub struct Summary {
+    pub applied: usize,
+    /// Kinds skipped because their CRDs are not installed.
+    pub missing: Vec<String>,
+}
+
+fn group_of(api_version: &str) -> &str {
+    api_version.split_once('/').map_or("", |(g, _)| g)
+}
+
+/// Applies `docs` in order. `dry_run` uses server-side dry run.
+pub async fn apply(
+    client: &Client,
+    docs: &[Value],
+    dry_run: bool,
+    mut progress: impl FnMut(&str),
+) -> Result<Summary, ApplyError> {
+    let mut summary = Summary::default();
+    let mut missing_groups: Vec<String> = Vec::new();
+    let mut params = PatchParams::apply(FIELD_MANAGER).force();
+    params.dry_run = dry_run;
+    for doc in docs {
+        let api_version = doc["apiVersion"].as_str().ok_or(ApplyError::Malformed("apiVersion"))?;
+        let kind = doc["kind"].as_str().ok_or(ApplyError::Malformed("kind"))?;
+        let name = doc["metadata"]["name"].as_str().ok_or(ApplyError::Malformed("metadata.name"))?;
+        let namespace = doc["metadata"]["namespace"].as_str();
+        let group = group_of(api_version).to_string();
+        if missing_groups.contains(&group) {
+            continue;
+        }
+        let Some((ar, namespaced)) = resource(api_version, kind) else {
+            return Err(ApplyError::Api {
+                kind: kind.into(),
+                name: name.into(),
+                message: format!("kind {api_version} {kind} is not one kgpu applies"),
+            });
+        };
+        let api = api(client, &ar, namespaced, namespace);
+        let mut object = doc.clone();
+        let status = object.as_object_mut().and_then(|m| m.remove("status"));
+        match api.patch(name, &params, &Patch::Apply(&object)).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(s)) if s.code == 404 && !group.is_empty() => {
+                progress(&format!("skipping {group} objects: the CRDs are not installed in this cluster"));
+                summary.missing.push(group.clone());
+                missing_groups.push(group);
+                continue;
+            }
+            Err(kube::Error::Api(s)) if s.code == 403 => {
+                return Err(ApplyError::Forbidden {
+                    verb: "patch".into(),
+                    resource: format!("{}.{}", ar.plural, ar.group),
+                    message: s.message.clone(),
+                });
+            }
+            Err(e) => return Err(ApplyError::Api { kind: kind.into(), name: name.into(), message: short_error(&e) }),
+        }
+        if let Some(status) = status {
+            let patch = json!({"apiVersion": api_version, "kind": kind, "metadata": {"name": name}, "status": status});
+            match api.patch_status(name, &params, &Patch::Apply(&patch)).await {
+                Ok(_) => {}
+                // No status subresource (Volcano's PodGroup CRD): status is part of the object.
+                Err(kube::Error::Api(s)) if s.code == 404 => {
+                    if let Err(e) = api.patch(name, &params, &Patch::Apply(doc)).await {
+                        return Err(ApplyError::Api {
+                            kind: kind.into(),
+                            name: name.into(),
+                            message: format!("status: {}", short_error(&e)),
+                        });
+                    }
+                }
+                Err(e) => {
+                    return Err(ApplyError::Api {
+                        kind: kind.into(),
+                        name: name.into(),
+                        message: format!("status: {}", short_error(&e)),
+                    });
+                }
+            }
+        }
+        summary.applied += 1;
+        progress(&format!("{} {kind}/{name}", if dry_run { "would apply" } else { "applied" }));
+    }
+    Ok(summary)
+}
+
+/// Deletes what `docs` created (pods at once, no grace period: there may be
+/// no kubelet to confirm). Namespaces stay: without a namespace controller
+/// they would hang in Terminating. Returns how many objects were deleted.
+pub async fn delete(
+    client: &Client,
+    docs: &[Value],
+    scenario: &str,
+    mut progress: impl FnMut(&str),
+) -> Result<usize, ApplyError> {
+    let mut deleted = 0;
+    let params = DeleteParams { grace_period_seconds: Some(0), ..DeleteParams::default() };
+    // Pods first (and any pod carrying the scenario label), then the rest in reverse.
+    if let Some((ar, _)) = resource("v1", "Pod") {
+        let pods: Api<DynamicObject> = Api::all_with(client.clone(), &ar);
+        let lp = ListParams::default().labels(&format!("{SCENARIO_LABEL}={scenario}"));
+        match pods.list(&lp).await {
+            Ok(list) => {
+                for p in list.items {
+                    let (Some(name), Some(ns)) = (p.metadata.name.clone(), p.metadata.namespace.clone()) else {
+                        continue;
+                    };
+                    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), &ns, &ar);
+                    if api.delete(&name, &params).await.is_ok() {
+                        deleted += 1;
+                        progress(&format!("deleted Pod/{name}"));
+                    }
+                }
+            }
+            Err(kube::Error::Api(s)) if s.code == 403 => {
+                return Err(ApplyError::Forbidden {
+                    verb: "list".into(),
+                    resource: "pods".into(),
+                    message: s.message.clone(),
+                });
+            }
+            Err(e) => return Err(ApplyError::Api { kind: "Pod".into(), name: "*".into(), message: short_error(&e) }),
+        }
+    }
+    for doc in docs.iter().rev() {
+        let (Some(api_version), Some(kind), Some(name)) =
+            (doc["apiVersion"].as_str(), doc["kind"].as_str(), doc["metadata"]["name"].as_str())
+        else {
+            continue;
+        };
+        if matches!(kind, "Namespace" | "Pod") {
+            continue;
+        }
+        let Some((ar, namespaced)) = resource(api_version, kind) else { continue };
+        let api = api(client, &ar, namespaced, doc["metadata"]["namespace"].as_str());
+        match api.delete(name, &params).await {
+            Ok(_) => {
+                deleted += 1;
+                progress(&format!("deleted {kind}/{name}"));
+            }
+            Err(kube::Error::Api(s)) if s.code == 404 => {}
+            Err(kube::Error::Api(s)) if s.code == 403 => {
+                return Err(ApplyError::Forbidden {
+                    verb: "delete".into(),
+                    resource: format!("{}.{}", ar.plural, ar.group),
+                    message: s.message.clone(),
+                });
+            }
+            Err(e) => return Err(ApplyError::Api { kind: kind.into(), name: name.into(), message: short_error(&e) }),
+        }
+    }
+    Ok(deleted)
+}
+
+/// Parses multi-document YAML into JSON values (empty documents skipped).
+pub fn parse_yaml(text: &str) -> Result<Vec<Value>, serde_yaml::Error> {
+    let mut out = Vec::new();
+    for doc in serde_yaml::Deserializer::from_str(text) {
+        let v: Value = serde::Deserialize::deserialize(doc)?;
+        if !v.is_null() {
+            out.push(v);
+        }
+    }
+    Ok(out)
+}
