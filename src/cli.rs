@@ -120,6 +120,8 @@ pub enum Output {
     Json,
 }
 
+/// `kgpu snapshot`: the source is the current kube context unless `--demo`,
+/// `--scenario` or `--file` says otherwise.
 #[derive(Args, Debug, Clone)]
 pub struct SnapshotArgs {
     /// Use the embedded demo cluster.
@@ -164,6 +166,9 @@ pub struct WhyArgs {
     /// Demo seed.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Run the demo cluster this many seconds first.
+    #[arg(long, default_value_t = 0, value_name = "SECONDS")]
+    pub advance: u64,
     /// Output format.
     #[arg(long, short = 'o', value_enum, default_value = "text")]
     pub output: Output,

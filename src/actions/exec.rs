@@ -1,7 +1,8 @@
-//! The one place actions are carried out. Each step reports progress to
-//! the app; every action (and dry run) ends in the audit log. The
-//! watchers stay the only source of truth: the executor changes the
-//! cluster, the snapshot shows the result.
+//! The one place actions are carried out: the flows (drain, requeue,
+//! repartition, defragment) over the backend's primitive operations. Each
+//! step reports progress to the app; every action — dry runs too — ends in
+//! the audit log. The watchers stay the only source of truth: the executor
+//! changes the cluster, the snapshot shows the result.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,17 +12,11 @@ use tokio::sync::{mpsc, watch};
 use crate::analysis::impact;
 use crate::analysis::index::Index;
 use crate::app::Msg;
-use crate::model::{GangKind, Snapshot, Sym};
-use crate::sources::sim::Command;
-use crate::sources::sim::driver::SimHandle;
+use crate::model::{GangKey, GangKind, PodKey, Snapshot, Sym};
 
-use super::audit::{AuditLog, Entry, rfc3339};
+use super::audit::{rfc3339, AuditLog, Entry};
+use super::backend::{ActionError, Backend, Eviction};
 use super::{Action, ActionRequest};
-
-#[derive(Clone)]
-pub enum Backend {
-    Sim(SimHandle),
-}
 
 #[derive(Clone)]
 pub struct Executor {
@@ -31,8 +26,12 @@ pub struct Executor {
     pub audit: Option<AuditLog>,
     pub context: String,
     pub user: String,
-    /// How long to wait for mig-manager before calling it a wedge.
+    /// How long to wait for the mig-manager before calling it a wedge.
     pub mig_timeout: Duration,
+    /// How long a drain keeps retrying evictions a PDB refuses.
+    pub drain_timeout: Duration,
+    /// Bumped by the app's cancel: the running action stops at its next step.
+    pub cancel: watch::Receiver<u64>,
 }
 
 impl Executor {
@@ -44,28 +43,23 @@ impl Executor {
         self.snapshots.borrow().clone()
     }
 
-    async fn sim(&self, command: Command) -> Result<String, String> {
-        match &self.backend {
-            Backend::Sim(h) => h.apply(command).await,
-        }
-    }
-
     /// Runs one request to the end, reports it, and audits it.
     pub async fn run(&self, request: ActionRequest) {
-        let result = self.execute(&request).await;
-        let (ok, detail) = match &result {
-            Ok(d) => (true, d.clone()),
-            Err(d) => (false, d.clone()),
+        let start = *self.cancel.borrow();
+        let result = self.execute(&request, start).await;
+        let (result_word, detail) = match &result {
+            Ok(d) => ("ok", d.clone()),
+            Err(ActionError::Cancelled) => ("cancelled", format!("{} cancelled", request.action.verb())),
+            Err(e) => ("error", e.to_string()),
         };
-        let now = self.snapshot().clock;
         let entry = Entry {
-            time: rfc3339(now),
+            time: rfc3339(super::super::runtime::wall_clock().max(self.snapshot().clock)),
             context: self.context.clone(),
             user: self.user.clone(),
             action: request.action.verb().to_string(),
             targets: request.action.targets(),
             dry_run: request.dry_run,
-            result: if ok { "ok".into() } else { "error".into() },
+            result: result_word.into(),
             detail: detail.clone(),
         };
         let audit_note = match &self.audit {
@@ -75,163 +69,192 @@ impl Executor {
             },
             None => " (no audit log: no data dir)".into(),
         };
-        self.say(format!("{detail}{audit_note}"), !ok, true).await;
+        tracing::info!("action {} {:?}: {result_word}: {detail}", request.action.verb(), request.action.targets());
+        self.say(format!("{detail}{audit_note}"), result.is_err(), true).await;
     }
 
-    async fn execute(&self, req: &ActionRequest) -> Result<String, String> {
+    fn check_cancel(&self, start: u64) -> Result<(), ActionError> {
+        if *self.cancel.borrow() != start { Err(ActionError::Cancelled) } else { Ok(()) }
+    }
+
+    async fn execute(&self, req: &ActionRequest, start: u64) -> Result<String, ActionError> {
         let snap = self.snapshot();
-        let dry = if req.dry_run { "dry run: " } else { "" };
+        let dry = req.dry_run;
+        let prefix = if dry { "dry run: " } else { "" };
         match &req.action {
             Action::Cordon { node } | Action::Uncordon { node } => {
-                if !snap.nodes.contains_key(node) {
-                    return Err(format!("nodes \"{node}\" not found"));
-                }
                 let cordon = matches!(req.action, Action::Cordon { .. });
-                let already = snap.nodes.get(node).is_some_and(|n| n.unschedulable == cordon);
-                if req.dry_run {
-                    return Ok(format!("{dry}node/{node} would be {}", if cordon { "cordoned" } else { "uncordoned" }));
+                let word = if cordon { "cordoned" } else { "uncordoned" };
+                let Some(n) = snap.nodes.get(node) else {
+                    return Err(ActionError::NotFound(format!("node {node}")));
+                };
+                if n.unschedulable == cordon {
+                    return Ok(format!("node/{node} already {word}"));
                 }
-                if already {
-                    return Ok(format!("node/{node} already {}", if cordon { "cordoned" } else { "uncordoned" }));
-                }
-                self.sim(if cordon { Command::Cordon(*node) } else { Command::Uncordon(*node) }).await
+                self.backend.set_unschedulable(*node, cordon, dry).await?;
+                Ok(format!("{prefix}node/{node} {}{word}", if dry { "would be " } else { "" }))
             }
-            Action::Drain { node, gpu_only } => self.drain(&snap, *node, *gpu_only, req.dry_run).await,
-            Action::Requeue { gang } => {
-                if !snap.gangs.contains_key(gang) {
-                    return Err(format!("{} {}/{} not found", gang.kind.kind_name(), gang.namespace, gang.name));
-                }
-                if req.dry_run {
-                    return Ok(match gang.kind {
-                        GangKind::KueueWorkload => {
-                            format!("{dry}workload {} would be deactivated and reactivated (spec.active)", gang.name)
-                        }
-                        GangKind::VolcanoPodGroup => {
-                            format!("{dry}podgroup {} would be aborted and resumed", gang.name)
-                        }
-                    });
-                }
-                match gang.kind {
-                    GangKind::KueueWorkload => {
-                        self.sim(Command::SetActive(gang.clone(), false)).await?;
-                        self.say(format!("workload {} deactivated; reactivating", gang.name), false, false).await;
-                        self.sim(Command::SetActive(gang.clone(), true)).await?;
-                        Ok(format!(
-                            "workload {}/{} requeued: it re-enters LocalQueue {} and waits for admission",
-                            gang.namespace,
-                            gang.name,
-                            snap.gangs.get(gang).and_then(|g| g.queue).map_or("?".into(), |q| q.to_string())
-                        ))
-                    }
-                    GangKind::VolcanoPodGroup => {
-                        let r = self.sim(Command::DeleteGangPods(gang.clone())).await?;
-                        Ok(format!(
-                            "{r}; the job controller recreates them and the PodGroup re-enters queue {}",
-                            snap.gangs.get(gang).and_then(|g| g.queue).map_or("?".into(), |q| q.to_string())
-                        ))
-                    }
-                }
-            }
-            Action::RepartitionMig { node, config } => self.repartition(&snap, *node, config, req.dry_run).await,
+            Action::Drain { node, gpu_only } => self.drain(&snap, *node, *gpu_only, dry, start).await,
+            Action::Requeue { gang } => self.requeue(&snap, gang, dry).await,
+            Action::RepartitionMig { node, config } => self.repartition(&snap, *node, config, dry, start).await,
             Action::RunPlan { evictions, target } => {
-                if req.dry_run {
-                    return Ok(format!("{dry}{} pod(s) would be evicted to make room for {target}", evictions.len()));
-                }
-                let mut done = 0;
-                for (i, key) in evictions.iter().enumerate() {
-                    match self.sim(Command::Evict(key.clone())).await {
-                        Ok(_) => done += 1,
-                        Err(e) => self.say(format!("evict {}/{}: {e}", key.namespace, key.name), true, false).await,
-                    }
-                    self.say(format!("defrag: evicted {}/{}", i + 1, evictions.len()), false, false).await;
-                }
-                if done == evictions.len() {
-                    Ok(format!(
-                        "defrag plan for {target}: {done} pod(s) evicted; their controllers recreate them elsewhere"
-                    ))
+                let (evicted, blocked) = self.evict_all(evictions, dry, start, "defrag").await?;
+                if blocked.is_empty() {
+                    Ok(format!("{prefix}defrag plan for {target}: {evicted} pod(s) evicted; their controllers recreate them elsewhere"))
                 } else {
-                    Err(format!("defrag plan for {target}: {done} of {} evicted", evictions.len()))
+                    Err(ActionError::Failed(format!("defrag plan for {target}: {evicted} of {} evicted; {}", evictions.len(), blocked.join("; "))))
                 }
             }
         }
     }
 
-    async fn drain(&self, snap: &Snapshot, node: Sym, gpu_only: bool, dry_run: bool) -> Result<String, String> {
+    /// Evicts each pod, retrying PDB refusals with backoff until the drain
+    /// timeout. Returns how many went and why the others did not.
+    async fn evict_all(&self, pods: &[PodKey], dry: bool, start: u64, what: &str) -> Result<(usize, Vec<String>), ActionError> {
+        let deadline = tokio::time::Instant::now() + self.drain_timeout;
+        let mut evicted = 0;
+        let mut blocked = Vec::new();
+        for (i, pod) in pods.iter().enumerate() {
+            let mut delay = Duration::from_secs(2);
+            loop {
+                self.check_cancel(start)?;
+                match self.backend.evict(pod, dry).await? {
+                    Eviction::Evicted | Eviction::Gone => {
+                        evicted += 1;
+                        self.say(format!("{what}: evicted {}/{} ({pod})", i + 1, pods.len()), false, false).await;
+                        break;
+                    }
+                    Eviction::Blocked(why) => {
+                        if tokio::time::Instant::now() + delay > deadline {
+                            blocked.push(format!("pod {pod} blocked by a PodDisruptionBudget ({why})"));
+                            self.say(format!("{what}: gave up on {pod} after {}s: PDB", self.drain_timeout.as_secs()), true, false).await;
+                            break;
+                        }
+                        self.say(format!("{what}: {pod}: PodDisruptionBudget refuses (429), retrying in {}s", delay.as_secs()), true, false).await;
+                        tokio::time::sleep(delay).await;
+                        delay = (delay * 2).min(Duration::from_secs(30));
+                    }
+                }
+            }
+        }
+        Ok((evicted, blocked))
+    }
+
+    async fn drain(&self, snap: &Snapshot, node: Sym, gpu_only: bool, dry: bool, start: u64) -> Result<String, ActionError> {
         if !snap.nodes.contains_key(&node) {
-            return Err(format!("nodes \"{node}\" not found"));
+            return Err(ActionError::NotFound(format!("node {node}")));
         }
         let index = Index::build(snap, snap.clock);
-        let victims: Vec<_> = impact::drain_victims(&index, node, gpu_only).iter().map(|p| p.key()).collect();
-        if dry_run {
-            return Ok(format!("dry run: node/{node} would be cordoned and {} pod(s) evicted", victims.len()));
+        let victims: Vec<PodKey> = impact::drain_victims(&index, node, gpu_only).iter().map(|p| p.key()).collect();
+        if !snap.nodes.get(&node).is_some_and(|n| n.unschedulable) {
+            self.backend.set_unschedulable(node, true, dry).await?;
         }
-        self.sim(Command::Cordon(node)).await?;
-        let total = victims.len();
-        for (i, key) in victims.into_iter().enumerate() {
-            if let Err(e) = self.sim(Command::Evict(key.clone())).await {
-                self.say(format!("evict {}/{}: {e}", key.namespace, key.name), true, false).await;
-            }
-            self.say(format!("drain {node}: evicted {}/{total}", i + 1), false, false).await;
+        let (evicted, blocked) = self.evict_all(&victims, dry, start, &format!("drain {node}")).await?;
+        let prefix = if dry { "dry run: " } else { "" };
+        if blocked.is_empty() {
+            Ok(format!("{prefix}node/{node} drained: cordoned, {evicted} pod(s) evicted{}", if gpu_only { " (GPU pods only)" } else { "" }))
+        } else {
+            Err(ActionError::Failed(format!("drain {node}: cordoned, {evicted} of {} pod(s) evicted; {}", victims.len(), blocked.join("; "))))
         }
-        Ok(format!("node/{node} drained: cordoned, {total} pod(s) evicted"))
     }
 
-    async fn repartition(&self, snap: &Snapshot, node: Sym, config: &str, dry_run: bool) -> Result<String, String> {
-        if !snap.nodes.contains_key(&node) {
-            return Err(format!("nodes \"{node}\" not found"));
+    async fn requeue(&self, snap: &Snapshot, gang: &GangKey, dry: bool) -> Result<String, ActionError> {
+        let Some(g) = snap.gangs.get(gang) else {
+            return Err(ActionError::NotFound(format!("{} {}/{}", gang.kind.kind_name(), gang.namespace, gang.name)));
+        };
+        let prefix = if dry { "dry run: " } else { "" };
+        let queue = g.queue.map_or("?".to_string(), |q| q.to_string());
+        let index = Index::build(snap, snap.clock);
+        let members: Vec<PodKey> = index.members(gang).iter().filter(|p| !p.phase.is_terminal()).map(|p| p.key()).collect();
+        match gang.kind {
+            GangKind::KueueWorkload => {
+                self.backend.set_active(gang, false, dry).await?;
+                self.say(format!("{prefix}workload {} deactivated (spec.active=false); reactivating", gang.name), false, false).await;
+                self.backend.set_active(gang, true, dry).await?;
+                Ok(format!(
+                    "{prefix}workload {}/{} requeued: deactivated and reactivated; it re-enters LocalQueue {queue} and waits for admission",
+                    gang.namespace, gang.name
+                ))
+            }
+            GangKind::VolcanoPodGroup => {
+                let job = g.owner.as_ref().filter(|o| o.kind.as_str() == "Job").map(|o| o.name.to_string());
+                match (&self.backend, job) {
+                    (Backend::Kube(_), Some(job)) => {
+                        self.backend.volcano_command(gang, &job, "AbortJob", dry).await?;
+                        self.backend.volcano_command(gang, &job, "ResumeJob", dry).await?;
+                        Ok(format!("{prefix}volcano job {}/{job} aborted and resumed; its PodGroup re-enters queue {queue}", gang.namespace))
+                    }
+                    _ => {
+                        let n = self.backend.delete_members(gang, &members, dry).await?;
+                        Ok(format!(
+                            "{prefix}{n} pod(s) of {}/{} deleted; their controller recreates them and the PodGroup re-enters queue {queue}",
+                            gang.namespace, gang.name
+                        ))
+                    }
+                }
+            }
         }
-        if dry_run {
-            let index = Index::build(snap, snap.clock);
-            let n = impact::drain_victims(&index, node, true).len();
-            return Ok(format!(
-                "dry run: node/{node} would be cordoned, {n} GPU pod(s) evicted, nvidia.com/mig.config={config} set"
-            ));
+    }
+
+    async fn repartition(&self, snap: &Snapshot, node: Sym, config: &str, dry: bool, start: u64) -> Result<String, ActionError> {
+        let Some(n) = snap.nodes.get(&node) else {
+            return Err(ActionError::NotFound(format!("node {node}")));
+        };
+        let was_cordoned = n.unschedulable;
+        if n.operator.mig_config.is_some_and(|c| c.as_str() == config) && n.operator.mig_config_state.is_some_and(|s| s.as_str() == "success") {
+            return Ok(format!("node/{node} already runs {config}"));
         }
-        let was_cordoned = snap.nodes.get(&node).is_some_and(|n| n.unschedulable);
-        self.drain(snap, node, true, false).await?;
-        self.sim(Command::SetMigConfig(node, config.to_string())).await?;
-        self.say(format!("{node}: nvidia.com/mig.config={config}; waiting for mig-manager"), false, false).await;
+        self.drain(snap, node, true, dry, start).await?;
+        self.backend.set_mig_config(node, config, dry).await?;
+        if dry {
+            return Ok(format!("dry run: node/{node} would be cordoned, its GPU pods evicted and labelled nvidia.com/mig.config={config}"));
+        }
+        self.say(format!("{node}: nvidia.com/mig.config={config}; waiting for the mig-manager"), false, false).await;
         let mut rx = self.snapshots.clone();
         let deadline = tokio::time::Instant::now() + self.mig_timeout;
+        let mut seen_pending = false;
         loop {
-            let (state, paused) = {
+            self.check_cancel(start)?;
+            let (state, paused, current) = {
                 let s = rx.borrow_and_update();
                 let n = s.nodes.get(&node);
                 (
-                    n.and_then(|n| n.operator.mig_config_state).map(|s| s.as_str().to_string()),
+                    n.and_then(|n| n.operator.mig_config_state).map(|s| s.to_string()),
                     n.is_some_and(|n| n.operator.paused_for_mig_change),
+                    n.and_then(|n| n.operator.mig_config).map(|c| c.to_string()),
                 )
             };
-            let config_now =
-                self.snapshot().nodes.get(&node).and_then(|n| n.operator.mig_config).map(|c| c.to_string());
+            seen_pending |= state.as_deref() == Some("pending");
+            let ours = current.as_deref() == Some(config);
             match state.as_deref() {
-                Some("success") if config_now.as_deref() == Some(config) && !paused => {
+                // Success counts once the mig-manager has taken the new config up.
+                Some("success") if ours && !paused && seen_pending => {
                     if !was_cordoned {
-                        self.sim(Command::Uncordon(node)).await?;
+                        self.backend.set_unschedulable(node, false, false).await?;
                     }
                     return Ok(format!(
                         "node/{node} repartitioned to {config}{}",
                         if was_cordoned { " (left cordoned, as it was)" } else { " and uncordoned" }
                     ));
                 }
-                Some("failed") => {
-                    return Err(format!(
-                        "node/{node}: mig-manager reports mig.config.state=failed for {config}; the node stays cordoned"
-                    ));
+                Some("failed") if ours => {
+                    return Err(ActionError::Failed(format!(
+                        "node/{node}: mig-manager reports nvidia.com/mig.config.state=failed for {config}; the node stays cordoned"
+                    )));
                 }
                 _ => {}
             }
             if tokio::time::Instant::now() >= deadline {
-                return Err(format!(
-                    "node/{node}: mig.config.state still {} after {}s{} — looks wedged (mig-manager restart or node reboot needed); the node stays cordoned",
+                return Err(ActionError::Failed(format!(
+                    "node/{node}: nvidia.com/mig.config.state still '{}' after {}s{} — the mig-manager looks wedged (restart it or reboot the node); the node stays cordoned",
                     state.as_deref().unwrap_or("unset"),
                     self.mig_timeout.as_secs(),
                     if paused { ", GPU operands still paused-for-mig-change" } else { "" }
-                ));
+                )));
             }
             tokio::select! {
-                changed = rx.changed() => if changed.is_err() { return Err("the source stopped".into()) },
-                _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+                changed = rx.changed() => if changed.is_err() { return Err(ActionError::Failed("the source stopped".into())) },
+                _ = tokio::time::sleep(Duration::from_millis(500)) => {}
             }
         }
     }

@@ -3,6 +3,7 @@
 //! API server), so the app stays synchronous and testable.
 
 pub mod audit;
+pub mod backend;
 pub mod exec;
 
 use crate::model::{GangKey, PodKey, Sym};

@@ -34,6 +34,7 @@ pub enum Command {
     Requeue,
     Repartition,
     RunPlan,
+    Cancel,
     Quit,
 }
 

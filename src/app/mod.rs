@@ -106,6 +106,8 @@ pub enum Effect {
     SetTheme(String),
     /// Plan upgrade waves to this driver (`None`: stop planning).
     PlanWaves(Option<String>),
+    /// Stop the running action at its next step.
+    Cancel,
 }
 
 #[derive(Debug)]
@@ -354,6 +356,14 @@ impl App {
             }
             Command::Requeue => return self.requeue(views),
             Command::RunPlan => return self.run_plan(views),
+            Command::Cancel => {
+                if self.in_flight.is_empty() {
+                    self.notify("no action is running", false);
+                } else {
+                    self.notify("cancelling…", false);
+                    return vec![Effect::Cancel];
+                }
+            }
         }
         Vec::new()
     }

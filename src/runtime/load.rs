@@ -1,7 +1,41 @@
-//! One-shot loads of a whole snapshot, for `kgpu snapshot` and `kgpu why`.
+//! One-shot loads of a whole snapshot, for `kgpu snapshot` and `kgpu why`:
+//! the demo cluster, kubectl dumps, or a live cluster (watched until every
+//! feed has listed once, or said why it cannot).
 
-use crate::model::{Cluster, Snapshot, SourceInfo, SourceKind, Timestamp};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::cli::SourceArgs;
+use crate::model::{Cluster, FeedState, Snapshot, SourceInfo, SourceKind, Timestamp};
+use crate::sources::kube::{client, watch};
 use crate::sources::sim::scenarios;
+use crate::sources::file;
+
+use super::UsageError;
+
+/// Where the data come from.
+#[derive(Clone, Debug)]
+pub enum Spec {
+    Demo { scenario: String, seed: u64, advance: u64 },
+    File(Vec<PathBuf>),
+    Kube { target: client::Target, scope: watch::Scope },
+}
+
+impl Spec {
+    /// `--demo`/`--scenario` → demo; `--file` → files; otherwise the kube context.
+    pub fn from_args(demo: bool, scenario: Option<&str>, seed: u64, advance: u64, source: &SourceArgs) -> Spec {
+        if demo || scenario.is_some() {
+            Spec::Demo { scenario: scenario.unwrap_or("default").to_string(), seed, advance }
+        } else if !source.file.is_empty() {
+            Spec::File(source.file.clone())
+        } else {
+            Spec::Kube {
+                target: client::Target { kubeconfig: source.kubeconfig.clone(), context: source.context.clone() },
+                scope: watch::Scope { namespace: source.namespace.clone() },
+            }
+        }
+    }
+}
 
 /// The demo cluster after `advance` seconds of simulated time.
 pub fn demo(scenario: &str, seed: u64, advance: u64) -> Result<(Snapshot, Timestamp), scenarios::UnknownScenario> {
@@ -15,4 +49,56 @@ pub fn demo(scenario: &str, seed: u64, advance: u64) -> Result<(Snapshot, Timest
         left -= dt;
     }
     Ok((cluster.snapshot(), sim.now))
+}
+
+/// kubectl dumps; "now" is the newest time in them (ages as at capture).
+pub fn files(paths: &[PathBuf]) -> anyhow::Result<(Snapshot, Timestamp, file::Stats)> {
+    let (events, newest, stats) = file::load(paths).map_err(|e| UsageError(e.to_string()))?;
+    let mut cluster = Cluster::new(SourceInfo { kind: SourceKind::File, name: String::new() });
+    cluster.apply_all(events);
+    let now = if newest > 0 { newest } else { super::wall_clock() };
+    Ok((cluster.snapshot(), now, stats))
+}
+
+/// How long a one-shot waits for every feed's first list.
+pub const SYNC_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// A live cluster, once every feed has listed (or is unavailable).
+pub async fn kube(target: &client::Target, scope: &watch::Scope) -> anyhow::Result<(Snapshot, Timestamp)> {
+    let (client, info) = client::connect(target).await.map_err(|e| UsageError(e.to_string()))?;
+    let (tx, rx) = tokio::sync::mpsc::channel(1024);
+    let source = SourceInfo { kind: SourceKind::Kube, name: info.context.clone() };
+    let (mut snapshots, model) = super::tui::spawn_model(source, rx);
+    let tasks = watch::spawn_all(client, scope.clone(), tx);
+    let deadline = tokio::time::Instant::now() + SYNC_TIMEOUT;
+    let synced = |s: &Snapshot| {
+        watch::FEEDS.iter().all(|f| matches!(s.feed(*f).map(|x| &x.state), Some(FeedState::Live | FeedState::Unavailable(_))))
+    };
+    loop {
+        if synced(&snapshots.borrow_and_update()) {
+            break;
+        }
+        if tokio::time::timeout_at(deadline, snapshots.changed()).await.is_err() {
+            tracing::warn!("not every feed listed within {}s", SYNC_TIMEOUT.as_secs());
+            break;
+        }
+    }
+    let snap = (**snapshots.borrow()).clone();
+    for t in tasks {
+        t.abort();
+    }
+    model.abort();
+    Ok((snap, super::wall_clock()))
+}
+
+/// Any source, blocking.
+pub fn once(spec: &Spec) -> anyhow::Result<(Snapshot, Timestamp)> {
+    match spec {
+        Spec::Demo { scenario, seed, advance } => Ok(demo(scenario, *seed, *advance)?),
+        Spec::File(paths) => files(paths).map(|(s, t, _)| (s, t)),
+        Spec::Kube { target, scope } => {
+            let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+            runtime.block_on(kube(target, scope))
+        }
+    }
 }

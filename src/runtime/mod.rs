@@ -42,13 +42,20 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Demo(args)) => demo(&args, &cli.ui),
-        Some(Command::Snapshot(args)) => snapshot(&args),
-        Some(Command::Why(args)) => why(&args),
+        Some(Command::Snapshot(args)) => snapshot(&args, &cli.source),
+        Some(Command::Why(args)) => why(&args, &cli.source),
         Some(Command::Scenario(args)) => scenario::run(&args, &cli.source),
-        None => {
-            Err(UsageError("no cluster source yet in this build: run `kgpu demo` for the simulated cluster".into())
-                .into())
-        }
+        None if !cli.source.file.is_empty() => cockpit(tui::CockpitSource::File(cli.source.file.clone()), &cli.ui),
+        None => cockpit(
+            tui::CockpitSource::Kube {
+                target: crate::sources::kube::client::Target {
+                    kubeconfig: cli.source.kubeconfig.clone(),
+                    context: cli.source.context.clone(),
+                },
+                scope: crate::sources::kube::watch::Scope { namespace: cli.source.namespace.clone() },
+            },
+            &cli.ui,
+        ),
     }
 }
 
@@ -68,12 +75,10 @@ pub fn list_scenarios() -> String {
     out
 }
 
-fn demo(args: &DemoArgs, ui: &crate::cli::UiArgs) -> anyhow::Result<ExitCode> {
-    scenarios::find(&args.scenario)?;
+fn cockpit(source: tui::CockpitSource, ui: &crate::cli::UiArgs) -> anyhow::Result<ExitCode> {
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
-    runtime.block_on(tui::run_demo(tui::CockpitOptions {
-        scenario: args.scenario.clone(),
-        seed: args.seed,
+    runtime.block_on(tui::run(tui::CockpitOptions {
+        source,
         theme: ui.theme.clone(),
         read_only: ui.read_only,
         log_level: ui.log_level.clone(),
@@ -81,7 +86,12 @@ fn demo(args: &DemoArgs, ui: &crate::cli::UiArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn snapshot(args: &SnapshotArgs) -> anyhow::Result<ExitCode> {
+fn demo(args: &DemoArgs, ui: &crate::cli::UiArgs) -> anyhow::Result<ExitCode> {
+    scenarios::find(&args.scenario)?;
+    cockpit(tui::CockpitSource::Demo { scenario: args.scenario.clone(), seed: args.seed }, ui)
+}
+
+fn snapshot(args: &SnapshotArgs, source: &crate::cli::SourceArgs) -> anyhow::Result<ExitCode> {
     let section = args.pane.as_deref().map(str::parse::<Section>).transpose()?;
     let policy = waves::Policy {
         max_parallel: args.max_parallel,
@@ -100,7 +110,8 @@ fn snapshot(args: &SnapshotArgs) -> anyhow::Result<ExitCode> {
                 .ok_or_else(|| UsageError(format!("--target-driver '{t}' is not a driver version like 570.124.06")))
         })
         .transpose()?;
-    let (snap, now) = load::demo(args.scenario.as_deref().unwrap_or("default"), args.seed, args.advance)?;
+    let spec = load::Spec::from_args(args.demo, args.scenario.as_deref(), args.seed, args.advance, source);
+    let (snap, now) = load::once(&spec)?;
     let thresholds = Thresholds::default();
     let analysis = analysis::analyze(&snap, now, &thresholds);
     let plan = target.map(|t| {
@@ -117,11 +128,12 @@ fn snapshot(args: &SnapshotArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn why(args: &WhyArgs) -> anyhow::Result<ExitCode> {
+fn why(args: &WhyArgs, source: &crate::cli::SourceArgs) -> anyhow::Result<ExitCode> {
     let Some((namespace, name)) = args.target.split_once('/') else {
         return Err(UsageError(format!("'{}' is not NAMESPACE/NAME", args.target)).into());
     };
-    let (snap, now) = load::demo(args.scenario.as_deref().unwrap_or("default"), args.seed, 0)?;
+    let spec = load::Spec::from_args(args.demo, args.scenario.as_deref(), args.seed, args.advance, source);
+    let (snap, now) = load::once(&spec)?;
     let analysis = analysis::analyze(&snap, now, &Thresholds::default());
     let Some(item) = analysis::pending::find(&analysis.pending, namespace, name) else {
         let known: Vec<String> = analysis.pending.iter().take(10).map(|p| p.display_name()).collect();

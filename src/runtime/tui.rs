@@ -1,8 +1,9 @@
 //! The interactive cockpit: the UI loop on the main thread, the model task,
-//! the source task, and the effect runner, connected by channels (values,
+//! the source tasks, and the effect runner, connected by channels (values,
 //! not locks). Redraws only when something changed.
 
 use std::io::IsTerminal;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -12,23 +13,22 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
 use crate::actions::audit::AuditLog;
-use crate::actions::exec::{Backend, Executor};
-use crate::analysis::{Thresholds, waves};
+use crate::actions::backend::Backend;
+use crate::actions::exec::Executor;
+use crate::analysis::{waves, Thresholds};
 use crate::app::{App, Effect, Msg};
 use crate::config::Paths;
 use crate::model::{Cluster, DriverVersion, ModelEvent, Snapshot, SourceInfo, SourceKind};
+use crate::sources::kube::{client, watch as kube_watch};
 use crate::sources::sim::{driver, scenarios};
 use crate::ui::{self, Context, Theme};
 use crate::view_model::panes::Views;
 
-use super::UsageError;
 use super::terminal::Guard;
+use super::UsageError;
 
 /// The model task: applies batches, publishes at most every 50 ms.
-pub fn spawn_model(
-    source: SourceInfo,
-    mut rx: mpsc::Receiver<Vec<ModelEvent>>,
-) -> (watch::Receiver<Arc<Snapshot>>, JoinHandle<()>) {
+pub fn spawn_model(source: SourceInfo, mut rx: mpsc::Receiver<Vec<ModelEvent>>) -> (watch::Receiver<Arc<Snapshot>>, JoinHandle<()>) {
     let mut cluster = Cluster::new(source);
     let (tx, out) = watch::channel(Arc::new(cluster.snapshot()));
     let task = tokio::spawn(async move {
@@ -50,12 +50,22 @@ pub fn spawn_model(
     (out, task)
 }
 
-/// A running source with its model.
+/// Where the cockpit's data come from.
+#[derive(Clone, Debug)]
+pub enum CockpitSource {
+    Demo { scenario: String, seed: u64 },
+    Kube { target: client::Target, scope: kube_watch::Scope },
+    File(Vec<PathBuf>),
+}
+
+/// A running source with its model (and, unless read-only, its executor).
 struct Session {
     tasks: Vec<JoinHandle<()>>,
     snapshots: watch::Receiver<Arc<Snapshot>>,
-    executor: Executor,
+    executor: Option<Executor>,
     context: Context,
+    /// Why actions are off for this source, if they are.
+    read_only_reason: Option<String>,
 }
 
 impl Drop for Session {
@@ -66,70 +76,133 @@ impl Drop for Session {
     }
 }
 
-fn start_demo(
-    scenario: &str,
-    seed: u64,
+struct Shared {
     reports: mpsc::Sender<Msg>,
-    paths: &Paths,
-) -> Result<Session, scenarios::UnknownScenario> {
+    cancel: watch::Receiver<u64>,
+    paths: Paths,
+}
+
+fn executor(backend: Backend, snapshots: &watch::Receiver<Arc<Snapshot>>, shared: &Shared, context: String, user: String) -> Executor {
+    Executor {
+        backend,
+        snapshots: snapshots.clone(),
+        reports: shared.reports.clone(),
+        audit: shared.paths.audit_log().map(|path| AuditLog { path }),
+        context,
+        user,
+        mig_timeout: Duration::from_secs(600),
+        drain_timeout: Duration::from_secs(300),
+        cancel: shared.cancel.clone(),
+    }
+}
+
+fn start_demo(scenario: &str, seed: u64, shared: &Shared) -> Result<Session, scenarios::UnknownScenario> {
     let sim = scenarios::build(scenario, seed)?;
     let title = sim.scenario().title.clone();
     let (events_tx, events_rx) = mpsc::channel(1024);
-    let (snapshots, model_task) =
-        spawn_model(SourceInfo { kind: SourceKind::Demo, name: scenario.to_string() }, events_rx);
+    let (snapshots, model_task) = spawn_model(SourceInfo { kind: SourceKind::Demo, name: scenario.to_string() }, events_rx);
     let (handle, sim_task) = driver::spawn(sim, events_tx, Duration::from_secs(1));
-    let executor = Executor {
-        backend: Backend::Sim(handle),
-        snapshots: snapshots.clone(),
-        reports,
-        audit: paths.audit_log().map(|path| AuditLog { path }),
-        context: format!("demo:{scenario}"),
-        user: std::env::var("USER").unwrap_or_else(|_| "demo".into()),
-        mig_timeout: Duration::from_secs(180),
-    };
+    let user = std::env::var("USER").unwrap_or_else(|_| "demo".into());
+    let mut exec = executor(Backend::Sim(handle), &snapshots, shared, format!("demo:{scenario}"), user);
+    exec.mig_timeout = Duration::from_secs(180);
     Ok(Session {
         tasks: vec![model_task, sim_task],
         snapshots,
-        executor,
+        executor: Some(exec),
         context: Context { source: format!("demo:{scenario}"), subtitle: title, production: false },
+        read_only_reason: None,
+    })
+}
+
+async fn start_kube(target: &client::Target, scope: &kube_watch::Scope, shared: &Shared) -> anyhow::Result<Session> {
+    let (client, info) = client::connect(target).await.map_err(|e| UsageError(e.to_string()))?;
+    let actions = client::action_client(target).await.map_err(|e| UsageError(e.to_string()))?;
+    let (tx, rx) = mpsc::channel(1024);
+    let (snapshots, model) = spawn_model(SourceInfo { kind: SourceKind::Kube, name: info.context.clone() }, rx);
+    let mut tasks = kube_watch::spawn_all(client, scope.clone(), tx);
+    tasks.push(model);
+    let exec = executor(Backend::Kube(actions), &snapshots, shared, info.context.clone(), info.user.clone());
+    Ok(Session {
+        tasks,
+        snapshots,
+        executor: Some(exec),
+        context: Context {
+            source: info.context.clone(),
+            subtitle: format!("{}{}", info.server, scope.namespace.as_ref().map_or(String::new(), |n| format!(" · namespace {n}"))),
+            production: info.looks_like_production(),
+        },
+        read_only_reason: None,
+    })
+}
+
+fn start_file(paths: &[PathBuf]) -> anyhow::Result<Session> {
+    let (snap, _, stats) = super::load::files(paths)?;
+    let (_tx, snapshots) = watch::channel(Arc::new(snap));
+    let unknown = stats.unknown.values().sum::<usize>();
+    Ok(Session {
+        tasks: Vec::new(),
+        snapshots,
+        executor: None,
+        context: Context {
+            source: "files".into(),
+            subtitle: format!(
+                "{} file(s), {} object(s){}{}",
+                stats.files,
+                stats.objects,
+                if unknown > 0 { format!(", {unknown} of other kinds ignored") } else { String::new() },
+                if stats.skipped > 0 { format!(", {} malformed skipped", stats.skipped) } else { String::new() }
+            ),
+            production: false,
+        },
+        read_only_reason: Some("offline files: nothing to act on".into()),
     })
 }
 
 pub struct CockpitOptions {
-    pub scenario: String,
-    pub seed: u64,
+    pub source: CockpitSource,
     pub theme: Option<String>,
     pub read_only: bool,
     pub log_level: String,
 }
 
-pub async fn run_demo(opts: CockpitOptions) -> anyhow::Result<()> {
+pub async fn run(opts: CockpitOptions) -> anyhow::Result<()> {
     if !std::io::stdout().is_terminal() {
-        return Err(UsageError(
-            "stdout is not a terminal: the cockpit needs one; for scripts use `kgpu snapshot --demo`".into(),
-        )
-        .into());
+        return Err(UsageError("stdout is not a terminal: the cockpit needs one; for scripts use `kgpu snapshot`".into()).into());
     }
-    scenarios::find(&opts.scenario)?;
     let paths = Paths::from_env();
     let log_note = super::logging::init(paths.log_file().as_deref(), &opts.log_level);
     let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
     let theme_name = opts.theme.clone().unwrap_or_else(|| ui::theme::DEFAULT.to_string());
     let (mut theme, warnings) = Theme::load(&theme_name, paths.config_dir(), no_color);
-    tracing::info!("kgpu demo starting: scenario {} seed {}", opts.scenario, opts.seed);
-
     let (msg_tx, mut msg_rx) = mpsc::channel::<Msg>(64);
-    let mut session = start_demo(&opts.scenario, opts.seed, msg_tx.clone(), &paths)?;
-    let mut app = App::new(opts.read_only, &theme.name, true);
+    let (cancel_tx, cancel_rx) = watch::channel(0u64);
+    let shared = Shared { reports: msg_tx, cancel: cancel_rx, paths: paths.clone() };
+    // Problems with the source are reported before the terminal goes raw.
+    let (demo_seed, mut session) = match &opts.source {
+        CockpitSource::Demo { scenario, seed } => (Some(*seed), start_demo(scenario, *seed, &shared)?),
+        CockpitSource::Kube { target, scope } => (None, start_kube(target, scope, &shared).await?),
+        CockpitSource::File(paths) => (None, start_file(paths)?),
+    };
+    tracing::info!("kgpu cockpit starting on {}", session.context.source);
+    let new_app = |session: &Session| {
+        let mut app = App::new(opts.read_only || session.read_only_reason.is_some(), &theme_name, demo_seed.is_some());
+        if let Some(why) = &session.read_only_reason {
+            app.notice = Some(crate::app::Notice { text: format!("read-only: {why}"), error: false });
+        }
+        app
+    };
+    let mut app = new_app(&session);
+    app.theme_name = theme.name.clone();
     if let Some(w) = warnings.first() {
-        app.update(Msg::Notice { text: w.clone(), error: true }, &empty_views());
+        app.notice = Some(crate::app::Notice { text: w.clone(), error: true });
     } else if let Err(e) = &log_note {
-        app.update(Msg::Notice { text: e.clone(), error: false }, &empty_views());
+        app.notice = Some(crate::app::Notice { text: e.clone(), error: false });
     }
     let thresholds = Thresholds::default();
     let mut wave_target: Option<DriverVersion> = None;
+    let live_clock = matches!(opts.source, CockpitSource::Kube { .. });
     let build = |snap: Arc<Snapshot>, target: &Option<DriverVersion>| {
-        let now = snap.clock;
+        let now = if live_clock { super::wall_clock().max(snap.clock) } else { snap.clock };
         Views::build(snap, now, &thresholds, target.as_ref().map(|t| (t, waves::Policy::default())))
     };
     let mut views = build(session.snapshots.borrow().clone(), &wave_target);
@@ -139,6 +212,7 @@ pub async fn run_demo(opts: CockpitOptions) -> anyhow::Result<()> {
     let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     let mut sighup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())?;
     let mut dirty = true;
+    let mut source_gone = false;
     loop {
         if dirty {
             guard.terminal.draw(|f| ui::draw(f, &mut app, &views, &theme, &session.context))?;
@@ -156,15 +230,19 @@ pub async fn run_demo(opts: CockpitOptions) -> anyhow::Result<()> {
                 Some(Err(e)) => return Err(anyhow::anyhow!("reading the terminal: {e}")),
                 None => break,
             },
-            changed = session.snapshots.changed() => {
+            changed = session.snapshots.changed(), if !source_gone => {
                 if changed.is_err() {
-                    app.update(Msg::Notice { text: "the source stopped".into(), error: true }, &views);
-                    // Wait for input only: nothing more will arrive.
-                    std::future::pending::<()>().await;
+                    // Files never change; a live source that stops says so.
+                    source_gone = true;
+                    if session.read_only_reason.is_none() {
+                        app.update(Msg::Notice { text: "the source stopped".into(), error: true }, &views);
+                        dirty = true;
+                    }
+                } else {
+                    let snap = session.snapshots.borrow_and_update().clone();
+                    views = build(snap, &wave_target);
+                    dirty = true;
                 }
-                let snap = session.snapshots.borrow_and_update().clone();
-                views = build(snap, &wave_target);
-                dirty = true;
             },
             Some(msg) = msg_rx.recv() => {
                 effects = app.update(msg, &views);
@@ -176,20 +254,29 @@ pub async fn run_demo(opts: CockpitOptions) -> anyhow::Result<()> {
         for effect in effects {
             match effect {
                 Effect::Quit => app.quit = true,
-                Effect::Execute(request) => {
-                    let executor = session.executor.clone();
-                    tracing::info!("action {:?}", request);
-                    tokio::spawn(async move { executor.run(request).await });
+                Effect::Execute(request) => match &session.executor {
+                    Some(executor) => {
+                        let executor = executor.clone();
+                        tokio::spawn(async move { executor.run(request).await });
+                    }
+                    None => {
+                        app.update(Msg::ActionReport { text: "this source is read-only".into(), error: true, done: true }, &views);
+                    }
+                },
+                Effect::Cancel => {
+                    cancel_tx.send_modify(|n| *n += 1);
                 }
-                Effect::SwitchScenario(name) => match start_demo(&name, opts.seed, msg_tx.clone(), &paths) {
-                    Ok(s) => {
+                Effect::SwitchScenario(name) => match (demo_seed, start_demo(&name, demo_seed.unwrap_or(1), &shared)) {
+                    (Some(_), Ok(s)) => {
                         session = s;
-                        app = App::new(opts.read_only, &theme.name, true);
+                        app = new_app(&session);
+                        app.theme_name = theme.name.clone();
                         views = build(session.snapshots.borrow().clone(), &wave_target);
                     }
-                    Err(e) => {
+                    (Some(_), Err(e)) => {
                         app.update(Msg::Notice { text: e.to_string(), error: true }, &views);
                     }
+                    (None, _) => {}
                 },
                 Effect::SetTheme(name) => {
                     let (t, warnings) = Theme::load(&name, paths.config_dir(), no_color);
@@ -201,13 +288,7 @@ pub async fn run_demo(opts: CockpitOptions) -> anyhow::Result<()> {
                 Effect::PlanWaves(target) => {
                     match target.as_deref().map(|t| DriverVersion::parse(t).ok_or(t)) {
                         Some(Err(bad)) => {
-                            app.update(
-                                Msg::Notice {
-                                    text: format!("'{bad}' is not a driver version like 570.124.06"),
-                                    error: true,
-                                },
-                                &views,
-                            );
+                            app.update(Msg::Notice { text: format!("'{bad}' is not a driver version like 570.124.06"), error: true }, &views);
                         }
                         Some(Ok(v)) => wave_target = Some(v),
                         None => wave_target = None,
@@ -222,11 +303,6 @@ pub async fn run_demo(opts: CockpitOptions) -> anyhow::Result<()> {
         }
     }
     drop(guard);
-    tracing::info!("kgpu demo stopped");
+    tracing::info!("kgpu cockpit stopped");
     Ok(())
-}
-
-fn empty_views() -> Views {
-    let snap = Arc::new(Snapshot::empty(SourceInfo { kind: SourceKind::Demo, name: String::new() }));
-    Views::build(snap, 0, &Thresholds::default(), None)
 }

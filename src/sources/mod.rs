@@ -4,5 +4,6 @@
 //! - `sim`: the embedded demo cluster (`kgpu demo`).
 //! - `kube`, `file`, `agents`: live clusters, offline dumps and node agents.
 
+pub mod file;
 pub mod kube;
 pub mod sim;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Build a real etcd + kube-apiserver + kube-scheduler (and collect Kueue/Volcano CRDs)
+# Build a real etcd + kube-apiserver + kube-scheduler + kubectl (and collect Kueue/Volcano CRDs)
 # from the Go module proxy, for kgpu's live tests. See README.md beside this file.
 #
 #   tests/cluster/build.sh            # prints the cp-<key> directory as its LAST stdout line
@@ -9,7 +9,7 @@
 #   KGPU_CP_WITH_KUEUE  1 = also build the Kueue manager (bin/kueue); default 0 (adds minutes)
 #
 # Layout of cp-<key>/:
-#   bin/{etcd,kube-apiserver,kube-scheduler[,kueue]}
+#   bin/{etcd,kube-apiserver,kube-scheduler,kubectl[,kueue]}
 #   crds/kueue/kueue.x-k8s.io_*.yaml          (11 files, v1beta1 served + v1beta2 storage)
 #   crds/volcano/scheduling.volcano.sh_{podgroups,queues}.yaml
 #   versions.txt
@@ -40,7 +40,7 @@ OUT="$CACHE_ROOT/cp-$KEY"
 BIN="$OUT/bin"
 CRDS="$OUT/crds"
 
-BINS=(etcd kube-apiserver kube-scheduler)
+BINS=(etcd kube-apiserver kube-scheduler kubectl)
 [ "$WITH_KUEUE" = 1 ] && BINS+=(kueue)
 
 is_complete() {
@@ -118,6 +118,8 @@ for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
 done
 build kube-apiserver k8s k8s.io/kubernetes/cmd/kube-apiserver "$LDF"
 build kube-scheduler k8s k8s.io/kubernetes/cmd/kube-scheduler "$LDF"
+# kubectl: the benchmark times `kubectl get pods -A -o json --chunk-size=500` next to kgpu.
+build kubectl k8s k8s.io/kubernetes/cmd/kubectl "$LDF"
 got=$("$BIN/kube-apiserver" --version 2>&1 || true)
 [ "$got" = "Kubernetes $KV" ] || die "kube-apiserver --version says '$got', expected 'Kubernetes $KV'"
 

@@ -2,4 +2,6 @@
 
 pub mod apply;
 pub mod client;
+pub mod convert;
 pub mod manifest;
+pub mod watch;

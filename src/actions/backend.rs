@@ -1,0 +1,201 @@
+//! The primitive operations an action is made of, against the simulator or
+//! a real API server. The flows (drain, repartition, ...) in `exec` are the
+//! same for both.
+
+use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, EvictParams, GroupVersionKind, Patch, PatchParams, PostParams};
+use kube::Client;
+use k8s_openapi::api::core::v1::{Node, Pod};
+use serde_json::json;
+use thiserror::Error;
+
+use crate::model::{keys, GangKey, PodKey, Sym};
+use crate::sources::kube::client::short_error;
+use crate::sources::sim::driver::SimHandle;
+use crate::sources::sim::Command;
+
+#[derive(Debug, Error, Clone, PartialEq)]
+pub enum ActionError {
+    #[error("RBAC: cannot '{verb}' {resource}: grant it (kubectl auth can-i {verb} {resource}) or use another context")]
+    Forbidden { verb: String, resource: String },
+    #[error("{0} not found")]
+    NotFound(String),
+    #[error("{0}")]
+    Refused(String),
+    #[error("cancelled")]
+    Cancelled,
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// What became of one eviction.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Eviction {
+    Evicted,
+    /// Already gone: repeating an action is harmless.
+    Gone,
+    /// A PodDisruptionBudget said no (HTTP 429).
+    Blocked(String),
+}
+
+#[derive(Clone)]
+pub enum Backend {
+    Sim(SimHandle),
+    Kube(Client),
+}
+
+fn api_error(e: kube::Error, verb: &str, resource: &str, what: &str) -> ActionError {
+    match e {
+        kube::Error::Api(s) if s.code == 403 => ActionError::Forbidden { verb: verb.into(), resource: resource.into() },
+        kube::Error::Api(s) if s.code == 404 => ActionError::NotFound(what.into()),
+        kube::Error::Api(s) if s.code == 422 || s.code == 409 => ActionError::Refused(format!("{what}: {}", s.message)),
+        other => ActionError::Failed(format!("{what}: {}", short_error(&other))),
+    }
+}
+
+fn patch_params(dry_run: bool) -> PatchParams {
+    PatchParams { dry_run, ..PatchParams::default() }
+}
+
+fn workloads(client: &Client, ns: &str) -> Api<DynamicObject> {
+    let ar = ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("kueue.x-k8s.io", "v1beta2", "Workload"), "workloads");
+    Api::namespaced_with(client.clone(), ns, &ar)
+}
+
+impl Backend {
+    pub async fn set_unschedulable(&self, node: Sym, value: bool, dry_run: bool) -> Result<(), ActionError> {
+        match self {
+            Backend::Sim(h) => {
+                if dry_run {
+                    return Ok(());
+                }
+                h.apply(if value { Command::Cordon(node) } else { Command::Uncordon(node) }).await.map(|_| ()).map_err(ActionError::Failed)
+            }
+            Backend::Kube(c) => {
+                let nodes: Api<Node> = Api::all(c.clone());
+                nodes
+                    .patch(node.as_str(), &patch_params(dry_run), &Patch::Merge(json!({"spec": {"unschedulable": value}})))
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| api_error(e, "patch", "nodes", &format!("node {node}")))
+            }
+        }
+    }
+
+    pub async fn evict(&self, pod: &PodKey, dry_run: bool) -> Result<Eviction, ActionError> {
+        match self {
+            Backend::Sim(h) => {
+                if dry_run {
+                    return Ok(Eviction::Evicted);
+                }
+                match h.apply(Command::Evict(pod.clone())).await {
+                    Ok(_) => Ok(Eviction::Evicted),
+                    Err(e) if e.contains("not found") => Ok(Eviction::Gone),
+                    Err(e) => Err(ActionError::Failed(e)),
+                }
+            }
+            Backend::Kube(c) => {
+                let pods: Api<Pod> = Api::namespaced(c.clone(), pod.namespace.as_str());
+                let params = EvictParams { post_options: PostParams { dry_run, ..PostParams::default() }, ..EvictParams::default() };
+                match pods.evict(&pod.name, &params).await {
+                    Ok(_) => Ok(Eviction::Evicted),
+                    Err(kube::Error::Api(s)) if s.code == 404 => Ok(Eviction::Gone),
+                    Err(kube::Error::Api(s)) if s.code == 429 => Ok(Eviction::Blocked(s.message.clone())),
+                    Err(e) => Err(api_error(e, "create", "pods/eviction", &format!("pod {pod}"))),
+                }
+            }
+        }
+    }
+
+    /// Kueue: `spec.active` of a Workload.
+    pub async fn set_active(&self, gang: &GangKey, active: bool, dry_run: bool) -> Result<(), ActionError> {
+        match self {
+            Backend::Sim(h) => {
+                if dry_run {
+                    return Ok(());
+                }
+                h.apply(Command::SetActive(gang.clone(), active)).await.map(|_| ()).map_err(ActionError::Failed)
+            }
+            Backend::Kube(c) => workloads(c, gang.namespace.as_str())
+                .patch(&gang.name, &patch_params(dry_run), &Patch::Merge(json!({"spec": {"active": active}})))
+                .await
+                .map(|_| ())
+                .map_err(|e| api_error(e, "patch", "workloads.kueue.x-k8s.io", &format!("workload {}/{}", gang.namespace, gang.name))),
+        }
+    }
+
+    /// Deletes every member pod of a gang so its controller recreates them.
+    pub async fn delete_members(&self, gang: &GangKey, members: &[PodKey], dry_run: bool) -> Result<usize, ActionError> {
+        match self {
+            Backend::Sim(h) => {
+                if dry_run {
+                    return Ok(members.len());
+                }
+                h.apply(Command::DeleteGangPods(gang.clone())).await.map(|_| members.len()).map_err(ActionError::Failed)
+            }
+            Backend::Kube(c) => {
+                let params = DeleteParams { dry_run, ..DeleteParams::default() };
+                let mut n = 0;
+                for p in members {
+                    let pods: Api<Pod> = Api::namespaced(c.clone(), p.namespace.as_str());
+                    match pods.delete(&p.name, &params).await {
+                        Ok(_) => n += 1,
+                        Err(kube::Error::Api(s)) if s.code == 404 => {}
+                        Err(e) => return Err(api_error(e, "delete", "pods", &format!("pod {p}"))),
+                    }
+                }
+                Ok(n)
+            }
+        }
+    }
+
+    /// Volcano: abort and resume the job that owns the PodGroup (bus Commands).
+    pub async fn volcano_command(&self, gang: &GangKey, job: &str, action: &str, dry_run: bool) -> Result<(), ActionError> {
+        let Backend::Kube(c) = self else {
+            return Ok(());
+        };
+        let ar = ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("bus.volcano.sh", "v1alpha1", "Command"), "commands");
+        let api: Api<DynamicObject> = Api::namespaced_with(c.clone(), gang.namespace.as_str(), &ar);
+        let jobs = ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("batch.volcano.sh", "v1alpha1", "Job"), "jobs");
+        let job_api: Api<DynamicObject> = Api::namespaced_with(c.clone(), gang.namespace.as_str(), &jobs);
+        let uid = job_api
+            .get(job)
+            .await
+            .map_err(|e| api_error(e, "get", "jobs.batch.volcano.sh", &format!("volcano job {}/{job}", gang.namespace)))?
+            .metadata
+            .uid
+            .unwrap_or_default();
+        let cmd: DynamicObject = serde_json::from_value(json!({
+            "apiVersion": "bus.volcano.sh/v1alpha1",
+            "kind": "Command",
+            "metadata": {"generateName": format!("{job}-{}-", action.to_ascii_lowercase()), "namespace": gang.namespace.as_str(),
+                "ownerReferences": [{"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "name": job, "uid": uid, "controller": true}]},
+            "action": action,
+            "target": {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "name": job, "uid": uid},
+        }))
+        .map_err(|e| ActionError::Failed(e.to_string()))?;
+        api.create(&PostParams { dry_run, ..PostParams::default() }, &cmd)
+            .await
+            .map(|_| ())
+            .map_err(|e| api_error(e, "create", "commands.bus.volcano.sh", &format!("{action} for {job}")))
+    }
+
+    pub async fn set_mig_config(&self, node: Sym, config: &str, dry_run: bool) -> Result<(), ActionError> {
+        match self {
+            Backend::Sim(h) => {
+                if dry_run {
+                    return Ok(());
+                }
+                h.apply(Command::SetMigConfig(node, config.to_string())).await.map(|_| ()).map_err(ActionError::Refused)
+            }
+            Backend::Kube(c) => {
+                let nodes: Api<Node> = Api::all(c.clone());
+                nodes
+                    .patch(node.as_str(), &patch_params(dry_run), &Patch::Merge(json!({"metadata": {"labels": {keys::MIG_CONFIG: config}}})))
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| api_error(e, "patch", "nodes", &format!("node {node}")))
+            }
+        }
+    }
+
+}
