@@ -10,7 +10,7 @@ use std::path::Path;
 use kgpu::model::{GangKind, MigStrategy, Readiness, TaintEffect};
 use kgpu::sources::file;
 use kgpu::sources::kube::convert;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 fn fixture(path: &str) -> String {
     std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(path)).unwrap()
@@ -41,7 +41,10 @@ fn the_kwok_dgx_node() {
     assert_eq!(node.allocatable.get("intel.com/mlnx_sriov_rdma1"), 1);
     assert_eq!(node.allocatable.get("ephemeral-storage"), 15 << 40);
     assert_eq!(node.taints.len(), 1);
-    assert_eq!((node.taints[0].key.as_str(), node.taints[0].value.as_str(), node.taints[0].effect), ("kwok.x-k8s.io/node", "fake", TaintEffect::NoSchedule));
+    assert_eq!(
+        (node.taints[0].key.as_str(), node.taints[0].value.as_str(), node.taints[0].effect),
+        ("kwok.x-k8s.io/node", "fake", TaintEffect::NoSchedule)
+    );
     assert_eq!(node.readiness, Readiness::Ready);
     assert!(node.is_gpu_node());
 }
@@ -50,7 +53,8 @@ fn the_kwok_dgx_node() {
 fn real_gfd_label_sets() {
     // h100-80gb-mig-mixed-all-balanced.labels.json: driver 550.54.15, CUDA 12.4, mixed, all-balanced, success, upgrade-done
     let labels: Value = serde_json::from_str(&fixture("nodes/h100-80gb-mig-mixed-all-balanced.labels.json")).unwrap();
-    let node = convert::node(&serde_json::from_value(json!({"metadata": {"name": "h100", "labels": labels}})).unwrap()).unwrap();
+    let node = convert::node(&serde_json::from_value(json!({"metadata": {"name": "h100", "labels": labels}})).unwrap())
+        .unwrap();
     assert_eq!(node.gpu.product.unwrap().as_str(), "NVIDIA-H100-80GB-HBM3");
     assert_eq!(node.gpu.count, Some(1));
     assert_eq!(node.gpu.memory_mib, Some(81559));
@@ -69,7 +73,9 @@ fn real_gfd_label_sets() {
         ("nodes/a100-40gb-mig-strategy-mixed.labels.json", Some(MigStrategy::Mixed)),
     ] {
         let labels: Value = serde_json::from_str(&fixture(file)).unwrap();
-        let node = convert::node(&serde_json::from_value(json!({"metadata": {"name": "a100", "labels": labels}})).unwrap()).unwrap();
+        let node =
+            convert::node(&serde_json::from_value(json!({"metadata": {"name": "a100", "labels": labels}})).unwrap())
+                .unwrap();
         assert_eq!(node.gpu.mig_strategy, strategy, "{file}");
         assert_eq!(node.gpu.driver.as_ref().unwrap().to_string(), "450.80.02", "{file}");
         assert_eq!(node.gpu.cuda_runtime.unwrap().to_string(), "11.0", "{file}");
@@ -79,7 +85,8 @@ fn real_gfd_label_sets() {
 #[test]
 fn kueue_workload_status_blocks() {
     let blocks = docs("kueue/workload-status-examples-troubleshooting.yaml");
-    let wl = |i: usize| convert::workload(&named(blocks[i].clone(), "Workload", "kueue.x-k8s.io/v1beta2", "w")).unwrap();
+    let wl =
+        |i: usize| convert::workload(&named(blocks[i].clone(), "Workload", "kueue.x-k8s.io/v1beta2", "w")).unwrap();
     // block 1: admission with podSetAssignments
     let admitted = wl(0);
     let adm = admitted.admission.unwrap();
@@ -116,7 +123,8 @@ fn kueue_workload_status_blocks() {
 #[test]
 fn kueue_queues() {
     let blocks = docs("kueue/clusterqueue-localqueue-status-examples.yaml");
-    let lq = convert::local_queue(&named(blocks[0].clone(), "LocalQueue", "kueue.x-k8s.io/v1beta2", "user-queue")).unwrap();
+    let lq =
+        convert::local_queue(&named(blocks[0].clone(), "LocalQueue", "kueue.x-k8s.io/v1beta2", "user-queue")).unwrap();
     assert!(!lq.is_active(), "Active=False ClusterQueueIsInactive");
     let cq = convert::cluster_queue(&named(blocks[1].clone(), "ClusterQueue", "kueue.x-k8s.io/v1beta2", "cq")).unwrap();
     assert!(!cq.is_active(), "FlavorNotFound");
@@ -124,7 +132,8 @@ fn kueue_queues() {
     assert!(cq.is_active());
     assert_eq!(cq.admitted, 1);
     // HAMi flavorsReservation with vGPU resources parses (no spec: no quotas)
-    let cq = convert::cluster_queue(&named(blocks[3].clone(), "ClusterQueue", "kueue.x-k8s.io/v1beta2", "hami")).unwrap();
+    let cq =
+        convert::cluster_queue(&named(blocks[3].clone(), "ClusterQueue", "kueue.x-k8s.io/v1beta2", "hami")).unwrap();
     assert!(cq.quotas.is_empty());
     // the ClusterQueue spec: cpu nominalQuota 40
     let cq = convert::cluster_queue(&blocks[4]).unwrap();
@@ -146,7 +155,8 @@ fn volcano_podgroups_and_queues() {
     let old = convert::podgroup(&docs("volcano/podgroup-mpijob-v1alpha1-inqueue.yaml")[0]).unwrap();
     assert_eq!(old.kind, GangKind::VolcanoPodGroup);
     let fragments = docs("volcano/podgroup-status-fragments.yaml");
-    let unknown = convert::podgroup(&named(fragments[0].clone(), "PodGroup", "scheduling.volcano.sh/v1beta1", "pg")).unwrap();
+    let unknown =
+        convert::podgroup(&named(fragments[0].clone(), "PodGroup", "scheduling.volcano.sh/v1beta1", "pg")).unwrap();
     assert_eq!((unknown.phase.unwrap().as_str(), unknown.running), ("Unknown", 8));
     let queues = docs("volcano/queue-status.yaml");
     let q = convert::volcano_queue(&queues[0]).unwrap();
@@ -176,7 +186,11 @@ fn file_source_reads_lists_yaml_and_directories() {
     ]});
     std::fs::write(dir.path().join("dump.json"), serde_json::to_string(&list).unwrap()).unwrap();
     std::fs::create_dir(dir.path().join("kueue")).unwrap();
-    std::fs::write(dir.path().join("kueue/queues.yaml"), fixture("kueue/clusterqueue-localqueue-status-examples.yaml").split("---").last().unwrap()).unwrap();
+    std::fs::write(
+        dir.path().join("kueue/queues.yaml"),
+        fixture("kueue/clusterqueue-localqueue-status-examples.yaml").split("---").last().unwrap(),
+    )
+    .unwrap();
     std::fs::write(dir.path().join("notes.txt"), "ignored: not .json/.yaml").unwrap();
     let (events, now, stats) = file::load(&[dir.path().to_path_buf()]).unwrap();
     assert_eq!(stats.files, 2);
@@ -184,13 +198,18 @@ fn file_source_reads_lists_yaml_and_directories() {
     assert_eq!(stats.unknown.get("ConfigMap"), Some(&1));
     assert_eq!(stats.skipped, 1, "the pod with an unparseable quantity");
     assert_eq!(now, kgpu::sources::kube::manifest::parse_rfc3339("2026-11-30T08:00:00Z").unwrap());
-    let mut c = kgpu::model::Cluster::new(kgpu::model::SourceInfo { kind: kgpu::model::SourceKind::File, name: String::new() });
+    let mut c =
+        kgpu::model::Cluster::new(kgpu::model::SourceInfo { kind: kgpu::model::SourceKind::File, name: String::new() });
     c.apply_all(events);
     let snap = c.snapshot();
     assert_eq!(snap.nodes.len(), 1);
     assert_eq!(snap.pods.values().next().unwrap().requests.gpu, 2);
     assert_eq!(snap.queues.len(), 1);
-    assert!(snap.skipped.values().any(|(n, why)| *n == 1 && why.contains("bad") && why.contains("lots")), "{:?}", snap.skipped);
+    assert!(
+        snap.skipped.values().any(|(n, why)| *n == 1 && why.contains("bad") && why.contains("lots")),
+        "{:?}",
+        snap.skipped
+    );
     assert!(snap.feed_problem(kgpu::model::Feed::PodGroups).is_some(), "no Volcano objects in the files");
 
     std::fs::write(dir.path().join("broken.yaml"), "a: [unclosed\n").unwrap();
@@ -204,7 +223,10 @@ fn file_source_reads_lists_yaml_and_directories() {
 fn snapshot_and_why_from_files() {
     // The exported scenario is a kubectl-shaped dump: the offline analysis finds its signal.
     let dir = tempfile::tempdir().unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kgpu")).args(["scenario", "export", "plugin-crash"]).output().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kgpu"))
+        .args(["scenario", "export", "plugin-crash"])
+        .output()
+        .unwrap();
     std::fs::write(dir.path().join("bundle.yaml"), &out.stdout).unwrap();
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_kgpu"))
         .args(["snapshot", "-o", "json", "--file"])
@@ -216,7 +238,10 @@ fn snapshot_and_why_from_files() {
     assert_eq!(doc["source"]["kind"], "file");
     let n = doc["fleet"]["nodes"].as_array().unwrap().iter().find(|n| n["name"] == "gpu-07").unwrap();
     assert!(n["issues"].to_string().contains("device-plugin-not-advertising"));
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kgpu")).args(["snapshot", "--file", "/nonexistent/dump.json"]).output().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kgpu"))
+        .args(["snapshot", "--file", "/nonexistent/dump.json"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/dump.json"));
 }

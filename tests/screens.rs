@@ -169,3 +169,35 @@ fn colours_of_the_fleet_map() {
     }
     insta::assert_debug_snapshot!("fleet_row_colours", spans);
 }
+
+#[test]
+fn queues_pane_says_when_the_crds_are_missing() {
+    use kgpu::model::{Cluster, Feed, FeedProblem, FeedState, ModelEvent, SourceInfo, SourceKind};
+    let mut c = Cluster::new(SourceInfo { kind: SourceKind::Kube, name: "prod-east".into() });
+    for feed in [Feed::Workloads, Feed::ClusterQueues, Feed::LocalQueues, Feed::ResourceFlavors] {
+        c.apply(ModelEvent::Feed {
+            feed,
+            state: FeedState::Unavailable(FeedProblem::Missing(
+                "the Kueue CRDs (kueue.x-k8s.io/v1beta2) are not installed in this cluster".into(),
+            )),
+        });
+    }
+    for feed in [Feed::PodGroups, Feed::VolcanoQueues] {
+        c.apply(ModelEvent::Feed {
+            feed,
+            state: FeedState::Unavailable(FeedProblem::Forbidden(
+                "RBAC: cannot list/watch podgroups.scheduling.volcano.sh; grant list and watch on it".into(),
+            )),
+        });
+    }
+    let v = Views::build(Arc::new(c.snapshot()), 0, &Thresholds::default(), None);
+    let mut app = App::new(false, "dark", false);
+    app.pane = Pane::Gangs;
+    let mut terminal = Terminal::new(TestBackend::new(120, 24)).unwrap();
+    let ctx = Context { source: "prod-east".into(), subtitle: String::new(), production: true };
+    terminal.draw(|f| ui::draw(f, &mut app, &v, &Theme::builtin("dark"), &ctx)).unwrap();
+    let screen = format!("{}", terminal.backend());
+    assert!(screen.contains("not installed"), "{screen}");
+    assert!(screen.contains("forbidden"), "{screen}");
+    insta::assert_snapshot!("gangs_pane_without_kueue_crds_120x24", screen);
+}

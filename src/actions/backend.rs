@@ -2,16 +2,18 @@
 //! a real API server. The flows (drain, repartition, ...) in `exec` are the
 //! same for both.
 
-use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, EvictParams, GroupVersionKind, Patch, PatchParams, PostParams};
-use kube::Client;
 use k8s_openapi::api::core::v1::{Node, Pod};
+use kube::Client;
+use kube::api::{
+    Api, ApiResource, DeleteParams, DynamicObject, EvictParams, GroupVersionKind, Patch, PatchParams, PostParams,
+};
 use serde_json::json;
 use thiserror::Error;
 
-use crate::model::{keys, GangKey, PodKey, Sym};
+use crate::model::{GangKey, PodKey, Sym, keys};
 use crate::sources::kube::client::short_error;
-use crate::sources::sim::driver::SimHandle;
 use crate::sources::sim::Command;
+use crate::sources::sim::driver::SimHandle;
 
 #[derive(Debug, Error, Clone, PartialEq)]
 pub enum ActionError {
@@ -57,7 +59,8 @@ fn patch_params(dry_run: bool) -> PatchParams {
 }
 
 fn workloads(client: &Client, ns: &str) -> Api<DynamicObject> {
-    let ar = ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("kueue.x-k8s.io", "v1beta2", "Workload"), "workloads");
+    let ar =
+        ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("kueue.x-k8s.io", "v1beta2", "Workload"), "workloads");
     Api::namespaced_with(client.clone(), ns, &ar)
 }
 
@@ -68,12 +71,19 @@ impl Backend {
                 if dry_run {
                     return Ok(());
                 }
-                h.apply(if value { Command::Cordon(node) } else { Command::Uncordon(node) }).await.map(|_| ()).map_err(ActionError::Failed)
+                h.apply(if value { Command::Cordon(node) } else { Command::Uncordon(node) })
+                    .await
+                    .map(|_| ())
+                    .map_err(ActionError::Failed)
             }
             Backend::Kube(c) => {
                 let nodes: Api<Node> = Api::all(c.clone());
                 nodes
-                    .patch(node.as_str(), &patch_params(dry_run), &Patch::Merge(json!({"spec": {"unschedulable": value}})))
+                    .patch(
+                        node.as_str(),
+                        &patch_params(dry_run),
+                        &Patch::Merge(json!({"spec": {"unschedulable": value}})),
+                    )
                     .await
                     .map(|_| ())
                     .map_err(|e| api_error(e, "patch", "nodes", &format!("node {node}")))
@@ -95,7 +105,10 @@ impl Backend {
             }
             Backend::Kube(c) => {
                 let pods: Api<Pod> = Api::namespaced(c.clone(), pod.namespace.as_str());
-                let params = EvictParams { post_options: PostParams { dry_run, ..PostParams::default() }, ..EvictParams::default() };
+                let params = EvictParams {
+                    post_options: PostParams { dry_run, ..PostParams::default() },
+                    ..EvictParams::default()
+                };
                 match pods.evict(&pod.name, &params).await {
                     Ok(_) => Ok(Eviction::Evicted),
                     Err(kube::Error::Api(s)) if s.code == 404 => Ok(Eviction::Gone),
@@ -119,12 +132,24 @@ impl Backend {
                 .patch(&gang.name, &patch_params(dry_run), &Patch::Merge(json!({"spec": {"active": active}})))
                 .await
                 .map(|_| ())
-                .map_err(|e| api_error(e, "patch", "workloads.kueue.x-k8s.io", &format!("workload {}/{}", gang.namespace, gang.name))),
+                .map_err(|e| {
+                    api_error(
+                        e,
+                        "patch",
+                        "workloads.kueue.x-k8s.io",
+                        &format!("workload {}/{}", gang.namespace, gang.name),
+                    )
+                }),
         }
     }
 
     /// Deletes every member pod of a gang so its controller recreates them.
-    pub async fn delete_members(&self, gang: &GangKey, members: &[PodKey], dry_run: bool) -> Result<usize, ActionError> {
+    pub async fn delete_members(
+        &self,
+        gang: &GangKey,
+        members: &[PodKey],
+        dry_run: bool,
+    ) -> Result<usize, ActionError> {
         match self {
             Backend::Sim(h) => {
                 if dry_run {
@@ -149,18 +174,30 @@ impl Backend {
     }
 
     /// Volcano: abort and resume the job that owns the PodGroup (bus Commands).
-    pub async fn volcano_command(&self, gang: &GangKey, job: &str, action: &str, dry_run: bool) -> Result<(), ActionError> {
+    pub async fn volcano_command(
+        &self,
+        gang: &GangKey,
+        job: &str,
+        action: &str,
+        dry_run: bool,
+    ) -> Result<(), ActionError> {
         let Backend::Kube(c) = self else {
             return Ok(());
         };
-        let ar = ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("bus.volcano.sh", "v1alpha1", "Command"), "commands");
+        let ar = ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("bus.volcano.sh", "v1alpha1", "Command"),
+            "commands",
+        );
         let api: Api<DynamicObject> = Api::namespaced_with(c.clone(), gang.namespace.as_str(), &ar);
-        let jobs = ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("batch.volcano.sh", "v1alpha1", "Job"), "jobs");
+        let jobs =
+            ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("batch.volcano.sh", "v1alpha1", "Job"), "jobs");
         let job_api: Api<DynamicObject> = Api::namespaced_with(c.clone(), gang.namespace.as_str(), &jobs);
         let uid = job_api
             .get(job)
             .await
-            .map_err(|e| api_error(e, "get", "jobs.batch.volcano.sh", &format!("volcano job {}/{job}", gang.namespace)))?
+            .map_err(|e| {
+                api_error(e, "get", "jobs.batch.volcano.sh", &format!("volcano job {}/{job}", gang.namespace))
+            })?
             .metadata
             .uid
             .unwrap_or_default();
@@ -190,12 +227,15 @@ impl Backend {
             Backend::Kube(c) => {
                 let nodes: Api<Node> = Api::all(c.clone());
                 nodes
-                    .patch(node.as_str(), &patch_params(dry_run), &Patch::Merge(json!({"metadata": {"labels": {keys::MIG_CONFIG: config}}})))
+                    .patch(
+                        node.as_str(),
+                        &patch_params(dry_run),
+                        &Patch::Merge(json!({"metadata": {"labels": {keys::MIG_CONFIG: config}}})),
+                    )
                     .await
                     .map(|_| ())
                     .map_err(|e| api_error(e, "patch", "nodes", &format!("node {node}")))
             }
         }
     }
-
 }

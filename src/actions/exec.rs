@@ -14,7 +14,7 @@ use crate::analysis::index::Index;
 use crate::app::Msg;
 use crate::model::{GangKey, GangKind, PodKey, Snapshot, Sym};
 
-use super::audit::{rfc3339, AuditLog, Entry};
+use super::audit::{AuditLog, Entry, rfc3339};
 use super::backend::{ActionError, Backend, Eviction};
 use super::{Action, ActionRequest};
 
@@ -100,9 +100,15 @@ impl Executor {
             Action::RunPlan { evictions, target } => {
                 let (evicted, blocked) = self.evict_all(evictions, dry, start, "defrag").await?;
                 if blocked.is_empty() {
-                    Ok(format!("{prefix}defrag plan for {target}: {evicted} pod(s) evicted; their controllers recreate them elsewhere"))
+                    Ok(format!(
+                        "{prefix}defrag plan for {target}: {evicted} pod(s) evicted; their controllers recreate them elsewhere"
+                    ))
                 } else {
-                    Err(ActionError::Failed(format!("defrag plan for {target}: {evicted} of {} evicted; {}", evictions.len(), blocked.join("; "))))
+                    Err(ActionError::Failed(format!(
+                        "defrag plan for {target}: {evicted} of {} evicted; {}",
+                        evictions.len(),
+                        blocked.join("; ")
+                    )))
                 }
             }
         }
@@ -110,7 +116,13 @@ impl Executor {
 
     /// Evicts each pod, retrying PDB refusals with backoff until the drain
     /// timeout. Returns how many went and why the others did not.
-    async fn evict_all(&self, pods: &[PodKey], dry: bool, start: u64, what: &str) -> Result<(usize, Vec<String>), ActionError> {
+    async fn evict_all(
+        &self,
+        pods: &[PodKey],
+        dry: bool,
+        start: u64,
+        what: &str,
+    ) -> Result<(usize, Vec<String>), ActionError> {
         let deadline = tokio::time::Instant::now() + self.drain_timeout;
         let mut evicted = 0;
         let mut blocked = Vec::new();
@@ -127,10 +139,23 @@ impl Executor {
                     Eviction::Blocked(why) => {
                         if tokio::time::Instant::now() + delay > deadline {
                             blocked.push(format!("pod {pod} blocked by a PodDisruptionBudget ({why})"));
-                            self.say(format!("{what}: gave up on {pod} after {}s: PDB", self.drain_timeout.as_secs()), true, false).await;
+                            self.say(
+                                format!("{what}: gave up on {pod} after {}s: PDB", self.drain_timeout.as_secs()),
+                                true,
+                                false,
+                            )
+                            .await;
                             break;
                         }
-                        self.say(format!("{what}: {pod}: PodDisruptionBudget refuses (429), retrying in {}s", delay.as_secs()), true, false).await;
+                        self.say(
+                            format!(
+                                "{what}: {pod}: PodDisruptionBudget refuses (429), retrying in {}s",
+                                delay.as_secs()
+                            ),
+                            true,
+                            false,
+                        )
+                        .await;
                         tokio::time::sleep(delay).await;
                         delay = (delay * 2).min(Duration::from_secs(30));
                     }
@@ -140,7 +165,14 @@ impl Executor {
         Ok((evicted, blocked))
     }
 
-    async fn drain(&self, snap: &Snapshot, node: Sym, gpu_only: bool, dry: bool, start: u64) -> Result<String, ActionError> {
+    async fn drain(
+        &self,
+        snap: &Snapshot,
+        node: Sym,
+        gpu_only: bool,
+        dry: bool,
+        start: u64,
+    ) -> Result<String, ActionError> {
         if !snap.nodes.contains_key(&node) {
             return Err(ActionError::NotFound(format!("node {node}")));
         }
@@ -152,9 +184,16 @@ impl Executor {
         let (evicted, blocked) = self.evict_all(&victims, dry, start, &format!("drain {node}")).await?;
         let prefix = if dry { "dry run: " } else { "" };
         if blocked.is_empty() {
-            Ok(format!("{prefix}node/{node} drained: cordoned, {evicted} pod(s) evicted{}", if gpu_only { " (GPU pods only)" } else { "" }))
+            Ok(format!(
+                "{prefix}node/{node} drained: cordoned, {evicted} pod(s) evicted{}",
+                if gpu_only { " (GPU pods only)" } else { "" }
+            ))
         } else {
-            Err(ActionError::Failed(format!("drain {node}: cordoned, {evicted} of {} pod(s) evicted; {}", victims.len(), blocked.join("; "))))
+            Err(ActionError::Failed(format!(
+                "drain {node}: cordoned, {evicted} of {} pod(s) evicted; {}",
+                victims.len(),
+                blocked.join("; ")
+            )))
         }
     }
 
@@ -165,11 +204,17 @@ impl Executor {
         let prefix = if dry { "dry run: " } else { "" };
         let queue = g.queue.map_or("?".to_string(), |q| q.to_string());
         let index = Index::build(snap, snap.clock);
-        let members: Vec<PodKey> = index.members(gang).iter().filter(|p| !p.phase.is_terminal()).map(|p| p.key()).collect();
+        let members: Vec<PodKey> =
+            index.members(gang).iter().filter(|p| !p.phase.is_terminal()).map(|p| p.key()).collect();
         match gang.kind {
             GangKind::KueueWorkload => {
                 self.backend.set_active(gang, false, dry).await?;
-                self.say(format!("{prefix}workload {} deactivated (spec.active=false); reactivating", gang.name), false, false).await;
+                self.say(
+                    format!("{prefix}workload {} deactivated (spec.active=false); reactivating", gang.name),
+                    false,
+                    false,
+                )
+                .await;
                 self.backend.set_active(gang, true, dry).await?;
                 Ok(format!(
                     "{prefix}workload {}/{} requeued: deactivated and reactivated; it re-enters LocalQueue {queue} and waits for admission",
@@ -182,7 +227,10 @@ impl Executor {
                     (Backend::Kube(_), Some(job)) => {
                         self.backend.volcano_command(gang, &job, "AbortJob", dry).await?;
                         self.backend.volcano_command(gang, &job, "ResumeJob", dry).await?;
-                        Ok(format!("{prefix}volcano job {}/{job} aborted and resumed; its PodGroup re-enters queue {queue}", gang.namespace))
+                        Ok(format!(
+                            "{prefix}volcano job {}/{job} aborted and resumed; its PodGroup re-enters queue {queue}",
+                            gang.namespace
+                        ))
                     }
                     _ => {
                         let n = self.backend.delete_members(gang, &members, dry).await?;
@@ -196,18 +244,29 @@ impl Executor {
         }
     }
 
-    async fn repartition(&self, snap: &Snapshot, node: Sym, config: &str, dry: bool, start: u64) -> Result<String, ActionError> {
+    async fn repartition(
+        &self,
+        snap: &Snapshot,
+        node: Sym,
+        config: &str,
+        dry: bool,
+        start: u64,
+    ) -> Result<String, ActionError> {
         let Some(n) = snap.nodes.get(&node) else {
             return Err(ActionError::NotFound(format!("node {node}")));
         };
         let was_cordoned = n.unschedulable;
-        if n.operator.mig_config.is_some_and(|c| c.as_str() == config) && n.operator.mig_config_state.is_some_and(|s| s.as_str() == "success") {
+        if n.operator.mig_config.is_some_and(|c| c.as_str() == config)
+            && n.operator.mig_config_state.is_some_and(|s| s.as_str() == "success")
+        {
             return Ok(format!("node/{node} already runs {config}"));
         }
         self.drain(snap, node, true, dry, start).await?;
         self.backend.set_mig_config(node, config, dry).await?;
         if dry {
-            return Ok(format!("dry run: node/{node} would be cordoned, its GPU pods evicted and labelled nvidia.com/mig.config={config}"));
+            return Ok(format!(
+                "dry run: node/{node} would be cordoned, its GPU pods evicted and labelled nvidia.com/mig.config={config}"
+            ));
         }
         self.say(format!("{node}: nvidia.com/mig.config={config}; waiting for the mig-manager"), false, false).await;
         let mut rx = self.snapshots.clone();

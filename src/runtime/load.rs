@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use crate::cli::SourceArgs;
 use crate::model::{Cluster, FeedState, Snapshot, SourceInfo, SourceKind, Timestamp};
+use crate::sources::file;
 use crate::sources::kube::{client, watch};
 use crate::sources::sim::scenarios;
-use crate::sources::file;
 
 use super::UsageError;
 
@@ -72,7 +72,9 @@ pub async fn kube(target: &client::Target, scope: &watch::Scope) -> anyhow::Resu
     let tasks = watch::spawn_all(client, scope.clone(), tx);
     let deadline = tokio::time::Instant::now() + SYNC_TIMEOUT;
     let synced = |s: &Snapshot| {
-        watch::FEEDS.iter().all(|f| matches!(s.feed(*f).map(|x| &x.state), Some(FeedState::Live | FeedState::Unavailable(_))))
+        watch::FEEDS
+            .iter()
+            .all(|f| matches!(s.feed(*f).map(|x| &x.state), Some(FeedState::Live | FeedState::Unavailable(_))))
     };
     loop {
         if synced(&snapshots.borrow_and_update()) {

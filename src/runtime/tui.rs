@@ -15,7 +15,7 @@ use tokio::task::JoinHandle;
 use crate::actions::audit::AuditLog;
 use crate::actions::backend::Backend;
 use crate::actions::exec::Executor;
-use crate::analysis::{waves, Thresholds};
+use crate::analysis::{Thresholds, waves};
 use crate::app::{App, Effect, Msg};
 use crate::config::Paths;
 use crate::model::{Cluster, DriverVersion, ModelEvent, Snapshot, SourceInfo, SourceKind};
@@ -24,11 +24,14 @@ use crate::sources::sim::{driver, scenarios};
 use crate::ui::{self, Context, Theme};
 use crate::view_model::panes::Views;
 
-use super::terminal::Guard;
 use super::UsageError;
+use super::terminal::Guard;
 
 /// The model task: applies batches, publishes at most every 50 ms.
-pub fn spawn_model(source: SourceInfo, mut rx: mpsc::Receiver<Vec<ModelEvent>>) -> (watch::Receiver<Arc<Snapshot>>, JoinHandle<()>) {
+pub fn spawn_model(
+    source: SourceInfo,
+    mut rx: mpsc::Receiver<Vec<ModelEvent>>,
+) -> (watch::Receiver<Arc<Snapshot>>, JoinHandle<()>) {
     let mut cluster = Cluster::new(source);
     let (tx, out) = watch::channel(Arc::new(cluster.snapshot()));
     let task = tokio::spawn(async move {
@@ -82,7 +85,13 @@ struct Shared {
     paths: Paths,
 }
 
-fn executor(backend: Backend, snapshots: &watch::Receiver<Arc<Snapshot>>, shared: &Shared, context: String, user: String) -> Executor {
+fn executor(
+    backend: Backend,
+    snapshots: &watch::Receiver<Arc<Snapshot>>,
+    shared: &Shared,
+    context: String,
+    user: String,
+) -> Executor {
     Executor {
         backend,
         snapshots: snapshots.clone(),
@@ -100,7 +109,8 @@ fn start_demo(scenario: &str, seed: u64, shared: &Shared) -> Result<Session, sce
     let sim = scenarios::build(scenario, seed)?;
     let title = sim.scenario().title.clone();
     let (events_tx, events_rx) = mpsc::channel(1024);
-    let (snapshots, model_task) = spawn_model(SourceInfo { kind: SourceKind::Demo, name: scenario.to_string() }, events_rx);
+    let (snapshots, model_task) =
+        spawn_model(SourceInfo { kind: SourceKind::Demo, name: scenario.to_string() }, events_rx);
     let (handle, sim_task) = driver::spawn(sim, events_tx, Duration::from_secs(1));
     let user = std::env::var("USER").unwrap_or_else(|_| "demo".into());
     let mut exec = executor(Backend::Sim(handle), &snapshots, shared, format!("demo:{scenario}"), user);
@@ -128,7 +138,11 @@ async fn start_kube(target: &client::Target, scope: &kube_watch::Scope, shared: 
         executor: Some(exec),
         context: Context {
             source: info.context.clone(),
-            subtitle: format!("{}{}", info.server, scope.namespace.as_ref().map_or(String::new(), |n| format!(" · namespace {n}"))),
+            subtitle: format!(
+                "{}{}",
+                info.server,
+                scope.namespace.as_ref().map_or(String::new(), |n| format!(" · namespace {n}"))
+            ),
             production: info.looks_like_production(),
         },
         read_only_reason: None,
@@ -167,7 +181,10 @@ pub struct CockpitOptions {
 
 pub async fn run(opts: CockpitOptions) -> anyhow::Result<()> {
     if !std::io::stdout().is_terminal() {
-        return Err(UsageError("stdout is not a terminal: the cockpit needs one; for scripts use `kgpu snapshot`".into()).into());
+        return Err(UsageError(
+            "stdout is not a terminal: the cockpit needs one; for scripts use `kgpu snapshot`".into(),
+        )
+        .into());
     }
     let paths = Paths::from_env();
     let log_note = super::logging::init(paths.log_file().as_deref(), &opts.log_level);
@@ -260,7 +277,10 @@ pub async fn run(opts: CockpitOptions) -> anyhow::Result<()> {
                         tokio::spawn(async move { executor.run(request).await });
                     }
                     None => {
-                        app.update(Msg::ActionReport { text: "this source is read-only".into(), error: true, done: true }, &views);
+                        app.update(
+                            Msg::ActionReport { text: "this source is read-only".into(), error: true, done: true },
+                            &views,
+                        );
                     }
                 },
                 Effect::Cancel => {
@@ -288,7 +308,13 @@ pub async fn run(opts: CockpitOptions) -> anyhow::Result<()> {
                 Effect::PlanWaves(target) => {
                     match target.as_deref().map(|t| DriverVersion::parse(t).ok_or(t)) {
                         Some(Err(bad)) => {
-                            app.update(Msg::Notice { text: format!("'{bad}' is not a driver version like 570.124.06"), error: true }, &views);
+                            app.update(
+                                Msg::Notice {
+                                    text: format!("'{bad}' is not a driver version like 570.124.06"),
+                                    error: true,
+                                },
+                                &views,
+                            );
                         }
                         Some(Ok(v)) => wave_target = Some(v),
                         None => wave_target = None,

@@ -36,7 +36,8 @@ pub struct Stats {
 }
 
 fn collect(path: &Path, out: &mut Vec<PathBuf>) -> Result<(), FileError> {
-    let meta = std::fs::metadata(path).map_err(|e| FileError::Read { path: path.display().to_string(), message: e.to_string() })?;
+    let meta = std::fs::metadata(path)
+        .map_err(|e| FileError::Read { path: path.display().to_string(), message: e.to_string() })?;
     if meta.is_dir() {
         let mut entries: Vec<PathBuf> = std::fs::read_dir(path)
             .map_err(|e| FileError::Read { path: path.display().to_string(), message: e.to_string() })?
@@ -72,7 +73,8 @@ pub fn documents(path: &Path, text: &str) -> Result<Vec<Value>, FileError> {
 /// Splits List objects into their items.
 fn flatten(docs: Vec<Value>, out: &mut Vec<Value>) {
     for d in docs {
-        let is_list = d.get("kind").and_then(|k| k.as_str()).is_some_and(|k| k.ends_with("List")) && d.get("items").is_some();
+        let is_list =
+            d.get("kind").and_then(|k| k.as_str()).is_some_and(|k| k.ends_with("List")) && d.get("items").is_some();
         if is_list {
             if let Some(Value::Array(items)) = d.get("items").cloned() {
                 flatten(items, out);
@@ -87,7 +89,9 @@ fn newest_time(v: &Value, newest: &mut Timestamp) {
     match v {
         Value::Object(m) => {
             for (k, x) in m {
-                if let (true, Value::String(s)) = (k.ends_with("Timestamp") || k.ends_with("Time") || k == "startedAt" || k == "finishedAt", x) {
+                if let (true, Value::String(s)) =
+                    (k.ends_with("Timestamp") || k.ends_with("Time") || k == "startedAt" || k == "finishedAt", x)
+                {
                     if let Some(t) = parse_rfc3339(s) {
                         *newest = (*newest).max(t);
                     }
@@ -103,19 +107,32 @@ fn newest_time(v: &Value, newest: &mut Timestamp) {
 
 fn convert_one(v: &Value) -> Option<Result<Object, String>> {
     let kind = v.get("kind")?.as_str()?;
-    let group = v.get("apiVersion").and_then(|a| a.as_str()).map(|a| a.split_once('/').map_or("", |(g, _)| g)).unwrap_or("");
+    let group =
+        v.get("apiVersion").and_then(|a| a.as_str()).map(|a| a.split_once('/').map_or("", |(g, _)| g)).unwrap_or("");
     let typed = |f: fn(&Value) -> Result<Object, String>| Some(f(v));
     match (group, kind) {
-        ("", "Node") => typed(|v| serde_json::from_value(v.clone()).map_err(|e| e.to_string()).and_then(|n| convert::node(&n)).map(Object::Node)),
-        ("", "Pod") => typed(|v| serde_json::from_value(v.clone()).map_err(|e| e.to_string()).and_then(|p| convert::pod(&p)).map(Object::Pod)),
-        ("", "Event") => {
-            typed(|v| serde_json::from_value(v.clone()).map_err(|e| e.to_string()).and_then(|e| convert::event(&e)).map(Object::Event))
-        }
+        ("", "Node") => typed(|v| {
+            serde_json::from_value(v.clone())
+                .map_err(|e| e.to_string())
+                .and_then(|n| convert::node(&n))
+                .map(Object::Node)
+        }),
+        ("", "Pod") => typed(|v| {
+            serde_json::from_value(v.clone()).map_err(|e| e.to_string()).and_then(|p| convert::pod(&p)).map(Object::Pod)
+        }),
+        ("", "Event") => typed(|v| {
+            serde_json::from_value(v.clone())
+                .map_err(|e| e.to_string())
+                .and_then(|e| convert::event(&e))
+                .map(Object::Event)
+        }),
         ("kueue.x-k8s.io", "Workload") => typed(|v| convert::workload(v).map(Object::Gang)),
         ("kueue.x-k8s.io", "ClusterQueue") => typed(|v| convert::cluster_queue(v).map(Object::Queue)),
         ("kueue.x-k8s.io", "LocalQueue") => typed(|v| convert::local_queue(v).map(Object::Queue)),
         ("kueue.x-k8s.io", "ResourceFlavor") => typed(|v| convert::resource_flavor(v).map(Object::Flavor)),
-        ("scheduling.volcano.sh" | "scheduling.incubator.k8s.io", "PodGroup") => typed(|v| convert::podgroup(v).map(Object::Gang)),
+        ("scheduling.volcano.sh" | "scheduling.incubator.k8s.io", "PodGroup") => {
+            typed(|v| convert::podgroup(v).map(Object::Gang))
+        }
         ("scheduling.volcano.sh", "Queue") => typed(|v| convert::volcano_queue(v).map(Object::Queue)),
         _ => None,
     }
@@ -136,7 +153,8 @@ pub fn load(paths: &[PathBuf]) -> Result<(Vec<ModelEvent>, Timestamp, Stats), Fi
     let mut skipped = Vec::new();
     let mut newest = 0;
     for f in &files {
-        let text = std::fs::read_to_string(f).map_err(|e| FileError::Read { path: f.display().to_string(), message: e.to_string() })?;
+        let text = std::fs::read_to_string(f)
+            .map_err(|e| FileError::Read { path: f.display().to_string(), message: e.to_string() })?;
         let mut items = Vec::new();
         flatten(documents(f, &text)?, &mut items);
         for item in items {
@@ -161,7 +179,10 @@ pub fn load(paths: &[PathBuf]) -> Result<(Vec<ModelEvent>, Timestamp, Stats), Fi
                         "ResourceFlavor" => Feed::ResourceFlavors,
                         _ => Feed::VolcanoQueues,
                     };
-                    skipped.push(ModelEvent::Skipped { feed, reason: format!("{}: {kind} {name}: {reason}", f.display()) });
+                    skipped.push(ModelEvent::Skipped {
+                        feed,
+                        reason: format!("{}: {kind} {name}: {reason}", f.display()),
+                    });
                 }
                 None => {
                     let kind = item.get("kind").and_then(|k| k.as_str()).unwrap_or("(no kind)").to_string();
@@ -176,7 +197,10 @@ pub fn load(paths: &[PathBuf]) -> Result<(Vec<ModelEvent>, Timestamp, Stats), Fi
         let list = objects.remove(&feed).unwrap_or_default();
         let is_crd = !matches!(feed, Feed::Nodes | Feed::Pods | Feed::Events);
         if list.is_empty() && is_crd {
-            events.push(ModelEvent::Feed { feed, state: FeedState::Unavailable(FeedProblem::Missing("none in the files".into())) });
+            events.push(ModelEvent::Feed {
+                feed,
+                state: FeedState::Unavailable(FeedProblem::Missing("none in the files".into())),
+            });
         } else {
             events.push(ModelEvent::Resync { feed, objects: list });
         }

@@ -106,15 +106,16 @@ pub fn table(
     offset
 }
 
-/// An empty pane's message, centred.
+/// An empty pane's message, centred (wrapped to the pane's width).
 pub fn empty(frame: &mut Frame, area: Rect, block: Block<'_>, text: &str, theme: &Theme) {
     let inner = block.inner(area);
     frame.render_widget(block, area);
-    let y = inner.y + inner.height / 2;
-    if inner.height == 0 {
+    if inner.height == 0 || inner.width == 0 {
         return;
     }
-    let rect = Rect { x: inner.x, y, width: inner.width, height: 1.min(inner.height) + (inner.height > 2) as u16 };
+    let lines = (text.width() as u16).div_ceil(inner.width.saturating_sub(2).max(1)).max(1).min(inner.height);
+    let y = inner.y + (inner.height - lines) / 2;
+    let rect = Rect { x: inner.x + 1, y, width: inner.width.saturating_sub(2), height: inner.y + inner.height - y };
     frame.render_widget(
         Paragraph::new(Line::styled(text.to_string(), theme.style(Role::Dim)))
             .alignment(ratatui::layout::Alignment::Center)

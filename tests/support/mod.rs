@@ -3,3 +3,4 @@
 
 pub mod controlplane;
 pub mod kube;
+pub mod tmux;

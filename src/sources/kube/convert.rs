@@ -11,13 +11,13 @@ use serde_json::Value;
 
 use crate::model::node::labels_from;
 use crate::model::{
-    keys, quantity, Admission, ClusterEvent, Condition, CudaNeed, EventType, Flavor, Gang, GangKind, Labels, Node,
-    NodeCondition, NodeSelectorTerm, Owner, Pod, PodPhase, PodSet, PodSetAssignment, Queue, QueueKind, QueueQuota, Readiness,
-    Requirement, RequeueState, Resources, SelectorOperator, Sym, Taint, TaintEffect, Timestamp, Toleration, TolerationOperator,
-    Unschedulable,
+    Admission, ClusterEvent, Condition, CudaNeed, EventType, Flavor, Gang, GangKind, Labels, Node, NodeCondition,
+    NodeSelectorTerm, Owner, Pod, PodPhase, PodSet, PodSetAssignment, Queue, QueueKind, QueueQuota, Readiness,
+    RequeueState, Requirement, Resources, SelectorOperator, Sym, Taint, TaintEffect, Timestamp, Toleration,
+    TolerationOperator, Unschedulable, keys, quantity,
 };
 
-use super::manifest::{parse_rfc3339, VALIDATION_START, WAIT_FOR_JOBS_START};
+use super::manifest::{VALIDATION_START, WAIT_FOR_JOBS_START, parse_rfc3339};
 
 pub type Result<T> = std::result::Result<T, String>;
 
@@ -158,7 +158,9 @@ fn cuda_need(spec: &PodSpec) -> Option<Box<CudaNeed>> {
         match e.name.as_str() {
             "NVIDIA_REQUIRE_CUDA" => need.require_cuda = Some(Sym::new(v)),
             "CUDA_VERSION" => need.cuda_version = Some(Sym::new(v)),
-            "NVIDIA_DISABLE_REQUIRE" => need.disable_require = matches!(v.to_ascii_lowercase().as_str(), "1" | "true" | "yes"),
+            "NVIDIA_DISABLE_REQUIRE" => {
+                need.disable_require = matches!(v.to_ascii_lowercase().as_str(), "1" | "true" | "yes")
+            }
             n if n.starts_with("NVIDIA_REQUIRE_") => others.push(Sym::new(&format!("{n}={v}"))),
             _ => {}
         }
@@ -200,12 +202,17 @@ pub fn node(n: &K8sNode) -> Result<Node> {
         .into_iter()
         .flatten()
         .filter(|c| c.type_ != "Ready" && c.status == "True")
-        .map(|c| NodeCondition { kind: Sym::new(&c.type_), status: Sym::new(&c.status), reason: Sym::new(c.reason.as_deref().unwrap_or("")) })
+        .map(|c| NodeCondition {
+            kind: Sym::new(&c.type_),
+            status: Sym::new(&c.status),
+            reason: Sym::new(c.reason.as_deref().unwrap_or("")),
+        })
         .collect();
     node.created = n.metadata.creation_timestamp.as_ref().map_or(0, ts);
     // The operator records when some states began; otherwise the model
     // tracks the time it first saw the state.
-    let annotation = |k: &str| n.metadata.annotations.as_ref().and_then(|a| a.get(k)).and_then(|v| v.parse::<i64>().ok());
+    let annotation =
+        |k: &str| n.metadata.annotations.as_ref().and_then(|a| a.get(k)).and_then(|v| v.parse::<i64>().ok());
     node.operator.upgrade_since = match node.operator.upgrade_state.map(|s| s.as_str()) {
         Some("validation-required") => annotation(VALIDATION_START),
         Some("wait-for-jobs-required") => annotation(WAIT_FOR_JOBS_START),
@@ -267,10 +274,12 @@ pub fn pod(p: &K8sPod) -> Result<Pod> {
                 if let Some(w) = &state.waiting
                     && pod.phase == PodPhase::Pending
                     && pod.reason.is_none()
-                    && let Some(r) = w.reason.as_deref().filter(|r| *r != "ContainerCreating" && *r != "PodInitializing")
+                    && let Some(r) =
+                        w.reason.as_deref().filter(|r| *r != "ContainerCreating" && *r != "PodInitializing")
                 {
                     pod.reason = Some(Sym::new(r));
-                    pod.message = w.message.as_deref().map(|m| m.chars().take(512).collect::<String>().into_boxed_str());
+                    pod.message =
+                        w.message.as_deref().map(|m| m.chars().take(512).collect::<String>().into_boxed_str());
                 }
                 if let Some(t) = state.running.as_ref().and_then(|r| r.started_at.as_ref()) {
                     transitioned = transitioned.max(ts(t));
@@ -486,7 +495,9 @@ pub fn cluster_queue(v: &Value) -> Result<Queue> {
                 let q = |k: &str| -> Result<Option<u64>> {
                     match r.get(k) {
                         Some(Value::String(s)) => quantity::parse(res, s).map(Some).map_err(|e| format!("{k}: {e}")),
-                        Some(Value::Number(n)) => quantity::parse(res, &n.to_string()).map(Some).map_err(|e| format!("{k}: {e}")),
+                        Some(Value::Number(n)) => {
+                            quantity::parse(res, &n.to_string()).map(Some).map_err(|e| format!("{k}: {e}"))
+                        }
                         _ => Ok(None),
                     }
                 };
@@ -545,7 +556,8 @@ pub fn local_queue(v: &Value) -> Result<Queue> {
 pub fn volcano_queue(v: &Value) -> Result<Queue> {
     let name = name_of(v)?;
     let capability = resources_json(v.pointer("/spec/capability").unwrap_or(&Value::Null))?;
-    let allocated: BTreeMap<String, u64> = resources_json(v.pointer("/status/allocated").unwrap_or(&Value::Null))?.into_iter().collect();
+    let allocated: BTreeMap<String, u64> =
+        resources_json(v.pointer("/status/allocated").unwrap_or(&Value::Null))?.into_iter().collect();
     let quotas = capability
         .iter()
         .map(|(r, n)| QueueQuota {
@@ -598,7 +610,11 @@ pub fn resource_flavor(v: &Value) -> Result<Flavor> {
     Ok(Flavor {
         name: Sym::new(name),
         node_labels: labels_from(
-            v.pointer("/spec/nodeLabels").and_then(|l| l.as_object()).into_iter().flatten().filter_map(|(k, v)| Some((k.as_str(), v.as_str()?))),
+            v.pointer("/spec/nodeLabels")
+                .and_then(|l| l.as_object())
+                .into_iter()
+                .flatten()
+                .filter_map(|(k, v)| Some((k.as_str(), v.as_str()?))),
         ),
         node_taints: taints.into_boxed_slice(),
         tolerations: tolerations_of(tolerations.as_ref())?,

@@ -10,15 +10,16 @@ use std::time::Duration;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Event as K8sEvent, Node as K8sNode, Pod as K8sPod};
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
-use kube::runtime::watcher::{self, Event};
 use kube::runtime::WatchStreamExt;
+use kube::runtime::watcher::{self, Event};
 use kube::{Client, Resource};
 use serde::de::DeserializeOwned;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use crate::model::{
-    EventKey, Feed, FeedProblem, FeedState, GangKey, GangKind, ModelEvent, Object, ObjectKey, PodKey, QueueKey, QueueKind, Sym,
+    EventKey, Feed, FeedProblem, FeedState, GangKey, GangKind, ModelEvent, Object, ObjectKey, PodKey, QueueKey,
+    QueueKind, Sym,
 };
 
 use super::convert;
@@ -59,10 +60,14 @@ fn classify(d: &Described, e: &watcher::Error, since: i64) -> FeedState {
         Some(403) => FeedState::Unavailable(FeedProblem::Forbidden(format!(
             "RBAC: cannot list/watch {}; grant list and watch on it{}",
             d.resource,
-            if d.crd.is_none() && matches!(d.feed, Feed::Pods | Feed::Events) { ", or run with --namespace" } else { "" }
+            if d.crd.is_none() && matches!(d.feed, Feed::Pods | Feed::Events) {
+                ", or run with --namespace"
+            } else {
+                ""
+            }
         ))),
         Some(404) if d.crd.is_some() => FeedState::Unavailable(FeedProblem::Missing(format!(
-            "{} is not installed in this cluster ({})",
+            "{} are not installed in this cluster ({})",
             d.crd.unwrap_or(""),
             d.resource
         ))),
@@ -146,7 +151,15 @@ where
     }
 }
 
-fn dynamic(client: &Client, scope: &Scope, group: &str, version: &str, kind: &str, plural: &str, is_namespaced: bool) -> Api<DynamicObject> {
+fn dynamic(
+    client: &Client,
+    scope: &Scope,
+    group: &str,
+    version: &str,
+    kind: &str,
+    plural: &str,
+    is_namespaced: bool,
+) -> Api<DynamicObject> {
     let ar = ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural);
     match (&scope.namespace, is_namespaced) {
         (Some(ns), true) => Api::namespaced_with(client.clone(), ns, &ar),
@@ -156,6 +169,18 @@ fn dynamic(client: &Client, scope: &Scope, group: &str, version: &str, kind: &st
 
 fn json(o: &DynamicObject) -> Result<serde_json::Value, String> {
     serde_json::to_value(o).map_err(|e| e.to_string())
+}
+
+/// A custom resource kgpu watches.
+struct CrdFeed {
+    feed: Feed,
+    /// group, version, kind, plural
+    gvk: (&'static str, &'static str, &'static str, &'static str),
+    namespaced: bool,
+    resource: &'static str,
+    crd: &'static str,
+    convert: Convert<DynamicObject>,
+    key: Key<DynamicObject>,
 }
 
 /// Starts every watcher; each sends its feed's events to `tx`.
@@ -182,102 +207,109 @@ pub fn spawn_all(client: Client, scope: Scope, tx: mpsc::Sender<Vec<ModelEvent>>
         |e| convert::event(e).map(Object::Event),
         |e| {
             name_ns(e).map(|(name, ns)| {
-                ObjectKey::Event(EventKey { namespace: Sym::new(ns.as_deref().unwrap_or("")), name: name.as_str().into() })
+                ObjectKey::Event(EventKey {
+                    namespace: Sym::new(ns.as_deref().unwrap_or("")),
+                    name: name.as_str().into(),
+                })
             })
         },
         tx.clone(),
     )));
     let kueue = "the Kueue CRDs (kueue.x-k8s.io/v1beta2)";
     let volcano = "the Volcano CRDs (scheduling.volcano.sh/v1beta1)";
-    let crds: [(Feed, &str, &str, &str, &str, bool, &'static str, &'static str, Convert<DynamicObject>, Key<DynamicObject>); 6] = [
-        (
-            Feed::Workloads,
-            "kueue.x-k8s.io",
-            "v1beta2",
-            "Workload",
-            "workloads",
-            true,
-            "workloads.kueue.x-k8s.io",
-            kueue,
-            |o| json(o).and_then(|v| convert::workload(&v)).map(Object::Gang),
-            |o| {
+    let crds = [
+        CrdFeed {
+            feed: Feed::Workloads,
+            gvk: ("kueue.x-k8s.io", "v1beta2", "Workload", "workloads"),
+            namespaced: true,
+            resource: "workloads.kueue.x-k8s.io",
+            crd: kueue,
+            convert: |o| json(o).and_then(|v| convert::workload(&v)).map(Object::Gang),
+            key: |o| {
                 name_ns(o).map(|(n, ns)| {
-                    ObjectKey::Gang(GangKey { kind: GangKind::KueueWorkload, namespace: Sym::new(ns.as_deref().unwrap_or("default")), name: n.as_str().into() })
+                    ObjectKey::Gang(GangKey {
+                        kind: GangKind::KueueWorkload,
+                        namespace: Sym::new(ns.as_deref().unwrap_or("default")),
+                        name: n.as_str().into(),
+                    })
                 })
             },
-        ),
-        (
-            Feed::ClusterQueues,
-            "kueue.x-k8s.io",
-            "v1beta2",
-            "ClusterQueue",
-            "clusterqueues",
-            false,
-            "clusterqueues.kueue.x-k8s.io",
-            kueue,
-            |o| json(o).and_then(|v| convert::cluster_queue(&v)).map(Object::Queue),
-            |o| name_ns(o).map(|(n, _)| ObjectKey::Queue(QueueKey { kind: QueueKind::ClusterQueue, namespace: None, name: Sym::new(&n) })),
-        ),
-        (
-            Feed::LocalQueues,
-            "kueue.x-k8s.io",
-            "v1beta2",
-            "LocalQueue",
-            "localqueues",
-            true,
-            "localqueues.kueue.x-k8s.io",
-            kueue,
-            |o| json(o).and_then(|v| convert::local_queue(&v)).map(Object::Queue),
-            |o| {
-                name_ns(o).map(|(n, ns)| {
-                    ObjectKey::Queue(QueueKey { kind: QueueKind::LocalQueue, namespace: Some(Sym::new(ns.as_deref().unwrap_or("default"))), name: Sym::new(&n) })
+        },
+        CrdFeed {
+            feed: Feed::ClusterQueues,
+            gvk: ("kueue.x-k8s.io", "v1beta2", "ClusterQueue", "clusterqueues"),
+            namespaced: false,
+            resource: "clusterqueues.kueue.x-k8s.io",
+            crd: kueue,
+            convert: |o| json(o).and_then(|v| convert::cluster_queue(&v)).map(Object::Queue),
+            key: |o| {
+                name_ns(o).map(|(n, _)| {
+                    ObjectKey::Queue(QueueKey { kind: QueueKind::ClusterQueue, namespace: None, name: Sym::new(&n) })
                 })
             },
-        ),
-        (
-            Feed::ResourceFlavors,
-            "kueue.x-k8s.io",
-            "v1beta2",
-            "ResourceFlavor",
-            "resourceflavors",
-            false,
-            "resourceflavors.kueue.x-k8s.io",
-            kueue,
-            |o| json(o).and_then(|v| convert::resource_flavor(&v)).map(Object::Flavor),
-            |o| name_ns(o).map(|(n, _)| ObjectKey::Flavor(Sym::new(&n))),
-        ),
-        (
-            Feed::PodGroups,
-            "scheduling.volcano.sh",
-            "v1beta1",
-            "PodGroup",
-            "podgroups",
-            true,
-            "podgroups.scheduling.volcano.sh",
-            volcano,
-            |o| json(o).and_then(|v| convert::podgroup(&v)).map(Object::Gang),
-            |o| {
+        },
+        CrdFeed {
+            feed: Feed::LocalQueues,
+            gvk: ("kueue.x-k8s.io", "v1beta2", "LocalQueue", "localqueues"),
+            namespaced: true,
+            resource: "localqueues.kueue.x-k8s.io",
+            crd: kueue,
+            convert: |o| json(o).and_then(|v| convert::local_queue(&v)).map(Object::Queue),
+            key: |o| {
                 name_ns(o).map(|(n, ns)| {
-                    ObjectKey::Gang(GangKey { kind: GangKind::VolcanoPodGroup, namespace: Sym::new(ns.as_deref().unwrap_or("default")), name: n.as_str().into() })
+                    ObjectKey::Queue(QueueKey {
+                        kind: QueueKind::LocalQueue,
+                        namespace: Some(Sym::new(ns.as_deref().unwrap_or("default"))),
+                        name: Sym::new(&n),
+                    })
                 })
             },
-        ),
-        (
-            Feed::VolcanoQueues,
-            "scheduling.volcano.sh",
-            "v1beta1",
-            "Queue",
-            "queues",
-            false,
-            "queues.scheduling.volcano.sh",
-            volcano,
-            |o| json(o).and_then(|v| convert::volcano_queue(&v)).map(Object::Queue),
-            |o| name_ns(o).map(|(n, _)| ObjectKey::Queue(QueueKey { kind: QueueKind::VolcanoQueue, namespace: None, name: Sym::new(&n) })),
-        ),
+        },
+        CrdFeed {
+            feed: Feed::ResourceFlavors,
+            gvk: ("kueue.x-k8s.io", "v1beta2", "ResourceFlavor", "resourceflavors"),
+            namespaced: false,
+            resource: "resourceflavors.kueue.x-k8s.io",
+            crd: kueue,
+            convert: |o| json(o).and_then(|v| convert::resource_flavor(&v)).map(Object::Flavor),
+            key: |o| name_ns(o).map(|(n, _)| ObjectKey::Flavor(Sym::new(&n))),
+        },
+        CrdFeed {
+            feed: Feed::PodGroups,
+            gvk: ("scheduling.volcano.sh", "v1beta1", "PodGroup", "podgroups"),
+            namespaced: true,
+            resource: "podgroups.scheduling.volcano.sh",
+            crd: volcano,
+            convert: |o| json(o).and_then(|v| convert::podgroup(&v)).map(Object::Gang),
+            key: |o| {
+                name_ns(o).map(|(n, ns)| {
+                    ObjectKey::Gang(GangKey {
+                        kind: GangKind::VolcanoPodGroup,
+                        namespace: Sym::new(ns.as_deref().unwrap_or("default")),
+                        name: n.as_str().into(),
+                    })
+                })
+            },
+        },
+        CrdFeed {
+            feed: Feed::VolcanoQueues,
+            gvk: ("scheduling.volcano.sh", "v1beta1", "Queue", "queues"),
+            namespaced: false,
+            resource: "queues.scheduling.volcano.sh",
+            crd: volcano,
+            convert: |o| json(o).and_then(|v| convert::volcano_queue(&v)).map(Object::Queue),
+            key: |o| {
+                name_ns(o).map(|(n, _)| {
+                    ObjectKey::Queue(QueueKey { kind: QueueKind::VolcanoQueue, namespace: None, name: Sym::new(&n) })
+                })
+            },
+        },
     ];
-    for (feed, group, version, kind, plural, is_ns, resource, crd, conv, key) in crds {
-        let api = dynamic(&client, &scope, group, version, kind, plural, is_ns);
-        tasks.push(tokio::spawn(run(api, Described { feed, resource, crd: Some(crd) }, conv, key, tx.clone())));
+    for c in crds {
+        let (group, version, kind, plural) = c.gvk;
+        let api = dynamic(&client, &scope, group, version, kind, plural, c.namespaced);
+        let described = Described { feed: c.feed, resource: c.resource, crd: Some(c.crd) };
+        tasks.push(tokio::spawn(run(api, described, c.convert, c.key, tx.clone())));
     }
     // The model learns the time from here, once a second.
     tasks.push(tokio::spawn(async move {

@@ -1,0 +1,267 @@
+//! The live source against the real control plane: objects created through
+//! the API appear, updates and deletes propagate within seconds, an API
+//! server restart is shown and recovered from (deletes made meanwhile are
+//! not lost), a missing CRD and a forbidden feed are reported per feed.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic on broken fixtures
+
+mod support;
+
+use std::process::Command;
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+use kgpu::model::{Feed, FeedProblem, FeedState, GangKind, PodKey, Snapshot, SourceInfo, SourceKind, Sym};
+use kgpu::sources::kube::watch;
+use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
+use serde_json::{Value, json};
+use support::controlplane::ControlPlane;
+use support::kube::{client, eventually, gpu_node, gpu_pod, namespace, unique};
+use tokio::sync::watch as tokio_watch;
+
+/// kgpu's live source and model, in-process.
+async fn source(
+    cp: &ControlPlane,
+    kubeconfig: &std::path::Path,
+) -> (tokio_watch::Receiver<Arc<Snapshot>>, Vec<tokio::task::JoinHandle<()>>) {
+    let target = kgpu::sources::kube::client::Target { kubeconfig: Some(kubeconfig.to_path_buf()), context: None };
+    let (client, _) = kgpu::sources::kube::client::connect(&target).await.unwrap();
+    let (tx, rx) = tokio::sync::mpsc::channel(1024);
+    let (snapshots, model) =
+        kgpu::runtime::tui::spawn_model(SourceInfo { kind: SourceKind::Kube, name: cp.server.clone() }, rx);
+    let mut tasks = watch::spawn_all(client, watch::Scope::default(), tx);
+    tasks.push(model);
+    (snapshots, tasks)
+}
+
+async fn until(snapshots: &tokio_watch::Receiver<Arc<Snapshot>>, what: &str, check: impl Fn(&Snapshot) -> bool) {
+    eventually(what, Duration::from_secs(20), || {
+        let ok = check(&snapshots.borrow());
+        async move { ok.then_some(()) }
+    })
+    .await
+}
+
+fn kgpu_json(args: &[&str], kubeconfig: &std::path::Path) -> Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_kgpu"))
+        .args(args)
+        .arg("-o")
+        .arg("json")
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn feed_state(s: &Snapshot, f: Feed) -> Option<FeedState> {
+    s.feed(f).map(|x| x.state.clone())
+}
+
+#[tokio::test]
+async fn objects_updates_and_deletes_propagate() {
+    if !ControlPlane::enabled() {
+        return;
+    }
+    let cp = ControlPlane::shared();
+    let mut crds = cp.kueue_crds();
+    crds.extend(cp.volcano_crds());
+    cp.install_crds(&crds).unwrap();
+    let client = client(cp).await;
+    let (snapshots, _tasks) = source(cp, &cp.kubeconfig).await;
+
+    let node = unique("live-node");
+    gpu_node(&client, &node, 8, json!({"kgpu.test/pool": node}), json!([])).await;
+    let ns = unique("live");
+    namespace(&client, &ns).await;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
+    pods.create(&PostParams::default(), &gpu_pod("trainer", 4, json!({"nodeSelector": {"kgpu.test/pool": node}})))
+        .await
+        .unwrap();
+    let n = Sym::new(&node);
+    let key = PodKey::new(&ns, "trainer");
+    until(&snapshots, "node and pod appear", |s| s.nodes.contains_key(&n) && s.pods.contains_key(&key)).await;
+    assert_eq!(snapshots.borrow().nodes[&n].allocatable.gpu, 8);
+    // The real scheduler binds the pod: the binding shows up.
+    until(&snapshots, "pod bound", |s| s.pods.get(&key).is_some_and(|p| p.node == Some(n))).await;
+    // Cordon and a label change.
+    let nodes: Api<Node> = Api::all(client.clone());
+    nodes
+        .patch(&node, &PatchParams::default(), &Patch::Merge(json!({"spec": {"unschedulable": true}, "metadata": {"labels": {"nvidia.com/mig.config": "all-balanced"}}})))
+        .await
+        .unwrap();
+    until(&snapshots, "cordon and label", |s| {
+        s.nodes
+            .get(&n)
+            .is_some_and(|x| x.unschedulable && x.operator.mig_config.is_some_and(|c| c.as_str() == "all-balanced"))
+    })
+    .await;
+    // Kueue and Volcano objects.
+    let wl = kube::api::ApiResource::from_gvk_with_plural(
+        &kube::api::GroupVersionKind::gvk("kueue.x-k8s.io", "v1beta2", "Workload"),
+        "workloads",
+    );
+    let workloads: Api<DynamicObject> = Api::namespaced_with(client.clone(), &ns, &wl);
+    let w: DynamicObject = serde_json::from_value(json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+        "metadata": {"name": "job-train-1", "namespace": ns},
+        "spec": {"queueName": "research", "podSets": [{"name": "main", "count": 2, "template": {"spec": {"containers": [{"name": "c", "image": "x",
+            "resources": {"limits": {"nvidia.com/gpu": "8"}}}]}}}]}}))
+    .unwrap();
+    workloads.create(&PostParams::default(), &w).await.unwrap();
+    let pgr = kube::api::ApiResource::from_gvk_with_plural(
+        &kube::api::GroupVersionKind::gvk("scheduling.volcano.sh", "v1beta1", "PodGroup"),
+        "podgroups",
+    );
+    let podgroups: Api<DynamicObject> = Api::namespaced_with(client.clone(), &ns, &pgr);
+    let pg: DynamicObject =
+        serde_json::from_value(json!({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+        "metadata": {"name": "pg-1", "namespace": ns}, "spec": {"minMember": 4, "queue": "default"}}))
+        .unwrap();
+    podgroups.create(&PostParams::default(), &pg).await.unwrap();
+    until(&snapshots, "workload and podgroup", |s| {
+        s.gangs.keys().any(|k| k.kind == GangKind::KueueWorkload && &*k.name == "job-train-1")
+            && s.gangs.keys().any(|k| k.kind == GangKind::VolcanoPodGroup && &*k.name == "pg-1")
+    })
+    .await;
+    let g = snapshots.borrow().gangs.values().find(|g| &*g.name == "job-train-1").unwrap().clone();
+    assert_eq!(g.total_requests().gpu, 16);
+    // Deletes.
+    pods.delete("trainer", &DeleteParams { grace_period_seconds: Some(0), ..DeleteParams::default() }).await.unwrap();
+    workloads.delete("job-train-1", &DeleteParams::default()).await.unwrap();
+    until(&snapshots, "deletes", |s| !s.pods.contains_key(&key) && !s.gangs.keys().any(|k| &*k.name == "job-train-1"))
+        .await;
+
+    // The same through the binary, as a script would see it.
+    let doc = kgpu_json(&["snapshot"], &cp.kubeconfig);
+    assert_eq!(doc["source"]["kind"], "kube");
+    let row = doc["fleet"]["nodes"].as_array().unwrap().iter().find(|x| x["name"] == node.as_str()).unwrap();
+    assert_eq!(row["cordoned"], true);
+    assert!(row["issues"].to_string().contains("cordoned"));
+    assert!(doc["gangs"].as_array().unwrap().iter().any(|g| g["name"] == "pg-1" && g["kind"] == "PodGroup"));
+    assert_eq!(doc["feeds"]["kueue workloads"]["state"], "live");
+}
+
+#[tokio::test]
+async fn an_apiserver_restart_is_shown_and_recovered_from() {
+    if !ControlPlane::enabled() {
+        return;
+    }
+    // Its own control plane: the restart must not disturb other tests.
+    let cp = ControlPlane::start().unwrap();
+    let client = client(&cp).await;
+    let (snapshots, _tasks) = source(&cp, &cp.kubeconfig).await;
+    for name in ["keep", "doomed"] {
+        gpu_node(&client, name, 8, json!({}), json!([])).await;
+    }
+    until(&snapshots, "both nodes", |s| s.nodes.len() == 2).await;
+    until(&snapshots, "nodes live", |s| feed_state(s, Feed::Nodes) == Some(FeedState::Live)).await;
+
+    cp.stop_apiserver();
+    until(&snapshots, "the outage shown", |s| {
+        matches!(feed_state(s, Feed::Nodes), Some(FeedState::Reconnecting { .. }))
+    })
+    .await;
+    assert_eq!(snapshots.borrow().nodes.len(), 2, "stale data stays, with its age");
+    cp.start_apiserver().unwrap();
+    // Delete before kgpu's watcher has come back (it is still backing off).
+    let nodes: Api<Node> = Api::all(client.clone());
+    nodes.delete("doomed", &DeleteParams::default()).await.unwrap();
+    until(&snapshots, "recovered, without the node deleted meanwhile", |s| {
+        feed_state(s, Feed::Nodes) == Some(FeedState::Live)
+            && s.nodes.len() == 1
+            && s.nodes.contains_key(&Sym::new("keep"))
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn missing_crds_and_forbidden_feeds_are_reported_per_feed() {
+    if !ControlPlane::enabled() {
+        return;
+    }
+    // Without the CRDs: a control plane of its own.
+    let bare = ControlPlane::start().unwrap();
+    let doc = kgpu_json(&["snapshot"], &bare.kubeconfig);
+    assert_eq!(doc["feeds"]["kueue workloads"]["state"], "not installed", "{}", doc["feeds"]);
+    assert!(doc["feeds"]["kueue workloads"]["reason"].as_str().unwrap().contains("Kueue CRDs"));
+    assert_eq!(doc["feeds"]["volcano podgroups"]["state"], "not installed");
+    assert_eq!(doc["feeds"]["nodes"]["state"], "live");
+    let out = Command::new(env!("CARGO_BIN_EXE_kgpu"))
+        .args(["snapshot", "--pane", "queues", "--kubeconfig"])
+        .arg(&bare.kubeconfig)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("feed kueue clusterqueues: not installed"), "{text}");
+
+    // Forbidden: the viewer may read nodes, pods and events, not Kueue or Volcano.
+    let cp = ControlPlane::shared();
+    let mut crds = cp.kueue_crds();
+    crds.extend(cp.volcano_crds());
+    cp.install_crds(&crds).unwrap();
+    let client = client(cp).await;
+    let role: ClusterRole = serde_json::from_value(json!({"metadata": {"name": "kgpu-viewer"},
+        "rules": [{"apiGroups": [""], "resources": ["nodes", "pods", "events"], "verbs": ["get", "list", "watch"]}]}))
+    .unwrap();
+    let _ = Api::<ClusterRole>::all(client.clone()).create(&PostParams::default(), &role).await;
+    let binding: ClusterRoleBinding = serde_json::from_value(json!({"metadata": {"name": "kgpu-viewer"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "kgpu-viewer"},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "viewer"}]}))
+    .unwrap();
+    let _ = Api::<ClusterRoleBinding>::all(client.clone()).create(&PostParams::default(), &binding).await;
+    let node = unique("viewer-node");
+    gpu_node(&client, &node, 4, json!({}), json!([])).await;
+    let (snapshots, _tasks) = source(cp, &cp.viewer_kubeconfig).await;
+    until(&snapshots, "forbidden kueue feed, live nodes", |s| {
+        matches!(s.feed_problem(Feed::Workloads), Some(FeedProblem::Forbidden(_)))
+            && feed_state(s, Feed::Nodes) == Some(FeedState::Live)
+    })
+    .await;
+    let why = snapshots.borrow().feed_problem(Feed::Workloads).unwrap().describe().to_string();
+    assert!(why.contains("RBAC: cannot list/watch workloads.kueue.x-k8s.io"), "{why}");
+    let doc = kgpu_json(&["snapshot"], &cp.viewer_kubeconfig);
+    assert_eq!(doc["feeds"]["kueue workloads"]["state"], "forbidden");
+    assert_eq!(doc["feeds"]["pods"]["state"], "live");
+    assert!(
+        doc["fleet"]["nodes"].as_array().unwrap().iter().any(|n| n["name"] == node.as_str()),
+        "everything else works"
+    );
+}
+
+#[tokio::test]
+async fn the_tui_follows_the_cluster() {
+    if !ControlPlane::enabled() {
+        return;
+    }
+    let cp = ControlPlane::shared();
+    let client = client(cp).await;
+    let node = unique("tui-node");
+    gpu_node(&client, &node, 8, json!({}), json!([])).await;
+    let t = support::tmux::Tmux::start(200, 50, "live");
+    let bin = env!("CARGO_BIN_EXE_kgpu");
+    t.literal(&format!("{bin} --kubeconfig {} ; echo EXIT=$?", cp.kubeconfig.display()));
+    t.keys(&["Enter"]);
+    t.wait_for(&node);
+    let nodes: Api<Node> = Api::all(client.clone());
+    nodes.patch(&node, &PatchParams::default(), &Patch::Merge(json!({"spec": {"unschedulable": true}}))).await.unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let screen = t.screen();
+        if screen.lines().any(|l| l.contains(&node) && l.contains("cordon")) {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "cordon never shown:\n{screen}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    nodes.delete(&node, &DeleteParams::default()).await.unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while t.screen().contains(&node) {
+        assert!(std::time::Instant::now() < deadline, "deleted node still shown");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    t.keys(&["q"]);
+    t.wait_for("EXIT=0");
+}
