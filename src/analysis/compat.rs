@@ -16,9 +16,9 @@
 //!   requirement check refuses to start the container;
 //! - `unknown`: the driver or the need is not known.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
-use crate::model::{CudaNeed, CudaVersion, DriverVersion, Node, Pod, Sym, Timestamp};
+use crate::model::{CudaNeed, CudaVersion, DriverVersion, Node, Pod, PodKey, Sym, SymHash, SymMap, Timestamp};
 use crate::reference::cuda::tables;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -252,6 +252,17 @@ pub struct NodeFacts {
     pub product: Option<Sym>,
 }
 
+impl NodeFacts {
+    /// Equal for every verdict.
+    fn same_as(&self, other: &NodeFacts) -> bool {
+        self.driver == other.driver
+            && self.cuda == other.cuda
+            && self.brand == other.brand
+            && self.datacenter == other.datacenter
+            && self.product == other.product
+    }
+}
+
 pub fn node_facts(node: &Node) -> NodeFacts {
     let driver = node.gpu.driver.clone();
     let cuda = node.gpu.cuda_runtime.or_else(|| driver.as_ref().and_then(|d| tables().max_native_cuda(d)));
@@ -457,6 +468,25 @@ pub fn verdict(need: &Need, node: &NodeFacts, now: Timestamp) -> (Verdict, Strin
     (Verdict::Incompatible, format!("driver {driver} (CUDA {node_cuda}) is too old for CUDA {}{row}", need.cuda))
 }
 
+/// How many pods, and the first few by name: a detail view lists a screenful,
+/// and naming all of 100,000 pods costs more than the rest of the matrix.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Sample {
+    pub count: usize,
+    pub first: Vec<PodKey>,
+}
+
+impl Sample {
+    pub const KEPT: usize = 60;
+
+    fn add(&mut self, pod: &Pod) {
+        self.count += 1;
+        if self.first.len() < Sample::KEPT {
+            self.first.push(pod.key());
+        }
+    }
+}
+
 /// A matrix cell: one driver version × one CUDA need.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Cell {
@@ -464,9 +494,9 @@ pub struct Cell {
     pub nodes: Vec<Sym>,
     pub cuda: String,
     /// GPU pods with this need, anywhere.
-    pub workloads: Vec<String>,
+    pub workloads: Sample,
     /// Those of them placed on nodes with this driver.
-    pub placed: Vec<String>,
+    pub placed: Sample,
     pub verdict: Verdict,
     pub reason: String,
 }
@@ -476,7 +506,7 @@ pub struct Matrix {
     /// Driver versions (rows) with their nodes; `unknown` last.
     pub drivers: Vec<(String, Vec<Sym>)>,
     /// CUDA needs (columns) with their workloads.
-    pub needs: Vec<(String, Vec<String>)>,
+    pub needs: Vec<(String, Sample)>,
     pub cells: Vec<Cell>,
     /// GPU pods that say nothing about CUDA.
     pub unknown_need: usize,
@@ -487,6 +517,9 @@ impl Matrix {
         self.cells.iter().find(|c| c.driver == driver && c.cuda == cuda)
     }
 }
+
+/// A workload and the matrix row (driver) of its node, if placed.
+type RowAndPod<'a> = (Option<usize>, &'a Pod);
 
 pub fn matrix<'a>(
     nodes: impl Iterator<Item = &'a Node>,
@@ -499,17 +532,6 @@ pub fn matrix<'a>(
         let label = d.as_ref().map_or_else(|| "unknown".to_string(), |d| d.to_string());
         by_driver.entry((d, label)).or_default().push(n);
     }
-    let mut by_need: BTreeMap<(CudaVersion, String), (Need, Vec<&Pod>)> = BTreeMap::new();
-    let mut unknown_need = 0;
-    for p in pods.filter(|p| p.wants_gpu() && !p.phase.is_terminal()) {
-        match p.cuda.as_deref().and_then(need_of) {
-            Some(need) => {
-                by_need.entry((need.cuda, need.column())).or_insert_with(|| (need.clone(), Vec::new())).1.push(p);
-            }
-            None => unknown_need += 1,
-        }
-    }
-    let mut m = Matrix { unknown_need, ..Matrix::default() };
     // newest driver first, unknown last
     let mut rows: Vec<_> = by_driver.into_iter().collect();
     rows.sort_by(|a, b| match (&a.0.0, &b.0.0) {
@@ -518,31 +540,74 @@ pub fn matrix<'a>(
         (None, Some(_)) => std::cmp::Ordering::Greater,
         (None, None) => std::cmp::Ordering::Equal,
     });
+    let mut row_of: SymMap<usize> = SymMap::default();
+    for (r, (_, nodes)) in rows.iter().enumerate() {
+        row_of.extend(nodes.iter().map(|n| (n.name, r)));
+    }
+    // Pods of one image share one requirement: parse each distinct one once
+    // and collect its pods in that need's column, each with the row of its
+    // node (looked up now, while the pod is in cache).
+    let mut columns: Vec<(Need, Vec<RowAndPod>)> = Vec::new();
+    let mut column_of: HashMap<&CudaNeed, Option<usize>, SymHash> = HashMap::default();
+    let mut unknown_need = 0;
+    for p in pods.filter(|p| p.wants_gpu() && !p.phase.is_terminal()) {
+        let column = p.cuda.as_deref().and_then(|c| {
+            *column_of.entry(c).or_insert_with(|| {
+                let need = need_of(c)?;
+                columns.push((need, Vec::new()));
+                Some(columns.len() - 1)
+            })
+        });
+        match column {
+            Some(i) => columns[i].1.push((p.node.and_then(|n| row_of.get(&n).copied()), p)),
+            None => unknown_need += 1,
+        }
+    }
+    // Requirements that differ in text but not in meaning share a column.
+    let mut by_need: BTreeMap<(CudaVersion, String), (Need, Vec<RowAndPod>)> = BTreeMap::new();
+    for (need, pods) in columns {
+        by_need.entry((need.cuda, need.column())).or_insert_with(|| (need, Vec::new())).1.extend(pods);
+    }
+    let mut m = Matrix { unknown_need, ..Matrix::default() };
     for ((_, label), nodes) in &rows {
         m.drivers.push((label.clone(), nodes.iter().map(|n| n.name).collect()));
     }
-    for ((_, column), (_, pods)) in by_need.iter().rev() {
-        m.needs.push((column.clone(), pods.iter().map(|p| format!("{}/{}", p.namespace, p.name)).collect()));
-    }
-    for ((_, label), nodes) in &rows {
-        for ((_, column), (need, pods)) in by_need.iter().rev() {
+    // A row's nodes share a driver; their facts differ only by product.
+    let row_facts: Vec<Vec<NodeFacts>> = rows
+        .iter()
+        .map(|(_, nodes)| {
+            let mut distinct: Vec<NodeFacts> = Vec::new();
+            for n in nodes {
+                let facts = node_facts(n);
+                if !distinct.iter().any(|f| f.same_as(&facts)) {
+                    distinct.push(facts);
+                }
+            }
+            distinct
+        })
+        .collect();
+    for ((_, column), (need, pods)) in by_need.iter().rev() {
+        let mut workloads = Sample::default();
+        let mut placed: Vec<Sample> = vec![Sample::default(); rows.len()];
+        for (row, p) in pods {
+            workloads.add(p);
+            if let Some(r) = *row {
+                placed[r].add(p);
+            }
+        }
+        m.needs.push((column.clone(), workloads.clone()));
+        for (r, (((_, label), nodes), placed)) in rows.iter().zip(placed).enumerate() {
             // The worst verdict over the row's nodes (products may differ).
-            let (verdict, reason) = nodes
+            let (verdict, reason) = row_facts[r]
                 .iter()
-                .map(|n| verdict(need, &node_facts(n), now))
+                .map(|f| verdict(need, f, now))
                 .max_by_key(|(v, _)| *v)
                 .unwrap_or((Verdict::Unknown, String::new()));
-            let names: Vec<Sym> = nodes.iter().map(|n| n.name).collect();
-            let placed = pods
-                .iter()
-                .filter(|p| p.node.is_some_and(|n| names.contains(&n)))
-                .map(|p| format!("{}/{}", p.namespace, p.name))
-                .collect();
             m.cells.push(Cell {
                 driver: label.clone(),
-                nodes: names,
+                nodes: nodes.iter().map(|n| n.name).collect(),
                 cuda: column.clone(),
-                workloads: pods.iter().map(|p| format!("{}/{}", p.namespace, p.name)).collect(),
+                workloads: workloads.clone(),
                 placed,
                 verdict,
                 reason,

@@ -105,7 +105,7 @@ impl NodeReason {
 }
 
 /// What the pod (or one member of a gang) asks of a node.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Shape<'a> {
     pub requests: &'a Resources,
     pub tolerations: &'a [Toleration],
@@ -114,6 +114,16 @@ pub struct Shape<'a> {
 }
 
 impl<'a> Shape<'a> {
+    /// The constraints that decide placement (not the amounts): pods that
+    /// share them share every static verdict.
+    pub fn placement_key(&self) -> PlacementKey {
+        PlacementKey {
+            tolerations: self.tolerations.into(),
+            node_selector: self.node_selector.into(),
+            affinity: self.affinity.into(),
+        }
+    }
+
     pub fn of(pod: &'a Pod) -> Shape<'a> {
         Shape {
             requests: &pod.requests,
@@ -122,6 +132,14 @@ impl<'a> Shape<'a> {
             affinity: &pod.affinity,
         }
     }
+}
+
+/// Owned placement constraints, a memo key (see [`Shape::placement_key`]).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct PlacementKey {
+    tolerations: Box<[Toleration]>,
+    node_selector: Box<[(Sym, Sym)]>,
+    affinity: Box<[NodeSelectorTerm]>,
 }
 
 pub fn tolerates(tolerations: &[Toleration], taint: &Taint) -> bool {
@@ -135,7 +153,21 @@ fn is_not_ready_taint(t: &Taint) -> bool {
 /// Every reason `node` (already holding `used`) cannot take `shape`, in
 /// scheduler filter order. Empty means it fits.
 pub fn verdicts(shape: &Shape<'_>, node: &Node, used: &Tally) -> Vec<NodeReason> {
+    let mut reasons = placement_verdicts(shape, node);
+    reasons.extend(resource_shortfalls(shape.requests, node, used));
+    reasons
+}
+
+/// The reasons that do not depend on what the node already runs: cordon,
+/// taints, readiness, selector and affinity. Preemption cannot fix these.
+pub fn placement_verdicts(shape: &Shape<'_>, node: &Node) -> Vec<NodeReason> {
     let mut reasons = Vec::new();
+    placement_verdicts_into(shape, node, &mut reasons);
+    reasons
+}
+
+/// [`placement_verdicts`], appended to `reasons`.
+pub fn placement_verdicts_into(shape: &Shape<'_>, node: &Node, reasons: &mut Vec<NodeReason>) {
     if node.unschedulable {
         let cordon = Taint::new(keys::TAINT_UNSCHEDULABLE, "", TaintEffect::NoSchedule);
         if !tolerates(shape.tolerations, &cordon) {
@@ -167,22 +199,20 @@ pub fn verdicts(shape: &Shape<'_>, node: &Node, used: &Tally) -> Vec<NodeReason>
     if !affinity_matches(shape.affinity, node) {
         reasons.push(NodeReason::AffinityMismatch);
     }
-    reasons.extend(resource_shortfalls(shape.requests, node, used));
-    reasons
 }
 
 /// The reasons the real scheduler would print for this node: those of the
 /// first failing filter only (it stops at the first failure per node).
 pub fn scheduler_view(reasons: &[NodeReason]) -> Vec<NodeReason> {
-    let Some(first) = reasons.iter().map(|r| r.filter()).min() else {
-        return Vec::new();
-    };
-    let mut out: Vec<NodeReason> = reasons.iter().filter(|r| r.filter() == first).cloned().collect();
+    first_filter_reasons(reasons).cloned().collect()
+}
+
+/// [`scheduler_view`] without allocating.
+pub fn first_filter_reasons(reasons: &[NodeReason]) -> impl Iterator<Item = &NodeReason> {
+    let first = reasons.iter().map(|r| r.filter()).min();
     // One NodeAffinity message covers selector and affinity.
-    if first == Filter::NodeAffinity {
-        out.truncate(1);
-    }
-    out
+    let keep = if first == Some(Filter::NodeAffinity) { 1 } else { usize::MAX };
+    reasons.iter().filter(move |r| Some(r.filter()) == first).take(keep)
 }
 
 pub fn selector_matches(selector: &[(Sym, Sym)], node: &Node) -> bool {
@@ -225,17 +255,25 @@ fn requirement_matches(op: SelectorOperator, values: &[Sym], value: Option<Sym>)
 /// NodeResourcesFit: every requested resource must fit in allocatable − used.
 pub fn resource_shortfalls(requests: &Resources, node: &Node, used: &Tally) -> Vec<NodeReason> {
     let mut reasons = Vec::new();
+    resource_shortfalls_into(requests, node, used, &mut reasons);
+    reasons
+}
+
+/// [`resource_shortfalls`] into a caller's buffer (cleared first), for loops over every node.
+pub fn resource_shortfalls_into(requests: &Resources, node: &Node, used: &Tally, reasons: &mut Vec<NodeReason>) {
+    reasons.clear();
     let free = |name: &str, alloc: u64| alloc.saturating_sub(used.get(name));
-    if node.allocatable.pods > 0 && free("pods", node.allocatable.pods) < 1 {
+    let a = &node.allocatable;
+    if a.pods > 0 && a.pods <= used.pods {
         reasons.push(NodeReason::InsufficientPods);
     }
-    if requests.cpu_milli > free("cpu", node.allocatable.cpu_milli) {
+    if requests.cpu_milli > a.cpu_milli.saturating_sub(used.cpu_milli) {
         reasons.push(NodeReason::InsufficientCpu);
     }
-    if requests.memory > free("memory", node.allocatable.memory) {
+    if requests.memory > a.memory.saturating_sub(used.memory) {
         reasons.push(NodeReason::InsufficientMemory);
     }
-    if requests.gpu > free(keys::RESOURCE_GPU, node.allocatable.gpu) {
+    if requests.gpu > a.gpu.saturating_sub(used.gpu) {
         let silent_plugin = node.allocatable.gpu == 0
             && node.allocatable.mig_total() == 0
             && node.hardware_gpus().is_some_and(|n| n > 0);
@@ -250,7 +288,6 @@ pub fn resource_shortfalls(requests: &Resources, node: &Node, used: &Tally) -> V
             None => NodeReason::InsufficientOther(*name),
         });
     }
-    reasons
 }
 
 #[cfg(test)]

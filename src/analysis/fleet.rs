@@ -196,10 +196,9 @@ fn black_hole(index: &Index<'_>, node: &Node, t: &Thresholds) -> Option<String> 
         return None;
     }
     let failed = index
-        .snap
-        .pods
-        .values()
-        .filter(|p| p.node == Some(node.name) && p.wants_gpu() && p.phase == PodPhase::Failed)
+        .failed_on(node.name)
+        .iter()
+        .filter(|p| p.wants_gpu())
         .filter(|p| index.now - p.transitioned <= t.black_hole_window)
         .filter(|p| p.reason.is_some_and(|r| r.as_str() == "UnexpectedAdmissionError"))
         .count();
@@ -298,21 +297,12 @@ pub fn totals(nodes: &[NodeSummary], stranded: u64) -> Totals {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::testing::{node, pod};
-    use crate::model::{Cluster, ModelEvent, Object, SourceInfo, SourceKind};
-
-    fn snapshot(nodes: Vec<Node>, pods: Vec<crate::model::Pod>, now: Timestamp) -> crate::model::Snapshot {
-        let mut c = Cluster::new(SourceInfo { kind: SourceKind::Demo, name: "t".into() });
-        c.apply(ModelEvent::Clock(now));
-        c.apply_all(nodes.into_iter().map(|n| ModelEvent::Upsert(Object::Node(n))));
-        c.apply_all(pods.into_iter().map(|p| ModelEvent::Upsert(Object::Pod(p))));
-        c.snapshot()
-    }
+    use crate::analysis::testing::{node, pod, snapshot};
 
     #[test]
     fn silent_device_plugin_is_flagged() {
         // plugin-crash: 8 GPUs in hardware (GFD gpu.count=8), 0 allocatable
-        let snap = snapshot(vec![node("g1").hardware(8).build()], vec![], 0);
+        let snap = snapshot(vec![node("g1").hardware(8).build()], vec![], vec![], 0);
         let index = Index::build(&snap, 0);
         let s = summarize(&index, &Thresholds::default());
         assert_eq!(s[0].hardware, Some(8));
@@ -323,7 +313,7 @@ mod tests {
     #[test]
     fn one_unhealthy_gpu_of_eight_is_seven_advertised() {
         // describe-node-xid79-7-of-8-allocatable.txt: capacity and allocatable 7, 8 in hardware
-        let snap = snapshot(vec![node("g1").gpus(7).label("nvidia.com/gpu.count", "8").build()], vec![], 0);
+        let snap = snapshot(vec![node("g1").gpus(7).label("nvidia.com/gpu.count", "8").build()], vec![], vec![], 0);
         let index = Index::build(&snap, 0);
         let s = summarize_node(&index, index.snap.nodes.values().next().unwrap(), &Thresholds::default());
         assert_eq!(s.gpu_unadvertised, 1);
@@ -334,7 +324,7 @@ mod tests {
     fn mixed_mig_nodes_are_not_flagged() {
         // describe-node-dgx-h100-mig-mixed-ocp.txt: gpu 0, mig-1g.10gb 16, mig-2g.20gb 8, mig-3g.40gb 8
         let n = node("dgx").hardware(8).mig("1g.10gb", 16).mig("2g.20gb", 8).mig("3g.40gb", 8).build();
-        let snap = snapshot(vec![n], vec![], 0);
+        let snap = snapshot(vec![n], vec![], vec![], 0);
         let index = Index::build(&snap, 0);
         let s = summarize(&index, &Thresholds::default());
         assert!(!s[0].has(IssueCode::DevicePluginNotAdvertising));
@@ -351,7 +341,7 @@ mod tests {
                 .transitioned(1000 - i as i64 * 60)
                 .build()
         };
-        let snap = snapshot(vec![node("bh").gpus(8).build()], (0..5).map(failed).collect(), 1000);
+        let snap = snapshot(vec![node("bh").gpus(8).build()], (0..5).map(failed).collect(), vec![], 1000);
         let index = Index::build(&snap, 1000);
         let s = summarize(&index, &Thresholds::default());
         assert!(s[0].has(IssueCode::BlackHole), "{:?}", s[0].issues);
@@ -363,6 +353,7 @@ mod tests {
         let snap = snapshot(
             vec![node("a").gpus(8).build(), node("b").gpus(8).cordoned().build()],
             vec![pod("p").gpus(3).on("a").running().build()],
+            vec![],
             0,
         );
         let index = Index::build(&snap, 0);

@@ -25,7 +25,7 @@ use crate::model::{
     Gang, GangKey, Labels, Node, NodeSelectorTerm, Pod, PodKey, PodPhase, Resources, Sym, Timestamp, Toleration, keys,
 };
 
-use super::fit::{self, Filter, Shape};
+use super::fit::{self, PlacementKey, Shape};
 use super::index::Index;
 use super::tally::Tally;
 
@@ -71,6 +71,25 @@ impl Demand {
     pub fn is_pending(&self) -> bool {
         self.source != ShapeSource::Canonical
     }
+
+    /// Demands with equal keys get the same answer from every per-node
+    /// computation; a fleet's pending pods share a few dozen keys.
+    pub fn key(&self) -> DemandKey {
+        DemandKey {
+            requests: self.requests.clone(),
+            placement: self.shape().placement_key(),
+            pods: self.pods,
+            pending: self.is_pending(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct DemandKey {
+    requests: Resources,
+    placement: PlacementKey,
+    pods: u32,
+    pending: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -227,11 +246,11 @@ pub fn canonical_demands() -> Vec<Demand> {
 
 /// Pods of `demand` that fit on `node` given `used`, 0 if it may not run there.
 pub fn slots(demand: &Demand, node: &Node, used: &Tally) -> u64 {
-    let shape = demand.shape();
-    let blocked = fit::verdicts(&shape, node, &Tally::default()).iter().any(|r| r.filter() != Filter::NodeResourcesFit);
-    if blocked {
-        return 0;
-    }
+    if fit::placement_verdicts(&demand.shape(), node).is_empty() { room(demand, node, used) } else { 0 }
+}
+
+/// Pods of `demand` that fit in `node`'s free resources, placement aside.
+pub fn room(demand: &Demand, node: &Node, used: &Tally) -> u64 {
     let free = |name: &str, alloc: u64| alloc.saturating_sub(used.get(name));
     let mut n = u64::MAX;
     let mut limit = |have: u64, need: u64| {
@@ -240,14 +259,15 @@ pub fn slots(demand: &Demand, node: &Node, used: &Tally) -> u64 {
         }
     };
     let r = &demand.requests;
-    limit(free("cpu", node.allocatable.cpu_milli), r.cpu_milli);
-    limit(free("memory", node.allocatable.memory), r.memory);
-    if node.allocatable.pods > 0 {
-        limit(free("pods", node.allocatable.pods), 1);
+    let a = &node.allocatable;
+    limit(a.cpu_milli.saturating_sub(used.cpu_milli), r.cpu_milli);
+    limit(a.memory.saturating_sub(used.memory), r.memory);
+    if a.pods > 0 {
+        limit(a.pods.saturating_sub(used.pods), 1);
     }
-    limit(free(keys::RESOURCE_GPU, node.allocatable.gpu), r.gpu);
+    limit(a.gpu.saturating_sub(used.gpu), r.gpu);
     for (name, amount) in r.extended.iter() {
-        limit(free(name.as_str(), node.allocatable.get(name.as_str())), *amount);
+        limit(free(name.as_str(), a.get(name.as_str())), *amount);
     }
     if n == u64::MAX { 0 } else { n }
 }
@@ -259,41 +279,48 @@ fn unit_size(d: &Demand) -> u64 {
     }
 }
 
-fn free_units(index: &Index<'_>, d: &Demand, node: &Node) -> u64 {
-    match d.mig_profile {
-        Some(p) => index.free_mig(node, p.as_str()),
-        None => index.free_gpus(node),
-    }
-}
-
 pub fn analyze(index: &Index<'_>) -> Fragmentation {
     let pending = pending_demands(index);
-    let schedulable: Vec<&Node> = index.nodes().filter(|n| Index::schedulable(n)).collect();
+    let nodes = index.node_list();
 
     let mut shapes = Vec::new();
-    let mut usable_by_node: HashMap<Sym, u64> = HashMap::new();
-    let mut eligible_nodes: HashSet<Sym> = HashSet::new();
-    for demand in pending.iter().cloned().chain(canonical_demands()) {
-        let size = unit_size(&demand);
-        let mut largest = 0;
-        let mut usable = 0;
-        let mut stranded = 0;
-        for node in &schedulable {
-            // Only nodes this shape may use at all, and that are big enough
-            // for one pod when empty: elsewhere a free GPU is idle, not stranded.
-            if slots(&demand, node, &Tally::default()) == 0 {
-                continue;
+    // Per node (by position): may some pending whole-GPU shape use it, and
+    // the most free GPUs any of them can use there.
+    let mut usable_by_node: Vec<Option<u64>> = vec![None; nodes.len()];
+    // (largest gang, usable, stranded) per distinct demand key.
+    let mut seen: HashMap<DemandKey, (u64, u64, u64)> = HashMap::new();
+    let empty = Tally::default();
+    for demand in pending.into_iter().chain(canonical_demands()) {
+        let key = demand.key();
+        let (largest, usable, stranded) = match seen.get(&key) {
+            Some(found) => *found,
+            None => {
+                let size = unit_size(&demand);
+                let placement = index.placement(&demand.shape());
+                let (mut largest, mut usable, mut stranded) = (0, 0, 0);
+                for (i, ((node, used), blockers)) in index.nodes_with_usage().zip(placement.iter()).enumerate() {
+                    // Only nodes this shape may use at all, and that are big enough
+                    // for one pod when empty: elsewhere a free GPU is idle, not stranded.
+                    if !Index::schedulable(node) || !blockers.is_empty() || room(&demand, node, &empty) == 0 {
+                        continue;
+                    }
+                    let s = room(&demand, node, used);
+                    let free = match demand.mig_profile {
+                        Some(p) => index.free_mig(node, p.as_str()),
+                        None => node.allocatable.gpu.saturating_sub(used.gpu),
+                    };
+                    largest += s;
+                    usable += s * size;
+                    stranded += free.saturating_sub(s * size);
+                    if demand.is_pending() && demand.mig_profile.is_none() {
+                        let e = usable_by_node[i].get_or_insert(0);
+                        *e = (*e).max(s * size);
+                    }
+                }
+                seen.insert(key, (largest, usable, stranded));
+                (largest, usable, stranded)
             }
-            let s = slots(&demand, node, index.used(node.name));
-            largest += s;
-            usable += s * size;
-            stranded += free_units(index, &demand, node).saturating_sub(s * size);
-            if demand.is_pending() && demand.mig_profile.is_none() {
-                eligible_nodes.insert(node.name);
-                let e = usable_by_node.entry(node.name).or_default();
-                *e = (*e).max(s * size);
-            }
-        }
+        };
         shapes.push(ShapeFit {
             fits_now: largest >= demand.pods as u64,
             usable_free: usable,
@@ -306,14 +333,17 @@ pub fn analyze(index: &Index<'_>) -> Fragmentation {
     let mut stranded_by_node = BTreeMap::new();
     let mut free_total = 0;
     let mut free_on_whole_nodes = 0;
-    for node in &schedulable {
-        let free = index.free_gpus(node);
+    for ((node, used), usable) in index.nodes_with_usage().zip(usable_by_node) {
+        if !Index::schedulable(node) {
+            continue;
+        }
+        let free = node.allocatable.gpu.saturating_sub(used.gpu);
         free_total += free;
         if free > 0 && free == node.allocatable.gpu {
             free_on_whole_nodes += free;
         }
-        if eligible_nodes.contains(&node.name) {
-            let stranded = free.saturating_sub(usable_by_node.get(&node.name).copied().unwrap_or(0));
+        if let Some(usable) = usable {
+            let stranded = free.saturating_sub(usable);
             if stranded > 0 {
                 stranded_by_node.insert(node.name, stranded);
             }
@@ -328,6 +358,14 @@ pub fn analyze(index: &Index<'_>) -> Fragmentation {
 /// The best option so far: (pods moved, GPU-hours, node freed, moves per unit).
 type Candidate<'a> = (usize, f64, Sym, Vec<(Vec<&'a Pod>, Option<String>, Vec<Sym>)>);
 
+/// On a big fleet, each step weighs only this many source nodes: those
+/// closest to one more slot for the target. Smaller fleets are searched whole.
+const SEARCH_WIDTH: usize = 64;
+/// Emptying more nodes than this is a rebalancing, not a defragmentation.
+pub const MAX_NODES_FREED: usize = 16;
+/// Units per source node whose subsets are tried (2^10 subsets at most).
+const UNITS_TRIED: usize = 10;
+
 /// A unit that moves as one: a lone pod, or every member of a running gang.
 struct Unit<'a> {
     pods: Vec<&'a Pod>,
@@ -341,14 +379,11 @@ fn pod_gpu_hours(pod: &Pod, now: Timestamp) -> f64 {
     gpus * hours
 }
 
-fn demand_name(index: &Index<'_>, d: &Demand) -> String {
+fn demand_name(d: &Demand) -> String {
     match &d.source {
         ShapeSource::Gang(k) => format!("{} {}/{}", k.kind.kind_name(), k.namespace, k.name),
         ShapeSource::Pod(k) => format!("Pod {}/{}", k.namespace, k.name),
-        ShapeSource::Canonical => {
-            let _ = index;
-            "canonical shape".into()
-        }
+        ShapeSource::Canonical => "canonical shape".into(),
     }
 }
 
@@ -373,18 +408,18 @@ pub fn plan(index: &Index<'_>, shapes: &[ShapeFit]) -> Plan {
     let demand = &target.demand;
     let g = demand.gpus_per_pod;
     let mut result = Plan {
-        target: Some(demand_name(index, demand)),
+        target: Some(demand_name(demand)),
         target_shape: Some(demand.label()),
         status: PlanStatus::Impossible(String::new()),
         steps: Vec::new(),
         gpu_hours: 0.0,
         nodes_freed: Vec::new(),
     };
-    let schedulable: Vec<&Node> = index.nodes().filter(|n| Index::schedulable(n)).collect();
+    let mut fleet = Workspace::new(index, demand);
     // Nodes the target may use at all, with room for at least one pod when empty.
-    let eligible: Vec<&Node> =
-        schedulable.iter().copied().filter(|n| slots(demand, n, &Tally::default()) > 0).collect();
-    let capacity: u64 = eligible.iter().map(|n| slots(demand, n, &Tally::default())).sum();
+    let empty = Tally::default();
+    let eligible: Vec<&Node> = fleet.target_may_use.iter().map(|&i| fleet.nodes[i]).collect();
+    let capacity: u64 = eligible.iter().map(|n| room(demand, n, &empty)).sum();
     if capacity < demand.pods as u64 {
         result.status = PlanStatus::Impossible(format!(
             "even an empty fleet has room for only {capacity} of {} pod(s) of {} GPU(s) on nodes this work may use",
@@ -393,10 +428,7 @@ pub fn plan(index: &Index<'_>, shapes: &[ShapeFit]) -> Plan {
         return result;
     }
 
-    // Working copy of usage per node.
-    let mut used: HashMap<Sym, Tally> = index.nodes().map(|n| (n.name, index.used(n.name).clone())).collect();
-    let slots_now = |used: &HashMap<Sym, Tally>, n: &Node| slots(demand, n, &used[&n.name]);
-    let mut have: u64 = eligible.iter().map(|n| slots_now(&used, n)).sum();
+    let mut have: u64 = eligible.iter().map(|n| fleet.target_room(n.name)).sum();
     let need = demand.pods as u64;
     let mut moved: HashSet<PodKey> = HashSet::new();
     let mut freed_nodes = Vec::new();
@@ -404,19 +436,23 @@ pub fn plan(index: &Index<'_>, shapes: &[ShapeFit]) -> Plan {
     let mut reserved: HashSet<Sym> = HashSet::new();
 
     while have < need {
+        if freed_nodes.len() >= MAX_NODES_FREED {
+            result.status = PlanStatus::Impossible(format!(
+                "{have} of {need} slot(s) after emptying {MAX_NODES_FREED} nodes: this needs a rebalancing (drain whole nodes or add capacity), not a defragmentation"
+            ));
+            result.steps.clear();
+            result.gpu_hours = 0.0;
+            return result;
+        }
+        let sources = fleet.sources(&eligible, &moved);
         // Best single-node option: the cheapest set of units whose moves
         // raise that node's slots by at least one.
         let mut best: Option<Candidate> = None;
-        for node in &eligible {
-            let units = movable_units(index, node.name, &moved);
-            if units.is_empty() {
-                continue;
-            }
-            let current = slots_now(&used, node);
-            // Try subsets of the (at most 10) cheapest units.
+        for (node, units) in sources {
+            let current = fleet.target_room(node.name);
             let mut candidates: Vec<&Unit> = units.iter().collect();
             candidates.sort_by(|a, b| a.gpu_hours.total_cmp(&b.gpu_hours));
-            candidates.truncate(10);
+            candidates.truncate(UNITS_TRIED);
             let n = candidates.len();
             for mask in 1u32..(1 << n) {
                 let chosen: Vec<&Unit> = (0..n).filter(|i| mask & (1 << i) != 0).map(|i| candidates[i]).collect();
@@ -427,23 +463,18 @@ pub fn plan(index: &Index<'_>, shapes: &[ShapeFit]) -> Plan {
                 {
                     continue;
                 }
-                let mut trial = used.clone();
-                for u in &chosen {
-                    for p in &u.pods {
-                        if let Some(pn) = p.node
-                            && let Some(t) = trial.get_mut(&pn)
-                        {
-                            subtract(t, &p.requests);
-                        }
-                    }
+                // Usage that differs from the fleet's during this trial.
+                let mut trial: HashMap<Sym, Tally> = HashMap::new();
+                let mut source = fleet.used(node.name).clone();
+                for p in chosen.iter().flat_map(|u| &u.pods) {
+                    subtract(&mut source, &p.requests);
                 }
-                if slots_now(&trial, node) <= current {
+                if room(demand, node, &source) <= current {
                     continue;
                 }
+                trial.insert(node.name, source);
                 // Every moved pod must land elsewhere without costing the target a slot.
-                let mut blocked = reserved.clone();
-                blocked.insert(node.name);
-                let Some(destinations) = place_units(index, demand, &chosen, &mut trial, &blocked) else {
+                let Some(destinations) = fleet.place(&chosen, &mut trial, &reserved, node.name) else {
                     continue;
                 };
                 let plan_units =
@@ -462,12 +493,9 @@ pub fn plan(index: &Index<'_>, shapes: &[ShapeFit]) -> Plan {
         for (pods, gang, destinations) in units {
             for (pod, to) in pods.into_iter().zip(destinations) {
                 let from = pod.node.unwrap_or(node_name);
-                if let Some(t) = used.get_mut(&from) {
-                    subtract(t, &pod.requests);
-                }
-                if let Some(t) = used.get_mut(&to) {
-                    t.add_pod(&pod.requests);
-                }
+                have -= fleet.target_room(from) + fleet.target_room(to);
+                fleet.move_pod(pod, from, to);
+                have += fleet.target_room(from) + fleet.target_room(to);
                 let hours = pod_gpu_hours(pod, index.now);
                 result.gpu_hours += hours;
                 moved.insert(pod.key());
@@ -486,11 +514,180 @@ pub fn plan(index: &Index<'_>, shapes: &[ShapeFit]) -> Plan {
         if !freed_nodes.contains(&node_name) {
             freed_nodes.push(node_name);
         }
-        have = eligible.iter().map(|n| slots_now(&used, n)).sum();
     }
     result.status = PlanStatus::Found;
     result.nodes_freed = freed_nodes;
     result
+}
+
+/// The planner's view of the fleet as moves are committed: usage per node,
+/// schedulable nodes by free GPUs (for best-fit destinations), and which
+/// nodes the target may use.
+struct Workspace<'i, 'a> {
+    index: &'i Index<'a>,
+    target: &'i Demand,
+    nodes: &'i [&'a Node],
+    position: HashMap<Sym, usize>,
+    used: Vec<Tally>,
+    /// Schedulable nodes by free GPUs, then name.
+    by_free: BTreeMap<u64, std::collections::BTreeSet<Sym>>,
+    /// Positions of nodes the target may use and could hold one pod of when empty.
+    target_may_use: Vec<usize>,
+    target_ok: Vec<bool>,
+}
+
+impl<'i, 'a> Workspace<'i, 'a> {
+    fn new(index: &'i Index<'a>, target: &'i Demand) -> Self {
+        let nodes = index.node_list();
+        let placement = index.placement(&target.shape());
+        let empty = Tally::default();
+        let target_ok: Vec<bool> = nodes
+            .iter()
+            .zip(placement.iter())
+            .map(|(n, blockers)| Index::schedulable(n) && blockers.is_empty() && room(target, n, &empty) > 0)
+            .collect();
+        let mut by_free: BTreeMap<u64, std::collections::BTreeSet<Sym>> = BTreeMap::new();
+        for n in nodes.iter().filter(|n| Index::schedulable(n)) {
+            by_free.entry(index.free_gpus(n)).or_default().insert(n.name);
+        }
+        Workspace {
+            index,
+            target,
+            nodes,
+            position: nodes.iter().enumerate().map(|(i, n)| (n.name, i)).collect(),
+            used: nodes.iter().map(|n| index.used(n.name).clone()).collect(),
+            by_free,
+            target_may_use: (0..nodes.len()).filter(|&i| target_ok[i]).collect(),
+            target_ok,
+        }
+    }
+
+    fn used(&self, node: Sym) -> &Tally {
+        self.position.get(&node).map_or(self.index.used(node), |&i| &self.used[i])
+    }
+
+    /// Target pods the node has room for now (0 where it may not run).
+    fn target_room(&self, node: Sym) -> u64 {
+        match self.position.get(&node) {
+            Some(&i) if self.target_ok[i] => room(self.target, self.nodes[i], &self.used[i]),
+            _ => 0,
+        }
+    }
+
+    fn free_gpus(&self, i: usize) -> u64 {
+        self.nodes[i].allocatable.gpu.saturating_sub(self.used[i].gpu)
+    }
+
+    fn move_pod(&mut self, pod: &Pod, from: Sym, to: Sym) {
+        for (node, leaving) in [(from, true), (to, false)] {
+            let Some(&i) = self.position.get(&node) else { continue };
+            let schedulable = Index::schedulable(self.nodes[i]);
+            if schedulable {
+                let before = self.free_gpus(i);
+                if let Some(set) = self.by_free.get_mut(&before) {
+                    set.remove(&node);
+                }
+            }
+            if leaving {
+                subtract(&mut self.used[i], &pod.requests);
+            } else {
+                self.used[i].add_pod(&pod.requests);
+            }
+            if schedulable {
+                self.by_free.entry(self.free_gpus(i)).or_default().insert(node);
+            }
+        }
+    }
+
+    /// Source nodes worth trying, with their movable work, in name order:
+    /// all of them on a small fleet, else the closest to one more slot.
+    fn sources(&self, eligible: &[&'a Node], moved: &HashSet<PodKey>) -> Vec<(&'a Node, Vec<Unit<'a>>)> {
+        let g = self.target.gpus_per_pod.max(1);
+        let mut ranked: Vec<(u64, &'a Node)> = eligible
+            .iter()
+            .map(|n| {
+                let free = n.allocatable.gpu.saturating_sub(self.used(n.name).gpu);
+                let next_slot = (self.target_room(n.name) + 1) * g;
+                (next_slot.saturating_sub(free), *n)
+            })
+            .collect();
+        if ranked.len() > SEARCH_WIDTH {
+            ranked.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.name.cmp(&b.1.name)));
+        }
+        let mut out = Vec::new();
+        for (_, node) in ranked {
+            let units = movable_units(self.index, node.name, moved);
+            if units.is_empty() {
+                continue;
+            }
+            out.push((node, units));
+            if out.len() == SEARCH_WIDTH {
+                break;
+            }
+        }
+        out.sort_by_key(|(node, _)| node.name);
+        out
+    }
+
+    /// Finds a destination for every pod of every unit (best fit: the
+    /// fullest node that takes it), never on `reserved` nodes or the source,
+    /// and never costing the target a slot. Records the landings in `trial`.
+    fn place(
+        &self,
+        units: &[&Unit],
+        trial: &mut HashMap<Sym, Tally>,
+        reserved: &HashSet<Sym>,
+        source: Sym,
+    ) -> Option<Vec<Vec<Sym>>> {
+        let mut all = Vec::new();
+        for unit in units {
+            let mut dests = Vec::new();
+            for pod in &unit.pods {
+                let placement = self.index.placement(&Shape::of(pod));
+                let takes = |i: usize, used: &Tally| {
+                    let node = self.nodes[i];
+                    if reserved.contains(&node.name) || node.name == source || Some(node.name) == pod.node {
+                        return false;
+                    }
+                    if !placement[i].is_empty() || !fit::resource_shortfalls(&pod.requests, node, used).is_empty() {
+                        return false;
+                    }
+                    if !self.target_ok[i] {
+                        return true;
+                    }
+                    let mut after = used.clone();
+                    after.add_pod(&pod.requests);
+                    room(self.target, node, &after) >= room(self.target, node, used)
+                };
+                // The fullest untouched node that takes it...
+                let untouched = self
+                    .by_free
+                    .range(pod.requests.gpu..)
+                    .flat_map(|(free, names)| names.iter().map(move |n| (*free, *n)))
+                    .filter(|(_, n)| !trial.contains_key(n))
+                    .find(|(_, n)| self.position.get(n).is_some_and(|&i| takes(i, &self.used[i])));
+                // ...against the nodes this trial already changed.
+                let touched = trial
+                    .iter()
+                    .filter_map(|(n, used)| {
+                        let &i = self.position.get(n)?;
+                        let node = self.nodes[i];
+                        (Index::schedulable(node) && takes(i, used))
+                            .then(|| (node.allocatable.gpu.saturating_sub(used.gpu), *n))
+                    })
+                    .min();
+                let (_, dest) = match (untouched, touched) {
+                    (Some(a), Some(b)) => a.min(b),
+                    (a, b) => a.or(b)?,
+                };
+                let base = trial.get(&dest).cloned().unwrap_or_else(|| self.used(dest).clone());
+                trial.entry(dest).or_insert(base).add_pod(&pod.requests);
+                dests.push(dest);
+            }
+            all.push(dests);
+        }
+        Some(all)
+    }
 }
 
 fn subtract(t: &mut Tally, r: &Resources) {
@@ -539,48 +736,190 @@ fn movable_units<'a>(index: &Index<'a>, node: Sym, moved: &HashSet<PodKey>) -> V
     units
 }
 
-/// Finds a destination for every pod of every unit (best fit: the fullest
-/// node that takes it), never on `blocked` nodes and never costing the
-/// target a slot. Updates `trial`.
-fn place_units(
-    index: &Index<'_>,
-    target: &Demand,
-    units: &[&Unit],
-    trial: &mut HashMap<Sym, Tally>,
-    blocked: &HashSet<Sym>,
-) -> Option<Vec<Vec<Sym>>> {
-    let mut all = Vec::new();
-    for unit in units {
-        let mut dests = Vec::new();
-        for pod in &unit.pods {
-            let shape = Shape::of(pod);
-            let mut best: Option<(u64, Sym)> = None;
-            for node in index.nodes() {
-                if blocked.contains(&node.name) || Some(node.name) == pod.node || !Index::schedulable(node) {
-                    continue;
-                }
-                let used = &trial[&node.name];
-                if !fit::verdicts(&shape, node, used).is_empty() {
-                    continue;
-                }
-                let before = slots(target, node, used);
-                let mut after_used = used.clone();
-                after_used.add_pod(&pod.requests);
-                if slots(target, node, &after_used) < before {
-                    continue;
-                }
-                let free = node.allocatable.gpu.saturating_sub(used.gpu);
-                if best.is_none_or(|(f, n)| free < f || free == f && node.name < n) {
-                    best = Some((free, node.name));
-                }
-            }
-            let (_, dest) = best?;
-            if let Some(t) = trial.get_mut(&dest) {
-                t.add_pod(&pod.requests);
-            }
-            dests.push(dest);
-        }
-        all.push(dests);
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::testing::{node, pod, podgroup, snapshot};
+    use crate::model::TaintEffect;
+
+    const NOW: Timestamp = 100_000;
+    const HOUR: Timestamp = 3600;
+
+    /// A running, controller-owned pod of `gpus` GPUs on `node`, started `hours` ago.
+    fn running(name: &str, gpus: u64, node: &str, hours: i64) -> Pod {
+        pod(name).gpus(gpus).owner("Job", name).on(node).running().transitioned(NOW - hours * HOUR).build()
     }
-    Some(all)
+
+    fn shape<'a>(f: &'a Fragmentation, label: &str, pending: bool) -> &'a ShapeFit {
+        f.shapes.iter().find(|s| s.demand.label() == label && s.demand.is_pending() == pending).expect(label)
+    }
+
+    #[test]
+    fn sixty_four_gpus_of_mixed_job_sizes() {
+        // 8 nodes × 8 GPUs = 64. Running jobs of 1, 2, 4 and 8 GPUs:
+        //   n1: 4+2+1 = 7 used → 1 free     n5: 8         → 0 free
+        //   n2: 4+2   = 6 used → 2 free     n6: 1         → 7 free
+        //   n3: 4         used → 4 free     n7: (empty)   → 8 free
+        //   n4: 2+2+1 = 5 used → 3 free     n8: 2         → 6 free
+        // used 33, free 31; only n7 is a whole free node.
+        let nodes = (1..=8).map(|i| node(&format!("n{i}")).gpus(8).build()).collect();
+        let layout: [(&str, &[u64]); 7] = [
+            ("n1", &[4, 2, 1]),
+            ("n2", &[4, 2]),
+            ("n3", &[4]),
+            ("n4", &[2, 2, 1]),
+            ("n5", &[8]),
+            ("n6", &[1]),
+            ("n8", &[2]),
+        ];
+        let mut pods: Vec<Pod> = layout
+            .iter()
+            .flat_map(|(n, sizes)| sizes.iter().enumerate().map(move |(i, g)| running(&format!("{n}-{i}"), *g, n, 1)))
+            .collect();
+        pods.push(pod("wants-8").gpus(8).build());
+        pods.push(pod("wants-2").gpus(2).build());
+        let snap = snapshot(nodes, pods, vec![], NOW);
+        let f = analyze(&Index::build(&snap, NOW));
+
+        assert_eq!(f.free_total, 31);
+        assert_eq!(f.free_on_whole_nodes, 8);
+        // score = 1 − 8/31 = 23/31
+        assert!((f.score - 23.0 / 31.0).abs() < 1e-9, "{}", f.score);
+
+        // 1×8: only n7 has 8 free. Usable 8; the other 31 − 8 = 23 free GPUs
+        // are stranded for this shape.
+        let s = shape(&f, "1×8", true);
+        assert_eq!((s.largest_gang, s.usable_free, s.stranded_free, s.fits_now), (1, 8, 23, true));
+        // 1×2: slots per node = ⌊free/2⌋ = 0+1+2+1+0+3+4+3 = 14 → 28 usable;
+        // the odd GPUs on n1, n4 and n6 (1 each) are stranded: 31 − 28 = 3.
+        let s = shape(&f, "1×2", true);
+        assert_eq!((s.largest_gang, s.usable_free, s.stranded_free), (14, 28, 3));
+        // Canonical 4×8 (four 8-GPU pods): one fits, so it does not.
+        let s = shape(&f, "4×8", false);
+        assert_eq!((s.largest_gang, s.fits_now), (1, false));
+        // Canonical 1×1: every free GPU is usable.
+        let s = shape(&f, "1×1", false);
+        assert_eq!((s.largest_gang, s.usable_free, s.stranded_free), (31, 31, 0));
+
+        // Fleet-wide a free GPU is stranded when no pending shape can use it.
+        // Per node, free − most usable by a pending shape (8-GPU or 2-GPU):
+        //   n1 1−0 = 1, n2 2−2 = 0, n3 4−4 = 0, n4 3−2 = 1, n6 7−6 = 1,
+        //   n7 8−8 = 0, n8 6−6 = 0 → 3.
+        assert_eq!(f.stranded_total, 3);
+        let stranded: Vec<(&str, u64)> = f.stranded_by_node.iter().map(|(n, s)| (n.as_str(), *s)).collect();
+        assert_eq!(stranded, [("n1", 1), ("n4", 1), ("n6", 1)]);
+        // Everything pending fits somewhere: no plan needed.
+        assert_eq!(f.plan.status, PlanStatus::NotNeeded);
+    }
+
+    #[test]
+    fn the_plan_moves_the_cheapest_work_that_frees_whole_nodes() {
+        // 8 × 8 GPUs. A PodGroup needs 2 pods × 8 GPUs; no node has 8 free.
+        //   n1: 1-GPU pod a, 1 h old  → 1 GPU-hour   (7 free)
+        //   n2: 1-GPU pod b, 3 h old  → 3 GPU-hours  (7 free)
+        //   n3: 2-GPU pod c, 1 h old  → 2 GPU-hours  (6 free)
+        //   n4..n8: a 4-GPU pod each, 1 h → 4 GPU-hours (4 free each)
+        // Free 7+7+6+5×4 = 40, all stranded for 2×8; usable 0.
+        let nodes = (1..=8).map(|i| node(&format!("n{i}")).gpus(8).build()).collect();
+        let mut pods = vec![running("a", 1, "n1", 1), running("b", 1, "n2", 3), running("c", 2, "n3", 1)];
+        pods.extend((4..=8).map(|i| running(&format!("d{i}"), 4, &format!("n{i}"), 1)));
+        pods.extend((0..2).map(|i| pod(&format!("train-{i}")).gpus(8).group("train").build()));
+        let snap = snapshot(nodes, pods, vec![podgroup("train", 2, 8).build()], NOW);
+        let f = analyze(&Index::build(&snap, NOW));
+
+        let s = shape(&f, "2×8", true);
+        assert_eq!((s.largest_gang, s.usable_free, s.stranded_free, s.fits_now), (0, 0, 40, false));
+        assert_eq!(f.plan.target.as_deref(), Some("PodGroup default/train"));
+        assert_eq!(f.plan.status, PlanStatus::Found);
+        // One move per node is the fewest; by GPU-hours: a (1) then c (2);
+        // b (3) and the 4-GPU pods (4) cost more. Each lands on the fullest
+        // node that takes it without costing the gang a slot: n4 (4 free,
+        // then 3 free after a).
+        let moves: Vec<(&str, &str, &str)> =
+            f.plan.steps.iter().map(|s| (s.pod.as_str(), s.from_node.as_str(), s.to_node.as_str())).collect();
+        assert_eq!(moves, [("a", "n1", "n4"), ("c", "n3", "n4")]);
+        // 1 + 2 GPU-hours disrupted.
+        assert!((f.plan.gpu_hours - 3.0).abs() < 1e-9, "{}", f.plan.gpu_hours);
+        let freed: Vec<&str> = f.plan.nodes_freed.iter().map(|n| n.as_str()).collect();
+        assert_eq!(freed, ["n1", "n3"]);
+    }
+
+    #[test]
+    fn no_plan_when_the_fleet_is_too_small_or_the_pods_cannot_move() {
+        // Two 8-GPU nodes cannot hold a 3×8 gang even when empty.
+        let nodes = vec![node("n1").gpus(8).build(), node("n2").gpus(8).build()];
+        let pods: Vec<Pod> = (0..3).map(|i| pod(&format!("big-{i}")).gpus(8).group("big").build()).collect();
+        let snap = snapshot(nodes, pods, vec![podgroup("big", 3, 8).build()], NOW);
+        let f = analyze(&Index::build(&snap, NOW));
+        let PlanStatus::Impossible(why) = &f.plan.status else { panic!("{:?}", f.plan.status) };
+        assert!(why.contains("room for only 2 of 3"), "{why}");
+
+        // One node, one pod in the way with nowhere else to go.
+        let snap = snapshot(
+            vec![node("n1").gpus(8).build()],
+            vec![running("blocker", 1, "n1", 1), pod("w").gpus(8).group("w").build()],
+            vec![podgroup("w", 1, 8).build()],
+            NOW,
+        );
+        let f = analyze(&Index::build(&snap, NOW));
+        let PlanStatus::Impossible(why) = &f.plan.status else { panic!("{:?}", f.plan.status) };
+        assert!(why.contains("cannot land anywhere else"), "{why}");
+    }
+
+    #[test]
+    fn a_plan_that_empties_too_many_nodes_is_a_rebalancing() {
+        // 20 nodes with one 1-GPU pod each; an 18×8 gang would need 18
+        // nodes emptied, more than MAX_NODES_FREED.
+        let nodes = (0..20).map(|i| node(&format!("n{i:02}")).gpus(8).build()).collect();
+        let mut pods: Vec<Pod> = (0..20).map(|i| running(&format!("p{i:02}"), 1, &format!("n{i:02}"), 1)).collect();
+        pods.extend((0..18).map(|i| pod(&format!("g-{i}")).gpus(8).group("g").build()));
+        let snap = snapshot(nodes, pods, vec![podgroup("g", 18, 8).build()], NOW);
+        let f = analyze(&Index::build(&snap, NOW));
+        let PlanStatus::Impossible(why) = &f.plan.status else { panic!("{:?}", f.plan.status) };
+        assert!(why.contains("rebalancing"), "{why}");
+        assert!(f.plan.steps.is_empty());
+    }
+
+    #[test]
+    fn mig_profiles_that_fit_and_that_do_not() {
+        // m1 offers 7 × 1g.10gb, 3 in use; m2 offers 2 × 3g.40gb, none in use.
+        let nodes = vec![node("m1").mig("1g.10gb", 7).build(), node("m2").mig("3g.40gb", 2).build()];
+        let mut pods: Vec<Pod> =
+            (0..3).map(|i| pod(&format!("small-{i}")).mig("1g.10gb", 1).on("m1").running().build()).collect();
+        pods.push(pod("wants-1g").mig("1g.10gb", 1).build());
+        pods.push(pod("wants-3g").mig("3g.40gb", 1).build());
+        pods.push(pod("wants-2g").mig("2g.20gb", 1).build());
+        let snap = snapshot(nodes, pods, vec![], NOW);
+        let f = analyze(&Index::build(&snap, NOW));
+        // 1g.10gb: 7 − 3 = 4 free slices on m1 → 4 pods fit.
+        let s = shape(&f, "1×1g.10gb", true);
+        assert_eq!((s.largest_gang, s.usable_free, s.fits_now), (4, 4, true));
+        // 3g.40gb: both slices on m2 are free.
+        let s = shape(&f, "1×3g.40gb", true);
+        assert_eq!((s.largest_gang, s.usable_free, s.fits_now), (2, 2, true));
+        // 2g.20gb: no node offers it; nothing is usable.
+        let s = shape(&f, "1×2g.20gb", true);
+        assert_eq!((s.largest_gang, s.usable_free, s.fits_now), (0, 0, false));
+        // The plan moves whole-GPU work only: a missing MIG profile needs a
+        // repartition, not evictions.
+        assert_eq!(f.plan.status, PlanStatus::NotNeeded);
+    }
+
+    #[test]
+    fn placement_rules_decide_where_free_gpus_count() {
+        // A tainted pool the pending pod does not tolerate: its free GPUs are
+        // idle for that pod, not usable and not stranded.
+        let nodes = vec![
+            node("open").gpus(8).build(),
+            node("tainted").gpus(8).taint("dedicated", "infer", TaintEffect::NoSchedule).build(),
+        ];
+        let pods = vec![running("x", 6, "open", 1), pod("w").gpus(4).build()];
+        let snap = snapshot(nodes, pods, vec![], NOW);
+        let f = analyze(&Index::build(&snap, NOW));
+        let s = shape(&f, "1×4", true);
+        // open has 2 free (stranded for 4 GPUs); tainted's 8 do not count.
+        assert_eq!((s.largest_gang, s.usable_free, s.stranded_free), (0, 0, 2));
+        assert_eq!(f.stranded_by_node.keys().map(|n| n.as_str()).collect::<Vec<_>>(), ["open"]);
+        assert_eq!(f.free_total, 10);
+    }
 }

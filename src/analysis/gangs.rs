@@ -114,13 +114,8 @@ fn summarize(index: &Index<'_>, key: &GangKey, gang: &Gang) -> GangSummary {
         let held: u64 = per_node.values().sum();
         let need = held.max(gpus_total);
         placed_pods.first().is_some_and(|member| {
-            let shape = super::fit::Shape::of(member);
-            index.nodes().any(|n| {
-                n.allocatable.gpu >= need
-                    && super::fit::verdicts(&shape, n, &Tally::default())
-                        .iter()
-                        .all(|r| r.filter() == super::fit::Filter::NodeResourcesFit)
-            })
+            let placement = index.placement(&super::fit::Shape::of(member));
+            index.nodes().zip(placement.iter()).any(|(n, blockers)| n.allocatable.gpu >= need && blockers.is_empty())
         })
     };
     GangSummary {

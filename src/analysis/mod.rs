@@ -62,15 +62,23 @@ pub struct Analysis {
 
 pub fn analyze(snap: &Snapshot, now: Timestamp, thresholds: &Thresholds) -> Analysis {
     let index = index::Index::build(snap, now);
-    let nodes = fleet::summarize(&index, thresholds);
-    let fragmentation = fragmentation::analyze(&index);
-    let totals = fleet::totals(&nodes, fragmentation.stranded_total);
-    let gangs = gangs::analyze(&index);
-    let pending = pending::analyze(&index, &gangs, &fragmentation.plan);
-    let queues = queues::rows(snap);
-    let matrix = compat::matrix(index.nodes(), snap.pods.values().map(|p| &**p), now);
-    let upgrades = waves::board(index.nodes(), now, thresholds);
-    Analysis { now, nodes, totals, fragmentation, gangs, pending, queues, matrix, upgrades }
+    // The analyses are pure and independent but for fragmentation → pending:
+    // on a big fleet they run side by side (the budget is per recompute).
+    std::thread::scope(|scope| {
+        let side = scope.spawn(|| {
+            let nodes = fleet::summarize(&index, thresholds);
+            let matrix = compat::matrix(index.nodes(), snap.pods.values().map(|p| &**p), now);
+            let upgrades = waves::board(index.nodes(), now, thresholds);
+            let queues = queues::rows(snap);
+            (nodes, matrix, upgrades, queues)
+        });
+        let fragmentation = fragmentation::analyze(&index);
+        let gangs = gangs::analyze(&index);
+        let pending = pending::analyze(&index, &gangs, &fragmentation);
+        let (nodes, matrix, upgrades, queues) = side.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        let totals = fleet::totals(&nodes, fragmentation.stranded_total);
+        Analysis { now, nodes, totals, fragmentation, gangs, pending, queues, matrix, upgrades }
+    })
 }
 
 /// A duration for people: `45s`, `12m`, `3h20m`, `2d4h`.

@@ -3,14 +3,15 @@
 //! device plugin, each step with its evidence and the kubectl command that
 //! proves it by hand, then what would unblock it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use crate::model::{
     ClusterEvent, Gang, GangKey, GangKind, Node, Pod, QueueKind, Resources, Snapshot, Sym, Timestamp, keys,
 };
 
 use super::fit::{self, NodeReason};
-use super::fragmentation::{self, Demand, Plan, PlanStatus, ShapeSource};
+use super::fragmentation::{self, Demand, DemandKey, Fragmentation, PlanStatus, ShapeSource};
 use super::gangs::{GangState, GangSummary};
 use super::index::Index;
 use super::queues;
@@ -117,8 +118,42 @@ impl PendingItem {
     }
 }
 
+/// What pending items that share a demand key share: a fleet's thousands
+/// of pending pods come in a few dozen shapes, and the per-node work is done
+/// once per shape.
+#[derive(Default)]
+struct Memo {
+    fits: HashMap<DemandKey, Arc<FitResult>>,
+    hints: HashMap<DemandKey, Vec<String>>,
+    gang_demands: HashMap<GangKey, Demand>,
+}
+
+impl Memo {
+    fn fit(&mut self, index: &Index<'_>, demand: &Demand) -> Arc<FitResult> {
+        self.fits.entry(demand.key()).or_insert_with(|| Arc::new(fit_step(index, demand))).clone()
+    }
+
+    fn hints(&mut self, index: &Index<'_>, demand: &Demand, pod: Option<&Pod>) -> Vec<String> {
+        let mut out = self.hints.entry(demand.key()).or_insert_with(|| shape_hints(index, demand)).clone();
+        if let Some(p) = pod
+            && p.requests.wants_gpu()
+            && let Some(s) = p.scheduler.filter(|s| s.as_str() != "default-scheduler")
+        {
+            out.push(format!("scheduler: this pod is scheduled by '{s}', not default-scheduler"));
+        }
+        out
+    }
+}
+
 /// Every pending item, GPU work first, then oldest first.
-pub fn analyze(index: &Index<'_>, gangs: &[GangSummary], plan: &Plan) -> Vec<PendingItem> {
+pub fn analyze(index: &Index<'_>, gangs: &[GangSummary], fragmentation: &Fragmentation) -> Vec<PendingItem> {
+    let plan = &fragmentation.plan;
+    let mut memo = Memo::default();
+    for shape in &fragmentation.shapes {
+        if let ShapeSource::Gang(key) = &shape.demand.source {
+            memo.gang_demands.insert(key.clone(), shape.demand.clone());
+        }
+    }
     let mut items = Vec::new();
     let mut gang_keys = std::collections::HashSet::new();
     for summary in gangs {
@@ -127,13 +162,13 @@ pub fn analyze(index: &Index<'_>, gangs: &[GangSummary], plan: &Plan) -> Vec<Pen
         }
         let Some(gang) = index.snap.gangs.get(&summary.key) else { continue };
         gang_keys.insert(summary.key.clone());
-        items.push(gang_item(index, gang, summary, gangs));
+        items.push(gang_item(index, &mut memo, gang, summary, gangs));
     }
     for pod in &index.pending_pods {
         if index.gang_of(&pod.key()).is_some_and(|g| gang_keys.contains(g)) {
             continue;
         }
-        items.push(pod_item(index, pod));
+        items.push(pod_item(index, &mut memo, pod));
     }
     // The defragmentation plan is the smallest change for the gang it targets.
     if plan.status == PlanStatus::Found
@@ -175,7 +210,7 @@ fn shape_text(requests: &Resources, pods: u32) -> String {
     }
 }
 
-fn pod_item(index: &Index<'_>, pod: &Pod) -> PendingItem {
+fn pod_item(index: &Index<'_>, memo: &mut Memo, pod: &Pod) -> PendingItem {
     let mut steps = vec![
         StepReport {
             step: Step::Quota,
@@ -193,7 +228,7 @@ fn pod_item(index: &Index<'_>, pod: &Pod) -> PendingItem {
         },
     ];
     let demand = pod_demand(pod);
-    let fit = fit_step(index, &demand, Some(pod));
+    let fit = memo.fit(index, &demand);
     let scheduler = scheduler_message(index.snap, pod);
     let mut item = PendingItem {
         kind: PendingKind::Pod,
@@ -213,7 +248,7 @@ fn pod_item(index: &Index<'_>, pod: &Pod) -> PendingItem {
         scheduler_reasons: BTreeMap::new(),
         agrees_with_scheduler: None,
         disagreement: None,
-        hints: hints(index, &demand, Some(pod)),
+        hints: memo.hints(index, &demand, Some(pod)),
         unblock: Vec::new(),
     };
     if pod.gated {
@@ -230,7 +265,7 @@ fn pod_item(index: &Index<'_>, pod: &Pod) -> PendingItem {
         };
     }
     cross_check(&mut item, &fit, scheduler);
-    steps.push(fit.report.clone());
+    steps.push(fit.report_for(Some(pod)));
     steps.push(fit.device_plugin.clone());
     finish(&mut item, steps, &fit);
     item
@@ -251,15 +286,20 @@ fn pod_demand(pod: &Pod) -> Demand {
     }
 }
 
-fn gang_item(index: &Index<'_>, gang: &Gang, summary: &GangSummary, all: &[GangSummary]) -> PendingItem {
+fn gang_item(
+    index: &Index<'_>,
+    memo: &mut Memo,
+    gang: &Gang,
+    summary: &GangSummary,
+    all: &[GangSummary],
+) -> PendingItem {
     let kind = match gang.kind {
         GangKind::KueueWorkload => PendingKind::Workload,
         GangKind::VolcanoPodGroup => PendingKind::PodGroup,
     };
     let members = index.members(&summary.key);
     let waiting_member = members.iter().find(|p| p.is_pending()).copied();
-    let demand =
-        fragmentation::pending_demands(index).into_iter().find(|d| d.source == ShapeSource::Gang(summary.key.clone()));
+    let demand = memo.gang_demands.get(&summary.key).cloned();
     let per_pod = gang
         .pod_sets
         .iter()
@@ -269,10 +309,10 @@ fn gang_item(index: &Index<'_>, gang: &Gang, summary: &GangSummary, all: &[GangS
     let mut steps = vec![quota_step(index, gang), gang_step(index, gang, summary, all)];
     let (fit, scheduler) = match &demand {
         Some(d) if steps.iter().all(|s| s.verdict != Verdict::Block) || summary.state == GangState::PartiallyPlaced => {
-            (fit_step(index, d, waiting_member), waiting_member.and_then(|p| scheduler_message(index.snap, p)))
+            (memo.fit(index, d), waiting_member.and_then(|p| scheduler_message(index.snap, p)))
         }
-        Some(d) => (fit_step(index, d, waiting_member), None),
-        None => (FitResult::not_evaluated(), None),
+        Some(d) => (memo.fit(index, d), None),
+        None => (Arc::new(FitResult::not_evaluated()), None),
     };
     let mut item = PendingItem {
         kind,
@@ -292,11 +332,11 @@ fn gang_item(index: &Index<'_>, gang: &Gang, summary: &GangSummary, all: &[GangS
         scheduler_reasons: BTreeMap::new(),
         agrees_with_scheduler: None,
         disagreement: None,
-        hints: demand.as_ref().map(|d| hints(index, d, waiting_member)).unwrap_or_default(),
+        hints: demand.as_ref().map(|d| memo.hints(index, d, waiting_member)).unwrap_or_default(),
         unblock: Vec::new(),
     };
     cross_check(&mut item, &fit, scheduler);
-    steps.push(fit.report.clone());
+    steps.push(fit.report_for(waiting_member));
     steps.push(fit.device_plugin.clone());
     finish(&mut item, steps, &fit);
     item
@@ -623,6 +663,17 @@ struct FitResult {
 }
 
 impl FitResult {
+    /// The fit report, its first command naming the pod where there is one.
+    fn report_for(&self, pod: Option<&Pod>) -> StepReport {
+        let mut report = self.report.clone();
+        if let Some(p) = pod
+            && let Some(first) = report.commands.first_mut()
+        {
+            *first = format!("kubectl describe pod {} {}", ns_flag(p.namespace), p.name);
+        }
+        report
+    }
+
     fn not_evaluated() -> FitResult {
         let na = |step| StepReport {
             step,
@@ -642,42 +693,61 @@ impl FitResult {
     }
 }
 
-fn fit_step(index: &Index<'_>, demand: &Demand, pod: Option<&Pod>) -> FitResult {
+fn fit_step(index: &Index<'_>, demand: &Demand) -> FitResult {
     let shape = demand.shape();
-    let mut node_reasons: BTreeMap<String, u32> = BTreeMap::new();
-    let mut scheduler_view: BTreeMap<String, u32> = BTreeMap::new();
+    let placement = index.placement(&shape);
+    // Counted by reason first; codes (strings) are made once at the end.
+    let mut by_reason: BTreeMap<NodeReason, u32> = BTreeMap::new();
+    let mut by_first_filter: BTreeMap<NodeReason, u32> = BTreeMap::new();
     let mut fitting_nodes = 0u32;
     let mut slots_total = 0u64;
     let mut silent: Vec<(&Node, u32)> = Vec::new();
     let mut closest: Option<(u64, &Node)> = None;
     let total_nodes = index.snap.nodes.len() as u32;
-    for node in index.nodes() {
-        let used = index.used(node.name);
-        let reasons = fit::verdicts(&shape, node, used);
-        if reasons.is_empty() {
-            fitting_nodes += 1;
+    let mut shortfalls = Vec::new();
+    for ((node, used), static_reasons) in index.nodes_with_usage().zip(placement.iter()) {
+        fit::resource_shortfalls_into(&demand.requests, node, used, &mut shortfalls);
+        if static_reasons.is_empty() {
+            slots_total += fragmentation::room(demand, node, used);
+            if shortfalls.is_empty() {
+                fitting_nodes += 1;
+            }
         }
-        slots_total += fragmentation::slots(demand, node, used);
-        for r in &reasons {
-            *node_reasons.entry(r.code()).or_default() += 1;
+        for r in static_reasons.iter().chain(&shortfalls) {
+            match by_reason.get_mut(r) {
+                Some(n) => *n += 1,
+                None => {
+                    by_reason.insert(r.clone(), 1);
+                }
+            }
         }
-        for r in fit::scheduler_view(&reasons) {
-            *scheduler_view.entry(r.comparison_class()).or_default() += 1;
+        // Static reasons come before NodeResourcesFit in the scheduler's order.
+        let first = if static_reasons.is_empty() { &shortfalls[..] } else { static_reasons };
+        for r in fit::first_filter_reasons(first) {
+            match by_first_filter.get_mut(r) {
+                Some(n) => *n += 1,
+                None => {
+                    by_first_filter.insert(r.clone(), 1);
+                }
+            }
         }
-        let silent_here = silent_gpus(index, node);
-        if silent_here > 0 && !reasons.is_empty() {
-            let only_gpu = reasons
+        let blocked = !static_reasons.is_empty() || !shortfalls.is_empty();
+        let only_gpu = static_reasons.is_empty()
+            && shortfalls
                 .iter()
                 .all(|r| matches!(r, NodeReason::DevicePluginNotAdvertising | NodeReason::InsufficientGpu));
+        if blocked && only_gpu {
+            let silent_here = silent_gpus(index, node);
             // Would the GPUs it hides be enough for one pod?
-            if only_gpu && index.free_gpus(node) + silent_here as u64 >= demand.gpus_per_pod {
+            if silent_here > 0 && index.free_gpus(node) + silent_here as u64 >= demand.gpus_per_pod {
                 silent.push((node, silent_here));
             }
         }
         // Closest node: may run there, short only of GPUs.
         if demand.gpus_per_pod > 0
-            && reasons.iter().all(|r| matches!(r, NodeReason::InsufficientGpu))
-            && !reasons.is_empty()
+            && static_reasons.is_empty()
+            && !shortfalls.is_empty()
+            && shortfalls.iter().all(|r| matches!(r, NodeReason::InsufficientGpu))
         {
             let free = index.free_gpus(node);
             if closest.is_none_or(|(f, _)| free > f) {
@@ -685,13 +755,18 @@ fn fit_step(index: &Index<'_>, demand: &Demand, pod: Option<&Pod>) -> FitResult 
             }
         }
     }
+    let mut node_reasons: BTreeMap<String, u32> = BTreeMap::new();
+    for (r, n) in by_reason {
+        *node_reasons.entry(r.code()).or_default() += n;
+    }
+    let mut scheduler_view: BTreeMap<String, u32> = BTreeMap::new();
+    for (r, n) in by_first_filter {
+        *scheduler_view.entry(r.comparison_class()).or_default() += n;
+    }
     let need = demand.pods as u64;
-    let describe = match pod {
-        Some(p) => format!("kubectl describe pod {} {}", ns_flag(p.namespace), p.name),
-        None => "kubectl get events -A --field-selector reason=FailedScheduling".into(),
-    };
+    // The first command names the pod where there is one (see report_for).
     let commands = vec![
-        describe,
+        "kubectl get events -A --field-selector reason=FailedScheduling".into(),
         "kubectl get nodes -o custom-columns='NAME:.metadata.name,GPU:.status.allocatable.nvidia\\.com/gpu,UNSCHEDULABLE:.spec.unschedulable,TAINTS:.spec.taints[*].key'".into(),
     ];
     let histogram =
@@ -783,7 +858,8 @@ fn silent_gpus(index: &Index<'_>, node: &Node) -> u32 {
     hw.saturating_sub(node.allocatable.gpu as u32).saturating_sub(unhealthy)
 }
 
-fn hints(index: &Index<'_>, demand: &Demand, pod: Option<&Pod>) -> Vec<String> {
+/// Hints that follow from the shape alone (not the particular pod).
+fn shape_hints(index: &Index<'_>, demand: &Demand) -> Vec<String> {
     let mut out = Vec::new();
     let selector_gpu = demand.node_selector.iter().find(|(k, _)| k.as_str() == keys::RESOURCE_GPU).map(|(_, v)| *v);
     if let Some(v) = selector_gpu {
@@ -829,12 +905,6 @@ fn hints(index: &Index<'_>, demand: &Demand, pod: Option<&Pod>) -> Vec<String> {
                 t.effect.as_str()
             ));
         }
-    }
-    if let Some(p) = pod
-        && p.requests.wants_gpu()
-        && let Some(s) = p.scheduler.filter(|s| s.as_str() != "default-scheduler")
-    {
-        out.push(format!("scheduler: this pod is scheduled by '{s}', not default-scheduler"));
     }
     out
 }

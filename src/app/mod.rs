@@ -226,7 +226,13 @@ impl App {
     /// Index of the selected row in `ids` (the first row if the selected
     /// one is gone: selection follows ids, not positions).
     pub fn selected_index(&self, pane: Pane, ids: &[String]) -> usize {
-        self.selected.get(&pane).and_then(|s| ids.iter().position(|i| i == s)).unwrap_or(0)
+        self.selected_position(pane, ids)
+    }
+
+    /// Where the selected row is among `ids` (0 when it is gone), without
+    /// allocating the ids.
+    pub fn selected_position<S: AsRef<str>>(&self, pane: Pane, ids: impl IntoIterator<Item = S>) -> usize {
+        self.selected.get(&pane).and_then(|s| ids.into_iter().position(|i| i.as_ref() == s)).unwrap_or(0)
     }
 
     pub fn selected_id(&self, pane: Pane, views: &Views) -> Option<String> {

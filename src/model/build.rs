@@ -322,3 +322,55 @@ impl PodBuilder {
 pub fn name(s: &str) -> Arc<str> {
     Arc::from(s)
 }
+
+/// A Volcano PodGroup of `min_members` pods of `gpus` GPUs each:
+/// `podgroup("train", 2, 8).build()`.
+pub fn podgroup(name: &str, min_members: u32, gpus: u64) -> GangBuilder {
+    GangBuilder {
+        gang: super::Gang {
+            kind: super::GangKind::VolcanoPodGroup,
+            namespace: Sym::new("default"),
+            name: Arc::from(name),
+            queue: None,
+            min_members,
+            pod_sets: Box::new([super::PodSet {
+                name: Sym::new("worker"),
+                count: min_members,
+                min_count: None,
+                requests: Resources::from_pairs([(keys::RESOURCE_GPU, gpus)]),
+                node_selector: Box::new([]),
+                tolerations: Box::new([]),
+            }]),
+            priority: 0,
+            created: 0,
+            active: true,
+            conditions: Box::new([]),
+            admission: None,
+            requeue: None,
+            phase: Some(Sym::new("Pending")),
+            owner: None,
+            min_resources: None,
+            running: 0,
+        },
+    }
+}
+
+pub struct GangBuilder {
+    gang: super::Gang,
+}
+
+impl GangBuilder {
+    pub fn ns(mut self, namespace: &str) -> Self {
+        self.gang.namespace = Sym::new(namespace);
+        self
+    }
+
+    pub fn created(mut self, at: Timestamp) -> Self {
+        self.gang.created = at;
+        self
+    }
+
+    pub fn build(self) -> super::Gang {
+        self.gang
+    }
+}

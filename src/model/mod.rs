@@ -33,7 +33,7 @@ pub use node::{
 pub use pod::{CudaNeed, Owner, Pod, PodKey, PodPhase, Unschedulable};
 pub use queue::{Flavor, Queue, QueueKey, QueueKind, QueueQuota};
 pub use resources::Resources;
-pub use sym::Sym;
+pub use sym::{Sym, SymHash, SymMap};
 pub use versions::{CudaVersion, DriverVersion};
 
 /// Seconds since the Unix epoch.

@@ -52,13 +52,13 @@ impl Taint {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum TolerationOperator {
     Equal,
     Exists,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Toleration {
     /// `None` with `Exists` tolerates every taint.
     pub key: Option<Sym>,
@@ -96,7 +96,7 @@ impl Toleration {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum SelectorOperator {
     In,
     NotIn,
@@ -121,7 +121,7 @@ impl SelectorOperator {
 }
 
 /// One `matchExpressions` (or `matchFields`) entry of a node selector term.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Requirement {
     pub key: Sym,
     pub operator: SelectorOperator,
@@ -130,7 +130,7 @@ pub struct Requirement {
 
 /// One term of `requiredDuringSchedulingIgnoredDuringExecution`; the terms
 /// are ORed, the requirements inside a term ANDed.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct NodeSelectorTerm {
     pub expressions: Box<[Requirement]>,
     /// `matchFields`: only `metadata.name` exists.

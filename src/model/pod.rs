@@ -75,7 +75,7 @@ pub struct Unschedulable {
 /// What a container says about the CUDA it needs (environment of the GPU
 /// container, verbatim; the grammar is decoded by `analysis::compat`).
 /// Interned: every pod of an image carries the same 1.5 KB requirement.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct CudaNeed {
     pub require_cuda: Option<Sym>,
     /// Other `NVIDIA_REQUIRE_*` variables, `NAME=value`.

@@ -7,7 +7,7 @@ use super::sym::Sym;
 /// `nvidia.com/gpu` has its own field because every analysis reads it;
 /// other extended resources (MIG profiles, `nvidia.com/gpu.shared`, RDMA...)
 /// live in `extended`, sorted by name.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Resources {
     pub cpu_milli: u64,
     pub memory: u64,

@@ -144,3 +144,32 @@ mod tests {
         assert_eq!(Sym::get("interned-text-1c9f"), Some(s));
     }
 }
+
+/// A map keyed by symbols. A symbol hashes as its address, which is already
+/// unique, so a multiply-shift hash replaces SipHash (analyses look nodes up
+/// by name millions of times on a big fleet).
+pub type SymMap<V> = std::collections::HashMap<Sym, V, SymHash>;
+
+/// The hasher of [`SymMap`], for keys made of symbols (tuples of them, or
+/// structs of symbols, numbers and flags).
+pub type SymHash = std::hash::BuildHasherDefault<SymHasher>;
+
+#[derive(Default)]
+pub struct SymHasher(u64);
+
+impl Hasher for SymHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        // Not used by `Sym`; FNV-1a keeps it correct for anything else.
+        for b in bytes {
+            self.0 = (self.0 ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.0 = (self.0 ^ n as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(26);
+    }
+}

@@ -179,6 +179,33 @@ pub struct CockpitOptions {
     pub log_level: String,
 }
 
+fn build_views(
+    snap: Arc<Snapshot>,
+    live_clock: bool,
+    thresholds: &Thresholds,
+    target: &Option<DriverVersion>,
+) -> Views {
+    let now = if live_clock { super::wall_clock().max(snap.clock) } else { snap.clock };
+    Views::build(snap, now, thresholds, target.as_ref().map(|t| (t, waves::Policy::default())))
+}
+
+/// Analyses `snap` on the blocking pool and sends the views back, tagged.
+fn spawn_build(
+    snap: Arc<Snapshot>,
+    live_clock: bool,
+    thresholds: &Thresholds,
+    target: &Option<DriverVersion>,
+    generation: u64,
+    tx: &mpsc::Sender<(u64, Views)>,
+) {
+    let (thresholds, target, tx) = (thresholds.clone(), target.clone(), tx.clone());
+    tokio::task::spawn_blocking(move || {
+        let views = build_views(snap, live_clock, &thresholds, &target);
+        // The receiver is gone only when the cockpit is closing.
+        let _ = tx.blocking_send((generation, views));
+    });
+}
+
 pub async fn run(opts: CockpitOptions) -> anyhow::Result<()> {
     if !std::io::stdout().is_terminal() {
         return Err(UsageError(
@@ -218,11 +245,16 @@ pub async fn run(opts: CockpitOptions) -> anyhow::Result<()> {
     let thresholds = Thresholds::default();
     let mut wave_target: Option<DriverVersion> = None;
     let live_clock = matches!(opts.source, CockpitSource::Kube { .. });
-    let build = |snap: Arc<Snapshot>, target: &Option<DriverVersion>| {
-        let now = if live_clock { super::wall_clock().max(snap.clock) } else { snap.clock };
-        Views::build(snap, now, &thresholds, target.as_ref().map(|t| (t, waves::Policy::default())))
-    };
+    let build =
+        |snap: Arc<Snapshot>, target: &Option<DriverVersion>| build_views(snap, live_clock, &thresholds, target);
     let mut views = build(session.snapshots.borrow().clone(), &wave_target);
+    // Model changes are analysed off the input loop, so keys stay responsive
+    // on a big fleet; only the newest snapshot is analysed, and a result
+    // from before a scenario switch or a new wave target is dropped.
+    let (built_tx, mut built_rx) = mpsc::channel::<(u64, Views)>(1);
+    let mut generation = 0u64;
+    let mut building = false;
+    let mut stale = false;
 
     let mut guard = Guard::enter()?;
     let mut input = EventStream::new();
@@ -255,10 +287,25 @@ pub async fn run(opts: CockpitOptions) -> anyhow::Result<()> {
                         app.update(Msg::Notice { text: "the source stopped".into(), error: true }, &views);
                         dirty = true;
                     }
+                } else if building {
+                    stale = true;
                 } else {
                     let snap = session.snapshots.borrow_and_update().clone();
-                    views = build(snap, &wave_target);
+                    spawn_build(snap, live_clock, &thresholds, &wave_target, generation, &built_tx);
+                    building = true;
+                }
+            },
+            Some((built_for, built)) = built_rx.recv() => {
+                building = false;
+                if built_for == generation {
+                    views = built;
                     dirty = true;
+                }
+                if stale {
+                    stale = false;
+                    let snap = session.snapshots.borrow_and_update().clone();
+                    spawn_build(snap, live_clock, &thresholds, &wave_target, generation, &built_tx);
+                    building = true;
                 }
             },
             Some(msg) = msg_rx.recv() => {
@@ -291,7 +338,8 @@ pub async fn run(opts: CockpitOptions) -> anyhow::Result<()> {
                         session = s;
                         app = new_app(&session);
                         app.theme_name = theme.name.clone();
-                        views = build(session.snapshots.borrow().clone(), &wave_target);
+                        generation += 1;
+                        views = build(session.snapshots.borrow_and_update().clone(), &wave_target);
                     }
                     (Some(_), Err(e)) => {
                         app.update(Msg::Notice { text: e.to_string(), error: true }, &views);
@@ -319,6 +367,7 @@ pub async fn run(opts: CockpitOptions) -> anyhow::Result<()> {
                         Some(Ok(v)) => wave_target = Some(v),
                         None => wave_target = None,
                     }
+                    generation += 1;
                     views = build(session.snapshots.borrow().clone(), &wave_target);
                 }
             }

@@ -4,11 +4,13 @@
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Paragraph, Wrap};
 
 use crate::actions::Action;
 use crate::analysis::age;
+use crate::analysis::compat::Sample;
 use crate::app::keys::BINDINGS;
 use crate::app::{App, Confirm, Overlay, Pane, palette};
 use crate::model::Sym;
@@ -306,6 +308,15 @@ fn node_detail(frame: &mut Frame, area: Rect, node: Sym, scroll: u16, views: &Vi
     );
 }
 
+fn sample_lines(lines: &mut Vec<Line<'static>>, sample: &Sample, style: Style, theme: &Theme) {
+    for p in &sample.first {
+        lines.push(Line::styled(format!("  {p}"), style));
+    }
+    if sample.count > sample.first.len() {
+        lines.push(Line::styled(format!("  … and {} more", sample.count - sample.first.len()), theme.style(Role::Dim)));
+    }
+}
+
 fn cell_detail(frame: &mut Frame, area: Rect, cell: (usize, usize), scroll: u16, views: &Views, theme: &Theme) {
     let m = &views.analysis.matrix;
     let found = m.drivers.get(cell.0).and_then(|(d, _)| m.needs.get(cell.1).and_then(|(c, _)| m.cell(d, c)));
@@ -322,17 +333,13 @@ fn cell_detail(frame: &mut Frame, area: Rect, cell: (usize, usize), scroll: u16,
                 format!("  {}", c.nodes.iter().map(|n| n.to_string()).collect::<Vec<_>>().join(" ")),
                 theme.style(Role::Dim),
             ));
-            lines.push(Line::styled(format!("placed there ({}):", c.placed.len()), theme.style(Role::Header)));
-            for p in &c.placed {
-                lines.push(Line::styled(format!("  {p}"), theme.style(Role::Text)));
-            }
+            lines.push(Line::styled(format!("placed there ({}):", c.placed.count), theme.style(Role::Header)));
+            sample_lines(&mut lines, &c.placed, theme.style(Role::Text), theme);
             lines.push(Line::styled(
-                format!("all workloads needing CUDA {} ({}):", c.cuda, c.workloads.len()),
+                format!("all workloads needing CUDA {} ({}):", c.cuda, c.workloads.count),
                 theme.style(Role::Header),
             ));
-            for p in c.workloads.iter().take(60) {
-                lines.push(Line::styled(format!("  {p}"), theme.style(Role::Dim)));
-            }
+            sample_lines(&mut lines, &c.workloads, theme.style(Role::Dim), theme);
         }
         None => lines.push(Line::styled("no cell selected", theme.style(Role::Dim))),
     }

@@ -72,22 +72,36 @@ pub fn table(
     block: Block<'_>,
     header: &[&str],
     widths: &[Constraint],
-    rows: Vec<Vec<Cell<'static>>>,
+    mut rows: Vec<Vec<Cell<'static>>>,
+    selected: Option<usize>,
+    offset: usize,
+    theme: &Theme,
+) -> usize {
+    let len = rows.len();
+    lazy_table(frame, area, block, header, widths, len, |i| std::mem::take(&mut rows[i]), selected, offset, theme)
+}
+
+/// [`table`] for long lists: only the visible rows are built (`row(i)`,
+/// `i < len`), so a frame costs the same for 50 rows or 10,000.
+#[allow(clippy::too_many_arguments)]
+pub fn lazy_table(
+    frame: &mut Frame,
+    area: Rect,
+    block: Block<'_>,
+    header: &[&str],
+    widths: &[Constraint],
+    len: usize,
+    mut row: impl FnMut(usize) -> Vec<Cell<'static>>,
     selected: Option<usize>,
     offset: usize,
     theme: &Theme,
 ) -> usize {
     let inner_height = area.height.saturating_sub(3) as usize; // borders + header
-    let len = rows.len();
     let offset = scroll_into_view(offset, selected.unwrap_or(0), inner_height, len);
-    let visible: Vec<Row> = rows
-        .into_iter()
-        .enumerate()
-        .skip(offset)
-        .take(inner_height)
-        .map(|(i, cells)| {
-            let row = Row::new(cells);
-            if Some(i) == selected { row.style(theme.style(Role::Selection)) } else { row }
+    let visible: Vec<Row> = (offset..len.min(offset + inner_height))
+        .map(|i| {
+            let cells = Row::new(row(i));
+            if Some(i) == selected { cells.style(theme.style(Role::Selection)) } else { cells }
         })
         .collect();
     let header = Row::new(header.iter().map(|h| Cell::from(h.to_string()))).style(theme.style(Role::Header));

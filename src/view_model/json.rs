@@ -589,8 +589,8 @@ fn drivers(a: &Analysis, waves: Option<&crate::analysis::waves::WavePlan>) -> Dr
                 driver: c.driver.clone(),
                 nodes: c.nodes.len(),
                 cuda: c.cuda.clone(),
-                workloads: c.workloads.len(),
-                placed: c.placed.len(),
+                workloads: c.workloads.count,
+                placed: c.placed.count,
                 verdict: c.verdict.as_str(),
                 reason: c.reason.clone(),
             })

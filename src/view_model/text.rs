@@ -241,8 +241,8 @@ pub fn render(snap: &Snapshot, a: &Analysis, section: Option<Section>) -> String
                     c.driver.clone(),
                     c.nodes.len().to_string(),
                     c.cuda.clone(),
-                    c.workloads.len().to_string(),
-                    c.placed.len().to_string(),
+                    c.workloads.count.to_string(),
+                    c.placed.count.to_string(),
                     c.verdict.as_str().to_string(),
                 ]
             })

@@ -410,11 +410,20 @@ fn stop(child: &mut Child) {
     let _ = child.wait();
 }
 
-/// Keeps the logs of the last few runs only.
+/// Keeps the logs of the last few runs only; never the directory of a run
+/// whose process still lives (its watchdog reads the pid files there).
 fn prune_old_runs(root: &Path) {
     let Ok(entries) = fs::read_dir(root) else { return };
-    let mut dirs: Vec<(std::time::SystemTime, PathBuf)> =
-        entries.filter_map(|e| e.ok()).filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path()))).collect();
+    let alive = |path: &Path| {
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        let pid = name.split('-').next().unwrap_or("");
+        !pid.is_empty() && Path::new("/proc").join(pid).exists()
+    };
+    let mut dirs: Vec<(std::time::SystemTime, PathBuf)> = entries
+        .filter_map(|e| e.ok())
+        .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
+        .filter(|(_, path)| !alive(path))
+        .collect();
     dirs.sort();
     let n = dirs.len();
     for (_, d) in dirs.into_iter().take(n.saturating_sub(6)) {

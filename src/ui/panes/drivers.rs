@@ -61,7 +61,7 @@ fn draw_matrix(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, them
     let mut header = vec![Span::styled(format!("{:<18}", "DRIVER (nodes)"), theme.style(Role::Header))];
     for (_, (cuda, pods)) in &needs {
         header.push(Span::styled(
-            format!("{:>col_w$} ", fit(&format!("{cuda}·{}", pods.len()), col_w)),
+            format!("{:>col_w$} ", fit(&format!("{cuda}·{}", pods.count), col_w)),
             theme.style(Role::Header),
         ));
     }
@@ -74,7 +74,7 @@ fn draw_matrix(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, them
         for (c, (cuda, _)) in &needs {
             let cell = m.cell(driver, cuda);
             let (text, role) = cell.map_or(("", Role::Dim), |x| verdict_cell(x.verdict));
-            let placed = cell.map_or(0, |x| x.placed.len());
+            let placed = cell.map_or(0, |x| x.placed.count);
             let label = if placed > 0 { format!("{text}·{placed}") } else { text.to_string() };
             let mut style = theme.style(role);
             if focused && r == sel_r && *c == sel_c {
@@ -100,38 +100,35 @@ fn draw_board(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme
         widgets::empty(frame, area, block(title, focused, theme), "no GPU nodes", theme);
         return;
     }
-    let ids: Vec<String> = rows_.iter().map(|u| u.node.to_string()).collect();
-    let selected = focused.then(|| app.selected_index(Pane::Drivers, &ids));
-    let table_rows: Vec<Vec<Cell>> = rows_
-        .iter()
-        .map(|u| {
-            let role = if u.stuck || u.failed() {
-                Role::Error
-            } else if u.state.is_some_and(|s| s.as_str() == "upgrade-done") {
-                Role::Ok
-            } else if u.state.is_some() {
-                Role::Warn
-            } else {
-                Role::Dim
-            };
-            vec![
-                widgets::styled(fit(u.node.as_str(), 16), theme.style(Role::Text)),
-                widgets::styled(u.state_str(), theme.style(role)),
-                widgets::styled(u.seconds_in_state.map_or("-".into(), age), theme.style(Role::Dim)),
-                widgets::styled(
-                    if u.stuck {
-                        "STUCK"
-                    } else if u.skip {
-                        "skip"
-                    } else {
-                        ""
-                    },
-                    theme.style(if u.stuck { Role::Error } else { Role::Dim }),
-                ),
-                widgets::styled(u.driver.clone().unwrap_or_else(|| "-".into()), theme.style(Role::Dim)),
-            ]
-        })
-        .collect();
+    let selected = focused.then(|| app.selected_position(Pane::Drivers, rows_.iter().map(|u| u.node.as_str())));
+    let make_row = |i: usize| {
+        let u = rows_[i];
+        let role = if u.stuck || u.failed() {
+            Role::Error
+        } else if u.state.is_some_and(|s| s.as_str() == "upgrade-done") {
+            Role::Ok
+        } else if u.state.is_some() {
+            Role::Warn
+        } else {
+            Role::Dim
+        };
+        vec![
+            widgets::styled(fit(u.node.as_str(), 16), theme.style(Role::Text)),
+            widgets::styled(u.state_str(), theme.style(role)),
+            widgets::styled(u.seconds_in_state.map_or("-".into(), age), theme.style(Role::Dim)),
+            widgets::styled(
+                if u.stuck {
+                    "STUCK"
+                } else if u.skip {
+                    "skip"
+                } else {
+                    ""
+                },
+                theme.style(if u.stuck { Role::Error } else { Role::Dim }),
+            ),
+            widgets::styled(u.driver.clone().unwrap_or_else(|| "-".into()), theme.style(Role::Dim)),
+        ]
+    };
     let widths = [
         Constraint::Length(16),
         Constraint::Length(26),
@@ -140,13 +137,14 @@ fn draw_board(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme
         Constraint::Min(10),
     ];
     let offset = if focused { app.offsets.get(&Pane::Drivers).copied().unwrap_or(0) } else { 0 };
-    let offset = widgets::table(
+    let offset = widgets::lazy_table(
         frame,
         area,
         block(title, focused, theme),
         &["NODE", "STATE", "FOR", "", "DRIVER"],
         &widths,
-        table_rows,
+        rows_.len(),
+        make_row,
         selected,
         offset,
         theme,

@@ -3,7 +3,6 @@
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Rect};
-use ratatui::widgets::Cell;
 
 use crate::app::{App, Pane, rows};
 use crate::ui::theme::{Role, Theme};
@@ -12,36 +11,33 @@ use crate::view_model::panes::Views;
 
 pub fn draw(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme: &Theme) {
     let events = rows::events(views, app.filter(Pane::Events));
-    let ids: Vec<String> = (0..events.len()).map(|i| i.to_string()).collect();
-    let selected = app.selected_index(Pane::Events, &ids);
+    let selected = app.selected_position(Pane::Events, (0..events.len()).map(|i| i.to_string()));
     let title = format!(" Events ({}) ", events.len());
     if events.is_empty() {
         widgets::empty(frame, area, block(title, true, theme), "no events", theme);
         return;
     }
     let wide = area.width >= 120;
-    let rows: Vec<Vec<Cell>> = events
-        .iter()
-        .map(|e| {
-            let mut cells = vec![
-                widgets::styled(e.age.clone(), theme.style(Role::Dim)),
-                widgets::styled(
-                    if e.warning { "Warning" } else { "Normal" },
-                    theme.style(if e.warning { Role::Warn } else { Role::Dim }),
-                ),
-                widgets::styled(fit(&e.reason, 18), theme.style(Role::Text)),
-                widgets::styled(fit(&e.object, if wide { 44 } else { 26 }), theme.style(Role::Accent)),
-            ];
-            if wide {
-                cells.push(widgets::styled(
-                    if e.count > 1 { format!("x{}", e.count) } else { String::new() },
-                    theme.style(Role::Dim),
-                ));
-            }
-            cells.push(widgets::styled(e.message.clone(), theme.style(Role::Text)));
-            cells
-        })
-        .collect();
+    let make_row = |i: usize| {
+        let e = &events[i];
+        let mut cells = vec![
+            widgets::styled(e.age.clone(), theme.style(Role::Dim)),
+            widgets::styled(
+                if e.warning { "Warning" } else { "Normal" },
+                theme.style(if e.warning { Role::Warn } else { Role::Dim }),
+            ),
+            widgets::styled(fit(&e.reason, 18), theme.style(Role::Text)),
+            widgets::styled(fit(&e.object, if wide { 44 } else { 26 }), theme.style(Role::Accent)),
+        ];
+        if wide {
+            cells.push(widgets::styled(
+                if e.count > 1 { format!("x{}", e.count) } else { String::new() },
+                theme.style(Role::Dim),
+            ));
+        }
+        cells.push(widgets::styled(e.message.clone(), theme.style(Role::Text)));
+        cells
+    };
     let mut header = vec!["AGE", "TYPE", "REASON", "OBJECT"];
     let mut widths = vec![
         Constraint::Length(5),
@@ -56,7 +52,17 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme: 
     header.push("MESSAGE");
     widths.push(Constraint::Min(10));
     let offset = app.offsets.get(&Pane::Events).copied().unwrap_or(0);
-    let offset =
-        widgets::table(frame, area, block(title, true, theme), &header, &widths, rows, Some(selected), offset, theme);
+    let offset = widgets::lazy_table(
+        frame,
+        area,
+        block(title, true, theme),
+        &header,
+        &widths,
+        events.len(),
+        make_row,
+        Some(selected),
+        offset,
+        theme,
+    );
     app.offsets.insert(Pane::Events, offset);
 }

@@ -105,8 +105,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme: 
 
 fn draw_nodes(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme: &Theme) {
     let rows = rows::nodes(views, app.filter(Pane::Fleet), app.fleet_sort);
-    let ids: Vec<String> = rows.iter().map(|r| r.id()).collect();
-    let selected = app.selected_index(Pane::Fleet, &ids);
+    let selected = app.selected_position(Pane::Fleet, rows.iter().map(|r| r.name.as_str()));
     let title = format!(" Nodes ({}) · sort: {} ", rows.len(), app.fleet_sort.label());
     if rows.is_empty() {
         let text = if views.nodes.is_empty() { "no nodes (yet)" } else { "no node matches the filter" };
@@ -124,36 +123,34 @@ fn draw_nodes(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme
     let show_driver = rest >= 28;
     let issues_w = rest.saturating_sub(if show_product { 16 } else { 0 } + if show_driver { 11 } else { 0 });
     let pending_badge = |r: &NodeRow| app.in_flight.iter().any(|f| f.contains(&format!("node/{}", r.name)));
-    let table_rows: Vec<Vec<Cell>> = rows
-        .iter()
-        .map(|r| {
-            let status_role = if !r.ready {
-                Role::Error
-            } else if r.cordoned {
-                Role::Warn
-            } else {
-                Role::Text
-            };
-            let mut cells = vec![
-                widgets::styled(fit(r.name.as_str(), name_w), theme.style(status_role)),
-                Cell::from(map_line(r, map_w, theme)),
-                widgets::styled(format!("{}/{}", r.used, r.allocatable), theme.style(Role::Text)),
-            ];
-            if show_product {
-                cells.push(widgets::styled(fit(&r.product, 15), theme.style(Role::Dim)));
-            }
-            if show_driver {
-                cells.push(widgets::styled(fit(&r.driver, 10), theme.style(Role::Dim)));
-            }
-            let mut issues: Vec<String> = r.issues.iter().map(|i| rows::issue_short(*i).to_string()).collect();
-            if pending_badge(r) {
-                issues.insert(0, "⟳pending".into());
-            }
-            let role = if r.issues.iter().any(|i| i.is_fault()) { Role::Error } else { Role::Warn };
-            cells.push(widgets::styled(fit(&issues.join(","), issues_w), theme.style(role)));
-            cells
-        })
-        .collect();
+    let make_row = |i: usize| {
+        let r = &rows[i];
+        let status_role = if !r.ready {
+            Role::Error
+        } else if r.cordoned {
+            Role::Warn
+        } else {
+            Role::Text
+        };
+        let mut cells = vec![
+            widgets::styled(fit(r.name.as_str(), name_w), theme.style(status_role)),
+            Cell::from(map_line(r, map_w, theme)),
+            widgets::styled(format!("{}/{}", r.used, r.allocatable), theme.style(Role::Text)),
+        ];
+        if show_product {
+            cells.push(widgets::styled(fit(&r.product, 15), theme.style(Role::Dim)));
+        }
+        if show_driver {
+            cells.push(widgets::styled(fit(&r.driver, 10), theme.style(Role::Dim)));
+        }
+        let mut issues: Vec<String> = r.issues.iter().map(|i| rows::issue_short(*i).to_string()).collect();
+        if pending_badge(r) {
+            issues.insert(0, "⟳pending".into());
+        }
+        let role = if r.issues.iter().any(|i| i.is_fault()) { Role::Error } else { Role::Warn };
+        cells.push(widgets::styled(fit(&issues.join(","), issues_w), theme.style(role)));
+        cells
+    };
     let mut header = vec!["NODE", "GPUS", "USED"];
     let mut widths = vec![Constraint::Length(name_w as u16), Constraint::Length(map_w as u16), Constraint::Length(6)];
     if show_product {
@@ -167,13 +164,14 @@ fn draw_nodes(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme
     header.push("ISSUES");
     widths.push(Constraint::Min(4));
     let offset = app.offsets.get(&Pane::Fleet).copied().unwrap_or(0);
-    let offset = widgets::table(
+    let offset = widgets::lazy_table(
         frame,
         area,
         block(title, true, theme),
         &header,
         &widths,
-        table_rows,
+        rows.len(),
+        make_row,
         Some(selected),
         offset,
         theme,

@@ -5,7 +5,7 @@
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Rect};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Cell, Paragraph, Wrap};
+use ratatui::widgets::{Paragraph, Wrap};
 
 use crate::analysis::age;
 use crate::analysis::pending::{PendingItem, Step, Verdict};
@@ -36,8 +36,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme: 
         }
     }
     let items = rows::pending(views, app.filter(Pane::Pending));
-    let ids: Vec<String> = items.iter().map(|p| p.display_name()).collect();
-    let selected = app.selected_index(Pane::Pending, &ids);
+    let selected = app.selected_position(Pane::Pending, items.iter().map(|p| p.display_name()));
     let title = format!(" Pending ({}) · enter: why ", items.len());
     if items.is_empty() {
         let text =
@@ -47,26 +46,24 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme: 
     }
     let wide = area.width >= 120;
     let name_w = if wide { 40 } else { 24 };
-    let rows: Vec<Vec<Cell>> = items
-        .iter()
-        .map(|p| {
-            let mut cells = vec![widgets::styled(p.blocking_str(), theme.style(step_role(p.blocking)))];
-            if wide {
-                cells.push(widgets::styled(p.kind.as_str(), theme.style(Role::Dim)));
-            }
-            cells.push(widgets::styled(fit(&p.display_name(), name_w), theme.style(Role::Text)));
-            if wide {
-                cells.push(widgets::styled(age(p.age), theme.style(Role::Dim)));
-            }
-            cells.push(widgets::styled(fit(&p.shape, 9), theme.style(Role::Accent)));
-            if wide {
-                cells.push(widgets::styled(p.queue.map_or("-".into(), |q| q.to_string()), theme.style(Role::Dim)));
-            }
-            let why = p.summary.split_once(": ").map_or(p.summary.as_str(), |(_, w)| w);
-            cells.push(widgets::styled(why.to_string(), theme.style(Role::Text)));
-            cells
-        })
-        .collect();
+    let make_row = |i: usize| {
+        let p = &items[i];
+        let mut cells = vec![widgets::styled(p.blocking_str(), theme.style(step_role(p.blocking)))];
+        if wide {
+            cells.push(widgets::styled(p.kind.as_str(), theme.style(Role::Dim)));
+        }
+        cells.push(widgets::styled(fit(&p.display_name(), name_w), theme.style(Role::Text)));
+        if wide {
+            cells.push(widgets::styled(age(p.age), theme.style(Role::Dim)));
+        }
+        cells.push(widgets::styled(fit(&p.shape, 9), theme.style(Role::Accent)));
+        if wide {
+            cells.push(widgets::styled(p.queue.map_or("-".into(), |q| q.to_string()), theme.style(Role::Dim)));
+        }
+        let why = p.summary.split_once(": ").map_or(p.summary.as_str(), |(_, w)| w);
+        cells.push(widgets::styled(why.to_string(), theme.style(Role::Text)));
+        cells
+    };
     let mut header = vec!["BLOCKED"];
     let mut widths = vec![Constraint::Length(13)];
     if wide {
@@ -88,8 +85,18 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme: 
     header.push("WHY");
     widths.push(Constraint::Min(10));
     let offset = app.offsets.get(&Pane::Pending).copied().unwrap_or(0);
-    let offset =
-        widgets::table(frame, area, block(title, true, theme), &header, &widths, rows, Some(selected), offset, theme);
+    let offset = widgets::lazy_table(
+        frame,
+        area,
+        block(title, true, theme),
+        &header,
+        &widths,
+        items.len(),
+        make_row,
+        Some(selected),
+        offset,
+        theme,
+    );
     app.offsets.insert(Pane::Pending, offset);
 }
 
