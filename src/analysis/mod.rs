@@ -9,6 +9,7 @@ pub mod gangs;
 pub mod impact;
 pub mod index;
 pub mod pending;
+pub mod queue_msg;
 pub mod queues;
 pub mod scheduler_msg;
 pub mod tally;

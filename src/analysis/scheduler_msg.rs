@@ -59,12 +59,25 @@ pub struct Parsed {
 /// with `recognised: false`.
 pub fn parse(message: &str) -> Parsed {
     let text = message.trim();
-    if let Some(rest) = text.strip_prefix("No nodes are available that match all of the following predicates::") {
-        return parse_pre_1_10(rest);
+    let unrecognised = Parsed { recognised: false, ..Parsed::default() };
+    // Event rows (`kubectl describe`, `kubectl get events`) put columns first.
+    let pre_1_10 = "No nodes are available that match all of the following predicates::";
+    if let Some(at) = text.find(pre_1_10) {
+        return parse_pre_1_10(&text[at + pre_1_10.len()..]);
+    }
+    // Volcano's per-task reason: a histogram without a node total.
+    if let Some(at) = text.find("all nodes are unavailable: ") {
+        let reasons = parse_histogram(&text[at + "all nodes are unavailable: ".len()..]);
+        return Parsed { total_nodes: None, recognised: !reasons.is_empty(), reasons, preemption: Vec::new() };
     }
     let Some((total, after)) = split_available(text) else {
-        return Parsed { recognised: false, ..Parsed::default() };
+        return unrecognised;
     };
+    // A message cut before its start (only the preemption part left)
+    // carries no histogram of its own: show it raw rather than misread it.
+    if text.find(" nodes are available:").is_some_and(|i| text[..i].contains("preemption:")) {
+        return unrecognised;
+    }
     // The histogram ends at the first ". " (reasons contain dots, as in
     // nvidia.com, but never a dot and a space); PostFilter text follows.
     let (main, post) = match after.find(". ") {
@@ -143,11 +156,38 @@ fn parse_pre_1_10(rest: &str) -> Parsed {
     Parsed { total_nodes: None, recognised: !reasons.is_empty(), reasons, preemption: Vec::new() }
 }
 
+/// Any message about why work waits, by who said it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Said {
+    /// kube-scheduler (or a scheduler printing its format).
+    Scheduler(Parsed),
+    /// Volcano's gang message.
+    Gang(super::queue_msg::GangMessage),
+    /// Kueue's admission message.
+    Quota(super::queue_msg::QuotaMessage),
+    /// None of the known shapes: shown raw, marked, counted.
+    Unrecognised,
+}
+
+/// Reads a message of any of the known controllers.
+pub fn read(message: &str) -> Said {
+    if let Some(g) = super::queue_msg::parse_gang(message) {
+        return Said::Gang(g);
+    }
+    if let Some(q) = super::queue_msg::parse_quota(message) {
+        return Said::Quota(q);
+    }
+    let parsed = parse(message);
+    if parsed.recognised { Said::Scheduler(parsed) } else { Said::Unrecognised }
+}
+
 /// The node reason code for a scheduler reason, when there is one
 /// (DESIGN.md's codes); `None` for reasons kgpu does not model.
 pub fn reason_code(reason: &str) -> Option<String> {
     let r = reason.trim();
-    if let Some(resource) = r.strip_prefix("Insufficient ") {
+    // A resource name has no spaces (gpushare's "Insufficient GPU Memory in
+    // one device" is prose, not a resource).
+    if let Some(resource) = r.strip_prefix("Insufficient ").filter(|x| !x.trim().contains(' ')) {
         let resource = resource.trim();
         return Some(match resource {
             keys::RESOURCE_GPU => "insufficient-gpu".into(),

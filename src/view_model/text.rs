@@ -153,7 +153,13 @@ pub fn render(snap: &Snapshot, a: &Analysis, section: Option<Section>) -> String
         out.push('\n');
     }
     if want(Section::Pending) {
-        let _ = writeln!(out, "PENDING  {} item(s)", a.pending.len());
+        let raw = a.pending.iter().filter(|p| p.scheduler_recognised == Some(false)).count();
+        let _ = write!(out, "PENDING  {} item(s)", a.pending.len());
+        let _ = if raw > 0 {
+            writeln!(out, ", {raw} scheduler message(s) not recognised (shown raw)")
+        } else {
+            writeln!(out)
+        };
         let rows: Vec<Vec<String>> = a
             .pending
             .iter()

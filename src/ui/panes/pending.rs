@@ -37,7 +37,12 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme: 
     }
     let items = rows::pending(views, app.filter(Pane::Pending));
     let selected = app.selected_position(Pane::Pending, items.iter().map(|p| p.display_name()));
-    let title = format!(" Pending ({}) · enter: why ", items.len());
+    let raw = items.iter().filter(|p| p.scheduler_recognised == Some(false)).count();
+    let title = if raw > 0 {
+        format!(" Pending ({}) · enter: why · {raw} scheduler message(s) not recognised ", items.len())
+    } else {
+        format!(" Pending ({}) · enter: why ", items.len())
+    };
     if items.is_empty() {
         let text =
             if views.analysis.pending.is_empty() { "nothing is pending" } else { "nothing pending matches the filter" };
