@@ -22,7 +22,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use crate::model::{
-    Gang, GangKey, Labels, Node, NodeSelectorTerm, Pod, PodKey, PodPhase, Resources, Sym, Timestamp, Toleration, keys,
+    Gang, GangKey, Labels, Node, NodeSelectorTerm, Pod, PodKey, Resources, Sym, Timestamp, Toleration, keys,
 };
 
 use super::fit::{self, PlacementKey, Shape};
@@ -484,7 +484,7 @@ pub fn plan(index: &Index<'_>, shapes: &[ShapeFit]) -> Plan {
         }
         let Some((_, _, node_name, units)) = best else {
             result.status = PlanStatus::Impossible(format!(
-                "{have} of {need} slot(s) reachable: the pods in the way cannot land anywhere else (their own taints, selectors or sizes)"
+                "{have} of {need} slot(s) reachable: the pods in the way cannot move (bare pods, DaemonSets, gangs spread over nodes) or cannot land anywhere else (their own taints, selectors or sizes)"
             ));
             result.steps.clear();
             result.gpu_hours = 0.0;
@@ -711,7 +711,9 @@ fn movable_units<'a>(index: &Index<'a>, node: Sym, moved: &HashSet<PodKey>) -> V
         if !pod.wants_gpu() || pod.owner.is_none() || pod.mirror || moved.contains(&pod.key()) {
             continue;
         }
-        if pod.owner_kind() == Some("DaemonSet") || pod.phase != PodPhase::Running {
+        // Bound work that holds GPUs (running, or still starting); DaemonSet
+        // pods come back on the same node.
+        if pod.owner_kind() == Some("DaemonSet") || !pod.holds_resources() {
             continue;
         }
         match index.gang_of(&pod.key()) {
