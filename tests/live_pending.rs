@@ -73,7 +73,8 @@ async fn the_real_scheduler_agrees_with_kgpu_on_four_classic_mistakes() {
     let tolerate = json!([{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]);
 
     // (name, GPUs, spec extras, kgpu's expected per-node reasons)
-    let cases: [(&str, u32, Value, &[(&str, u32)]); 4] = [
+    type Case = (&'static str, u32, Value, &'static [(&'static str, u32)]);
+    let cases: [Case; 4] = [
         // Each open node has 4; the cordoned one is excluded first.
         ("too-many-gpus", 8, json!({"tolerations": tolerate}), &[("cordoned", 1), ("insufficient-gpu", 3)]),
         ("no-toleration", 1, json!({}), &[("cordoned", 1), ("untolerated-taint:nvidia.com/gpu", 3)]),
