@@ -322,3 +322,94 @@ fn make_wave(
         oversized,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::testing::{node, pod, podgroup, snapshot};
+    use crate::model::{Node, Pod};
+
+    const NOW: Timestamp = 50_000;
+
+    fn h100(name: &str) -> crate::model::build::NodeBuilder {
+        node(name).gpus(8).product("NVIDIA-H100-80GB-HBM3").driver("550.54.15", "12.4")
+    }
+
+    fn gpu_pod(name: &str, node: &str) -> Pod {
+        pod(name).gpus(1).on(node).running().build()
+    }
+
+    fn names(w: &Wave) -> Vec<&str> {
+        w.nodes.iter().map(|n| n.as_str()).collect()
+    }
+
+    #[test]
+    fn canary_first_then_waves_within_the_budget_gangs_whole_breaks_listed() {
+        let nodes: Vec<Node> = vec![
+            h100("n1").build(),
+            h100("n2").build(),
+            h100("n3").build(),
+            h100("n4").build(),
+            // already unavailable: it uses up one of maxUnavailable
+            h100("n5").cordoned().build(),
+            // a GeForce card: no forward compatibility to lean on
+            node("n6").gpus(1).product("NVIDIA-GeForce-RTX-4090").driver("550.54.15", "12.4").build(),
+            node("n7").gpus(8).product("NVIDIA-H100-80GB-HBM3").driver("535.161.08", "12.2").build(),
+            h100("n8").label("nvidia.com/gpu-driver-upgrade.skip", "true").build(),
+        ];
+        let pods = vec![
+            gpu_pod("a", "n2"),
+            pod("needs-12-4").gpus(1).on("n6").running().cuda_require("cuda>=12.4").build(),
+            gpu_pod("b", "n5"),
+            gpu_pod("c", "n5"),
+            pod("train-0").gpus(8).group("train").on("n3").running().build(),
+            pod("train-1").gpus(8).group("train").on("n4").running().build(),
+        ];
+        let snap = snapshot(nodes, pods, vec![podgroup("train", 2, 8).build()], NOW);
+        let index = Index::build(&snap, NOW);
+        let target = DriverVersion::parse("535.161.08").unwrap();
+        // maxParallelUpgrades 3, maxUnavailable 3 − 1 already cordoned = 2.
+        let plan = plan(&index, &target, Policy { max_parallel: 3, max_unavailable: MaxUnavailable::Count(3) });
+        assert_eq!(plan.wave_size, 2);
+        let excluded: Vec<(&str, &str)> = plan.excluded.iter().map(|(n, why)| (n.as_str(), why.as_str())).collect();
+        assert_eq!(excluded, [("n7", "already on 535.161.08"), ("n8", "nvidia.com/gpu-driver-upgrade.skip=true")]);
+        // Least-loaded first (GPU pods: n1 0, n2 1, n6 1, n5 2, n3+n4 2 as one
+        // unit); the lightest single node is the canary; the gang's nodes
+        // move together.
+        let waves: Vec<(bool, Vec<&str>)> = plan.waves.iter().map(|w| (w.canary, names(w))).collect();
+        assert_eq!(
+            waves,
+            [(true, vec!["n1"]), (false, vec!["n2", "n6"]), (false, vec!["n5"]), (false, vec!["n3", "n4"])]
+        );
+        assert_eq!(plan.waves[3].gangs, ["default/train"]);
+        // CUDA Toolkit Release Notes, Table 3: CUDA 12.4 needs ≥ 550.54.14
+        // natively; R535 gives 12.2. On a GeForce card there is no forward
+        // compatibility, so the 12.4 workload breaks in wave 1.
+        let breaks: Vec<(&str, Verdict)> = plan.waves[1].breaks.iter().map(|b| (b.pod.as_str(), b.after)).collect();
+        assert_eq!(breaks, [("default/needs-12-4", Verdict::Incompatible)]);
+        assert!(plan.waves.iter().enumerate().all(|(i, w)| i == 1 || w.breaks.is_empty()));
+    }
+
+    #[test]
+    fn a_gang_wider_than_a_wave_is_its_own_oversized_wave() {
+        let nodes: Vec<Node> = ["n1", "n2", "n3", "n4"].iter().map(|n| h100(n).build()).collect();
+        let pods: Vec<Pod> =
+            (2..=4).map(|i| pod(&format!("g-{i}")).gpus(8).group("g").on(&format!("n{i}")).running().build()).collect();
+        let snap = snapshot(nodes, pods, vec![podgroup("g", 3, 8).build()], NOW);
+        let index = Index::build(&snap, NOW);
+        let target = DriverVersion::parse("570.124.06").unwrap();
+        let plan = plan(&index, &target, Policy::default());
+        // 25% of 4 nodes = 1, maxParallelUpgrades 1: one node per wave.
+        assert_eq!(plan.wave_size, 1);
+        let waves: Vec<(bool, bool, Vec<&str>)> =
+            plan.waves.iter().map(|w| (w.canary, w.oversized, names(w))).collect();
+        assert_eq!(waves, [(true, false, vec!["n1"]), (false, true, vec!["n2", "n3", "n4"])]);
+    }
+
+    #[test]
+    fn max_unavailable_reads_counts_and_percentages() {
+        assert_eq!(MaxUnavailable::parse("25%").map(|m| m.resolve(10)), Some(3), "rounded up, like the operator");
+        assert_eq!(MaxUnavailable::parse("2").map(|m| m.resolve(10)), Some(2));
+        assert_eq!(MaxUnavailable::parse("lots"), None);
+    }
+}
