@@ -240,6 +240,13 @@ pub const BINDINGS: &[Binding] = &[
         panes: Some(&[Pane::Fleet]),
     },
     Binding {
+        keys: &[KeyCode::Char('X')],
+        label: "X",
+        command: Command::Cancel,
+        help: "cancel the running action at its next step",
+        panes: None,
+    },
+    Binding {
         keys: &[KeyCode::Char('/')],
         label: "/",
         command: Command::Filter,

@@ -1,0 +1,270 @@
+//! Actions without a cluster: the app's confirm / dry-run / cancel /
+//! read-only flows (keys in, effects out), and the executor on the demo's
+//! simulated cluster, with its audit log — including a repartition that the
+//! simulated mig-manager finishes and one it wedges.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic on broken fixtures
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use kgpu::actions::audit::AuditLog;
+use kgpu::actions::backend::Backend;
+use kgpu::actions::exec::Executor;
+use kgpu::actions::{Action, ActionRequest};
+use kgpu::analysis::Thresholds;
+use kgpu::app::{App, Effect, Msg, Overlay, Pane};
+use kgpu::model::{Snapshot, SourceInfo, SourceKind, Sym};
+use kgpu::sources::sim::{driver, scenarios};
+use kgpu::view_model::panes::Views;
+use serde_json::Value;
+use tokio::sync::{mpsc, watch};
+
+fn views(scenario: &str) -> Views {
+    let (snap, now) = kgpu::runtime::load::demo(scenario, 1, 0).unwrap();
+    Views::build(Arc::new(snap), now, &Thresholds::default(), None)
+}
+
+fn key(app: &mut App, views: &Views, c: char) -> Vec<Effect> {
+    app.update(Msg::Key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE)), views)
+}
+
+/// An app on the Fleet pane's node list, first node selected.
+fn fleet_app(read_only: bool) -> App {
+    let mut app = App::new(read_only, "dark", true);
+    app.pane = Pane::Fleet;
+    app.aggregate = Some(false);
+    app
+}
+
+fn notice(app: &App) -> String {
+    app.notice.as_ref().map(|n| n.text.clone()).unwrap_or_default()
+}
+
+#[test]
+fn read_only_refuses_every_action_and_says_so() {
+    let v = views("default");
+    let mut app = fleet_app(true);
+    for c in ['c', 'u', 'r', 'm', 'x'] {
+        assert!(key(&mut app, &v, c).is_empty(), "{c}");
+        assert!(app.overlay.is_none(), "{c}: no dialog in read-only mode");
+        assert!(notice(&app).starts_with("read-only"), "{c}: {}", notice(&app));
+    }
+    app.pane = Pane::Gangs;
+    assert!(key(&mut app, &v, 'R').is_empty());
+    assert!(notice(&app).starts_with("read-only"));
+}
+
+#[test]
+fn confirm_runs_dry_runs_or_cancels() {
+    let v = views("default");
+    let first = v.nodes[0].name;
+    let mut app = fleet_app(false);
+
+    // c opens the dialog; n cancels: nothing runs.
+    assert!(key(&mut app, &v, 'c').is_empty());
+    assert!(matches!(&app.overlay, Some(Overlay::Confirm(c)) if c.action == Action::Cordon { node: first }));
+    assert!(key(&mut app, &v, 'n').is_empty());
+    assert!(app.overlay.is_none());
+    assert_eq!(notice(&app), "cordon cancelled");
+
+    // y runs it.
+    key(&mut app, &v, 'c');
+    let effects = key(&mut app, &v, 'y');
+    assert_eq!(
+        effects,
+        [Effect::Execute(ActionRequest { action: Action::Cordon { node: first }, dry_run: false })]
+    );
+    assert_eq!(app.in_flight.len(), 1);
+
+    // d in the dialog is a server-side dry run.
+    key(&mut app, &v, 'r');
+    let effects = key(&mut app, &v, 'd');
+    assert_eq!(
+        effects,
+        [Effect::Execute(ActionRequest { action: Action::Drain { node: first, gpu_only: false }, dry_run: true })]
+    );
+
+    // g toggles "GPU pods only" on a drain; the blast radius is recomputed.
+    key(&mut app, &v, 'r');
+    key(&mut app, &v, 'g');
+    assert!(
+        matches!(&app.overlay, Some(Overlay::Confirm(c)) if c.action == Action::Drain { node: first, gpu_only: true })
+    );
+    key(&mut app, &v, 'q');
+
+    // X cancels what is running.
+    let effects = app.update(Msg::Key(KeyEvent::new(KeyCode::Char('X'), KeyModifiers::SHIFT)), &v);
+    assert_eq!(effects, [Effect::Cancel]);
+    // The executor's final report clears it; then there is nothing to cancel.
+    app.update(Msg::ActionReport { text: "cordon cancelled".into(), error: false, done: true }, &v);
+    assert!(app.in_flight.is_empty());
+    let effects = app.update(Msg::Key(KeyEvent::new(KeyCode::Char('X'), KeyModifiers::SHIFT)), &v);
+    assert!(effects.is_empty());
+    assert_eq!(notice(&app), "no action is running");
+}
+
+#[test]
+fn repartition_offers_only_the_configs_of_the_nodes_gpu() {
+    let v = views("mig-mismatch");
+    let mut app = App::new(false, "dark", true);
+    app.pane = Pane::Mig;
+    key(&mut app, &v, 'm');
+    let Some(Overlay::MigPicker { configs, .. }) = &app.overlay else { panic!("{:?}", notice(&app)) };
+    assert!(configs.iter().any(|c| c == "all-3g.40gb"), "{configs:?}");
+    assert!(configs.iter().all(|c| !c.contains("1g.5gb")), "A100/H100-80GB profiles only: {configs:?}");
+}
+
+/// The demo's simulated cluster with an executor over it, fast.
+struct Demo {
+    executor: Executor,
+    reports: mpsc::Receiver<Msg>,
+    snapshots: watch::Receiver<Arc<Snapshot>>,
+    cancel: watch::Sender<u64>,
+    _dir: tempfile::TempDir,
+}
+
+fn demo(scenario: &str) -> Demo {
+    let sim = scenarios::build(scenario, 1).unwrap();
+    let (events_tx, events_rx) = mpsc::channel(1024);
+    let (snapshots, _model) =
+        kgpu::runtime::tui::spawn_model(SourceInfo { kind: SourceKind::Demo, name: scenario.into() }, events_rx);
+    // One simulated second every 20 ms.
+    let (handle, _sim) = driver::spawn(sim, events_tx, Duration::from_millis(20));
+    let (reports_tx, reports) = mpsc::channel(256);
+    let (cancel, cancel_rx) = watch::channel(0);
+    let dir = tempfile::tempdir().unwrap();
+    let executor = Executor {
+        backend: Backend::Sim(handle),
+        snapshots: snapshots.clone(),
+        reports: reports_tx,
+        audit: Some(AuditLog { path: dir.path().join("audit.jsonl") }),
+        context: format!("demo:{scenario}"),
+        user: "tester".into(),
+        mig_timeout: Duration::from_secs(8),
+        drain_timeout: Duration::from_secs(2),
+        cancel: cancel_rx,
+    };
+    Demo { executor, reports, snapshots, cancel, _dir: dir }
+}
+
+impl Demo {
+    async fn synced(&mut self) {
+        while self.snapshots.borrow().nodes.is_empty() {
+            self.snapshots.changed().await.unwrap();
+        }
+    }
+
+    fn audit(&self) -> Vec<Value> {
+        let path = &self.executor.audit.as_ref().unwrap().path;
+        std::fs::read_to_string(path).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+    }
+
+    /// The final report of the last action.
+    async fn last_report(&mut self) -> (String, bool) {
+        let mut last = None;
+        while let Ok(m) = self.reports.try_recv() {
+            if let Msg::ActionReport { text, error, done: true } = m {
+                last = Some((text, error));
+            }
+        }
+        last.expect("a final report")
+    }
+
+    /// Waits for the model to show what an action did.
+    async fn until(&mut self, what: &str, check: impl Fn(&Snapshot) -> bool) {
+        let wait = async {
+            while !check(&self.snapshots.borrow_and_update()) {
+                self.snapshots.changed().await.unwrap();
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(10), wait).await.unwrap_or_else(|_| panic!("timed out: {what}"));
+    }
+}
+
+#[tokio::test]
+async fn demo_actions_are_audited_and_dry_runs_change_nothing() {
+    let mut d = demo("default");
+    d.synced().await;
+    let node = *d.snapshots.borrow().nodes.keys().next().unwrap();
+
+    d.executor.run(ActionRequest { action: Action::Cordon { node }, dry_run: true }).await;
+    assert!(!d.snapshots.borrow().nodes[&node].unschedulable, "a dry run changes nothing");
+    d.executor.run(ActionRequest { action: Action::Cordon { node }, dry_run: false }).await;
+    d.until("cordoned", |s| s.nodes[&node].unschedulable).await;
+    d.executor.run(ActionRequest { action: Action::Cordon { node }, dry_run: false }).await;
+    let (text, error) = d.last_report().await;
+    assert!(!error);
+    assert_eq!(text, format!("node/{node} already cordoned"), "repeating an action is harmless");
+
+    let audit = d.audit();
+    assert_eq!(audit.len(), 3);
+    let first = &audit[0];
+    assert_eq!(first["action"], "cordon");
+    assert_eq!(first["targets"][0], format!("node/{node}"));
+    assert_eq!(first["dryRun"], true);
+    assert_eq!(first["result"], "ok");
+    assert_eq!(first["context"], "demo:default");
+    assert_eq!(first["user"], "tester");
+    assert!(first["time"].as_str().unwrap().ends_with('Z'), "RFC 3339 UTC: {}", first["time"]);
+    assert_eq!(audit[1]["dryRun"], false);
+    assert!(audit[1]["detail"].as_str().unwrap().contains("cordoned"));
+}
+
+#[tokio::test]
+async fn the_simulated_mig_manager_finishes_a_repartition_and_wedges_another() {
+    let mut d = demo("mig-mismatch");
+    d.synced().await;
+
+    // A healthy MIG node: cordon, drain GPU pods, label, wait, uncordon.
+    let healthy = Sym::new("mig-01");
+    d.executor
+        .run(ActionRequest { action: Action::RepartitionMig { node: healthy, config: "all-3g.40gb".into() }, dry_run: false })
+        .await;
+    let (text, error) = d.last_report().await;
+    assert!(!error, "{text}");
+    assert!(text.contains("repartitioned to all-3g.40gb and uncordoned"), "{text}");
+    d.until("mig-01 uncordoned with the new config", |s| {
+        let n = &s.nodes[&healthy];
+        !n.unschedulable && n.operator.mig_config_state.is_some_and(|s| s.as_str() == "success")
+    })
+    .await;
+
+    // mig-08's mig-manager is wedged: the action reports it and leaves the node cordoned.
+    let wedged = Sym::new("mig-08");
+    d.executor
+        .run(ActionRequest { action: Action::RepartitionMig { node: wedged, config: "all-2g.20gb".into() }, dry_run: false })
+        .await;
+    let (text, error) = d.last_report().await;
+    assert!(error);
+    assert!(text.contains("looks wedged") && text.contains("stays cordoned"), "{text}");
+    assert!(d.snapshots.borrow().nodes[&wedged].unschedulable);
+    let audit = d.audit();
+    let last = audit.last().unwrap();
+    assert_eq!(last["action"], "repartition-mig");
+    assert_eq!(last["targets"], serde_json::json!(["node/mig-08", "mig.config=all-2g.20gb"]));
+    assert_eq!(last["result"], "error");
+}
+
+#[tokio::test]
+async fn cancel_stops_a_running_action_and_the_audit_says_so() {
+    let mut d = demo("mig-mismatch");
+    d.synced().await;
+    let executor = d.executor.clone();
+    let run = tokio::spawn(async move {
+        executor
+            .run(ActionRequest {
+                action: Action::RepartitionMig { node: Sym::new("mig-08"), config: "all-2g.20gb".into() },
+                dry_run: false,
+            })
+            .await
+    });
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    d.cancel.send_modify(|n| *n += 1);
+    run.await.unwrap();
+    let (text, error) = d.last_report().await;
+    assert!(error);
+    assert!(text.starts_with("repartition-mig cancelled"), "{text}");
+    assert_eq!(d.audit().last().unwrap()["result"], "cancelled");
+}
