@@ -72,10 +72,7 @@ fn confirm_runs_dry_runs_or_cancels() {
     // y runs it.
     key(&mut app, &v, 'c');
     let effects = key(&mut app, &v, 'y');
-    assert_eq!(
-        effects,
-        [Effect::Execute(ActionRequest { action: Action::Cordon { node: first }, dry_run: false })]
-    );
+    assert_eq!(effects, [Effect::Execute(ActionRequest { action: Action::Cordon { node: first }, dry_run: false })]);
     assert_eq!(app.in_flight.len(), 1);
 
     // d in the dialog is a server-side dry run.
@@ -220,7 +217,10 @@ async fn the_simulated_mig_manager_finishes_a_repartition_and_wedges_another() {
     // A healthy MIG node: cordon, drain GPU pods, label, wait, uncordon.
     let healthy = Sym::new("mig-01");
     d.executor
-        .run(ActionRequest { action: Action::RepartitionMig { node: healthy, config: "all-3g.40gb".into() }, dry_run: false })
+        .run(ActionRequest {
+            action: Action::RepartitionMig { node: healthy, config: "all-3g.40gb".into() },
+            dry_run: false,
+        })
         .await;
     let (text, error) = d.last_report().await;
     assert!(!error, "{text}");
@@ -234,7 +234,10 @@ async fn the_simulated_mig_manager_finishes_a_repartition_and_wedges_another() {
     // mig-08's mig-manager is wedged: the action reports it and leaves the node cordoned.
     let wedged = Sym::new("mig-08");
     d.executor
-        .run(ActionRequest { action: Action::RepartitionMig { node: wedged, config: "all-2g.20gb".into() }, dry_run: false })
+        .run(ActionRequest {
+            action: Action::RepartitionMig { node: wedged, config: "all-2g.20gb".into() },
+            dry_run: false,
+        })
         .await;
     let (text, error) = d.last_report().await;
     assert!(error);

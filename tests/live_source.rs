@@ -8,41 +8,15 @@
 mod support;
 
 use std::process::Command;
-use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
-use kgpu::model::{Feed, FeedProblem, FeedState, GangKind, PodKey, Snapshot, SourceInfo, SourceKind, Sym};
-use kgpu::sources::kube::watch;
+use kgpu::model::{Feed, FeedProblem, FeedState, GangKind, PodKey, Snapshot, Sym};
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 use support::controlplane::ControlPlane;
-use support::kube::{client, eventually, gpu_node, gpu_pod, namespace, unique};
-use tokio::sync::watch as tokio_watch;
-
-/// kgpu's live source and model, in-process.
-async fn source(
-    cp: &ControlPlane,
-    kubeconfig: &std::path::Path,
-) -> (tokio_watch::Receiver<Arc<Snapshot>>, Vec<tokio::task::JoinHandle<()>>) {
-    let target = kgpu::sources::kube::client::Target { kubeconfig: Some(kubeconfig.to_path_buf()), context: None };
-    let (client, _) = kgpu::sources::kube::client::connect(&target).await.unwrap();
-    let (tx, rx) = tokio::sync::mpsc::channel(1024);
-    let (snapshots, model) =
-        kgpu::runtime::tui::spawn_model(SourceInfo { kind: SourceKind::Kube, name: cp.server.clone() }, rx);
-    let mut tasks = watch::spawn_all(client, watch::Scope::default(), tx);
-    tasks.push(model);
-    (snapshots, tasks)
-}
-
-async fn until(snapshots: &tokio_watch::Receiver<Arc<Snapshot>>, what: &str, check: impl Fn(&Snapshot) -> bool) {
-    eventually(what, Duration::from_secs(20), || {
-        let ok = check(&snapshots.borrow());
-        async move { ok.then_some(()) }
-    })
-    .await
-}
+use support::kube::{client, gpu_node, gpu_pod, namespace, source, unique, until};
 
 fn kgpu_json(args: &[&str], kubeconfig: &std::path::Path) -> Value {
     let out = Command::new(env!("CARGO_BIN_EXE_kgpu"))

@@ -2,12 +2,17 @@
 //! GPU nodes with capacity set through the status subresource, namespaces,
 //! and waiting for conditions.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use kube::Client;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::json;
+
+use kgpu::model::{Snapshot, SourceInfo, SourceKind};
+use kgpu::sources::kube::watch;
+use tokio::sync::watch as tokio_watch;
 
 use super::controlplane::ControlPlane;
 
@@ -90,4 +95,27 @@ where
         assert!(Instant::now() < deadline, "timed out after {}s waiting for {what}", timeout.as_secs());
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+}
+
+/// kgpu's live source and model, in-process.
+pub async fn source(
+    cp: &ControlPlane,
+    kubeconfig: &std::path::Path,
+) -> (tokio_watch::Receiver<Arc<Snapshot>>, Vec<tokio::task::JoinHandle<()>>) {
+    let target = kgpu::sources::kube::client::Target { kubeconfig: Some(kubeconfig.to_path_buf()), context: None };
+    let (client, _) = kgpu::sources::kube::client::connect(&target).await.unwrap();
+    let (tx, rx) = tokio::sync::mpsc::channel(1024);
+    let (snapshots, model) =
+        kgpu::runtime::tui::spawn_model(SourceInfo { kind: SourceKind::Kube, name: cp.server.clone() }, rx);
+    let mut tasks = watch::spawn_all(client, watch::Scope::default(), tx);
+    tasks.push(model);
+    (snapshots, tasks)
+}
+
+pub async fn until(snapshots: &tokio_watch::Receiver<Arc<Snapshot>>, what: &str, check: impl Fn(&Snapshot) -> bool) {
+    eventually(what, Duration::from_secs(20), || {
+        let ok = check(&snapshots.borrow());
+        async move { ok.then_some(()) }
+    })
+    .await
 }

@@ -1,0 +1,334 @@
+//! Actions against the real control plane, carried out by the same executor
+//! the cockpit uses: cordon stops the real kube-scheduler placing pods; a
+//! drain evicts what it may and is refused by a PodDisruptionBudget (shown,
+//! retried, then reported); requeue toggles a Kueue Workload's spec.active;
+//! a MIG repartition sets the label, finishes and uncordons when the state
+//! reaches success, and reports a wedge when it stays pending; dry runs
+//! change nothing. Every run is in the audit log.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic on broken fixtures
+
+mod support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use kgpu::actions::audit::AuditLog;
+use kgpu::actions::backend::Backend;
+use kgpu::actions::exec::Executor;
+use kgpu::actions::{Action, ActionRequest};
+use kgpu::app::Msg;
+use kgpu::model::{GangKey, GangKind, PodKey, Snapshot, Sym};
+use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams, WatchEvent, WatchParams};
+use serde_json::{Value, json};
+use support::controlplane::ControlPlane;
+use support::kube::{client, eventually, gpu_node, gpu_pod, namespace, source, until};
+use tokio::sync::{mpsc, watch};
+
+struct Harness {
+    executor: Executor,
+    reports: mpsc::Receiver<Msg>,
+    snapshots: watch::Receiver<Arc<Snapshot>>,
+    _tasks: Vec<tokio::task::JoinHandle<()>>,
+    _dir: tempfile::TempDir,
+}
+
+async fn harness(cp: &ControlPlane) -> Harness {
+    harness_as(cp, &cp.kubeconfig).await
+}
+
+/// Acting with the credentials of `kubeconfig` (watching as admin).
+async fn harness_as(cp: &ControlPlane, kubeconfig: &std::path::Path) -> Harness {
+    let (snapshots, tasks) = source(cp, &cp.kubeconfig).await;
+    let target = kgpu::sources::kube::client::Target { kubeconfig: Some(kubeconfig.to_path_buf()), context: None };
+    let actions = kgpu::sources::kube::client::action_client(&target).await.unwrap();
+    let (reports_tx, reports) = mpsc::channel(256);
+    let (_cancel, cancel_rx) = watch::channel(0);
+    std::mem::forget(_cancel); // never cancelled here
+    let dir = tempfile::tempdir().unwrap();
+    let executor = Executor {
+        backend: Backend::Kube(actions),
+        snapshots: snapshots.clone(),
+        reports: reports_tx,
+        audit: Some(AuditLog { path: dir.path().join("audit.jsonl") }),
+        context: "test".into(),
+        user: "admin".into(),
+        mig_timeout: Duration::from_secs(6),
+        drain_timeout: Duration::from_secs(5),
+        cancel: cancel_rx,
+    };
+    Harness { executor, reports, snapshots, _tasks: tasks, _dir: dir }
+}
+
+impl Harness {
+    /// Every report of the last run, and its final one.
+    fn reports(&mut self) -> (Vec<String>, String, bool) {
+        let mut all = Vec::new();
+        let mut last = None;
+        while let Ok(Msg::ActionReport { text, error, done }) = self.reports.try_recv() {
+            all.push(text.clone());
+            if done {
+                last = Some((text, error));
+            }
+        }
+        let (text, error) = last.expect("a final report");
+        (all, text, error)
+    }
+
+    fn audit(&self) -> Vec<Value> {
+        let path = &self.executor.audit.as_ref().unwrap().path;
+        std::fs::read_to_string(path).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+    }
+}
+
+async fn unschedulable(client: &kube::Client, node: &str) -> bool {
+    let nodes: Api<Node> = Api::all(client.clone());
+    nodes.get(node).await.unwrap().spec.and_then(|s| s.unschedulable).unwrap_or(false)
+}
+
+fn pool(name: &str) -> Value {
+    json!({"nodeSelector": {"kubernetes.io/hostname": name}})
+}
+
+#[tokio::test]
+async fn cordon_stops_the_real_scheduler_and_a_dry_run_changes_nothing() {
+    if !ControlPlane::enabled() {
+        return;
+    }
+    let cp = ControlPlane::shared();
+    let client = client(cp).await;
+    gpu_node(&client, "act-cordon", 4, json!({}), json!([])).await;
+    let mut h = harness(cp).await;
+    let node = Sym::new("act-cordon");
+    until(&h.snapshots, "node seen", |s| s.nodes.contains_key(&node)).await;
+
+    h.executor.run(ActionRequest { action: Action::Cordon { node }, dry_run: true }).await;
+    let (_, text, error) = h.reports();
+    assert!(!error, "{text}");
+    assert!(!unschedulable(&client, "act-cordon").await, "server-side dry run: {text}");
+
+    h.executor.run(ActionRequest { action: Action::Cordon { node }, dry_run: false }).await;
+    assert!(unschedulable(&client, "act-cordon").await);
+    namespace(&client, "act-cordon").await;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "act-cordon");
+    pods.create(&PostParams::default(), &gpu_pod("after-cordon", 1, pool("act-cordon"))).await.unwrap();
+    let said = eventually("the scheduler refuses the cordoned node", Duration::from_secs(30), || {
+        let pods = pods.clone();
+        async move {
+            let c = pods.get("after-cordon").await.ok()?.status?.conditions?;
+            c.into_iter().find(|c| c.type_ == "PodScheduled" && c.status == "False").and_then(|c| c.message)
+        }
+    })
+    .await;
+    assert!(said.contains("node(s) were unschedulable"), "{said}");
+
+    // Uncordon: the real scheduler places the pod.
+    until(&h.snapshots, "cordon seen", |s| s.nodes.get(&node).is_some_and(|n| n.unschedulable)).await;
+    h.executor.run(ActionRequest { action: Action::Uncordon { node }, dry_run: false }).await;
+    eventually("bound after uncordon", Duration::from_secs(30), || {
+        let pods = pods.clone();
+        async move { pods.get("after-cordon").await.ok()?.spec?.node_name }
+    })
+    .await;
+    let audit = h.audit();
+    let results: Vec<(String, bool)> =
+        audit.iter().map(|e| (e["action"].as_str().unwrap().to_string(), e["dryRun"].as_bool().unwrap())).collect();
+    assert_eq!(results, [("cordon".into(), true), ("cordon".into(), false), ("uncordon".into(), false)]);
+}
+
+#[tokio::test]
+async fn drain_evicts_and_a_pdb_refusal_is_retried_then_reported() {
+    if !ControlPlane::enabled() {
+        return;
+    }
+    let cp = ControlPlane::shared();
+    let client = client(cp).await;
+    gpu_node(&client, "act-drain", 8, json!({}), json!([])).await;
+    let ns = "act-drain";
+    namespace(&client, ns).await;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    let mut guarded = gpu_pod("guarded", 1, pool("act-drain"));
+    guarded.metadata.labels = Some([("app".to_string(), "guarded".to_string())].into());
+    pods.create(&PostParams::default(), &guarded).await.unwrap();
+    pods.create(&PostParams::default(), &gpu_pod("free", 1, pool("act-drain"))).await.unwrap();
+    // minAvailable 1 over the one guarded pod: no disruption allowed.
+    let pdbs: Api<PodDisruptionBudget> = Api::namespaced(client.clone(), ns);
+    let pdb: PodDisruptionBudget = serde_json::from_value(json!({"metadata": {"name": "keep-one"},
+        "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "guarded"}}}}))
+    .unwrap();
+    pdbs.create(&PostParams::default(), &pdb).await.unwrap();
+
+    let mut h = harness(cp).await;
+    let node = Sym::new("act-drain");
+    until(&h.snapshots, "both pods bound", |s| {
+        ["guarded", "free"].iter().all(|p| s.pods.get(&PodKey::new(ns, p)).is_some_and(|p| p.node == Some(node)))
+    })
+    .await;
+    // What the kubelet would report (there is none here): the API server
+    // ignores PDBs for pods that are still Pending.
+    for name in ["guarded", "free"] {
+        let running = json!({"status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}});
+        pods.patch_status(name, &PatchParams::default(), &Patch::Merge(&running)).await.unwrap();
+    }
+
+    // A dry run evicts nothing.
+    h.executor.run(ActionRequest { action: Action::Drain { node, gpu_only: false }, dry_run: true }).await;
+    h.reports();
+    assert!(pods.get("free").await.is_ok(), "dry run kept the pod");
+    assert!(!unschedulable(&client, "act-drain").await, "dry run kept the node schedulable");
+
+    h.executor.run(ActionRequest { action: Action::Drain { node, gpu_only: false }, dry_run: false }).await;
+    let (all, text, error) = h.reports();
+    assert!(error, "{text}");
+    assert!(text.contains("1 of 2 pod(s) evicted") && text.contains("PodDisruptionBudget"), "{text}");
+    assert!(all.iter().any(|r| r.contains("PodDisruptionBudget refuses (429), retrying")), "{all:?}");
+    assert!(unschedulable(&client, "act-drain").await, "cordoned first");
+    eventually("the free pod evicted", Duration::from_secs(20), || {
+        let pods = pods.clone();
+        async move { pods.get_opt("free").await.ok()?.is_none().then_some(()) }
+    })
+    .await;
+    assert!(pods.get("guarded").await.is_ok(), "the PDB kept it");
+    let last = h.audit().pop().unwrap();
+    assert_eq!((last["action"].as_str(), last["result"].as_str()), (Some("drain"), Some("error")));
+}
+
+#[tokio::test]
+async fn requeue_toggles_a_kueue_workloads_active_flag() {
+    if !ControlPlane::enabled() {
+        return;
+    }
+    let cp = ControlPlane::shared();
+    cp.install_crds(&cp.kueue_crds()).unwrap();
+    let client = client(cp).await;
+    let ns = "act-requeue";
+    namespace(&client, ns).await;
+    let ar = kube::api::ApiResource::from_gvk_with_plural(
+        &kube::api::GroupVersionKind::gvk("kueue.x-k8s.io", "v1beta2", "Workload"),
+        "workloads",
+    );
+    let workloads: Api<DynamicObject> = Api::namespaced_with(client.clone(), ns, &ar);
+    let w: DynamicObject = serde_json::from_value(json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+        "metadata": {"name": "job-stuck", "namespace": ns},
+        "spec": {"queueName": "research", "active": true, "podSets": [{"name": "main", "count": 1, "template": {"spec": {"containers": [{"name": "c", "image": "x",
+            "resources": {"limits": {"nvidia.com/gpu": "8"}}}]}}}]}}))
+    .unwrap();
+    let created = workloads.create(&PostParams::default(), &w).await.unwrap();
+    let mut h = harness(cp).await;
+    let gang = GangKey { kind: GangKind::KueueWorkload, namespace: Sym::new(ns), name: "job-stuck".into() };
+    until(&h.snapshots, "workload seen", |s| s.gangs.contains_key(&gang)).await;
+
+    // Watch spec.active from the creation on.
+    let rv = created.metadata.resource_version.clone().unwrap();
+    let mut stream = workloads.watch(&WatchParams::default().timeout(20), &rv).await.unwrap().boxed();
+    h.executor.run(ActionRequest { action: Action::Requeue { gang: gang.clone() }, dry_run: false }).await;
+    let (_, text, error) = h.reports();
+    assert!(!error, "{text}");
+    assert!(text.contains("re-enters LocalQueue research"), "{text}");
+    let mut seen = Vec::new();
+    while seen.len() < 2 {
+        let Some(Ok(WatchEvent::Modified(o))) = stream.next().await else { continue };
+        seen.push(o.data["spec"]["active"].as_bool());
+    }
+    assert_eq!(seen, [Some(false), Some(true)], "deactivated, then reactivated");
+}
+
+#[tokio::test]
+async fn repartition_follows_the_mig_manager_and_reports_a_wedge() {
+    if !ControlPlane::enabled() {
+        return;
+    }
+    let cp = ControlPlane::shared();
+    let client = client(cp).await;
+    let mig = json!({"nvidia.com/mig.config": "all-disabled", "nvidia.com/mig.config.state": "success",
+        "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"});
+    gpu_node(&client, "act-mig", 8, mig.clone(), json!([])).await;
+    gpu_node(&client, "act-wedge", 8, mig, json!([])).await;
+    let mut h = harness(cp).await;
+    until(&h.snapshots, "nodes seen", |s| s.nodes.contains_key(&Sym::new("act-wedge"))).await;
+    let nodes: Api<Node> = Api::all(client.clone());
+    let label = |node: &str| {
+        let nodes = nodes.clone();
+        let node = node.to_string();
+        async move { nodes.get(&node).await.unwrap().metadata.labels.unwrap_or_default() }
+    };
+    let set_state = |node: &'static str, state: &'static str| {
+        let nodes = nodes.clone();
+        async move {
+            let patch = json!({"metadata": {"labels": {"nvidia.com/mig.config.state": state}}});
+            nodes.patch(node, &PatchParams::default(), &Patch::Merge(&patch)).await.unwrap();
+        }
+    };
+
+    // The test plays the mig-manager: it sees the new config, goes pending, then success.
+    let executor = h.executor.clone();
+    let run = tokio::spawn(async move {
+        executor
+            .run(ActionRequest {
+                action: Action::RepartitionMig { node: Sym::new("act-mig"), config: "all-1g.10gb".into() },
+                dry_run: false,
+            })
+            .await
+    });
+    eventually("mig.config set", Duration::from_secs(20), || {
+        let l = label("act-mig");
+        async move { (l.await.get("nvidia.com/mig.config").map(String::as_str) == Some("all-1g.10gb")).then_some(()) }
+    })
+    .await;
+    assert!(unschedulable(&client, "act-mig").await, "cordoned while it changes");
+    set_state("act-mig", "pending").await;
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    set_state("act-mig", "success").await;
+    run.await.unwrap();
+    let (_, text, error) = h.reports();
+    assert!(!error, "{text}");
+    assert!(text.contains("repartitioned to all-1g.10gb and uncordoned"), "{text}");
+    assert!(!unschedulable(&client, "act-mig").await);
+
+    // A mig-manager that never leaves pending: a wedge, node left cordoned.
+    let executor = h.executor.clone();
+    let run = tokio::spawn(async move {
+        executor
+            .run(ActionRequest {
+                action: Action::RepartitionMig { node: Sym::new("act-wedge"), config: "all-1g.10gb".into() },
+                dry_run: false,
+            })
+            .await
+    });
+    eventually("mig.config set", Duration::from_secs(20), || {
+        let l = label("act-wedge");
+        async move { (l.await.get("nvidia.com/mig.config").map(String::as_str) == Some("all-1g.10gb")).then_some(()) }
+    })
+    .await;
+    set_state("act-wedge", "pending").await;
+    run.await.unwrap();
+    let (_, text, error) = h.reports();
+    assert!(error);
+    assert!(text.contains("still 'pending'") && text.contains("looks wedged"), "{text}");
+    assert!(unschedulable(&client, "act-wedge").await, "left cordoned");
+    let audit = h.audit();
+    let results: Vec<&str> = audit.iter().map(|e| e["result"].as_str().unwrap()).collect();
+    assert_eq!(results, ["ok", "error"]);
+}
+
+#[tokio::test]
+async fn a_forbidden_action_names_the_missing_permission() {
+    if !ControlPlane::enabled() {
+        return;
+    }
+    let cp = ControlPlane::shared();
+    let client = client(cp).await;
+    gpu_node(&client, "act-forbidden", 4, json!({}), json!([])).await;
+    let mut h = harness_as(cp, &cp.viewer_kubeconfig).await;
+    let node = Sym::new("act-forbidden");
+    until(&h.snapshots, "node seen", |s| s.nodes.contains_key(&node)).await;
+    h.executor.run(ActionRequest { action: Action::Cordon { node }, dry_run: false }).await;
+    let (_, text, error) = h.reports();
+    assert!(error);
+    assert!(text.starts_with("RBAC: cannot 'patch' nodes"), "{text}");
+    assert!(text.contains("kubectl auth can-i patch nodes"), "{text}");
+    assert!(!unschedulable(&client, "act-forbidden").await);
+}
