@@ -46,6 +46,44 @@ pub struct SourceArgs {
     /// Read `kubectl get ... -o json|yaml` dumps instead of a live cluster: files or directories.
     #[arg(long, global = true, value_name = "PATH", num_args = 1..)]
     pub file: Vec<PathBuf>,
+    /// How to read the node agents: proxy (through the API server), direct (pod IPs, in-cluster), off.
+    #[arg(long, global = true, value_enum, default_value_t = AgentTransport::Proxy, value_name = "HOW")]
+    pub agents: AgentTransport,
+    /// Namespace of the agent DaemonSet.
+    #[arg(long, global = true, default_value = crate::sources::agents::DEFAULT_NAMESPACE, value_name = "NS")]
+    pub agent_namespace: String,
+    /// The agents' token (default: the Secret kgpu-agent-token in the agents' namespace).
+    #[arg(long, global = true, env = "KGPU_AGENT_TOKEN_FILE", value_name = "FILE")]
+    pub agent_token_file: Option<PathBuf>,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum AgentTransport {
+    #[default]
+    Proxy,
+    Direct,
+    Off,
+}
+
+impl SourceArgs {
+    /// What to watch in a live cluster, from these flags.
+    pub fn scope(&self) -> crate::sources::kube::watch::Scope {
+        use crate::sources::agents::{Config, Transport};
+        let transport = match self.agents {
+            AgentTransport::Proxy => Transport::PodProxy,
+            AgentTransport::Direct => Transport::Direct,
+            AgentTransport::Off => Transport::Off,
+        };
+        crate::sources::kube::watch::Scope {
+            namespace: self.namespace.clone(),
+            agents: Config {
+                namespace: self.agent_namespace.clone(),
+                transport,
+                token_file: self.agent_token_file.clone(),
+                ..Config::default()
+            },
+        }
+    }
 }
 
 #[derive(Args, Debug, Clone, Default)]
@@ -71,6 +109,38 @@ pub enum Command {
     Why(WhyArgs),
     /// Put a demo scenario onto a real cluster (a kind cluster, the test control plane), or take it off.
     Scenario(ScenarioArgs),
+    /// Run the node agent: read the GPUs through NVML and serve them to cockpits (one per GPU node).
+    Agent(AgentArgs),
+}
+
+/// `kgpu agent`. In the DaemonSet of assets/agent/ it runs with the node's
+/// name from the downward API and the token from a Secret.
+#[derive(Args, Debug, Clone)]
+pub struct AgentArgs {
+    /// Address to serve on.
+    #[arg(long, default_value = "0.0.0.0:9400", value_name = "ADDR")]
+    pub listen: std::net::SocketAddr,
+    /// File holding the token every request must present (Authorization: Bearer, or X-Kgpu-Token).
+    #[arg(long, env = "KGPU_AGENT_TOKEN_FILE", value_name = "FILE")]
+    pub token_file: PathBuf,
+    /// The node this agent runs on.
+    #[arg(long, env = "NODE_NAME", value_name = "NAME")]
+    pub node_name: String,
+    /// Where the GPU facts come from: nvml, or fake:PATH (serve a recorded agent snapshot).
+    #[arg(long, default_value = "nvml", value_name = "BACKEND")]
+    pub backend: String,
+    /// The kubelet's pod-resources socket (which pod holds which GPU).
+    #[arg(long, default_value = crate::agent::podres::DEFAULT_SOCKET, value_name = "PATH")]
+    pub pod_resources_socket: PathBuf,
+    /// Seconds between readings of the GPUs and the kubelet (XIDs arrive at once).
+    #[arg(long, default_value_t = 5, value_name = "SECONDS")]
+    pub interval: u64,
+    /// Requests per second served, all clients together (bursts of twice that).
+    #[arg(long, default_value_t = 10, value_name = "N")]
+    pub max_requests_per_second: u32,
+    /// Event streams open at once.
+    #[arg(long, default_value_t = 4, value_name = "N")]
+    pub max_streams: usize,
 }
 
 #[derive(Subcommand, Debug, Clone)]

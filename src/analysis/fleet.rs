@@ -21,6 +21,9 @@ pub enum IssueCode {
     UpgradeStuck,
     UpgradeFailed,
     XidErrors,
+    /// The node's agent cannot be read (or has no NVML): its GPUs are
+    /// judged from the node object alone.
+    AgentUnavailable,
 }
 
 impl IssueCode {
@@ -35,12 +38,13 @@ impl IssueCode {
             IssueCode::UpgradeStuck => "upgrade-stuck",
             IssueCode::UpgradeFailed => "upgrade-failed",
             IssueCode::XidErrors => "xid-errors",
+            IssueCode::AgentUnavailable => "agent-unavailable",
         }
     }
 
     /// Problems that lose capacity or jobs rank above administrative states.
     pub fn is_fault(self) -> bool {
-        !matches!(self, IssueCode::Cordoned | IssueCode::MigConfigPending)
+        !matches!(self, IssueCode::Cordoned | IssueCode::MigConfigPending | IssueCode::AgentUnavailable)
     }
 }
 
@@ -71,6 +75,8 @@ pub struct NodeSummary {
     pub gpu_free: u64,
     /// GPUs the agent reports unhealthy.
     pub gpu_unhealthy: u32,
+    /// Healthy GPUs with a recent XID the device plugin would act on.
+    pub gpu_recent_xid: u32,
     /// GPUs in hardware the device plugin does not advertise.
     pub gpu_unadvertised: u32,
     pub mig: Vec<MigUsage>,
@@ -132,6 +138,9 @@ pub fn summarize_node(index: &Index<'_>, node: &Node, thresholds: &Thresholds) -
     }
     issues.extend(mig_config_issue(node, index.now, thresholds));
     issues.extend(upgrade_issue(node, index.now, thresholds));
+    if let Some(AgentStatus::Unavailable(why)) = index.snap.devices.get(&node.name).map(|d| &d.status) {
+        issues.push(NodeIssue { code: IssueCode::AgentUnavailable, detail: format!("agent: {why}") });
+    }
     if let Some(d) = devices {
         let recent: Vec<String> = d
             .gpus
@@ -148,6 +157,18 @@ pub fn summarize_node(index: &Index<'_>, node: &Node, thresholds: &Thresholds) -
             issues.push(NodeIssue { code: IssueCode::XidErrors, detail: recent.join("; ") });
         }
     }
+    let gpu_recent_xid = devices.map_or(0, |d| {
+        d.gpus
+            .iter()
+            .filter(|g| g.health == GpuHealth::Healthy)
+            .filter(|g| {
+                g.xids.iter().any(|x| {
+                    index.now - x.at <= thresholds.xid_window
+                        && !xid::lookup(x.code).is_some_and(|info| info.ignored_by_device_plugin)
+                })
+            })
+            .count() as u32
+    });
 
     NodeSummary {
         name: node.name,
@@ -160,6 +181,7 @@ pub fn summarize_node(index: &Index<'_>, node: &Node, thresholds: &Thresholds) -
         gpu_allocated: used.gpu,
         gpu_free: node.allocatable.gpu.saturating_sub(used.gpu),
         gpu_unhealthy,
+        gpu_recent_xid,
         gpu_unadvertised,
         mig,
         gpu_pods,

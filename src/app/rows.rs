@@ -101,5 +101,6 @@ pub fn issue_short(code: IssueCode) -> &'static str {
         IssueCode::UpgradeStuck => "upg-stuck",
         IssueCode::UpgradeFailed => "upg-fail",
         IssueCode::XidErrors => "xid",
+        IssueCode::AgentUnavailable => "agent?",
     }
 }

@@ -31,7 +31,7 @@ impl Spec {
         } else {
             Spec::Kube {
                 target: client::Target { kubeconfig: source.kubeconfig.clone(), context: source.context.clone() },
-                scope: watch::Scope { namespace: source.namespace.clone() },
+                scope: source.scope(),
             }
         }
     }
@@ -71,9 +71,13 @@ pub async fn kube(target: &client::Target, scope: &watch::Scope) -> anyhow::Resu
     let (mut snapshots, model) = super::tui::spawn_model(source, rx);
     let tasks = watch::spawn_all(client, scope.clone(), tx);
     let deadline = tokio::time::Instant::now() + SYNC_TIMEOUT;
+    // The agents' first round too, when they are read at all.
+    let agents =
+        (scope.agents.transport != crate::sources::agents::Transport::Off).then_some(crate::model::Feed::Agents);
     let synced = |s: &Snapshot| {
         watch::FEEDS
             .iter()
+            .chain(agents.iter())
             .all(|f| matches!(s.feed(*f).map(|x| &x.state), Some(FeedState::Live | FeedState::Unavailable(_))))
     };
     loop {

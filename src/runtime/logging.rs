@@ -1,4 +1,5 @@
-//! Logs go to a file in the data dir, never to the terminal the UI owns.
+//! The cockpit logs to a file in the data dir, never to the terminal the UI
+//! owns; the agent logs to stderr.
 
 use std::path::Path;
 use std::sync::Mutex;
@@ -26,4 +27,10 @@ pub fn init(log_file: Option<&Path>, level: &str) -> Result<String, String> {
         .try_init()
         .map_err(|e| e.to_string())?;
     Ok(path.display().to_string())
+}
+
+/// Logs to stderr, for `kgpu agent` (its logs go where the container's do).
+pub fn init_stderr(level: &str) -> Result<(), String> {
+    let filter = EnvFilter::try_new(format!("kgpu={level},warn")).map_err(|e| format!("--log-level '{level}': {e}"))?;
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init().map_err(|e| e.to_string())
 }

@@ -45,6 +45,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Snapshot(args)) => snapshot(&args, &cli.source),
         Some(Command::Why(args)) => why(&args, &cli.source),
         Some(Command::Scenario(args)) => scenario::run(&args, &cli.source),
+        Some(Command::Agent(args)) => agent(&args, &cli.ui),
         None if !cli.source.file.is_empty() => cockpit(tui::CockpitSource::File(cli.source.file.clone()), &cli.ui),
         None => cockpit(
             tui::CockpitSource::Kube {
@@ -52,7 +53,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     kubeconfig: cli.source.kubeconfig.clone(),
                     context: cli.source.context.clone(),
                 },
-                scope: crate::sources::kube::watch::Scope { namespace: cli.source.namespace.clone() },
+                scope: cli.source.scope(),
             },
             &cli.ui,
         ),
@@ -83,6 +84,37 @@ fn cockpit(source: tui::CockpitSource, ui: &crate::cli::UiArgs) -> anyhow::Resul
         read_only: ui.read_only,
         log_level: ui.log_level.clone(),
     }))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn agent(args: &crate::cli::AgentArgs, ui: &crate::cli::UiArgs) -> anyhow::Result<ExitCode> {
+    let choice = crate::agent::BackendChoice::parse(&args.backend).map_err(UsageError)?;
+    let token = std::fs::read_to_string(&args.token_file)
+        .map_err(|e| UsageError(format!("cannot read the token file {}: {e}", args.token_file.display())))?;
+    let token = token.trim();
+    if token.len() < 16 {
+        return Err(UsageError(format!(
+            "the token in {} is {} characters; use at least 16 (e.g. openssl rand -hex 32)",
+            args.token_file.display(),
+            token.len()
+        ))
+        .into());
+    }
+    let _ = logging::init_stderr(&ui.log_level);
+    let opts = crate::agent::Options {
+        node: args.node_name.clone(),
+        token: token.as_bytes().to_vec(),
+        pod_resources_socket: args.pod_resources_socket.clone(),
+        interval: std::time::Duration::from_secs(args.interval.max(1)),
+        limits: crate::agent::server::Limits {
+            requests_per_second: args.max_requests_per_second.max(1),
+            burst: args.max_requests_per_second.max(1) * 2,
+            max_streams: args.max_streams.max(1),
+            ..crate::agent::server::Limits::default()
+        },
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    runtime.block_on(crate::agent::run(args.listen, choice, opts))?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -4,6 +4,7 @@
 //! - `sim`: the embedded demo cluster (`kgpu demo`).
 //! - `kube`, `file`, `agents`: live clusters, offline dumps and node agents.
 
+pub mod agents;
 pub mod file;
 pub mod kube;
 pub mod sim;

@@ -18,6 +18,8 @@ pub enum Cell {
     /// In hardware, not advertised by the device plugin.
     Unadvertised,
     Unhealthy,
+    /// A GPU (in use or free) with a recent XID.
+    Xid,
     /// Free on a cordoned or NotReady node.
     Unavailable,
     MigUsed,
@@ -150,6 +152,17 @@ fn cells(snap: &Snapshot, n: &NodeSummary, stranded: u64) -> Vec<Cell> {
     if devices.is_some_and(|d| d.gpus.iter().any(|g| matches!(g.health, GpuHealth::Unhealthy(_)))) || unhealthy > 0 {
         out.extend(std::iter::repeat_n(Cell::Unhealthy, unhealthy as usize));
     }
+    // GPUs with recent XIDs: marked in place of their used (else free) cells.
+    let mut xids = n.gpu_recent_xid as usize;
+    for wanted in [Cell::Used, Cell::Free, Cell::Stranded, Cell::Unavailable] {
+        for c in out.iter_mut().filter(|c| **c == wanted) {
+            if xids == 0 {
+                break;
+            }
+            *c = Cell::Xid;
+            xids -= 1;
+        }
+    }
     out
 }
 
@@ -242,10 +255,13 @@ pub fn mig_rows(snap: &Snapshot, a: &Analysis) -> Vec<MigNodeRow> {
         .iter()
         .filter_map(|n| {
             let node = snap.nodes.get(&n.name)?;
-            // MIG in use, or a reconfiguration in flight or failed.
+            // MIG in use, or a reconfiguration in flight or failed, or MIG
+            // on in the hardware (whatever the node object advertises).
             let config_set = node.operator.mig_config.is_some_and(|c| c.as_str() != "all-disabled");
             let reconfiguring = node.operator.mig_config_state.is_some_and(|s| s.as_str() != "success");
-            if n.mig.is_empty() && !config_set && !reconfiguring {
+            let agent_sees_mig =
+                snap.devices.get(&n.name).is_some_and(|d| d.gpus.iter().any(|g| g.mig_mode == MigMode::Enabled));
+            if n.mig.is_empty() && !config_set && !reconfiguring && !agent_sees_mig {
                 return None;
             }
             let mut used_left: BTreeMap<Sym, u64> = n.mig.iter().map(|m| (m.profile, m.allocated)).collect();

@@ -135,10 +135,12 @@ fn name_ns<K: Resource>(o: &K) -> Option<(String, Option<String>)> {
     Some((o.meta().name.clone()?, o.meta().namespace.clone()))
 }
 
-/// Which namespace to watch namespaced kinds in (`None`: all).
+/// What to watch: namespaced kinds in one namespace or all (`None`), and
+/// how to read the node agents.
 #[derive(Clone, Debug, Default)]
 pub struct Scope {
     pub namespace: Option<String>,
+    pub agents: crate::sources::agents::Config,
 }
 
 fn namespaced<K: Resource<Scope = k8s_openapi::NamespaceResourceScope>>(client: &Client, scope: &Scope) -> Api<K>
@@ -186,6 +188,7 @@ struct CrdFeed {
 /// Starts every watcher; each sends its feed's events to `tx`.
 pub fn spawn_all(client: Client, scope: Scope, tx: mpsc::Sender<Vec<ModelEvent>>) -> Vec<JoinHandle<()>> {
     let mut tasks = Vec::new();
+    tasks.extend(crate::sources::agents::spawn(client.clone(), scope.agents.clone(), tx.clone()));
     let nodes: Api<K8sNode> = Api::all(client.clone());
     tasks.push(tokio::spawn(run(
         nodes,

@@ -1,0 +1,370 @@
+//! The cockpit's side of the node agents: find the agent pods, read each
+//! one's snapshot, and turn it into the model's `NodeDevices`.
+//!
+//! The default path is the API server's pod proxy
+//! (`/api/v1/namespaces/NS/pods/NAME:PORT/proxy/v1/snapshot`): no network
+//! path to the nodes is needed, only RBAC `get pods/proxy`. The proxy
+//! authenticates the cockpit with its own Authorization header and drops
+//! it, so the agent's token travels in `X-Kgpu-Token`. A cockpit inside the
+//! cluster network can instead reach agents at their pod IPs (`direct`).
+//! One unreachable agent marks its node, never the others.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{Pod, Secret};
+use kube::Client;
+use kube::api::{Api, ListParams};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+use crate::agent::server::TOKEN_HEADER;
+use crate::agent::wire::{AgentSnapshot, GpuReport};
+use crate::model::{
+    AgentStatus, CudaVersion, DriverVersion, Feed, FeedProblem, FeedState, Gpu, GpuHealth, MigInstance, MigMode,
+    ModelEvent, NodeDevices, Object, Sym, XidEvent,
+};
+use crate::reference::mig;
+
+pub const DEFAULT_NAMESPACE: &str = "kgpu-system";
+pub const SELECTOR: &str = "app.kubernetes.io/name=kgpu-agent";
+pub const DEFAULT_PORT: u16 = 9400;
+/// The Secret assets/agent/ creates, with the token under `token`.
+pub const TOKEN_SECRET: &str = "kgpu-agent-token";
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Transport {
+    /// Through the API server's pod proxy.
+    #[default]
+    PodProxy,
+    /// To the pod IP (a cockpit inside the cluster network).
+    Direct,
+    /// Agents are not read.
+    Off,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Config {
+    pub namespace: String,
+    pub transport: Transport,
+    /// A file with the agents' token; without it, the Secret is read.
+    pub token_file: Option<PathBuf>,
+    pub interval: Duration,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            namespace: DEFAULT_NAMESPACE.into(),
+            transport: Transport::default(),
+            token_file: None,
+            interval: Duration::from_secs(10),
+        }
+    }
+}
+
+/// The request for one agent's snapshot through the pod proxy.
+pub fn proxy_request(
+    namespace: &str,
+    pod: &str,
+    port: u16,
+    token: &str,
+) -> Result<http::Request<Vec<u8>>, http::Error> {
+    http::Request::get(format!("/api/v1/namespaces/{namespace}/pods/{pod}:{port}/proxy/v1/snapshot"))
+        .header(TOKEN_HEADER, token)
+        .header(http::header::ACCEPT, "application/json")
+        .body(Vec::new())
+}
+
+/// An agent pod: where it runs and how to reach it.
+#[derive(Clone, Debug, PartialEq)]
+struct AgentPod {
+    name: String,
+    node: String,
+    ip: Option<String>,
+    port: u16,
+    ready: bool,
+}
+
+fn agent_pod(p: &Pod) -> Option<AgentPod> {
+    let spec = p.spec.as_ref()?;
+    let node = spec.node_name.clone()?;
+    let port = spec
+        .containers
+        .iter()
+        .flat_map(|c| c.ports.iter().flatten())
+        .find(|port| port.name.as_deref() == Some("http"))
+        .and_then(|port| u16::try_from(port.container_port).ok())
+        .unwrap_or(DEFAULT_PORT);
+    let status = p.status.as_ref();
+    Some(AgentPod {
+        name: p.metadata.name.clone()?,
+        node,
+        ip: status.and_then(|s| s.pod_ip.clone()),
+        port,
+        ready: status.and_then(|s| s.phase.as_deref()) == Some("Running"),
+    })
+}
+
+pub fn spawn(client: Client, config: Config, tx: mpsc::Sender<Vec<ModelEvent>>) -> Option<JoinHandle<()>> {
+    (config.transport != Transport::Off).then(|| tokio::spawn(run(client, config, tx)))
+}
+
+async fn run(client: Client, config: Config, tx: mpsc::Sender<Vec<ModelEvent>>) {
+    let feed = Feed::Agents;
+    if tx.send(vec![ModelEvent::Feed { feed, state: FeedState::Syncing }]).await.is_err() {
+        return;
+    }
+    loop {
+        let events = round(&client, &config).await;
+        if tx.send(events).await.is_err() {
+            return;
+        }
+        tokio::time::sleep(config.interval).await;
+    }
+}
+
+fn unavailable(problem: FeedProblem) -> Vec<ModelEvent> {
+    vec![
+        ModelEvent::Resync { feed: Feed::Agents, objects: Vec::new() },
+        ModelEvent::Feed { feed: Feed::Agents, state: FeedState::Unavailable(problem) },
+    ]
+}
+
+/// One pass over every agent: a full list of what they report.
+async fn round(client: &Client, config: &Config) -> Vec<ModelEvent> {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &config.namespace);
+    let list = match pods.list(&ListParams::default().labels(SELECTOR)).await {
+        Ok(l) => l,
+        Err(kube::Error::Api(s)) if s.code == 403 => {
+            return unavailable(FeedProblem::Forbidden(format!(
+                "cannot list pods in {} (the agents' namespace): {}",
+                config.namespace, s.message
+            )));
+        }
+        Err(e) => {
+            return unavailable(FeedProblem::Error(format!(
+                "listing agent pods: {}",
+                crate::sources::kube::client::short_error(&e)
+            )));
+        }
+    };
+    let agents: Vec<AgentPod> = list.items.iter().filter_map(agent_pod).collect();
+    if agents.is_empty() {
+        return unavailable(FeedProblem::Missing(format!(
+            "no kgpu agents in namespace {} (deploy them: kubectl apply -f assets/agent/)",
+            config.namespace
+        )));
+    }
+    let token = match token(client, config).await {
+        Ok(t) => t,
+        Err(why) => {
+            let objects = agents.iter().map(|a| Object::Devices(unreachable(&a.node, &why))).collect();
+            return vec![
+                ModelEvent::Resync { feed: Feed::Agents, objects },
+                ModelEvent::Feed { feed: Feed::Agents, state: FeedState::Unavailable(FeedProblem::Error(why)) },
+            ];
+        }
+    };
+    let reads = agents.iter().map(|a| fetch(client, config, a, &token));
+    let results = futures::future::join_all(reads).await;
+    let now = crate::runtime::wall_clock();
+    let objects = agents
+        .iter()
+        .zip(results)
+        .map(|(a, r)| {
+            Object::Devices(match r {
+                Ok(snap) => to_model(&snap, now),
+                Err(why) => unreachable(&a.node, &why),
+            })
+        })
+        .collect();
+    vec![
+        ModelEvent::Resync { feed: Feed::Agents, objects },
+        ModelEvent::Feed { feed: Feed::Agents, state: FeedState::Live },
+    ]
+}
+
+fn unreachable(node: &str, why: &str) -> NodeDevices {
+    NodeDevices {
+        node: Sym::new(node),
+        status: AgentStatus::Unavailable(why.into()),
+        driver: None,
+        cuda_driver: None,
+        gpus: Box::new([]),
+        observed: 0,
+    }
+}
+
+async fn token(client: &Client, config: &Config) -> Result<String, String> {
+    if let Some(path) = &config.token_file {
+        return std::fs::read_to_string(path)
+            .map(|t| t.trim().to_string())
+            .map_err(|e| format!("cannot read the agent token {}: {e}", path.display()));
+    }
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), &config.namespace);
+    let secret = secrets.get(TOKEN_SECRET).await.map_err(|e| {
+        format!(
+            "no agent token: reading Secret {}/{TOKEN_SECRET} failed ({}); pass --agent-token-file",
+            config.namespace,
+            crate::sources::kube::client::short_error(&e)
+        )
+    })?;
+    let bytes = secret
+        .data
+        .and_then(|d| d.get("token").cloned())
+        .ok_or_else(|| format!("Secret {}/{TOKEN_SECRET} has no 'token' key", config.namespace))?;
+    String::from_utf8(bytes.0)
+        .map(|t| t.trim().to_string())
+        .map_err(|_| format!("Secret {}/{TOKEN_SECRET}: the token is not text", config.namespace))
+}
+
+async fn fetch(client: &Client, config: &Config, agent: &AgentPod, token: &str) -> Result<AgentSnapshot, String> {
+    if !agent.ready {
+        return Err(format!("agent pod {} is not running", agent.name));
+    }
+    let read = async {
+        let body = match config.transport {
+            Transport::Direct => {
+                let ip = agent.ip.as_deref().ok_or_else(|| format!("agent pod {} has no IP yet", agent.name))?;
+                direct_get(ip, agent.port, "/v1/snapshot", token).await?
+            }
+            _ => {
+                let req =
+                    proxy_request(&config.namespace, &agent.name, agent.port, token).map_err(|e| e.to_string())?;
+                client.request_text(req).await.map_err(|e| match e {
+                    kube::Error::Api(s) if s.code == 403 => {
+                        format!("forbidden: the cockpit needs 'get pods/proxy' in {}", config.namespace)
+                    }
+                    other => format!("agent {}: {}", agent.name, crate::sources::kube::client::short_error(&other)),
+                })?
+            }
+        };
+        serde_json::from_str::<AgentSnapshot>(&body).map_err(|e| format!("agent {} sent no snapshot: {e}", agent.name))
+    };
+    tokio::time::timeout(Duration::from_secs(5), read)
+        .await
+        .map_err(|_| format!("agent {} did not answer within 5s", agent.name))?
+}
+
+/// `GET http://ip:port/path` with the token (HTTP/1.1, one connection).
+pub async fn direct_get(ip: &str, port: u16, path: &str, token: &str) -> Result<String, String> {
+    use http_body_util::BodyExt;
+    let stream = tokio::net::TcpStream::connect((ip, port)).await.map_err(|e| format!("{ip}:{port}: {e}"))?;
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
+        .await
+        .map_err(|e| format!("{ip}:{port}: {e}"))?;
+    tokio::spawn(async move {
+        // The connection ends with the response; its error is the request's.
+        let _ = conn.await;
+    });
+    let req = http::Request::get(path)
+        .header(http::header::HOST, format!("{ip}:{port}"))
+        .header(http::header::AUTHORIZATION, format!("Bearer {token}"))
+        .body(http_body_util::Empty::<bytes::Bytes>::new())
+        .map_err(|e| e.to_string())?;
+    let response = sender.send_request(req).await.map_err(|e| format!("{ip}:{port}: {e}"))?;
+    let status = response.status();
+    let body = response.into_body().collect().await.map_err(|e| format!("{ip}:{port}: {e}"))?.to_bytes();
+    let text = String::from_utf8_lossy(&body).trim().to_string();
+    if status.is_success() { Ok(text) } else { Err(format!("{ip}:{port} answered {status}: {text}")) }
+}
+
+/// An agent's snapshot in the model's terms.
+pub fn to_model(s: &AgentSnapshot, observed: i64) -> NodeDevices {
+    let status = if s.nvml.available {
+        AgentStatus::Reporting
+    } else {
+        AgentStatus::Unavailable(s.nvml.reason.clone().unwrap_or_else(|| "NVML unavailable".into()).into())
+    };
+    NodeDevices {
+        node: Sym::new(&s.node),
+        status,
+        driver: s.driver_version.as_deref().and_then(DriverVersion::parse),
+        cuda_driver: s.cuda_driver_version.as_deref().and_then(CudaVersion::parse),
+        gpus: s.gpus.iter().map(gpu).collect(),
+        observed: if s.collected_at > 0 { s.collected_at } else { observed },
+    }
+}
+
+fn gpu(g: &GpuReport) -> Gpu {
+    let mode = |on: bool| if on { MigMode::Enabled } else { MigMode::Disabled };
+    let (mig_mode, mig_pending) = match &g.mig {
+        Some(m) => (mode(m.enabled), (m.pending_enabled != m.enabled).then(|| mode(m.pending_enabled))),
+        None => (MigMode::Disabled, None),
+    };
+    Gpu {
+        index: g.index,
+        uuid: Sym::new(&g.uuid),
+        // GFD's spelling, so that it matches the node's product label.
+        product: Sym::new(&g.name.replace(' ', "-")),
+        memory_mib: g.memory_total_mib,
+        mig_mode,
+        mig_pending,
+        instances: instances(g).into_boxed_slice(),
+        health: if g.health == "healthy" { GpuHealth::Healthy } else { GpuHealth::Unhealthy(g.health.clone().into()) },
+        xids: g.xids.iter().map(|x| XidEvent { code: x.code, at: x.at }).collect(),
+        utilization: g.utilization_pct.map(|u| u8::try_from(u.min(100)).unwrap_or(100)),
+    }
+}
+
+/// MIG instances at their placements. An agent whose driver would not
+/// give placements gets a valid layout from the GPU's geometry instead.
+fn instances(g: &GpuReport) -> Vec<MigInstance> {
+    let Some(m) = g.mig.as_ref().filter(|m| m.enabled) else { return Vec::new() };
+    let geometry = mig::geometry_for_product(&g.name);
+    let mut out: Vec<MigInstance> = Vec::new();
+    let mut unplaced = Vec::new();
+    for i in &m.instances {
+        match i.placement {
+            Some(p) => out.push(MigInstance {
+                profile: Sym::new(&i.profile),
+                start: u8::try_from(p.start).unwrap_or(u8::MAX),
+                size: u8::try_from(p.size).unwrap_or(u8::MAX),
+                uuid: i.uuid.as_deref().map(Sym::new),
+            }),
+            None => unplaced.push(i),
+        }
+    }
+    if let (Some(geo), false) = (geometry, unplaced.is_empty()) {
+        let placed: Vec<mig::Placed> = out
+            .iter()
+            .map(|i| mig::Placed {
+                start: i.start,
+                size: i.size,
+                compute: geo.profile(i.profile.as_str()).map_or(i.size, |p| p.compute),
+            })
+            .collect();
+        let wanted: Vec<&mig::Profile> = unplaced.iter().filter_map(|i| geo.profile(&i.profile)).collect();
+        if wanted.len() == unplaced.len()
+            && let Some(starts) = geo.place(&placed, &wanted)
+        {
+            for ((i, p), start) in unplaced.iter().zip(&wanted).zip(starts) {
+                out.push(MigInstance {
+                    profile: Sym::new(&i.profile),
+                    start,
+                    size: p.size,
+                    uuid: i.uuid.as_deref().map(Sym::new),
+                });
+            }
+        }
+    }
+    out.sort_by_key(|i| i.start);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_proxy_request_names_the_pod_port_and_carries_the_token_in_its_own_header() {
+        let req = proxy_request("kgpu-system", "kgpu-agent-x7k2p", 9400, "s3cr3t-token-value").unwrap();
+        assert_eq!(req.method(), http::Method::GET);
+        assert_eq!(req.uri().path(), "/api/v1/namespaces/kgpu-system/pods/kgpu-agent-x7k2p:9400/proxy/v1/snapshot");
+        assert_eq!(req.headers()[TOKEN_HEADER], "s3cr3t-token-value");
+        // The API server strips Authorization after authenticating the
+        // cockpit: the agent's token must not depend on it.
+        assert!(req.headers().get(http::header::AUTHORIZATION).is_none());
+    }
+}

@@ -1,0 +1,253 @@
+//! The node agent over HTTP on loopback, with the fake backend serving the
+//! fixtures in tests/fixtures/agent/: snapshot and stream contents, the
+//! token (401 without it or with a wrong one), and the limits.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic on broken fixtures
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Empty};
+use hyper::StatusCode;
+use hyper_util::rt::TokioIo;
+use kgpu::agent::fake::{FakeBackend, FakeXids};
+use kgpu::agent::server::Limits;
+use kgpu::agent::wire::{AgentSnapshot, StreamEvent};
+use kgpu::agent::{Options, Running, start};
+
+const TOKEN: &str = "test-token-0123456789abcdef";
+const XID_GPU: &str = "GPU-adb24b25-1db1-436e-d958-ddee5da83d07";
+
+async fn agent(fixture: &str, limits: Limits) -> (Running, FakeXids) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/agent").join(fixture);
+    let (backend, xids) = FakeBackend::from_file(&path).unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let opts = Options {
+        node: "gpu-node-1".into(),
+        token: TOKEN.as_bytes().to_vec(),
+        pod_resources_socket: "/nonexistent/kubelet.sock".into(),
+        interval: Duration::from_millis(200),
+        limits,
+    };
+    let running = start(opts, Box::new(backend), listener).unwrap();
+    // Until the first reading is in.
+    let mut latest = running.latest.clone();
+    tokio::time::timeout(Duration::from_secs(5), async {
+        while !latest.borrow_and_update().nvml.available && latest.borrow().gpus.is_empty() {
+            if latest.borrow().nvml.reason.as_deref() != Some("starting") {
+                break;
+            }
+            latest.changed().await.unwrap();
+        }
+    })
+    .await
+    .unwrap();
+    (running, xids)
+}
+
+struct Reply {
+    status: StatusCode,
+    headers: http::HeaderMap,
+    body: String,
+}
+
+async fn get(addr: SocketAddr, path: &str, headers: &[(&str, &str)]) -> Reply {
+    let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.unwrap();
+    tokio::spawn(conn);
+    let mut req = http::Request::get(path).header("host", addr.to_string());
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    let response = sender.send_request(req.body(Empty::<Bytes>::new()).unwrap()).await.unwrap();
+    let (parts, body) = response.into_parts();
+    let body = body.collect().await.unwrap().to_bytes();
+    Reply { status: parts.status, headers: parts.headers, body: String::from_utf8_lossy(&body).into_owned() }
+}
+
+fn bearer() -> String {
+    format!("Bearer {TOKEN}")
+}
+
+#[tokio::test]
+async fn the_snapshot_carries_the_gpus_mig_placements_and_clear_states() {
+    let (running, _xids) = agent("h100-mig-all-balanced.json", Limits::default()).await;
+    let reply = get(running.addr, "/v1/snapshot", &[("authorization", &bearer())]).await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    assert_eq!(reply.headers["content-type"], "application/json");
+    let snap: AgentSnapshot = serde_json::from_str(&reply.body).unwrap();
+    assert_eq!(snap.node, "gpu-node-1");
+    assert_eq!(snap.backend, "fake");
+    assert_eq!(snap.driver_version.as_deref(), Some("570.124.06"));
+    let gpu = &snap.gpus[0];
+    assert_eq!(gpu.uuid, "GPU-b4895dbf-9350-2524-a89b-98161ddd9fe4");
+    let mig = gpu.mig.as_ref().unwrap();
+    let layout: Vec<(&str, u32, u32)> = mig
+        .instances
+        .iter()
+        .map(|i| (i.profile.as_str(), i.placement.unwrap().start, i.placement.unwrap().size))
+        .collect();
+    assert_eq!(layout, [("1g.10gb", 0, 1), ("1g.10gb", 1, 1), ("2g.20gb", 2, 2), ("3g.40gb", 4, 4)]);
+    assert_eq!(gpu.health, "healthy");
+    // No kubelet socket here: a state, said plainly.
+    assert!(!snap.pod_resources.available);
+    assert!(snap.pod_resources.reason.as_deref().unwrap().starts_with("no kubelet pod-resources socket"));
+
+    // The same token in the header the pod proxy lets through.
+    let via_proxy_header = get(running.addr, "/v1/snapshot", &[("x-kgpu-token", TOKEN)]).await;
+    assert_eq!(via_proxy_header.status, StatusCode::OK);
+    let health = get(running.addr, "/healthz", &[("authorization", &bearer())]).await;
+    assert_eq!((health.status, health.body.as_str()), (StatusCode::OK, "ok"));
+}
+
+#[tokio::test]
+async fn no_driver_is_reported_not_crashed_on() {
+    let (running, _xids) = agent("no-driver.json", Limits::default()).await;
+    let reply = get(running.addr, "/v1/snapshot", &[("authorization", &bearer())]).await;
+    let snap: AgentSnapshot = serde_json::from_str(&reply.body).unwrap();
+    assert!(!snap.nvml.available);
+    assert!(snap.nvml.reason.unwrap().contains("no NVIDIA driver"));
+    assert!(snap.gpus.is_empty());
+}
+
+#[tokio::test]
+async fn every_request_needs_the_token() {
+    let (running, _xids) = agent("h100-mig-all-balanced.json", Limits::default()).await;
+    for path in ["/v1/snapshot", "/v1/events", "/healthz"] {
+        let none = get(running.addr, path, &[]).await;
+        assert_eq!(none.status, StatusCode::UNAUTHORIZED, "{path}");
+        assert_eq!(none.headers["www-authenticate"], "Bearer realm=\"kgpu-agent\"");
+        let wrong = get(running.addr, path, &[("authorization", "Bearer test-token-0123456789abcdeX")]).await;
+        assert_eq!(wrong.status, StatusCode::UNAUTHORIZED, "{path}");
+        let short = get(running.addr, path, &[("x-kgpu-token", "test")]).await;
+        assert_eq!(short.status, StatusCode::UNAUTHORIZED, "{path}");
+    }
+    // Read-only: nothing but GET.
+    let stream = tokio::net::TcpStream::connect(running.addr).await.unwrap();
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.unwrap();
+    tokio::spawn(conn);
+    let post = http::Request::post("/v1/snapshot")
+        .header("host", running.addr.to_string())
+        .header("authorization", bearer())
+        .body(Empty::<Bytes>::new())
+        .unwrap();
+    assert_eq!(sender.send_request(post).await.unwrap().status(), StatusCode::METHOD_NOT_ALLOWED);
+}
+
+#[tokio::test]
+async fn limits_are_enforced() {
+    // Rate: a burst of 3, then 1 per second.
+    let limits = Limits { requests_per_second: 1, burst: 3, ..Limits::default() };
+    let (running, _xids) = agent("h100-mig-all-balanced.json", limits).await;
+    let mut statuses = Vec::new();
+    for _ in 0..5 {
+        statuses.push(get(running.addr, "/healthz", &[("authorization", &bearer())]).await.status);
+    }
+    assert_eq!(&statuses[..3], [StatusCode::OK; 3]);
+    assert_eq!(statuses[4], StatusCode::TOO_MANY_REQUESTS);
+    let limited = get(running.addr, "/healthz", &[("authorization", &bearer())]).await;
+    assert_eq!(limited.headers["retry-after"], "1");
+    // Unauthenticated requests count too (no free token guessing).
+    assert_eq!(get(running.addr, "/healthz", &[]).await.status, StatusCode::TOO_MANY_REQUESTS);
+
+    // Response size: a snapshot beyond the limit is refused, not cut.
+    let limits = Limits { max_body_bytes: 512, ..Limits::default() };
+    let (running, _xids) = agent("xid79-8gpu.json", limits).await;
+    let big = get(running.addr, "/v1/snapshot", &[("authorization", &bearer())]).await;
+    assert_eq!(big.status, StatusCode::SERVICE_UNAVAILABLE);
+    assert!(big.body.contains("exceeds the 512-byte response limit"), "{}", big.body);
+
+    // Streams: one at a time here; the second is refused while the first is open.
+    let limits = Limits { max_streams: 1, ..Limits::default() };
+    let (running, _xids) = agent("h100-mig-all-balanced.json", limits).await;
+    let first = open_stream(running.addr).await;
+    let second = get(running.addr, "/v1/events", &[("authorization", &bearer())]).await;
+    assert_eq!(second.status, StatusCode::SERVICE_UNAVAILABLE);
+    assert!(second.body.contains("at most 1 event streams"), "{}", second.body);
+    drop(first);
+    // Closing the first frees its place.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let _third = open_stream(running.addr).await;
+}
+
+/// An open event stream: its body, read frame by frame.
+struct Stream {
+    body: hyper::body::Incoming,
+    buffer: String,
+}
+
+async fn open_stream(addr: SocketAddr) -> Stream {
+    let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.unwrap();
+    tokio::spawn(conn);
+    let req = http::Request::get("/v1/events")
+        .header("host", addr.to_string())
+        .header("authorization", bearer())
+        .body(Empty::<Bytes>::new())
+        .unwrap();
+    let response = sender.send_request(req).await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(response.headers()["content-type"], "text/event-stream");
+    Stream { body: response.into_body(), buffer: String::new() }
+}
+
+impl Stream {
+    /// The next event: (name, data).
+    async fn next(&mut self) -> (String, StreamEvent) {
+        loop {
+            if let Some(end) = self.buffer.find("\n\n") {
+                let raw: String = self.buffer.drain(..end + 2).collect();
+                let mut name = String::new();
+                let mut data = String::new();
+                for line in raw.lines() {
+                    if let Some(n) = line.strip_prefix("event: ").or_else(|| line.strip_prefix("event:")) {
+                        name = n.to_string();
+                    } else if let Some(d) = line.strip_prefix("data: ").or_else(|| line.strip_prefix("data:")) {
+                        data.push_str(d);
+                    }
+                }
+                if data.is_empty() {
+                    continue; // keep-alive comment
+                }
+                return (name, serde_json::from_str(&data).unwrap());
+            }
+            let frame = tokio::time::timeout(Duration::from_secs(10), self.body.frame())
+                .await
+                .expect("an event within 10s")
+                .expect("the stream is open")
+                .unwrap();
+            if let Ok(chunk) = frame.into_data() {
+                self.buffer.push_str(&String::from_utf8_lossy(&chunk));
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn the_stream_sends_the_snapshot_then_xids_as_they_happen() {
+    let (running, xids) = agent("xid79-8gpu.json", Limits::default()).await;
+    let mut stream = open_stream(running.addr).await;
+    let (name, first) = stream.next().await;
+    assert_eq!(name, "snapshot");
+    let StreamEvent::Snapshot { snapshot } = first else { panic!("{first:?}") };
+    assert_eq!(snapshot.gpus.len(), 8);
+    // The recorded history is the agent's own business: it starts clean.
+    assert!(snapshot.gpus.iter().all(|g| g.health == "healthy" && g.xids.is_empty()));
+
+    xids.inject(XID_GPU, 79);
+    let (name, event) = stream.next().await;
+    assert_eq!(name, "xid");
+    let StreamEvent::Xid { gpu, xid } = event else { panic!("{event:?}") };
+    assert_eq!((gpu.as_str(), xid.code), (XID_GPU, 79));
+    assert!(xid.meaning.as_deref().unwrap().to_lowercase().contains("fallen off the bus"), "{:?}", xid.meaning);
+    // Then the snapshot that shows it: that GPU is unhealthy now.
+    let (name, event) = stream.next().await;
+    assert_eq!(name, "snapshot");
+    let StreamEvent::Snapshot { snapshot } = event else { panic!("{event:?}") };
+    let hit = snapshot.gpus.iter().find(|g| g.uuid == XID_GPU).unwrap();
+    assert!(hit.health.starts_with("unhealthy: Xid 79"), "{}", hit.health);
+    assert_eq!(hit.xids.len(), 1);
+    assert!(snapshot.gpus.iter().filter(|g| g.uuid != XID_GPU).all(|g| g.health == "healthy"));
+}

@@ -1,0 +1,208 @@
+//! The agent end to end: `kgpu agent` runs as a process with the fake
+//! backend; on the real control plane, assets/agent/ is applied (its
+//! Secret holds the token) and a pod object in kgpu-system stands for the
+//! agent on its node; the cockpit's agents source finds that pod, reads the
+//! token from the Secret, reads the agent and shows its GPUs.
+//!
+//! How the test reaches the agent: the API server's pod proxy needs a
+//! kubelet to forward to, and there is none here, so the cockpit uses its
+//! `direct` transport (the pod IP, which the test sets to 127.0.0.1 with
+//! the agent's port). The proxy path is covered by the unit test of the
+//! request it builds (`sources::agents`), and the agent accepts the token
+//! in the header that path uses (tests/agent.rs).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic on broken fixtures
+
+mod support;
+
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use k8s_openapi::api::apps::v1::DaemonSet;
+use k8s_openapi::api::core::v1::{Pod, Secret};
+use kgpu::model::{AgentStatus, Feed, FeedState, Snapshot, SourceInfo, SourceKind, Sym};
+use kgpu::sources::agents::{Config, DEFAULT_NAMESPACE, DEFAULT_PORT, TOKEN_SECRET, Transport};
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use serde_json::json;
+use support::controlplane::ControlPlane;
+use support::kube::{client, gpu_node, until};
+use tokio::sync::watch as tokio_watch;
+
+const MANIFEST: &str = include_str!("../assets/agent/kgpu-agent.yaml");
+const RBAC: &str = include_str!("../assets/agent/cockpit-rbac.yaml");
+const TOKEN: &str = "live-test-token-6f1c0e2b9a7d4e38";
+
+fn docs(text: &str) -> Vec<serde_json::Value> {
+    serde_yaml::Deserializer::from_str(text)
+        .map(|d| serde_yaml::from_value::<serde_json::Value>(serde::Deserialize::deserialize(d).unwrap()).unwrap())
+        .filter(|v| !v.is_null())
+        .collect()
+}
+
+#[test]
+fn the_daemonset_runs_on_gpu_nodes_only_and_matches_what_the_cockpit_looks_for() {
+    let all = docs(MANIFEST);
+    let ds: DaemonSet = serde_json::from_value(all.iter().find(|d| d["kind"] == "DaemonSet").unwrap().clone()).unwrap();
+    assert_eq!(ds.metadata.namespace.as_deref(), Some(DEFAULT_NAMESPACE));
+    let pod = ds.spec.unwrap().template;
+    let labels = pod.metadata.unwrap().labels.unwrap();
+    let (key, value) = kgpu::sources::agents::SELECTOR.split_once('=').unwrap();
+    assert_eq!(labels[key], value, "the cockpit finds the pods by this label");
+    let spec = pod.spec.unwrap();
+    assert_eq!(spec.node_selector.unwrap()["nvidia.com/gpu.present"], "true", "GFD's label: GPU nodes only");
+    let toleration = &spec.tolerations.unwrap()[0];
+    assert_eq!(toleration.key.as_deref(), Some("nvidia.com/gpu"));
+    assert_eq!(toleration.operator.as_deref(), Some("Exists"));
+    let c = &spec.containers[0];
+    let port = &c.ports.as_ref().unwrap()[0];
+    assert_eq!((port.name.as_deref(), port.container_port), (Some("http"), i32::from(DEFAULT_PORT)));
+    assert!(c.args.as_ref().unwrap().iter().any(|a| a == "--token-file=/var/run/kgpu/token"));
+    let volumes = spec.volumes.unwrap();
+    let token = volumes.iter().find(|v| v.name == "token").unwrap();
+    assert_eq!(token.secret.as_ref().unwrap().secret_name.as_deref(), Some(TOKEN_SECRET));
+    let podres = volumes.iter().find(|v| v.name == "pod-resources").unwrap();
+    assert_eq!(podres.host_path.as_ref().unwrap().path, "/var/lib/kubelet/pod-resources");
+    let security = c.security_context.as_ref().unwrap();
+    assert_eq!(security.privileged, Some(false));
+    assert_eq!(security.read_only_root_filesystem, Some(true));
+    // No GPU requested: the agent never takes one from the scheduler.
+    assert!(c.resources.as_ref().unwrap().limits.as_ref().unwrap().get("nvidia.com/gpu").is_none());
+    // The cockpit's Role allows exactly what the agents source does.
+    let role = docs(RBAC).into_iter().find(|d| d["kind"] == "Role").unwrap();
+    let rules = role["rules"].as_array().unwrap();
+    assert!(rules.iter().any(|r| r["resources"][0] == "pods/proxy" && r["verbs"][0] == "get"));
+    assert!(rules.iter().any(|r| r["resources"][0] == "secrets" && r["resourceNames"][0] == TOKEN_SECRET));
+}
+
+struct AgentProcess(Child);
+
+impl Drop for AgentProcess {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// The cockpit's live source with agents read directly.
+async fn cockpit(
+    cp: &ControlPlane,
+) -> (tokio_watch::Receiver<std::sync::Arc<Snapshot>>, Vec<tokio::task::JoinHandle<()>>) {
+    let target = kgpu::sources::kube::client::Target { kubeconfig: Some(cp.kubeconfig.clone()), context: None };
+    let (client, _) = kgpu::sources::kube::client::connect(&target).await.unwrap();
+    let (tx, rx) = tokio::sync::mpsc::channel(1024);
+    let (snapshots, model) =
+        kgpu::runtime::tui::spawn_model(SourceInfo { kind: SourceKind::Kube, name: cp.server.clone() }, rx);
+    let scope = kgpu::sources::kube::watch::Scope {
+        namespace: None,
+        agents: Config { transport: Transport::Direct, interval: Duration::from_millis(500), ..Config::default() },
+    };
+    let mut tasks = kgpu::sources::kube::watch::spawn_all(client, scope, tx);
+    tasks.push(model);
+    (snapshots, tasks)
+}
+
+/// A pod object standing for an agent on `node`, "running" at 127.0.0.1:port.
+async fn agent_pod(pods: &Api<Pod>, name: &str, node: &str, port: u16) {
+    let pod: Pod = serde_json::from_value(json!({
+        "metadata": {"name": name, "labels": {"app.kubernetes.io/name": "kgpu-agent"}},
+        "spec": {"nodeName": node, "containers": [{"name": "agent", "image": "kgpu:0.1.0",
+            "ports": [{"name": "http", "containerPort": port}]}]}
+    }))
+    .unwrap();
+    pods.create(&PostParams::default(), &pod).await.unwrap();
+    let status = json!({"status": {"phase": "Running", "podIP": "127.0.0.1", "podIPs": [{"ip": "127.0.0.1"}]}});
+    pods.patch_status(name, &PatchParams::default(), &Patch::Merge(&status)).await.unwrap();
+}
+
+#[tokio::test]
+async fn the_cockpit_shows_the_gpus_of_a_running_agent_and_marks_an_unreachable_one() {
+    if !ControlPlane::enabled() {
+        eprintln!("skipped: KGPU_SKIP_LIVE=1");
+        return;
+    }
+    let cp = ControlPlane::shared();
+    let client = client(cp).await;
+    // The manifests apply to a real API server as they are.
+    for doc in docs(MANIFEST).into_iter().chain(docs(RBAC)) {
+        let status = Command::new(support::controlplane::build().unwrap().join("bin/kubectl"))
+            .args(["--kubeconfig"])
+            .arg(&cp.kubeconfig)
+            .args(["apply", "--server-side", "-f", "-"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .and_then(|mut child| {
+                use std::io::Write;
+                child.stdin.take().unwrap().write_all(serde_json::to_string(&doc).unwrap().as_bytes())?;
+                child.wait()
+            })
+            .unwrap();
+        assert!(status.success(), "kubectl apply {}", doc["kind"]);
+    }
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), DEFAULT_NAMESPACE);
+    let secret: Secret =
+        serde_json::from_value(json!({"metadata": {"name": TOKEN_SECRET}, "stringData": {"token": TOKEN}})).unwrap();
+    secrets.create(&PostParams::default(), &secret).await.unwrap();
+
+    // The agent, a real process with the fake backend.
+    let dir = tempfile::tempdir().unwrap();
+    let token_file = dir.path().join("token");
+    std::fs::write(&token_file, format!("{TOKEN}\n")).unwrap();
+    let port = free_port();
+    let fixture = format!("{}/tests/fixtures/agent/h100-mig-all-balanced.json", env!("CARGO_MANIFEST_DIR"));
+    let _agent = AgentProcess(
+        Command::new(env!("CARGO_BIN_EXE_kgpu"))
+            .args(["agent", "--listen", &format!("127.0.0.1:{port}"), "--node-name", "agent-node-0"])
+            .arg("--backend")
+            .arg(format!("fake:{fixture}"))
+            .arg("--token-file")
+            .arg(&token_file)
+            .env("KGPU_DATA_DIR", dir.path())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    gpu_node(&client, "agent-node-0", 0, json!({}), json!([])).await;
+    gpu_node(&client, "agent-node-1", 8, json!({}), json!([])).await;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), DEFAULT_NAMESPACE);
+    agent_pod(&pods, "kgpu-agent-live", "agent-node-0", port).await;
+    // One whose agent does not answer: nothing listens on that port.
+    agent_pod(&pods, "kgpu-agent-dead", "agent-node-1", free_port()).await;
+
+    let (snapshots, _tasks) = cockpit(cp).await;
+    let live = Sym::new("agent-node-0");
+    let dead = Sym::new("agent-node-1");
+    until(&snapshots, "the live agent's GPUs and the dead agent's state", |s| {
+        s.devices.get(&live).is_some_and(|d| d.status == AgentStatus::Reporting && !d.gpus.is_empty())
+            && s.devices.get(&dead).is_some_and(|d| matches!(d.status, AgentStatus::Unavailable(_)))
+    })
+    .await;
+    let snap = snapshots.borrow().clone();
+    assert_eq!(snap.feed(Feed::Agents).map(|f| f.state.clone()), Some(FeedState::Live));
+    let d = &snap.devices[&live];
+    assert_eq!(d.gpus[0].uuid.as_str(), "GPU-b4895dbf-9350-2524-a89b-98161ddd9fe4");
+    let placements: Vec<(&str, u8)> = d.gpus[0].instances.iter().map(|i| (i.profile.as_str(), i.start)).collect();
+    assert_eq!(placements, [("1g.10gb", 0), ("1g.10gb", 1), ("2g.20gb", 2), ("3g.40gb", 4)]);
+    let AgentStatus::Unavailable(why) = &snap.devices[&dead].status else { unreachable!() };
+    assert!(why.contains("127.0.0.1"), "{why}");
+    // ...and the node shows it; the rest of the cockpit carries on.
+    let a = kgpu::analysis::analyze(&snap, snap.clock, &kgpu::analysis::Thresholds::default());
+    let node = a.nodes.iter().find(|n| n.name == dead).unwrap();
+    assert!(node.has(kgpu::analysis::fleet::IssueCode::AgentUnavailable));
+    // The same through the CLI: `kgpu snapshot --agents direct`.
+    let out = Command::new(env!("CARGO_BIN_EXE_kgpu"))
+        .args(["snapshot", "--pane", "mig", "-o", "json", "--agents", "direct", "--kubeconfig"])
+        .arg(&cp.kubeconfig)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mig = doc["mig"].as_array().unwrap();
+    let row =
+        mig.iter().find(|r| r["node"] == "agent-node-0").unwrap_or_else(|| panic!("no MIG row: {}", doc["feeds"]));
+    assert_eq!(row["gpus"][0]["instances"].as_array().unwrap().len(), 4, "{row}");
+}
