@@ -714,9 +714,16 @@ impl FitResult {
 fn fit_step(index: &Index<'_>, demand: &Demand) -> FitResult {
     let shape = demand.shape();
     let placement = index.placement(&shape);
-    // Counted by reason first; codes (strings) are made once at the end.
-    let mut by_reason: BTreeMap<NodeReason, u32> = BTreeMap::new();
-    let mut by_first_filter: BTreeMap<NodeReason, u32> = BTreeMap::new();
+    // Counted by reason first (a handful of distinct ones: a linear scan
+    // beats a map), codes (strings) made once at the end.
+    let mut by_reason: Vec<(NodeReason, u32)> = Vec::new();
+    let mut by_first_filter: Vec<(NodeReason, u32)> = Vec::new();
+    fn bump(counts: &mut Vec<(NodeReason, u32)>, r: &NodeReason) {
+        match counts.iter_mut().find(|(k, _)| k == r) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((r.clone(), 1)),
+        }
+    }
     let mut fitting_nodes = 0u32;
     let mut slots_total = 0u64;
     let mut silent: Vec<(&Node, u32)> = Vec::new();
@@ -732,22 +739,12 @@ fn fit_step(index: &Index<'_>, demand: &Demand) -> FitResult {
             }
         }
         for r in static_reasons.iter().chain(&shortfalls) {
-            match by_reason.get_mut(r) {
-                Some(n) => *n += 1,
-                None => {
-                    by_reason.insert(r.clone(), 1);
-                }
-            }
+            bump(&mut by_reason, r);
         }
         // Static reasons come before NodeResourcesFit in the scheduler's order.
         let first = if static_reasons.is_empty() { &shortfalls[..] } else { static_reasons };
         for r in fit::first_filter_reasons(first) {
-            match by_first_filter.get_mut(r) {
-                Some(n) => *n += 1,
-                None => {
-                    by_first_filter.insert(r.clone(), 1);
-                }
-            }
+            bump(&mut by_first_filter, r);
         }
         let blocked = !static_reasons.is_empty() || !shortfalls.is_empty();
         let only_gpu = static_reasons.is_empty()
