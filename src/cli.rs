@@ -121,7 +121,7 @@ pub struct AgentArgs {
     #[arg(long, default_value = "0.0.0.0:9400", value_name = "ADDR")]
     pub listen: std::net::SocketAddr,
     /// File holding the token every request must present (Authorization: Bearer, or X-Kgpu-Token).
-    #[arg(long, env = "KGPU_AGENT_TOKEN_FILE", value_name = "FILE")]
+    #[arg(long, value_name = "FILE")]
     pub token_file: PathBuf,
     /// The node this agent runs on.
     #[arg(long, env = "NODE_NAME", value_name = "NAME")]

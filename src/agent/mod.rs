@@ -222,10 +222,11 @@ pub async fn run(listen: SocketAddr, choice: BackendChoice, opts: Options) -> an
                 // Say once when NVML or the kubelet changes state.
                 let snap = latest.borrow_and_update().clone();
                 let now = (snap.nvml.clone(), snap.pod_resources.clone());
-                if said.as_ref() != Some(&now) {
+                let starting = now.0.reason.as_deref() == Some("starting");
+                if said.as_ref() != Some(&now) && !starting {
                     let describe = |a: &Availability| a.reason.clone().unwrap_or_else(|| "available".into());
                     eprintln!(
-                        "kgpu agent: NVML {}; kubelet pod-resources {}; {} GPU(s)",
+                        "kgpu agent: NVML: {}; kubelet pod-resources: {}; {} GPU(s)",
                         describe(&now.0),
                         describe(&now.1),
                         snap.gpus.len()
