@@ -7,13 +7,14 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a benchmark may panic on setup failure
 
+#[path = "support/counting.rs"]
+mod counting;
+
 #[path = "../tests/support/controlplane.rs"]
 mod controlplane;
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Instant;
 
 use futures::StreamExt;
@@ -21,24 +22,8 @@ use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 
-struct Counting;
-static LIVE: AtomicI64 = AtomicI64::new(0);
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        LIVE.fetch_add(layout.size() as i64, Ordering::Relaxed);
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        LIVE.fetch_sub(layout.size() as i64, Ordering::Relaxed);
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        LIVE.fetch_add(new_size as i64 - layout.size() as i64, Ordering::Relaxed);
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
 #[global_allocator]
-static ALLOC: Counting = Counting;
+static ALLOC: counting::Counting = counting::Counting;
 
 const NODES: usize = 2_000;
 const PODS: usize = 20_000;
@@ -98,13 +83,13 @@ fn main() {
         // The first pod interns the shared strings (namespace, image, the requirement).
         let first = kgpu::sources::kube::convert::pod(&list.items[0]).unwrap();
         cluster.apply(kgpu::model::ModelEvent::Upsert(kgpu::model::Object::Pod(first)));
-        let before = LIVE.load(Ordering::Relaxed);
+        let before = counting::live();
         let n = list.items.len() - 1;
         for p in &list.items[1..] {
             let pod = kgpu::sources::kube::convert::pod(p).unwrap();
             cluster.apply(kgpu::model::ModelEvent::Upsert(kgpu::model::Object::Pod(pod)));
         }
-        let per_pod = (LIVE.load(Ordering::Relaxed) - before) as f64 / n as f64;
+        let per_pod = (counting::live() - before) as f64 / n as f64;
 
         println!("kubectl get pods -A -o json --chunk-size=500: {k:.2}s (median of 3)");
         println!("kgpu first complete frame (all feeds, {NODES} nodes, {PODS} pods): {g:.2}s (median of 3)");

@@ -10,34 +10,16 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic on broken fixtures
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicI64, Ordering};
+#[path = "support/counting.rs"]
+mod counting;
+
 use std::time::Instant;
 
 use kgpu::model::build::{node, pod};
 use kgpu::model::{Cluster, ModelEvent, Object, SourceInfo, SourceKind};
 
-struct Counting;
-
-static LIVE: AtomicI64 = AtomicI64::new(0);
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        LIVE.fetch_add(layout.size() as i64, Ordering::Relaxed);
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        LIVE.fetch_sub(layout.size() as i64, Ordering::Relaxed);
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        LIVE.fetch_add(new_size as i64 - layout.size() as i64, Ordering::Relaxed);
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
 #[global_allocator]
-static ALLOC: Counting = Counting;
+static ALLOC: counting::Counting = counting::Counting;
 
 const REQUIRE: &str = include_str!("../tests/fixtures/compat/nvidia-require-cuda-12.4.1.env");
 const LABELS: &str = include_str!("../tests/fixtures/nodes/h100-80gb-mig-mixed-all-balanced.labels.json");
@@ -89,15 +71,15 @@ fn main() {
     const NODES: usize = 10_000;
     const PODS: usize = 100_000;
     let mut cluster = Cluster::new(source.clone());
-    let before = LIVE.load(Ordering::Relaxed);
+    let before = counting::live();
     for i in 0..NODES {
         cluster.apply(ModelEvent::Upsert(Object::Node(real_node(i))));
     }
-    let after_nodes = LIVE.load(Ordering::Relaxed);
+    let after_nodes = counting::live();
     for i in 0..PODS {
         cluster.apply(ModelEvent::Upsert(Object::Pod(real_pod(i, NODES))));
     }
-    let after_pods = LIVE.load(Ordering::Relaxed);
+    let after_pods = counting::live();
     let per_node = (after_nodes - before) as f64 / NODES as f64;
     let per_pod = (after_pods - after_nodes) as f64 / PODS as f64;
 
