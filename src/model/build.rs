@@ -151,6 +151,7 @@ impl NodeBuilder {
 
 pub struct PodBuilder {
     pod: Pod,
+    cuda: Option<CudaNeed>,
     requests: Vec<(String, u64)>,
     selector: Vec<(String, String)>,
     affinity: Vec<Requirement>,
@@ -160,6 +161,7 @@ pub struct PodBuilder {
 pub fn pod(name: &str) -> PodBuilder {
     PodBuilder {
         pod: Pod::new("default", name),
+        cuda: None,
         requests: vec![("cpu".into(), 1000), ("memory".into(), 4 << 30)],
         selector: Vec::new(),
         affinity: Vec::new(),
@@ -287,17 +289,17 @@ impl PodBuilder {
     }
 
     pub fn cuda_require(mut self, require: &str) -> Self {
-        self.pod.cuda.get_or_insert_with(Default::default).require_cuda = Some(Sym::new(require));
+        self.cuda.get_or_insert_with(Default::default).require_cuda = Some(Sym::new(require));
         self
     }
 
     pub fn cuda_version(mut self, version: &str) -> Self {
-        self.pod.cuda.get_or_insert_with(Default::default).cuda_version = Some(Sym::new(version));
+        self.cuda.get_or_insert_with(Default::default).cuda_version = Some(Sym::new(version));
         self
     }
 
     pub fn image(mut self, image: &str) -> Self {
-        self.pod.cuda.get_or_insert_with(|| Box::new(CudaNeed::default())).image = Some(Sym::new(image));
+        self.cuda.get_or_insert_with(Default::default).image = Some(Sym::new(image));
         self
     }
 
@@ -314,6 +316,7 @@ impl PodBuilder {
                 Box::new([NodeSelectorTerm { expressions: self.affinity.into_boxed_slice(), fields: Box::new([]) }]);
         }
         self.pod.tolerations = self.tolerations.into_boxed_slice();
+        self.pod.cuda = self.cuda.map(CudaNeed::intern);
         self.pod
     }
 }

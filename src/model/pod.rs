@@ -1,6 +1,7 @@
 //! Pods, reduced to scheduling-relevant facts.
 
-use std::sync::Arc;
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use super::node::{NodeSelectorTerm, Toleration};
 use super::resources::Resources;
@@ -74,7 +75,8 @@ pub struct Unschedulable {
 
 /// What a container says about the CUDA it needs (environment of the GPU
 /// container, verbatim; the grammar is decoded by `analysis::compat`).
-/// Interned: every pod of an image carries the same 1.5 KB requirement.
+/// Interned as a whole ([`CudaNeed::intern`]): every pod of an image
+/// carries the same need, so the model keeps it once.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct CudaNeed {
     pub require_cuda: Option<Sym>,
@@ -83,6 +85,22 @@ pub struct CudaNeed {
     pub cuda_version: Option<Sym>,
     pub disable_require: bool,
     pub image: Option<Sym>,
+}
+
+impl CudaNeed {
+    /// The one copy of this need. Like `Sym`, the copies live for the rest of
+    /// the process: their number is bounded by the images a cluster runs.
+    /// Analyses group pods by a need's address (see `analysis::compat`).
+    pub fn intern(self) -> &'static CudaNeed {
+        static TABLE: OnceLock<Mutex<HashSet<&'static CudaNeed>>> = OnceLock::new();
+        let mut set = TABLE.get_or_init(Mutex::default).lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(existing) = set.get(&self) {
+            return existing;
+        }
+        let leaked: &'static CudaNeed = Box::leak(Box::new(self));
+        set.insert(leaked);
+        leaked
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -111,7 +129,7 @@ pub struct Pod {
     /// `spec.schedulerName` when not the default scheduler.
     pub scheduler: Option<Sym>,
     pub unschedulable: Option<Box<Unschedulable>>,
-    pub cuda: Option<Box<CudaNeed>>,
+    pub cuda: Option<&'static CudaNeed>,
     pub created: Timestamp,
     /// Last status change known (start, failure or completion time).
     pub transitioned: Timestamp,

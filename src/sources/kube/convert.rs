@@ -145,7 +145,7 @@ pub fn effective_requests(spec: &PodSpec) -> Result<Resources> {
     Ok(to_resources(&pairs))
 }
 
-fn cuda_need(spec: &PodSpec) -> Option<Box<CudaNeed>> {
+fn cuda_need(spec: &PodSpec) -> Option<&'static CudaNeed> {
     let gpu_container = spec
         .containers
         .iter()
@@ -166,7 +166,7 @@ fn cuda_need(spec: &PodSpec) -> Option<Box<CudaNeed>> {
         }
     }
     need.other_requires = others.into_boxed_slice();
-    Some(Box::new(need))
+    Some(need.intern())
 }
 
 fn owner_of(refs: Option<&Vec<k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference>>) -> Option<Owner> {

@@ -36,7 +36,7 @@ pub(super) fn start_bound_pods(sim: &mut SimCluster) {
         let Some(pod) = sim.pods.get(&key) else { continue };
         let Some(node_name) = pod.node else { continue };
         let fault = sim.faults.get(&node_name).copied();
-        let incompatible = pod.cuda.as_deref().and_then(compat::need_of).and_then(|need| {
+        let incompatible = pod.cuda.and_then(compat::need_of).and_then(|need| {
             let node = sim.nodes.get(&node_name)?;
             let facts = compat::node_facts(node);
             let enforced = need.source != compat::NeedSource::Guessed && !need.disabled;
