@@ -91,9 +91,7 @@ fn bench(crit: &mut Criterion) {
     let gang_rows = gangs::analyze(&index);
     g.bench_function("stage: gangs", |b| b.iter(|| gangs::analyze(&index)));
     g.bench_function("stage: pending", |b| b.iter(|| pending::analyze(&Index::build(&snap, now), &gang_rows, &frag)));
-    g.bench_function("stage: matrix", |b| {
-        b.iter(|| compat::matrix(index.nodes(), snap.pods.values().map(|p| &**p), now))
-    });
+    g.bench_function("stage: matrix", |b| b.iter(|| compat::matrix(&index, now)));
     drop(index);
     let snap = Arc::new(snap);
     let views = kgpu::view_model::panes::Views::build(snap.clone(), now, &thresholds, None);

@@ -18,7 +18,8 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use crate::model::{CudaNeed, CudaVersion, DriverVersion, Node, Pod, PodKey, Sym, SymHash, SymMap, Timestamp};
+use super::index::Index;
+use crate::model::{CudaNeed, CudaVersion, DriverVersion, Node, Pod, PodKey, Sym, Timestamp};
 use crate::reference::cuda::tables;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -521,16 +522,15 @@ impl Matrix {
 /// A workload and the matrix row (driver) of its node, if placed.
 type RowAndPod<'a> = (Option<usize>, &'a Pod);
 
-pub fn matrix<'a>(
-    nodes: impl Iterator<Item = &'a Node>,
-    pods: impl Iterator<Item = &'a Pod>,
-    now: Timestamp,
-) -> Matrix {
-    let mut by_driver: BTreeMap<(Option<DriverVersion>, String), Vec<&Node>> = BTreeMap::new();
-    for n in nodes.filter(|n| n.is_gpu_node()) {
+/// Driver versions × CUDA needs over the unfinished GPU pods of the index.
+pub fn matrix(index: &Index<'_>, now: Timestamp) -> Matrix {
+    let all = index.node_list();
+    // (driver, its label) → positions of its nodes
+    let mut by_driver: BTreeMap<(Option<DriverVersion>, String), Vec<usize>> = BTreeMap::new();
+    for (i, n) in all.iter().enumerate().filter(|(_, n)| n.is_gpu_node()) {
         let d = n.gpu.driver.clone();
         let label = d.as_ref().map_or_else(|| "unknown".to_string(), |d| d.to_string());
-        by_driver.entry((d, label)).or_default().push(n);
+        by_driver.entry((d, label)).or_default().push(i);
     }
     // newest driver first, unknown last
     let mut rows: Vec<_> = by_driver.into_iter().collect();
@@ -540,26 +540,28 @@ pub fn matrix<'a>(
         (None, Some(_)) => std::cmp::Ordering::Greater,
         (None, None) => std::cmp::Ordering::Equal,
     });
-    let mut row_of: SymMap<usize> = SymMap::default();
+    // By node position, its row.
+    let mut row_at: Vec<Option<usize>> = vec![None; all.len()];
     for (r, (_, nodes)) in rows.iter().enumerate() {
-        row_of.extend(nodes.iter().map(|n| (n.name, r)));
+        for &i in nodes {
+            row_at[i] = Some(r);
+        }
     }
-    // Pods of one image share one requirement: parse each distinct one once
-    // and collect its pods in that need's column, each with the row of its
-    // node (looked up now, while the pod is in cache).
+    // Pods of one image share one (interned) need: parse each distinct one
+    // once and collect its pods in that need's column, each with its row.
     let mut columns: Vec<(Need, Vec<RowAndPod>)> = Vec::new();
-    let mut column_of: HashMap<&CudaNeed, Option<usize>, SymHash> = HashMap::default();
+    let mut column_of: HashMap<*const CudaNeed, Option<usize>> = HashMap::new();
     let mut unknown_need = 0;
-    for p in pods.filter(|p| p.wants_gpu() && !p.phase.is_terminal()) {
-        let column = p.cuda.as_deref().and_then(|c| {
-            *column_of.entry(c).or_insert_with(|| {
+    for w in &index.gpu_workloads {
+        let column = w.cuda.and_then(|c| {
+            *column_of.entry(std::ptr::from_ref(c)).or_insert_with(|| {
                 let need = need_of(c)?;
                 columns.push((need, Vec::new()));
                 Some(columns.len() - 1)
             })
         });
         match column {
-            Some(i) => columns[i].1.push((p.node.and_then(|n| row_of.get(&n).copied()), p)),
+            Some(i) => columns[i].1.push((w.node.and_then(|at| row_at[at]), w.pod)),
             None => unknown_need += 1,
         }
     }
@@ -570,15 +572,15 @@ pub fn matrix<'a>(
     }
     let mut m = Matrix { unknown_need, ..Matrix::default() };
     for ((_, label), nodes) in &rows {
-        m.drivers.push((label.clone(), nodes.iter().map(|n| n.name).collect()));
+        m.drivers.push((label.clone(), nodes.iter().map(|&i| all[i].name).collect()));
     }
     // A row's nodes share a driver; their facts differ only by product.
     let row_facts: Vec<Vec<NodeFacts>> = rows
         .iter()
         .map(|(_, nodes)| {
             let mut distinct: Vec<NodeFacts> = Vec::new();
-            for n in nodes {
-                let facts = node_facts(n);
+            for &i in nodes {
+                let facts = node_facts(all[i]);
                 if !distinct.iter().any(|f| f.same_as(&facts)) {
                     distinct.push(facts);
                 }
@@ -605,7 +607,7 @@ pub fn matrix<'a>(
                 .unwrap_or((Verdict::Unknown, String::new()));
             m.cells.push(Cell {
                 driver: label.clone(),
-                nodes: nodes.iter().map(|n| n.name).collect(),
+                nodes: nodes.iter().map(|&i| all[i].name).collect(),
                 cuda: column.clone(),
                 workloads: workloads.clone(),
                 placed,

@@ -115,7 +115,7 @@ pub fn summarize_node(index: &Index<'_>, node: &Node, thresholds: &Thresholds) -
     let advertised_physical = advertised_physical_gpus(node, devices.map(|d| &**d));
     // An unhealthy GPU drops out of capacity: that is health, not the plugin.
     let gpu_unadvertised = hardware.map_or(0, |h| h.saturating_sub(advertised_physical).saturating_sub(gpu_unhealthy));
-    let gpu_pods = index.pods_on(node.name).iter().filter(|p| p.wants_gpu()).count();
+    let gpu_pods = index.gpu_pods_on(node.name);
 
     let mut issues = Vec::new();
     if gpu_unadvertised > 0 {
@@ -224,6 +224,9 @@ fn black_hole(index: &Index<'_>, node: &Node, t: &Thresholds) -> Option<String> 
         .filter(|p| index.now - p.transitioned <= t.black_hole_window)
         .filter(|p| p.reason.is_some_and(|r| r.as_str() == "UnexpectedAdmissionError"))
         .count();
+    if failed < t.black_hole_min_failures {
+        return None;
+    }
     let running = index.pods_on(node.name).iter().filter(|p| p.wants_gpu() && p.phase == PodPhase::Running).count();
     (failed >= t.black_hole_min_failures && failed > running).then(|| {
         format!(

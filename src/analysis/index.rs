@@ -2,9 +2,11 @@
 //! has in use, which pods sit where, which pods belong to which gang.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
-use crate::model::{GangKey, GangKind, Node, Pod, PodKey, PodPhase, Snapshot, Sym, SymHash, SymMap, Timestamp};
+use crate::model::{
+    CudaNeed, GangKey, GangKind, Node, Pod, PodKey, PodPhase, Snapshot, Sym, SymHash, SymMap, Taint, Timestamp,
+};
 
 use super::fit::{self, NodeReason, PlacementKey, Shape};
 use super::tally::Tally;
@@ -13,26 +15,90 @@ use super::tally::Tally;
 /// given placement constraints cannot go there; empty where it may.
 pub type Placement = Arc<PlacementTable>;
 
-/// The reasons of every node in one buffer (no allocation per node).
-#[derive(Debug, Default)]
+/// The reasons of every node, as classes: nodes of one pool share their
+/// reasons, so a fleet of 10,000 nodes has a handful of distinct lists and
+/// callers can count per class instead of per node.
+#[derive(Debug)]
 pub struct PlacementTable {
-    reasons: Vec<NodeReason>,
-    /// Where each node's reasons end in `reasons`.
-    ends: Vec<usize>,
+    /// Distinct reason lists; class 0 is the empty one (the pod may go there).
+    classes: Vec<Box<[NodeReason]>>,
+    /// Per node (in [`Index::node_list`] order), its class.
+    class_of: Vec<u32>,
 }
 
+/// A node's values of the labels a shape names (and its name, where the
+/// shape selects by field).
+type Signature = Box<[Option<Sym>]>;
+
 impl PlacementTable {
-    fn build<'n>(shape: &Shape<'_>, nodes: impl Iterator<Item = &'n Node>) -> PlacementTable {
-        let mut table = PlacementTable::default();
-        for node in nodes {
-            fit::placement_verdicts_into(shape, node, &mut table.reasons);
-            table.ends.push(table.reasons.len());
+    /// Verdicts read a node's cordon, readiness and taints (its group, see
+    /// [`Index::placement_groups`]), the labels the shape names, and its name
+    /// only under field selectors: nodes alike in those are judged once.
+    fn build(index: &Index<'_>, shape: &Shape<'_>) -> PlacementTable {
+        let mut label_keys: Vec<Sym> = Vec::new();
+        let mut by_name = false;
+        let named = shape.node_selector.iter().map(|(k, _)| *k);
+        for key in named.chain(shape.affinity.iter().flat_map(|t| t.expressions.iter().map(|r| r.key))) {
+            if !label_keys.contains(&key) {
+                label_keys.push(key);
+            }
+        }
+        for term in shape.affinity.iter() {
+            by_name |= !term.fields.is_empty();
+        }
+        let columns: Vec<Arc<[Option<Sym>]>> = label_keys.iter().map(|k| index.label_column(*k)).collect();
+        let groups = index.placement_groups();
+        let group_count = groups.iter().max().map_or(0, |g| *g as usize + 1);
+        // Per group: the values of the named labels (and the name) → class.
+        let mut alike: Vec<HashMap<Signature, u32, SymHash>> = vec![HashMap::default(); group_count];
+        let mut class_ids: HashMap<Box<[NodeReason]>, u32> = HashMap::new();
+        let mut table = PlacementTable { classes: vec![Box::default()], class_of: Vec::new() };
+        class_ids.insert(Box::default(), 0);
+        let mut signature: Vec<Option<Sym>> = Vec::new();
+        let mut reasons = Vec::new();
+        for (i, node) in index.node_list.iter().enumerate() {
+            signature.clear();
+            signature.extend(columns.iter().map(|c| c[i]));
+            if by_name {
+                signature.push(Some(node.name));
+            }
+            let seen = &mut alike[groups[i] as usize];
+            let class = match seen.get(signature.as_slice()) {
+                Some(&c) => c,
+                None => {
+                    reasons.clear();
+                    fit::placement_verdicts_into(shape, node, &mut reasons);
+                    let c = match class_ids.get(reasons.as_slice()) {
+                        Some(&c) => c,
+                        None => {
+                            let c = table.classes.len() as u32;
+                            let list: Box<[NodeReason]> = reasons.as_slice().into();
+                            table.classes.push(list.clone());
+                            class_ids.insert(list, c);
+                            c
+                        }
+                    };
+                    seen.insert(signature.as_slice().into(), c);
+                    c
+                }
+            };
+            table.class_of.push(class);
         }
         table
     }
 
     pub fn iter(&self) -> impl Iterator<Item = &[NodeReason]> {
-        (0..self.ends.len()).map(|i| &self[i])
+        self.class_of.iter().map(|&c| &*self.classes[c as usize])
+    }
+
+    /// Per node, its class: an index into [`PlacementTable::classes`].
+    pub fn class_of(&self) -> &[u32] {
+        &self.class_of
+    }
+
+    /// The distinct reason lists; class 0 is empty.
+    pub fn classes(&self) -> &[Box<[NodeReason]>] {
+        &self.classes
     }
 }
 
@@ -40,29 +106,51 @@ impl std::ops::Index<usize> for PlacementTable {
     type Output = [NodeReason];
 
     fn index(&self, i: usize) -> &[NodeReason] {
-        let start = if i == 0 { 0 } else { self.ends[i - 1] };
-        &self.reasons[start..self.ends[i]]
+        &self.classes[self.class_of[i] as usize]
     }
 }
 
 pub struct Index<'a> {
     pub snap: &'a Snapshot,
     pub now: Timestamp,
-    usage: SymMap<Tally>,
-    /// `usage` in `node_list` order, for loops over every node.
+    node_list: Vec<&'a Node>,
+    /// A node's place in `node_list`, by name.
+    position: SymMap<u32>,
+    /// By node position: what its pods use, and how many of them want a GPU.
     usage_list: Vec<Tally>,
-    pods_on: SymMap<Vec<&'a Pod>>,
+    gpu_pods: Vec<u32>,
+    /// Pods bound to each node, in node position order: node `i`'s pods are
+    /// `bound[bound_ends[i - 1]..bound_ends[i]]` (one buffer, not a vector per node).
+    bound: Vec<&'a Pod>,
+    bound_ends: Vec<u32>,
+    /// Pods bound to nodes the snapshot no longer holds.
+    stray: SymMap<(Tally, Vec<&'a Pod>)>,
     failed_on: SymMap<Vec<&'a Pod>>,
     /// Unbound, not finished, not being deleted; oldest first.
     pub pending_pods: Vec<&'a Pod>,
+    /// Unfinished pods that want a GPU, with what the compatibility matrix
+    /// reads of them: walking every pod costs a cache miss per pod, so the
+    /// index walks them once for all analyses.
+    pub gpu_workloads: Vec<GpuWorkload<'a>>,
     members: HashMap<GangKey, Vec<&'a Pod>>,
     gang_of: HashMap<PodKey, GangKey>,
-    node_list: Vec<&'a Node>,
     /// Pods share placement constraints far more often than not (a Job's
     /// pods, a pool's workloads), so static verdicts are computed once per
     /// distinct constraint set: this keeps per-node fit linear in nodes.
     placements: Mutex<HashMap<PlacementKey, Placement>>,
+    placement_groups: OnceLock<Vec<u32>>,
+    /// By label key, each node's value (in node position order).
+    label_columns: Mutex<SymMap<Arc<[Option<Sym>]>>>,
     empty: Tally,
+}
+
+/// An unfinished pod that wants a GPU.
+#[derive(Clone, Copy, Debug)]
+pub struct GpuWorkload<'a> {
+    pub pod: &'a Pod,
+    pub cuda: Option<&'static CudaNeed>,
+    /// Its node's position in [`Index::node_list`], when bound to a known node.
+    pub node: Option<usize>,
 }
 
 impl<'a> Index<'a> {
@@ -81,25 +169,45 @@ impl<'a> Index<'a> {
             }
         }
 
-        let mut usage: SymMap<Tally> = SymMap::default();
-        let mut pods_on: SymMap<Vec<&Pod>> = SymMap::default();
+        let node_list: Vec<&Node> = snap.nodes.values().map(|n| &**n).collect();
+        let position: SymMap<u32> = node_list.iter().enumerate().map(|(i, n)| (n.name, i as u32)).collect();
+        let mut usage_list = vec![Tally::default(); node_list.len()];
+        let mut gpu_pods = vec![0u32; node_list.len()];
+        let mut bound_by_node: Vec<(u32, &Pod)> = Vec::new();
+        let mut stray: SymMap<(Tally, Vec<&Pod>)> = SymMap::default();
         let mut failed_on: SymMap<Vec<&Pod>> = SymMap::default();
         let mut pending_pods = Vec::new();
+        let mut gpu_workloads = Vec::new();
         let mut members: HashMap<GangKey, Vec<&Pod>> = HashMap::new();
         let mut gang_of = HashMap::new();
         for pod in snap.pods.values() {
             let pod: &Pod = pod;
+            let at = pod.node.and_then(|n| position.get(&n)).copied();
+            let wants_gpu = pod.wants_gpu();
             if pod.holds_resources()
                 && let Some(node) = pod.node
             {
-                usage.entry(node).or_default().add_pod(&pod.requests);
-                pods_on.entry(node).or_default().push(pod);
+                match at {
+                    Some(i) => {
+                        usage_list[i as usize].add_pod(&pod.requests);
+                        gpu_pods[i as usize] += u32::from(wants_gpu);
+                        bound_by_node.push((i, pod));
+                    }
+                    None => {
+                        let (used, pods) = stray.entry(node).or_default();
+                        used.add_pod(&pod.requests);
+                        pods.push(pod);
+                    }
+                }
             } else if pod.is_pending() {
                 pending_pods.push(pod);
             } else if pod.phase == PodPhase::Failed
                 && let Some(node) = pod.node
             {
                 failed_on.entry(node).or_default().push(pod);
+            }
+            if wants_gpu && !pod.phase.is_terminal() {
+                gpu_workloads.push(GpuWorkload { pod, cuda: pod.cuda, node: at.map(|i| i as usize) });
             }
             let gang = pod
                 .group
@@ -111,20 +219,40 @@ impl<'a> Index<'a> {
             }
         }
         pending_pods.sort_by(|a, b| a.created.cmp(&b.created).then_with(|| a.name.cmp(&b.name)));
-        let node_list: Vec<&Node> = snap.nodes.values().map(|n| &**n).collect();
-        let usage_list = node_list.iter().map(|n| usage.get(&n.name).cloned().unwrap_or_default()).collect();
+        // Bound pods grouped by node, keeping each node's pods in snapshot order.
+        let mut bound_ends = vec![0u32; node_list.len()];
+        for &(i, _) in &bound_by_node {
+            bound_ends[i as usize] += 1;
+        }
+        let mut end = 0;
+        for e in bound_ends.iter_mut() {
+            end += *e;
+            *e = end;
+        }
+        let mut next: Vec<u32> = std::iter::once(0).chain(bound_ends.iter().copied()).collect();
+        let mut bound: Vec<&Pod> = bound_by_node.iter().map(|&(_, p)| p).collect();
+        for &(i, pod) in &bound_by_node {
+            bound[next[i as usize] as usize] = pod;
+            next[i as usize] += 1;
+        }
         Index {
             snap,
             now,
-            usage,
+            node_list,
+            position,
             usage_list,
-            pods_on,
+            gpu_pods,
+            bound,
+            bound_ends,
+            stray,
             failed_on,
             pending_pods,
+            gpu_workloads,
             members,
             gang_of,
-            node_list,
             placements: Mutex::default(),
+            placement_groups: OnceLock::new(),
+            label_columns: Mutex::default(),
             empty: Tally::default(),
         }
     }
@@ -142,20 +270,68 @@ impl<'a> Index<'a> {
     /// The static verdicts of every node for `shape`'s placement constraints.
     pub fn placement(&self, shape: &Shape<'_>) -> Placement {
         let key = shape.placement_key();
-        let mut placements = self.placements.lock().unwrap_or_else(PoisonError::into_inner);
-        placements
+        if let Some(table) = self.placements.lock().unwrap_or_else(PoisonError::into_inner).get(&key) {
+            return table.clone();
+        }
+        // Built unlocked: the table reads other memos of the index.
+        let table = Arc::new(PlacementTable::build(self, shape));
+        self.placements.lock().unwrap_or_else(PoisonError::into_inner).entry(key).or_insert(table).clone()
+    }
+
+    /// Per node (in position order), its group: nodes alike in cordon,
+    /// readiness and taints share one.
+    fn placement_groups(&self) -> &[u32] {
+        self.placement_groups.get_or_init(|| {
+            let mut ids: HashMap<(bool, bool, &[Taint]), u32> = HashMap::new();
+            self.node_list
+                .iter()
+                .map(|n| {
+                    let next = ids.len() as u32;
+                    *ids.entry((n.unschedulable, n.is_ready(), &n.taints)).or_insert(next)
+                })
+                .collect()
+        })
+    }
+
+    /// Every node's value of one label, in position order.
+    fn label_column(&self, key: Sym) -> Arc<[Option<Sym>]> {
+        let mut columns = self.label_columns.lock().unwrap_or_else(PoisonError::into_inner);
+        columns
             .entry(key)
-            .or_insert_with(|| Arc::new(PlacementTable::build(shape, self.node_list.iter().copied())))
+            .or_insert_with(|| {
+                self.node_list.iter().map(|n| n.labels.iter().find(|(k, _)| *k == key).map(|(_, v)| *v)).collect()
+            })
             .clone()
     }
 
     /// Resources in use on a node (pods bound and not finished).
     pub fn used(&self, node: Sym) -> &Tally {
-        self.usage.get(&node).unwrap_or(&self.empty)
+        match self.position.get(&node) {
+            Some(&i) => &self.usage_list[i as usize],
+            None => self.stray.get(&node).map_or(&self.empty, |(used, _)| used),
+        }
     }
 
+    /// Pods bound to a node and not finished.
     pub fn pods_on(&self, node: Sym) -> &[&'a Pod] {
-        self.pods_on.get(&node).map_or(&[], |v| v.as_slice())
+        match self.position.get(&node) {
+            Some(&i) => self.pods_at(i as usize),
+            None => self.stray.get(&node).map_or(&[], |(_, pods)| pods.as_slice()),
+        }
+    }
+
+    /// [`Index::pods_on`] by node position.
+    pub fn pods_at(&self, position: usize) -> &[&'a Pod] {
+        let start = if position == 0 { 0 } else { self.bound_ends[position - 1] as usize };
+        &self.bound[start..self.bound_ends[position] as usize]
+    }
+
+    /// How many of [`Index::pods_on`] want a GPU.
+    pub fn gpu_pods_on(&self, node: Sym) -> usize {
+        match self.position.get(&node) {
+            Some(&i) => self.gpu_pods[i as usize] as usize,
+            None => self.stray.get(&node).map_or(0, |(_, pods)| pods.iter().filter(|p| p.wants_gpu()).count()),
+        }
     }
 
     /// Failed pods that had been bound to the node.
@@ -189,5 +365,63 @@ impl<'a> Index<'a> {
     /// A node new work can land on at all.
     pub fn schedulable(node: &Node) -> bool {
         node.is_ready() && !node.unschedulable
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::testing::{node, pod, snapshot};
+    use crate::model::{NodeSelectorTerm, Requirement, SelectorOperator, TaintEffect};
+
+    /// The table judges alike nodes once; it must still say of every node
+    /// what judging that node alone says.
+    #[test]
+    fn the_placement_table_agrees_with_each_node_judged_alone() {
+        let mut nodes = Vec::new();
+        for i in 0..40 {
+            let mut b = node(&format!("n{i:02}")).gpus(8).label("pool", ["a", "b", "c"][i % 3]);
+            if i % 4 == 0 {
+                b = b.taint("nvidia.com/gpu", "present", TaintEffect::NoSchedule);
+            }
+            if i % 5 == 0 {
+                b = b.label("zone", "z1");
+            }
+            if i % 7 == 0 {
+                b = b.cordoned();
+            }
+            if i % 9 == 0 {
+                b = b.not_ready();
+            }
+            nodes.push(b.build());
+        }
+        let mut by_field = pod("by-field").gpus(1).build();
+        by_field.affinity = Box::new([NodeSelectorTerm {
+            expressions: Box::new([]),
+            fields: Box::new([Requirement {
+                key: Sym::new("metadata.name"),
+                operator: SelectorOperator::In,
+                values: Box::new([Sym::new("n03"), Sym::new("n17")]),
+            }]),
+        }]);
+        let pods = vec![
+            pod("plain").gpus(1).build(),
+            pod("selector").gpus(1).selector("pool", "b").build(),
+            pod("tolerant").gpus(1).tolerate("nvidia.com/gpu").selector("zone", "z1").build(),
+            pod("affinity").gpus(1).affinity_in("pool", &["a", "c"]).affinity_in("zone", &["z1"]).build(),
+            by_field,
+        ];
+        let snap = snapshot(nodes, pods.clone(), Vec::new(), 0);
+        let index = Index::build(&snap, 0);
+        for p in &pods {
+            let shape = Shape::of(p);
+            let table = index.placement(&shape);
+            let mut classes_seen = std::collections::HashSet::new();
+            for (i, node) in index.node_list().iter().enumerate() {
+                assert_eq!(&table[i], fit::placement_verdicts(&shape, node).as_slice(), "{} on {}", p.name, node.name);
+                classes_seen.insert(table.class_of()[i]);
+            }
+            assert!(classes_seen.len() > 1, "{}: the fleet is varied, so are the verdicts", p.name);
+        }
     }
 }

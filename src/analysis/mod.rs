@@ -68,7 +68,7 @@ pub fn analyze(snap: &Snapshot, now: Timestamp, thresholds: &Thresholds) -> Anal
     std::thread::scope(|scope| {
         let side = scope.spawn(|| {
             let nodes = fleet::summarize(&index, thresholds);
-            let matrix = compat::matrix(index.nodes(), snap.pods.values().map(|p| &**p), now);
+            let matrix = compat::matrix(&index, now);
             let upgrades = waves::board(index.nodes(), now, thresholds);
             let queues = queues::rows(snap);
             (nodes, matrix, upgrades, queues)

@@ -122,32 +122,87 @@ impl PendingItem {
 /// What pending items that share a demand key share: a fleet's thousands
 /// of pending pods come in a few dozen shapes, and the per-node work is done
 /// once per shape.
-#[derive(Default)]
-struct Memo {
-    fits: HashMap<DemandKey, Arc<FitResult>>,
-    hints: HashMap<DemandKey, Vec<String>>,
-    gang_demands: HashMap<GangKey, Demand>,
+#[derive(Clone)]
+struct ShapeFindings {
+    fit: Arc<FitResult>,
+    /// Hints that follow from the shape alone.
+    hints: Arc<[String]>,
 }
 
-impl Memo {
-    fn fit(&mut self, index: &Index<'_>, demand: &Demand) -> Arc<FitResult> {
-        self.fits.entry(demand.key()).or_insert_with(|| Arc::new(fit_step(index, demand))).clone()
+/// Memoised work of one analysis.
+#[derive(Default)]
+struct Memo<'a> {
+    shapes: HashMap<DemandKey, ShapeFindings>,
+    gang_demands: HashMap<GangKey, Demand>,
+    fleet: Option<FleetFacts>,
+    /// The fit of gangs whose member shape is unknown.
+    not_evaluated: Option<Arc<FitResult>>,
+    /// Cross-checks by (fit, scheduler message): pods of one shape share
+    /// the scheduler's message as often as not. Keyed by the fit's address,
+    /// so every fit is kept alive (in `shapes`, `not_evaluated`) meanwhile.
+    checks: HashMap<(*const FitResult, String), CrossCheck>,
+    /// The newest FailedScheduling event of each pod, by (namespace, name).
+    failed_scheduling: Option<HashMap<(Sym, &'a str), &'a ClusterEvent>>,
+}
+
+impl<'a> Memo<'a> {
+    fn shape(&mut self, index: &Index<'a>, demand: &Demand) -> ShapeFindings {
+        let fleet = self.fleet.get_or_insert_with(|| FleetFacts::of(index));
+        self.shapes
+            .entry(demand.key())
+            .or_insert_with(|| ShapeFindings {
+                fit: Arc::new(fit_step(index, demand)),
+                hints: shape_hints(fleet, demand).into(),
+            })
+            .clone()
     }
 
-    fn hints(&mut self, index: &Index<'_>, demand: &Demand, pod: Option<&Pod>) -> Vec<String> {
-        let mut out = self.hints.entry(demand.key()).or_insert_with(|| shape_hints(index, demand)).clone();
-        if let Some(p) = pod
-            && p.requests.wants_gpu()
-            && let Some(s) = p.scheduler.filter(|s| s.as_str() != "default-scheduler")
+    /// The scheduler's last word on a pod: its PodScheduled message, or the
+    /// newest FailedScheduling event about it.
+    fn scheduler_message(&mut self, snap: &'a Snapshot, pod: &Pod) -> Option<String> {
+        if let Some(u) = &pod.unschedulable
+            && !u.message.is_empty()
         {
-            out.push(format!("scheduler: this pod is scheduled by '{s}', not default-scheduler"));
+            return Some(u.message.to_string());
         }
-        out
+        let events = self.failed_scheduling.get_or_insert_with(|| {
+            let mut newest: HashMap<(Sym, &str), &ClusterEvent> = HashMap::new();
+            for e in snap.events.values() {
+                if e.is_failed_scheduling() && e.object_kind.as_str() == "Pod" {
+                    let slot = newest.entry((e.namespace, &*e.object_name)).or_insert(e);
+                    // The last of equals wins, as a max over the events would.
+                    if e.last >= slot.last {
+                        *slot = e;
+                    }
+                }
+            }
+            newest
+        });
+        events.get(&(pod.namespace, &*pod.name)).map(|e| e.message.to_string())
     }
+
+    fn cross_check(&mut self, item: &mut PendingItem, fit: &Arc<FitResult>, message: Option<String>) {
+        let Some(message) = message else { return };
+        let check =
+            self.checks.entry((Arc::as_ptr(fit), message.clone())).or_insert_with_key(|(_, m)| cross_check(fit, m));
+        check.apply(item);
+        item.scheduler_message = Some(message);
+    }
+}
+
+fn hints_for(shape: &[String], pod: Option<&Pod>) -> Vec<String> {
+    let mut out = shape.to_vec();
+    if let Some(p) = pod
+        && p.requests.wants_gpu()
+        && let Some(s) = p.scheduler.filter(|s| s.as_str() != "default-scheduler")
+    {
+        out.push(format!("scheduler: this pod is scheduled by '{s}', not default-scheduler"));
+    }
+    out
 }
 
 /// Every pending item, GPU work first, then oldest first.
-pub fn analyze(index: &Index<'_>, gangs: &[GangSummary], fragmentation: &Fragmentation) -> Vec<PendingItem> {
+pub fn analyze<'a>(index: &Index<'a>, gangs: &[GangSummary], fragmentation: &Fragmentation) -> Vec<PendingItem> {
     let plan = &fragmentation.plan;
     let mut memo = Memo::default();
     for shape in &fragmentation.shapes {
@@ -211,7 +266,7 @@ fn shape_text(requests: &Resources, pods: u32) -> String {
     }
 }
 
-fn pod_item(index: &Index<'_>, memo: &mut Memo, pod: &Pod) -> PendingItem {
+fn pod_item<'a>(index: &Index<'a>, memo: &mut Memo<'a>, pod: &Pod) -> PendingItem {
     let mut steps = vec![
         StepReport {
             step: Step::Quota,
@@ -228,9 +283,9 @@ fn pod_item(index: &Index<'_>, memo: &mut Memo, pod: &Pod) -> PendingItem {
             commands: Vec::new(),
         },
     ];
-    let demand = pod_demand(pod);
-    let fit = memo.fit(index, &demand);
-    let scheduler = scheduler_message(index.snap, pod);
+    let shape = memo.shape(index, &pod_demand(pod));
+    let fit = shape.fit;
+    let scheduler = memo.scheduler_message(index.snap, pod);
     let mut item = PendingItem {
         kind: PendingKind::Pod,
         namespace: pod.namespace,
@@ -249,7 +304,7 @@ fn pod_item(index: &Index<'_>, memo: &mut Memo, pod: &Pod) -> PendingItem {
         scheduler_reasons: BTreeMap::new(),
         agrees_with_scheduler: None,
         disagreement: None,
-        hints: memo.hints(index, &demand, Some(pod)),
+        hints: hints_for(&shape.hints, Some(pod)),
         unblock: Vec::new(),
     };
     if pod.gated {
@@ -265,7 +320,7 @@ fn pod_item(index: &Index<'_>, memo: &mut Memo, pod: &Pod) -> PendingItem {
             )],
         };
     }
-    cross_check(&mut item, &fit, scheduler);
+    memo.cross_check(&mut item, &fit, scheduler);
     steps.push(fit.report_for(Some(pod)));
     steps.push(fit.device_plugin.clone());
     finish(&mut item, steps, &fit);
@@ -287,9 +342,9 @@ fn pod_demand(pod: &Pod) -> Demand {
     }
 }
 
-fn gang_item(
-    index: &Index<'_>,
-    memo: &mut Memo,
+fn gang_item<'a>(
+    index: &Index<'a>,
+    memo: &mut Memo<'a>,
     gang: &Gang,
     summary: &GangSummary,
     all: &[GangSummary],
@@ -308,12 +363,16 @@ fn gang_item(
         .map(|ps| ps.requests.clone())
         .unwrap_or_default();
     let mut steps = vec![quota_step(index, gang), gang_step(index, gang, summary, all)];
-    let (fit, scheduler) = match &demand {
-        Some(d) if steps.iter().all(|s| s.verdict != Verdict::Block) || summary.state == GangState::PartiallyPlaced => {
-            (memo.fit(index, d), waiting_member.and_then(|p| scheduler_message(index.snap, p)))
+    let shape = demand.as_ref().map(|d| memo.shape(index, d));
+    let fit = match &shape {
+        Some(s) => s.fit.clone(),
+        None => memo.not_evaluated.get_or_insert_with(|| Arc::new(FitResult::not_evaluated())).clone(),
+    };
+    let scheduler = match &demand {
+        Some(_) if steps.iter().all(|s| s.verdict != Verdict::Block) || summary.state == GangState::PartiallyPlaced => {
+            waiting_member.and_then(|p| memo.scheduler_message(index.snap, p))
         }
-        Some(d) => (memo.fit(index, d), None),
-        None => (Arc::new(FitResult::not_evaluated()), None),
+        _ => None,
     };
     let mut item = PendingItem {
         kind,
@@ -333,10 +392,10 @@ fn gang_item(
         scheduler_reasons: BTreeMap::new(),
         agrees_with_scheduler: None,
         disagreement: None,
-        hints: demand.as_ref().map(|d| memo.hints(index, d, waiting_member)).unwrap_or_default(),
+        hints: shape.as_ref().map(|s| hints_for(&s.hints, waiting_member)).unwrap_or_default(),
         unblock: Vec::new(),
     };
-    cross_check(&mut item, &fit, scheduler);
+    memo.cross_check(&mut item, &fit, scheduler);
     steps.push(fit.report_for(waiting_member));
     steps.push(fit.device_plugin.clone());
     finish(&mut item, steps, &fit);
@@ -718,10 +777,10 @@ fn fit_step(index: &Index<'_>, demand: &Demand) -> FitResult {
     // beats a map), codes (strings) made once at the end.
     let mut by_reason: Vec<(NodeReason, u32)> = Vec::new();
     let mut by_first_filter: Vec<(NodeReason, u32)> = Vec::new();
-    fn bump(counts: &mut Vec<(NodeReason, u32)>, r: &NodeReason) {
+    fn bump(counts: &mut Vec<(NodeReason, u32)>, r: &NodeReason, n: u32) {
         match counts.iter_mut().find(|(k, _)| k == r) {
-            Some((_, n)) => *n += 1,
-            None => counts.push((r.clone(), 1)),
+            Some((_, c)) => *c += n,
+            None => counts.push((r.clone(), n)),
         }
     }
     let mut fitting_nodes = 0u32;
@@ -729,44 +788,55 @@ fn fit_step(index: &Index<'_>, demand: &Demand) -> FitResult {
     let mut silent: Vec<(&Node, u32)> = Vec::new();
     let mut closest: Option<(u64, &Node)> = None;
     let total_nodes = index.snap.nodes.len() as u32;
+    // Nodes counted per (placement class, resource shortfalls): a fleet of
+    // thousands of nodes has a few dozen such combinations.
+    let classes = placement.classes();
+    let mut per_class: Vec<Vec<(Vec<NodeReason>, u32)>> = vec![Vec::new(); classes.len()];
     let mut shortfalls = Vec::new();
-    for ((node, used), static_reasons) in index.nodes_with_usage().zip(placement.iter()) {
+    for ((node, used), &class) in index.nodes_with_usage().zip(placement.class_of()) {
         fit::resource_shortfalls_into(&demand.requests, node, used, &mut shortfalls);
-        if static_reasons.is_empty() {
-            slots_total += fragmentation::room(demand, node, used);
-            if shortfalls.is_empty() {
-                fitting_nodes += 1;
-            }
+        let combos = &mut per_class[class as usize];
+        match combos.iter_mut().find(|(s, _)| *s == shortfalls) {
+            Some((_, n)) => *n += 1,
+            None => combos.push((shortfalls.clone(), 1)),
         }
-        for r in static_reasons.iter().chain(&shortfalls) {
-            bump(&mut by_reason, r);
+        if !classes[class as usize].is_empty() {
+            continue;
         }
-        // Static reasons come before NodeResourcesFit in the scheduler's order.
-        let first = if static_reasons.is_empty() { &shortfalls[..] } else { static_reasons };
-        for r in fit::first_filter_reasons(first) {
-            bump(&mut by_first_filter, r);
+        slots_total += fragmentation::room(demand, node, used);
+        if shortfalls.is_empty() {
+            fitting_nodes += 1;
+            continue;
         }
-        let blocked = !static_reasons.is_empty() || !shortfalls.is_empty();
-        let only_gpu = static_reasons.is_empty()
-            && shortfalls
-                .iter()
-                .all(|r| matches!(r, NodeReason::DevicePluginNotAdvertising | NodeReason::InsufficientGpu));
-        if blocked && only_gpu {
+        // May run here, but short of resources.
+        let free = node.allocatable.gpu.saturating_sub(used.gpu);
+        let only_gpu = shortfalls
+            .iter()
+            .all(|r| matches!(r, NodeReason::DevicePluginNotAdvertising | NodeReason::InsufficientGpu));
+        if only_gpu {
             let silent_here = silent_gpus(index, node);
             // Would the GPUs it hides be enough for one pod?
-            if silent_here > 0 && index.free_gpus(node) + silent_here as u64 >= demand.gpus_per_pod {
+            if silent_here > 0 && free + silent_here as u64 >= demand.gpus_per_pod {
                 silent.push((node, silent_here));
             }
         }
-        // Closest node: may run there, short only of GPUs.
+        // Closest node: short only of GPUs.
         if demand.gpus_per_pod > 0
-            && static_reasons.is_empty()
-            && !shortfalls.is_empty()
             && shortfalls.iter().all(|r| matches!(r, NodeReason::InsufficientGpu))
+            && closest.is_none_or(|(f, _)| free > f)
         {
-            let free = index.free_gpus(node);
-            if closest.is_none_or(|(f, _)| free > f) {
-                closest = Some((free, node));
+            closest = Some((free, node));
+        }
+    }
+    for (static_reasons, combos) in classes.iter().zip(&per_class) {
+        for (shortfalls, n) in combos {
+            for r in static_reasons.iter().chain(shortfalls) {
+                bump(&mut by_reason, r, *n);
+            }
+            // Static reasons come before NodeResourcesFit in the scheduler's order.
+            let first = if static_reasons.is_empty() { &shortfalls[..] } else { static_reasons };
+            for r in fit::first_filter_reasons(first) {
+                bump(&mut by_first_filter, r, *n);
             }
         }
     }
@@ -819,10 +889,11 @@ fn fit_step(index: &Index<'_>, demand: &Demand) -> FitResult {
         }
     };
     let device_plugin = if silent.is_empty() {
+        let some_silent = index.nodes().any(|n| silent_gpus(index, n) > 0);
         StepReport {
             step: Step::DevicePlugin,
-            verdict: if index.nodes().any(|n| silent_gpus(index, n) > 0) { Verdict::Warn } else { Verdict::Pass },
-            summary: if index.nodes().any(|n| silent_gpus(index, n) > 0) {
+            verdict: if some_silent { Verdict::Warn } else { Verdict::Pass },
+            summary: if some_silent {
                 "some nodes have GPUs their device plugin does not advertise (not where this could run)".into()
             } else {
                 "every node advertises the GPUs it has".into()
@@ -863,18 +934,55 @@ fn fit_step(index: &Index<'_>, demand: &Demand) -> FitResult {
 /// GPUs the node has in hardware but does not advertise, not counting
 /// GPUs its agent reports unhealthy (those drop out for a reason).
 fn silent_gpus(index: &Index<'_>, node: &Node) -> u32 {
-    let hw = node.hardware_gpus().unwrap_or(0);
-    if node.allocatable.mig_total() > 0 {
+    let hidden = node.hardware_gpus().unwrap_or(0).saturating_sub(node.allocatable.gpu as u32);
+    if hidden == 0 || node.allocatable.mig_total() > 0 {
         return 0;
     }
     let unhealthy = index.snap.devices.get(&node.name).map_or(0, |d| {
         d.gpus.iter().filter(|g| matches!(g.health, crate::model::GpuHealth::Unhealthy(_))).count() as u32
     });
-    hw.saturating_sub(node.allocatable.gpu as u32).saturating_sub(unhealthy)
+    hidden.saturating_sub(unhealthy)
+}
+
+/// What the shape hints read of the whole fleet, gathered once.
+struct FleetFacts {
+    /// MIG profiles some node advertises (a non-zero amount).
+    advertised_mig: std::collections::BTreeSet<&'static str>,
+    /// MIG profiles any node lists, zero or not.
+    offered_mig: std::collections::BTreeSet<&'static str>,
+    any_gpu_node: bool,
+    /// Taints every GPU node has (but PreferNoSchedule ones).
+    common_gpu_taints: Vec<crate::model::Taint>,
+}
+
+impl FleetFacts {
+    fn of(index: &Index<'_>) -> FleetFacts {
+        let mut advertised_mig = std::collections::BTreeSet::new();
+        let mut offered_mig = std::collections::BTreeSet::new();
+        for n in index.nodes() {
+            for (profile, amount) in n.allocatable.mig() {
+                offered_mig.insert(profile);
+                if amount > 0 {
+                    advertised_mig.insert(profile);
+                }
+            }
+        }
+        let gpu_nodes: Vec<&Node> = index.nodes().filter(|n| n.is_gpu_node()).collect();
+        let common_gpu_taints = gpu_nodes.first().map_or_else(Vec::new, |first| {
+            first
+                .taints
+                .iter()
+                .filter(|t| t.effect != crate::model::TaintEffect::PreferNoSchedule)
+                .filter(|t| gpu_nodes.iter().all(|n| n.taints.contains(t)))
+                .cloned()
+                .collect()
+        });
+        FleetFacts { advertised_mig, offered_mig, any_gpu_node: !gpu_nodes.is_empty(), common_gpu_taints }
+    }
 }
 
 /// Hints that follow from the shape alone (not the particular pod).
-fn shape_hints(index: &Index<'_>, demand: &Demand) -> Vec<String> {
+fn shape_hints(fleet: &FleetFacts, demand: &Demand) -> Vec<String> {
     let mut out = Vec::new();
     let selector_gpu = demand.node_selector.iter().find(|(k, _)| k.as_str() == keys::RESOURCE_GPU).map(|(_, v)| *v);
     if let Some(v) = selector_gpu {
@@ -884,33 +992,22 @@ fn shape_hints(index: &Index<'_>, demand: &Demand) -> Vec<String> {
             keys::RESOURCE_GPU
         ));
     }
-    if let Some(profile) = demand.mig_profile {
+    if let Some(profile) = demand.mig_profile
+        && !fleet.advertised_mig.contains(profile.as_str())
+    {
         let resource = format!("{}{profile}", keys::RESOURCE_MIG_PREFIX);
-        let advertised = index.nodes().any(|n| n.allocatable.get(&resource) > 0);
-        if !advertised {
-            let offered: std::collections::BTreeSet<&str> =
-                index.nodes().flat_map(|n| n.allocatable.mig().map(|(p, _)| p)).collect();
-            out.push(format!(
-                "mig-profile-not-offered: no node advertises {resource}{}; repartition a node (m) with a mig.config that includes {profile}",
-                if offered.is_empty() {
-                    String::new()
-                } else {
-                    format!(" (offered: {})", offered.into_iter().collect::<Vec<_>>().join(", "))
-                }
-            ));
-        }
+        out.push(format!(
+            "mig-profile-not-offered: no node advertises {resource}{}; repartition a node (m) with a mig.config that includes {profile}",
+            if fleet.offered_mig.is_empty() {
+                String::new()
+            } else {
+                format!(" (offered: {})", fleet.offered_mig.iter().copied().collect::<Vec<_>>().join(", "))
+            }
+        ));
     }
     // A taint every GPU node has and the pod does not tolerate.
-    let gpu_nodes: Vec<&Node> = index.nodes().filter(|n| n.is_gpu_node()).collect();
-    if demand.requests.wants_gpu() && !gpu_nodes.is_empty() {
-        let common: Vec<&crate::model::Taint> = gpu_nodes[0]
-            .taints
-            .iter()
-            .filter(|t| t.effect != crate::model::TaintEffect::PreferNoSchedule)
-            .filter(|t| gpu_nodes.iter().all(|n| n.taints.contains(t)))
-            .filter(|t| !fit::tolerates(&demand.tolerations, t))
-            .collect();
-        for t in common {
+    if demand.requests.wants_gpu() && fleet.any_gpu_node {
+        for t in fleet.common_gpu_taints.iter().filter(|t| !fit::tolerates(&demand.tolerations, t)) {
             out.push(format!(
                 "missing-toleration: every GPU node has taint {}={}:{}; add tolerations: [{{key: {}, operator: Exists, effect: {}}}]",
                 t.key,
@@ -924,44 +1021,41 @@ fn shape_hints(index: &Index<'_>, demand: &Demand) -> Vec<String> {
     out
 }
 
-/// The scheduler's last word on a pod: its PodScheduled message, or the
-/// newest FailedScheduling event about it.
-fn scheduler_message(snap: &Snapshot, pod: &Pod) -> Option<String> {
-    if let Some(u) = &pod.unschedulable
-        && !u.message.is_empty()
-    {
-        return Some(u.message.to_string());
-    }
-    snap.events
-        .values()
-        .filter(|e: &&std::sync::Arc<ClusterEvent>| {
-            e.is_failed_scheduling()
-                && e.namespace == pod.namespace
-                && e.object_kind.as_str() == "Pod"
-                && *e.object_name == *pod.name
-        })
-        .max_by_key(|e| e.last)
-        .map(|e| e.message.to_string())
+/// kgpu's verdicts against the scheduler's message.
+struct CrossCheck {
+    recognised: bool,
+    /// The scheduler's histogram (node reason code, or its raw text).
+    reasons: BTreeMap<String, u32>,
+    agrees: Option<bool>,
+    disagreement: Option<String>,
 }
 
-fn cross_check(item: &mut PendingItem, fit: &FitResult, message: Option<String>) {
-    let Some(message) = message else { return };
-    let parsed = scheduler_msg::parse(&message);
-    item.scheduler_recognised = Some(parsed.recognised);
-    item.scheduler_message = Some(message);
+impl CrossCheck {
+    fn apply(&self, item: &mut PendingItem) {
+        item.scheduler_recognised = Some(self.recognised);
+        item.scheduler_reasons = self.reasons.clone();
+        item.agrees_with_scheduler = self.agrees;
+        item.disagreement = self.disagreement.clone();
+    }
+}
+
+fn cross_check(fit: &FitResult, message: &str) -> CrossCheck {
+    let parsed = scheduler_msg::parse(message);
+    let mut check =
+        CrossCheck { recognised: parsed.recognised, reasons: BTreeMap::new(), agrees: None, disagreement: None };
     if !parsed.recognised {
-        return;
+        return check;
     }
     for (reason, count) in &parsed.reasons {
         let key = scheduler_msg::reason_code(reason).unwrap_or_else(|| reason.clone());
-        *item.scheduler_reasons.entry(key).or_default() += count;
+        *check.reasons.entry(key).or_default() += count;
     }
     if fit.total_nodes == 0 {
-        return;
+        return check;
     }
-    let theirs: std::collections::BTreeSet<String> = item.scheduler_reasons.keys().cloned().collect();
+    let theirs: std::collections::BTreeSet<&String> = check.reasons.keys().collect();
     // v1.36 says "untolerated taint(s)" without the key: compare at that level.
-    let keyless = theirs.contains("untolerated-taint");
+    let keyless = theirs.iter().any(|k| k.as_str() == "untolerated-taint");
     let ours: std::collections::BTreeSet<String> = fit
         .scheduler_view
         .keys()
@@ -973,8 +1067,8 @@ fn cross_check(item: &mut PendingItem, fit: &FitResult, message: Option<String>)
             }
         })
         .collect();
-    let agrees = theirs == ours;
-    item.agrees_with_scheduler = Some(agrees);
+    let agrees = theirs.len() == ours.len() && theirs.iter().zip(&ours).all(|(a, b)| *a == b);
+    check.agrees = Some(agrees);
     if !agrees {
         let fmt = |m: &BTreeMap<String, u32>| {
             if m.is_empty() {
@@ -983,12 +1077,13 @@ fn cross_check(item: &mut PendingItem, fit: &FitResult, message: Option<String>)
                 m.iter().map(|(k, v)| format!("{v} {k}")).collect::<Vec<_>>().join(", ")
             }
         };
-        item.disagreement = Some(format!(
+        check.disagreement = Some(format!(
             "scheduler (last attempt): {}; kgpu (now): {} — the cluster changed since, or the scheduler sees something kgpu does not (another scheduler, volumes, pod affinity)",
-            fmt(&item.scheduler_reasons),
+            fmt(&check.reasons),
             fmt(&fit.scheduler_view)
         ));
     }
+    check
 }
 
 /// The chain for one item by `namespace/name` (pod, workload or podgroup).

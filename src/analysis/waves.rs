@@ -243,9 +243,7 @@ pub fn plan(index: &Index<'_>, target: &DriverVersion, policy: Policy) -> WavePl
         let r = root(&mut parent, n.name);
         groups.entry(r).or_default().push(n);
     }
-    let load = |nodes: &[&Node]| -> usize {
-        nodes.iter().map(|n| index.pods_on(n.name).iter().filter(|p| p.wants_gpu()).count()).sum()
-    };
+    let load = |nodes: &[&Node]| -> usize { nodes.iter().map(|n| index.gpu_pods_on(n.name)).sum() };
     let mut units: Vec<Vec<&Node>> = groups.into_values().collect();
     units.sort_by(|a, b| load(a).cmp(&load(b)).then(a.len().cmp(&b.len())).then(a[0].name.cmp(&b[0].name)));
 
@@ -299,7 +297,7 @@ fn make_wave(
         after.driver = Some(target.clone());
         after.cuda = crate::reference::cuda::tables().max_native_cuda(target);
         for p in index.pods_on(n.name) {
-            let Some(need) = p.cuda.as_deref().and_then(compat::need_of) else { continue };
+            let Some(need) = p.cuda.and_then(compat::need_of) else { continue };
             let (vb, _) = compat::verdict(&need, &before, index.now);
             let (va, reason) = compat::verdict(&need, &after, index.now);
             if va > vb {

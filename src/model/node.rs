@@ -33,7 +33,7 @@ impl TaintEffect {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Taint {
     pub key: Sym,
     /// Empty string when the taint has no value (`{gpu: }` in scheduler text).
