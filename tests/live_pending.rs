@@ -101,7 +101,7 @@ async fn the_real_scheduler_agrees_with_kgpu_on_four_classic_mistakes() {
         assert_eq!(item.agrees_with_scheduler, Some(true), "{name}: {:?}", item.disagreement);
         assert_eq!(item.blocking, Some(Step::Fit), "{name}");
         let expected: BTreeMap<String, u32> = expected.iter().map(|(k, v)| (k.to_string(), *v)).collect();
-        assert_eq!(item.node_reasons, expected, "{name}: kgpu's verdicts for every node");
+        assert_eq!(*item.node_reasons, expected, "{name}: kgpu's verdicts for every node");
     }
     // The missing toleration is named with the fix.
     let item = chain(cp, ns, "no-toleration").await;

@@ -137,7 +137,7 @@ pub struct Index<'a> {
     /// Pods share placement constraints far more often than not (a Job's
     /// pods, a pool's workloads), so static verdicts are computed once per
     /// distinct constraint set: this keeps per-node fit linear in nodes.
-    placements: Mutex<HashMap<PlacementKey, Placement>>,
+    placements: Mutex<HashMap<PlacementKey, Arc<OnceLock<Placement>>>>,
     placement_groups: OnceLock<Vec<u32>>,
     /// By label key, each node's value (in node position order).
     label_columns: Mutex<SymMap<Arc<[Option<Sym>]>>>,
@@ -153,8 +153,120 @@ pub struct GpuWorkload<'a> {
     pub node: Option<usize>,
 }
 
+/// Below this many pods one thread walks them all.
+const PARALLEL_WALK_FROM: usize = 20_000;
+
+/// Gangs by what their pods name: (namespace, owner kind, owner name) for
+/// Kueue workloads, (namespace, group name) for the rest.
+struct GangLookup<'a> {
+    by_owner: HashMap<(Sym, Sym, Sym), GangKey, SymHash>,
+    by_name: HashMap<(Sym, &'a str), GangKey, SymHash>,
+}
+
+impl GangLookup<'_> {
+    fn of(&self, pod: &Pod) -> Option<&GangKey> {
+        pod.group
+            .and_then(|g| self.by_name.get(&(pod.namespace, g.as_str())))
+            .or_else(|| pod.owner.as_ref().and_then(|o| self.by_owner.get(&(pod.namespace, o.kind, o.name))))
+    }
+}
+
+/// What one walk over (a range of) the pods gathers.
+struct PodPass<'a> {
+    usage_list: Vec<Tally>,
+    gpu_pods: Vec<u32>,
+    bound_by_node: Vec<(u32, &'a Pod)>,
+    stray: SymMap<(Tally, Vec<&'a Pod>)>,
+    failed_on: SymMap<Vec<&'a Pod>>,
+    pending_pods: Vec<&'a Pod>,
+    gpu_workloads: Vec<GpuWorkload<'a>>,
+    members: HashMap<GangKey, Vec<&'a Pod>>,
+    gang_of: HashMap<PodKey, GangKey>,
+}
+
+impl<'a> PodPass<'a> {
+    fn new(nodes: usize) -> PodPass<'a> {
+        PodPass {
+            usage_list: vec![Tally::default(); nodes],
+            gpu_pods: vec![0; nodes],
+            bound_by_node: Vec::new(),
+            stray: SymMap::default(),
+            failed_on: SymMap::default(),
+            pending_pods: Vec::new(),
+            gpu_workloads: Vec::new(),
+            members: HashMap::new(),
+            gang_of: HashMap::new(),
+        }
+    }
+
+    fn add(&mut self, pod: &'a Pod, position: &SymMap<u32>, gangs: &GangLookup<'_>) {
+        let at = pod.node.and_then(|n| position.get(&n)).copied();
+        let wants_gpu = pod.wants_gpu();
+        if pod.holds_resources()
+            && let Some(node) = pod.node
+        {
+            match at {
+                Some(i) => {
+                    self.usage_list[i as usize].add_pod(&pod.requests);
+                    self.gpu_pods[i as usize] += u32::from(wants_gpu);
+                    self.bound_by_node.push((i, pod));
+                }
+                None => {
+                    let (used, pods) = self.stray.entry(node).or_default();
+                    used.add_pod(&pod.requests);
+                    pods.push(pod);
+                }
+            }
+        } else if pod.is_pending() {
+            self.pending_pods.push(pod);
+        } else if pod.phase == PodPhase::Failed
+            && let Some(node) = pod.node
+        {
+            self.failed_on.entry(node).or_default().push(pod);
+        }
+        if wants_gpu && !pod.phase.is_terminal() {
+            self.gpu_workloads.push(GpuWorkload { pod, cuda: pod.cuda, node: at.map(|i| i as usize) });
+        }
+        if let Some(gang) = gangs.of(pod) {
+            self.members.entry(gang.clone()).or_default().push(pod);
+            self.gang_of.insert(pod.key(), gang.clone());
+        }
+    }
+
+    /// This walk, then `later` (a walk over the keys after this one's).
+    fn then(mut self, later: PodPass<'a>) -> PodPass<'a> {
+        for (mine, theirs) in self.usage_list.iter_mut().zip(&later.usage_list) {
+            mine.add_tally(theirs);
+        }
+        for (mine, theirs) in self.gpu_pods.iter_mut().zip(&later.gpu_pods) {
+            *mine += theirs;
+        }
+        self.bound_by_node.extend(later.bound_by_node);
+        for (node, (used, pods)) in later.stray {
+            let (mine, my_pods) = self.stray.entry(node).or_default();
+            mine.add_tally(&used);
+            my_pods.extend(pods);
+        }
+        for (node, pods) in later.failed_on {
+            self.failed_on.entry(node).or_default().extend(pods);
+        }
+        self.pending_pods.extend(later.pending_pods);
+        self.gpu_workloads.extend(later.gpu_workloads);
+        for (gang, pods) in later.members {
+            self.members.entry(gang).or_default().extend(pods);
+        }
+        self.gang_of.extend(later.gang_of);
+        self
+    }
+}
+
 impl<'a> Index<'a> {
     pub fn build(snap: &'a Snapshot, now: Timestamp) -> Index<'a> {
+        Index::build_walking_apart_from(snap, now, PARALLEL_WALK_FROM)
+    }
+
+    /// [`Index::build`], walking the pods in two halves from `parallel_from` pods.
+    fn build_walking_apart_from(snap: &'a Snapshot, now: Timestamp, parallel_from: usize) -> Index<'a> {
         // (namespace, owner kind, owner name) → Kueue workload; (namespace, name) → gang
         let mut by_owner: HashMap<(Sym, Sym, Sym), GangKey, SymHash> = HashMap::default();
         let mut by_name: HashMap<(Sym, &str), GangKey, SymHash> = HashMap::default();
@@ -171,53 +283,36 @@ impl<'a> Index<'a> {
 
         let node_list: Vec<&Node> = snap.nodes.values().map(|n| &**n).collect();
         let position: SymMap<u32> = node_list.iter().enumerate().map(|(i, n)| (n.name, i as u32)).collect();
-        let mut usage_list = vec![Tally::default(); node_list.len()];
-        let mut gpu_pods = vec![0u32; node_list.len()];
-        let mut bound_by_node: Vec<(u32, &Pod)> = Vec::new();
-        let mut stray: SymMap<(Tally, Vec<&Pod>)> = SymMap::default();
-        let mut failed_on: SymMap<Vec<&Pod>> = SymMap::default();
-        let mut pending_pods = Vec::new();
-        let mut gpu_workloads = Vec::new();
-        let mut members: HashMap<GangKey, Vec<&Pod>> = HashMap::new();
-        let mut gang_of = HashMap::new();
-        for pod in snap.pods.values() {
-            let pod: &Pod = pod;
-            let at = pod.node.and_then(|n| position.get(&n)).copied();
-            let wants_gpu = pod.wants_gpu();
-            if pod.holds_resources()
-                && let Some(node) = pod.node
-            {
-                match at {
-                    Some(i) => {
-                        usage_list[i as usize].add_pod(&pod.requests);
-                        gpu_pods[i as usize] += u32::from(wants_gpu);
-                        bound_by_node.push((i, pod));
-                    }
-                    None => {
-                        let (used, pods) = stray.entry(node).or_default();
-                        used.add_pod(&pod.requests);
-                        pods.push(pod);
-                    }
-                }
-            } else if pod.is_pending() {
-                pending_pods.push(pod);
-            } else if pod.phase == PodPhase::Failed
-                && let Some(node) = pod.node
-            {
-                failed_on.entry(node).or_default().push(pod);
+        // Walking the pods is a cache miss per pod: on a big fleet, the two
+        // halves of the key range are walked side by side, then joined in order.
+        let gangs = GangLookup { by_owner, by_name };
+        let walk = |pods: &mut dyn Iterator<Item = &'a Pod>| {
+            let mut pass = PodPass::new(node_list.len());
+            for pod in pods {
+                pass.add(pod, &position, &gangs);
             }
-            if wants_gpu && !pod.phase.is_terminal() {
-                gpu_workloads.push(GpuWorkload { pod, cuda: pod.cuda, node: at.map(|i| i as usize) });
-            }
-            let gang = pod
-                .group
-                .and_then(|g| by_name.get(&(pod.namespace, g.as_str())))
-                .or_else(|| pod.owner.as_ref().and_then(|o| by_owner.get(&(pod.namespace, o.kind, o.name))));
-            if let Some(gang) = gang {
-                members.entry(gang.clone()).or_default().push(pod);
-                gang_of.insert(pod.key(), gang.clone());
-            }
-        }
+            pass
+        };
+        let pass = match snap.pods.keys().nth(snap.pods.len() / 2) {
+            Some(middle) if snap.pods.len() >= parallel_from => std::thread::scope(|scope| {
+                let first = scope.spawn(|| walk(&mut snap.pods.range::<_, PodKey>(..middle).map(|(_, p)| &**p)));
+                let second = walk(&mut snap.pods.range::<_, PodKey>(middle..).map(|(_, p)| &**p));
+                let first = first.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+                first.then(second)
+            }),
+            _ => walk(&mut snap.pods.values().map(|p| &**p)),
+        };
+        let PodPass {
+            usage_list,
+            gpu_pods,
+            bound_by_node,
+            stray,
+            failed_on,
+            mut pending_pods,
+            gpu_workloads,
+            members,
+            gang_of,
+        } = pass;
         pending_pods.sort_by(|a, b| a.created.cmp(&b.created).then_with(|| a.name.cmp(&b.name)));
         // Bound pods grouped by node, keeping each node's pods in snapshot order.
         let mut bound_ends = vec![0u32; node_list.len()];
@@ -269,13 +364,16 @@ impl<'a> Index<'a> {
 
     /// The static verdicts of every node for `shape`'s placement constraints.
     pub fn placement(&self, shape: &Shape<'_>) -> Placement {
-        let key = shape.placement_key();
-        if let Some(table) = self.placements.lock().unwrap_or_else(PoisonError::into_inner).get(&key) {
-            return table.clone();
-        }
-        // Built unlocked: the table reads other memos of the index.
-        let table = Arc::new(PlacementTable::build(self, shape));
-        self.placements.lock().unwrap_or_else(PoisonError::into_inner).entry(key).or_insert(table).clone()
+        let cell = self
+            .placements
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry(shape.placement_key())
+            .or_default()
+            .clone();
+        // Built outside the map's lock, once: a second thread asking for the
+        // same table waits for the first.
+        cell.get_or_init(|| Arc::new(PlacementTable::build(self, shape))).clone()
     }
 
     /// Per node (in position order), its group: nodes alike in cordon,
@@ -422,6 +520,48 @@ mod tests {
                 classes_seen.insert(table.class_of()[i]);
             }
             assert!(classes_seen.len() > 1, "{}: the fleet is varied, so are the verdicts", p.name);
+        }
+    }
+
+    /// Two half walks joined say what one walk says, in the same order.
+    #[test]
+    fn walking_the_pods_in_halves_changes_nothing() {
+        let nodes: Vec<_> = (0..6).map(|i| node(&format!("n{i}")).gpus(8).build()).collect();
+        let mut pods = Vec::new();
+        for i in 0..60 {
+            let mut b =
+                pod(&format!("p{i:02}")).gpus(1 + i % 3).cuda_require(["cuda>=12.4", "cuda>=12.8"][i as usize % 2]);
+            b = match i % 5 {
+                0 => b.created(i as i64),
+                1 => b.on("gone").running(),
+                2 => b.on(&format!("n{}", i % 6)).failed("UnexpectedAdmissionError", "Allocate failed"),
+                _ => b.on(&format!("n{}", i % 6)).running(),
+            };
+            if i % 4 == 0 {
+                b = b.group("train");
+            }
+            pods.push(b.build());
+        }
+        let gang = crate::analysis::testing::podgroup("train", 4, 1).build();
+        let snap = snapshot(nodes, pods, vec![gang], 100);
+        let one = Index::build_walking_apart_from(&snap, 100, usize::MAX);
+        let two = Index::build_walking_apart_from(&snap, 100, 0);
+        let names = |pods: &[&Pod]| pods.iter().map(|p| p.name.to_string()).collect::<Vec<_>>();
+        for n in ["n0", "n1", "n2", "n3", "n4", "n5", "gone"].map(Sym::new) {
+            assert_eq!(one.used(n), two.used(n), "{n}");
+            assert_eq!(names(one.pods_on(n)), names(two.pods_on(n)), "{n}");
+            assert_eq!(names(one.failed_on(n)), names(two.failed_on(n)), "{n}");
+            assert_eq!(one.gpu_pods_on(n), two.gpu_pods_on(n), "{n}");
+        }
+        assert!(!one.pods_on(Sym::new("gone")).is_empty() && !one.failed_on(Sym::new("n2")).is_empty());
+        assert_eq!(names(&one.pending_pods), names(&two.pending_pods));
+        let workloads = |i: &Index<'_>| {
+            i.gpu_workloads.iter().map(|w| (w.pod.name.to_string(), w.node, w.cuda.cloned())).collect::<Vec<_>>()
+        };
+        assert_eq!(workloads(&one), workloads(&two));
+        for (key, _) in snap.gangs.iter() {
+            assert_eq!(names(one.members(key)), names(two.members(key)));
+            assert!(!one.members(key).is_empty());
         }
     }
 }

@@ -63,23 +63,27 @@ pub struct Analysis {
 
 pub fn analyze(snap: &Snapshot, now: Timestamp, thresholds: &Thresholds) -> Analysis {
     let index = index::Index::build(snap, now);
-    // The analyses are pure and independent but for fragmentation → pending:
-    // on a big fleet they run side by side (the budget is per recompute).
-    std::thread::scope(|scope| {
+    let gangs = gangs::analyze(&index);
+    // The analyses are pure and independent but for fragmentation → the
+    // pending gangs' items: the pending pods' items (the costliest part) and
+    // the matrix are built beside the rest, so a recompute of a big fleet
+    // keeps two cores busy (the budget is per recompute).
+    let (fragmentation, nodes, matrix, upgrades, queues, pending) = std::thread::scope(|scope| {
         let side = scope.spawn(|| {
-            let nodes = fleet::summarize(&index, thresholds);
+            let pod_items = pending::pod_items(&index, &gangs);
             let matrix = compat::matrix(&index, now);
-            let upgrades = waves::board(index.nodes(), now, thresholds);
-            let queues = queues::rows(snap);
-            (nodes, matrix, upgrades, queues)
+            (pod_items, matrix)
         });
         let fragmentation = fragmentation::analyze(&index);
-        let gangs = gangs::analyze(&index);
-        let pending = pending::analyze(&index, &gangs, &fragmentation);
-        let (nodes, matrix, upgrades, queues) = side.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-        let totals = fleet::totals(&nodes, fragmentation.stranded_total);
-        Analysis { now, nodes, totals, fragmentation, gangs, pending, queues, matrix, upgrades }
-    })
+        let nodes = fleet::summarize(&index, thresholds);
+        let upgrades = waves::board(index.nodes(), now, thresholds);
+        let queues = queues::rows(snap);
+        let (pod_items, matrix) = side.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        let pending = pending::complete(&index, &gangs, &fragmentation, pod_items);
+        (fragmentation, nodes, matrix, upgrades, queues, pending)
+    });
+    let totals = fleet::totals(&nodes, fragmentation.stranded_total);
+    Analysis { now, nodes, totals, fragmentation, gangs, pending, queues, matrix, upgrades }
 }
 
 /// A duration for people: `45s`, `12m`, `3h20m`, `2d4h`.

@@ -59,8 +59,9 @@ pub enum Verdict {
 pub struct StepReport {
     pub step: Step,
     pub verdict: Verdict,
-    pub summary: String,
-    pub details: Vec<String>,
+    /// Summary and details are shared by the items of one shape.
+    pub summary: Arc<str>,
+    pub details: Arc<[String]>,
     /// The kubectl command that shows the same by hand.
     pub commands: Vec<String>,
 }
@@ -97,12 +98,13 @@ pub struct PendingItem {
     pub blocking: Option<Step>,
     pub summary: String,
     pub steps: Vec<StepReport>,
-    /// kgpu's per-node verdicts: reason code → nodes (a node can count for several).
-    pub node_reasons: BTreeMap<String, u32>,
+    /// kgpu's per-node verdicts: reason code → nodes (a node can count for
+    /// several). Shared by the items of one shape.
+    pub node_reasons: Arc<BTreeMap<String, u32>>,
     pub scheduler_message: Option<String>,
     pub scheduler_recognised: Option<bool>,
     /// The scheduler's histogram (node reason code, or its raw text).
-    pub scheduler_reasons: BTreeMap<String, u32>,
+    pub scheduler_reasons: Arc<BTreeMap<String, u32>>,
     pub agrees_with_scheduler: Option<bool>,
     pub disagreement: Option<String>,
     pub hints: Vec<String>,
@@ -135,6 +137,8 @@ struct Memo<'a> {
     shapes: HashMap<DemandKey, ShapeFindings>,
     gang_demands: HashMap<GangKey, Demand>,
     fleet: Option<FleetFacts>,
+    /// The quota and gang steps of a pod outside queues and gangs.
+    lone_pod_steps: Option<(StepReport, StepReport)>,
     /// The fit of gangs whose member shape is unknown.
     not_evaluated: Option<Arc<FitResult>>,
     /// Cross-checks by (fit, scheduler message): pods of one shape share
@@ -203,6 +207,42 @@ fn hints_for(shape: &[String], pod: Option<&Pod>) -> Vec<String> {
 
 /// Every pending item, GPU work first, then oldest first.
 pub fn analyze<'a>(index: &Index<'a>, gangs: &[GangSummary], fragmentation: &Fragmentation) -> Vec<PendingItem> {
+    complete(index, gangs, fragmentation, pod_items(index, gangs))
+}
+
+/// The gangs that wait as a whole: they get an item of their own, their
+/// pods do not.
+fn waiting_gangs<'g, 'a>(
+    index: &'g Index<'a>,
+    gangs: &'g [GangSummary],
+) -> impl Iterator<Item = (&'g GangSummary, &'a Gang)> + 'g {
+    gangs
+        .iter()
+        .filter(|s| !matches!(s.state, GangState::Running | GangState::Placed | GangState::Finished))
+        .filter_map(|s| index.snap.gangs.get(&s.key).map(|g| (s, &**g)))
+}
+
+/// The items of pending pods outside waiting gangs. They need no
+/// fragmentation analysis, so [`super::analyze`] builds them beside it.
+pub fn pod_items<'a>(index: &Index<'a>, gangs: &[GangSummary]) -> Vec<PendingItem> {
+    let gang_keys: std::collections::HashSet<&GangKey> = waiting_gangs(index, gangs).map(|(s, _)| &s.key).collect();
+    let mut memo = Memo::default();
+    index
+        .pending_pods
+        .iter()
+        .filter(|pod| !index.gang_of(&pod.key()).is_some_and(|g| gang_keys.contains(g)))
+        .map(|pod| pod_item(index, &mut memo, pod))
+        .collect()
+}
+
+/// Every pending item, GPU work first, then oldest first: the gangs' items
+/// and `pod_items` (from [`pod_items`]), with the defragmentation plan.
+pub fn complete<'a>(
+    index: &Index<'a>,
+    gangs: &[GangSummary],
+    fragmentation: &Fragmentation,
+    pod_items: Vec<PendingItem>,
+) -> Vec<PendingItem> {
     let plan = &fragmentation.plan;
     let mut memo = Memo::default();
     for shape in &fragmentation.shapes {
@@ -210,22 +250,9 @@ pub fn analyze<'a>(index: &Index<'a>, gangs: &[GangSummary], fragmentation: &Fra
             memo.gang_demands.insert(key.clone(), shape.demand.clone());
         }
     }
-    let mut items = Vec::new();
-    let mut gang_keys = std::collections::HashSet::new();
-    for summary in gangs {
-        if matches!(summary.state, GangState::Running | GangState::Placed | GangState::Finished) {
-            continue;
-        }
-        let Some(gang) = index.snap.gangs.get(&summary.key) else { continue };
-        gang_keys.insert(summary.key.clone());
-        items.push(gang_item(index, &mut memo, gang, summary, gangs));
-    }
-    for pod in &index.pending_pods {
-        if index.gang_of(&pod.key()).is_some_and(|g| gang_keys.contains(g)) {
-            continue;
-        }
-        items.push(pod_item(index, &mut memo, pod));
-    }
+    let mut items: Vec<PendingItem> =
+        waiting_gangs(index, gangs).map(|(summary, gang)| gang_item(index, &mut memo, gang, summary, gangs)).collect();
+    items.extend(pod_items);
     // The defragmentation plan is the smallest change for the gang it targets.
     if plan.status == PlanStatus::Found
         && let Some(target) = &plan.target
@@ -267,22 +294,21 @@ fn shape_text(requests: &Resources, pods: u32) -> String {
 }
 
 fn pod_item<'a>(index: &Index<'a>, memo: &mut Memo<'a>, pod: &Pod) -> PendingItem {
-    let mut steps = vec![
-        StepReport {
-            step: Step::Quota,
+    let (no_queue, no_gang) = memo.lone_pod_steps.get_or_insert_with(|| {
+        let not_applicable = |step, summary: &str| StepReport {
+            step,
             verdict: Verdict::NotApplicable,
-            summary: "not queued by Kueue or Volcano".into(),
-            details: Vec::new(),
+            summary: summary.into(),
+            details: Arc::default(),
             commands: Vec::new(),
-        },
-        StepReport {
-            step: Step::Gang,
-            verdict: Verdict::NotApplicable,
-            summary: "not part of a gang".into(),
-            details: Vec::new(),
-            commands: Vec::new(),
-        },
-    ];
+        };
+        (
+            not_applicable(Step::Quota, "not queued by Kueue or Volcano"),
+            not_applicable(Step::Gang, "not part of a gang"),
+        )
+    });
+    let mut steps = Vec::with_capacity(4);
+    steps.extend([no_queue.clone(), no_gang.clone()]);
     let shape = memo.shape(index, &pod_demand(pod));
     let fit = shape.fit;
     let scheduler = memo.scheduler_message(index.snap, pod);
@@ -301,7 +327,7 @@ fn pod_item<'a>(index: &Index<'a>, memo: &mut Memo<'a>, pod: &Pod) -> PendingIte
         node_reasons: fit.node_reasons.clone(),
         scheduler_message: None,
         scheduler_recognised: None,
-        scheduler_reasons: BTreeMap::new(),
+        scheduler_reasons: Arc::default(),
         agrees_with_scheduler: None,
         disagreement: None,
         hints: hints_for(&shape.hints, Some(pod)),
@@ -312,7 +338,7 @@ fn pod_item<'a>(index: &Index<'a>, memo: &mut Memo<'a>, pod: &Pod) -> PendingIte
             step: Step::Quota,
             verdict: Verdict::Block,
             summary: "held by a scheduling gate (spec.schedulingGates): not yet released to the scheduler".into(),
-            details: Vec::new(),
+            details: Arc::default(),
             commands: vec![format!(
                 "kubectl get pod {} {} -o jsonpath='{{.spec.schedulingGates}}'",
                 ns_flag(pod.namespace),
@@ -389,7 +415,7 @@ fn gang_item<'a>(
         node_reasons: fit.node_reasons.clone(),
         scheduler_message: None,
         scheduler_recognised: None,
-        scheduler_reasons: BTreeMap::new(),
+        scheduler_reasons: Arc::default(),
         agrees_with_scheduler: None,
         disagreement: None,
         hints: shape.as_ref().map(|s| hints_for(&s.hints, waiting_member)).unwrap_or_default(),
@@ -446,7 +472,8 @@ fn kueue_quota_step(index: &Index<'_>, gang: &Gang) -> StepReport {
             step: Step::Quota,
             verdict: Verdict::Block,
             summary: "deactivated (spec.active=false): Kueue will not admit it".into(),
-            details: vec![format!("unblock: set spec.active=true (kubectl kueue resume workload {} {ns})", gang.name)],
+            details: vec![format!("unblock: set spec.active=true (kubectl kueue resume workload {} {ns})", gang.name)]
+                .into(),
             commands,
         };
     }
@@ -476,11 +503,11 @@ fn kueue_quota_step(index: &Index<'_>, gang: &Gang) -> StepReport {
             step: Step::Quota,
             verdict: if checks_pending { Verdict::Warn } else { Verdict::Pass },
             summary: if checks_pending {
-                format!("quota reserved in ClusterQueue {cq_name}; admission checks not Ready yet")
+                format!("quota reserved in ClusterQueue {cq_name}; admission checks not Ready yet").into()
             } else {
-                format!("admitted by ClusterQueue {cq_name}")
+                format!("admitted by ClusterQueue {cq_name}").into()
             },
-            details,
+            details: details.into(),
             commands,
         };
     }
@@ -497,7 +524,7 @@ fn kueue_quota_step(index: &Index<'_>, gang: &Gang) -> StepReport {
             step: Step::Quota,
             verdict: Verdict::Block,
             summary: "no queue name: Kueue does not know where to admit it".into(),
-            details,
+            details: details.into(),
             commands,
         };
     };
@@ -512,7 +539,13 @@ fn kueue_quota_step(index: &Index<'_>, gang: &Gang) -> StepReport {
             format!("LocalQueue {local} doesn't exist in namespace {}", gang.namespace)
         };
         details.push(format!("unblock: create LocalQueue {local} in {} (or fix the queue-name label)", gang.namespace));
-        return StepReport { step: Step::Quota, verdict: Verdict::Block, summary, details, commands };
+        return StepReport {
+            step: Step::Quota,
+            verdict: Verdict::Block,
+            summary: summary.into(),
+            details: details.into(),
+            commands,
+        };
     };
     if !cq.is_active() {
         let why = cq
@@ -524,8 +557,8 @@ fn kueue_quota_step(index: &Index<'_>, gang: &Gang) -> StepReport {
         return StepReport {
             step: Step::Quota,
             verdict: Verdict::Block,
-            summary: format!("ClusterQueue {} is inactive{why}", cq.name),
-            details,
+            summary: format!("ClusterQueue {} is inactive{why}", cq.name).into(),
+            details: details.into(),
             commands,
         };
     }
@@ -580,8 +613,8 @@ fn kueue_quota_step(index: &Index<'_>, gang: &Gang) -> StepReport {
     StepReport {
         step: Step::Quota,
         verdict: Verdict::Block,
-        summary: format!("waiting for quota in ClusterQueue {}", cq.name),
-        details,
+        summary: format!("waiting for quota in ClusterQueue {}", cq.name).into(),
+        details: details.into(),
         commands,
     }
 }
@@ -626,8 +659,8 @@ fn volcano_queue_step(index: &Index<'_>, gang: &Gang) -> StepReport {
             return StepReport {
                 step: Step::Quota,
                 verdict: Verdict::Block,
-                summary: format!("Volcano queue {} is {}", q.name, q.state.map_or("not open", |s| s.as_str())),
-                details,
+                summary: format!("Volcano queue {} is {}", q.name, q.state.map_or("not open", |s| s.as_str())).into(),
+                details: details.into(),
                 commands,
             };
         }
@@ -636,16 +669,16 @@ fn volcano_queue_step(index: &Index<'_>, gang: &Gang) -> StepReport {
         return StepReport {
             step: Step::Quota,
             verdict: Verdict::Pass,
-            summary: format!("PodGroup is {phase}: enqueued"),
-            details,
+            summary: format!("PodGroup is {phase}: enqueued").into(),
+            details: details.into(),
             commands,
         };
     }
     StepReport {
         step: Step::Quota,
         verdict: Verdict::Block,
-        summary: format!("PodGroup is {phase}: not enqueued (queue capacity or gang minimum)"),
-        details,
+        summary: format!("PodGroup is {phase}: not enqueued (queue capacity or gang minimum)").into(),
+        details: details.into(),
         commands,
     }
 }
@@ -682,8 +715,9 @@ fn gang_step(index: &Index<'_>, gang: &Gang, summary: &GangSummary, all: &[GangS
                 summary: format!(
                     "partially placed: {}/{} members, holding {} GPU(s) idle",
                     summary.placed, summary.required, summary.gpus_held_idle
-                ),
-                details,
+                )
+                .into(),
+                details: Arc::default(),
                 commands,
             };
             if !summary.deadlocked_with.is_empty() {
@@ -702,26 +736,28 @@ fn gang_step(index: &Index<'_>, gang: &Gang, summary: &GangSummary, all: &[GangS
                     summary.placed,
                     summary.required,
                     others.join(", ")
-                );
-                s.details.push(format!("deadlocked with {}", others.join(", ")));
-                s.details.push(
+                )
+                .into();
+                details.push(format!("deadlocked with {}", others.join(", ")));
+                details.push(
                     "unblock: requeue one of the deadlocked gangs (R) so the other can complete; gang scheduling (Kueue waitForPodsReady or Volcano) prevents this".into(),
                 );
             }
+            s.details = details.into();
             s
         }
         GangState::Queued | GangState::Inactive => StepReport {
             step: Step::Gang,
             verdict: Verdict::NotApplicable,
             summary: "no members created yet (waiting for admission)".into(),
-            details,
+            details: details.into(),
             commands,
         },
         _ => StepReport {
             step: Step::Gang,
             verdict: Verdict::Pass,
-            summary: format!("{}/{} members placed", summary.placed, summary.required),
-            details,
+            summary: format!("{}/{} members placed", summary.placed, summary.required).into(),
+            details: details.into(),
             commands,
         },
     }
@@ -732,7 +768,7 @@ fn gang_step(index: &Index<'_>, gang: &Gang, summary: &GangSummary, all: &[GangS
 struct FitResult {
     report: StepReport,
     device_plugin: StepReport,
-    node_reasons: BTreeMap<String, u32>,
+    node_reasons: Arc<BTreeMap<String, u32>>,
     /// What the real scheduler would print, in kgpu's codes (comparison classes).
     scheduler_view: BTreeMap<String, u32>,
     total_nodes: u32,
@@ -756,13 +792,13 @@ impl FitResult {
             step,
             verdict: Verdict::NotApplicable,
             summary: "not evaluated: no member shape known".into(),
-            details: Vec::new(),
+            details: Arc::default(),
             commands: Vec::new(),
         };
         FitResult {
             report: na(Step::Fit),
             device_plugin: na(Step::DevicePlugin),
-            node_reasons: BTreeMap::new(),
+            node_reasons: Arc::default(),
             scheduler_view: BTreeMap::new(),
             total_nodes: 0,
             unblock: Vec::new(),
@@ -862,11 +898,11 @@ fn fit_step(index: &Index<'_>, demand: &Demand) -> FitResult {
             step: Step::Fit,
             verdict: Verdict::Pass,
             summary: if need > 1 {
-                format!("room for {slots_total} of the {need} pod(s) needed, on {fitting_nodes} node(s)")
+                format!("room for {slots_total} of the {need} pod(s) needed, on {fitting_nodes} node(s)").into()
             } else {
-                format!("fits on {fitting_nodes} of {total_nodes} node(s) now")
+                format!("fits on {fitting_nodes} of {total_nodes} node(s) now").into()
             },
-            details: Vec::new(),
+            details: Arc::default(),
             commands,
         }
     } else {
@@ -883,7 +919,7 @@ fn fit_step(index: &Index<'_>, demand: &Demand) -> FitResult {
         StepReport {
             step: Step::Fit,
             verdict: Verdict::Block,
-            summary,
+            summary: summary.into(),
             details: node_reasons.iter().map(|(k, v)| format!("{v} node(s): {k}")).collect(),
             commands,
         }
@@ -898,7 +934,7 @@ fn fit_step(index: &Index<'_>, demand: &Demand) -> FitResult {
             } else {
                 "every node advertises the GPUs it has".into()
             },
-            details: Vec::new(),
+            details: Arc::default(),
             commands: Vec::new(),
         }
     } else {
@@ -912,8 +948,9 @@ fn fit_step(index: &Index<'_>, demand: &Demand) -> FitResult {
             summary: format!(
                 "{} node(s) would take it but their device plugin advertises fewer GPUs than the hardware has",
                 silent.len()
-            ),
-            details: names,
+            )
+            .into(),
+            details: names.into(),
             commands: vec![
                 format!(
                     "kubectl get node {first} -o jsonpath='{{.metadata.labels.nvidia\\.com/gpu\\.count}} in hardware, {{.status.allocatable.nvidia\\.com/gpu}} allocatable{{\"\\n\"}}'"
@@ -926,9 +963,9 @@ fn fit_step(index: &Index<'_>, demand: &Demand) -> FitResult {
     let mut report = report;
     if device_plugin.verdict == Verdict::Block && report.verdict == Verdict::Block {
         report.verdict = Verdict::Warn;
-        report.summary = format!("{} (see device plugin)", report.summary);
+        report.summary = format!("{} (see device plugin)", report.summary).into();
     }
-    FitResult { report, device_plugin, node_reasons, scheduler_view, total_nodes, unblock }
+    FitResult { report, device_plugin, node_reasons: Arc::new(node_reasons), scheduler_view, total_nodes, unblock }
 }
 
 /// GPUs the node has in hardware but does not advertise, not counting
@@ -1025,7 +1062,7 @@ fn shape_hints(fleet: &FleetFacts, demand: &Demand) -> Vec<String> {
 struct CrossCheck {
     recognised: bool,
     /// The scheduler's histogram (node reason code, or its raw text).
-    reasons: BTreeMap<String, u32>,
+    reasons: Arc<BTreeMap<String, u32>>,
     agrees: Option<bool>,
     disagreement: Option<String>,
 }
@@ -1042,14 +1079,16 @@ impl CrossCheck {
 fn cross_check(fit: &FitResult, message: &str) -> CrossCheck {
     let parsed = scheduler_msg::parse(message);
     let mut check =
-        CrossCheck { recognised: parsed.recognised, reasons: BTreeMap::new(), agrees: None, disagreement: None };
+        CrossCheck { recognised: parsed.recognised, reasons: Arc::default(), agrees: None, disagreement: None };
     if !parsed.recognised {
         return check;
     }
+    let mut reasons = BTreeMap::new();
     for (reason, count) in &parsed.reasons {
         let key = scheduler_msg::reason_code(reason).unwrap_or_else(|| reason.clone());
-        *check.reasons.entry(key).or_default() += count;
+        *reasons.entry(key).or_default() += count;
     }
+    check.reasons = Arc::new(reasons);
     if fit.total_nodes == 0 {
         return check;
     }
@@ -1130,7 +1169,7 @@ mod tests {
         let (a, b) = (item(&items, "a"), item(&items, "b"));
         for it in [a, b] {
             assert_eq!(it.blocking, Some(Step::Fit));
-            assert_eq!(step(it, Step::Fit).summary, "0/1 nodes can take it: 1 insufficient-gpu");
+            assert_eq!(&*step(it, Step::Fit).summary, "0/1 nodes can take it: 1 insufficient-gpu");
             // 8 − 6 = 2 free; 4 needed → free 2 more.
             assert_eq!(it.unblock.first().map(String::as_str), Some("free 2 more GPU(s) on n1 (2 free of 8)"));
         }

@@ -31,6 +31,20 @@ impl Tally {
         }
     }
 
+    /// Adds another tally (what the pods it counted use, and the pods).
+    pub fn add_tally(&mut self, other: &Tally) {
+        self.cpu_milli += other.cpu_milli;
+        self.memory += other.memory;
+        self.pods += other.pods;
+        self.gpu += other.gpu;
+        for (name, amount) in &other.extended {
+            match self.extended.iter_mut().find(|(s, _)| s == name) {
+                Some((_, v)) => *v += amount,
+                None => self.extended.push((*name, *amount)),
+            }
+        }
+    }
+
     pub fn get(&self, name: &str) -> u64 {
         match name {
             "cpu" => self.cpu_milli,

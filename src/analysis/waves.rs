@@ -42,7 +42,7 @@ pub struct UpgradeRow {
     pub seconds_in_state: Option<i64>,
     pub stuck: bool,
     pub skip: bool,
-    pub driver: Option<String>,
+    pub driver: Option<DriverVersion>,
 }
 
 impl UpgradeRow {
@@ -81,7 +81,7 @@ pub fn board<'a>(nodes: impl Iterator<Item = &'a Node>, now: Timestamp, t: &Thre
                 seconds_in_state: if state.is_some() { secs } else { None },
                 stuck: in_progress && secs.is_some_and(|s| s >= stuck_after(state, t)),
                 skip: n.operator.upgrade_skip,
-                driver: n.gpu.driver.as_ref().map(|d| d.to_string()),
+                driver: n.gpu.driver.clone(),
             }
         })
         .collect();

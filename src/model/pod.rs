@@ -103,40 +103,44 @@ impl CudaNeed {
     }
 }
 
+/// Laid out in declaration order (`repr(C)`), what every analysis reads of
+/// every pod first: an index walks 100,000 pods that are not in cache, and
+/// these fields then share the first two cache lines.
 #[derive(Clone, Debug, PartialEq)]
+#[repr(C)]
 pub struct Pod {
-    pub namespace: Sym,
-    pub name: Arc<str>,
     pub node: Option<Sym>,
+    /// Effective requests (GPUs from limits), per the Kubernetes rules.
+    pub requests: Resources,
+    pub cuda: Option<&'static CudaNeed>,
+    pub namespace: Sym,
+    /// Gang membership by name: Volcano's group-name annotation or Kueue's
+    /// pod-group-name label.
+    pub group: Option<Sym>,
+    pub owner: Option<Owner>,
     pub phase: PodPhase,
+    pub terminating: bool,
+    pub mirror: bool,
+    /// Has `spec.schedulingGates` (e.g. Kueue's admission gate).
+    pub gated: bool,
+    pub priority: i32,
+    pub name: Arc<str>,
     /// `status.reason`, e.g. `UnexpectedAdmissionError`, `Evicted`.
     pub reason: Option<Sym>,
     /// `status.message` of a failed pod, truncated.
     pub message: Option<Box<str>>,
-    /// Effective requests (GPUs from limits), per the Kubernetes rules.
-    pub requests: Resources,
     pub tolerations: Box<[Toleration]>,
     pub node_selector: Labels,
     /// Required node affinity terms (ORed); empty when there are none.
     pub affinity: Box<[NodeSelectorTerm]>,
-    pub priority: i32,
-    pub owner: Option<Owner>,
-    /// Gang membership by name: Volcano's group-name annotation or Kueue's
-    /// pod-group-name label.
-    pub group: Option<Sym>,
     /// `kueue.x-k8s.io/queue-name`.
     pub queue: Option<Sym>,
     /// `spec.schedulerName` when not the default scheduler.
     pub scheduler: Option<Sym>,
     pub unschedulable: Option<Box<Unschedulable>>,
-    pub cuda: Option<&'static CudaNeed>,
     pub created: Timestamp,
     /// Last status change known (start, failure or completion time).
     pub transitioned: Timestamp,
-    pub terminating: bool,
-    pub mirror: bool,
-    /// Has `spec.schedulingGates` (e.g. Kueue's admission gate).
-    pub gated: bool,
 }
 
 impl Pod {

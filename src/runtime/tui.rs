@@ -298,7 +298,9 @@ pub async fn run(opts: CockpitOptions) -> anyhow::Result<()> {
             Some((built_for, built)) = built_rx.recv() => {
                 building = false;
                 if built_for == generation {
-                    views = built;
+                    // Freeing a big fleet's analysis takes milliseconds: not on the input loop.
+                    let old = std::mem::replace(&mut views, built);
+                    tokio::task::spawn_blocking(move || drop(old));
                     dirty = true;
                 }
                 if stale {

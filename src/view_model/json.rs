@@ -515,10 +515,10 @@ fn pending(p: &crate::analysis::pending::PendingItem) -> Pending {
         name: p.name.clone(),
         blocking_step: p.blocking_str(),
         summary: p.summary.clone(),
-        node_reasons: p.node_reasons.clone(),
+        node_reasons: (*p.node_reasons).clone(),
         scheduler_message: p.scheduler_message.clone(),
         scheduler_recognised: p.scheduler_recognised,
-        scheduler_reasons: p.scheduler_reasons.clone(),
+        scheduler_reasons: (*p.scheduler_reasons).clone(),
         agrees_with_scheduler: p.agrees_with_scheduler,
         hints: p.hints.clone(),
         age_seconds: p.age,
@@ -531,8 +531,8 @@ fn pending(p: &crate::analysis::pending::PendingItem) -> Pending {
             .map(|s| StepJson {
                 step: s.step.as_str(),
                 verdict: verdict_str(s.verdict),
-                summary: s.summary.clone(),
-                details: s.details.clone(),
+                summary: s.summary.to_string(),
+                details: s.details.to_vec(),
                 commands: s.commands.clone(),
             })
             .collect(),
@@ -604,7 +604,7 @@ fn drivers(a: &Analysis, waves: Option<&crate::analysis::waves::WavePlan>) -> Dr
                 since_seconds: u.seconds_in_state,
                 stuck: u.stuck,
                 skip: u.skip,
-                driver: u.driver.clone(),
+                driver: u.driver.as_ref().map(|d| d.to_string()),
             })
             .collect(),
         waves: waves.map(|w| WavesJson {

@@ -265,7 +265,7 @@ pub fn render(snap: &Snapshot, a: &Analysis, section: Option<Section>) -> String
                     u.state_str().to_string(),
                     u.seconds_in_state.map_or("-".into(), age),
                     if u.stuck { "STUCK".into() } else { String::new() },
-                    u.driver.clone().unwrap_or_default(),
+                    u.driver.as_ref().map(|d| d.to_string()).unwrap_or_default(),
                 ]
             })
             .collect();
@@ -295,7 +295,7 @@ pub fn why(item: &PendingItem) -> String {
             Verdict::NotApplicable => "n/a ",
         };
         let _ = writeln!(out, "{}. [{mark}] {}: {}", i + 1, s.step.title(), s.summary);
-        for d in &s.details {
+        for d in s.details.iter() {
             let _ = writeln!(out, "       {d}");
         }
         for c in &s.commands {

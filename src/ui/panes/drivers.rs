@@ -126,7 +126,7 @@ fn draw_board(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme
                 },
                 theme.style(if u.stuck { Role::Error } else { Role::Dim }),
             ),
-            widgets::styled(u.driver.clone().unwrap_or_else(|| "-".into()), theme.style(Role::Dim)),
+            widgets::styled(u.driver.as_ref().map_or_else(|| "-".into(), |d| d.to_string()), theme.style(Role::Dim)),
         ]
     };
     let widths = [

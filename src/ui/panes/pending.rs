@@ -130,9 +130,9 @@ pub fn chain_lines(item: &PendingItem, theme: &Theme) -> Vec<Line<'static>> {
         lines.push(Line::from(vec![
             Span::styled(format!("{} {mark} ", i + 1), theme.style(role)),
             Span::styled(format!("{}: ", s.step.title()), theme.style(Role::Header)),
-            Span::styled(s.summary.clone(), theme.style(Role::Text)),
+            Span::styled(s.summary.to_string(), theme.style(Role::Text)),
         ]));
-        for d in &s.details {
+        for d in s.details.iter() {
             lines.push(Line::styled(format!("      {d}"), theme.style(Role::Text)));
         }
         for c in &s.commands {
