@@ -243,7 +243,7 @@ pub fn guess_from_image(image: &str) -> Option<CudaVersion> {
 }
 
 /// What kgpu knows of a node for compatibility.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct NodeFacts {
     pub driver: Option<DriverVersion>,
     /// The newest CUDA the driver supports (GFD `cuda.runtime-version`, else Table 3).
@@ -251,17 +251,6 @@ pub struct NodeFacts {
     pub brand: &'static str,
     pub datacenter: bool,
     pub product: Option<Sym>,
-}
-
-impl NodeFacts {
-    /// Equal for every verdict.
-    fn same_as(&self, other: &NodeFacts) -> bool {
-        self.driver == other.driver
-            && self.cuda == other.cuda
-            && self.brand == other.brand
-            && self.datacenter == other.datacenter
-            && self.product == other.product
-    }
 }
 
 pub fn node_facts(node: &Node) -> NodeFacts {
@@ -574,14 +563,21 @@ pub fn matrix(index: &Index<'_>, now: Timestamp) -> Matrix {
     for ((_, label), nodes) in &rows {
         m.drivers.push((label.clone(), nodes.iter().map(|&i| all[i].name).collect()));
     }
-    // A row's nodes share a driver; their facts differ only by product.
+    // A row's nodes share a driver; their facts differ only by what the
+    // node says of its CUDA runtime and product, so those are read once.
     let row_facts: Vec<Vec<NodeFacts>> = rows
         .iter()
         .map(|(_, nodes)| {
+            let mut inputs_seen = Vec::new();
             let mut distinct: Vec<NodeFacts> = Vec::new();
             for &i in nodes {
+                let inputs = (all[i].gpu.cuda_runtime, all[i].gpu.product);
+                if inputs_seen.contains(&inputs) {
+                    continue;
+                }
+                inputs_seen.push(inputs);
                 let facts = node_facts(all[i]);
-                if !distinct.iter().any(|f| f.same_as(&facts)) {
+                if !distinct.contains(&facts) {
                     distinct.push(facts);
                 }
             }
