@@ -20,12 +20,12 @@ use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{Pod, Secret};
-use kgpu::model::{AgentStatus, Feed, FeedState, Snapshot, SourceInfo, SourceKind, Sym};
+use kgpu::model::{AgentStatus, Feed, FeedState, Snapshot, Sym};
 use kgpu::sources::agents::{Config, DEFAULT_NAMESPACE, DEFAULT_PORT, TOKEN_SECRET, Transport};
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::json;
 use support::controlplane::ControlPlane;
-use support::kube::{client, gpu_node, until};
+use support::kube::{client, gpu_node, source_with, until};
 use tokio::sync::watch as tokio_watch;
 
 const MANIFEST: &str = include_str!("../assets/agent/kgpu-agent.yaml");
@@ -91,18 +91,11 @@ fn free_port() -> u16 {
 async fn cockpit(
     cp: &ControlPlane,
 ) -> (tokio_watch::Receiver<std::sync::Arc<Snapshot>>, Vec<tokio::task::JoinHandle<()>>) {
-    let target = kgpu::sources::kube::client::Target { kubeconfig: Some(cp.kubeconfig.clone()), context: None };
-    let (client, _) = kgpu::sources::kube::client::connect(&target).await.unwrap();
-    let (tx, rx) = tokio::sync::mpsc::channel(1024);
-    let (snapshots, model) =
-        kgpu::runtime::tui::spawn_model(SourceInfo { kind: SourceKind::Kube, name: cp.server.clone() }, rx);
     let scope = kgpu::sources::kube::watch::Scope {
         namespace: None,
         agents: Config { transport: Transport::Direct, interval: Duration::from_millis(500), ..Config::default() },
     };
-    let mut tasks = kgpu::sources::kube::watch::spawn_all(client, scope, tx);
-    tasks.push(model);
-    (snapshots, tasks)
+    source_with(cp, &cp.kubeconfig, scope).await
 }
 
 /// A pod object standing for an agent on `node`, "running" at 127.0.0.1:port.

@@ -102,12 +102,21 @@ pub async fn source(
     cp: &ControlPlane,
     kubeconfig: &std::path::Path,
 ) -> (tokio_watch::Receiver<Arc<Snapshot>>, Vec<tokio::task::JoinHandle<()>>) {
+    source_with(cp, kubeconfig, watch::Scope::default()).await
+}
+
+/// [`source`] with a scope of its own (a namespace, the agents' transport).
+pub async fn source_with(
+    cp: &ControlPlane,
+    kubeconfig: &std::path::Path,
+    scope: watch::Scope,
+) -> (tokio_watch::Receiver<Arc<Snapshot>>, Vec<tokio::task::JoinHandle<()>>) {
     let target = kgpu::sources::kube::client::Target { kubeconfig: Some(kubeconfig.to_path_buf()), context: None };
     let (client, _) = kgpu::sources::kube::client::connect(&target).await.unwrap();
     let (tx, rx) = tokio::sync::mpsc::channel(1024);
     let (snapshots, model) =
         kgpu::runtime::tui::spawn_model(SourceInfo { kind: SourceKind::Kube, name: cp.server.clone() }, rx);
-    let mut tasks = watch::spawn_all(client, watch::Scope::default(), tx);
+    let mut tasks = watch::spawn_all(client, scope, tx);
     tasks.push(model);
     (snapshots, tasks)
 }
