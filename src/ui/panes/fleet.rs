@@ -41,23 +41,28 @@ fn map_line(row: &NodeRow, width: usize, theme: &Theme) -> Line<'static> {
     Line::from(spans)
 }
 
-pub fn legend(theme: &Theme) -> Line<'static> {
+/// The glyphs and what they mean, in short words where `width` is too
+/// narrow for the long ones (80 columns).
+pub fn legend(theme: &Theme, width: u16) -> Line<'static> {
     let items = [
-        (GpuCell::Used, "used"),
-        (GpuCell::Free, "free"),
-        (GpuCell::Stranded, "stranded"),
-        (GpuCell::Unadvertised, "unadvertised"),
-        (GpuCell::Unhealthy, "unhealthy"),
-        (GpuCell::Xid, "recent Xid"),
-        (GpuCell::Unavailable, "unavailable"),
-        (GpuCell::MigUsed, "MIG used"),
-        (GpuCell::MigFree, "MIG free"),
+        (GpuCell::Used, "used", "used"),
+        (GpuCell::Free, "free", "free"),
+        (GpuCell::Stranded, "stranded", "strand"),
+        (GpuCell::Unadvertised, "unadvertised", "unadv"),
+        (GpuCell::Unhealthy, "unhealthy", "unhlth"),
+        (GpuCell::Xid, "recent Xid", "Xid"),
+        (GpuCell::Unavailable, "unavailable", "unavail"),
+        (GpuCell::MigUsed, "MIG used", "MIG used"),
+        (GpuCell::MigFree, "MIG free", "MIG free"),
     ];
+    let long_width: usize = 1 + items.iter().map(|(_, long, _)| long.chars().count() + 4).sum::<usize>();
+    let short = long_width > usize::from(width);
     let mut spans = vec![Span::raw(" ")];
-    for (c, label) in items {
+    for (c, long, brief) in items {
         let (g, role) = glyph(c);
         spans.push(Span::styled(g, theme.style(role)));
-        spans.push(Span::styled(format!(" {label}  "), theme.style(Role::Dim)));
+        let text = if short { format!(" {brief} ") } else { format!(" {long}  ") };
+        spans.push(Span::styled(text, theme.style(Role::Dim)));
     }
     Line::from(spans)
 }
@@ -65,7 +70,10 @@ pub fn legend(theme: &Theme) -> Line<'static> {
 pub fn draw(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme: &Theme) {
     let t = &views.analysis.totals;
     let f = &views.analysis.fragmentation;
-    let summary = Line::from(vec![
+    // At 80 columns the long words would push the score off the line.
+    let narrow = area.width < 100;
+    let word = |long: &'static str, short: &'static str| if narrow { short } else { long };
+    let mut summary = vec![
         Span::styled(format!(" {} GPUs", t.gpus), theme.style(Role::Text)),
         Span::styled(format!(" · {} used", t.allocated), theme.style(Role::GpuUsed)),
         Span::styled(format!(" · {} free", t.free), theme.style(Role::GpuFree)),
@@ -73,17 +81,23 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme: 
             format!(" ({} stranded)", t.stranded),
             theme.style(if t.stranded > 0 { Role::GpuStranded } else { Role::Dim }),
         ),
-        Span::styled(format!(" · {} unavailable", t.unavailable), theme.style(Role::Dim)),
-        Span::styled(
-            format!(" · {} unadvertised", t.unadvertised),
+        Span::styled(format!(" · {} {}", t.unavailable, word("unavailable", "unavail.")), theme.style(Role::Dim)),
+    ];
+    if t.unadvertised > 0 || !narrow {
+        summary.push(Span::styled(
+            format!(" · {} {}", t.unadvertised, word("unadvertised", "unadv.")),
             theme.style(if t.unadvertised > 0 { Role::GpuUnadvertised } else { Role::Dim }),
-        ),
-        Span::styled(format!(" · fragmentation {:.2}", f.score), theme.style(Role::Accent)),
-    ]);
+        ));
+    }
+    summary.push(Span::styled(
+        format!(" · {} {:.2}", word("fragmentation", "frag"), f.score),
+        theme.style(Role::Accent),
+    ));
+    let summary = Line::from(summary);
     let [top, body, legend_area] =
         Layout::vertical([Constraint::Length(1), Constraint::Min(4), Constraint::Length(1)]).areas(area);
     frame.render_widget(Paragraph::new(summary), top);
-    frame.render_widget(Paragraph::new(legend(theme)), legend_area);
+    frame.render_widget(Paragraph::new(legend(theme, legend_area.width)), legend_area);
 
     let wide = body.width >= 110;
     let (list_area, panel_area) = if wide {
