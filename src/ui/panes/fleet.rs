@@ -89,10 +89,8 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme: 
             theme.style(if t.unadvertised > 0 { Role::GpuUnadvertised } else { Role::Dim }),
         ));
     }
-    summary.push(Span::styled(
-        format!(" · {} {:.2}", word("fragmentation", "frag"), f.score),
-        theme.style(Role::Accent),
-    ));
+    summary
+        .push(Span::styled(format!(" · {} {:.2}", word("fragmentation", "frag"), f.score), theme.style(Role::Accent)));
     let summary = Line::from(summary);
     let [top, body, legend_area] =
         Layout::vertical([Constraint::Length(1), Constraint::Min(4), Constraint::Length(1)]).areas(area);
