@@ -95,10 +95,7 @@ fn pool(name: &str) -> Value {
 
 #[tokio::test]
 async fn cordon_stops_the_real_scheduler_and_a_dry_run_changes_nothing() {
-    if !ControlPlane::enabled() {
-        return;
-    }
-    let cp = ControlPlane::shared();
+    let Some(cp) = ControlPlane::shared_if_enabled() else { return };
     let client = client(cp).await;
     gpu_node(&client, "act-cordon", 4, json!({}), json!([])).await;
     let mut h = harness(cp).await;
@@ -141,10 +138,7 @@ async fn cordon_stops_the_real_scheduler_and_a_dry_run_changes_nothing() {
 
 #[tokio::test]
 async fn drain_evicts_and_a_pdb_refusal_is_retried_then_reported() {
-    if !ControlPlane::enabled() {
-        return;
-    }
-    let cp = ControlPlane::shared();
+    let Some(cp) = ControlPlane::shared_if_enabled() else { return };
     let client = client(cp).await;
     gpu_node(&client, "act-drain", 8, json!({}), json!([])).await;
     let ns = "act-drain";
@@ -198,10 +192,7 @@ async fn drain_evicts_and_a_pdb_refusal_is_retried_then_reported() {
 
 #[tokio::test]
 async fn requeue_toggles_a_kueue_workloads_active_flag() {
-    if !ControlPlane::enabled() {
-        return;
-    }
-    let cp = ControlPlane::shared();
+    let Some(cp) = ControlPlane::shared_if_enabled() else { return };
     cp.install_crds(&cp.kueue_crds()).unwrap();
     let client = client(cp).await;
     let ns = "act-requeue";
@@ -238,10 +229,7 @@ async fn requeue_toggles_a_kueue_workloads_active_flag() {
 
 #[tokio::test]
 async fn repartition_follows_the_mig_manager_and_reports_a_wedge() {
-    if !ControlPlane::enabled() {
-        return;
-    }
-    let cp = ControlPlane::shared();
+    let Some(cp) = ControlPlane::shared_if_enabled() else { return };
     let client = client(cp).await;
     let mig = json!({"nvidia.com/mig.config": "all-disabled", "nvidia.com/mig.config.state": "success",
         "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"});
@@ -316,10 +304,7 @@ async fn repartition_follows_the_mig_manager_and_reports_a_wedge() {
 
 #[tokio::test]
 async fn a_forbidden_action_names_the_missing_permission() {
-    if !ControlPlane::enabled() {
-        return;
-    }
-    let cp = ControlPlane::shared();
+    let Some(cp) = ControlPlane::shared_if_enabled() else { return };
     let client = client(cp).await;
     gpu_node(&client, "act-forbidden", 4, json!({}), json!([])).await;
     let mut h = harness_as(cp, &cp.viewer_kubeconfig).await;

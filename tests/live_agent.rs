@@ -113,11 +113,7 @@ async fn agent_pod(pods: &Api<Pod>, name: &str, node: &str, port: u16) {
 
 #[tokio::test]
 async fn the_cockpit_shows_the_gpus_of_a_running_agent_and_marks_an_unreachable_one() {
-    if !ControlPlane::enabled() {
-        eprintln!("skipped: KGPU_SKIP_LIVE=1");
-        return;
-    }
-    let cp = ControlPlane::shared();
+    let Some(cp) = ControlPlane::shared_if_enabled() else { return };
     let client = client(cp).await;
     // The manifests apply to a real API server as they are.
     for doc in docs(MANIFEST).into_iter().chain(docs(RBAC)) {

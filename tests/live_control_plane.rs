@@ -16,11 +16,7 @@ use support::kube::{client, eventually, gpu_node, gpu_pod, namespace, unique};
 
 #[tokio::test]
 async fn real_scheduler_refuses_eight_gpus_on_four_gpu_nodes() {
-    if !ControlPlane::enabled() {
-        eprintln!("skipped: KGPU_SKIP_LIVE=1");
-        return;
-    }
-    let cp = ControlPlane::shared();
+    let Some(cp) = ControlPlane::shared_if_enabled() else { return };
     let client = client(cp).await;
     let pool = unique("four");
     for i in 0..3 {
@@ -72,10 +68,7 @@ async fn real_scheduler_refuses_eight_gpus_on_four_gpu_nodes() {
 
 #[tokio::test]
 async fn kueue_and_volcano_crds_install() {
-    if !ControlPlane::enabled() {
-        return;
-    }
-    let cp = ControlPlane::shared();
+    let Some(cp) = ControlPlane::shared_if_enabled() else { return };
     let kueue = cp.kueue_crds();
     let volcano = cp.volcano_crds();
     assert!(kueue.len() >= 10, "{kueue:?}");

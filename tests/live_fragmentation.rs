@@ -32,11 +32,7 @@ fn gpus_of(pod: &Pod) -> u64 {
 
 #[tokio::test]
 async fn spread_pods_strand_gpus_the_scheduler_and_kgpu_agree() {
-    if !ControlPlane::enabled() {
-        eprintln!("skipped: KGPU_SKIP_LIVE=1");
-        return;
-    }
-    let cp = ControlPlane::shared();
+    let Some(cp) = ControlPlane::shared_if_enabled() else { return };
     cp.install_crds(&cp.volcano_crds()).unwrap();
     let client = client(cp).await;
     for i in 0..4 {

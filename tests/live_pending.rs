@@ -51,11 +51,7 @@ async fn chain(cp: &ControlPlane, ns: &str, name: &str) -> PendingItem {
 
 #[tokio::test]
 async fn the_real_scheduler_agrees_with_kgpu_on_four_classic_mistakes() {
-    if !ControlPlane::enabled() {
-        eprintln!("skipped: KGPU_SKIP_LIVE=1");
-        return;
-    }
-    let cp = ControlPlane::shared();
+    let Some(cp) = ControlPlane::shared_if_enabled() else { return };
     let client = client(cp).await;
     // Three 4-GPU nodes of pool "a100", tainted like GPU Operator nodes; c is cordoned.
     let taint = json!([{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]);

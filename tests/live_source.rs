@@ -37,10 +37,7 @@ fn feed_state(s: &Snapshot, f: Feed) -> Option<FeedState> {
 
 #[tokio::test]
 async fn objects_updates_and_deletes_propagate() {
-    if !ControlPlane::enabled() {
-        return;
-    }
-    let cp = ControlPlane::shared();
+    let Some(cp) = ControlPlane::shared_if_enabled() else { return };
     let mut crds = cp.kueue_crds();
     crds.extend(cp.volcano_crds());
     cp.install_crds(&crds).unwrap();
@@ -207,10 +204,7 @@ async fn missing_crds_and_forbidden_feeds_are_reported_per_feed() {
 
 #[tokio::test]
 async fn the_tui_follows_the_cluster() {
-    if !ControlPlane::enabled() {
-        return;
-    }
-    let cp = ControlPlane::shared();
+    let Some(cp) = ControlPlane::shared_if_enabled() else { return };
     let client = client(cp).await;
     let node = unique("tui-node");
     gpu_node(&client, &node, 8, json!({}), json!([])).await;

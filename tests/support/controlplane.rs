@@ -122,6 +122,16 @@ impl ControlPlane {
         std::env::var("KGPU_SKIP_LIVE").map_or(true, |v| v != "1")
     }
 
+    /// The shared control plane, or `None` (said on stderr) when live tests
+    /// are off: `let Some(cp) = ControlPlane::shared_if_enabled() else { return };`
+    pub fn shared_if_enabled() -> Option<&'static ControlPlane> {
+        if !ControlPlane::enabled() {
+            eprintln!("skipped: KGPU_SKIP_LIVE=1");
+            return None;
+        }
+        Some(ControlPlane::shared())
+    }
+
     /// The control plane of this test binary, started on first use.
     pub fn shared() -> &'static ControlPlane {
         static CP: OnceLock<ControlPlane> = OnceLock::new();
