@@ -193,7 +193,7 @@ pub fn load(paths: &[PathBuf]) -> Result<(Vec<ModelEvent>, Timestamp, Stats), Fi
     }
     let name = paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(" ");
     let mut events = vec![ModelEvent::Source(SourceInfo { kind: SourceKind::File, name }), ModelEvent::Clock(newest)];
-    for feed in super::kube::watch::FEEDS {
+    for &feed in super::kube::watch::FEEDS {
         let list = objects.remove(&feed).unwrap_or_default();
         let is_crd = !matches!(feed, Feed::Nodes | Feed::Pods | Feed::Events);
         if list.is_empty() && is_crd {

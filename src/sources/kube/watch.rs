@@ -327,15 +327,8 @@ pub fn spawn_all(client: Client, scope: Scope, tx: mpsc::Sender<Vec<ModelEvent>>
     tasks
 }
 
-/// Feeds a live source runs (the agents come later).
-pub const FEEDS: [Feed; 9] = [
-    Feed::Nodes,
-    Feed::Pods,
-    Feed::Events,
-    Feed::Workloads,
-    Feed::ClusterQueues,
-    Feed::LocalQueues,
-    Feed::ResourceFlavors,
-    Feed::PodGroups,
-    Feed::VolcanoQueues,
-];
+/// Feeds a live source runs: every feed but the agents' (they come later).
+pub const FEEDS: &[Feed] = match Feed::ALL.split_last() {
+    Some((Feed::Agents, from_the_api_server)) => from_the_api_server,
+    _ => panic!("Feed::ALL ends with the agents' feed"),
+};
