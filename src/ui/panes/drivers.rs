@@ -180,7 +180,8 @@ fn draw_waves(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme
         })
         .collect();
     let widths = [Constraint::Length(8), Constraint::Percentage(45), Constraint::Percentage(30), Constraint::Min(10)];
-    let offset = widgets::table(
+    // Scrolled from the top each frame, just far enough to show the selected wave.
+    widgets::table(
         frame,
         area,
         block(title, focused, theme),
@@ -191,6 +192,4 @@ fn draw_waves(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme
         0,
         theme,
     );
-    let _ = offset;
-    let _ = app;
 }
