@@ -64,6 +64,16 @@ fn workloads(client: &Client, ns: &str) -> Api<DynamicObject> {
     Api::namespaced_with(client.clone(), ns, &ar)
 }
 
+/// A merge patch of one node (cordon, MIG config label).
+async fn patch_node(client: &Client, node: Sym, dry_run: bool, patch: serde_json::Value) -> Result<(), ActionError> {
+    let nodes: Api<Node> = Api::all(client.clone());
+    nodes
+        .patch(node.as_str(), &patch_params(dry_run), &Patch::Merge(patch))
+        .await
+        .map(|_| ())
+        .map_err(|e| api_error(e, "patch", "nodes", &format!("node {node}")))
+}
+
 impl Backend {
     pub async fn set_unschedulable(&self, node: Sym, value: bool, dry_run: bool) -> Result<(), ActionError> {
         match self {
@@ -76,18 +86,7 @@ impl Backend {
                     .map(|_| ())
                     .map_err(ActionError::Failed)
             }
-            Backend::Kube(c) => {
-                let nodes: Api<Node> = Api::all(c.clone());
-                nodes
-                    .patch(
-                        node.as_str(),
-                        &patch_params(dry_run),
-                        &Patch::Merge(json!({"spec": {"unschedulable": value}})),
-                    )
-                    .await
-                    .map(|_| ())
-                    .map_err(|e| api_error(e, "patch", "nodes", &format!("node {node}")))
-            }
+            Backend::Kube(c) => patch_node(c, node, dry_run, json!({"spec": {"unschedulable": value}})).await,
         }
     }
 
@@ -225,16 +224,7 @@ impl Backend {
                 h.apply(Command::SetMigConfig(node, config.to_string())).await.map(|_| ()).map_err(ActionError::Refused)
             }
             Backend::Kube(c) => {
-                let nodes: Api<Node> = Api::all(c.clone());
-                nodes
-                    .patch(
-                        node.as_str(),
-                        &patch_params(dry_run),
-                        &Patch::Merge(json!({"metadata": {"labels": {keys::MIG_CONFIG: config}}})),
-                    )
-                    .await
-                    .map(|_| ())
-                    .map_err(|e| api_error(e, "patch", "nodes", &format!("node {node}")))
+                patch_node(c, node, dry_run, json!({"metadata": {"labels": {keys::MIG_CONFIG: config}}})).await
             }
         }
     }
