@@ -271,18 +271,7 @@ fn why_prints_the_chain() {
 fn committed_manifests_match_the_demo() {
     // assets/scenarios/*/scenario.yaml are what `kgpu scenario export` prints;
     // regenerate them with `kgpu scenario export NAME > assets/scenarios/NAME/scenario.yaml`.
-    for name in [
-        "default",
-        "fragmented",
-        "plugin-crash",
-        "gang-deadlock",
-        "quota-starvation",
-        "taint-mismatch",
-        "mig-mismatch",
-        "driver-skew",
-        "black-hole",
-        "topology-split",
-    ] {
+    for name in kgpu::sources::sim::scenarios::names() {
         let out = Command::new(env!("CARGO_BIN_EXE_kgpu")).args(["scenario", "export", name]).output().unwrap();
         assert!(out.status.success());
         let committed =
