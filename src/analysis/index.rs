@@ -293,14 +293,15 @@ impl<'a> Index<'a> {
             }
             pass
         };
-        let pass = match snap.pods.keys().nth(snap.pods.len() / 2) {
-            Some(middle) if snap.pods.len() >= parallel_from => std::thread::scope(|scope| {
+        let middle = (snap.pods.len() >= parallel_from).then(|| snap.pods.keys().nth(snap.pods.len() / 2)).flatten();
+        let pass = match middle {
+            Some(middle) => std::thread::scope(|scope| {
                 let first = scope.spawn(|| walk(&mut snap.pods.range::<_, PodKey>(..middle).map(|(_, p)| &**p)));
                 let second = walk(&mut snap.pods.range::<_, PodKey>(middle..).map(|(_, p)| &**p));
                 let first = first.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
                 first.then(second)
             }),
-            _ => walk(&mut snap.pods.values().map(|p| &**p)),
+            None => walk(&mut snap.pods.values().map(|p| &**p)),
         };
         let PodPass {
             usage_list,
