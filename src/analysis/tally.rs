@@ -23,12 +23,7 @@ impl Tally {
         self.memory += r.memory;
         self.pods += r.pods;
         self.gpu += r.gpu;
-        for (name, amount) in r.extended.iter() {
-            match self.extended.iter_mut().find(|(s, _)| s == name) {
-                Some((_, v)) => *v += amount,
-                None => self.extended.push((*name, *amount)),
-            }
-        }
+        self.add_extended(&r.extended);
     }
 
     /// Adds another tally (what the pods it counted use, and the pods).
@@ -37,7 +32,11 @@ impl Tally {
         self.memory += other.memory;
         self.pods += other.pods;
         self.gpu += other.gpu;
-        for (name, amount) in &other.extended {
+        self.add_extended(&other.extended);
+    }
+
+    fn add_extended(&mut self, pairs: &[(Sym, u64)]) {
+        for (name, amount) in pairs {
             match self.extended.iter_mut().find(|(s, _)| s == name) {
                 Some((_, v)) => *v += amount,
                 None => self.extended.push((*name, *amount)),
