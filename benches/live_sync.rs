@@ -40,7 +40,7 @@ fn main() {
         eprintln!("created {NODES} nodes and {PODS} pods in {:.1}s", t0.elapsed().as_secs_f64());
 
         // kubectl, the baseline.
-        let kubectl = cp.bin.join("kubectl");
+        let kubectl = cp.bin().join("kubectl");
         let mut kubectl_times = Vec::new();
         for _ in 0..3 {
             let start = Instant::now();

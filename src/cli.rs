@@ -111,6 +111,53 @@ pub enum Command {
     Scenario(ScenarioArgs),
     /// Run the node agent: read the GPUs through NVML and serve them to cockpits (one per GPU node).
     Agent(AgentArgs),
+    /// A living local cluster: real API server, scheduler and controllers, KWOK's fake GPU nodes.
+    Lab(LabArgs),
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct LabArgs {
+    #[command(subcommand)]
+    pub command: LabCommand,
+}
+
+#[derive(Subcommand, Debug, Clone)]
+pub enum LabCommand {
+    /// Start the lab and keep it running until ctrl-c or SIGTERM (first line: export KUBECONFIG=...).
+    #[command(long_about = "Start the lab on loopback and keep it running in the foreground until ctrl-c or SIGTERM, \
+        which stop every process it started. The first line of output is `export KUBECONFIG=...`; run `kgpu` \
+        with it in another terminal.\n\n\
+        The lab runs etcd, kube-apiserver, kube-scheduler and kube-controller-manager (Jobs, ReplicaSets, \
+        eviction, garbage collection, node lifecycle) built from their Go modules (minutes the first time, then \
+        cached in ~/.cache/kgpu or $KGPU_CP_CACHE), and KWOK, whose fake kubelets keep the GPU nodes Ready and \
+        run and finish their pods. Needs Go >= 1.26 and the Go module proxy once.")]
+    Up {
+        /// Put a demo scenario on the lab (kgpu demo --list): nodes, controllers, pods, queues.
+        #[arg(long, short = 's', value_name = "NAME")]
+        scenario: Option<String>,
+        /// Also run the real Kueue manager, which admits the scenario's Kueue workloads.
+        #[arg(long)]
+        kueue: bool,
+        /// Submit a seeded stream of GPU Jobs that arrive and finish.
+        #[arg(long)]
+        churn: bool,
+        /// With --churn: mean seconds between arrivals.
+        #[arg(long, default_value_t = 20, value_name = "SECONDS", value_parser = clap::value_parser!(u32).range(1..=3600))]
+        churn_every: u32,
+        /// With --churn: the seed of the arrivals (the same seed replays the same Jobs).
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Run the lab on a kind cluster instead (needs kind, kubectl and a container engine).
+        #[arg(long)]
+        kind: bool,
+        /// With --kind: print the steps (a shell script) instead of running them.
+        #[arg(long, requires = "kind")]
+        print: bool,
+    },
+    /// Whether a lab runs here, what it runs, and how its nodes and pods are doing.
+    Status,
+    /// Stop the running lab (as ctrl-c in its terminal would).
+    Down,
 }
 
 /// `kgpu agent`. In the DaemonSet of assets/agent/ it runs with the node's

@@ -12,6 +12,7 @@ pub mod analysis;
 pub mod app;
 pub mod cli;
 pub mod config;
+pub mod lab;
 pub mod model;
 pub mod reference;
 pub mod runtime;

@@ -117,7 +117,7 @@ fn kueue_workload_status_blocks() {
     let w = convert::workload(&named(requeue[0].clone(), "Workload", "kueue.x-k8s.io/v1beta2", "r")).unwrap();
     let r = w.requeue.unwrap();
     assert_eq!(r.count, 5);
-    assert_eq!(r.requeue_at, kgpu::sources::kube::manifest::parse_rfc3339("2024-02-11T04:51:03Z"));
+    assert_eq!(r.requeue_at, kgpu::model::time::parse_rfc3339("2024-02-11T04:51:03Z"));
 }
 
 #[test]
@@ -197,7 +197,7 @@ fn file_source_reads_lists_yaml_and_directories() {
     assert_eq!(stats.objects, 3, "node, pod, ClusterQueue");
     assert_eq!(stats.unknown.get("ConfigMap"), Some(&1));
     assert_eq!(stats.skipped, 1, "the pod with an unparseable quantity");
-    assert_eq!(now, kgpu::sources::kube::manifest::parse_rfc3339("2026-11-30T08:00:00Z").unwrap());
+    assert_eq!(now, kgpu::model::time::parse_rfc3339("2026-11-30T08:00:00Z").unwrap());
     let mut c =
         kgpu::model::Cluster::new(kgpu::model::SourceInfo { kind: kgpu::model::SourceKind::File, name: String::new() });
     c.apply_all(events);

@@ -10,79 +10,18 @@
 
 mod support;
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use kgpu::actions::audit::AuditLog;
-use kgpu::actions::backend::Backend;
-use kgpu::actions::exec::Executor;
 use kgpu::actions::{Action, ActionRequest};
-use kgpu::app::Msg;
-use kgpu::model::{GangKey, GangKind, PodKey, Snapshot, Sym};
+use kgpu::model::{GangKey, GangKind, PodKey, Sym};
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams, WatchEvent, WatchParams};
 use serde_json::{Value, json};
+use support::actions::{harness, harness_as};
 use support::controlplane::ControlPlane;
-use support::kube::{client, eventually, gpu_node, gpu_pod, namespace, source, until};
-use tokio::sync::{mpsc, watch};
-
-struct Harness {
-    executor: Executor,
-    reports: mpsc::Receiver<Msg>,
-    snapshots: watch::Receiver<Arc<Snapshot>>,
-    _tasks: Vec<tokio::task::JoinHandle<()>>,
-    _dir: tempfile::TempDir,
-}
-
-async fn harness(cp: &ControlPlane) -> Harness {
-    harness_as(cp, &cp.kubeconfig).await
-}
-
-/// Acting with the credentials of `kubeconfig` (watching as admin).
-async fn harness_as(cp: &ControlPlane, kubeconfig: &std::path::Path) -> Harness {
-    let (snapshots, tasks) = source(cp, &cp.kubeconfig).await;
-    let target = kgpu::sources::kube::client::Target { kubeconfig: Some(kubeconfig.to_path_buf()), context: None };
-    let actions = kgpu::sources::kube::client::action_client(&target).await.unwrap();
-    let (reports_tx, reports) = mpsc::channel(256);
-    let (_cancel, cancel_rx) = watch::channel(0);
-    std::mem::forget(_cancel); // never cancelled here
-    let dir = tempfile::tempdir().unwrap();
-    let executor = Executor {
-        backend: Backend::Kube(actions),
-        snapshots: snapshots.clone(),
-        reports: reports_tx,
-        audit: Some(AuditLog { path: dir.path().join("audit.jsonl") }),
-        context: "test".into(),
-        user: "admin".into(),
-        mig_timeout: Duration::from_secs(6),
-        drain_timeout: Duration::from_secs(5),
-        cancel: cancel_rx,
-    };
-    Harness { executor, reports, snapshots, _tasks: tasks, _dir: dir }
-}
-
-impl Harness {
-    /// Every report of the last run, and its final one.
-    fn reports(&mut self) -> (Vec<String>, String, bool) {
-        let mut all = Vec::new();
-        let mut last = None;
-        while let Ok(Msg::ActionReport { text, error, done }) = self.reports.try_recv() {
-            all.push(text.clone());
-            if done {
-                last = Some((text, error));
-            }
-        }
-        let (text, error) = last.expect("a final report");
-        (all, text, error)
-    }
-
-    fn audit(&self) -> Vec<Value> {
-        let path = &self.executor.audit.as_ref().unwrap().path;
-        std::fs::read_to_string(path).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
-    }
-}
+use support::kube::{client, eventually, gpu_node, gpu_pod, namespace, until};
 
 async fn unschedulable(client: &kube::Client, node: &str) -> bool {
     let nodes: Api<Node> = Api::all(client.clone());

@@ -117,7 +117,7 @@ async fn the_cockpit_shows_the_gpus_of_a_running_agent_and_marks_an_unreachable_
     let client = client(cp).await;
     // The manifests apply to a real API server as they are.
     for doc in docs(MANIFEST).into_iter().chain(docs(RBAC)) {
-        let status = Command::new(support::controlplane::build().unwrap().join("bin/kubectl"))
+        let status = Command::new(support::controlplane::build().unwrap().bin.join("kubectl"))
             .args(["--kubeconfig"])
             .arg(&cp.kubeconfig)
             .args(["apply", "--server-side", "-f", "-"])

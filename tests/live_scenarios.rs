@@ -72,6 +72,7 @@ async fn every_scenario_applies_and_the_real_scheduler_agrees_with_its_story() {
     let Some(cp) = ControlPlane::shared_if_enabled() else { return };
     let mut crds = cp.kueue_crds();
     crds.extend(cp.volcano_crds());
+    crds.extend(cp.binaries.crd_files("kwok"));
     cp.install_crds(&crds).unwrap();
     let client = client(cp).await;
 

@@ -14,9 +14,10 @@ use crate::analysis::index::Index;
 use crate::app::Msg;
 use crate::model::{GangKey, GangKind, PodKey, Snapshot, Sym};
 
-use super::audit::{AuditLog, Entry, rfc3339};
+use super::audit::{AuditLog, Entry};
 use super::backend::{ActionError, Backend, Eviction};
 use super::{Action, ActionRequest};
+use crate::model::time::rfc3339;
 
 #[derive(Clone)]
 pub struct Executor {

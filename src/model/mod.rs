@@ -16,6 +16,7 @@ pub mod quantity;
 pub mod queue;
 pub mod resources;
 pub mod sym;
+pub mod time;
 pub mod versions;
 
 use std::collections::BTreeMap;

@@ -2,6 +2,7 @@
 //! `why`, and the interactive cockpit's loop. `anyhow` lives here and in
 //! `main.rs` only.
 
+pub mod lab;
 pub mod load;
 pub mod logging;
 pub mod scenario;
@@ -46,6 +47,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Why(args)) => why(&args, &cli.source),
         Some(Command::Scenario(args)) => scenario::run(&args, &cli.source),
         Some(Command::Agent(args)) => agent(&args, &cli.ui),
+        Some(Command::Lab(args)) => lab::run(&args),
         None if !cli.source.file.is_empty() => cockpit(tui::CockpitSource::File(cli.source.file.clone()), &cli.ui),
         None => cockpit(
             tui::CockpitSource::Kube {

@@ -12,7 +12,7 @@ use thiserror::Error;
 use crate::model::{Feed, FeedProblem, FeedState, ModelEvent, Object, SourceInfo, SourceKind, Timestamp};
 
 use super::kube::convert;
-use super::kube::manifest::parse_rfc3339;
+use crate::model::time::parse_rfc3339;
 
 #[derive(Debug, Error)]
 pub enum FileError {

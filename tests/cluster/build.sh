@@ -1,17 +1,18 @@
 #!/usr/bin/env bash
-# Build a real etcd + kube-apiserver + kube-scheduler + kubectl (and collect Kueue/Volcano CRDs)
-# from the Go module proxy, for kgpu's live tests. See README.md beside this file.
+# Build a real etcd + kube-apiserver + kube-scheduler + kube-controller-manager + kubectl, KWOK and
+# the Kueue manager (and collect the Kueue, Volcano and KWOK Stage CRDs) from the Go module proxy,
+# for kgpu's live tests and `kgpu lab`. See README.md beside this file.
 #
 #   tests/cluster/build.sh            # prints the cp-<key> directory as its LAST stdout line
 #
 # Environment:
 #   KGPU_CP_CACHE       cache root (default $HOME/.cache/kgpu); output goes to $KGPU_CP_CACHE/cp-<key>/
-#   KGPU_CP_WITH_KUEUE  1 = also build the Kueue manager (bin/kueue); default 0 (adds minutes)
 #
 # Layout of cp-<key>/:
-#   bin/{etcd,kube-apiserver,kube-scheduler,kubectl[,kueue]}
+#   bin/{etcd,kube-apiserver,kube-scheduler,kube-controller-manager,kubectl,kwok,kueue}
 #   crds/kueue/kueue.x-k8s.io_*.yaml          (11 files, v1beta1 served + v1beta2 storage)
 #   crds/volcano/scheduling.volcano.sh_{podgroups,queues}.yaml
+#   crds/kwok/kwok.x-k8s.io_stages.yaml       (the lab's KWOK reads its stages from Stage objects)
 #   versions.txt
 #
 # <key> = first 16 hex of sha256 over this script and the wrapper go.mod/go.sum files, so any
@@ -22,7 +23,6 @@ set -euo pipefail
 export GOTOOLCHAIN=local GOWORK=off CGO_ENABLED=0 GOFLAGS=-trimpath
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-WITH_KUEUE=${KGPU_CP_WITH_KUEUE:-0}
 CACHE_ROOT=${KGPU_CP_CACHE:-${HOME:?HOME is not set}/.cache/kgpu}
 
 log() { echo "build.sh: $*" >&2; }
@@ -31,17 +31,18 @@ die() { echo "build.sh: ERROR: $*" >&2; exit 1; }
 KEY_INPUTS=("$HERE/build.sh"
   "$HERE/k8s/go.mod" "$HERE/k8s/go.sum"
   "$HERE/etcd/go.mod" "$HERE/etcd/go.sum"
-  "$HERE/extras/go.mod" "$HERE/extras/go.sum")
+  "$HERE/extras/go.mod" "$HERE/extras/go.sum"
+  "$HERE/kwok/go.mod" "$HERE/kwok/go.sum")
 for f in "${KEY_INPUTS[@]}"; do [ -f "$f" ] || die "missing $f (wrapper modules are part of the repo)"; done
 command -v sha256sum >/dev/null || die "sha256sum not found (coreutils)"
-KEY=$(cd "$HERE" && sha256sum build.sh k8s/go.mod k8s/go.sum etcd/go.mod etcd/go.sum extras/go.mod extras/go.sum |
+KEY=$(cd "$HERE" && sha256sum build.sh k8s/go.mod k8s/go.sum etcd/go.mod etcd/go.sum extras/go.mod extras/go.sum \
+  kwok/go.mod kwok/go.sum |
   sha256sum | cut -c1-16)
 OUT="$CACHE_ROOT/cp-$KEY"
 BIN="$OUT/bin"
 CRDS="$OUT/crds"
 
-BINS=(etcd kube-apiserver kube-scheduler kubectl)
-[ "$WITH_KUEUE" = 1 ] && BINS+=(kueue)
+BINS=(etcd kube-apiserver kube-scheduler kube-controller-manager kubectl kwok kueue)
 
 is_complete() {
   local b
@@ -71,7 +72,7 @@ if command -v flock >/dev/null; then
   flock 9
   if is_complete; then log "built meanwhile by another process: $OUT"; echo "$OUT"; exit 0; fi
 fi
-mkdir -p "$BIN" "$CRDS/kueue" "$CRDS/volcano"
+mkdir -p "$BIN" "$CRDS/kueue" "$CRDS/volcano" "$CRDS/kwok"
 
 # Make sure every module is in the module cache; say clearly when the proxy is the problem.
 download() { # dir
@@ -118,6 +119,8 @@ for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
 done
 build kube-apiserver k8s k8s.io/kubernetes/cmd/kube-apiserver "$LDF"
 build kube-scheduler k8s k8s.io/kubernetes/cmd/kube-scheduler "$LDF"
+# The lab's controllers: Jobs, ReplicaSets, eviction, garbage collection, node lifecycle.
+build kube-controller-manager k8s k8s.io/kubernetes/cmd/kube-controller-manager "$LDF"
 # kubectl: the benchmark times `kubectl get pods -A -o json --chunk-size=500` next to kgpu.
 build kubectl k8s k8s.io/kubernetes/cmd/kubectl "$LDF"
 got=$("$BIN/kube-apiserver" --version 2>&1 || true)
@@ -128,10 +131,14 @@ download extras
 QV=$(modver extras sigs.k8s.io/kueue)
 QDIR=$(moddir extras sigs.k8s.io/kueue)
 VAV=$(modver extras volcano.sh/apis)
-if [ "$WITH_KUEUE" = 1 ]; then
-  QLDF="-s -w -X sigs.k8s.io/kueue/pkg/version.GitVersion=$QV -X sigs.k8s.io/kueue/pkg/version.GitCommit="
-  build kueue extras sigs.k8s.io/kueue/cmd/kueue "$QLDF"
-fi
+QLDF="-s -w -X sigs.k8s.io/kueue/pkg/version.GitVersion=$QV -X sigs.k8s.io/kueue/pkg/version.GitCommit="
+build kueue extras sigs.k8s.io/kueue/cmd/kueue "$QLDF"
+
+# ---- KWOK: fake kubelets (node heartbeats, pods that run and finish) ----------------------
+download kwok
+WV=$(modver kwok sigs.k8s.io/kwok)
+WDIR=$(moddir kwok sigs.k8s.io/kwok)
+build kwok kwok sigs.k8s.io/kwok/cmd/kwok "-s -w"
 
 if [ ! -f "$OUT/.crds-done" ]; then
   # Kueue: shipped in the module zip.
@@ -149,6 +156,10 @@ if [ ! -f "$OUT/.crds-done" ]; then
     paths=volcano.sh/apis/pkg/apis/scheduling/v1beta1 output:crd:artifacts:config="$CRDS/volcano") ||
     die "controller-gen failed for volcano.sh/apis"
   rm -f "$BIN/.controller-gen"
+
+  # KWOK's Stage CRD ships in its module zip.
+  cp "$WDIR/kustomize/crd/bases/kwok.x-k8s.io_stages.yaml" "$CRDS/kwok/"
+  chmod 644 "$CRDS/kwok/"*.yaml
   for f in podgroups queues; do
     [ -s "$CRDS/volcano/scheduling.volcano.sh_$f.yaml" ] || die "volcano CRD $f was not generated"
   done
@@ -157,6 +168,7 @@ if [ ! -f "$OUT/.crds-done" ]; then
     echo "kubernetes $KV (go $GOV)"
     echo "etcd $(modver etcd go.etcd.io/etcd/server/v3)"
     echo "kueue $QV (CRDs from $QDIR/config/components/crd/bases)"
+    echo "kwok $WV (Stage CRD from $WDIR/kustomize/crd/bases)"
     echo "volcano.sh/apis $VAV (CRDs generated by controller-gen $(modver extras sigs.k8s.io/controller-tools))"
   } >"$OUT/versions.txt"
   touch "$OUT/.crds-done"

@@ -1,6 +1,7 @@
 //! Support code shared by the live test binaries.
 #![allow(dead_code)]
 
+pub mod actions;
 pub mod controlplane;
 pub mod kube;
 pub mod tmux;

@@ -30,6 +30,10 @@ pub fn resource(api_version: &str, kind: &str) -> Option<(ApiResource, bool)> {
         ("", "Namespace") => ("namespaces", false),
         ("", "Node") => ("nodes", false),
         ("", "Pod") => ("pods", true),
+        ("batch", "Job") => ("jobs", true),
+        ("apps", "ReplicaSet") => ("replicasets", true),
+        ("apps", "StatefulSet") => ("statefulsets", true),
+        ("kwok.x-k8s.io", "Stage") => ("stages", false),
         ("kueue.x-k8s.io", "ResourceFlavor") => ("resourceflavors", false),
         ("kueue.x-k8s.io", "ClusterQueue") => ("clusterqueues", false),
         ("kueue.x-k8s.io", "LocalQueue") => ("localqueues", true),
@@ -135,9 +139,15 @@ pub async fn apply(
     Ok(summary)
 }
 
-/// Deletes what `docs` created (pods at once, no grace period: there may be
-/// no kubelet to confirm). Namespaces stay: without a namespace controller
-/// they would hang in Terminating. Returns how many objects were deleted.
+/// Kinds whose objects own pods: deleted first, so their controllers (where
+/// a controller manager runs) do not recreate the pods deleted after them.
+const OWNER_KINDS: [&str; 3] = ["Job", "ReplicaSet", "StatefulSet"];
+
+/// Deletes what `docs` created: the pods' controllers, then the pods at once
+/// (no grace period, finalizers lifted: there may be no kubelet or
+/// controller to let them go), then the rest. Namespaces stay: without a
+/// namespace controller they would hang in Terminating. Returns how many
+/// objects were deleted.
 pub async fn delete(
     client: &Client,
     docs: &[Value],
@@ -146,7 +156,11 @@ pub async fn delete(
 ) -> Result<usize, ApplyError> {
     let mut deleted = 0;
     let params = DeleteParams { grace_period_seconds: Some(0), ..DeleteParams::default() };
-    // Pods first (and any pod carrying the scenario label), then the rest in reverse.
+    let owners = docs.iter().filter(|d| d["kind"].as_str().is_some_and(|k| OWNER_KINDS.contains(&k)));
+    for doc in owners {
+        deleted += delete_one(client, doc, &DeleteParams::background(), &mut progress).await?;
+    }
+    // Then pods (and any pod carrying the scenario label), then the rest in reverse.
     if let Some((ar, _)) = resource("v1", "Pod") {
         let pods: Api<DynamicObject> = Api::all_with(client.clone(), &ar);
         let lp = ListParams::default().labels(&format!("{SCENARIO_LABEL}={scenario}"));
@@ -157,6 +171,10 @@ pub async fn delete(
                         continue;
                     };
                     let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), &ns, &ar);
+                    if p.metadata.finalizers.as_ref().is_some_and(|f| !f.is_empty()) {
+                        let lift = json!({"metadata": {"finalizers": null}});
+                        let _ = api.patch(&name, &PatchParams::default(), &Patch::Merge(&lift)).await;
+                    }
                     if api.delete(&name, &params).await.is_ok() {
                         deleted += 1;
                         progress(&format!("deleted Pod/{name}"));
@@ -174,33 +192,42 @@ pub async fn delete(
         }
     }
     for doc in docs.iter().rev() {
-        let (Some(api_version), Some(kind), Some(name)) =
-            (doc["apiVersion"].as_str(), doc["kind"].as_str(), doc["metadata"]["name"].as_str())
-        else {
-            continue;
-        };
-        if matches!(kind, "Namespace" | "Pod") {
+        if doc["kind"].as_str().is_some_and(|k| matches!(k, "Namespace" | "Pod") || OWNER_KINDS.contains(&k)) {
             continue;
         }
-        let Some((ar, namespaced)) = resource(api_version, kind) else { continue };
-        let api = api(client, &ar, namespaced, doc["metadata"]["namespace"].as_str());
-        match api.delete(name, &params).await {
-            Ok(_) => {
-                deleted += 1;
-                progress(&format!("deleted {kind}/{name}"));
-            }
-            Err(kube::Error::Api(s)) if s.code == 404 => {}
-            Err(kube::Error::Api(s)) if s.code == 403 => {
-                return Err(ApplyError::Forbidden {
-                    verb: "delete".into(),
-                    resource: format!("{}.{}", ar.plural, ar.group),
-                    message: s.message.clone(),
-                });
-            }
-            Err(e) => return Err(ApplyError::Api { kind: kind.into(), name: name.into(), message: short_error(&e) }),
-        }
+        deleted += delete_one(client, doc, &params, &mut progress).await?;
     }
     Ok(deleted)
+}
+
+/// Deletes the object a manifest describes: 1 if it was there, 0 if not.
+async fn delete_one(
+    client: &Client,
+    doc: &Value,
+    params: &DeleteParams,
+    progress: &mut impl FnMut(&str),
+) -> Result<usize, ApplyError> {
+    let (Some(api_version), Some(kind), Some(name)) =
+        (doc["apiVersion"].as_str(), doc["kind"].as_str(), doc["metadata"]["name"].as_str())
+    else {
+        return Ok(0);
+    };
+    let Some((ar, namespaced)) = resource(api_version, kind) else { return Ok(0) };
+    let api = api(client, &ar, namespaced, doc["metadata"]["namespace"].as_str());
+    match api.delete(name, params).await {
+        Ok(_) => {
+            progress(&format!("deleted {kind}/{name}"));
+            Ok(1)
+        }
+        // Gone already, or its CRD is not installed.
+        Err(kube::Error::Api(s)) if s.code == 404 => Ok(0),
+        Err(kube::Error::Api(s)) if s.code == 403 => Err(ApplyError::Forbidden {
+            verb: "delete".into(),
+            resource: format!("{}.{}", ar.plural, ar.group),
+            message: s.message.clone(),
+        }),
+        Err(e) => Err(ApplyError::Api { kind: kind.into(), name: name.into(), message: short_error(&e) }),
+    }
 }
 
 /// Parses multi-document YAML into JSON values (empty documents skipped).

@@ -17,7 +17,8 @@ use crate::model::{
     TolerationOperator, Unschedulable, keys, quantity,
 };
 
-use super::manifest::{VALIDATION_START, WAIT_FOR_JOBS_START, parse_rfc3339};
+use super::manifest::{VALIDATION_START, WAIT_FOR_JOBS_START};
+use crate::model::time::parse_rfc3339;
 
 pub type Result<T> = std::result::Result<T, String>;
 
@@ -249,14 +250,13 @@ pub fn pod(p: &K8sPod) -> Result<Pod> {
     if pod.requests.wants_gpu() {
         pod.cuda = cuda_need(spec);
     }
-    let mut transitioned = pod.created;
+    // From the start time where there is one: a kubelet never starts a pod
+    // before it exists, but a replayed scenario writes the start it had.
+    let mut transitioned = p.status.as_ref().and_then(|s| s.start_time.as_ref()).map_or(pod.created, ts);
     if let Some(status) = &p.status {
         pod.phase = PodPhase::parse(status.phase.as_deref().unwrap_or("Pending"));
         pod.reason = status.reason.as_deref().map(Sym::new);
         pod.message = status.message.as_deref().map(|m| m.chars().take(512).collect::<String>().into_boxed_str());
-        if let Some(t) = &status.start_time {
-            transitioned = transitioned.max(ts(t));
-        }
         for c in status.conditions.iter().flatten() {
             if let Some(t) = &c.last_transition_time {
                 transitioned = transitioned.max(ts(t));

@@ -250,6 +250,21 @@ impl SimCluster {
         self.gangs.values()
     }
 
+    /// How a pod behaves once it runs.
+    pub fn plan(&self, key: &PodKey) -> Option<&PodPlan> {
+        self.plans.get(key)
+    }
+
+    /// The member pod a queued gang's controller will create, with its plan.
+    pub fn template(&self, key: &GangKey) -> Option<&GangTemplate> {
+        self.templates.get(key)
+    }
+
+    /// The faults scenarios injected, by node.
+    pub fn faults(&self) -> impl Iterator<Item = (Sym, Fault)> + '_ {
+        self.faults.iter().map(|(n, f)| (*n, *f))
+    }
+
     /// Records an event about an object, aggregating repeats like the
     /// Kubernetes event recorder (same object, reason and message → count++).
     pub fn record(&mut self, kind: EventType, about: Involved<'_>, reason: &str, message: &str, source: &str) {

@@ -413,7 +413,7 @@ fn default(sim: &mut SimCluster) {
         sim.add_pod(p, PodPlan { runs_for: None, replace_on_failure: true });
     }
     for i in 0..6 {
-        let p = pod(&format!("notebook-{i}"))
+        let p = pod(&format!("notebooks-{i}"))
             .ns("notebooks")
             .gpus(1)
             .cpu_milli(8000)

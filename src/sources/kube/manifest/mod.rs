@@ -1,21 +1,30 @@
 //! Model → Kubernetes objects: the demo scenarios as manifests any cluster
 //! accepts (`kgpu scenario export|apply`). Times are written relative to
 //! the demo's epoch; `shift_times` moves them to "now" when applying.
+//! `pods` adds the controllers behind the pods, so a cluster that runs
+//! controllers and KWOK (`kgpu lab`) lives the scenario.
+
+mod pods;
+
+use pods::container;
+
+pub use pods::{COMPLETE_AFTER, JOB_TRACKING_FINALIZER, KUBELET, Life};
 
 use std::collections::BTreeSet;
 
 use serde_json::{Map, Value, json};
 
-use crate::actions::audit::rfc3339;
 use crate::analysis::index::Index;
+use crate::model::time::{parse_rfc3339, rfc3339};
 use crate::model::{
-    Condition, Gang, GangKind, Node, NodeSelectorTerm, Pod, PodPhase, Queue, QueueKind, Resources, SelectorOperator,
-    Snapshot, Taint, Toleration, TolerationOperator, keys, quantity,
+    Condition, Gang, GangKind, Node, NodeSelectorTerm, PodPhase, Queue, QueueKind, Resources, SelectorOperator,
+    Snapshot, Taint, Toleration, TolerationOperator, quantity,
 };
 
 /// Every object carries it, so `kgpu scenario delete` finds them all.
 pub const SCENARIO_LABEL: &str = "kgpu.dev/scenario";
-/// kwok keeps nodes with this annotation Ready on a kind cluster.
+/// KWOK keeps nodes with this annotation (`fake`) Ready: the lab's GPU nodes,
+/// or a kind cluster's with KWOK installed. NotReady nodes go without it.
 pub const KWOK_ANNOTATION: &str = "kwok.x-k8s.io/node";
 pub const VALIDATION_START: &str = "nvidia.com/gpu-driver-upgrade-validation-start-time";
 pub const WAIT_FOR_JOBS_START: &str = "nvidia.com/gpu-driver-upgrade-wait-for-pod-completion-start-time";
@@ -111,7 +120,11 @@ fn meta(
 }
 
 fn node_json(n: &Node, scenario: &str) -> Value {
-    let mut annotations = vec![(KWOK_ANNOTATION.to_string(), "fake".to_string())];
+    // A NotReady node's kubelet is gone: KWOK must not heartbeat for it.
+    let mut annotations = Vec::new();
+    if n.is_ready() {
+        annotations.push((KWOK_ANNOTATION.to_string(), "fake".to_string()));
+    }
     if let (Some(state), Some(since)) = (n.operator.upgrade_state, n.operator.upgrade_since) {
         match state.as_str() {
             "validation-required" => annotations.push((VALIDATION_START.into(), since.to_string())),
@@ -141,114 +154,6 @@ fn node_json(n: &Node, scenario: &str) -> Value {
             }],
         },
     })
-}
-
-fn container(requests: &Resources, image: &str, env: Vec<Value>) -> Value {
-    let mut req_map = Map::new();
-    let mut lim_map = Map::new();
-    for (name, amount) in requests.iter() {
-        if name == "pods" {
-            continue;
-        }
-        let q = Value::String(quantity::format(name, amount));
-        if keys::is_gpu_resource(name) || name.contains('/') {
-            // Extended resources are requested through limits.
-            lim_map.insert(name.to_string(), q);
-        } else {
-            req_map.insert(name.to_string(), q);
-        }
-    }
-    let mut c = json!({"name": "main", "image": image, "resources": {"requests": Value::Object(req_map), "limits": Value::Object(lim_map)}});
-    if !env.is_empty() {
-        c["env"] = Value::Array(env);
-    }
-    c
-}
-
-fn pod_json(p: &Pod, index: &Index<'_>, scenario: &str) -> Option<Value> {
-    if p.phase == PodPhase::Succeeded {
-        return None;
-    }
-    let mut labels = Vec::new();
-    let mut annotations = Vec::new();
-    if let Some(o) = &p.owner {
-        match o.kind.as_str() {
-            "Job" => {
-                labels.push(("batch.kubernetes.io/job-name".to_string(), o.name.to_string()));
-                labels.push(("job-name".to_string(), o.name.to_string()));
-            }
-            _ => labels.push(("app".to_string(), o.name.to_string())),
-        }
-    }
-    if let Some(q) = p.queue {
-        labels.push((keys::KUEUE_QUEUE_NAME.to_string(), q.to_string()));
-    }
-    if let Some(g) = index.gang_of(&p.key()) {
-        match g.kind {
-            GangKind::KueueWorkload => {
-                labels.push((keys::KUEUE_POD_GROUP_NAME.to_string(), g.name.to_string()));
-                if let Some(gang) = index.snap.gangs.get(g) {
-                    annotations.push((keys::KUEUE_POD_GROUP_TOTAL.to_string(), gang.total_pods().to_string()));
-                }
-            }
-            GangKind::VolcanoPodGroup => annotations.push((keys::VOLCANO_GROUP_NAME.to_string(), g.name.to_string())),
-        }
-    }
-    let mut env = Vec::new();
-    let mut image = "registry.k8s.io/pause:3.10".to_string();
-    if let Some(c) = &p.cuda {
-        if let Some(r) = c.require_cuda {
-            env.push(json!({"name": "NVIDIA_REQUIRE_CUDA", "value": r.as_str()}));
-        }
-        if let Some(v) = c.cuda_version {
-            env.push(json!({"name": "CUDA_VERSION", "value": v.as_str()}));
-        }
-        if let Some(i) = c.image {
-            image = i.to_string();
-        }
-    }
-    let mut spec = json!({
-        "containers": [container(&p.requests, &image, env)],
-        "terminationGracePeriodSeconds": 0,
-    });
-    if !p.tolerations.is_empty() {
-        spec["tolerations"] = Value::Array(p.tolerations.iter().map(toleration_json).collect());
-    }
-    if !p.node_selector.is_empty() {
-        spec["nodeSelector"] = labels_json(p.node_selector.iter().map(|(k, v)| (k.to_string(), v.to_string())));
-    }
-    if !p.affinity.is_empty() {
-        spec["affinity"] = affinity_json(&p.affinity);
-    }
-    if let Some(s) = p.scheduler {
-        spec["schedulerName"] = json!(s.as_str());
-    }
-    if let Some(n) = p.node {
-        spec["nodeName"] = json!(n.as_str());
-    }
-    let mut obj = json!({
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": meta(&p.name, Some(p.namespace.as_str()), scenario, labels, annotations),
-        "spec": spec,
-    });
-    // Bound pods report what their kubelet would; unbound ones are left to the scheduler.
-    if p.node.is_some() {
-        let mut status = json!({"phase": p.phase.as_str(), "startTime": rfc3339(p.transitioned)});
-        if let Some(r) = p.reason {
-            if p.phase == PodPhase::Pending {
-                status["containerStatuses"] = json!([{
-                    "name": "main", "image": image, "imageID": "", "ready": false, "restartCount": 3,
-                    "state": {"waiting": {"reason": r.as_str(), "message": p.message.as_deref().unwrap_or("")}},
-                }]);
-            } else {
-                status["reason"] = json!(r.as_str());
-                status["message"] = json!(p.message.as_deref().unwrap_or(""));
-            }
-        }
-        obj["status"] = status;
-    }
-    Some(obj)
 }
 
 fn workload_json(g: &Gang, scenario: &str) -> Value {
@@ -405,7 +310,7 @@ fn queue_json(q: &Queue, scenario: &str) -> Value {
 }
 
 /// The objects of a snapshot, in the order they must be created.
-pub fn manifests(snap: &Snapshot, scenario: &str) -> Vec<Value> {
+pub fn manifests(snap: &Snapshot, life: &Life, scenario: &str) -> Vec<Value> {
     let index = Index::build(snap, snap.clock);
     let mut namespaces = BTreeSet::new();
     for p in snap.pods.values() {
@@ -451,10 +356,14 @@ pub fn manifests(snap: &Snapshot, scenario: &str) -> Vec<Value> {
             GangKind::VolcanoPodGroup => podgroup_json(g, scenario),
         });
     }
+    let all: Vec<&crate::model::Pod> = snap.pods.values().map(|p| &**p).collect();
     // Bound pods first: the scheduler must see the capacity they hold
-    // before it tries to place the pending ones.
-    out.extend(snap.pods.values().filter(|p| p.node.is_some()).filter_map(|p| pod_json(p, &index, scenario)));
-    out.extend(snap.pods.values().filter(|p| p.node.is_none()).filter_map(|p| pod_json(p, &index, scenario)));
+    // before it tries to place the pending ones. Then the controllers that
+    // adopt them.
+    out.extend(all.iter().filter(|p| p.node.is_some()).filter_map(|p| pods::pod_json(p, &index, life, scenario)));
+    out.extend(all.iter().filter(|p| p.node.is_none()).filter_map(|p| pods::pod_json(p, &index, life, scenario)));
+    out.extend(pods::controllers_json(&all, &index, life, scenario));
+    out.extend(pods::fault_stages(life, scenario));
     out
 }
 
@@ -480,7 +389,10 @@ pub fn shift_times(v: &mut Value, delta: i64) {
         Value::Object(m) => {
             for (k, x) in m.iter_mut() {
                 match (k.as_str(), &*x) {
-                    ("lastTransitionTime" | "startTime" | "startedAt" | "finishedAt", Value::String(s)) => {
+                    (
+                        "lastTransitionTime" | "startTime" | "startedAt" | "finishedAt" | COMPLETE_AFTER,
+                        Value::String(s),
+                    ) => {
                         if let Some(t) = parse_rfc3339(s) {
                             *x = Value::String(rfc3339(t + delta));
                         }
@@ -499,34 +411,12 @@ pub fn shift_times(v: &mut Value, delta: i64) {
     }
 }
 
-/// `2026-11-30T09:00:00Z` → Unix seconds (UTC, whole seconds only).
-pub fn parse_rfc3339(s: &str) -> Option<i64> {
-    let s = s.trim();
-    let (date, time) = s.split_once('T')?;
-    let mut d = date.split('-');
-    let (y, mo, da): (i64, i64, i64) = (d.next()?.parse().ok()?, d.next()?.parse().ok()?, d.next()?.parse().ok()?);
-    let time = time.trim_end_matches('Z');
-    let time = time.split(['+', '.']).next()?;
-    let mut t = time.split(':');
-    let (h, mi, se): (i64, i64, i64) = (t.next()?.parse().ok()?, t.next()?.parse().ok()?, t.next()?.parse().ok()?);
-    let y2 = if mo <= 2 { y - 1 } else { y };
-    let era = if y2 >= 0 { y2 } else { y2 - 399 } / 400;
-    let yoe = y2 - era * 400;
-    let doy = (153 * (if mo > 2 { mo - 3 } else { mo + 9 }) + 2) / 5 + da - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    Some(days * 86_400 + h * 3600 + mi * 60 + se)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn rfc3339_round_trips_and_shifts() {
-        assert_eq!(parse_rfc3339("2026-11-30T09:00:00Z"), Some(1_796_029_200));
-        assert_eq!(parse_rfc3339(&rfc3339(951_782_400)), Some(951_782_400));
-        assert_eq!(parse_rfc3339("2026-11-30T09:00:00.123456Z"), Some(1_796_029_200));
+    fn times_shift() {
         let mut v = json!({"status": {"startTime": "2026-11-30T09:00:00Z", "conditions": [{"lastTransitionTime": "2026-11-30T08:00:00Z"}]},
                            "metadata": {"annotations": {VALIDATION_START: "1796029200"}}});
         shift_times(&mut v, 60);

@@ -1,0 +1,81 @@
+//! Keys, certificates, tokens and kubeconfigs of a lab cluster: made here
+//! (rcgen), so the lab needs no openssl on the machine.
+
+use std::path::{Path, PathBuf};
+
+use super::LabError;
+
+/// The admin user's token (group `system:masters`).
+pub const ADMIN_TOKEN: &str = "kgpu-admin-token";
+/// A user with no RBAC at all (for forbidden-path tests and trainees).
+pub const VIEWER_TOKEN: &str = "kgpu-viewer-token";
+
+pub(crate) fn write(path: &Path, text: &str) -> Result<(), LabError> {
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).map_err(|source| LabError::Io { path: parent.to_path_buf(), source })?;
+    }
+    std::fs::write(path, text).map_err(|source| LabError::Io { path: path.to_path_buf(), source })
+}
+
+/// The API server's service-account signing key (ECDSA P-256, PKCS#8 PEM)
+/// at `private`, and its public half (the verification key) at `public`.
+pub fn service_account_key(private: &Path, public: &Path) -> Result<(), LabError> {
+    let key = rcgen::KeyPair::generate().map_err(|e| LabError::Start {
+        component: "pki".into(),
+        message: format!("cannot generate the service-account key: {e}"),
+    })?;
+    write(private, &key.serialize_pem())?;
+    write(public, &key.public_key_pem())
+}
+
+/// A self-signed serving certificate for `localhost` and 127.0.0.1, as
+/// `dir/tls.crt` and `dir/tls.key` (what controller-runtime webhooks read).
+pub fn serving_cert(dir: &Path) -> Result<(PathBuf, PathBuf), LabError> {
+    let certified =
+        rcgen::generate_simple_self_signed(vec!["localhost".to_string(), "127.0.0.1".to_string()]).map_err(|e| {
+            LabError::Start { component: "pki".into(), message: format!("cannot generate a serving certificate: {e}") }
+        })?;
+    let (crt, key) = (dir.join("tls.crt"), dir.join("tls.key"));
+    write(&crt, &certified.cert.pem())?;
+    write(&key, &certified.signing_key.serialize_pem())?;
+    Ok((crt, key))
+}
+
+/// The API server's `--token-auth-file`.
+pub fn tokens_csv() -> String {
+    format!("{ADMIN_TOKEN},admin,admin-uid,system:masters\n{VIEWER_TOKEN},viewer,viewer-uid,\n")
+}
+
+/// A kubeconfig with one cluster, user and context (the API server's
+/// certificate is self-signed, so it is not verified: loopback only).
+pub fn kubeconfig(server: &str, token: &str, user: &str, context: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: {context}\n  cluster:\n    server: {server}\n    insecure-skip-tls-verify: true\nusers:\n- name: {user}\n  user:\n    token: {token}\ncontexts:\n- name: {context}\n  context:\n    cluster: {context}\n    user: {user}\ncurrent-context: {context}\n"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_and_certificates_are_pem() {
+        let dir = tempfile::tempdir().unwrap();
+        service_account_key(&dir.path().join("sa.key"), &dir.path().join("sa.pub")).unwrap();
+        let key = std::fs::read_to_string(dir.path().join("sa.key")).unwrap();
+        assert!(key.starts_with("-----BEGIN PRIVATE KEY-----"), "{key}");
+        let public = std::fs::read_to_string(dir.path().join("sa.pub")).unwrap();
+        assert!(public.starts_with("-----BEGIN PUBLIC KEY-----"), "{public}");
+        let (crt, key) = serving_cert(&dir.path().join("certs")).unwrap();
+        assert!(std::fs::read_to_string(crt).unwrap().starts_with("-----BEGIN CERTIFICATE-----"));
+        assert!(std::fs::read_to_string(key).unwrap().contains("PRIVATE KEY"));
+    }
+
+    #[test]
+    fn a_kubeconfig_names_its_context() {
+        let text = kubeconfig("https://127.0.0.1:6443", ADMIN_TOKEN, "admin", "kgpu-lab");
+        let v: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
+        assert_eq!(v["current-context"], "kgpu-lab");
+        assert_eq!(v["users"][0]["user"]["token"], ADMIN_TOKEN);
+    }
+}

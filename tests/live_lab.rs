@@ -1,0 +1,225 @@
+//! The living lab (`kgpu lab`): the real kube-controller-manager and KWOK
+//! next to the API server and scheduler. A scenario lives there as in the
+//! demo: its GPU nodes stay Ready past the node-monitor grace period, its
+//! pods run, the gang gets the real scheduler's FailedScheduling, kgpu reads
+//! the story; a Job's deleted pod is recreated and runs, a drained node's
+//! pods come back elsewhere, and a node whose kubelet is gone goes NotReady.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic on broken fixtures
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::apps::v1::ReplicaSet;
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kgpu::actions::{Action, ActionRequest};
+use kgpu::analysis::{self, Thresholds};
+use kgpu::model::{Readiness, Sym};
+use kube::api::{Api, ListParams, PostParams};
+use serde_json::json;
+use support::actions::harness;
+use support::controlplane::ControlPlane;
+use support::kube::{client, eventually, namespace, until};
+
+fn ready(n: &Node) -> Option<bool> {
+    let c = n.status.as_ref()?.conditions.as_ref()?.iter().find(|c| c.type_ == "Ready")?;
+    Some(c.status == "True")
+}
+
+fn phase(p: &Pod) -> &str {
+    p.status.as_ref().and_then(|s| s.phase.as_deref()).unwrap_or("")
+}
+
+/// A fake GPU node KWOK keeps (or, with `kubelet: false`, nobody keeps).
+async fn lab_node(client: &kube::Client, name: &str, gpus: u32, taint: Option<&str>, kubelet: bool) {
+    let api: Api<Node> = Api::all(client.clone());
+    let annotations = if kubelet { json!({"kwok.x-k8s.io/node": "fake"}) } else { json!({}) };
+    let taints = taint.map_or(json!([]), |t| json!([{"key": "kgpu.dev/test", "value": t, "effect": "NoSchedule"}]));
+    let node: Node = serde_json::from_value(json!({
+        "metadata": {"name": name, "annotations": annotations,
+                     "labels": {"kubernetes.io/hostname": name, "nvidia.com/gpu.present": "true", "nvidia.com/gpu.count": gpus.to_string(),
+                                "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3", "kgpu.dev/pool": taint.unwrap_or("lab")}},
+        "spec": {"taints": taints},
+        "status": {
+            "capacity": {"cpu": "64", "memory": "512Gi", "pods": "110", "nvidia.com/gpu": gpus.to_string()},
+            "allocatable": {"cpu": "64", "memory": "512Gi", "pods": "110", "nvidia.com/gpu": gpus.to_string()},
+            "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "kubelet is posting ready status"}]
+        }
+    }))
+    .unwrap();
+    api.create(&PostParams::default(), &node).await.expect("create node");
+}
+
+#[tokio::test]
+async fn the_fragmented_scenario_lives_and_kgpu_tells_its_story() {
+    let Some(lab) = ControlPlane::lab_if_enabled() else { return };
+    let client = client(lab).await;
+    let applied = Instant::now();
+    let summary = kgpu::runtime::scenario::apply_now(&client, "fragmented", false, |_| {}).await.unwrap();
+    assert!(summary.missing.is_empty(), "the lab has every CRD: {:?}", summary.missing);
+    let nodes: Api<Node> = Api::all(client.clone());
+    let gpu_nodes = || async {
+        let list = nodes.list(&ListParams::default().labels("kgpu.dev/scenario=fragmented")).await.ok()?;
+        Some(list.items)
+    };
+    // KWOK makes the scenario's nodes Ready (the API server's admission put
+    // the not-ready taint on them; the node lifecycle controller lifts it).
+    eventually("the 8 GPU nodes Ready and untainted", Duration::from_secs(60), || async {
+        let items = gpu_nodes().await?;
+        (items.len() == 8
+            && items.iter().all(|n| ready(n) == Some(true))
+            && items.iter().all(|n| n.spec.as_ref().and_then(|s| s.taints.as_ref()).is_none_or(|t| t.is_empty())))
+        .then_some(())
+    })
+    .await;
+    // The Jobs adopt the scenario's pods (the pods came first).
+    let research: Api<Pod> = Api::namespaced(client.clone(), "research");
+    eventually("every pod adopted by its Job", Duration::from_secs(60), || async {
+        let pods = research.list(&ListParams::default()).await.ok()?;
+        pods.items.iter().all(|p| p.metadata.owner_references.as_ref().is_some_and(|o| !o.is_empty())).then_some(())
+    })
+    .await;
+    // The 2×8 gang's members get the real scheduler's verdict.
+    let said = eventually("FailedScheduling for the gang", Duration::from_secs(60), || async {
+        let pods = research.list(&ListParams::default().labels("batch.kubernetes.io/job-name=llm-sft")).await.ok()?;
+        let messages: Vec<String> = pods
+            .items
+            .iter()
+            .filter_map(|p| {
+                p.status.as_ref()?.conditions.as_ref()?.iter().find(|c| c.type_ == "PodScheduled")?.message.clone()
+            })
+            .collect();
+        (messages.len() == 2).then(|| messages.join(" | "))
+    })
+    .await;
+    assert!(said.contains("Insufficient nvidia.com/gpu"), "{said}");
+
+    // kgpu on the lab's context shows the demo's story.
+    let target = kgpu::sources::kube::client::Target { kubeconfig: Some(lab.kubeconfig.clone()), context: None };
+    let (snap, now) = kgpu::runtime::load::kube(&target, &Default::default()).await.unwrap();
+    let a = analysis::analyze(&snap, now, &Thresholds::default());
+    // (Other tests of this binary add tainted nodes of their own: count the scenario's.)
+    let stranded: u64 =
+        a.fragmentation.stranded_by_node.iter().filter(|(n, _)| n.as_str().starts_with("gpu-")).map(|(_, g)| g).sum();
+    assert_eq!(stranded, 28, "{:?}", a.fragmentation.stranded_by_node);
+    assert_eq!(a.fragmentation.plan.status, analysis::fragmentation::PlanStatus::Found, "{:?}", a.fragmentation.plan);
+    assert_eq!(a.fragmentation.plan.nodes_freed.len(), 2, "{:?}", a.fragmentation.plan);
+    let gang = a.pending.iter().find(|p| p.name.contains("llm-sft")).expect("the gang is pending");
+    assert_eq!(gang.blocking_str(), "fit", "{}", gang.summary);
+    assert_eq!(gang.agrees_with_scheduler, Some(true), "{:?}", gang.disagreement);
+
+    // A Job's pod deleted: the Job controller creates another, the scheduler
+    // places it and KWOK runs it.
+    let victim = research
+        .list(&ListParams::default().labels("batch.kubernetes.io/job-name=sweep-01-0"))
+        .await
+        .unwrap()
+        .items
+        .remove(0);
+    let victim_name = victim.metadata.name.clone().unwrap();
+    research.delete(&victim_name, &Default::default()).await.unwrap();
+    let replacement = eventually("a Running replacement from the Job", Duration::from_secs(60), || async {
+        let pods =
+            research.list(&ListParams::default().labels("batch.kubernetes.io/job-name=sweep-01-0")).await.ok()?;
+        pods.items
+            .into_iter()
+            .find(|p| p.metadata.name.as_deref() != Some(victim_name.as_str()) && phase(p) == "Running")
+    })
+    .await;
+    let owner = &replacement.metadata.owner_references.as_ref().unwrap()[0];
+    assert_eq!((owner.kind.as_str(), owner.name.as_str()), ("Job", "sweep-01-0"));
+    assert!(replacement.spec.as_ref().unwrap().node_name.is_some());
+
+    // Past the node-monitor grace period (50 s), KWOK's leases keep the nodes Ready.
+    let grace = Duration::from_secs(65);
+    if let Some(left) = grace.checked_sub(applied.elapsed()) {
+        tokio::time::sleep(left).await;
+    }
+    let items = gpu_nodes().await.unwrap();
+    assert!(items.iter().all(|n| ready(n) == Some(true)), "a node went NotReady despite KWOK's heartbeats");
+}
+
+#[tokio::test]
+async fn a_node_whose_kubelet_is_gone_goes_not_ready_and_kgpu_says_so() {
+    let Some(lab) = ControlPlane::lab_if_enabled() else { return };
+    let client = client(lab).await;
+    lab_node(&client, "lab-silent", 8, Some("silent"), false).await;
+    let (snapshots, _tasks) = support::kube::source(lab, &lab.kubeconfig).await;
+    let node = Sym::new("lab-silent");
+    // The node lifecycle controller: no heartbeat for the grace period → Unknown, tainted.
+    let nodes: Api<Node> = Api::all(client.clone());
+    eventually("lab-silent NotReady with the unreachable taint", Duration::from_secs(120), || async {
+        let n = nodes.get("lab-silent").await.ok()?;
+        let tainted = n
+            .spec
+            .as_ref()?
+            .taints
+            .as_ref()?
+            .iter()
+            .any(|t| t.key == "node.kubernetes.io/unreachable" && t.effect == "NoSchedule");
+        (ready(&n) == Some(false) && tainted).then_some(())
+    })
+    .await;
+    until(&snapshots, "kgpu sees it NotReady", |s| s.nodes.get(&node).is_some_and(|n| n.readiness != Readiness::Ready))
+        .await;
+}
+
+#[tokio::test]
+async fn a_drained_nodes_pods_are_recreated_elsewhere_and_run() {
+    let Some(lab) = ControlPlane::lab_if_enabled() else { return };
+    let client = client(lab).await;
+    // Two nodes of their own (a taint keeps other tests' pods off them).
+    for name in ["lab-drain-a", "lab-drain-b"] {
+        lab_node(&client, name, 4, Some("drain"), true).await;
+    }
+    namespace(&client, "lab-drain").await;
+    let rs: ReplicaSet = serde_json::from_value(json!({
+        "metadata": {"name": "serve", "namespace": "lab-drain"},
+        "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "serve"}},
+                 "template": {"metadata": {"labels": {"app": "serve"}}, "spec": {
+                     "terminationGracePeriodSeconds": 0,
+                     "nodeSelector": {"kgpu.dev/pool": "drain"},
+                     "tolerations": [{"key": "kgpu.dev/test", "operator": "Equal", "value": "drain", "effect": "NoSchedule"}],
+                     "containers": [{"name": "main", "image": "ghcr.io/acme/llm-serve:v7",
+                                     "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}}}
+    }))
+    .unwrap();
+    Api::<ReplicaSet>::namespaced(client.clone(), "lab-drain").create(&PostParams::default(), &rs).await.unwrap();
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "lab-drain");
+    let running_on = |node: &'static str| {
+        let pods = pods.clone();
+        async move {
+            let list = pods.list(&ListParams::default()).await.ok()?;
+            let on: Vec<Pod> = list
+                .items
+                .into_iter()
+                .filter(|p| phase(p) == "Running" && p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(node))
+                .collect();
+            Some(on)
+        }
+    };
+    let before = eventually("3 pods Running", Duration::from_secs(60), || async {
+        let a = running_on("lab-drain-a").await?;
+        let b = running_on("lab-drain-b").await?;
+        (a.len() + b.len() == 3).then_some((a.len(), b.len()))
+    })
+    .await;
+    let (drained, other) = if before.0 > 0 { ("lab-drain-a", "lab-drain-b") } else { ("lab-drain-b", "lab-drain-a") };
+
+    let mut h = harness(lab).await;
+    let node = Sym::new(drained);
+    until(&h.snapshots, "node seen", |s| s.nodes.contains_key(&node)).await;
+    h.executor.run(ActionRequest { action: Action::Drain { node, gpu_only: false }, dry_run: false }).await;
+    let (_, text, error) = h.reports();
+    assert!(!error, "{text}");
+    let after = eventually("every replica Running on the other node", Duration::from_secs(90), || async {
+        let there = running_on(other).await?;
+        let left = running_on(drained).await?;
+        (there.len() == 3 && left.is_empty()).then_some(there.len())
+    })
+    .await;
+    assert_eq!(after, 3);
+    let audit = h.audit();
+    assert_eq!(audit.last().unwrap()["action"], "drain");
+}
