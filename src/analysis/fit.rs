@@ -18,9 +18,16 @@ use super::tally::Tally;
 pub enum NodeReason {
     Cordoned,
     NotReady,
-    UntoleratedTaint { key: Sym, value: Sym },
+    UntoleratedTaint {
+        key: Sym,
+        value: Sym,
+    },
     SelectorMismatch,
     AffinityMismatch,
+    /// Every required affinity term pins node names (`matchFields
+    /// metadata.name In`) and this node is not one of them: the scheduler
+    /// leaves it out before filtering.
+    NotAmongPinnedNodes,
     DevicePluginNotAdvertising,
     InsufficientGpu,
     InsufficientMig(Sym),
@@ -33,6 +40,8 @@ pub enum NodeReason {
 /// The scheduler filter a reason belongs to, in the scheduler's order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Filter {
+    /// NodeAffinity's PreFilter: nodes outside pinned names are never filtered.
+    PreFilter,
     NodeUnschedulable,
     TaintToleration,
     NodeAffinity,
@@ -46,7 +55,7 @@ impl NodeReason {
             NodeReason::NotReady => "not-ready".into(),
             NodeReason::UntoleratedTaint { key, .. } => format!("untolerated-taint:{key}"),
             NodeReason::SelectorMismatch => "selector-mismatch".into(),
-            NodeReason::AffinityMismatch => "affinity-mismatch".into(),
+            NodeReason::AffinityMismatch | NodeReason::NotAmongPinnedNodes => "affinity-mismatch".into(),
             NodeReason::DevicePluginNotAdvertising => "device-plugin-not-advertising".into(),
             NodeReason::InsufficientGpu => "insufficient-gpu".into(),
             NodeReason::InsufficientMig(p) => format!("insufficient-mig:{p}"),
@@ -59,6 +68,7 @@ impl NodeReason {
 
     pub fn filter(&self) -> Filter {
         match self {
+            NodeReason::NotAmongPinnedNodes => Filter::PreFilter,
             NodeReason::Cordoned => Filter::NodeUnschedulable,
             NodeReason::NotReady | NodeReason::UntoleratedTaint { .. } => Filter::TaintToleration,
             NodeReason::SelectorMismatch | NodeReason::AffinityMismatch => Filter::NodeAffinity,
@@ -75,6 +85,7 @@ impl NodeReason {
             NodeReason::SelectorMismatch | NodeReason::AffinityMismatch => {
                 "node(s) didn't match Pod's node affinity/selector".into()
             }
+            NodeReason::NotAmongPinnedNodes => PINNED_ELSEWHERE.into(),
             NodeReason::DevicePluginNotAdvertising | NodeReason::InsufficientGpu => {
                 format!("Insufficient {}", keys::RESOURCE_GPU)
             }
@@ -94,15 +105,23 @@ impl NodeReason {
 
     /// Coarse class for comparing kgpu with the scheduler, whose wording
     /// merges some of kgpu's distinctions (selector vs affinity; a silent
-    /// device plugin shows as plain `Insufficient nvidia.com/gpu`).
+    /// device plugin shows as plain `Insufficient nvidia.com/gpu`; v1.36
+    /// names no taint, so every taint and NotReady is one class).
     pub fn comparison_class(&self) -> String {
         match self {
             NodeReason::SelectorMismatch | NodeReason::AffinityMismatch => "selector-mismatch".into(),
             NodeReason::DevicePluginNotAdvertising => "insufficient-gpu".into(),
+            NodeReason::NotReady | NodeReason::UntoleratedTaint { .. } => "untolerated-taint".into(),
+            NodeReason::NotAmongPinnedNodes => PINNED_ELSEWHERE_CLASS.into(),
             other => other.code(),
         }
     }
 }
+
+/// What kube-scheduler v1.36 says of nodes its NodeAffinity PreFilter left out.
+pub const PINNED_ELSEWHERE: &str = "node(s) didn't satisfy plugin(s) [NodeAffinity]";
+/// Its comparison class: not the same as a selector mismatch in the histogram.
+pub const PINNED_ELSEWHERE_CLASS: &str = "affinity-node-names";
 
 /// What the pod (or one member of a gang) asks of a node.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -168,35 +187,45 @@ pub fn placement_verdicts(shape: &Shape<'_>, node: &Node) -> Vec<NodeReason> {
 
 /// [`placement_verdicts`], appended to `reasons`.
 pub fn placement_verdicts_into(shape: &Shape<'_>, node: &Node, reasons: &mut Vec<NodeReason>) {
+    // NodeUnschedulable: a cordon keeps out pods that do not tolerate the
+    // unschedulable taint (DaemonSets do).
     if node.unschedulable {
         let cordon = Taint::new(keys::TAINT_UNSCHEDULABLE, "", TaintEffect::NoSchedule);
         if !tolerates(shape.tolerations, &cordon) {
             reasons.push(NodeReason::Cordoned);
         }
     }
-    // A NotReady node carries the not-ready taint once the node lifecycle
-    // controller sees it; say "not ready" either way.
-    let mut not_ready = !node.is_ready();
+    // TaintToleration: NoSchedule and NoExecute taints, in the node's order
+    // (older schedulers named the first untolerated one). The node lifecycle
+    // controller taints a NotReady node twice (NoSchedule and NoExecute);
+    // pods tolerate only the NoExecute one by default, so the node is
+    // "not ready" whichever comes first. A cordon's own taint is the cordon.
+    let mut not_ready = false;
     for taint in node.taints.iter() {
-        if taint.effect == TaintEffect::PreferNoSchedule || tolerates(shape.tolerations, taint) {
-            if is_not_ready_taint(taint) {
-                not_ready = false;
-            }
+        if taint.effect == TaintEffect::PreferNoSchedule
+            || (node.unschedulable && taint.key.as_str() == keys::TAINT_UNSCHEDULABLE)
+            || tolerates(shape.tolerations, taint)
+        {
             continue;
         }
-        if is_not_ready_taint(taint) {
-            not_ready = true;
-        } else {
+        if !is_not_ready_taint(taint) {
             reasons.push(NodeReason::UntoleratedTaint { key: taint.key, value: taint.value });
+        } else if !not_ready {
+            not_ready = true;
+            reasons.push(NodeReason::NotReady);
         }
     }
-    if not_ready {
+    // A NotReady node the controller has not tainted yet will be: it cannot
+    // run the pod either way (a bare API server's scheduler would still bind it).
+    if !node.is_ready() && !node.taints.iter().any(is_not_ready_taint) {
         reasons.push(NodeReason::NotReady);
     }
     if !selector_matches(shape.node_selector, node) {
         reasons.push(NodeReason::SelectorMismatch);
     }
-    if !affinity_matches(shape.affinity, node) {
+    if pinned_elsewhere(shape.affinity, node) {
+        reasons.insert(0, NodeReason::NotAmongPinnedNodes);
+    } else if !affinity_matches(shape.affinity, node) {
         reasons.push(NodeReason::AffinityMismatch);
     }
 }
@@ -210,13 +239,43 @@ pub fn scheduler_view(reasons: &[NodeReason]) -> Vec<NodeReason> {
 /// [`scheduler_view`] without allocating.
 pub fn first_filter_reasons(reasons: &[NodeReason]) -> impl Iterator<Item = &NodeReason> {
     let first = reasons.iter().map(|r| r.filter()).min();
-    // One NodeAffinity message covers selector and affinity.
-    let keep = if first == Some(Filter::NodeAffinity) { 1 } else { usize::MAX };
+    // One message per node from TaintToleration (however many taints) and
+    // NodeAffinity (selector and affinity alike); NodeResourcesFit names
+    // every resource short.
+    let keep = match first {
+        Some(Filter::TaintToleration | Filter::NodeAffinity) => 1,
+        _ => usize::MAX,
+    };
     reasons.iter().filter(move |r| Some(r.filter()) == first).take(keep)
 }
 
 pub fn selector_matches(selector: &[(Sym, Sym)], node: &Node) -> bool {
     selector.iter().all(|(k, v)| node.labels.iter().any(|(nk, nv)| nk == k && nv == v))
+}
+
+/// Whether every term pins node names (`matchFields metadata.name In`, the
+/// values of one term's requirements intersected, the terms' united) and
+/// this node is not among them (NodeAffinity's PreFilter).
+fn pinned_elsewhere(terms: &[NodeSelectorTerm], node: &Node) -> bool {
+    if terms.is_empty() {
+        return false;
+    }
+    let mut pinned_here = false;
+    for term in terms {
+        let mut names = term
+            .fields
+            .iter()
+            .filter(|r| r.key.as_str() == "metadata.name" && r.operator == SelectorOperator::In)
+            .peekable();
+        if names.peek().is_none() {
+            // A term without names: every node is eligible.
+            return false;
+        }
+        if names.all(|r| r.values.contains(&node.name)) {
+            pinned_here = true;
+        }
+    }
+    !pinned_here
 }
 
 pub fn affinity_matches(terms: &[NodeSelectorTerm], node: &Node) -> bool {

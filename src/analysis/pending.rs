@@ -909,18 +909,26 @@ fn fit_step(index: &Index<'_>, demand: &Demand) -> FitResult {
         let summary = if need > 1 {
             format!("room for {slots_total} of the {need} pod(s) of shape {} it needs", shape_text(&demand.requests, 1))
         } else {
-            format!("0/{total_nodes} nodes can take it: {}", histogram(&scheduler_view))
+            format!("0/{total_nodes} nodes can take it: {}", histogram(&node_reasons))
         };
         if let Some((free, node)) = closest {
             let short = demand.gpus_per_pod.saturating_sub(free);
             unblock
                 .push(format!("free {short} more GPU(s) on {} ({} free of {})", node.name, free, node.allocatable.gpu));
         }
+        let mut details: Vec<String> = node_reasons.iter().map(|(k, v)| format!("{v} node(s): {k}")).collect();
+        let counted: u32 = node_reasons.values().sum();
+        let short = total_nodes.saturating_sub(fitting_nodes);
+        if counted > short {
+            details.push(format!(
+                "(a node can fail several checks, so these add up to {counted} for {short} node(s); the scheduler names only each node's first)"
+            ));
+        }
         StepReport {
             step: Step::Fit,
             verdict: Verdict::Block,
             summary: summary.into(),
-            details: node_reasons.iter().map(|(k, v)| format!("{v} node(s): {k}")).collect(),
+            details: details.into(),
             commands,
         }
     };
@@ -1092,33 +1100,35 @@ fn cross_check(fit: &FitResult, message: &str) -> CrossCheck {
     if fit.total_nodes == 0 {
         return check;
     }
-    let theirs: std::collections::BTreeSet<&String> = check.reasons.keys().collect();
-    // v1.36 says "untolerated taint(s)" without the key: compare at that level.
-    let keyless = theirs.iter().any(|k| k.as_str() == "untolerated-taint");
-    let ours: std::collections::BTreeSet<String> = fit
-        .scheduler_view
-        .keys()
-        .map(|k| {
-            if keyless && (k.starts_with("untolerated-taint:") || k == "not-ready") {
-                "untolerated-taint".to_string()
-            } else {
-                k.clone()
-            }
-        })
-        .collect();
-    let agrees = theirs.len() == ours.len() && theirs.iter().zip(&ours).all(|(a, b)| *a == b);
+    // Like with like: the scheduler's histogram and kgpu's (one entry per
+    // node per class, each node counted under its first failing filter), in
+    // the classes both can name, with their counts.
+    let mut theirs: BTreeMap<String, u32> = BTreeMap::new();
+    for (reason, count) in &parsed.reasons {
+        *theirs.entry(scheduler_msg::comparison_class(reason)).or_default() += count;
+    }
+    let fmt = |m: &BTreeMap<String, u32>| {
+        if m.is_empty() {
+            "fits somewhere".to_string()
+        } else {
+            m.iter().map(|(k, v)| format!("{v} {k}")).collect::<Vec<_>>().join(", ")
+        }
+    };
+    if parsed.total_nodes.is_some_and(|n| n != fit.total_nodes) {
+        // Nodes came or went since its last attempt: nothing to compare.
+        check.disagreement = Some(format!(
+            "not compared: the scheduler's last attempt saw {} node(s), kgpu sees {} now",
+            parsed.total_nodes.unwrap_or(0),
+            fit.total_nodes
+        ));
+        return check;
+    }
+    let agrees = theirs == fit.scheduler_view;
     check.agrees = Some(agrees);
     if !agrees {
-        let fmt = |m: &BTreeMap<String, u32>| {
-            if m.is_empty() {
-                "fits somewhere".to_string()
-            } else {
-                m.iter().map(|(k, v)| format!("{v} {k}")).collect::<Vec<_>>().join(", ")
-            }
-        };
         check.disagreement = Some(format!(
             "scheduler (last attempt): {}; kgpu (now): {} — the cluster changed since, or the scheduler sees something kgpu does not (another scheduler, volumes, pod affinity)",
-            fmt(&check.reasons),
+            fmt(&theirs),
             fmt(&fit.scheduler_view)
         ));
     }

@@ -181,6 +181,20 @@ pub fn read(message: &str) -> Said {
     if parsed.recognised { Said::Scheduler(parsed) } else { Said::Unrecognised }
 }
 
+/// The class a scheduler reason compares in (`fit::NodeReason::comparison_class`):
+/// its node reason code, with every taint (named or not, NotReady's too)
+/// one class; the raw text for reasons kgpu does not model.
+pub fn comparison_class(reason: &str) -> String {
+    if reason.trim() == super::fit::PINNED_ELSEWHERE {
+        return super::fit::PINNED_ELSEWHERE_CLASS.into();
+    }
+    match reason_code(reason) {
+        Some(code) if code == "not-ready" || code.starts_with("untolerated-taint") => "untolerated-taint".into(),
+        Some(code) => code,
+        None => reason.trim().to_string(),
+    }
+}
+
 /// The node reason code for a scheduler reason, when there is one
 /// (DESIGN.md's codes); `None` for reasons kgpu does not model.
 pub fn reason_code(reason: &str) -> Option<String> {
@@ -199,6 +213,9 @@ pub fn reason_code(reason: &str) -> Option<String> {
                 None => format!("insufficient:{other}"),
             },
         });
+    }
+    if r == super::fit::PINNED_ELSEWHERE {
+        return Some("affinity-mismatch".into());
     }
     if r == "Too many pods" {
         return Some("insufficient-pods".into());

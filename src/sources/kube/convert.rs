@@ -124,24 +124,52 @@ fn container_requests(c: &Container) -> Result<BTreeMap<String, u64>> {
     Ok(m)
 }
 
-/// The pod's effective requests: the sum over containers, at least the
-/// largest init container, plus the pod overhead.
+/// What the scheduler reserves for a pod (component-helpers' `PodRequests`):
+/// the app containers' sum plus every native sidecar (an init container
+/// with `restartPolicy: Always`, which keeps running); at least what the
+/// heaviest moment of the init sequence needs (an init container together
+/// with the sidecars started before it); pod-level requests (`spec.resources`)
+/// in place of the containers' for cpu and memory; then the RuntimeClass's
+/// overhead.
 pub fn effective_requests(spec: &PodSpec) -> Result<Resources> {
+    fn add(into: &mut BTreeMap<String, u64>, from: &BTreeMap<String, u64>) {
+        for (k, v) in from {
+            *into.entry(k.clone()).or_default() += v;
+        }
+    }
+    fn at_least(into: &mut BTreeMap<String, u64>, from: &BTreeMap<String, u64>) {
+        for (k, v) in from {
+            let e = into.entry(k.clone()).or_default();
+            *e = (*e).max(*v);
+        }
+    }
     let mut sum: BTreeMap<String, u64> = BTreeMap::new();
     for c in &spec.containers {
-        for (k, v) in container_requests(c)? {
-            *sum.entry(k).or_default() += v;
-        }
+        add(&mut sum, &container_requests(c)?);
     }
+    let mut sidecars: BTreeMap<String, u64> = BTreeMap::new();
+    let mut init_peak: BTreeMap<String, u64> = BTreeMap::new();
     for c in spec.init_containers.iter().flatten() {
-        for (k, v) in container_requests(c)? {
-            let e = sum.entry(k).or_default();
-            *e = (*e).max(v);
+        let own = container_requests(c)?;
+        if c.restart_policy.as_deref() == Some("Always") {
+            add(&mut sum, &own);
+            add(&mut sidecars, &own);
+            at_least(&mut init_peak, &sidecars);
+        } else {
+            let mut moment = own;
+            add(&mut moment, &sidecars);
+            at_least(&mut init_peak, &moment);
         }
     }
-    for (k, v) in resources(spec.overhead.iter().flatten())? {
-        *sum.entry(k).or_default() += v;
+    at_least(&mut sum, &init_peak);
+    if let Some(pod_level) = spec.resources.as_ref().and_then(|r| r.requests.as_ref()) {
+        for (k, v) in resources(pod_level.iter())? {
+            if k == "cpu" || k == "memory" || k.starts_with("hugepages-") {
+                sum.insert(k, v);
+            }
+        }
     }
+    add(&mut sum, &resources(spec.overhead.iter().flatten())?.into_iter().collect());
     let pairs: Vec<(String, u64)> = sum.into_iter().collect();
     Ok(to_resources(&pairs))
 }

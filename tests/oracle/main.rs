@@ -1,0 +1,268 @@
+//! The differential oracle: generated clusters are applied to the real
+//! control plane, the real kube-scheduler places (or refuses) each pod, and
+//! kgpu — reading the same objects through its kube source — must predict
+//! it: the node the scheduler chose is one kgpu says fits; a pod the
+//! scheduler refuses fits nowhere for kgpu, kgpu's per-node reasons give the
+//! scheduler's histogram exactly, and the pending chain says it agrees.
+//! The same for Kueue (`queues.rs`): kgpu's quota step predicts which
+//! workloads the real Kueue manager admits.
+//!
+//! Seeded and shrinking (proptest). `KGPU_ORACLE_CASES` (default 80 clusters,
+//! about 240 pods) and `KGPU_ORACLE_SEED` set the run; a failure prints the
+//! seed and the shrunk case as Kubernetes JSON, ready for a fixture test.
+//! docs/oracle.md describes what is generated and what "agrees" means.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic on broken fixtures
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod cases;
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
+use kgpu::analysis::fit::{self, Shape};
+use kgpu::analysis::index::Index;
+use kgpu::analysis::scheduler_msg;
+use kgpu::analysis::{self, Thresholds};
+use kgpu::model::{PodKey, Snapshot};
+use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestRng, TestRunner};
+use serde_json::Value;
+use support::controlplane::ControlPlane;
+
+fn env_u64(name: &str, default: u64) -> u64 {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+/// A seeded runner: the same seed generates (and shrinks to) the same cases.
+pub fn runner(cases: u32, seed: u64) -> TestRunner {
+    let mut bytes = [0u8; 32];
+    bytes[..8].copy_from_slice(&seed.to_le_bytes());
+    let config = Config { cases, failure_persistence: None, max_shrink_iters: 48, ..Config::default() };
+    TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &bytes))
+}
+
+/// What the real scheduler did with one pod.
+#[derive(Debug, Clone)]
+enum Outcome {
+    Bound(String),
+    Refused(String),
+}
+
+async fn outcome(pods: &Api<Pod>, name: &str) -> Result<Outcome, String> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let p = pods.get(name).await.map_err(|e| format!("reading pod {name}: {e}"))?;
+        if let Some(node) = p.spec.as_ref().and_then(|s| s.node_name.clone()) {
+            return Ok(Outcome::Bound(node));
+        }
+        let refused = p.status.as_ref().and_then(|s| s.conditions.as_ref()).and_then(|cs| {
+            cs.iter().find(|c| c.type_ == "PodScheduled" && c.status == "False").and_then(|c| c.message.clone())
+        });
+        if let Some(message) = refused {
+            return Ok(Outcome::Refused(message));
+        }
+        if Instant::now() > deadline {
+            return Err(format!("pod {name}: no scheduling outcome within 30 s"));
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// kgpu's view of `key` as a pending pod: every node's reasons, against
+/// the snapshot without the pod's own usage.
+fn kgpu_verdicts(snap: &Snapshot, now: i64, key: &PodKey) -> Result<BTreeMap<String, Vec<fit::NodeReason>>, String> {
+    let mut without = snap.clone();
+    let pod = without.pods.remove(key).ok_or_else(|| format!("kgpu does not see pod {key}"))?;
+    let mut pending = (*pod).clone();
+    pending.node = None;
+    let index = Index::build(&without, now);
+    Ok(index
+        .nodes_with_usage()
+        .map(|(node, used)| (node.name.to_string(), fit::verdicts(&Shape::of(&pending), node, used)))
+        .collect())
+}
+
+/// The scheduler's histogram as kgpu would print it: per node, the reasons
+/// of the first failing filter, each text once.
+fn kgpu_histogram(verdicts: &BTreeMap<String, Vec<fit::NodeReason>>) -> BTreeMap<String, u32> {
+    let mut out = BTreeMap::new();
+    for reasons in verdicts.values() {
+        let mut texts: Vec<String> = fit::first_filter_reasons(reasons).map(|r| r.scheduler_text()).collect();
+        texts.sort();
+        texts.dedup();
+        for t in texts {
+            *out.entry(t).or_default() += 1;
+        }
+    }
+    out
+}
+
+/// kgpu's live model of the cluster (its kube source and model task).
+type Snapshots = tokio::sync::watch::Receiver<std::sync::Arc<Snapshot>>;
+
+/// Waits until kgpu's model satisfies `ready`, and returns that snapshot.
+async fn kgpu_sees(snapshots: &Snapshots, what: &str, ready: impl Fn(&Snapshot) -> bool) -> Result<Snapshot, String> {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        {
+            let snap = snapshots.borrow();
+            if ready(&snap) {
+                return Ok((**snap).clone());
+            }
+        }
+        if Instant::now() > deadline {
+            return Err(format!("kgpu's model never showed {what}"));
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+async fn run_cluster_case(
+    client: &kube::Client,
+    snapshots: &Snapshots,
+    n: u32,
+    case: &cases::ClusterCase,
+) -> Result<u32, String> {
+    let ns = format!("oracle-{n}");
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let ns_obj: Namespace = serde_json::from_value(serde_json::json!({"metadata": {"name": ns}})).unwrap();
+    namespaces.create(&PostParams::default(), &ns_obj).await.map_err(|e| format!("namespace: {e}"))?;
+    let nodes: Api<Node> = Api::all(client.clone());
+    let node_docs: Vec<Value> = case.nodes.iter().enumerate().map(|(i, node)| cases::node_json(n, i, node)).collect();
+    for doc in &node_docs {
+        let node: Node = serde_json::from_value(doc.clone()).map_err(|e| format!("node json: {e}"))?;
+        nodes.create(&PostParams::default(), &node).await.map_err(|e| format!("create node: {e}"))?;
+    }
+    // Let the informers (kgpu's, and so most likely the scheduler's) see every node first.
+    let names: Vec<String> = (0..case.nodes.len()).map(|i| cases::node_name(n, i)).collect();
+    kgpu_sees(snapshots, "the case's nodes", |s| {
+        names.iter().all(|name| s.nodes.contains_key(&kgpu::model::Sym::new(name)))
+    })
+    .await?;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
+    let mut report = Vec::new();
+    let mut pod_docs = Vec::new();
+    for (i, p) in case.pods.iter().enumerate() {
+        let doc = cases::pod_json(n, &ns, i, p);
+        pod_docs.push(doc.clone());
+        let pod: Pod = serde_json::from_value(doc).map_err(|e| format!("pod json: {e}"))?;
+        let name = format!("p{i}");
+        if let Err(e) = pods.create(&PostParams::default(), &pod).await {
+            // The API server refuses some generated shapes (kgpu never sees them).
+            report.push(format!("{name}: refused by the API server: {e}"));
+            continue;
+        }
+        let outcome = outcome(&pods, &name).await?;
+        let key = PodKey::new(&ns, &name);
+        let snap = kgpu_sees(snapshots, "the pod's outcome", |s| {
+            s.pods.get(&key).is_some_and(|p| match &outcome {
+                Outcome::Bound(_) => p.node.is_some(),
+                Outcome::Refused(_) => p.unschedulable.is_some(),
+            })
+        })
+        .await?;
+        let now = snap.clock.max(kgpu::runtime::wall_clock());
+        let verdicts = kgpu_verdicts(&snap, now, &key)?;
+        let fitting: Vec<&String> = verdicts.iter().filter(|(_, r)| r.is_empty()).map(|(n, _)| n).collect();
+        let problem = match &outcome {
+            Outcome::Bound(node) if !fitting.contains(&node) => {
+                Some(format!("the scheduler bound it to {node}; kgpu: {node} does not fit ({:?})", verdicts.get(node)))
+            }
+            Outcome::Bound(_) => None,
+            Outcome::Refused(message) => {
+                let parsed = scheduler_msg::parse(message);
+                let theirs: BTreeMap<String, u32> = parsed.reasons.iter().cloned().collect();
+                let ours = kgpu_histogram(&verdicts);
+                let analysis = analysis::analyze(&snap, now, &Thresholds::default());
+                let item = analysis::pending::find(&analysis.pending, &ns, &name);
+                if !fitting.is_empty() {
+                    Some(format!("refused ({message}); kgpu: fits on {fitting:?}"))
+                } else if theirs != ours {
+                    Some(format!("refused ({message}); kgpu's histogram: {ours:?}"))
+                } else if parsed.total_nodes != Some(case.nodes.len() as u32) {
+                    Some(format!("the scheduler saw {:?} nodes of {}", parsed.total_nodes, case.nodes.len()))
+                } else if item.is_none_or(|i| i.agrees_with_scheduler != Some(true)) {
+                    Some(format!(
+                        "refused ({message}); kgpu's pending chain: {:?}",
+                        item.map(|i| (&i.summary, &i.disagreement))
+                    ))
+                } else {
+                    None
+                }
+            }
+        };
+        if let Some(p) = problem {
+            report.push(format!("{name}: {p}\n    per node: {verdicts:?}"));
+        }
+    }
+    // Clean up: the next case must not see these nodes or pods.
+    let _ = pods
+        .delete_collection(
+            &DeleteParams { grace_period_seconds: Some(0), ..Default::default() },
+            &ListParams::default(),
+        )
+        .await;
+    for i in 0..case.nodes.len() {
+        let _ = nodes.delete(&cases::node_name(n, i), &DeleteParams::default()).await;
+    }
+    if report.is_empty() {
+        Ok(case.pods.len() as u32)
+    } else {
+        Err(format!(
+            "{}\nnodes:\n{}\npods:\n{}",
+            report.join("\n"),
+            node_docs.iter().map(|d| serde_json::to_string(d).unwrap()).collect::<Vec<_>>().join("\n"),
+            pod_docs.iter().map(|d| serde_json::to_string(d).unwrap()).collect::<Vec<_>>().join("\n")
+        ))
+    }
+}
+
+#[test]
+fn kgpu_predicts_what_the_real_scheduler_does() {
+    if !ControlPlane::enabled() {
+        return;
+    }
+    let cp = ControlPlane::start().unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let client = rt.block_on(support::kube::client(&cp));
+    let (snapshots, _tasks) = rt.block_on(support::kube::source(&cp, &cp.kubeconfig));
+    rt.block_on(async {
+        let rc: k8s_openapi::api::node::v1::RuntimeClass = serde_json::from_value(cases::runtime_class_json()).unwrap();
+        Api::<k8s_openapi::api::node::v1::RuntimeClass>::all(client.clone())
+            .create(&PostParams::default(), &rc)
+            .await
+            .unwrap();
+    });
+    let cases = env_u64("KGPU_ORACLE_CASES", 80) as u32;
+    let seed = env_u64("KGPU_ORACLE_SEED", 20_261_201);
+    let counter = AtomicU32::new(0);
+    let pods = AtomicU32::new(0);
+    let t0 = Instant::now();
+    let mut runner = runner(cases, seed);
+    let result = runner.run(&cases::cluster(), |case| {
+        let n = counter.fetch_add(1, Ordering::SeqCst);
+        match rt.block_on(run_cluster_case(&client, &snapshots, n, &case)) {
+            Ok(count) => {
+                pods.fetch_add(count, Ordering::SeqCst);
+                Ok(())
+            }
+            Err(e) => Err(TestCaseError::fail(e)),
+        }
+    });
+    eprintln!(
+        "scheduler oracle: {} cluster(s), {} pod(s) in {:.0}s (seed {seed})",
+        counter.load(Ordering::SeqCst),
+        pods.load(Ordering::SeqCst),
+        t0.elapsed().as_secs_f64()
+    );
+    if let Err(e) = result {
+        panic!("kgpu disagrees with the real kube-scheduler (KGPU_ORACLE_SEED={seed}; the shrunk case below):\n{e}");
+    }
+    assert!(pods.load(Ordering::SeqCst) >= 200 || cases < 80, "the budget is at least 200 generated pods per run");
+}
