@@ -1,0 +1,315 @@
+//! The per-node fit step (and the device-plugin step it hands over to):
+//! where a shape can go, why not elsewhere, and the shape's hints.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use crate::model::{Node, Pod, keys};
+
+use super::super::fit::{self, NodeReason};
+use super::super::fragmentation::{self, Demand};
+use super::super::index::Index;
+use super::{Step, StepReport, Verdict, ns_flag, shape_text};
+
+/// The fit step's findings, shared by pods and gangs.
+#[derive(Clone, Debug)]
+pub(super) struct FitResult {
+    pub(super) report: StepReport,
+    pub(super) device_plugin: StepReport,
+    pub(super) node_reasons: Arc<BTreeMap<String, u32>>,
+    /// What the real scheduler would print, in kgpu's codes (comparison classes).
+    pub(super) scheduler_view: BTreeMap<String, u32>,
+    pub(super) total_nodes: u32,
+    pub(super) unblock: Vec<String>,
+}
+
+impl FitResult {
+    /// The fit report, its first command naming the pod where there is one.
+    pub(super) fn report_for(&self, pod: Option<&Pod>) -> StepReport {
+        let mut report = self.report.clone();
+        if let Some(p) = pod
+            && let Some(first) = report.commands.first_mut()
+        {
+            *first = format!("kubectl describe pod {} {}", ns_flag(p.namespace), p.name);
+        }
+        report
+    }
+
+    pub(super) fn not_evaluated() -> FitResult {
+        let na = |step| StepReport {
+            step,
+            verdict: Verdict::NotApplicable,
+            summary: "not evaluated: no member shape known".into(),
+            details: Arc::default(),
+            commands: Vec::new(),
+        };
+        FitResult {
+            report: na(Step::Fit),
+            device_plugin: na(Step::DevicePlugin),
+            node_reasons: Arc::default(),
+            scheduler_view: BTreeMap::new(),
+            total_nodes: 0,
+            unblock: Vec::new(),
+        }
+    }
+}
+
+pub(super) fn fit_step(index: &Index<'_>, demand: &Demand) -> FitResult {
+    let shape = demand.shape();
+    let placement = index.placement(&shape);
+    // Counted by reason first (a handful of distinct ones: a linear scan
+    // beats a map), codes (strings) made once at the end.
+    let mut by_reason: Vec<(NodeReason, u32)> = Vec::new();
+    let mut by_first_filter: Vec<(NodeReason, u32)> = Vec::new();
+    fn bump(counts: &mut Vec<(NodeReason, u32)>, r: &NodeReason, n: u32) {
+        match counts.iter_mut().find(|(k, _)| k == r) {
+            Some((_, c)) => *c += n,
+            None => counts.push((r.clone(), n)),
+        }
+    }
+    let mut fitting_nodes = 0u32;
+    let mut slots_total = 0u64;
+    let mut silent: Vec<(&Node, u32)> = Vec::new();
+    let mut closest: Option<(u64, &Node)> = None;
+    let total_nodes = index.snap.nodes.len() as u32;
+    // Nodes counted per (placement class, resource shortfalls): a fleet of
+    // thousands of nodes has a few dozen such combinations.
+    let classes = placement.classes();
+    let mut per_class: Vec<Vec<(Vec<NodeReason>, u32)>> = vec![Vec::new(); classes.len()];
+    let mut shortfalls = Vec::new();
+    for ((node, used), &class) in index.nodes_with_usage().zip(placement.class_of()) {
+        fit::resource_shortfalls_into(&demand.requests, node, used, &mut shortfalls);
+        let combos = &mut per_class[class as usize];
+        match combos.iter_mut().find(|(s, _)| *s == shortfalls) {
+            Some((_, n)) => *n += 1,
+            None => combos.push((shortfalls.clone(), 1)),
+        }
+        if !classes[class as usize].is_empty() {
+            continue;
+        }
+        slots_total += fragmentation::room(demand, node, used);
+        if shortfalls.is_empty() {
+            fitting_nodes += 1;
+            continue;
+        }
+        // May run here, but short of resources.
+        let free = node.allocatable.gpu.saturating_sub(used.gpu);
+        let only_gpu = shortfalls
+            .iter()
+            .all(|r| matches!(r, NodeReason::DevicePluginNotAdvertising | NodeReason::InsufficientGpu));
+        if only_gpu {
+            let silent_here = silent_gpus(index, node);
+            // Would the GPUs it hides be enough for one pod?
+            if silent_here > 0 && free + silent_here as u64 >= demand.gpus_per_pod {
+                silent.push((node, silent_here));
+            }
+        }
+        // Closest node: short only of GPUs.
+        if demand.gpus_per_pod > 0
+            && shortfalls.iter().all(|r| matches!(r, NodeReason::InsufficientGpu))
+            && closest.is_none_or(|(f, _)| free > f)
+        {
+            closest = Some((free, node));
+        }
+    }
+    for (static_reasons, combos) in classes.iter().zip(&per_class) {
+        for (shortfalls, n) in combos {
+            for r in static_reasons.iter().chain(shortfalls) {
+                bump(&mut by_reason, r, *n);
+            }
+            // Static reasons come before NodeResourcesFit in the scheduler's order.
+            let first = if static_reasons.is_empty() { &shortfalls[..] } else { static_reasons };
+            for r in fit::first_filter_reasons(first) {
+                bump(&mut by_first_filter, r, *n);
+            }
+        }
+    }
+    let mut node_reasons: BTreeMap<String, u32> = BTreeMap::new();
+    for (r, n) in by_reason {
+        *node_reasons.entry(r.code()).or_default() += n;
+    }
+    let mut scheduler_view: BTreeMap<String, u32> = BTreeMap::new();
+    for (r, n) in by_first_filter {
+        *scheduler_view.entry(r.comparison_class()).or_default() += n;
+    }
+    let need = demand.pods as u64;
+    // The first command names the pod where there is one (see report_for).
+    let commands = vec![
+        "kubectl get events -A --field-selector reason=FailedScheduling".into(),
+        "kubectl get nodes -o custom-columns='NAME:.metadata.name,GPU:.status.allocatable.nvidia\\.com/gpu,UNSCHEDULABLE:.spec.unschedulable,TAINTS:.spec.taints[*].key'".into(),
+    ];
+    let histogram =
+        |m: &BTreeMap<String, u32>| m.iter().map(|(k, v)| format!("{v} {k}")).collect::<Vec<_>>().join(", ");
+    let mut unblock = Vec::new();
+    let report = if slots_total >= need && fitting_nodes > 0 {
+        StepReport {
+            step: Step::Fit,
+            verdict: Verdict::Pass,
+            summary: if need > 1 {
+                format!("room for {slots_total} of the {need} pod(s) needed, on {fitting_nodes} node(s)").into()
+            } else {
+                format!("fits on {fitting_nodes} of {total_nodes} node(s) now").into()
+            },
+            details: Arc::default(),
+            commands,
+        }
+    } else {
+        let summary = if need > 1 {
+            format!("room for {slots_total} of the {need} pod(s) of shape {} it needs", shape_text(&demand.requests, 1))
+        } else {
+            format!("0/{total_nodes} nodes can take it: {}", histogram(&node_reasons))
+        };
+        if let Some((free, node)) = closest {
+            let short = demand.gpus_per_pod.saturating_sub(free);
+            unblock
+                .push(format!("free {short} more GPU(s) on {} ({} free of {})", node.name, free, node.allocatable.gpu));
+        }
+        let mut details: Vec<String> = node_reasons.iter().map(|(k, v)| format!("{v} node(s): {k}")).collect();
+        let counted: u32 = node_reasons.values().sum();
+        let short = total_nodes.saturating_sub(fitting_nodes);
+        if counted > short {
+            details.push(format!(
+                "(a node can fail several checks, so these add up to {counted} for {short} node(s); the scheduler names only each node's first)"
+            ));
+        }
+        StepReport {
+            step: Step::Fit,
+            verdict: Verdict::Block,
+            summary: summary.into(),
+            details: details.into(),
+            commands,
+        }
+    };
+    let device_plugin = if silent.is_empty() {
+        let some_silent = index.nodes().any(|n| silent_gpus(index, n) > 0);
+        StepReport {
+            step: Step::DevicePlugin,
+            verdict: if some_silent { Verdict::Warn } else { Verdict::Pass },
+            summary: if some_silent {
+                "some nodes have GPUs their device plugin does not advertise (not where this could run)".into()
+            } else {
+                "every node advertises the GPUs it has".into()
+            },
+            details: Arc::default(),
+            commands: Vec::new(),
+        }
+    } else {
+        let names: Vec<String> =
+            silent.iter().map(|(n, missing)| format!("{} ({missing} unadvertised)", n.name)).collect();
+        let first = silent[0].0.name;
+        unblock.insert(0, format!("restart the device plugin on {first} (it has GPUs but advertises too few)"));
+        StepReport {
+            step: Step::DevicePlugin,
+            verdict: Verdict::Block,
+            summary: format!(
+                "{} node(s) would take it but their device plugin advertises fewer GPUs than the hardware has",
+                silent.len()
+            )
+            .into(),
+            details: names.into(),
+            commands: vec![
+                format!(
+                    "kubectl get node {first} -o jsonpath='{{.metadata.labels.nvidia\\.com/gpu\\.count}} in hardware, {{.status.allocatable.nvidia\\.com/gpu}} allocatable{{\"\\n\"}}'"
+                ),
+                format!("kubectl get pods -A -o wide --field-selector spec.nodeName={first} | grep -i device-plugin"),
+            ],
+        }
+    };
+    // Isolation order: a device-plugin block explains the fit block; report it there.
+    let mut report = report;
+    if device_plugin.verdict == Verdict::Block && report.verdict == Verdict::Block {
+        report.verdict = Verdict::Warn;
+        report.summary = format!("{} (see device plugin)", report.summary).into();
+    }
+    FitResult { report, device_plugin, node_reasons: Arc::new(node_reasons), scheduler_view, total_nodes, unblock }
+}
+
+/// GPUs the node has in hardware but does not advertise, not counting
+/// GPUs its agent reports unhealthy (those drop out for a reason).
+fn silent_gpus(index: &Index<'_>, node: &Node) -> u32 {
+    let hidden = node.hardware_gpus().unwrap_or(0).saturating_sub(node.allocatable.gpu as u32);
+    if hidden == 0 || node.allocatable.mig_total() > 0 {
+        return 0;
+    }
+    let unhealthy = index.snap.devices.get(&node.name).map_or(0, |d| {
+        d.gpus.iter().filter(|g| matches!(g.health, crate::model::GpuHealth::Unhealthy(_))).count() as u32
+    });
+    hidden.saturating_sub(unhealthy)
+}
+
+/// What the shape hints read of the whole fleet, gathered once.
+pub(super) struct FleetFacts {
+    /// MIG profiles some node advertises (a non-zero amount).
+    advertised_mig: std::collections::BTreeSet<&'static str>,
+    /// MIG profiles any node lists, zero or not.
+    offered_mig: std::collections::BTreeSet<&'static str>,
+    any_gpu_node: bool,
+    /// Taints every GPU node has (but PreferNoSchedule ones).
+    common_gpu_taints: Vec<crate::model::Taint>,
+}
+
+impl FleetFacts {
+    pub(super) fn of(index: &Index<'_>) -> FleetFacts {
+        let mut advertised_mig = std::collections::BTreeSet::new();
+        let mut offered_mig = std::collections::BTreeSet::new();
+        for n in index.nodes() {
+            for (profile, amount) in n.allocatable.mig() {
+                offered_mig.insert(profile);
+                if amount > 0 {
+                    advertised_mig.insert(profile);
+                }
+            }
+        }
+        let gpu_nodes: Vec<&Node> = index.nodes().filter(|n| n.is_gpu_node()).collect();
+        let common_gpu_taints = gpu_nodes.first().map_or_else(Vec::new, |first| {
+            first
+                .taints
+                .iter()
+                .filter(|t| t.effect != crate::model::TaintEffect::PreferNoSchedule)
+                .filter(|t| gpu_nodes.iter().all(|n| n.taints.contains(t)))
+                .cloned()
+                .collect()
+        });
+        FleetFacts { advertised_mig, offered_mig, any_gpu_node: !gpu_nodes.is_empty(), common_gpu_taints }
+    }
+}
+
+/// Hints that follow from the shape alone (not the particular pod).
+pub(super) fn shape_hints(fleet: &FleetFacts, demand: &Demand) -> Vec<String> {
+    let mut out = Vec::new();
+    let selector_gpu = demand.node_selector.iter().find(|(k, _)| k.as_str() == keys::RESOURCE_GPU).map(|(_, v)| *v);
+    if let Some(v) = selector_gpu {
+        out.push(format!(
+            "gpu-count-in-node-selector: nodeSelector `{}: \"{v}\"` does not request GPUs — no node carries that label, so it matches nothing; request them with resources.limits `{}: {v}` and drop the selector",
+            keys::RESOURCE_GPU,
+            keys::RESOURCE_GPU
+        ));
+    }
+    if let Some(profile) = demand.mig_profile
+        && !fleet.advertised_mig.contains(profile.as_str())
+    {
+        let resource = format!("{}{profile}", keys::RESOURCE_MIG_PREFIX);
+        out.push(format!(
+            "mig-profile-not-offered: no node advertises {resource}{}; repartition a node (m) with a mig.config that includes {profile}",
+            if fleet.offered_mig.is_empty() {
+                String::new()
+            } else {
+                format!(" (offered: {})", fleet.offered_mig.iter().copied().collect::<Vec<_>>().join(", "))
+            }
+        ));
+    }
+    // A taint every GPU node has and the pod does not tolerate.
+    if demand.requests.wants_gpu() && fleet.any_gpu_node {
+        for t in fleet.common_gpu_taints.iter().filter(|t| !fit::tolerates(&demand.tolerations, t)) {
+            out.push(format!(
+                "missing-toleration: every GPU node has taint {}={}:{}; add tolerations: [{{key: {}, operator: Exists, effect: {}}}]",
+                t.key,
+                t.value,
+                t.effect.as_str(),
+                t.key,
+                t.effect.as_str()
+            ));
+        }
+    }
+    out
+}

@@ -1,0 +1,89 @@
+//! The gang step: how many members are placed, idle GPUs held, deadlocks.
+
+use std::sync::Arc;
+
+use crate::model::{Gang, GangKind, keys};
+
+use super::super::gangs::{GangState, GangSummary};
+use super::super::index::Index;
+use super::{Step, StepReport, Verdict, ns_flag};
+
+pub(super) fn gang_step(index: &Index<'_>, gang: &Gang, summary: &GangSummary, all: &[GangSummary]) -> StepReport {
+    let ns = ns_flag(gang.namespace);
+    let selector = match (gang.kind, &gang.owner) {
+        (_, Some(o)) if o.kind.as_str() == "Job" => format!("-l batch.kubernetes.io/job-name={}", o.name),
+        (GangKind::VolcanoPodGroup, _) => format!("-l volcano.sh/job-name={}", gang.name),
+        _ => format!("-l {}={}", keys::KUEUE_POD_GROUP_NAME, gang.name),
+    };
+    let commands = vec![format!("kubectl get pods {ns} {selector} -o wide")];
+    let mut details = vec![format!(
+        "{} of {} member(s) placed, {} running{}",
+        summary.placed,
+        summary.required,
+        summary.running,
+        if summary.gpus_per_pod > 0 { format!(", {} GPU(s) per member", summary.gpus_per_pod) } else { String::new() }
+    )];
+    if !summary.nodes.is_empty() {
+        details.push(format!(
+            "placed on: {}",
+            summary.nodes.iter().map(|(n, g)| format!("{n} ({g} GPU)")).collect::<Vec<_>>().join(", ")
+        ));
+    }
+    let _ = index;
+    match summary.state {
+        GangState::PartiallyPlaced => {
+            // Partial placement is a symptom: the missing members' own step
+            // says why. Only a deadlock blocks at this step.
+            let mut s = StepReport {
+                step: Step::Gang,
+                verdict: Verdict::Warn,
+                summary: format!(
+                    "partially placed: {}/{} members, holding {} GPU(s) idle",
+                    summary.placed, summary.required, summary.gpus_held_idle
+                )
+                .into(),
+                details: Arc::default(),
+                commands,
+            };
+            if !summary.deadlocked_with.is_empty() {
+                let others: Vec<String> = summary
+                    .deadlocked_with
+                    .iter()
+                    .map(|o| {
+                        let held = all.iter().find(|g| o.ends_with(&g.display_name())).map_or(0, |g| g.gpus_held_idle);
+                        format!("{o} (holding {held} GPU(s))")
+                    })
+                    .collect();
+                s.verdict = Verdict::Block;
+                s.summary = format!(
+                    "deadlock: holds {} GPU(s) with {}/{} members placed; can only complete if {} lets go",
+                    summary.gpus_held_idle,
+                    summary.placed,
+                    summary.required,
+                    others.join(", ")
+                )
+                .into();
+                details.push(format!("deadlocked with {}", others.join(", ")));
+                details.push(
+                    "unblock: requeue one of the deadlocked gangs (R) so the other can complete; gang scheduling (Kueue waitForPodsReady or Volcano) prevents this".into(),
+                );
+            }
+            s.details = details.into();
+            s
+        }
+        GangState::Queued | GangState::Inactive => StepReport {
+            step: Step::Gang,
+            verdict: Verdict::NotApplicable,
+            summary: "no members created yet (waiting for admission)".into(),
+            details: details.into(),
+            commands,
+        },
+        _ => StepReport {
+            step: Step::Gang,
+            verdict: Verdict::Pass,
+            summary: format!("{}/{} members placed", summary.placed, summary.required).into(),
+            details: details.into(),
+            commands,
+        },
+    }
+}

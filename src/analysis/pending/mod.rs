@@ -1,0 +1,468 @@
+//! Why is it Pending? For each pending pod, Kueue Workload or Volcano
+//! PodGroup, the isolation chain: queue/quota → gang → per-node fit →
+//! device plugin, each step with its evidence and the kubectl command that
+//! proves it by hand, then what would unblock it.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use crate::model::{ClusterEvent, Gang, GangKey, GangKind, Pod, Resources, Snapshot, Sym, Timestamp};
+
+mod cross_check;
+mod fit_step;
+mod gang_step;
+mod quota;
+#[cfg(test)]
+mod tests;
+
+use super::fragmentation::{Demand, DemandKey, Fragmentation, PlanStatus, ShapeSource};
+use super::gangs::{GangState, GangSummary};
+use super::index::Index;
+use cross_check::{CrossCheck, cross_check};
+use fit_step::{FitResult, FleetFacts, fit_step, shape_hints};
+use gang_step::gang_step;
+use quota::quota_step;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Step {
+    Quota,
+    Gang,
+    Fit,
+    DevicePlugin,
+}
+
+impl Step {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Step::Quota => "quota",
+            Step::Gang => "gang",
+            Step::Fit => "fit",
+            Step::DevicePlugin => "device-plugin",
+        }
+    }
+    pub fn title(self) -> &'static str {
+        match self {
+            Step::Quota => "queue / quota",
+            Step::Gang => "gang",
+            Step::Fit => "per-node fit",
+            Step::DevicePlugin => "device plugin",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    Pass,
+    Block,
+    /// Not blocking, but worth knowing.
+    Warn,
+    /// Does not apply to this item.
+    NotApplicable,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct StepReport {
+    pub step: Step,
+    pub verdict: Verdict,
+    /// Summary and details are shared by the items of one shape.
+    pub summary: Arc<str>,
+    pub details: Arc<[String]>,
+    /// The kubectl command that shows the same by hand.
+    pub commands: Vec<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum PendingKind {
+    Pod,
+    Workload,
+    PodGroup,
+}
+
+impl PendingKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PendingKind::Pod => "Pod",
+            PendingKind::Workload => "Workload",
+            PendingKind::PodGroup => "PodGroup",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct PendingItem {
+    pub kind: PendingKind,
+    pub namespace: Sym,
+    pub name: String,
+    pub age: Timestamp,
+    pub queue: Option<Sym>,
+    /// `2×8` (pods × GPUs), `1×1g.10gb`, `1×cpu`.
+    pub shape: String,
+    pub gpus: u64,
+    pub priority: i32,
+    /// The first step that blocks; `None` when nothing does (it should schedule).
+    pub blocking: Option<Step>,
+    pub summary: String,
+    pub steps: Vec<StepReport>,
+    /// kgpu's per-node verdicts: reason code → nodes (a node can count for
+    /// several). Shared by the items of one shape.
+    pub node_reasons: Arc<BTreeMap<String, u32>>,
+    pub scheduler_message: Option<String>,
+    pub scheduler_recognised: Option<bool>,
+    /// The scheduler's histogram (node reason code, or its raw text).
+    pub scheduler_reasons: Arc<BTreeMap<String, u32>>,
+    pub agrees_with_scheduler: Option<bool>,
+    pub disagreement: Option<String>,
+    pub hints: Vec<String>,
+    /// The smallest changes that would unblock it.
+    pub unblock: Vec<String>,
+}
+
+impl PendingItem {
+    pub fn blocking_str(&self) -> &'static str {
+        self.blocking.map_or("none", |s| s.as_str())
+    }
+    pub fn display_name(&self) -> String {
+        format!("{}/{}", self.namespace, self.name)
+    }
+}
+
+/// What pending items that share a demand key share: a fleet's thousands
+/// of pending pods come in a few dozen shapes, and the per-node work is done
+/// once per shape.
+#[derive(Clone)]
+struct ShapeFindings {
+    fit: Arc<FitResult>,
+    /// Hints that follow from the shape alone.
+    hints: Arc<[String]>,
+}
+
+/// Memoised work of one analysis.
+#[derive(Default)]
+struct Memo<'a> {
+    shapes: HashMap<DemandKey, ShapeFindings>,
+    gang_demands: HashMap<GangKey, Demand>,
+    fleet: Option<FleetFacts>,
+    /// The quota and gang steps of a pod outside queues and gangs.
+    lone_pod_steps: Option<(StepReport, StepReport)>,
+    /// The fit of gangs whose member shape is unknown.
+    not_evaluated: Option<Arc<FitResult>>,
+    /// Cross-checks by (fit, scheduler message): pods of one shape share
+    /// the scheduler's message as often as not. Keyed by the fit's address,
+    /// so every fit is kept alive (in `shapes`, `not_evaluated`) meanwhile.
+    checks: HashMap<(*const FitResult, String), CrossCheck>,
+    /// The newest FailedScheduling event of each pod, by (namespace, name).
+    failed_scheduling: Option<HashMap<(Sym, &'a str), &'a ClusterEvent>>,
+}
+
+impl<'a> Memo<'a> {
+    fn shape(&mut self, index: &Index<'a>, demand: &Demand) -> ShapeFindings {
+        let fleet = self.fleet.get_or_insert_with(|| FleetFacts::of(index));
+        self.shapes
+            .entry(demand.key())
+            .or_insert_with(|| ShapeFindings {
+                fit: Arc::new(fit_step(index, demand)),
+                hints: shape_hints(fleet, demand).into(),
+            })
+            .clone()
+    }
+
+    /// The scheduler's last word on a pod: its PodScheduled message, or the
+    /// newest FailedScheduling event about it.
+    fn scheduler_message(&mut self, snap: &'a Snapshot, pod: &Pod) -> Option<String> {
+        if let Some(u) = &pod.unschedulable
+            && !u.message.is_empty()
+        {
+            return Some(u.message.to_string());
+        }
+        let events = self.failed_scheduling.get_or_insert_with(|| {
+            let mut newest: HashMap<(Sym, &str), &ClusterEvent> = HashMap::new();
+            for e in snap.events.values() {
+                if e.is_failed_scheduling() && e.object_kind.as_str() == "Pod" {
+                    let slot = newest.entry((e.namespace, &*e.object_name)).or_insert(e);
+                    // The last of equals wins, as a max over the events would.
+                    if e.last >= slot.last {
+                        *slot = e;
+                    }
+                }
+            }
+            newest
+        });
+        events.get(&(pod.namespace, &*pod.name)).map(|e| e.message.to_string())
+    }
+
+    fn cross_check(&mut self, item: &mut PendingItem, fit: &Arc<FitResult>, message: Option<String>) {
+        let Some(message) = message else { return };
+        let check =
+            self.checks.entry((Arc::as_ptr(fit), message.clone())).or_insert_with_key(|(_, m)| cross_check(fit, m));
+        check.apply(item);
+        item.scheduler_message = Some(message);
+    }
+}
+
+fn hints_for(shape: &[String], pod: Option<&Pod>) -> Vec<String> {
+    let mut out = shape.to_vec();
+    if let Some(p) = pod
+        && p.requests.wants_gpu()
+        && let Some(s) = p.scheduler.filter(|s| s.as_str() != "default-scheduler")
+    {
+        out.push(format!("scheduler: this pod is scheduled by '{s}', not default-scheduler"));
+    }
+    out
+}
+
+/// Every pending item, GPU work first, then oldest first.
+pub fn analyze<'a>(index: &Index<'a>, gangs: &[GangSummary], fragmentation: &Fragmentation) -> Vec<PendingItem> {
+    complete(index, gangs, fragmentation, pod_items(index, gangs))
+}
+
+/// The gangs that wait as a whole: they get an item of their own, their
+/// pods do not.
+fn waiting_gangs<'g, 'a>(
+    index: &'g Index<'a>,
+    gangs: &'g [GangSummary],
+) -> impl Iterator<Item = (&'g GangSummary, &'a Gang)> + 'g {
+    gangs
+        .iter()
+        .filter(|s| !matches!(s.state, GangState::Running | GangState::Placed | GangState::Finished))
+        .filter_map(|s| index.snap.gangs.get(&s.key).map(|g| (s, &**g)))
+}
+
+/// The items of pending pods outside waiting gangs. They need no
+/// fragmentation analysis, so [`super::analyze`] builds them beside it.
+pub fn pod_items<'a>(index: &Index<'a>, gangs: &[GangSummary]) -> Vec<PendingItem> {
+    let gang_keys: std::collections::HashSet<&GangKey> = waiting_gangs(index, gangs).map(|(s, _)| &s.key).collect();
+    let mut memo = Memo::default();
+    index
+        .pending_pods
+        .iter()
+        .filter(|pod| !index.gang_of(&pod.key()).is_some_and(|g| gang_keys.contains(g)))
+        .map(|pod| pod_item(index, &mut memo, pod))
+        .collect()
+}
+
+/// Every pending item, GPU work first, then oldest first: the gangs' items
+/// and `pod_items` (from [`pod_items`]), with the defragmentation plan.
+pub fn complete<'a>(
+    index: &Index<'a>,
+    gangs: &[GangSummary],
+    fragmentation: &Fragmentation,
+    pod_items: Vec<PendingItem>,
+) -> Vec<PendingItem> {
+    let plan = &fragmentation.plan;
+    let mut memo = Memo::default();
+    for shape in &fragmentation.shapes {
+        if let ShapeSource::Gang(key) = &shape.demand.source {
+            memo.gang_demands.insert(key.clone(), shape.demand.clone());
+        }
+    }
+    let mut items: Vec<PendingItem> =
+        waiting_gangs(index, gangs).map(|(summary, gang)| gang_item(index, &mut memo, gang, summary, gangs)).collect();
+    items.extend(pod_items);
+    // The defragmentation plan is the smallest change for the gang it targets.
+    if plan.status == PlanStatus::Found
+        && let Some(target) = &plan.target
+        && let Some(item) =
+            items.iter_mut().find(|i| target.ends_with(&i.display_name()) && i.blocking == Some(Step::Fit))
+    {
+        item.unblock.insert(
+            0,
+            format!(
+                "run the defragmentation plan (Fleet pane, x): {} move(s), {:.1} GPU-hours disrupted, frees {}",
+                plan.steps.len(),
+                plan.gpu_hours,
+                plan.nodes_freed.iter().map(|n| n.to_string()).collect::<Vec<_>>().join(", ")
+            ),
+        );
+    }
+    items.sort_by(|a, b| {
+        (b.gpus > 0)
+            .cmp(&(a.gpus > 0))
+            .then(b.priority.cmp(&a.priority))
+            .then(b.age.cmp(&a.age))
+            .then(a.name.cmp(&b.name))
+    });
+    items
+}
+
+fn ns_flag(ns: Sym) -> String {
+    format!("-n {ns}")
+}
+
+fn shape_text(requests: &Resources, pods: u32) -> String {
+    if requests.gpu > 0 {
+        format!("{pods}×{}", requests.gpu)
+    } else if let Some((profile, n)) = requests.mig().next() {
+        if n > 1 { format!("{pods}×{n}·{profile}") } else { format!("{pods}×{profile}") }
+    } else {
+        format!("{pods}×cpu")
+    }
+}
+
+fn pod_item<'a>(index: &Index<'a>, memo: &mut Memo<'a>, pod: &Pod) -> PendingItem {
+    let (no_queue, no_gang) = memo.lone_pod_steps.get_or_insert_with(|| {
+        let not_applicable = |step, summary: &str| StepReport {
+            step,
+            verdict: Verdict::NotApplicable,
+            summary: summary.into(),
+            details: Arc::default(),
+            commands: Vec::new(),
+        };
+        (
+            not_applicable(Step::Quota, "not queued by Kueue or Volcano"),
+            not_applicable(Step::Gang, "not part of a gang"),
+        )
+    });
+    let mut steps = Vec::with_capacity(4);
+    steps.extend([no_queue.clone(), no_gang.clone()]);
+    let shape = memo.shape(index, &pod_demand(pod));
+    let fit = shape.fit;
+    let scheduler = memo.scheduler_message(index.snap, pod);
+    let mut item = PendingItem {
+        kind: PendingKind::Pod,
+        namespace: pod.namespace,
+        name: pod.name.to_string(),
+        age: index.now - pod.created,
+        queue: pod.queue,
+        shape: shape_text(&pod.requests, 1),
+        gpus: pod.requests.gpu,
+        priority: pod.priority,
+        blocking: None,
+        summary: String::new(),
+        steps: Vec::new(),
+        node_reasons: fit.node_reasons.clone(),
+        scheduler_message: None,
+        scheduler_recognised: None,
+        scheduler_reasons: Arc::default(),
+        agrees_with_scheduler: None,
+        disagreement: None,
+        hints: hints_for(&shape.hints, Some(pod)),
+        unblock: Vec::new(),
+    };
+    if pod.gated {
+        steps[0] = StepReport {
+            step: Step::Quota,
+            verdict: Verdict::Block,
+            summary: "held by a scheduling gate (spec.schedulingGates): not yet released to the scheduler".into(),
+            details: Arc::default(),
+            commands: vec![format!(
+                "kubectl get pod {} {} -o jsonpath='{{.spec.schedulingGates}}'",
+                ns_flag(pod.namespace),
+                pod.name
+            )],
+        };
+    }
+    memo.cross_check(&mut item, &fit, scheduler);
+    steps.push(fit.report_for(Some(pod)));
+    steps.push(fit.device_plugin.clone());
+    finish(&mut item, steps, &fit);
+    item
+}
+
+fn pod_demand(pod: &Pod) -> Demand {
+    Demand {
+        gpus_per_pod: pod.requests.gpu,
+        mig_profile: pod.requests.mig().next().map(|(p, _)| Sym::new(p)),
+        pods: 1,
+        requests: pod.requests.clone(),
+        tolerations: pod.tolerations.clone(),
+        node_selector: pod.node_selector.clone(),
+        affinity: pod.affinity.clone(),
+        source: ShapeSource::Pod(pod.key()),
+        priority: pod.priority,
+        created: pod.created,
+    }
+}
+
+fn gang_item<'a>(
+    index: &Index<'a>,
+    memo: &mut Memo<'a>,
+    gang: &Gang,
+    summary: &GangSummary,
+    all: &[GangSummary],
+) -> PendingItem {
+    let kind = match gang.kind {
+        GangKind::KueueWorkload => PendingKind::Workload,
+        GangKind::VolcanoPodGroup => PendingKind::PodGroup,
+    };
+    let members = index.members(&summary.key);
+    let waiting_member = members.iter().find(|p| p.is_pending()).copied();
+    let demand = memo.gang_demands.get(&summary.key).cloned();
+    let per_pod = gang
+        .pod_sets
+        .iter()
+        .max_by_key(|ps| ps.requests.gpu + ps.requests.mig_total())
+        .map(|ps| ps.requests.clone())
+        .unwrap_or_default();
+    let mut steps = vec![quota_step(index, gang), gang_step(index, gang, summary, all)];
+    let shape = demand.as_ref().map(|d| memo.shape(index, d));
+    let fit = match &shape {
+        Some(s) => s.fit.clone(),
+        None => memo.not_evaluated.get_or_insert_with(|| Arc::new(FitResult::not_evaluated())).clone(),
+    };
+    let scheduler = match &demand {
+        Some(_) if steps.iter().all(|s| s.verdict != Verdict::Block) || summary.state == GangState::PartiallyPlaced => {
+            waiting_member.and_then(|p| memo.scheduler_message(index.snap, p))
+        }
+        _ => None,
+    };
+    let mut item = PendingItem {
+        kind,
+        namespace: gang.namespace,
+        name: gang.name.to_string(),
+        age: index.now - gang.created,
+        queue: gang.queue,
+        shape: shape_text(&per_pod, summary.required.max(gang.total_pods())),
+        gpus: gang.total_requests().gpu,
+        priority: gang.priority,
+        blocking: None,
+        summary: String::new(),
+        steps: Vec::new(),
+        node_reasons: fit.node_reasons.clone(),
+        scheduler_message: None,
+        scheduler_recognised: None,
+        scheduler_reasons: Arc::default(),
+        agrees_with_scheduler: None,
+        disagreement: None,
+        hints: shape.as_ref().map(|s| hints_for(&s.hints, waiting_member)).unwrap_or_default(),
+        unblock: Vec::new(),
+    };
+    memo.cross_check(&mut item, &fit, scheduler);
+    steps.push(fit.report_for(waiting_member));
+    steps.push(fit.device_plugin.clone());
+    finish(&mut item, steps, &fit);
+    item
+}
+
+fn finish(item: &mut PendingItem, steps: Vec<StepReport>, fit: &FitResult) {
+    let blocking = steps.iter().find(|s| s.verdict == Verdict::Block);
+    item.blocking = blocking.map(|s| s.step);
+    item.summary = match blocking {
+        Some(s) => format!("{}: {}", s.step.title(), s.summary),
+        None => "nothing blocks it: the scheduler should place it on its next attempt".into(),
+    };
+    item.unblock = steps
+        .iter()
+        .filter(|s| s.verdict == Verdict::Block)
+        .take(1)
+        .flat_map(|s| match s.step {
+            Step::Fit | Step::DevicePlugin => fit.unblock.clone(),
+            _ => s
+                .details
+                .iter()
+                .filter(|d| d.starts_with("unblock: "))
+                .map(|d| d["unblock: ".len()..].to_string())
+                .collect(),
+        })
+        .collect();
+    item.steps = steps;
+}
+
+/// The chain for one item by `namespace/name` (pod, workload or podgroup).
+pub fn find<'a>(items: &'a [PendingItem], namespace: &str, name: &str) -> Option<&'a PendingItem> {
+    items.iter().find(|i| i.namespace.as_str() == namespace && i.name == name)
+}
+
+/// For a gang key, the pending item, if any.
+pub fn for_gang<'a>(items: &'a [PendingItem], key: &GangKey) -> Option<&'a PendingItem> {
+    items.iter().find(|i| i.namespace == key.namespace && i.name == *key.name && i.kind != PendingKind::Pod)
+}

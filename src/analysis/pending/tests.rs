@@ -1,0 +1,99 @@
+//! Unit tests of the pending chain on small built clusters.
+
+use super::*;
+use crate::analysis::testing::{node, pod, snapshot};
+use crate::analysis::{fragmentation, gangs};
+use crate::model::{Node, TaintEffect};
+
+const NOW: Timestamp = 10_000;
+
+fn items(nodes: Vec<Node>, pods: Vec<Pod>) -> Vec<PendingItem> {
+    let snap = snapshot(nodes, pods, vec![], NOW);
+    let index = Index::build(&snap, NOW);
+    let gang_rows = gangs::analyze(&index);
+    let frag = fragmentation::analyze(&index);
+    analyze(&index, &gang_rows, &frag)
+}
+
+fn item<'a>(items: &'a [PendingItem], name: &str) -> &'a PendingItem {
+    items.iter().find(|i| i.name == name).expect(name)
+}
+
+fn step(item: &PendingItem, step: Step) -> &StepReport {
+    item.steps.iter().find(|s| s.step == step).expect("step")
+}
+
+#[test]
+fn pods_of_one_shape_share_the_verdict_but_name_themselves() {
+    let nodes = vec![node("n1").gpus(8).build()];
+    let pods = vec![pod("busy").gpus(6).on("n1").running().build(), pod("a").gpus(4).build(), pod("b").gpus(4).build()];
+    let items = items(nodes, pods);
+    let (a, b) = (item(&items, "a"), item(&items, "b"));
+    for it in [a, b] {
+        assert_eq!(it.blocking, Some(Step::Fit));
+        assert_eq!(&*step(it, Step::Fit).summary, "0/1 nodes can take it: 1 insufficient-gpu");
+        // 8 − 6 = 2 free; 4 needed → free 2 more.
+        assert_eq!(it.unblock.first().map(String::as_str), Some("free 2 more GPU(s) on n1 (2 free of 8)"));
+    }
+    assert_eq!(step(a, Step::Fit).commands[0], "kubectl describe pod -n default a");
+    assert_eq!(step(b, Step::Fit).commands[0], "kubectl describe pod -n default b");
+}
+
+#[test]
+fn the_scheduler_is_cross_checked_and_the_missing_toleration_named() {
+    let nodes = vec![node("n1").gpus(8).taint("nvidia.com/gpu", "present", TaintEffect::NoSchedule).build()];
+    let v1_36 = "0/1 nodes are available: 1 node(s) had untolerated taint(s). no new claims to deallocate, preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.";
+    let stale = "0/1 nodes are available: 1 Insufficient nvidia.com/gpu. preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod.";
+    let pods = vec![
+        pod("agrees").gpus(1).unschedulable(v1_36, NOW - 60).build(),
+        pod("stale").gpus(1).unschedulable(stale, NOW - 60).build(),
+        pod("odd").gpus(1).unschedulable("the scheduler was having a bad day", NOW - 60).build(),
+    ];
+    let items = items(nodes, pods);
+    let agrees = item(&items, "agrees");
+    assert_eq!(agrees.agrees_with_scheduler, Some(true));
+    assert_eq!(agrees.node_reasons.get("untolerated-taint:nvidia.com/gpu"), Some(&1));
+    assert!(
+        agrees
+            .hints
+            .iter()
+            .any(|h| h.starts_with("missing-toleration: every GPU node has taint nvidia.com/gpu=present:NoSchedule")),
+        "{:?}",
+        agrees.hints
+    );
+    let stale = item(&items, "stale");
+    assert_eq!(stale.agrees_with_scheduler, Some(false));
+    assert!(
+        stale.disagreement.as_deref().is_some_and(|d| d.contains("1 insufficient-gpu")),
+        "{:?}",
+        stale.disagreement
+    );
+    // Unknown words are kept as they were, marked, and not compared.
+    let odd = item(&items, "odd");
+    assert_eq!(odd.scheduler_recognised, Some(false));
+    assert_eq!(odd.scheduler_message.as_deref(), Some("the scheduler was having a bad day"));
+    assert_eq!(odd.agrees_with_scheduler, None);
+}
+
+#[test]
+fn a_gpu_count_in_the_node_selector_is_a_known_mistake() {
+    let nodes = vec![node("n1").gpus(8).build()];
+    let pods = vec![pod("sel").selector("nvidia.com/gpu", "8").build()];
+    let items = items(nodes, pods);
+    let it = item(&items, "sel");
+    assert_eq!(it.blocking, Some(Step::Fit));
+    assert_eq!(it.node_reasons.get("selector-mismatch"), Some(&1));
+    assert!(it.hints.iter().any(|h| h.starts_with("gpu-count-in-node-selector")), "{:?}", it.hints);
+}
+
+#[test]
+fn a_silent_device_plugin_is_the_blocking_step() {
+    // 8 GPUs in hardware, none advertised: the fit failure is the plugin's.
+    let nodes = vec![node("n1").hardware(8).build()];
+    let pods = vec![pod("p").gpus(1).build()];
+    let items = items(nodes, pods);
+    let it = item(&items, "p");
+    assert_eq!(it.blocking, Some(Step::DevicePlugin));
+    assert_eq!(step(it, Step::Fit).verdict, Verdict::Warn);
+    assert!(it.unblock[0].starts_with("restart the device plugin on n1"), "{:?}", it.unblock);
+}
