@@ -49,6 +49,10 @@ async fn kueue_holds_the_workload_over_quota_and_kgpu_says_so() {
     let item = a.pending.iter().find(|p| p.name == "job-finetune-xl-399ef").expect("pending in kgpu");
     assert_eq!(item.blocking_str(), "quota", "{}", item.summary);
     let quota = &item.steps[0];
-    assert!(quota.details.iter().any(|d| d.contains("nominal 16, used 16, borrowing limit 0")), "{:?}", quota.details);
+    assert!(
+        quota.details.iter().any(|d| d.contains("nominal 16, reserved 16, borrowing limit 0, available now 0")),
+        "{:?}",
+        quota.details
+    );
     assert!(item.unblock.iter().any(|u| u.starts_with("16 more nvidia.com/gpu")), "{:?}", item.unblock);
 }

@@ -49,33 +49,69 @@ pub fn rows(snap: &Snapshot) -> Vec<QueueRow> {
     out
 }
 
-/// What other ClusterQueues of the cohort leave unused (and may lend) of
-/// `resource` in `flavor`.
-pub fn cohort_lendable(snap: &Snapshot, queue: &Queue, flavor: Option<Sym>, resource: Sym) -> u64 {
-    let Some(cohort) = queue.cohort else { return 0 };
-    snap.queues
-        .values()
-        .filter(|q| q.kind == QueueKind::ClusterQueue && q.cohort == Some(cohort) && q.name != queue.name)
-        .filter_map(|q| q.quotas.iter().find(|x| x.flavor == flavor && x.resource == resource))
-        .map(|x| {
-            let unused = x.nominal.saturating_sub(x.used);
-            match x.lending_limit {
-                Some(limit) => unused.min(limit),
-                None => unused,
-            }
-        })
-        .sum()
+/// How much more of one resource in one flavor a ClusterQueue can take now,
+/// and the most it could ever hold (Kueue v0.17, `resource_node.go`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Room {
+    /// What a new workload may reserve now: its own unlent quota left, plus
+    /// what the cohort has free, within the borrowing limit.
+    pub available: u64,
+    /// With nothing else running: the unlent quota plus every member's
+    /// lendable quota, within nominal + the borrowing limit.
+    pub max_capacity: u64,
+    /// Of `available`, how much would be borrowed from the cohort.
+    pub from_cohort: u64,
 }
 
-/// The most `queue` can hold of `resource` in `flavor`: nominal plus what it
-/// may borrow from its cohort.
-pub fn capacity(snap: &Snapshot, queue: &Queue, quota: &QueueQuota) -> u64 {
-    let lendable = cohort_lendable(snap, queue, quota.flavor, quota.resource);
-    let borrowable = match quota.borrowing_limit {
-        Some(limit) => lendable.min(limit),
-        None => lendable,
+/// Quota counts from the moment it is reserved (admitted or waiting for
+/// admission checks): `flavorsReservation`, never less than `flavorsUsage`.
+fn usage(q: &QueueQuota) -> u64 {
+    q.reserved.max(q.used)
+}
+
+/// The part of a member's nominal quota it never lends (`nominal −
+/// lendingLimit`; all of it is lendable without a lending limit).
+fn guaranteed(q: &QueueQuota) -> u64 {
+    q.lending_limit.map_or(0, |l| q.nominal.saturating_sub(l))
+}
+
+/// Kueue's arithmetic for `quota` of ClusterQueue `cq`, with the other
+/// members of its cohort (a flat cohort: a Cohort object's own quota and
+/// parents are not modelled).
+pub fn room(snap: &Snapshot, cq: &Queue, quota: &QueueQuota) -> Room {
+    let used = usage(quota) as i128;
+    let nominal = quota.nominal as i128;
+    let Some(cohort) = cq.cohort else {
+        let available = (nominal - used).max(0) as u64;
+        return Room { available, max_capacity: quota.nominal, from_cohort: 0 };
     };
-    quota.nominal + borrowable
+    let members = snap
+        .queues
+        .values()
+        .filter(|q| q.kind == QueueKind::ClusterQueue && q.cohort == Some(cohort))
+        .filter_map(|q| q.quotas.iter().find(|x| x.flavor == quota.flavor && x.resource == quota.resource));
+    let (mut pool, mut pool_used) = (0i128, 0i128);
+    for m in members {
+        let local = guaranteed(m) as i128;
+        pool += m.nominal as i128 - local;
+        pool_used += (usage(m) as i128 - local).max(0);
+    }
+    let local = guaranteed(quota) as i128;
+    let local_left = (local - used).max(0);
+    let mut from_cohort = (pool - pool_used).max(0);
+    if let Some(limit) = quota.borrowing_limit {
+        let lent_up = nominal - local;
+        let used_up = (used - local).max(0);
+        from_cohort = from_cohort.min((lent_up - used_up + limit as i128).max(0));
+    }
+    let mut max_capacity = local + pool;
+    if let Some(limit) = quota.borrowing_limit {
+        max_capacity = max_capacity.min(nominal + limit as i128);
+    }
+    let available = (local_left + from_cohort).max(0) as u64;
+    // Borrowed: what this would take beyond its nominal quota.
+    let borrow = (used + available as i128 - nominal).max(0).min(available as i128);
+    Room { available, max_capacity: max_capacity.max(0) as u64, from_cohort: borrow as u64 }
 }
 
 /// The ClusterQueue a LocalQueue feeds.
@@ -86,4 +122,80 @@ pub fn cluster_queue_of(snap: &Snapshot, namespace: Sym, local: Sym) -> Option<&
         .find(|q| q.kind == QueueKind::LocalQueue && q.namespace == Some(namespace) && q.name == local)?;
     let cq = lq.cluster_queue?;
     snap.queues.values().find(|q| q.kind == QueueKind::ClusterQueue && q.name == cq).map(|q| &**q)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::testing::snapshot;
+    use crate::model::{Queue, QueueQuota, Sym};
+
+    fn cq(
+        name: &str,
+        cohort: Option<&str>,
+        nominal: u64,
+        borrowing: Option<u64>,
+        lending: Option<u64>,
+        reserved: u64,
+    ) -> Queue {
+        Queue {
+            kind: QueueKind::ClusterQueue,
+            namespace: None,
+            name: Sym::new(name),
+            cohort: cohort.map(Sym::new),
+            cluster_queue: None,
+            quotas: Box::new([QueueQuota {
+                flavor: Some(Sym::new("f")),
+                resource: Sym::new("nvidia.com/gpu"),
+                nominal,
+                borrowing_limit: borrowing,
+                lending_limit: lending,
+                used: reserved,
+                reserved,
+                borrowed: reserved.saturating_sub(nominal),
+            }]),
+            pending: 0,
+            reserving: 0,
+            admitted: 0,
+            conditions: Box::new([]),
+            stop_policy: None,
+            state: None,
+            flavor_order: Box::new([Sym::new("f")]),
+        }
+    }
+
+    fn room_of(queues: &[Queue], name: &str) -> Room {
+        let mut snap = snapshot(vec![], vec![], vec![], 0);
+        for q in queues {
+            snap.queues.insert(q.key(), std::sync::Arc::new(q.clone()));
+        }
+        let q = queues.iter().find(|q| q.name.as_str() == name).unwrap();
+        room(&snap, q, &q.quotas[0])
+    }
+
+    #[test]
+    fn without_a_cohort_the_nominal_quota_is_all() {
+        let q = cq("a", None, 16, None, None, 10);
+        assert_eq!(room_of(&[q], "a"), Room { available: 6, max_capacity: 16, from_cohort: 0 });
+    }
+
+    #[test]
+    fn kueues_worked_example_lending_and_borrowing_limits() {
+        // A{N=10, lendingLimit=4} keeps 6; B{N=10, borrowingLimit=2}; the pool is 4 + 10.
+        let a = cq("a", Some("c"), 10, None, Some(4), 8);
+        let b = cq("b", Some("c"), 10, Some(2), None, 0);
+        let both = [a.clone(), b.clone()];
+        assert_eq!(room_of(&both, "a"), Room { available: 12, max_capacity: 20, from_cohort: 10 });
+        assert_eq!(room_of(&both, "b"), Room { available: 12, max_capacity: 12, from_cohort: 2 });
+        // B borrowing its 2 and using its 10 leaves A nothing, though A uses 8 of 10.
+        let busy = [a, cq("b", Some("c"), 10, Some(2), None, 12)];
+        assert_eq!(room_of(&busy, "a").available, 0);
+    }
+
+    #[test]
+    fn a_borrowing_limit_of_zero_keeps_a_queue_at_its_nominal_quota() {
+        let a = cq("a", Some("c"), 16, Some(0), None, 16);
+        let b = cq("b", Some("c"), 64, None, None, 0);
+        assert_eq!(room_of(&[a, b], "a"), Room { available: 0, max_capacity: 16, from_cohort: 0 });
+    }
 }

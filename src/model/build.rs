@@ -349,6 +349,7 @@ pub fn podgroup(name: &str, min_members: u32, gpus: u64) -> GangBuilder {
             active: true,
             conditions: Box::new([]),
             admission: None,
+            admission_checks: Box::new([]),
             requeue: None,
             phase: Some(Sym::new("Pending")),
             owner: None,

@@ -56,6 +56,18 @@ pub struct Admission {
     pub assignments: Box<[PodSetAssignment]>,
 }
 
+/// One admission check's state on a Kueue Workload (`status.admissionChecks[]`):
+/// a controller (ProvisioningRequest, MultiKueue, a custom one) that must say
+/// Ready before Kueue admits a workload whose quota it has reserved.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AdmissionCheckState {
+    pub name: Sym,
+    /// `Pending`, `Ready`, `Retry` or `Rejected`.
+    pub state: Sym,
+    pub message: Box<str>,
+    pub since: Timestamp,
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct RequeueState {
     pub count: u32,
@@ -79,6 +91,8 @@ pub struct Gang {
     pub active: bool,
     pub conditions: Box<[Condition]>,
     pub admission: Option<Admission>,
+    /// Kueue: the admission checks and their states.
+    pub admission_checks: Box<[AdmissionCheckState]>,
     pub requeue: Option<RequeueState>,
     /// Volcano `status.phase`.
     pub phase: Option<Sym>,

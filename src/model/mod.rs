@@ -26,7 +26,7 @@ use imbl::OrdMap;
 
 pub use devices::{AgentStatus, Gpu, GpuHealth, MigInstance, MigMode, NodeDevices, XidEvent};
 pub use event::{ClusterEvent, EventKey, EventType};
-pub use gang::{Admission, Gang, GangKey, GangKind, PodSet, PodSetAssignment, RequeueState};
+pub use gang::{Admission, AdmissionCheckState, Gang, GangKey, GangKind, PodSet, PodSetAssignment, RequeueState};
 pub use node::{
     GpuLabels, MigStrategy, Node, NodeCondition, NodeSelectorTerm, OperatorLabels, Readiness, Requirement,
     SelectorOperator, Taint, TaintEffect, Toleration, TolerationOperator,

@@ -18,6 +18,7 @@
 mod support;
 
 mod cases;
+mod queues;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -103,7 +104,7 @@ fn kgpu_histogram(verdicts: &BTreeMap<String, Vec<fit::NodeReason>>) -> BTreeMap
 }
 
 /// kgpu's live model of the cluster (its kube source and model task).
-type Snapshots = tokio::sync::watch::Receiver<std::sync::Arc<Snapshot>>;
+pub type Snapshots = tokio::sync::watch::Receiver<std::sync::Arc<Snapshot>>;
 
 /// Waits until kgpu's model satisfies `ready`, and returns that snapshot.
 async fn kgpu_sees(snapshots: &Snapshots, what: &str, ready: impl Fn(&Snapshot) -> bool) -> Result<Snapshot, String> {
@@ -265,4 +266,45 @@ fn kgpu_predicts_what_the_real_scheduler_does() {
         panic!("kgpu disagrees with the real kube-scheduler (KGPU_ORACLE_SEED={seed}; the shrunk case below):\n{e}");
     }
     assert!(pods.load(Ordering::SeqCst) >= 200 || cases < 80, "the budget is at least 200 generated pods per run");
+}
+
+#[test]
+fn kgpu_predicts_what_the_real_kueue_admits() {
+    if !ControlPlane::enabled() {
+        return;
+    }
+    let cp = ControlPlane::start_with(|dir, bins| kgpu::lab::cluster::Options {
+        kueue: true,
+        crd_groups: vec!["kueue"],
+        ..kgpu::lab::cluster::Options::control_plane(dir, bins)
+    })
+    .unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let client = rt.block_on(support::kube::client(&cp));
+    let (snapshots, _tasks) = rt.block_on(support::kube::source(&cp, &cp.kubeconfig));
+    let cases = env_u64("KGPU_ORACLE_QUEUE_CASES", 30) as u32;
+    let seed = env_u64("KGPU_ORACLE_SEED", 20_261_201);
+    let counter = AtomicU32::new(0);
+    let workloads = AtomicU32::new(0);
+    let t0 = Instant::now();
+    let mut runner = runner(cases, seed);
+    let result = runner.run(&queues::queue_case(), |case| {
+        let n = counter.fetch_add(1, Ordering::SeqCst);
+        match rt.block_on(queues::run_queue_case(&client, &snapshots, n, &case)) {
+            Ok(count) => {
+                workloads.fetch_add(count, Ordering::SeqCst);
+                Ok(())
+            }
+            Err(e) => Err(TestCaseError::fail(e)),
+        }
+    });
+    eprintln!(
+        "Kueue oracle: {} case(s), {} workload(s) in {:.0}s (seed {seed})",
+        counter.load(Ordering::SeqCst),
+        workloads.load(Ordering::SeqCst),
+        t0.elapsed().as_secs_f64()
+    );
+    if let Err(e) = result {
+        panic!("kgpu disagrees with the real Kueue manager (KGPU_ORACLE_SEED={seed}; the shrunk case below):\n{e}");
+    }
 }

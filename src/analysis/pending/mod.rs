@@ -26,6 +26,7 @@ use quota::quota_step;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Step {
     Quota,
+    AdmissionCheck,
     Gang,
     Fit,
     DevicePlugin,
@@ -35,6 +36,7 @@ impl Step {
     pub fn as_str(self) -> &'static str {
         match self {
             Step::Quota => "quota",
+            Step::AdmissionCheck => "admission-check",
             Step::Gang => "gang",
             Step::Fit => "fit",
             Step::DevicePlugin => "device-plugin",
@@ -43,6 +45,7 @@ impl Step {
     pub fn title(self) -> &'static str {
         match self {
             Step::Quota => "queue / quota",
+            Step::AdmissionCheck => "admission checks",
             Step::Gang => "gang",
             Step::Fit => "per-node fit",
             Step::DevicePlugin => "device plugin",
@@ -393,7 +396,9 @@ fn gang_item<'a>(
         .max_by_key(|ps| ps.requests.gpu + ps.requests.mig_total())
         .map(|ps| ps.requests.clone())
         .unwrap_or_default();
-    let mut steps = vec![quota_step(index, gang), gang_step(index, gang, summary, all)];
+    let mut steps = vec![quota_step(index, gang)];
+    steps.extend(quota::admission_check_step(gang));
+    steps.push(gang_step(index, gang, summary, all));
     let shape = demand.as_ref().map(|d| memo.shape(index, d));
     let fit = match &shape {
         Some(s) => s.fit.clone(),

@@ -23,10 +23,22 @@ fn kueue_quota_step(index: &Index<'_>, gang: &Gang) -> StepReport {
     )];
     let mut details = Vec::new();
     if !gang.active {
+        // Why, when Kueue deactivated it (a rejected admission check, too
+        // many requeues): the eviction says, its checks are reset by then.
+        let why = ["DeactivationTarget", "Evicted"]
+            .iter()
+            .filter_map(|kind| gang.condition(kind))
+            .find(|c| {
+                c.status && (c.kind.as_str() == "DeactivationTarget" || c.reason.as_str().starts_with("Deactivated"))
+            })
+            .map(|c| c.message.to_string());
         return StepReport {
             step: Step::Quota,
             verdict: Verdict::Block,
-            summary: "deactivated (spec.active=false): Kueue will not admit it".into(),
+            summary: match why {
+                Some(why) => format!("deactivated (spec.active=false): {why}").into(),
+                None => "deactivated (spec.active=false): Kueue will not admit it".into(),
+            },
             details: vec![format!("unblock: set spec.active=true (kubectl kueue resume workload {} {ns})", gang.name)]
                 .into(),
             commands,
@@ -53,15 +65,15 @@ fn kueue_quota_step(index: &Index<'_>, gang: &Gang) -> StepReport {
         ));
     }
     if gang.has_quota() {
-        let checks_pending = reserved.is_some_and(|c| c.status) && !gang.condition_true("Admitted");
+        let admitted = gang.condition_true("Admitted");
         let cq_name = gang.admission.as_ref().map(|a| a.cluster_queue.to_string()).unwrap_or_else(|| "?".into());
         return StepReport {
             step: Step::Quota,
-            verdict: if checks_pending { Verdict::Warn } else { Verdict::Pass },
-            summary: if checks_pending {
-                format!("quota reserved in ClusterQueue {cq_name}; admission checks not Ready yet").into()
-            } else {
+            verdict: Verdict::Pass,
+            summary: if admitted {
                 format!("admitted by ClusterQueue {cq_name}").into()
+            } else {
+                format!("quota reserved in ClusterQueue {cq_name}, not admitted yet (admission checks)").into()
             },
             details: details.into(),
             commands,
@@ -118,61 +130,172 @@ fn kueue_quota_step(index: &Index<'_>, gang: &Gang) -> StepReport {
             commands,
         };
     }
-    let need = gang.total_requests();
-    let mut shortest: Option<(u64, String)> = None;
-    for (resource, amount) in need.iter() {
-        if resource == "pods" {
+    kueue_quota_arithmetic(snap, gang, cq, details, commands)
+}
+
+/// A workload Kueue has not reserved quota for yet: Kueue's own flavor
+/// assignment and quota arithmetic (`flavorassigner`, `resource_node.go`).
+/// Flavors are tried in order; the first where every requested resource
+/// fits is the one Kueue takes (borrowing if it must). A resource the
+/// ClusterQueue does not cover keeps the workload out whatever the quota.
+fn kueue_quota_arithmetic(
+    snap: &crate::model::Snapshot,
+    gang: &Gang,
+    cq: &crate::model::Queue,
+    mut details: Vec<String>,
+    commands: Vec<String>,
+) -> StepReport {
+    let fmt = |resource: &str, v: u64| crate::model::quantity::format(resource, v);
+    let need: Vec<(&str, u64)> = gang.total_requests().iter().filter(|(r, n)| *n > 0 && *r != "pods").collect();
+    let block = |summary: String, details: Vec<String>| StepReport {
+        step: Step::Quota,
+        verdict: Verdict::Block,
+        summary: summary.into(),
+        details: details.into(),
+        commands: commands.clone(),
+    };
+    if let Some((resource, _)) = need.iter().find(|(r, _)| !cq.quotas.iter().any(|q| q.resource.as_str() == *r)) {
+        details.push(format!(
+            "unblock: add {resource} to the coveredResources of ClusterQueue {} (or drop the request)",
+            cq.name
+        ));
+        return block(format!("resource {resource} unavailable in ClusterQueue {}", cq.name), details);
+    }
+    let mut flavors: Vec<Option<crate::model::Sym>> = cq.flavor_order.iter().map(|f| Some(*f)).collect();
+    for q in cq.quotas.iter() {
+        if !flavors.contains(&q.flavor) {
+            flavors.push(q.flavor);
+        }
+    }
+    // The smallest shortfall over the flavors: what would unblock it. One
+    // that finishing other work can close comes before one that never can.
+    let mut shortest: Option<((bool, u64), String)> = None;
+    for flavor in flavors {
+        let cells: Vec<(&str, u64, &crate::model::QueueQuota)> =
+            need.iter().filter_map(|(r, n)| Some((*r, *n, cq.quota(flavor, r)?))).collect();
+        if cells.is_empty() {
             continue;
         }
-        let quotas: Vec<_> = cq.quotas.iter().filter(|q| q.resource.as_str() == resource).collect();
-        if quotas.is_empty() {
-            if keys::is_gpu_resource(resource) {
-                details.push(format!("resource {resource} unavailable in ClusterQueue {}", cq.name));
-            }
-            continue;
-        }
-        for q in quotas {
-            let flavor = q.flavor.map_or("-".to_string(), |f| f.to_string());
-            let cap = queues::capacity(snap, cq, q);
-            let lendable = queues::cohort_lendable(snap, cq, q.flavor, q.resource);
-            let limit = q.borrowing_limit.map_or("none".into(), |l| crate::model::quantity::format(resource, l));
-            let fmt = |v: u64| crate::model::quantity::format(resource, v);
+        let name = flavor.map_or("-".to_string(), |f| f.to_string());
+        let mut fits = true;
+        let mut borrowing = Vec::new();
+        for (resource, amount, quota) in cells {
+            let room = queues::room(snap, cq, quota);
+            let limit = quota.borrowing_limit.map_or("none".into(), |l| fmt(resource, l));
             let line = format!(
-                "needs {} {resource} in flavor {flavor}: nominal {}, used {}, borrowing limit {limit}{}",
-                fmt(amount),
-                fmt(q.nominal),
-                fmt(q.used),
-                cq.cohort.map_or(String::new(), |c| format!(", cohort {c} can lend {}", fmt(lendable)))
+                "needs {} {resource} in flavor {name}: nominal {}, reserved {}, borrowing limit {limit}, available now {}{}",
+                fmt(resource, amount),
+                fmt(resource, quota.nominal),
+                fmt(resource, quota.reserved.max(quota.used)),
+                fmt(resource, room.available),
+                cq.cohort.map_or(String::new(), |c| format!(
+                    " (with cohort {c}; at most {})",
+                    fmt(resource, room.max_capacity)
+                ))
             );
-            let blocks = q.used + amount > cap;
-            if blocks || keys::is_gpu_resource(resource) {
+            if amount > room.available || keys::is_gpu_resource(resource) {
                 details.push(line);
             }
-            if blocks {
-                let short = q.used + amount - cap;
+            if amount > room.max_capacity {
+                fits = false;
+                let short = (true, amount - room.max_capacity);
+                let text = format!(
+                    "unblock: it can never fit flavor {name} of ClusterQueue {}: {} {resource} needed, at most {} (raise nominalQuota or the borrowing limit, or shrink it)",
+                    cq.name,
+                    fmt(resource, amount),
+                    fmt(resource, room.max_capacity)
+                );
                 if shortest.as_ref().is_none_or(|(s, _)| short < *s) {
-                    shortest = Some((
-                        short,
-                        format!(
-                            "unblock: {} more {resource} in flavor {flavor} of ClusterQueue {} (raise nominalQuota, lend from the cohort, or finish other work)",
-                            fmt(short),
-                            cq.name
-                        ),
-                    ));
+                    shortest = Some((short, text));
                 }
+            } else if amount > room.available {
+                fits = false;
+                let short = (false, amount - room.available);
+                let text = format!(
+                    "unblock: {} more {resource} in flavor {name} of ClusterQueue {} (raise nominalQuota, lend from the cohort, or finish other work)",
+                    fmt(resource, short.1),
+                    cq.name
+                );
+                if shortest.as_ref().is_none_or(|(s, _)| short < *s) {
+                    shortest = Some((short, text));
+                }
+            } else if amount > room.available - room.from_cohort.min(room.available) {
+                borrowing.push(format!("{} {resource}", fmt(resource, amount.min(room.from_cohort))));
             }
+        }
+        if fits {
+            // Kueue stops at the first flavor that fits, borrowing or not.
+            return StepReport {
+                step: Step::Quota,
+                verdict: Verdict::Warn,
+                summary: format!(
+                    "not admitted yet, but it fits flavor {name} of ClusterQueue {}{}: Kueue should reserve it on its next attempt",
+                    cq.name,
+                    if borrowing.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" (borrowing {} from cohort {})", borrowing.join(", "), cq.cohort.map_or("-".into(), |c| c.to_string()))
+                    }
+                )
+                .into(),
+                details: details.into(),
+                commands,
+            };
         }
     }
     if let Some((_, unblock)) = shortest {
         details.push(unblock);
     }
-    StepReport {
-        step: Step::Quota,
-        verdict: Verdict::Block,
-        summary: format!("waiting for quota in ClusterQueue {}", cq.name).into(),
-        details: details.into(),
-        commands,
+    block(format!("waiting for quota in ClusterQueue {}", cq.name), details)
+}
+
+/// Kueue's admission checks: once quota is reserved, every check must say
+/// Ready before the workload is admitted; Retry evicts and requeues it,
+/// Rejected deactivates it. `None` for workloads without checks.
+pub(super) fn admission_check_step(gang: &Gang) -> Option<StepReport> {
+    if gang.kind != GangKind::KueueWorkload || gang.admission_checks.is_empty() {
+        return None;
     }
+    let ns = ns_flag(gang.namespace);
+    let commands = vec![format!(
+        "kubectl get workload {ns} {} -o jsonpath='{{range .status.admissionChecks[*]}}{{.name}}={{.state}}: {{.message}}{{\"\\n\"}}{{end}}'",
+        gang.name
+    )];
+    let details: Vec<String> = gang
+        .admission_checks
+        .iter()
+        .map(|c| {
+            format!(
+                "{}: {}{}",
+                c.name,
+                c.state,
+                if c.message.is_empty() { String::new() } else { format!(" — {}", c.message) }
+            )
+        })
+        .collect();
+    let named = |state: &str| -> Vec<String> {
+        gang.admission_checks.iter().filter(|c| c.state.as_str() == state).map(|c| c.name.to_string()).collect()
+    };
+    let (rejected, retry, pending) = (named("Rejected"), named("Retry"), named("Pending"));
+    let reserved = gang.condition_true("QuotaReserved");
+    let (verdict, summary) = if !rejected.is_empty() {
+        (Verdict::Block, format!("rejected by admission check {}: Kueue deactivates the workload", rejected.join(", ")))
+    } else if !retry.is_empty() {
+        (
+            Verdict::Block,
+            format!(
+                "admission check {} asks to retry: Kueue evicts it, releases its quota and tries again",
+                retry.join(", ")
+            ),
+        )
+    } else if !pending.is_empty() && reserved {
+        (Verdict::Block, format!("quota reserved, waiting for admission check {} to be Ready", pending.join(", ")))
+    } else if !pending.is_empty() {
+        (Verdict::NotApplicable, format!("admission check {} runs once quota is reserved", pending.join(", ")))
+    } else {
+        (Verdict::Pass, "every admission check is Ready".to_string())
+    };
+    Some(StepReport { step: Step::AdmissionCheck, verdict, summary: summary.into(), details: details.into(), commands })
 }
 
 fn volcano_queue_step(index: &Index<'_>, gang: &Gang) -> StepReport {

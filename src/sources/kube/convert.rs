@@ -11,9 +11,9 @@ use serde_json::Value;
 
 use crate::model::node::labels_from;
 use crate::model::{
-    Admission, ClusterEvent, Condition, CudaNeed, EventType, Flavor, Gang, GangKind, Labels, Node, NodeCondition,
-    NodeSelectorTerm, Owner, Pod, PodPhase, PodSet, PodSetAssignment, Queue, QueueKind, QueueQuota, Readiness,
-    RequeueState, Requirement, Resources, SelectorOperator, Sym, Taint, TaintEffect, Timestamp, Toleration,
+    Admission, AdmissionCheckState, ClusterEvent, Condition, CudaNeed, EventType, Flavor, Gang, GangKind, Labels, Node,
+    NodeCondition, NodeSelectorTerm, Owner, Pod, PodPhase, PodSet, PodSetAssignment, Queue, QueueKind, QueueQuota,
+    Readiness, RequeueState, Requirement, Resources, SelectorOperator, Sym, Taint, TaintEffect, Timestamp, Toleration,
     TolerationOperator, Unschedulable, keys, quantity,
 };
 
@@ -444,6 +444,20 @@ pub fn workload(v: &Value) -> Result<Gang> {
         active: v.pointer("/spec/active").and_then(|a| a.as_bool()).unwrap_or(true),
         conditions: conditions(v.pointer("/status/conditions").unwrap_or(&Value::Null)),
         admission,
+        admission_checks: v
+            .pointer("/status/admissionChecks")
+            .and_then(|a| a.as_array())
+            .into_iter()
+            .flatten()
+            .filter_map(|c| {
+                Some(AdmissionCheckState {
+                    name: Sym::new(c.get("name")?.as_str()?),
+                    state: Sym::new(c.get("state").and_then(|s| s.as_str()).unwrap_or("Pending")),
+                    message: c.get("message").and_then(|m| m.as_str()).unwrap_or("").into(),
+                    since: c.get("lastTransitionTime").and_then(|t| t.as_str()).and_then(parse_rfc3339).unwrap_or(0),
+                })
+            })
+            .collect(),
         requeue: v.pointer("/status/requeueState").filter(|r| !r.is_null()).map(|r| RequeueState {
             count: r.get("count").and_then(|c| c.as_u64()).unwrap_or(0) as u32,
             requeue_at: r.get("requeueAt").and_then(|t| t.as_str()).and_then(parse_rfc3339),
@@ -475,6 +489,7 @@ pub fn podgroup(v: &Value) -> Result<Gang> {
         active: true,
         conditions: conditions(v.pointer("/status/conditions").unwrap_or(&Value::Null)),
         admission: None,
+        admission_checks: Box::new([]),
         requeue: None,
         phase: str_at(v, "/status/phase").map(Sym::new),
         owner: owner_json(v),

@@ -16,7 +16,7 @@ use crate::view_model::panes::Views;
 
 fn step_role(step: Option<Step>) -> Role {
     match step {
-        Some(Step::Quota) => Role::Warn,
+        Some(Step::Quota | Step::AdmissionCheck) => Role::Warn,
         Some(Step::Gang) => Role::Error,
         Some(Step::Fit) => Role::Pending,
         Some(Step::DevicePlugin) => Role::Error,
