@@ -78,6 +78,8 @@ fn every_fixture_message_is_read_or_marked_raw() {
         "gang 10/6 min=10 why='job is not ready' phases=[6 Pending] pending=[]",
         "gang 1/0 min=- why='0 nodes are available' phases=[] pending=[]",
         "scheduler ?: 'plugin InterPodAffinity predicates failed node(s) didn't match pod affinity/anti-affinity, node(s) didn't match pod affinity rules'=1 'node(s) resource fit failed'=2",
+        // Volcano's per-task FitErrors: "nodes are unavailable"
+        "scheduler 1: 'hami-vgpuDeviceSharing error'=1",
         // Kueue
         "kueue: pod set main: 9 more cpu needed in flavor default-flavor (others use the quota)",
         "kueue: pod set main: asks for more cpu than flavor default-flavor can ever give",

@@ -148,7 +148,9 @@ fn quota_starvation_waits_at_quota_while_gpus_idle() {
         "{details}"
     );
     assert!(
-        details.contains("needs 16 nvidia.com/gpu in flavor h100: nominal 16, reserved 16, borrowing limit 0, available now 0"),
+        details.contains(
+            "needs 16 nvidia.com/gpu in flavor h100: nominal 16, reserved 16, borrowing limit 0, available now 0"
+        ),
         "{details}"
     );
     assert_eq!(doc["fleet"]["totals"]["free"], 80);

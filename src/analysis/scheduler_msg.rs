@@ -2,6 +2,7 @@
 //! and read (for every source) in the real format.
 //!
 //! `FitError.Error()`: `0/<N> nodes are available: <count> <reason>, ....`
+//! (Volcano's per-task `FitErrors`: `0/<N> nodes are unavailable: ...`)
 //! with the `"<count> <reason>"` strings sorted *as strings*, then a space
 //! and the PostFilter (preemption) part `preemption: 0/<N> nodes are
 //! available: ...`. Some releases end in `..`; both are accepted.
@@ -100,10 +101,13 @@ pub fn parse(message: &str) -> Parsed {
     Parsed { total_nodes: Some(total), reasons, preemption, recognised }
 }
 
-/// `0/6 nodes are available: rest` → (6, "rest"). Tolerates `0 /3`.
+/// `0/6 nodes are available: rest` → (6, "rest"). Tolerates `0 /3`, and
+/// Volcano's per-task wording `0/6 nodes are unavailable: rest`.
 fn split_available(text: &str) -> Option<(u32, &str)> {
-    let marker = " nodes are available:";
-    let i = text.find(marker)?;
+    let (i, marker) = [" nodes are available:", " nodes are unavailable:"]
+        .into_iter()
+        .filter_map(|m| text.find(m).map(|i| (i, m)))
+        .min_by_key(|(i, _)| *i)?;
     let head = text[..i].trim();
     let total_text = head.rsplit('/').next()?.trim();
     let total = total_text.parse().ok()?;

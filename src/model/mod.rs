@@ -461,26 +461,26 @@ impl Cluster {
         let s = &mut self.state;
         match object {
             Object::Node(mut node) => {
-                // Time in an operator state is only known from when it changed;
-                // keep the earlier observation while the state stays the same.
+                // Time in an operator state is known from the object (an
+                // annotation) or from seeing it change; a state found as it
+                // is (a first list, a support bundle) started at an unknown time.
                 if let Some(old) = s.nodes.get(&node.name) {
-                    if node.operator.upgrade_since.is_none()
-                        && old.operator.upgrade_state == node.operator.upgrade_state
-                    {
-                        node.operator.upgrade_since = old.operator.upgrade_since;
+                    if node.operator.upgrade_since.is_none() {
+                        node.operator.upgrade_since = if old.operator.upgrade_state == node.operator.upgrade_state {
+                            old.operator.upgrade_since
+                        } else {
+                            node.operator.upgrade_state.map(|_| s.clock)
+                        };
                     }
-                    if node.operator.mig_config_since.is_none()
-                        && old.operator.mig_config_state == node.operator.mig_config_state
-                        && old.operator.mig_config == node.operator.mig_config
-                    {
-                        node.operator.mig_config_since = old.operator.mig_config_since;
+                    if node.operator.mig_config_since.is_none() {
+                        let same = old.operator.mig_config_state == node.operator.mig_config_state
+                            && old.operator.mig_config == node.operator.mig_config;
+                        node.operator.mig_config_since = if same {
+                            old.operator.mig_config_since
+                        } else {
+                            node.operator.mig_config_state.map(|_| s.clock)
+                        };
                     }
-                }
-                if node.operator.upgrade_since.is_none() && node.operator.upgrade_state.is_some() {
-                    node.operator.upgrade_since = Some(s.clock);
-                }
-                if node.operator.mig_config_since.is_none() && node.operator.mig_config_state.is_some() {
-                    node.operator.mig_config_since = Some(s.clock);
                 }
                 s.nodes.insert(node.name, Arc::new(node));
             }
@@ -547,7 +547,7 @@ mod tests {
     }
 
     #[test]
-    fn upgrade_state_keeps_its_start_time_while_unchanged() {
+    fn an_upgrade_state_begins_when_seen_changing_and_is_unknown_before() {
         let mut c = Cluster::new(source());
         let node = |state: &str| Node::new("n", node::labels_from([("nvidia.com/gpu-driver-upgrade-state", state)]));
         c.apply(ModelEvent::Clock(100));
@@ -555,9 +555,13 @@ mod tests {
         c.apply(ModelEvent::Clock(700));
         c.apply(ModelEvent::Upsert(Object::Node(node("upgrade-required"))));
         let since = |c: &Cluster| c.snapshot().nodes.values().next().unwrap().operator.upgrade_since;
-        assert_eq!(since(&c), Some(100));
+        // Found in that state: when it began is unknown, not "now".
+        assert_eq!(since(&c), None);
         c.apply(ModelEvent::Upsert(Object::Node(node("cordon-required"))));
-        assert_eq!(since(&c), Some(700));
+        assert_eq!(since(&c), Some(700), "a change seen: it began now");
+        c.apply(ModelEvent::Clock(900));
+        c.apply(ModelEvent::Upsert(Object::Node(node("cordon-required"))));
+        assert_eq!(since(&c), Some(700), "kept while unchanged");
     }
 
     #[test]

@@ -263,7 +263,7 @@ pub fn render(snap: &Snapshot, a: &Analysis, section: Option<Section>) -> String
                 vec![
                     u.node.to_string(),
                     u.state_str().to_string(),
-                    u.seconds_in_state.map_or("-".into(), age),
+                    u.seconds_in_state.map_or("unknown".into(), age),
                     if u.stuck { "STUCK".into() } else { String::new() },
                     u.driver.as_ref().map(|d| d.to_string()).unwrap_or_default(),
                 ]

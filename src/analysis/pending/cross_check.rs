@@ -26,12 +26,30 @@ impl CrossCheck {
 }
 
 pub(super) fn cross_check(fit: &FitResult, message: &str) -> CrossCheck {
-    let parsed = scheduler_msg::parse(message);
-    let mut check =
-        CrossCheck { recognised: parsed.recognised, reasons: Arc::default(), agrees: None, disagreement: None };
-    if !parsed.recognised {
-        return check;
-    }
+    // Volcano's gang message says how many tasks wait, not why per node;
+    // when it carries the first task's fit error ("Origin reason is: ..."),
+    // that is compared. Kueue's message is the quota step's.
+    let parsed = match scheduler_msg::read(message) {
+        scheduler_msg::Said::Scheduler(parsed) => parsed,
+        scheduler_msg::Said::Gang(_) => match message.split_once("Origin reason is: ") {
+            Some((_, origin)) if scheduler_msg::parse(origin).recognised => scheduler_msg::parse(origin),
+            _ => {
+                return CrossCheck {
+                    recognised: true,
+                    reasons: Arc::default(),
+                    agrees: None,
+                    disagreement: Some("not compared: Volcano's gang message counts tasks, not nodes".into()),
+                };
+            }
+        },
+        scheduler_msg::Said::Quota(_) => {
+            return CrossCheck { recognised: true, reasons: Arc::default(), agrees: None, disagreement: None };
+        }
+        scheduler_msg::Said::Unrecognised => {
+            return CrossCheck { recognised: false, reasons: Arc::default(), agrees: None, disagreement: None };
+        }
+    };
+    let mut check = CrossCheck { recognised: true, reasons: Arc::default(), agrees: None, disagreement: None };
     let mut reasons = BTreeMap::new();
     for (reason, count) in &parsed.reasons {
         let key = scheduler_msg::reason_code(reason).unwrap_or_else(|| reason.clone());

@@ -266,6 +266,9 @@ impl FleetFacts {
                 .taints
                 .iter()
                 .filter(|t| t.effect != crate::model::TaintEffect::PreferNoSchedule)
+                // The cluster's own condition taints (cordon, NotReady, pressure)
+                // are never something to tolerate.
+                .filter(|t| !t.key.as_str().starts_with("node.kubernetes.io/"))
                 .filter(|t| gpu_nodes.iter().all(|n| n.taints.contains(t)))
                 .cloned()
                 .collect()

@@ -115,7 +115,7 @@ fn draw_board(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme
         vec![
             widgets::styled(fit(u.node.as_str(), 16), theme.style(Role::Text)),
             widgets::styled(u.state_str(), theme.style(role)),
-            widgets::styled(u.seconds_in_state.map_or("-".into(), age), theme.style(Role::Dim)),
+            widgets::styled(u.seconds_in_state.map_or("unknown".into(), age), theme.style(Role::Dim)),
             widgets::styled(
                 if u.stuck {
                     "STUCK"
