@@ -24,6 +24,9 @@ pub enum IssueCode {
     /// The node's agent cannot be read (or has no NVML): its GPUs are
     /// judged from the node object alone.
     AgentUnavailable,
+    /// GFD says the MIG configuration does not suit the `single` strategy
+    /// (product `<gpu>-MIG-INVALID`, count 0): no GPU is usable.
+    MigInvalid,
 }
 
 impl IssueCode {
@@ -39,6 +42,7 @@ impl IssueCode {
             IssueCode::UpgradeFailed => "upgrade-failed",
             IssueCode::XidErrors => "xid-errors",
             IssueCode::AgentUnavailable => "agent-unavailable",
+            IssueCode::MigInvalid => "mig-invalid",
         }
     }
 
@@ -91,6 +95,16 @@ impl NodeSummary {
     pub fn schedulable(&self) -> bool {
         self.ready && !self.cordoned
     }
+
+    /// Its free GPUs are usable: schedulable and not a black hole.
+    pub fn accepts_work(&self) -> bool {
+        self.schedulable() && !self.has(IssueCode::BlackHole)
+    }
+}
+
+/// The nodes that fail every GPU pod at admission (see `black_hole`).
+pub fn black_hole_nodes(index: &Index<'_>, thresholds: &Thresholds) -> Vec<Sym> {
+    index.nodes().filter(|n| black_hole(index, n, thresholds).is_some()).map(|n| n.name).collect()
 }
 
 pub fn summarize(index: &Index<'_>, thresholds: &Thresholds) -> Vec<NodeSummary> {
@@ -118,12 +132,22 @@ pub fn summarize_node(index: &Index<'_>, node: &Node, thresholds: &Thresholds) -
     let gpu_pods = index.gpu_pods_on(node.name);
 
     let mut issues = Vec::new();
-    if gpu_unadvertised > 0 {
+    // The mig-manager pauses the device plugin while it repartitions: GPUs
+    // missing then are expected (the MIG issue says so), not a crash.
+    if gpu_unadvertised > 0 && !node.operator.paused_for_mig_change {
         let hw = hardware.unwrap_or(0);
         issues.push(NodeIssue {
             code: IssueCode::DevicePluginNotAdvertising,
             detail: format!(
                 "{hw} GPU(s) in hardware, {advertised_physical} advertised to Kubernetes ({gpu_unadvertised} missing)"
+            ),
+        });
+    }
+    if let Some(product) = node.gpu.product.filter(|p| crate::reference::mig::is_invalid_mig_product(p.as_str())) {
+        issues.push(NodeIssue {
+            code: IssueCode::MigInvalid,
+            detail: format!(
+                "GPU Feature Discovery labels the product {product}: under the single MIG strategy every GPU must be in MIG mode with one profile; none is advertised"
             ),
         });
     }
@@ -288,11 +312,11 @@ pub struct Totals {
     /// Whole GPUs advertised (`nvidia.com/gpu` allocatable).
     pub gpus: u64,
     pub allocated: u64,
-    /// Free on nodes that accept work (Ready, not cordoned).
+    /// Free on nodes that accept work (Ready, not cordoned, not a black hole).
     pub free: u64,
     /// Part of `free` that no pending shape can use.
     pub stranded: u64,
-    /// Free but on cordoned or NotReady nodes.
+    /// Free but on cordoned, NotReady or black-hole nodes.
     pub unavailable: u64,
     /// In hardware, not advertised.
     pub unadvertised: u64,
@@ -304,7 +328,7 @@ pub fn totals(nodes: &[NodeSummary], stranded: u64) -> Totals {
     for n in nodes {
         t.gpus += n.gpu_allocatable;
         t.allocated += n.gpu_allocated;
-        if n.schedulable() {
+        if n.accepts_work() {
             t.free += n.gpu_free;
         } else {
             t.unavailable += n.gpu_free;

@@ -301,7 +301,7 @@ pub fn analyze(index: &Index<'_>) -> Fragmentation {
                 for (i, ((node, used), blockers)) in index.nodes_with_usage().zip(placement.iter()).enumerate() {
                     // Only nodes this shape may use at all, and that are big enough
                     // for one pod when empty: elsewhere a free GPU is idle, not stranded.
-                    if !Index::schedulable(node) || !blockers.is_empty() || room(&demand, node, &empty) == 0 {
+                    if !index.accepts_work(node) || !blockers.is_empty() || room(&demand, node, &empty) == 0 {
                         continue;
                     }
                     let s = room(&demand, node, used);
@@ -334,7 +334,7 @@ pub fn analyze(index: &Index<'_>) -> Fragmentation {
     let mut free_total = 0;
     let mut free_on_whole_nodes = 0;
     for ((node, used), usable) in index.nodes_with_usage().zip(usable_by_node) {
-        if !Index::schedulable(node) {
+        if !index.accepts_work(node) {
             continue;
         }
         let free = node.allocatable.gpu.saturating_sub(used.gpu);
@@ -544,10 +544,10 @@ impl<'i, 'a> Workspace<'i, 'a> {
         let target_ok: Vec<bool> = nodes
             .iter()
             .zip(placement.iter())
-            .map(|(n, blockers)| Index::schedulable(n) && blockers.is_empty() && room(target, n, &empty) > 0)
+            .map(|(n, blockers)| index.accepts_work(n) && blockers.is_empty() && room(target, n, &empty) > 0)
             .collect();
         let mut by_free: BTreeMap<u64, std::collections::BTreeSet<Sym>> = BTreeMap::new();
-        for n in nodes.iter().filter(|n| Index::schedulable(n)) {
+        for n in nodes.iter().filter(|n| index.accepts_work(n)) {
             by_free.entry(index.free_gpus(n)).or_default().insert(n.name);
         }
         Workspace {
@@ -581,7 +581,7 @@ impl<'i, 'a> Workspace<'i, 'a> {
     fn move_pod(&mut self, pod: &Pod, from: Sym, to: Sym) {
         for (node, leaving) in [(from, true), (to, false)] {
             let Some(&i) = self.position.get(&node) else { continue };
-            let schedulable = Index::schedulable(self.nodes[i]);
+            let schedulable = self.index.accepts_work(self.nodes[i]);
             if schedulable {
                 let before = self.free_gpus(i);
                 if let Some(set) = self.by_free.get_mut(&before) {
@@ -672,7 +672,7 @@ impl<'i, 'a> Workspace<'i, 'a> {
                     .filter_map(|(n, used)| {
                         let &i = self.position.get(n)?;
                         let node = self.nodes[i];
-                        (Index::schedulable(node) && takes(i, used))
+                        (self.index.accepts_work(node) && takes(i, used))
                             .then(|| (node.allocatable.gpu.saturating_sub(used.gpu), *n))
                     })
                     .min();

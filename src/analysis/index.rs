@@ -141,6 +141,9 @@ pub struct Index<'a> {
     placement_groups: OnceLock<Vec<u32>>,
     /// By label key, each node's value (in node position order).
     label_columns: Mutex<SymMap<Arc<[Option<Sym>]>>>,
+    /// Nodes that fail every GPU pod at admission (`fleet::black_hole_nodes`):
+    /// the scheduler would use them, the work would not run.
+    black_holes: std::collections::HashSet<Sym>,
     empty: Tally,
 }
 
@@ -349,6 +352,7 @@ impl<'a> Index<'a> {
             placements: Mutex::default(),
             placement_groups: OnceLock::new(),
             label_columns: Mutex::default(),
+            black_holes: Default::default(),
             empty: Tally::default(),
         }
     }
@@ -464,6 +468,20 @@ impl<'a> Index<'a> {
     /// A node new work can land on at all.
     pub fn schedulable(node: &Node) -> bool {
         node.is_ready() && !node.unschedulable
+    }
+
+    /// Marks the nodes that fail every GPU pod at admission.
+    pub fn mark_black_holes(&mut self, nodes: impl IntoIterator<Item = Sym>) {
+        self.black_holes.extend(nodes);
+    }
+
+    pub fn is_black_hole(&self, node: &Node) -> bool {
+        self.black_holes.contains(&node.name)
+    }
+
+    /// A node work can land on *and run*: schedulable, and not a black hole.
+    pub fn accepts_work(&self, node: &Node) -> bool {
+        Index::schedulable(node) && !self.is_black_hole(node)
     }
 }
 

@@ -62,7 +62,10 @@ pub struct Analysis {
 }
 
 pub fn analyze(snap: &Snapshot, now: Timestamp, thresholds: &Thresholds) -> Analysis {
-    let index = index::Index::build(snap, now);
+    let mut index = index::Index::build(snap, now);
+    // A black hole is schedulable but runs nothing: not usable capacity.
+    let black_holes = fleet::black_hole_nodes(&index, thresholds);
+    index.mark_black_holes(black_holes);
     let gangs = gangs::analyze(&index);
     // The analyses are pure and independent but for fragmentation → the
     // pending gangs' items: the pending pods' items (the costliest part) and

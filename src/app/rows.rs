@@ -102,5 +102,6 @@ pub fn issue_short(code: IssueCode) -> &'static str {
         IssueCode::UpgradeFailed => "upg-fail",
         IssueCode::XidErrors => "xid",
         IssueCode::AgentUnavailable => "agent?",
+        IssueCode::MigInvalid => "mig-invalid",
     }
 }

@@ -3,15 +3,14 @@
 //! Source: `assets/reference/mig-profiles.tsv` (compiled from real
 //! `nvidia-smi mig -lgipp` output and GFD labels) and
 //! `assets/reference/mig-parted-config-default.yaml` (NVIDIA/mig-parted).
-//! A GPU has 8 memory slices and 7 compute slices. A profile occupies
-//! `size` memory slices starting at one of its allowed `starts`; an instance
-//! fits when its memory slices are free and the compute slices stay ≤ 7.
+//! Most MIG GPUs have 8 memory slices and 7 compute slices; the A30 has 4
+//! and 4 (each geometry knows its own, from its whole-GPU profile). A
+//! profile occupies `size` memory slices starting at one of its allowed
+//! `starts`; an instance fits when its memory slices are free and the
+//! compute slices stay within the GPU's.
 
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
-
-pub const MEMORY_SLICES: u8 = 8;
-pub const COMPUTE_SLICES: u8 = 7;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Profile {
@@ -26,9 +25,13 @@ pub struct Profile {
 
 #[derive(Debug, Clone)]
 pub struct Geometry {
-    /// `A100-40GB`, `A100-80GB`, `H100-80GB`, `H200-141GB`.
+    /// `A100-40GB`, `A100-80GB`, `H100-80GB`, `H100-94GB`, `H200-141GB`, `A30-24GB`, ...
     pub model: String,
     pub profiles: Vec<Profile>,
+    /// Memory slices of the GPU (8; 4 on an A30).
+    pub memory_slices: u8,
+    /// Compute slices of the GPU (7; 4 on an A30).
+    pub compute_slices: u8,
 }
 
 /// An instance already on a GPU (memory start, size, compute slices).
@@ -58,7 +61,7 @@ impl Geometry {
         order.sort_by_key(|&i| (std::cmp::Reverse(wanted[i].size), wanted[i].starts.len()));
         let mut occupied = existing.to_vec();
         let mut starts = vec![0u8; wanted.len()];
-        if place_from(&order, 0, wanted, &mut occupied, &mut starts) { Some(starts) } else { None }
+        if self.place_from(&order, 0, wanted, &mut occupied, &mut starts) { Some(starts) } else { None }
     }
 
     /// How many more instances of `profile` fit next to `existing`.
@@ -77,40 +80,43 @@ impl Geometry {
     }
 }
 
-fn fits(occupied: &[Placed], start: u8, profile: &Profile) -> bool {
-    let end = start + profile.size;
-    if end > MEMORY_SLICES {
-        return false;
-    }
-    let compute: u8 = occupied.iter().map(|p| p.compute).sum();
-    if compute + profile.compute > COMPUTE_SLICES {
-        return false;
-    }
-    occupied.iter().all(|p| end <= p.start || p.start + p.size <= start)
-}
-
-fn place_from(
-    order: &[usize],
-    depth: usize,
-    wanted: &[&Profile],
-    occupied: &mut Vec<Placed>,
-    starts: &mut [u8],
-) -> bool {
-    let Some(&index) = order.get(depth) else {
-        return true;
-    };
-    let profile = wanted[index];
-    for &start in &profile.starts {
-        if fits(occupied, start, profile) {
-            occupied.push(Placed { start, size: profile.size, compute: profile.compute });
-            starts[index] = start;
-            if place_from(order, depth + 1, wanted, occupied, starts) {
-                return true;
-            }
-            occupied.pop();
+impl Geometry {
+    fn fits(&self, occupied: &[Placed], start: u8, profile: &Profile) -> bool {
+        let end = start + profile.size;
+        if end > self.memory_slices {
+            return false;
         }
+        let compute: u8 = occupied.iter().map(|p| p.compute).sum();
+        if compute + profile.compute > self.compute_slices {
+            return false;
+        }
+        occupied.iter().all(|p| end <= p.start || p.start + p.size <= start)
     }
-    false
+
+    fn place_from(
+        &self,
+        order: &[usize],
+        depth: usize,
+        wanted: &[&Profile],
+        occupied: &mut Vec<Placed>,
+        starts: &mut [u8],
+    ) -> bool {
+        let Some(&index) = order.get(depth) else {
+            return true;
+        };
+        let profile = wanted[index];
+        for &start in &profile.starts {
+            if self.fits(occupied, start, profile) {
+                occupied.push(Placed { start, size: profile.size, compute: profile.compute });
+                starts[index] = start;
+                if self.place_from(order, depth + 1, wanted, occupied, starts) {
+                    return true;
+                }
+                occupied.pop();
+            }
+        }
+        false
+    }
 }
 
 pub fn geometries() -> &'static [Geometry] {
@@ -140,24 +146,79 @@ fn parse_profiles(text: &str) -> Vec<Geometry> {
             max_instances,
         });
     }
-    by_model.into_iter().map(|(model, profiles)| Geometry { model, profiles }).collect()
+    by_model
+        .into_iter()
+        .map(|(model, profiles)| {
+            // The whole-GPU profile spans every slice.
+            let memory_slices =
+                profiles.iter().map(|p| p.starts.iter().max().unwrap_or(&0) + p.size).max().unwrap_or(8);
+            let compute_slices = profiles.iter().map(|p| p.compute).max().unwrap_or(7);
+            Geometry { model, profiles, memory_slices, compute_slices }
+        })
+        .collect()
+}
+
+/// GPU products (as NVML names them, GFD's spelling, without the `NVIDIA-`
+/// prefix) → their MIG geometry. Exact names: a substring would take
+/// GH200 for H200, the H100 NVL for an 80GB H100, or read a single-strategy
+/// suffix (`-MIG-3g.40gb`) as the product. Sources: NVIDIA's driver product
+/// names, mig-parted's device filters, the MIG User Guide (see the TSV).
+const PRODUCTS: [(&str, &str); 26] = [
+    ("A100-SXM4-40GB", "A100-40GB"),
+    ("A100-PCIE-40GB", "A100-40GB"),
+    ("A800-40GB-ACTIVE", "A100-40GB"),
+    ("A100-SXM4-80GB", "A100-80GB"),
+    ("A100-80GB-PCIE", "A100-80GB"),
+    ("A800-SXM4-80GB", "A100-80GB"),
+    ("A800-80GB-PCIE", "A100-80GB"),
+    ("A800-80GB-PCIE-LC", "A100-80GB"),
+    ("H100-80GB-HBM3", "H100-80GB"),
+    ("H100-SXM5-80GB", "H100-80GB"),
+    ("H100-PCIE", "H100-80GB"),
+    ("H800", "H100-80GB"),
+    ("H800-PCIE", "H100-80GB"),
+    ("H100-NVL", "H100-94GB"),
+    ("H800-NVL", "H100-94GB"),
+    // The H100 SXM5 94GB: NVML calls it just "NVIDIA H100".
+    ("H100", "H100-94GB"),
+    ("GH200-480GB", "H100-96GB"),
+    ("GH200-120GB", "H100-96GB"),
+    ("H100-96GB", "H100-96GB"),
+    ("H20", "H100-96GB"),
+    ("H200", "H200-141GB"),
+    ("H200-NVL", "H200-141GB"),
+    ("H200-SXM-141GB", "H200-141GB"),
+    ("GH200-144G-HBM3E", "GH200-144GB"),
+    ("B200", "B200-180GB"),
+    ("A30", "A30-24GB"),
+];
+
+/// The product a GFD label or an NVML name describes: spaces as dashes,
+/// without `-SHARED` (time-slicing) or `-MIG-<profile>` / `-MIG-INVALID`
+/// (single strategy), without the `NVIDIA-` prefix old drivers omit.
+fn normalised_product(product: &str) -> String {
+    let mut p = product.trim().replace(' ', "-").to_ascii_uppercase();
+    if let Some(stripped) = p.strip_suffix("-SHARED") {
+        p = stripped.to_string();
+    }
+    if let Some(at) = p.find("-MIG-") {
+        p.truncate(at);
+    }
+    p.strip_prefix("NVIDIA-").map(str::to_string).unwrap_or(p)
 }
 
 /// The geometry model for a GPU product name as GFD (`NVIDIA-H100-80GB-HBM3`,
-/// `A100-SXM4-40GB`) or NVML (`NVIDIA H100 80GB HBM3`) spells it.
+/// `A100-SXM4-40GB`, `NVIDIA-H100-NVL-MIG-1g.12gb`) or NVML (`NVIDIA H100
+/// 80GB HBM3`) spells it; `None` for GPUs without MIG or not known here.
 pub fn model_for_product(product: &str) -> Option<&'static str> {
-    let p = product.to_ascii_uppercase();
-    if p.contains("H200") {
-        Some("H200-141GB")
-    } else if p.contains("H100") && p.contains("80GB") && !p.contains("NVL") {
-        Some("H100-80GB")
-    } else if p.contains("A100") && p.contains("80GB") {
-        Some("A100-80GB")
-    } else if p.contains("A100") && p.contains("40GB") {
-        Some("A100-40GB")
-    } else {
-        None
-    }
+    let p = normalised_product(product);
+    PRODUCTS.iter().find(|(name, _)| *name == p).map(|(_, model)| *model)
+}
+
+/// GFD's label for a single-strategy node whose MIG configuration is not
+/// valid (`<product>-MIG-INVALID`): a real fault, its GPUs not advertised.
+pub fn is_invalid_mig_product(product: &str) -> bool {
+    product.trim().to_ascii_uppercase().ends_with("-MIG-INVALID")
 }
 
 pub fn geometry_for_product(product: &str) -> Option<&'static Geometry> {
@@ -173,6 +234,11 @@ fn device_ids(model: &str) -> &'static [&'static str] {
         "A100-80GB" => &["0x20B210DE", "0x20B510DE"],
         "A100-40GB" => &["0x20B010DE", "0x20B110DE"],
         "H200-141GB" => &["0x233510DE", "0x233B10DE"],
+        "H100-94GB" => &["0x232110DE", "0x233A10DE"],
+        "H100-96GB" => &["0x234210DE", "0x233D10DE", "0x20B610DE", "0x232910DE"],
+        "GH200-144GB" => &["0x234810DE"],
+        "B200-180GB" => &["0x290110DE"],
+        "A30-24GB" => &["0x20B710DE"],
         _ => &[],
     }
 }
@@ -255,6 +321,24 @@ pub fn configs_for_model(model: &str) -> Vec<MigConfig> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn each_geometry_knows_its_slices_and_the_a30_has_four() {
+        for g in geometries() {
+            let (m, c) = if g.model == "A30-24GB" { (4, 4) } else { (8, 7) };
+            assert_eq!((g.memory_slices, g.compute_slices), (m, c), "{}", g.model);
+        }
+        let a30 = geometries().iter().find(|g| g.model == "A30-24GB").unwrap();
+        let four = a30.profile("4g.24gb").unwrap();
+        let one = a30.profile("1g.6gb").unwrap();
+        assert!(a30.place(&[], &[four]).is_some());
+        assert!(a30.place(&[], &[four, one]).is_none(), "the whole A30 leaves nothing");
+        assert_eq!(a30.free_count(&[], one), 4);
+        // +me profiles are their own: one per GPU.
+        let h100 = geometry_for_product("NVIDIA-H100-80GB-HBM3").unwrap();
+        assert_eq!(h100.profile("1g.10gb+me").unwrap().max_instances, 1);
+        assert_eq!(h100.profile("1g.10gb").unwrap().max_instances, 7);
+    }
+
     use super::*;
 
     fn h100() -> &'static Geometry {
@@ -264,9 +348,26 @@ mod tests {
     #[test]
     fn every_row_of_the_table_parses() {
         let models: Vec<&str> = geometries().iter().map(|g| g.model.as_str()).collect();
-        assert_eq!(models, ["A100-40GB", "A100-80GB", "H100-80GB", "H200-141GB"]);
-        // 7 profiles per model in profiles.tsv
-        assert!(geometries().iter().all(|g| g.profiles.len() == 7));
+        assert_eq!(
+            models,
+            [
+                "A100-40GB",
+                "A100-80GB",
+                "A30-24GB",
+                "B200-180GB",
+                "GH200-144GB",
+                "H100-80GB",
+                "H100-94GB",
+                "H100-96GB",
+                "H200-141GB"
+            ]
+        );
+        // 7 profiles per model in profiles.tsv (the A30: 5)
+        assert!(geometries().iter().all(|g| g.profiles.len() == if g.model == "A30-24GB" { 5 } else { 7 }));
+        // Every product maps to a model with a geometry.
+        for (product, model) in PRODUCTS {
+            assert!(geometries().iter().any(|g| g.model == model), "{product} → {model}");
+        }
         let p = h100().profile("3g.40gb").unwrap();
         assert_eq!((p.nvsmi_id, p.compute, p.size, p.starts.clone(), p.max_instances), (9, 3, 4, vec![0, 4], 2));
     }
@@ -278,6 +379,22 @@ mod tests {
         assert_eq!(model_for_product("NVIDIA-A100-SXM4-80GB"), Some("A100-80GB"));
         assert_eq!(model_for_product("NVIDIA H200"), Some("H200-141GB"));
         assert_eq!(model_for_product("Tesla-T4"), None);
+        // Exact products, not substrings.
+        assert_eq!(model_for_product("NVIDIA-GH200-480GB"), Some("H100-96GB"), "GH200 is not H200");
+        assert_eq!(model_for_product("NVIDIA-GH200-144G-HBM3e"), Some("GH200-144GB"));
+        assert_eq!(model_for_product("NVIDIA-H100-NVL"), Some("H100-94GB"), "the NVL is not an 80GB H100");
+        assert_eq!(model_for_product("NVIDIA-H100-PCIe"), Some("H100-80GB"));
+        assert_eq!(model_for_product("NVIDIA-H800"), Some("H100-80GB"));
+        assert_eq!(model_for_product("NVIDIA-A800-80GB-PCIe-MIG-2g.20gb-SHARED"), Some("A100-80GB"));
+        assert_eq!(model_for_product("NVIDIA-A800-40GB-Active"), Some("A100-40GB"));
+        assert_eq!(model_for_product("NVIDIA-H20"), Some("H100-96GB"));
+        assert_eq!(model_for_product("NVIDIA-GB200"), None, "GB200 is not B200");
+        assert_eq!(model_for_product("NVIDIA-A30"), Some("A30-24GB"));
+        // A single-strategy label's profile is not the product.
+        assert_eq!(model_for_product("NVIDIA-H100-PCIe-MIG-7g.80gb"), Some("H100-80GB"));
+        assert_eq!(model_for_product("A100-SXM4-40GB-MIG-1g.5gb"), Some("A100-40GB"));
+        assert!(is_invalid_mig_product("NVIDIA-A100-SXM4-40GB-MIG-INVALID"));
+        assert!(!is_invalid_mig_product("NVIDIA-A100-SXM4-40GB-MIG-1g.5gb"));
     }
 
     #[test]

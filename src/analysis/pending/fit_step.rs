@@ -68,6 +68,7 @@ pub(super) fn fit_step(index: &Index<'_>, demand: &Demand) -> FitResult {
         }
     }
     let mut fitting_nodes = 0u32;
+    let mut black_holes = Vec::new();
     let mut slots_total = 0u64;
     let mut silent: Vec<(&Node, u32)> = Vec::new();
     let mut closest: Option<(u64, &Node)> = None;
@@ -85,6 +86,13 @@ pub(super) fn fit_step(index: &Index<'_>, demand: &Demand) -> FitResult {
             None => combos.push((shortfalls.clone(), 1)),
         }
         if !classes[class as usize].is_empty() {
+            continue;
+        }
+        if index.is_black_hole(node) {
+            // The scheduler would send it there; the kubelet would refuse it.
+            if shortfalls.is_empty() && demand.requests.wants_gpu() {
+                black_holes.push(node.name);
+            }
             continue;
         }
         slots_total += fragmentation::room(demand, node, used);
@@ -141,6 +149,13 @@ pub(super) fn fit_step(index: &Index<'_>, demand: &Demand) -> FitResult {
     let histogram =
         |m: &BTreeMap<String, u32>| m.iter().map(|(k, v)| format!("{v} {k}")).collect::<Vec<_>>().join(", ");
     let mut unblock = Vec::new();
+    let black_hole_note = (!black_holes.is_empty()).then(|| {
+        format!(
+            "{} more node(s) would take it but fail every GPU pod at admission (black hole): {}",
+            black_holes.len(),
+            black_holes.iter().map(|n| n.to_string()).collect::<Vec<_>>().join(", ")
+        )
+    });
     let report = if slots_total >= need && fitting_nodes > 0 {
         StepReport {
             step: Step::Fit,
@@ -150,7 +165,29 @@ pub(super) fn fit_step(index: &Index<'_>, demand: &Demand) -> FitResult {
             } else {
                 format!("fits on {fitting_nodes} of {total_nodes} node(s) now").into()
             },
-            details: Arc::default(),
+            details: black_hole_note.into_iter().collect(),
+            commands,
+        }
+    } else if fitting_nodes == 0
+        && slots_total == 0
+        && !black_holes.is_empty()
+        && node_reasons.values().sum::<u32>() < total_nodes
+    {
+        // Only black holes would take it: the scheduler binds it there and
+        // the kubelet fails it, again and again.
+        unblock.push(format!(
+            "drain and fix {} (its device plugin fails every allocation), or keep the pod off it with a node affinity",
+            black_holes[0]
+        ));
+        StepReport {
+            step: Step::Fit,
+            verdict: Verdict::Block,
+            summary: format!(
+                "only {} black-hole node(s) would take it: the scheduler sends it there and it fails admission",
+                black_holes.len()
+            )
+            .into(),
+            details: black_hole_note.into_iter().collect(),
             commands,
         }
     } else {
@@ -165,6 +202,7 @@ pub(super) fn fit_step(index: &Index<'_>, demand: &Demand) -> FitResult {
                 .push(format!("free {short} more GPU(s) on {} ({} free of {})", node.name, free, node.allocatable.gpu));
         }
         let mut details: Vec<String> = node_reasons.iter().map(|(k, v)| format!("{v} node(s): {k}")).collect();
+        details.extend(black_hole_note);
         let counted: u32 = node_reasons.values().sum();
         let short = total_nodes.saturating_sub(fitting_nodes);
         if counted > short {
@@ -228,7 +266,13 @@ pub(super) fn fit_step(index: &Index<'_>, demand: &Demand) -> FitResult {
 /// GPUs its agent reports unhealthy (those drop out for a reason).
 fn silent_gpus(index: &Index<'_>, node: &Node) -> u32 {
     let hidden = node.hardware_gpus().unwrap_or(0).saturating_sub(node.allocatable.gpu as u32);
-    if hidden == 0 || node.allocatable.mig_total() > 0 {
+    // Not silent: MIG slices advertised instead, time-slicing renamed to
+    // nvidia.com/gpu.shared, or the mig-manager pausing the plugin on purpose.
+    if hidden == 0
+        || node.allocatable.mig_total() > 0
+        || node.allocatable.get(keys::RESOURCE_GPU_SHARED) > 0
+        || node.operator.paused_for_mig_change
+    {
         return 0;
     }
     let unhealthy = index.snap.devices.get(&node.name).map_or(0, |d| {
