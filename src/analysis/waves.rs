@@ -176,23 +176,44 @@ pub struct WavePlan {
     pub waves: Vec<Wave>,
     /// Nodes left out, and why (skip label, already on target, not ready...).
     pub excluded: Vec<(Sym, String)>,
+    /// Why no wave can start now: maxUnavailable is already used by
+    /// cordoned or NotReady nodes, as the GPU Operator counts them.
+    pub stalled: Option<String>,
 }
 
 /// Waves that take every GPU node to `target`: a one-node canary first,
 /// then waves of at most `min(maxParallelUpgrades, maxUnavailable − nodes
 /// already unavailable)`, never splitting a running gang across waves,
-/// least-loaded nodes first.
+/// least-loaded nodes first. As the GPU Operator's upgrade controller
+/// (k8s-operator-libs `GetUpgradesAvailable`) counts them, cordoned and
+/// NotReady nodes use up maxUnavailable: when they use all of it, no upgrade
+/// starts and the plan says it is stalled (the waves show the order for
+/// when they are back). NotReady nodes are not planned: the operator's
+/// cordon, drain and driver restart need a kubelet.
 pub fn plan(index: &Index<'_>, target: &DriverVersion, policy: Policy) -> WavePlan {
     let gpu_nodes: Vec<&Node> = index.nodes().filter(|n| n.is_gpu_node()).collect();
     let total = gpu_nodes.len() as u32;
-    let unavailable_now = gpu_nodes.iter().filter(|n| n.unschedulable || !n.is_ready()).count() as u32;
-    let budget = policy.max_unavailable.resolve(total).saturating_sub(unavailable_now).max(1);
+    let out: Vec<&&Node> = gpu_nodes.iter().filter(|n| n.unschedulable || !n.is_ready()).collect();
+    let unavailable_now = out.len() as u32;
+    let max_unavailable = policy.max_unavailable.resolve(total);
+    let stalled = (max_unavailable <= unavailable_now && unavailable_now > 0).then(|| {
+        let names: Vec<String> = out.iter().take(5).map(|n| n.name.to_string()).collect();
+        format!(
+            "stalled: maxUnavailable is {max_unavailable} and {unavailable_now} node(s) are already cordoned or NotReady ({}{}); the GPU Operator starts no upgrade until some return",
+            names.join(", "),
+            if out.len() > 5 { ", ..." } else { "" }
+        )
+    });
+    let budget = max_unavailable.saturating_sub(unavailable_now).max(1);
     let wave_size = if policy.max_parallel == 0 { budget } else { budget.min(policy.max_parallel) };
 
     let mut excluded = Vec::new();
     let mut candidates: Vec<&Node> = Vec::new();
     for n in &gpu_nodes {
-        if n.operator.upgrade_skip {
+        if !n.is_ready() {
+            excluded
+                .push((n.name, "NotReady: the operator's cordon, drain and driver restart need a kubelet".to_string()));
+        } else if n.operator.upgrade_skip {
             excluded.push((n.name, "nvidia.com/gpu-driver-upgrade.skip=true".to_string()));
         } else if n.gpu.driver.as_ref() == Some(target) {
             excluded.push((n.name, format!("already on {target}")));
@@ -274,7 +295,7 @@ pub fn plan(index: &Index<'_>, target: &DriverVersion, policy: Policy) -> WavePl
         let idx = waves.len();
         waves.push(make_wave(index, target, idx, false, current, &gangs_of_node, false));
     }
-    WavePlan { target: target.to_string(), wave_size, waves, excluded }
+    WavePlan { target: target.to_string(), wave_size, waves, excluded, stalled }
 }
 
 fn make_wave(
@@ -402,6 +423,32 @@ mod tests {
         let waves: Vec<(bool, bool, Vec<&str>)> =
             plan.waves.iter().map(|w| (w.canary, w.oversized, names(w))).collect();
         assert_eq!(waves, [(true, false, vec!["n1"]), (false, true, vec!["n2", "n3", "n4"])]);
+    }
+
+    #[test]
+    fn cordoned_and_not_ready_nodes_using_up_max_unavailable_stall_the_plan() {
+        // 8 nodes, maxUnavailable 25% = 2: one cordoned and one NotReady use it up.
+        let mut nodes: Vec<Node> = (1..=6).map(|i| h100(&format!("n{i}")).build()).collect();
+        nodes.push(h100("n7").cordoned().build());
+        nodes.push(h100("n8").not_ready().build());
+        let snap = snapshot(nodes, vec![], vec![], NOW);
+        let index = Index::build(&snap, NOW);
+        let target = DriverVersion::parse("570.124.06").unwrap();
+        let plan = plan(&index, &target, Policy::default());
+        let stalled = plan.stalled.as_deref().unwrap_or_default();
+        assert!(stalled.starts_with("stalled: maxUnavailable is 2 and 2 node(s)"), "{stalled}");
+        assert!(stalled.contains("n7") && stalled.contains("n8"), "{stalled}");
+        // The NotReady node is not planned; the cordoned one is.
+        assert!(plan.excluded.iter().any(|(n, why)| n.as_str() == "n8" && why.starts_with("NotReady")));
+        assert!(plan.waves.iter().all(|w| !w.nodes.iter().any(|n| n.as_str() == "n8")));
+        assert!(plan.waves.iter().any(|w| w.nodes.iter().any(|n| n.as_str() == "n7")));
+        // One node back: a wave may start.
+        let mut nodes: Vec<Node> = (1..=7).map(|i| h100(&format!("n{i}")).build()).collect();
+        nodes.push(h100("n8").not_ready().build());
+        let snap = snapshot(nodes, vec![], vec![], NOW);
+        let plan = super::plan(&Index::build(&snap, NOW), &target, Policy::default());
+        assert_eq!(plan.stalled, None);
+        assert_eq!(plan.wave_size, 1);
     }
 
     #[test]

@@ -275,6 +275,8 @@ pub struct WavesJson {
     pub wave_size: u32,
     pub waves: Vec<WaveJson>,
     pub excluded: BTreeMap<String, String>,
+    /// Why no wave can start now (maxUnavailable used up), when so.
+    pub stalled: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -633,6 +635,7 @@ fn drivers(a: &Analysis, waves: Option<&crate::analysis::waves::WavePlan>) -> Dr
                 })
                 .collect(),
             excluded: w.excluded.iter().map(|(n, r)| (n.to_string(), r.clone())).collect(),
+            stalled: w.stalled.clone(),
         }),
     }
 }

@@ -156,7 +156,12 @@ fn draw_board(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme
 
 fn draw_waves(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme: &Theme, focused: bool) {
     let Some(plan) = &views.waves else { return };
-    let title = format!(" Waves to {} (≤{} node(s) each) · :plan off ", plan.target, plan.wave_size);
+    let title = match &plan.stalled {
+        Some(_) => {
+            format!(" Waves to {} · STALLED: cordoned/NotReady nodes use up maxUnavailable · :plan off ", plan.target)
+        }
+        None => format!(" Waves to {} (≤{} node(s) each) · :plan off ", plan.target, plan.wave_size),
+    };
     let ids: Vec<String> = plan.waves.iter().map(|w| w.index.to_string()).collect();
     let selected = focused.then(|| app.selected_index(Pane::Drivers, &ids));
     let rows: Vec<Vec<Cell>> = plan
