@@ -253,6 +253,24 @@ fn bad_input_names_the_valid_choices_and_exits_2() {
 }
 
 #[test]
+fn a_reader_that_goes_away_is_not_a_crash() {
+    // `kgpu snapshot | head` or `kgpu scenario export NAME | less` quit early:
+    // the write fails with EPIPE, and kgpu must stop quietly, not panic.
+    for args in [&["snapshot", "--demo", "-o", "json"][..], &["scenario", "export", "default"], &["demo", "--list"]] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_kgpu"))
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(out.stderr.is_empty(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+}
+
+#[test]
 fn why_prints_the_chain() {
     let out = Command::new(env!("CARGO_BIN_EXE_kgpu"))
         .args(["why", "vision/resnet-train-0-k9xq2", "--scenario", "taint-mismatch"])
@@ -281,4 +299,43 @@ fn committed_manifests_match_the_demo() {
                 .unwrap();
         assert!(String::from_utf8_lossy(&out.stdout) == committed, "assets/scenarios/{name}/scenario.yaml is stale");
     }
+}
+
+#[test]
+fn every_gpu_is_in_one_bucket_and_every_view_counts_the_same() {
+    for name in kgpu::sources::sim::scenarios::names() {
+        let doc = snapshot(name, &["--advance", "300"]);
+        let t = &doc["fleet"]["totals"];
+        let n = |k: &str| t[k].as_u64().unwrap_or_else(|| panic!("{name}: totals.{k}"));
+        assert_eq!(
+            n("gpus"),
+            n("allocated") + n("free") + n("unavailable") + n("unadvertised") + n("unhealthy"),
+            "{name}: {t}"
+        );
+        assert!(n("stranded") <= n("free"), "{name}: {t}");
+        // The cockpit's views of the same moment: header and status bar read the
+        // totals; the pools view adds its pools up to the same numbers.
+        let (snap, now) = kgpu::runtime::load::demo(name, 1, 300).unwrap();
+        let views = kgpu::view_model::panes::Views::build(
+            std::sync::Arc::new(snap),
+            now,
+            &kgpu::analysis::Thresholds::default(),
+            None,
+        );
+        let totals = &views.analysis.totals;
+        assert_eq!((totals.gpus, totals.allocated, totals.free), (n("gpus"), n("allocated"), n("free")), "{name}");
+        let pools = |f: fn(&kgpu::view_model::panes::PoolRow) -> u64| views.pools.iter().map(f).sum::<u64>();
+        assert_eq!(pools(|p| p.gpus), totals.gpus, "{name}: pools' GPUs");
+        assert_eq!(pools(|p| p.used), totals.allocated, "{name}: pools' used");
+        assert_eq!(pools(|p| p.free), totals.free, "{name}: pools' free");
+        // Every GPU the hardware has is in some bucket (MIG and unhealthy ones too).
+        for node in &views.nodes {
+            if let Some(hw) = node.hardware {
+                assert!(node.buckets.total() >= u64::from(hw), "{name}/{}: {:?} of {hw}", node.name, node.buckets);
+            }
+        }
+    }
+    // MIG GPUs are GPUs: the MIG scenario's slices sit on counted GPUs.
+    let doc = snapshot("mig-mismatch", &[]);
+    assert!(doc["fleet"]["totals"]["migGpus"].as_u64().unwrap() > 0, "{}", doc["fleet"]["totals"]);
 }

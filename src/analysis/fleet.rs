@@ -86,6 +86,41 @@ pub struct NodeSummary {
     pub mig: Vec<MigUsage>,
     pub gpu_pods: usize,
     pub issues: Vec<NodeIssue>,
+    /// Every physical GPU of the node in exactly one bucket.
+    pub buckets: GpuBuckets,
+    /// Time-slicing: `nvidia.com/gpu` (or `.shared`) counts replicas, not GPUs.
+    pub replicas: Option<Replicas>,
+}
+
+/// Physical GPUs by what they are doing: each GPU in exactly one bucket.
+/// A MIG GPU is used when it holds an allocated slice (without the agent:
+/// the fewest GPUs the allocated slices fit on); a time-sliced GPU when one
+/// of its replicas is allocated (at least allocated ÷ replicas per GPU).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GpuBuckets {
+    pub used: u64,
+    /// Idle on a node that takes work (Ready, not cordoned, not a black hole).
+    pub free: u64,
+    /// Idle on a cordoned, NotReady or black-hole node.
+    pub unavailable: u64,
+    /// In hardware, not advertised by the device plugin.
+    pub unadvertised: u64,
+    /// Reported unhealthy by the node's agent (the device plugin drops them).
+    pub unhealthy: u64,
+}
+
+impl GpuBuckets {
+    pub fn total(&self) -> u64 {
+        self.used + self.free + self.unavailable + self.unadvertised + self.unhealthy
+    }
+}
+
+/// GPU sharing by time-slicing (GFD `nvidia.com/gpu.replicas`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Replicas {
+    pub per_gpu: u32,
+    pub advertised: u64,
+    pub allocated: u64,
 }
 
 impl NodeSummary {
@@ -194,7 +229,13 @@ pub fn summarize_node(index: &Index<'_>, node: &Node, thresholds: &Thresholds) -
             .count() as u32
     });
 
+    let replicas = replicas_of(node, used);
+    let accepts_work = node.is_ready() && !node.unschedulable && !issues.iter().any(|i| i.code == IssueCode::BlackHole);
+    let buckets = buckets_of(node, used, replicas, advertised_physical, gpu_unadvertised, gpu_unhealthy, accepts_work);
+
     NodeSummary {
+        buckets,
+        replicas,
         name: node.name,
         ready: node.is_ready(),
         cordoned: node.unschedulable,
@@ -211,6 +252,76 @@ pub fn summarize_node(index: &Index<'_>, node: &Node, thresholds: &Thresholds) -
         gpu_pods,
         issues,
     }
+}
+
+/// Time-slicing: the replicas per GPU GFD reports, when the node shares its
+/// GPUs (a `-SHARED` product, or replicas renamed to `nvidia.com/gpu.shared`).
+fn replicas_of(node: &Node, used: &super::tally::Tally) -> Option<Replicas> {
+    let per_gpu: u32 = node.label(crate::model::keys::GPU_REPLICAS)?.as_str().trim().parse().ok()?;
+    let shared = node.allocatable.get(crate::model::keys::RESOURCE_GPU_SHARED);
+    let sharing = shared > 0 || node.gpu.product.is_some_and(|p| p.as_str().ends_with("-SHARED"));
+    if per_gpu <= 1 || !sharing {
+        return None;
+    }
+    let (advertised, allocated) = if shared > 0 {
+        (shared, used.get(crate::model::keys::RESOURCE_GPU_SHARED))
+    } else {
+        (node.allocatable.gpu, used.gpu)
+    };
+    Some(Replicas { per_gpu, advertised, allocated })
+}
+
+/// The node's physical GPUs, each in one bucket (see [`GpuBuckets`]).
+fn buckets_of(
+    node: &Node,
+    used: &super::tally::Tally,
+    replicas: Option<Replicas>,
+    advertised_physical: u32,
+    unadvertised: u32,
+    unhealthy: u32,
+    accepts_work: bool,
+) -> GpuBuckets {
+    let advertised = advertised_physical as u64;
+    let busy = match replicas {
+        Some(r) => r.allocated.div_ceil(r.per_gpu as u64),
+        None => {
+            let whole = node.allocatable.gpu.min(advertised);
+            let mig_gpus = advertised.saturating_sub(whole);
+            used.gpu.min(whole) + mig_gpus_busy(node, used, mig_gpus)
+        }
+    }
+    .min(advertised);
+    let idle = advertised - busy;
+    GpuBuckets {
+        used: busy,
+        free: if accepts_work { idle } else { 0 },
+        unavailable: if accepts_work { 0 } else { idle },
+        unadvertised: unadvertised as u64,
+        unhealthy: unhealthy as u64,
+    }
+}
+
+/// MIG GPUs holding an allocated slice: the fewest GPUs the allocated
+/// slices fit on (memory slices per GPU from the product's geometry).
+fn mig_gpus_busy(node: &Node, used: &super::tally::Tally, mig_gpus: u64) -> u64 {
+    if mig_gpus == 0 {
+        return 0;
+    }
+    let geometry = node.gpu.product.and_then(|p| crate::reference::mig::geometry_for_product(p.as_str()));
+    let mut slices = 0u64;
+    let mut any = false;
+    for (profile, _) in node.allocatable.mig() {
+        let n = used.mig(profile);
+        if n == 0 {
+            continue;
+        }
+        any = true;
+        let size = geometry.and_then(|g| g.profile(profile)).map_or(1, |p| p.size as u64);
+        slices += n * size;
+    }
+    let per_gpu = geometry.map_or(8, |g| g.memory_slices as u64);
+    let busy = slices.div_ceil(per_gpu.max(1));
+    (if any { busy.max(1) } else { 0 }).min(mig_gpus)
 }
 
 /// Physical GPUs the device plugin covers. Under MIG `mixed` a GPU in MIG
@@ -306,40 +417,58 @@ fn upgrade_issue(node: &Node, now: Timestamp, t: &Thresholds) -> Option<NodeIssu
         .then(|| NodeIssue { code: IssueCode::UpgradeStuck, detail: format!("in {state} for {}", super::age(secs)) })
 }
 
-/// Fleet-wide GPU totals.
+/// Fleet-wide GPU totals: every physical GPU in one bucket
+/// (`gpus = allocated + free + unavailable + unadvertised + unhealthy`),
+/// MIG GPUs and time-sliced GPUs counted as GPUs.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Totals {
-    /// Whole GPUs advertised (`nvidia.com/gpu` allocatable).
+    /// Every GPU kgpu knows of.
     pub gpus: u64,
+    /// In use (a pod, a MIG slice or a replica allocated on it).
     pub allocated: u64,
-    /// Free on nodes that accept work (Ready, not cordoned, not a black hole).
+    /// Idle on nodes that accept work (Ready, not cordoned, not a black hole).
     pub free: u64,
     /// Part of `free` that no pending shape can use.
     pub stranded: u64,
-    /// Free but on cordoned, NotReady or black-hole nodes.
+    /// Idle on cordoned, NotReady or black-hole nodes.
     pub unavailable: u64,
     /// In hardware, not advertised.
     pub unadvertised: u64,
+    /// Reported unhealthy by the agents.
+    pub unhealthy: u64,
+    /// Of `gpus`, those partitioned into MIG slices (mixed strategy).
+    pub mig_gpus: u64,
+    /// Time-slicing replicas advertised and allocated (not GPUs).
+    pub replicas: (u64, u64),
     pub mig_slices: BTreeMap<Sym, (u64, u64)>,
 }
 
 pub fn totals(nodes: &[NodeSummary], stranded: u64) -> Totals {
-    let mut t = Totals { stranded, ..Totals::default() };
+    let mut t = Totals::default();
     for n in nodes {
-        t.gpus += n.gpu_allocatable;
-        t.allocated += n.gpu_allocated;
-        if n.accepts_work() {
-            t.free += n.gpu_free;
-        } else {
-            t.unavailable += n.gpu_free;
+        let b = n.buckets;
+        t.gpus += b.total();
+        t.allocated += b.used;
+        t.free += b.free;
+        t.unavailable += b.unavailable;
+        t.unadvertised += b.unadvertised;
+        t.unhealthy += b.unhealthy;
+        if n.replicas.is_none() {
+            t.mig_gpus += (b.used + b.free + b.unavailable).saturating_sub(n.gpu_allocatable);
         }
-        t.unadvertised += n.gpu_unadvertised as u64;
+        if let Some(r) = n.replicas {
+            t.replicas.0 += r.advertised;
+            t.replicas.1 += r.allocated;
+        }
         for m in &n.mig {
             let e = t.mig_slices.entry(m.profile).or_insert((0, 0));
             e.0 += m.allocatable;
             e.1 += m.allocated;
         }
     }
+    // Stranded GPUs are free ones (counted in what the scheduler sees,
+    // replicas included): never more than the free GPUs.
+    t.stranded = stranded.min(t.free);
     t
 }
 

@@ -161,7 +161,8 @@ pub fn pending_demands(index: &Index<'_>) -> Vec<Demand> {
         for m in members {
             in_gang.insert(m.key());
         }
-        if gang.is_finished() || !gang.active {
+        // Kueue's PodsReady: its pods run (kgpu may not tell which they are).
+        if gang.is_finished() || !gang.active || gang.condition_true("PodsReady") {
             continue;
         }
         if let Some(d) = gang_demand(key, gang, members) {
@@ -193,36 +194,63 @@ fn pod_demand(pod: &Pod, pods: u32, source: ShapeSource) -> Demand {
     }
 }
 
+/// What a gang still needs of GPUs. Pod sets differ (an MPIJob's CPU
+/// launcher and GPU workers, a JobSet's replicated jobs): each GPU pod set
+/// counts its own missing members — matched by shape — and the set missing
+/// the most GPUs is the gang's demand; CPU-only sets are no GPU demand.
+/// Kueue's partial admission makes a set expect what was admitted; a gang
+/// without pod sets (a Volcano PodGroup) expects every member it has, so
+/// the extra members of an elastic gang (minMember < replicas) are demand too.
 fn gang_demand(key: &GangKey, gang: &Gang, members: &[&Pod]) -> Option<Demand> {
-    let placed = members.iter().filter(|p| p.holds_resources()).count() as u32;
-    let total = gang.total_pods().max(gang.min_members);
-    if placed >= total {
-        return None;
-    }
-    let missing = total - placed;
-    // Constraints from a waiting member when one exists, else the template.
-    if let Some(pending) = members.iter().find(|p| p.is_pending() && p.wants_gpu()) {
-        let mut d = pod_demand(pending, missing, ShapeSource::Gang(key.clone()));
+    let placed_like = |requests: &crate::model::Resources| {
+        members
+            .iter()
+            .filter(|p| p.holds_resources() && p.requests.gpu == requests.gpu && p.requests.mig().eq(requests.mig()))
+            .count() as u32
+    };
+    let demand_of_set = |set: &crate::model::PodSet| -> Option<Demand> {
+        let missing = gang.expected_pods(set).saturating_sub(placed_like(&set.requests));
+        if missing == 0 || !set.requests.wants_gpu() {
+            return None;
+        }
+        // Constraints from a waiting member of this shape, else the template.
+        if let Some(pending) = members
+            .iter()
+            .find(|p| p.is_pending() && p.requests.gpu == set.requests.gpu && p.requests.mig().eq(set.requests.mig()))
+        {
+            let mut d = pod_demand(pending, missing, ShapeSource::Gang(key.clone()));
+            d.priority = gang.priority.max(pending.priority);
+            d.created = gang.created;
+            return Some(d);
+        }
+        Some(Demand {
+            gpus_per_pod: set.requests.gpu,
+            mig_profile: set.requests.mig().next().map(|(p, _)| Sym::new(p)),
+            pods: missing,
+            requests: set.requests.clone(),
+            tolerations: set.tolerations.clone(),
+            node_selector: set.node_selector.clone(),
+            affinity: Box::new([]),
+            source: ShapeSource::Gang(key.clone()),
+            priority: gang.priority,
+            created: gang.created,
+        })
+    };
+    if gang.pod_sets.is_empty() {
+        // No template: every member known, at least minMember, GPU members alone.
+        let gpu_members: Vec<&&Pod> = members.iter().filter(|p| p.wants_gpu() && !p.phase.is_terminal()).collect();
+        let expected = (gpu_members.len() as u32).max(gang.min_members);
+        let placed = gpu_members.iter().filter(|p| p.holds_resources()).count() as u32;
+        let pending = gpu_members.iter().find(|p| p.is_pending())?;
+        let mut d = pod_demand(pending, expected.saturating_sub(placed).max(1), ShapeSource::Gang(key.clone()));
         d.priority = gang.priority.max(pending.priority);
         d.created = gang.created;
         return Some(d);
     }
-    let set = gang.pod_sets.iter().max_by_key(|ps| ps.requests.gpu + ps.requests.mig_total())?;
-    if !set.requests.wants_gpu() {
-        return None;
-    }
-    Some(Demand {
-        gpus_per_pod: set.requests.gpu,
-        mig_profile: set.requests.mig().next().map(|(p, _)| Sym::new(p)),
-        pods: missing,
-        requests: set.requests.clone(),
-        tolerations: set.tolerations.clone(),
-        node_selector: set.node_selector.clone(),
-        affinity: Box::new([]),
-        source: ShapeSource::Gang(key.clone()),
-        priority: gang.priority,
-        created: gang.created,
-    })
+    gang.pod_sets
+        .iter()
+        .filter_map(demand_of_set)
+        .max_by_key(|d| (d.pods as u64 * (d.gpus_per_pod + d.requests.mig_total()), d.gpus_per_pod))
 }
 
 /// The canonical shapes; their pods tolerate the usual GPU taint keys.

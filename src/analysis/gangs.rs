@@ -57,11 +57,28 @@ pub struct GangSummary {
     pub nodes: Vec<(Sym, u64)>,
     /// Placed across several nodes although one eligible node could hold it all.
     pub topology_split: bool,
+    pub topology: Topology,
 }
 
 impl GangSummary {
     pub fn display_name(&self) -> String {
         format!("{}/{}", self.key.namespace, self.key.name)
+    }
+
+    /// What the spread means, for people: `None` when it is on one node.
+    pub fn topology_note(&self) -> Option<String> {
+        match &self.topology {
+            Topology::Together => None,
+            Topology::SpreadOfNecessity => {
+                Some("spread over nodes: no single node had room for it when it was placed".into())
+            }
+            Topology::Split { node, free } => Some(format!(
+                "topology-split: {node} had up to {free} GPU(s) free when it was placed (pods there now that started later not counted)"
+            )),
+            Topology::Unknown => {
+                Some("spread over nodes; whether one node had room then is unknown (no start times)".into())
+            }
+        }
     }
 }
 
@@ -98,6 +115,10 @@ fn summarize(index: &Index<'_>, key: &GangKey, gang: &Gang) -> GangSummary {
         GangState::Inactive
     } else if placed == 0 && !gang.has_quota() {
         GangState::Queued
+    } else if placed == 0 && gang.condition_true("PodsReady") {
+        // Kueue says its pods run, though kgpu cannot tell which they are
+        // (an integration whose pods name their workload in no way it reads).
+        GangState::Running
     } else if placed == 0 {
         GangState::Admitted
     } else if placed < required {
@@ -109,15 +130,7 @@ fn summarize(index: &Index<'_>, key: &GangKey, gang: &Gang) -> GangSummary {
     };
     let gpus_held_idle = if state == GangState::PartiallyPlaced { per_node.values().sum() } else { 0 };
     let gpus_total = gang.total_requests().gpu;
-    // Split: on several nodes although one node it may use could hold it all.
-    let topology_split = per_node.len() > 1 && {
-        let held: u64 = per_node.values().sum();
-        let need = held.max(gpus_total);
-        placed_pods.first().is_some_and(|member| {
-            let placement = index.placement(&super::fit::Shape::of(member));
-            index.nodes().zip(placement.iter()).any(|(n, blockers)| n.allocatable.gpu >= need && blockers.is_empty())
-        })
-    };
+    let topology = topology_of(index, &placed_pods, &per_node, gpus_total);
     GangSummary {
         key: key.clone(),
         queue: gang.queue,
@@ -131,7 +144,61 @@ fn summarize(index: &Index<'_>, key: &GangKey, gang: &Gang) -> GangSummary {
         age: index.now - gang.created,
         deadlocked_with: Vec::new(),
         nodes: per_node.into_iter().collect(),
-        topology_split,
+        topology_split: matches!(topology, Topology::Split { .. }),
+        topology,
+    }
+}
+
+/// Was a gang spread over nodes although one node had room for all of it
+/// when it was placed? What was free then is known only roughly: the node's
+/// GPUs less those of the pods there now that started before the gang (pods
+/// that have finished since are not known, so this is the most that could
+/// have been free). Without start times, unknown.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Topology {
+    /// On one node (or not placed).
+    Together,
+    /// Spread, and no node it may use could have held it all then.
+    SpreadOfNecessity,
+    /// Spread, though `node` had as many as `free` GPUs free then.
+    Split { node: Sym, free: u64 },
+    /// Spread; when it was placed is unknown.
+    Unknown,
+}
+
+fn topology_of(index: &Index<'_>, placed: &[&&Pod], per_node: &BTreeMap<Sym, u64>, gpus_total: u64) -> Topology {
+    if per_node.len() <= 1 {
+        return Topology::Together;
+    }
+    let need = per_node.values().sum::<u64>().max(gpus_total);
+    // Placed when its last member started.
+    let Some(placed_at) = placed.iter().map(|p| p.transitioned).filter(|t| *t > 0).max() else {
+        return Topology::Unknown;
+    };
+    let Some(member) = placed.first() else { return Topology::Unknown };
+    let members: std::collections::HashSet<crate::model::PodKey> = placed.iter().map(|p| p.key()).collect();
+    let placement = index.placement(&super::fit::Shape::of(member));
+    let best = index
+        .nodes()
+        .zip(placement.iter())
+        .filter(|(n, blockers)| blockers.is_empty() && n.allocatable.gpu >= need)
+        .map(|(n, _)| {
+            let busy_then: u64 = index
+                .pods_on(n.name)
+                .iter()
+                .filter(|p| !members.contains(&p.key()) && p.transitioned > 0 && p.transitioned <= placed_at)
+                .map(|p| p.requests.gpu)
+                .sum();
+            let free_now = index.free_gpus(n);
+            // Among nodes as free then, name the one still free now: the
+            // likeliest to convince, and the one to re-place the gang on.
+            (n.allocatable.gpu.saturating_sub(busy_then), free_now, std::cmp::Reverse(n.name))
+        })
+        .filter(|(free, _, _)| *free >= need)
+        .max();
+    match best {
+        Some((free, _, std::cmp::Reverse(node))) => Topology::Split { node, free },
+        None => Topology::SpreadOfNecessity,
     }
 }
 

@@ -160,7 +160,8 @@ pub struct GpuWorkload<'a> {
 const PARALLEL_WALK_FROM: usize = 20_000;
 
 /// Gangs by what their pods name: (namespace, owner kind, owner name) for
-/// Kueue workloads, (namespace, group name) for the rest.
+/// Kueue workloads — the pod's own owner, or the top-level workload its
+/// labels name (JobSet → Job → Pod) — and (namespace, group name) for the rest.
 struct GangLookup<'a> {
     by_owner: HashMap<(Sym, Sym, Sym), GangKey, SymHash>,
     by_name: HashMap<(Sym, &'a str), GangKey, SymHash>,
@@ -168,9 +169,11 @@ struct GangLookup<'a> {
 
 impl GangLookup<'_> {
     fn of(&self, pod: &Pod) -> Option<&GangKey> {
+        let owned = |o: &crate::model::Owner| self.by_owner.get(&(pod.namespace, o.kind, o.name));
         pod.group
             .and_then(|g| self.by_name.get(&(pod.namespace, g.as_str())))
-            .or_else(|| pod.owner.as_ref().and_then(|o| self.by_owner.get(&(pod.namespace, o.kind, o.name))))
+            .or_else(|| pod.owner.as_ref().and_then(owned))
+            .or_else(|| pod.workload.as_ref().and_then(owned))
     }
 }
 

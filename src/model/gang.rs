@@ -131,6 +131,16 @@ impl Gang {
         self.pod_sets.iter().map(|ps| ps.count).sum()
     }
 
+    /// The pods a pod set should have now: what Kueue admitted (partial
+    /// admission may grant fewer than asked, down to `minCount`), else its count.
+    pub fn expected_pods(&self, set: &PodSet) -> u32 {
+        self.admission
+            .as_ref()
+            .and_then(|a| a.assignments.iter().find(|x| x.name == set.name))
+            .filter(|x| x.count > 0)
+            .map_or(set.count, |x| x.count)
+    }
+
     /// Kueue: quota reserved (admitted or waiting for checks). Volcano: past Pending.
     pub fn has_quota(&self) -> bool {
         match self.kind {

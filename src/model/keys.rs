@@ -49,6 +49,14 @@ pub const KUEUE_POD_GROUP_NAME: &str = "kueue.x-k8s.io/pod-group-name";
 pub const KUEUE_POD_GROUP_TOTAL: &str = "kueue.x-k8s.io/pod-group-total-count";
 
 // Volcano
+/// Labels the controllers of multi-level workloads put on their pods: the
+/// top-level object a queue (Kueue) knows, however many owners lie between.
+pub const JOBSET_NAME: &str = "jobset.sigs.k8s.io/jobset-name";
+pub const LWS_NAME: &str = "leaderworkerset.sigs.k8s.io/name";
+pub const RAY_CLUSTER: &str = "ray.io/cluster";
+pub const RAY_ORIGIN_KIND: &str = "ray.io/originated-from-crd";
+pub const RAY_ORIGIN_NAME: &str = "ray.io/originated-from-cr-name";
+
 pub const VOLCANO_GROUP_NAME: &str = "scheduling.k8s.io/group-name";
 pub const VOLCANO_GROUP_NAME_NEW: &str = "scheduling.volcano.sh/group-name";
 pub const VOLCANO_QUEUE_NAME: &str = "scheduling.volcano.sh/queue-name";

@@ -118,6 +118,10 @@ pub struct Pod {
     /// pod-group-name label.
     pub group: Option<Sym>,
     pub owner: Option<Owner>,
+    /// The top-level workload when its controllers say so by label (a JobSet
+    /// over Jobs, a LeaderWorkerSet over StatefulSets, a RayJob over a
+    /// RayCluster): what a Kueue Workload is owned by.
+    pub workload: Option<Owner>,
     pub phase: PodPhase,
     pub terminating: bool,
     pub mirror: bool,
@@ -158,6 +162,7 @@ impl Pod {
             affinity: Box::new([]),
             priority: 0,
             owner: None,
+            workload: None,
             group: None,
             queue: None,
             scheduler: None,

@@ -76,13 +76,27 @@ pub struct Fleet {
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Totals {
+    /// Every GPU, each in one of allocated, free, unavailable, unadvertised, unhealthy.
     pub gpus: u64,
     pub allocated: u64,
     pub free: u64,
     pub stranded: u64,
     pub unavailable: u64,
     pub unadvertised: u64,
+    pub unhealthy: u64,
+    /// Of `gpus`, partitioned into MIG slices.
+    pub mig_gpus: u64,
+    /// Time-slicing replicas (not GPUs), when any node shares its GPUs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replicas: Option<ReplicasJson>,
     pub fragmentation_score: f64,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReplicasJson {
+    pub advertised: u64,
+    pub allocated: u64,
 }
 
 #[derive(Serialize)]
@@ -215,6 +229,8 @@ pub struct GangJson {
     pub queue: Option<String>,
     pub nodes: BTreeMap<String, u64>,
     pub issues: Vec<&'static str>,
+    /// How it is spread over nodes, and whether one node had room then.
+    pub topology: Option<String>,
     pub age_seconds: i64,
 }
 
@@ -405,6 +421,9 @@ fn fleet(a: &Analysis) -> Fleet {
             stranded: t.stranded,
             unavailable: t.unavailable,
             unadvertised: t.unadvertised,
+            unhealthy: t.unhealthy,
+            mig_gpus: t.mig_gpus,
+            replicas: (t.replicas.0 > 0).then_some(ReplicasJson { advertised: t.replicas.0, allocated: t.replicas.1 }),
             fragmentation_score: round3(a.fragmentation.score),
         },
         nodes: a
@@ -555,7 +574,12 @@ fn gangs(a: &Analysis) -> Vec<GangJson> {
             deadlocked_with: g.deadlocked_with.clone(),
             queue: g.queue.map(|q| q.to_string()),
             nodes: g.nodes.iter().map(|(n, c)| (n.to_string(), *c)).collect(),
-            issues: if g.topology_split { vec!["topology-split"] } else { Vec::new() },
+            issues: match g.topology {
+                crate::analysis::gangs::Topology::Split { .. } => vec!["topology-split"],
+                crate::analysis::gangs::Topology::Unknown => vec!["topology-unknown"],
+                _ => Vec::new(),
+            },
+            topology: g.topology_note(),
             age_seconds: g.age,
         })
         .collect()

@@ -45,6 +45,8 @@ pub struct NodeRow {
     pub issues: Vec<IssueCode>,
     pub issue_details: Vec<String>,
     pub pool: String,
+    /// Physical GPUs by bucket (as the totals count them).
+    pub buckets: crate::analysis::fleet::GpuBuckets,
 }
 
 impl NodeRow {
@@ -192,6 +194,7 @@ pub fn node_rows(snap: &Snapshot, a: &Analysis) -> Vec<NodeRow> {
                 issues: n.issues.iter().map(|i| i.code).collect(),
                 issue_details: n.issues.iter().map(|i| format!("{}: {}", i.code.as_str(), i.detail)).collect(),
                 pool: pool_of(snap, n.name),
+                buckets: n.buckets,
             }
         })
         .collect()
@@ -210,12 +213,13 @@ pub fn pool_rows(rows: &[NodeRow]) -> Vec<PoolRow> {
             free_histogram: [0; 9],
             issues: BTreeMap::new(),
         });
+        // The totals' buckets: a pool's numbers add up to the header's.
         p.nodes += 1;
-        p.gpus += r.allocatable;
-        p.used += r.used;
-        p.free += r.free;
-        p.stranded += r.stranded;
-        p.free_histogram[(r.free as usize).min(8)] += 1;
+        p.gpus += r.buckets.total();
+        p.used += r.buckets.used;
+        p.free += r.buckets.free;
+        p.stranded += r.stranded.min(r.buckets.free);
+        p.free_histogram[(r.buckets.free as usize).min(8)] += 1;
         for i in &r.issues {
             *p.issues.entry(i.as_str()).or_default() += 1;
         }

@@ -58,8 +58,21 @@ pub fn render(snap: &Snapshot, a: &Analysis, section: Option<Section>) -> String
         let t = &a.totals;
         let _ = writeln!(
             out,
-            "FLEET  {} GPUs advertised, {} allocated, {} free ({} stranded), {} on unavailable nodes, {} unadvertised; fragmentation score {:.2}",
-            t.gpus, t.allocated, t.free, t.stranded, t.unavailable, t.unadvertised, a.fragmentation.score
+            "FLEET  {} GPUs: {} in use, {} free ({} stranded), {} on unavailable nodes, {} unadvertised, {} unhealthy{}{}; fragmentation score {:.2}",
+            t.gpus,
+            t.allocated,
+            t.free,
+            t.stranded,
+            t.unavailable,
+            t.unadvertised,
+            t.unhealthy,
+            if t.mig_gpus > 0 { format!(" ({} in MIG slices)", t.mig_gpus) } else { String::new() },
+            if t.replicas.0 > 0 {
+                format!("; time-slicing: {} of {} replicas allocated", t.replicas.1, t.replicas.0)
+            } else {
+                String::new()
+            },
+            a.fragmentation.score
         );
         let rows: Vec<Vec<String>> = a
             .nodes
@@ -195,7 +208,7 @@ pub fn render(snap: &Snapshot, a: &Analysis, section: Option<Section>) -> String
                     [
                         (!g.deadlocked_with.is_empty())
                             .then(|| format!("deadlocked with {}", g.deadlocked_with.join(", "))),
-                        g.topology_split.then(|| "topology-split".to_string()),
+                        g.topology_note(),
                     ]
                     .into_iter()
                     .flatten()

@@ -87,3 +87,21 @@ pub(super) fn gang_step(index: &Index<'_>, gang: &Gang, summary: &GangSummary, a
         },
     }
 }
+
+/// The gang step of a pod that waits as itself though it belongs to a gang
+/// past its minimum: an elastic gang's extra member (Volcano minMember
+/// below the replicas, Kueue partial admission), or a replacement.
+pub(super) fn member_step(gang: &Gang, summary: &GangSummary) -> StepReport {
+    let kind = gang.kind.kind_name();
+    StepReport {
+        step: Step::Gang,
+        verdict: Verdict::Pass,
+        summary: format!(
+            "member of {kind} {}/{}, which has its minimum ({}/{} placed, {} running): this member waits for room of its own",
+            gang.namespace, gang.name, summary.placed, summary.required, summary.running
+        )
+        .into(),
+        details: Arc::default(),
+        commands: vec![format!("kubectl get {} {} {} -o yaml", kind.to_ascii_lowercase(), ns_flag(gang.namespace), gang.name)],
+    }
+}

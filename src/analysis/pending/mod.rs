@@ -239,7 +239,23 @@ pub fn pod_items<'a>(index: &Index<'a>, gangs: &[GangSummary]) -> Vec<PendingIte
         .pending_pods
         .iter()
         .filter(|pod| !index.gang_of(&pod.key()).is_some_and(|g| gang_keys.contains(g)))
-        .map(|pod| pod_item(index, &mut memo, pod))
+        .map(|pod| {
+            let mut item = pod_item(index, &mut memo, pod);
+            // A member of a gang that has its minimum (an elastic gang's extra
+            // member, a replacement): it waits as itself, in the gang's context.
+            let gang = index
+                .gang_of(&pod.key())
+                .and_then(|k| Some((index.snap.gangs.get(k)?, gangs.iter().find(|g| g.key == *k)?)));
+            if let Some((gang, summary)) = gang {
+                item.steps[0] = quota_step(index, gang);
+                item.steps[1] = gang_step::member_step(gang, summary);
+                item.queue = gang.queue;
+                let steps = std::mem::take(&mut item.steps);
+                let fit = memo.shape(index, &pod_demand(pod)).fit;
+                finish(&mut item, steps, &fit);
+            }
+            item
+        })
         .collect()
 }
 
@@ -299,6 +315,15 @@ fn shape_text(requests: &Resources, pods: u32) -> String {
     } else {
         format!("{pods}×cpu")
     }
+}
+
+/// A gang's shape, pod set by pod set (`1×cpu + 4×8`): each set as many
+/// pods as it expects (what Kueue admitted, under partial admission).
+fn gang_shape_text(gang: &Gang, required: u32) -> String {
+    if gang.pod_sets.is_empty() {
+        return format!("{required}×?");
+    }
+    gang.pod_sets.iter().map(|set| shape_text(&set.requests, gang.expected_pods(set))).collect::<Vec<_>>().join(" + ")
 }
 
 fn pod_item<'a>(index: &Index<'a>, memo: &mut Memo<'a>, pod: &Pod) -> PendingItem {
@@ -390,12 +415,6 @@ fn gang_item<'a>(
     let members = index.members(&summary.key);
     let waiting_member = members.iter().find(|p| p.is_pending()).copied();
     let demand = memo.gang_demands.get(&summary.key).cloned();
-    let per_pod = gang
-        .pod_sets
-        .iter()
-        .max_by_key(|ps| ps.requests.gpu + ps.requests.mig_total())
-        .map(|ps| ps.requests.clone())
-        .unwrap_or_default();
     let mut steps = vec![quota_step(index, gang)];
     steps.extend(quota::admission_check_step(gang));
     steps.push(gang_step(index, gang, summary, all));
@@ -416,7 +435,7 @@ fn gang_item<'a>(
         name: gang.name.to_string(),
         age: index.now - gang.created,
         queue: gang.queue,
-        shape: shape_text(&per_pod, summary.required.max(gang.total_pods())),
+        shape: gang_shape_text(gang, summary.required),
         gpus: gang.total_requests().gpu,
         priority: gang.priority,
         blocking: None,

@@ -198,6 +198,21 @@ fn cuda_need(spec: &PodSpec) -> Option<&'static CudaNeed> {
     Some(need.intern())
 }
 
+/// The top-level workload a pod's labels name (see `Pod::workload`).
+fn workload_of_labels(labels: &BTreeMap<String, String>) -> Option<Owner> {
+    let owner = |kind: &str, name: &String| Some(Owner { kind: Sym::new(kind), name: Sym::new(name) });
+    if let Some(name) = labels.get(keys::JOBSET_NAME) {
+        return owner("JobSet", name);
+    }
+    if let Some(name) = labels.get(keys::LWS_NAME) {
+        return owner("LeaderWorkerSet", name);
+    }
+    if let (Some(kind), Some(name)) = (labels.get(keys::RAY_ORIGIN_KIND), labels.get(keys::RAY_ORIGIN_NAME)) {
+        return owner(kind, name);
+    }
+    labels.get(keys::RAY_CLUSTER).and_then(|name| owner("RayCluster", name))
+}
+
 fn owner_of(refs: Option<&Vec<k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference>>) -> Option<Owner> {
     let refs = refs?;
     refs.iter()
@@ -265,6 +280,7 @@ pub fn pod(p: &K8sPod) -> Result<Pod> {
     pod.gated = spec.scheduling_gates.as_ref().is_some_and(|g| !g.is_empty());
     pod.owner = owner_of(p.metadata.owner_references.as_ref());
     let labels = p.metadata.labels.as_ref();
+    pod.workload = labels.and_then(workload_of_labels);
     let annotations = p.metadata.annotations.as_ref();
     pod.group = labels
         .and_then(|l| l.get(keys::KUEUE_POD_GROUP_NAME))

@@ -78,7 +78,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme: 
         Span::styled(format!(" · {} used", t.allocated), theme.style(Role::GpuUsed)),
         Span::styled(format!(" · {} free", t.free), theme.style(Role::GpuFree)),
         Span::styled(
-            format!(" ({} stranded)", t.stranded),
+            format!(" ({} {})", t.stranded, word("stranded", "str.")),
             theme.style(if t.stranded > 0 { Role::GpuStranded } else { Role::Dim }),
         ),
         Span::styled(format!(" · {} {}", t.unavailable, word("unavailable", "unavail.")), theme.style(Role::Dim)),
@@ -87,6 +87,18 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme: 
         summary.push(Span::styled(
             format!(" · {} {}", t.unadvertised, word("unadvertised", "unadv.")),
             theme.style(if t.unadvertised > 0 { Role::GpuUnadvertised } else { Role::Dim }),
+        ));
+    }
+    if t.unhealthy > 0 {
+        summary.push(Span::styled(
+            format!(" · {} {}", t.unhealthy, word("unhealthy", "unhlth.")),
+            theme.style(Role::Error),
+        ));
+    }
+    if t.replicas.0 > 0 {
+        summary.push(Span::styled(
+            format!(" · {}/{} {}", t.replicas.1, t.replicas.0, word("replicas used", "repl.")),
+            theme.style(Role::Dim),
         ));
     }
     summary

@@ -64,11 +64,8 @@ fn draw_gangs(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme
             if deadlocked {
                 notes.push(format!("deadlocked with {}", g.deadlocked_with.join(", ")));
             }
-            if g.topology_split {
-                notes.push(format!(
-                    "topology-split: {}",
-                    g.nodes.iter().map(|(n, c)| format!("{n}:{c}")).collect::<Vec<_>>().join(" ")
-                ));
+            if let Some(note) = g.topology_note().filter(|_| g.topology_split) {
+                notes.push(note);
             }
             let mut cells = vec![
                 widgets::styled(
