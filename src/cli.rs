@@ -194,7 +194,8 @@ pub struct AgentArgs {
 pub enum ScenarioCommand {
     /// Create the scenario's nodes, pods, Kueue and Volcano objects (server-side apply; repeatable).
     Apply {
-        /// Scenario name (kgpu demo --list).
+        /// Scenario name (kgpu demo --list), or a YAML file of your own objects (statuses are
+        /// written through the status subresource, so hand-made nodes get their capacity).
         name: String,
         /// Server-side dry run: validate everything, change nothing.
         #[arg(long)]
@@ -202,7 +203,7 @@ pub enum ScenarioCommand {
     },
     /// Delete what `apply` created (namespaces stay).
     Delete {
-        /// Scenario name.
+        /// Scenario name, or the YAML file that was applied.
         name: String,
     },
     /// Print the scenario's manifests (multi-document YAML).

@@ -423,7 +423,9 @@ impl Cluster {
             .process_group(0)
             .spawn()
             .map_err(|e| LabError::Start { component: name.into(), message: format!("cannot start it: {e}") })?;
-        pki::write(&self.dir.join(format!("{name}.pid")), &child.id().to_string())?;
+        // With its owner: a later lab in the same directory rewrites these files,
+        // and the previous lab's watchdog must not stop the new lab's processes.
+        pki::write(&self.dir.join(format!("{name}.pid")), &format!("{} {}\n", child.id(), std::process::id()))?;
         Ok(child)
     }
 
@@ -433,7 +435,8 @@ impl Cluster {
         let script = format!(
             r#"while kill -0 {parent} 2>/dev/null; do sleep 1; done
 for c in {names}; do
-  p=$(cat "{dir}/$c.pid" 2>/dev/null) || continue
+  read -r p owner < "{dir}/$c.pid" 2>/dev/null || continue
+  [ "$owner" = {parent} ] || continue
   kill -TERM -"$p" 2>/dev/null
   for i in $(seq 1 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.2; done
   kill -KILL -"$p" 2>/dev/null

@@ -303,7 +303,7 @@ fn up_kind(lab: &Lab, up: &Up, print: bool) -> anyhow::Result<ExitCode> {
     let kgpu = std::env::current_exe().map_or_else(|_| "kgpu".to_string(), |p| p.display().to_string());
     let plan = kind::plan(&lab.run_dir(), &kgpu, up.scenario.as_deref(), up.kueue);
     if print {
-        print!("{}", plan.script());
+        super::emit(&plan.script())?;
         return Ok(ExitCode::SUCCESS);
     }
     let missing = kind::missing_tools(tool_works);

@@ -32,14 +32,25 @@ pub fn exit_code(err: &anyhow::Error) -> ExitCode {
     }
 }
 
+/// Writes a command's output. A reader that went away (`kgpu snapshot | head`)
+/// is not an error: the rest of the output is simply not wanted.
+pub fn emit(text: &str) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(()),
+    }
+}
+
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     if cli.print_paths {
-        print!("{}", crate::config::Paths::from_env().describe());
+        emit(&crate::config::Paths::from_env().describe())?;
         return Ok(ExitCode::SUCCESS);
     }
     match cli.command {
         Some(Command::Demo(args)) if args.list => {
-            print!("{}", list_scenarios());
+            emit(&list_scenarios())?;
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Demo(args)) => demo(&args, &cli.ui),
@@ -155,9 +166,9 @@ fn snapshot(args: &SnapshotArgs, source: &crate::cli::SourceArgs) -> anyhow::Res
     match args.output {
         Output::Json => {
             let doc = json::document(&snap, &analysis, section, plan.as_ref());
-            println!("{}", serde_json::to_string_pretty(&doc)?);
+            emit(&format!("{}\n", serde_json::to_string_pretty(&doc)?))?;
         }
-        Output::Text => print!("{}", text::render(&snap, &analysis, section)),
+        Output::Text => emit(&text::render(&snap, &analysis, section))?,
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -182,9 +193,9 @@ fn why(args: &WhyArgs, source: &crate::cli::SourceArgs) -> anyhow::Result<ExitCo
             let doc = json::document(&snap, &analysis, Some(Section::Pending), None);
             let one: Vec<_> =
                 doc.pending.into_iter().flatten().filter(|p| p.namespace == namespace && p.name == name).collect();
-            println!("{}", serde_json::to_string_pretty(&one)?);
+            emit(&format!("{}\n", serde_json::to_string_pretty(&one)?))?;
         }
-        Output::Text => print!("{}", text::why(item)),
+        Output::Text => emit(&text::why(item))?,
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -72,12 +72,30 @@ pub fn run(args: &ScenarioArgs, source: &SourceArgs) -> anyhow::Result<ExitCode>
             name
         }
     };
-    scenarios::find(name)?;
+    // A path to your own manifests (a hand-made failure mode) or a demo scenario.
+    let own_file = std::path::Path::new(name).is_file().then(|| std::path::PathBuf::from(name));
+    if own_file.is_none() {
+        scenarios::find(name)?;
+    }
     if let ScenarioCommand::Export { .. } = args.command {
-        print!("{}", export(name)?);
+        if own_file.is_some() {
+            return Err(UsageError(format!("export prints a demo scenario; {name} is already a manifest file")).into());
+        }
+        super::emit(&export(name)?)?;
         return Ok(ExitCode::SUCCESS);
     }
-    let docs = documents(name)?;
+    let docs = match &own_file {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).map_err(|e| UsageError(format!("{name}: {e}")))?;
+            apply::parse_yaml(&text).map_err(|e| UsageError(format!("{name}: {e}")))?
+        }
+        None => documents(name)?,
+    };
+    // Pods of one's own file are found again by the scenario label, named after the file.
+    let label = match &own_file {
+        Some(path) => path.file_stem().map_or_else(|| "file".to_string(), |s| s.to_string_lossy().into_owned()),
+        None => name.clone(),
+    };
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     runtime.block_on(async {
         let target = client::Target { kubeconfig: source.kubeconfig.clone(), context: source.context.clone() };
@@ -85,11 +103,15 @@ pub fn run(args: &ScenarioArgs, source: &SourceArgs) -> anyhow::Result<ExitCode>
         let print = |line: &str| eprintln!("{line}");
         match &args.command {
             ScenarioCommand::Apply { dry_run, .. } => {
-                let summary = apply_now(&client, name, *dry_run, print).await?;
+                let summary = match own_file {
+                    // Your own manifests apply as written: their times are yours.
+                    Some(_) => apply::apply(&client, &docs, *dry_run, print).await?,
+                    None => apply_now(&client, name, *dry_run, print).await?,
+                };
                 println!("scenario {name}: {} on {} ({})", describe(&summary, *dry_run), info.context, info.server);
             }
             ScenarioCommand::Delete { .. } => {
-                let n = apply::delete(&client, &docs, name, print).await?;
+                let n = apply::delete(&client, &docs, &label, print).await?;
                 println!("scenario {name}: {n} object(s) deleted from {} (namespaces kept)", info.context);
             }
             ScenarioCommand::Export { .. } => {}

@@ -45,6 +45,18 @@ pub fn resource(api_version: &str, kind: &str) -> Option<(ApiResource, bool)> {
     Some((ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural), namespaced))
 }
 
+/// The kinds kgpu writes itself are known; any other kind in your own
+/// manifests (a RuntimeClass, a PriorityClass) is looked up by discovery.
+async fn resolve(client: &Client, api_version: &str, kind: &str) -> Option<(ApiResource, bool)> {
+    if let Some(known) = resource(api_version, kind) {
+        return Some(known);
+    }
+    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+    let gvk = GroupVersionKind::gvk(group, version, kind);
+    let (ar, caps) = kube::discovery::pinned_kind(client, &gvk).await.ok()?;
+    Some((ar, caps.scope == kube::discovery::Scope::Namespaced))
+}
+
 fn api(client: &Client, ar: &ApiResource, namespaced: bool, namespace: Option<&str>) -> Api<DynamicObject> {
     match (namespaced, namespace) {
         (true, Some(ns)) => Api::namespaced_with(client.clone(), ns, ar),
@@ -83,11 +95,11 @@ pub async fn apply(
         if missing_groups.contains(&group) {
             continue;
         }
-        let Some((ar, namespaced)) = resource(api_version, kind) else {
+        let Some((ar, namespaced)) = resolve(client, api_version, kind).await else {
             return Err(ApplyError::Api {
                 kind: kind.into(),
                 name: name.into(),
-                message: format!("kind {api_version} {kind} is not one kgpu applies"),
+                message: format!("the cluster serves no kind {kind} in {api_version}"),
             });
         };
         let api = api(client, &ar, namespaced, namespace);
@@ -212,7 +224,7 @@ async fn delete_one(
     else {
         return Ok(0);
     };
-    let Some((ar, namespaced)) = resource(api_version, kind) else { return Ok(0) };
+    let Some((ar, namespaced)) = resolve(client, api_version, kind).await else { return Ok(0) };
     let api = api(client, &ar, namespaced, doc["metadata"]["namespace"].as_str());
     match api.delete(name, params).await {
         Ok(_) => {
