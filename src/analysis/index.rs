@@ -433,6 +433,11 @@ impl<'a> Index<'a> {
     }
 
     /// How many of [`Index::pods_on`] want a GPU.
+    /// Pods bound to nodes that are not in the snapshot (deleted, or not listed).
+    pub fn stray_pods(&self) -> impl Iterator<Item = (Sym, &[&'a Pod])> + '_ {
+        self.stray.iter().map(|(node, (_, pods))| (*node, pods.as_slice()))
+    }
+
     pub fn gpu_pods_on(&self, node: Sym) -> usize {
         match self.position.get(&node) {
             Some(&i) => self.gpu_pods[i as usize] as usize,

@@ -29,7 +29,9 @@ pub(super) fn gang_step(index: &Index<'_>, gang: &Gang, summary: &GangSummary, a
             summary.nodes.iter().map(|(n, g)| format!("{n} ({g} GPU)")).collect::<Vec<_>>().join(", ")
         ));
     }
-    let _ = index;
+    if summary.state == GangState::Admitted && index.members(&summary.key).is_empty() {
+        return no_pods_yet(index, gang, details, commands);
+    }
     match summary.state {
         GangState::PartiallyPlaced => {
             // Partial placement is a symptom: the missing members' own step
@@ -86,6 +88,39 @@ pub(super) fn gang_step(index: &Index<'_>, gang: &Gang, summary: &GangSummary, a
             commands,
         },
     }
+}
+
+/// How long after admission a controller may take to create its pods
+/// before kgpu calls it stuck (operators take seconds).
+const POD_CREATION_GRACE_SECONDS: i64 = 60;
+
+/// Admitted, and not one member pod exists: there is nothing for the
+/// scheduler to place, so the controller that owns the workload is the
+/// one to look at.
+fn no_pods_yet(index: &Index<'_>, gang: &Gang, mut details: Vec<String>, commands: Vec<String>) -> StepReport {
+    let since = gang.condition("Admitted").filter(|c| c.status).map(|c| index.now - c.since);
+    let (verdict, summary) = match (&gang.owner, since) {
+        (None, _) => {
+            (Verdict::Block, "admitted, but no controller owns this Workload, so nothing creates its pods".to_string())
+        }
+        (Some(o), Some(age)) if age > POD_CREATION_GRACE_SECONDS => (
+            Verdict::Block,
+            format!(
+                "admitted {} ago, yet {} {} has created none of its pods: is its controller (operator) running?",
+                super::super::age(age),
+                o.kind,
+                o.name
+            ),
+        ),
+        (Some(o), _) => (Verdict::Warn, format!("admitted; waiting for {} {} to create its pods", o.kind, o.name)),
+    };
+    if verdict == Verdict::Block {
+        details.push(match &gang.owner {
+            Some(o) => format!("unblock: check the controller of {} {} (its logs, its RBAC)", o.kind, o.name),
+            None => format!("unblock: create the job this Workload stands for, or delete workload {}", gang.name),
+        });
+    }
+    StepReport { step: Step::Gang, verdict, summary: summary.into(), details: details.into(), commands }
 }
 
 /// The gang step of a pod that waits as itself though it belongs to a gang

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use crate::model::{ClusterEvent, Gang, GangKey, GangKind, Pod, Resources, Snapshot, Sym, Timestamp};
 
+mod bound;
 mod cross_check;
 mod fit_step;
 mod gang_step;
@@ -204,8 +205,11 @@ impl<'a> Memo<'a> {
 
 fn hints_for(shape: &[String], pod: Option<&Pod>) -> Vec<String> {
     let mut out = shape.to_vec();
+    // A gang scheduler's own pods (Volcano's PodGroup members) are meant to be
+    // scheduled by it: that is no hint.
     if let Some(p) = pod
         && p.requests.wants_gpu()
+        && p.group.is_none()
         && let Some(s) = p.scheduler.filter(|s| s.as_str() != "default-scheduler")
     {
         out.push(format!("scheduler: this pod is scheduled by '{s}', not default-scheduler"));
@@ -235,7 +239,7 @@ fn waiting_gangs<'g, 'a>(
 pub fn pod_items<'a>(index: &Index<'a>, gangs: &[GangSummary]) -> Vec<PendingItem> {
     let gang_keys: std::collections::HashSet<&GangKey> = waiting_gangs(index, gangs).map(|(s, _)| &s.key).collect();
     let mut memo = Memo::default();
-    index
+    let mut items: Vec<PendingItem> = index
         .pending_pods
         .iter()
         .filter(|pod| !index.gang_of(&pod.key()).is_some_and(|g| gang_keys.contains(g)))
@@ -256,7 +260,10 @@ pub fn pod_items<'a>(index: &Index<'a>, gangs: &[GangSummary]) -> Vec<PendingIte
             }
             item
         })
-        .collect()
+        .collect();
+    // Bound, yet Pending: the node the scheduler chose cannot start them.
+    items.extend(bound::items(index));
+    items
 }
 
 /// Every pending item, GPU work first, then oldest first: the gangs' items

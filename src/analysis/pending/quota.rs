@@ -80,10 +80,17 @@ fn kueue_quota_step(index: &Index<'_>, gang: &Gang) -> StepReport {
         };
     }
     // Not admitted: explain with Kueue's own words and the quota numbers.
+    let mut kueue_said: Option<KueueSaid> = None;
     if let Some(c) = reserved.filter(|c| !c.status) {
         details.push(format!("QuotaReserved=False ({}): {}", c.reason, c.message));
         if let Some(said) = queue_msg::parse_quota(&c.message) {
             details.push(format!("Kueue: {}", said.describe()));
+            if let queue_msg::QuotaProblem::Insufficient { resource, flavor, unused: true, more_needed: Some(n) } =
+                &said.problem
+                && let Ok(more) = crate::model::quantity::parse(resource, n)
+            {
+                kueue_said = Some(KueueSaid { resource: resource.clone(), flavor: flavor.clone(), more });
+            }
         }
     }
     let Some(local) = local else {
@@ -130,7 +137,14 @@ fn kueue_quota_step(index: &Index<'_>, gang: &Gang) -> StepReport {
             commands,
         };
     }
-    kueue_quota_arithmetic(snap, gang, cq, details, commands)
+    kueue_quota_arithmetic(index, gang, cq, kueue_said, details, commands)
+}
+
+/// Kueue's "N more needed" for one flavor and resource.
+struct KueueSaid {
+    resource: String,
+    flavor: String,
+    more: u64,
 }
 
 /// A workload Kueue has not reserved quota for yet: Kueue's own flavor
@@ -139,12 +153,14 @@ fn kueue_quota_step(index: &Index<'_>, gang: &Gang) -> StepReport {
 /// fits is the one Kueue takes (borrowing if it must). A resource the
 /// ClusterQueue does not cover keeps the workload out whatever the quota.
 fn kueue_quota_arithmetic(
-    snap: &crate::model::Snapshot,
+    index: &Index<'_>,
     gang: &Gang,
     cq: &crate::model::Queue,
+    kueue_said: Option<KueueSaid>,
     mut details: Vec<String>,
     commands: Vec<String>,
 ) -> StepReport {
+    let snap = index.snap;
     let fmt = |resource: &str, v: u64| crate::model::quantity::format(resource, v);
     let need: Vec<(&str, u64)> = gang.total_requests().iter().filter(|(r, n)| *n > 0 && *r != "pods").collect();
     let block = |summary: String, details: Vec<String>| StepReport {
@@ -211,6 +227,16 @@ fn kueue_quota_arithmetic(
             } else if amount > room.available {
                 fits = false;
                 let short = (false, amount - room.available);
+                // Kueue rewrites the message only when it retries the workload,
+                // and an admission elsewhere in the cohort does not make it retry.
+                if kueue_said.as_ref().is_some_and(|k| k.resource == resource && k.flavor == name && k.more != short.1)
+                {
+                    details.push(format!(
+                        "Kueue's message predates the cohort's latest admissions: by the queues' usage now, {} more are needed",
+                        fmt(resource, short.1)
+                    ));
+                }
+                details.extend(cohort_borrowers(snap, cq, flavor, resource));
                 let text = format!(
                     "unblock: {} more {resource} in flavor {name} of ClusterQueue {} (raise nominalQuota, lend from the cohort, or finish other work)",
                     fmt(resource, short.1),
@@ -247,6 +273,35 @@ fn kueue_quota_arithmetic(
         details.push(unblock);
     }
     block(format!("waiting for quota in ClusterQueue {}", cq.name), details)
+}
+
+/// Who in the cohort holds more than its own nominal quota of a resource:
+/// the queues whose borrowing leaves this one short.
+fn cohort_borrowers(
+    snap: &crate::model::Snapshot,
+    cq: &crate::model::Queue,
+    flavor: Option<crate::model::Sym>,
+    resource: &str,
+) -> Vec<String> {
+    let Some(cohort) = cq.cohort else { return Vec::new() };
+    snap.queues
+        .values()
+        .filter(|q| q.kind == QueueKind::ClusterQueue && q.cohort == Some(cohort) && q.name != cq.name)
+        .filter_map(|q| {
+            let quota = q.quota(flavor, resource)?;
+            let holds = quota.reserved.max(quota.used);
+            (holds > quota.nominal).then(|| {
+                let fmt = |v| crate::model::quantity::format(resource, v);
+                format!(
+                    "cohort {cohort}: ClusterQueue {} holds {} {resource} on a nominal {} (borrowing {})",
+                    q.name,
+                    fmt(holds),
+                    fmt(quota.nominal),
+                    fmt(holds - quota.nominal)
+                )
+            })
+        })
+        .collect()
 }
 
 /// Kueue's admission checks: once quota is reserved, every check must say
@@ -306,7 +361,12 @@ fn volcano_queue_step(index: &Index<'_>, gang: &Gang) -> StepReport {
         .conditions
         .iter()
         .flat_map(|c| {
-            let raw = format!("{}={} ({}): {}", c.kind, if c.status { "True" } else { "False" }, c.reason, c.message);
+            let status = if c.status { "True" } else { "False" };
+            let raw = if c.message.is_empty() {
+                format!("{}={status} ({})", c.kind, c.reason)
+            } else {
+                format!("{}={status} ({}): {}", c.kind, c.reason, c.message)
+            };
             let read = queue_msg::parse_gang(&c.message).map(|g| {
                 let pending: Vec<String> = g.pending_reasons.iter().map(|(r, n)| format!("{n} {r}")).collect();
                 format!(

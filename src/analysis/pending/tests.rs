@@ -3,7 +3,7 @@
 use super::*;
 use crate::analysis::testing::{node, pod, snapshot};
 use crate::analysis::{fragmentation, gangs};
-use crate::model::{Node, TaintEffect};
+use crate::model::{Node, PodPhase, TaintEffect};
 
 const NOW: Timestamp = 10_000;
 
@@ -96,4 +96,25 @@ fn a_silent_device_plugin_is_the_blocking_step() {
     assert_eq!(it.blocking, Some(Step::DevicePlugin));
     assert_eq!(step(it, Step::Fit).verdict, Verdict::Warn);
     assert!(it.unblock[0].starts_with("restart the device plugin on n1"), "{:?}", it.unblock);
+}
+
+#[test]
+fn bound_pods_that_cannot_start_are_pending_on_the_nodes_side() {
+    let nodes = vec![node("up").gpus(8).build(), node("down").gpus(8).not_ready().build()];
+    let pods = vec![
+        pod("stuck").gpus(8).on("down").phase(PodPhase::Pending).owner("Job", "train").build(),
+        pod("orphan").gpus(4).on("deleted-node").phase(PodPhase::Pending).build(),
+        // Running on a NotReady node: the kubelet's last word was Running; not pending.
+        pod("was-running").gpus(2).on("up").running().build(),
+        pod("starting").gpus(2).on("up").phase(PodPhase::Pending).build(),
+    ];
+    let items = items(nodes, pods);
+    let stuck = item(&items, "stuck");
+    assert_eq!(stuck.blocking, Some(Step::DevicePlugin));
+    assert!(stuck.summary.contains("bound to down, which is NotReady"), "{}", stuck.summary);
+    assert!(step(stuck, Step::DevicePlugin).details[0].contains("its controller then creates a replacement"));
+    let orphan = item(&items, "orphan");
+    assert!(orphan.summary.contains("bound to deleted-node, which is no longer in the cluster"), "{}", orphan.summary);
+    // A pod the kubelet of a Ready node is starting is not kgpu's to explain.
+    assert!(items.iter().all(|i| i.name != "was-running" && i.name != "starting"));
 }

@@ -1,0 +1,229 @@
+//! kgpu's verdicts on cluster dumps it has never been tuned on, read the way a
+//! user reads them: `kgpu snapshot --file DUMP -o json` and `kgpu why`.
+//!
+//! `tests/fixtures/verdicts/<case>/cluster.yaml` were captured from the real
+//! components (`capture.sh <case>`: the case's input applied to `kgpu lab`,
+//! then `kubectl get -o yaml`), so the scheduler's and Kueue's own words are
+//! in them and kgpu must agree. `hand-made/*.yaml` are built from real shapes
+//! where no controller of that kind runs here (JobSet, Volcano, the GPU
+//! Operator), each with its sources in its header.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic on broken fixtures
+
+use std::process::Command;
+
+use serde_json::Value;
+
+fn fixture(path: &str) -> String {
+    format!("{}/tests/fixtures/verdicts/{path}", env!("CARGO_MANIFEST_DIR"))
+}
+
+fn kgpu(args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_kgpu")).args(args).output().expect("run kgpu");
+    assert!(out.status.success(), "kgpu {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn snapshot(path: &str, extra: &[&str]) -> Value {
+    let file = fixture(path);
+    let mut args = vec!["snapshot", "--file", file.as_str(), "-o", "json"];
+    args.extend_from_slice(extra);
+    serde_json::from_str(&kgpu(&args)).expect("valid JSON")
+}
+
+fn why(path: &str, target: &str) -> String {
+    kgpu(&["why", target, "--file", &fixture(path)])
+}
+
+fn pending<'a>(doc: &'a Value, name: &str) -> &'a Value {
+    doc["pending"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == name)
+        .unwrap_or_else(|| panic!("{name} not pending: {}", doc["pending"]))
+}
+
+fn gang<'a>(doc: &'a Value, name_prefix: &str) -> &'a Value {
+    doc["gangs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["name"].as_str().unwrap().starts_with(name_prefix))
+        .unwrap_or_else(|| panic!("no gang {name_prefix}"))
+}
+
+fn node_issues(doc: &Value, name: &str) -> Vec<String> {
+    let node = doc["fleet"]["nodes"].as_array().unwrap().iter().find(|n| n["name"] == name).unwrap();
+    node["issues"].as_array().unwrap().iter().map(|i| i.as_str().unwrap().to_string()).collect()
+}
+
+fn step<'a>(item: &'a Value, name: &str) -> &'a Value {
+    item["steps"].as_array().unwrap().iter().find(|s| s["step"] == name).unwrap()
+}
+
+const FIT: &str = "fit-neighbours/cluster.yaml";
+
+#[test]
+fn six_nodes_six_reasons_and_kgpu_agrees_with_the_scheduler() {
+    // Six nodes, six reasons: NotReady (unreachable taint), cordoned with a
+    // taint too, two untolerated taints, 4 GPUs busy, too few CPUs, no GPUs.
+    let doc = snapshot(FIT, &[]);
+    for name in ["prep-0", "train-0"] {
+        let item = pending(&doc, name);
+        assert_eq!(item["blockingStep"], "fit", "{name}");
+        assert_eq!(item["agreesWithScheduler"], true, "{name}: {}", item["disagreement"]);
+        let reasons = &item["nodeReasons"];
+        assert_eq!(reasons["cordoned"], 1, "{name}: {reasons}");
+        assert_eq!(reasons["not-ready"], 1, "{name}: {reasons}");
+        assert_eq!(reasons["insufficient-cpu"], 1, "{name}: {reasons}");
+    }
+}
+
+#[test]
+fn a_native_sidecar_and_the_runtime_class_overhead_count_toward_the_fit() {
+    // train-0 asks 6 CPUs, its sidecar (restartPolicy Always) 2, its
+    // RuntimeClass 1: 9 > 8 on gpu-small-cpu. The scheduler said so too.
+    let text = why(FIT, "ml/train-0");
+    assert!(text.contains("1 node(s): insufficient-cpu"), "{text}");
+    assert!(text.contains("kgpu agrees with the scheduler."), "{text}");
+    assert!(text.contains("free 4 more GPU(s) on gpu-busy"), "{text}");
+}
+
+#[test]
+fn a_pod_bound_to_a_node_that_went_not_ready_is_pending_and_says_why() {
+    let doc = snapshot(FIT, &[]);
+    let item = pending(&doc, "eval-1");
+    assert_eq!(item["blockingStep"], "device-plugin");
+    let summary = item["summary"].as_str().unwrap();
+    assert!(summary.contains("bound to gpu-nr, which is NotReady"), "{summary}");
+    let text = why(FIT, "ml/eval-1");
+    assert!(text.contains("node.kubernetes.io/unreachable:NoExecute"), "{text}");
+    assert!(text.contains("nothing recreates it"), "a bare pod: {text}");
+}
+
+const KUEUE: &str = "kueue-neighbours/cluster.yaml";
+
+#[test]
+fn quota_shortfalls_match_kueue_and_name_the_borrower() {
+    let doc = snapshot(KUEUE, &[]);
+    let item = doc["pending"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"].as_str().unwrap().starts_with("job-pretrain-"))
+        .unwrap();
+    assert_eq!(item["blockingStep"], "quota");
+    let quota = step(item, "quota");
+    let details: Vec<&str> = quota["details"].as_array().unwrap().iter().map(|d| d.as_str().unwrap()).collect();
+    // The dump's Kueue message was written before the last admission in the
+    // cohort; kgpu reads the queues as they are now and says both.
+    assert!(details.iter().any(|d| d.contains("8 more needed")), "{details:?}");
+    assert!(
+        details.iter().any(|d| d.contains("ClusterQueue team-b holds 24 nvidia.com/gpu on a nominal 16")),
+        "{details:?}"
+    );
+    assert!(
+        item["unblock"][0].as_str().unwrap().starts_with("16 more nvidia.com/gpu in flavor h100"),
+        "{}",
+        item["unblock"]
+    );
+}
+
+#[test]
+fn an_admission_check_holds_a_workload_whose_quota_is_reserved() {
+    let doc = snapshot(KUEUE, &[]);
+    let item = doc["pending"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"].as_str().unwrap().starts_with("job-capacity-wait-"))
+        .unwrap();
+    assert_eq!(item["blockingStep"], "admission-check");
+    assert_eq!(step(item, "quota")["verdict"], "pass");
+    assert!(item["summary"].as_str().unwrap().contains("waiting for admission check capacity"), "{}", item["summary"]);
+}
+
+#[test]
+fn a_launcher_and_workers_are_two_pod_sets_and_a_workload_without_pods_is_named() {
+    let doc = snapshot(KUEUE, &[]);
+    let item = pending(&doc, "mpi-allreduce");
+    assert_eq!(item["shape"], "1×cpu + 2×8");
+    // Admitted by the real Kueue, but no controller owns it: no pod will come.
+    assert_eq!(item["blockingStep"], "gang", "{}", item["summary"]);
+    assert!(item["summary"].as_str().unwrap().contains("no controller owns this Workload"), "{}", item["summary"]);
+}
+
+#[test]
+fn a_gang_the_scheduler_spread_while_a_node_was_free_is_split() {
+    let doc = snapshot(KUEUE, &[]);
+    let g = gang(&doc, "job-tp-serve-");
+    assert_eq!(g["issues"], serde_json::json!(["topology-split"]), "{g}");
+    assert_eq!(g["nodes"].as_object().unwrap().len(), 2, "{g}");
+}
+
+const JOBSET: &str = "hand-made/jobset-gang.yaml";
+
+#[test]
+fn jobset_pods_belong_to_the_workload_their_jobset_owns() {
+    // The pods' owner is a Job, the Workload's is the JobSet: the JobSet
+    // label links them, so the waiting pod waits as the gang.
+    let doc = snapshot(JOBSET, &[]);
+    let g = gang(&doc, "jobset-llama-pretrain-");
+    assert_eq!(g["state"], "partially-placed", "{g}");
+    assert_eq!(g["placed"], 1, "{g}");
+    let items = doc["pending"].as_array().unwrap();
+    assert_eq!(items.len(), 1, "one item, the gang: {items:?}");
+    assert_eq!(items[0]["kind"], "Workload");
+    assert_eq!(items[0]["agreesWithScheduler"], true, "{}", items[0]["disagreement"]);
+}
+
+const VOLCANO: &str = "hand-made/volcano-elastic.yaml";
+
+#[test]
+fn an_elastic_volcano_jobs_extra_members_wait_as_themselves_in_the_gangs_context() {
+    let doc = snapshot(VOLCANO, &[]);
+    assert_eq!(gang(&doc, "resnet-")["state"], "running");
+    for name in ["resnet-worker-2", "resnet-worker-3"] {
+        let item = pending(&doc, name);
+        assert_eq!(item["blockingStep"], "fit");
+        assert!(step(item, "gang")["summary"].as_str().unwrap().contains("which has its minimum"), "{item}");
+        // Volcano's own wording ("nodes are unavailable") is read and agreed with.
+        assert_eq!(item["agreesWithScheduler"], true, "{}", item["disagreement"]);
+        assert!(item["hints"].as_array().unwrap().is_empty(), "volcano is this pod's scheduler: {}", item["hints"]);
+    }
+}
+
+const OPERATOR: &str = "hand-made/operator-states.yaml";
+
+#[test]
+fn operator_states_are_read_as_the_operator_means_them() {
+    let doc = snapshot(OPERATOR, &["--target-driver", "570.124.06", "--max-unavailable", "2"]);
+    // Paused by the MIG manager: not a crashed device plugin.
+    let paused = node_issues(&doc, "gpu-01");
+    assert!(paused.contains(&"mig-config-pending".to_string()), "{paused:?}");
+    assert!(!paused.contains(&"device-plugin-not-advertising".to_string()), "{paused:?}");
+    assert!(node_issues(&doc, "gpu-02").contains(&"mig-invalid".to_string()));
+    // Labels carry no times: how long is unknown, not zero.
+    let upgrades = doc["drivers"]["upgrades"].as_array().unwrap();
+    let failed = upgrades.iter().find(|u| u["node"] == "gpu-05").unwrap();
+    assert_eq!(failed["state"], "upgrade-failed");
+    assert!(failed["sinceSeconds"].is_null(), "{failed}");
+    // A NotReady and a cordoned node use up maxUnavailable 2.
+    let stalled = doc["drivers"]["waves"]["stalled"].as_str().unwrap();
+    assert!(stalled.contains("2 node(s) are already cordoned or NotReady (gpu-03, gpu-04)"), "{stalled}");
+}
+
+#[test]
+fn every_dump_keeps_every_gpu_in_one_bucket() {
+    for path in [FIT, KUEUE, JOBSET, VOLCANO, OPERATOR] {
+        let doc = snapshot(path, &[]);
+        let t = &doc["fleet"]["totals"];
+        let n = |k: &str| t[k].as_u64().unwrap();
+        assert_eq!(
+            n("gpus"),
+            n("allocated") + n("free") + n("unavailable") + n("unadvertised") + n("unhealthy"),
+            "{path}: {t}"
+        );
+    }
+}
