@@ -77,6 +77,11 @@ fn six_nodes_six_reasons_and_kgpu_agrees_with_the_scheduler() {
         assert_eq!(reasons["cordoned"], 1, "{name}: {reasons}");
         assert_eq!(reasons["not-ready"], 1, "{name}: {reasons}");
         assert_eq!(reasons["insufficient-cpu"], 1, "{name}: {reasons}");
+        // The cordon is one reason: never a hint to tolerate the cordon's or
+        // the node lifecycle's own taints.
+        assert!(reasons.get("untolerated-taint:node.kubernetes.io/unschedulable").is_none(), "{name}: {reasons}");
+        let hints = item["hints"].to_string();
+        assert!(!hints.contains("node.kubernetes.io/"), "{name}: {hints}");
     }
 }
 
@@ -86,6 +91,8 @@ fn a_native_sidecar_and_the_runtime_class_overhead_count_toward_the_fit() {
     // RuntimeClass 1: 9 > 8 on gpu-small-cpu. The scheduler said so too.
     let text = why(FIT, "ml/train-0");
     assert!(text.contains("1 node(s): insufficient-cpu"), "{text}");
+    // Per-node reasons are not a partition, and the drilldown says so.
+    assert!(text.contains("a node can fail several checks, so these add up to 9 for 6 node(s)"), "{text}");
     assert!(text.contains("kgpu agrees with the scheduler."), "{text}");
     assert!(text.contains("free 4 more GPU(s) on gpu-busy"), "{text}");
 }
@@ -162,6 +169,30 @@ fn a_gang_the_scheduler_spread_while_a_node_was_free_is_split() {
     assert_eq!(g["nodes"].as_object().unwrap().len(), 2, "{g}");
 }
 
+#[test]
+fn a_gang_without_start_times_is_of_unknown_topology_not_split() {
+    // The same dump with every time of the pods gone (no creationTimestamp,
+    // as kubectl-neat writes them; the status cut down to its phase): kgpu
+    // cannot tell what was free when the gang was placed.
+    let text = std::fs::read_to_string(fixture(KUEUE)).unwrap();
+    let mut dump: Value = serde_yaml::from_str(&text).unwrap();
+    for item in dump["items"].as_array_mut().unwrap() {
+        if item["kind"] == "Pod" {
+            item["metadata"].as_object_mut().unwrap().remove("creationTimestamp");
+            item["status"] = serde_json::json!({"phase": item["status"]["phase"].clone()});
+        }
+    }
+    let dir = std::env::temp_dir().join(format!("kgpu-verdicts-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("no-times.json");
+    std::fs::write(&path, serde_json::to_string(&dump).unwrap()).unwrap();
+    let out = kgpu(&["snapshot", "--file", path.to_str().unwrap(), "-o", "json", "--pane", "gangs"]);
+    let _ = std::fs::remove_dir_all(&dir);
+    let doc: Value = serde_json::from_str(&out).unwrap();
+    let g = gang(&doc, "job-tp-serve-");
+    assert_eq!(g["issues"], serde_json::json!(["topology-unknown"]), "{g}");
+}
+
 const JOBSET: &str = "hand-made/jobset-gang.yaml";
 
 #[test]
@@ -176,6 +207,38 @@ fn jobset_pods_belong_to_the_workload_their_jobset_owns() {
     assert_eq!(items.len(), 1, "one item, the gang: {items:?}");
     assert_eq!(items[0]["kind"], "Workload");
     assert_eq!(items[0]["agreesWithScheduler"], true, "{}", items[0]["disagreement"]);
+    // The JobSet that runs whole is running and asks for nothing more.
+    assert_eq!(gang(&doc, "jobset-eval-suite-")["state"], "running");
+    let sources: Vec<&str> =
+        doc["fragmentation"]["shapes"].as_array().unwrap().iter().map(|s| s["source"].as_str().unwrap()).collect();
+    assert!(!sources.iter().any(|s| s.contains("eval-suite")), "{sources:?}");
+    // Its demand is the missing member, not the whole gang.
+    let shape = doc["fragmentation"]["shapes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["source"].as_str().unwrap().contains("llama"))
+        .unwrap();
+    assert_eq!((shape["gpusPerPod"].as_u64(), shape["pods"].as_u64()), (Some(8), Some(1)), "{shape}");
+}
+
+const BLACK_HOLE: &str = "hand-made/black-hole.yaml";
+
+#[test]
+fn a_black_hole_is_not_room_and_the_pod_that_only_fits_there_says_so() {
+    let doc = snapshot(BLACK_HOLE, &[]);
+    assert!(node_issues(&doc, "gpu-01").contains(&"black-hole".to_string()));
+    assert!(!node_issues(&doc, "gpu-02").contains(&"black-hole".to_string()));
+    // gpu-01's 8 idle GPUs are not free capacity.
+    let t = &doc["fleet"]["totals"];
+    assert_eq!((t["free"].as_u64(), t["unavailable"].as_u64()), (Some(4), Some(8)), "{t}");
+    let item = pending(&doc, "sweep-8gpu-3-zt6rc");
+    assert_eq!(item["blockingStep"], "fit");
+    assert!(
+        item["summary"].as_str().unwrap().contains("only 1 black-hole node(s) would take it"),
+        "{}",
+        item["summary"]
+    );
 }
 
 const VOLCANO: &str = "hand-made/volcano-elastic.yaml";
@@ -204,6 +267,12 @@ fn operator_states_are_read_as_the_operator_means_them() {
     assert!(paused.contains(&"mig-config-pending".to_string()), "{paused:?}");
     assert!(!paused.contains(&"device-plugin-not-advertising".to_string()), "{paused:?}");
     assert!(node_issues(&doc, "gpu-02").contains(&"mig-invalid".to_string()));
+    // Time-slicing under renameByDefault: nvidia.com/gpu.shared replicas, no
+    // nvidia.com/gpu; not a silent device plugin, and replicas are not GPUs.
+    assert!(node_issues(&doc, "gpu-09").is_empty(), "{:?}", node_issues(&doc, "gpu-09"));
+    let t = &doc["fleet"]["totals"];
+    assert_eq!(t["replicas"], serde_json::json!({"advertised": 32, "allocated": 1}), "{t}");
+    assert_eq!(t["gpus"], 64, "8 GPUs on each of gpu-01 and gpu-03..09, none known on the MIG-INVALID node: {t}");
     // Labels carry no times: how long is unknown, not zero.
     let upgrades = doc["drivers"]["upgrades"].as_array().unwrap();
     let failed = upgrades.iter().find(|u| u["node"] == "gpu-05").unwrap();
@@ -216,7 +285,7 @@ fn operator_states_are_read_as_the_operator_means_them() {
 
 #[test]
 fn every_dump_keeps_every_gpu_in_one_bucket() {
-    for path in [FIT, KUEUE, JOBSET, VOLCANO, OPERATOR] {
+    for path in [FIT, KUEUE, JOBSET, VOLCANO, OPERATOR, BLACK_HOLE] {
         let doc = snapshot(path, &[]);
         let t = &doc["fleet"]["totals"];
         let n = |k: &str| t[k].as_u64().unwrap();
