@@ -69,7 +69,7 @@ fn up_here(lab: &Lab, root: &std::path::Path, up: &Up) -> anyhow::Result<ExitCod
     println!("export KUBECONFIG={}", lab.kubeconfig().display());
     let _ = std::io::stdout().flush();
     say(
-        "finding or building etcd, kube-apiserver, kube-scheduler, kube-controller-manager, KWOK and Kueue (cold: 10-20 min on 2 cores; then cached)",
+        "finding or building etcd, kube-apiserver, kube-scheduler, kube-controller-manager, KWOK and Kueue (cold: about 10 min on 2 cores; then cached)",
     );
     let bins = binaries::ensure(root)?;
     say(&format!("binaries ready in {:.0}s ({})", t0.elapsed().as_secs_f64(), bins.bin.display()));

@@ -106,9 +106,10 @@ fn kgpu_histogram(verdicts: &BTreeMap<String, Vec<fit::NodeReason>>) -> BTreeMap
 /// kgpu's live model of the cluster (its kube source and model task).
 pub type Snapshots = tokio::sync::watch::Receiver<std::sync::Arc<Snapshot>>;
 
-/// Waits until kgpu's model satisfies `ready`, and returns that snapshot.
+/// Waits until kgpu's model satisfies `ready` (30 s at most: Kueue's
+/// reservations can take a while), and returns that snapshot.
 async fn kgpu_sees(snapshots: &Snapshots, what: &str, ready: impl Fn(&Snapshot) -> bool) -> Result<Snapshot, String> {
-    let deadline = Instant::now() + Duration::from_secs(20);
+    let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         {
             let snap = snapshots.borrow();

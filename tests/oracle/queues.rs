@@ -220,22 +220,6 @@ fn settled(s: &Snapshot, n: u32, case: &QueueCase, created: usize) -> bool {
     })
 }
 
-async fn wait_model(snapshots: &Snapshots, what: &str, ready: impl Fn(&Snapshot) -> bool) -> Result<Snapshot, String> {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        {
-            let snap = snapshots.borrow();
-            if ready(&snap) {
-                return Ok((**snap).clone());
-            }
-        }
-        if Instant::now() > deadline {
-            return Err(format!("kgpu's model never showed {what}"));
-        }
-        tokio::time::sleep(Duration::from_millis(30)).await;
-    }
-}
-
 /// The smallest "N more needed" of Kueue's message, over its flavors (None
 /// when no flavor could fit by finishing work).
 fn more_needed(message: &str) -> Option<u64> {
@@ -277,7 +261,7 @@ pub async fn run_queue_case(
     }
     let cq_names: Vec<Sym> = (0..case.cqs.len()).map(|i| Sym::new(&format!("o{n}-cq{i}"))).collect();
     // Kueue must see every queue Active before it admits anything into it.
-    wait_model(snapshots, "the ClusterQueues active", |s| {
+    super::kgpu_sees(snapshots, "the ClusterQueues active", |s| {
         cq_names.iter().all(|name| {
             s.queues.values().any(|q| {
                 q.kind == QueueKind::ClusterQueue
@@ -292,9 +276,10 @@ pub async fn run_queue_case(
     for (i, w) in case.workloads.iter().enumerate() {
         let name = format!("w{i}");
         apply(&workloads, &workload_json(n, i, w, false)).await?;
-        let snap =
-            wait_model(snapshots, "the new workload and the queues' reservations", |s| settled(s, n, case, i + 1))
-                .await?;
+        let snap = super::kgpu_sees(snapshots, "the new workload and the queues' reservations", |s| {
+            settled(s, n, case, i + 1)
+        })
+        .await?;
         // kgpu's prediction: this workload as if it were active.
         let key = GangKey { kind: GangKind::KueueWorkload, namespace: Sym::new(&ns), name: name.as_str().into() };
         let mut as_active = snap.clone();
@@ -329,7 +314,7 @@ pub async fn run_queue_case(
         }
         // Behind an admission check: kgpu blocks there until the check answers.
         if decided.is_ok() && case.cqs[w.cq].admission_check {
-            let snap = wait_model(snapshots, "the reservation and its check", |s| {
+            let snap = super::kgpu_sees(snapshots, "the reservation and its check", |s| {
                 s.gangs.get(&key).is_some_and(|g| g.condition_true("QuotaReserved") && !g.admission_checks.is_empty())
             })
             .await?;
@@ -349,7 +334,7 @@ pub async fn run_queue_case(
                                 "status": {"admissionChecks": [{"name": format!("o{n}-check"), "state": state, "message": format!("the oracle says {state}"),
                                                                 "lastTransitionTime": "2026-12-01T00:00:00Z"}]}});
             apply_status(&workloads, &answer).await?;
-            let snap = wait_model(snapshots, "Kueue's answer to the check", |s| {
+            let snap = super::kgpu_sees(snapshots, "Kueue's answer to the check", |s| {
                 s.gangs.get(&key).is_some_and(|g| match w.check {
                     CheckOutcome::Ready => g.condition_true("Admitted"),
                     CheckOutcome::Rejected => !g.active,

@@ -3,12 +3,10 @@
 //! Pending, the scheduler has nothing more to say (it placed the pod), so the
 //! blocking step is on the node's side.
 
-use std::sync::Arc;
-
 use crate::model::{Node, Pod, PodPhase, Readiness, Sym, keys};
 
 use super::super::index::Index;
-use super::{PendingItem, PendingKind, Step, StepReport, Verdict, ns_flag, shape_text};
+use super::{PendingItem, Step, StepReport, Verdict, ns_flag};
 
 /// Why a bound pod cannot start on its node, if kgpu can tell.
 enum NodeTrouble<'a> {
@@ -107,24 +105,10 @@ fn item(index: &Index<'_>, pod: &Pod, node: Sym, trouble: &NodeTrouble<'_>) -> P
         ),
     ];
     PendingItem {
-        kind: PendingKind::Pod,
-        namespace: pod.namespace,
-        name: pod.name.to_string(),
-        age: index.now - pod.created,
-        queue: pod.queue,
-        shape: shape_text(&pod.requests, 1),
-        gpus: pod.requests.gpu,
-        priority: pod.priority,
         blocking: Some(Step::DevicePlugin),
         summary: format!("{}: {summary}", Step::DevicePlugin.title()),
         steps,
-        node_reasons: Arc::default(),
-        scheduler_message: None,
-        scheduler_recognised: None,
-        scheduler_reasons: Arc::default(),
-        agrees_with_scheduler: None,
-        disagreement: None,
-        hints: Vec::new(),
         unblock,
+        ..PendingItem::of_pod(pod, index.now)
     }
 }

@@ -122,6 +122,55 @@ pub struct PendingItem {
 }
 
 impl PendingItem {
+    /// An item with its identity and shape, nothing found about it yet.
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        kind: PendingKind,
+        namespace: Sym,
+        name: &str,
+        age: Timestamp,
+        queue: Option<Sym>,
+        shape: String,
+        gpus: u64,
+        priority: i32,
+    ) -> PendingItem {
+        PendingItem {
+            kind,
+            namespace,
+            name: name.to_string(),
+            age,
+            queue,
+            shape,
+            gpus,
+            priority,
+            blocking: None,
+            summary: String::new(),
+            steps: Vec::new(),
+            node_reasons: Arc::default(),
+            scheduler_message: None,
+            scheduler_recognised: None,
+            scheduler_reasons: Arc::default(),
+            agrees_with_scheduler: None,
+            disagreement: None,
+            hints: Vec::new(),
+            unblock: Vec::new(),
+        }
+    }
+
+    /// The item of one pod.
+    fn of_pod(pod: &Pod, now: Timestamp) -> PendingItem {
+        PendingItem::new(
+            PendingKind::Pod,
+            pod.namespace,
+            &pod.name,
+            now - pod.created,
+            pod.queue,
+            shape_text(&pod.requests, 1),
+            pod.requests.gpu,
+            pod.priority,
+        )
+    }
+
     pub fn blocking_str(&self) -> &'static str {
         self.blocking.map_or("none", |s| s.as_str())
     }
@@ -353,25 +402,9 @@ fn pod_item<'a>(index: &Index<'a>, memo: &mut Memo<'a>, pod: &Pod) -> PendingIte
     let fit = shape.fit;
     let scheduler = memo.scheduler_message(index.snap, pod);
     let mut item = PendingItem {
-        kind: PendingKind::Pod,
-        namespace: pod.namespace,
-        name: pod.name.to_string(),
-        age: index.now - pod.created,
-        queue: pod.queue,
-        shape: shape_text(&pod.requests, 1),
-        gpus: pod.requests.gpu,
-        priority: pod.priority,
-        blocking: None,
-        summary: String::new(),
-        steps: Vec::new(),
         node_reasons: fit.node_reasons.clone(),
-        scheduler_message: None,
-        scheduler_recognised: None,
-        scheduler_reasons: Arc::default(),
-        agrees_with_scheduler: None,
-        disagreement: None,
         hints: hints_for(&shape.hints, Some(pod)),
-        unblock: Vec::new(),
+        ..PendingItem::of_pod(pod, index.now)
     };
     if pod.gated {
         steps[0] = StepReport {
@@ -437,25 +470,18 @@ fn gang_item<'a>(
         _ => None,
     };
     let mut item = PendingItem {
-        kind,
-        namespace: gang.namespace,
-        name: gang.name.to_string(),
-        age: index.now - gang.created,
-        queue: gang.queue,
-        shape: gang_shape_text(gang, summary.required),
-        gpus: gang.total_requests().gpu,
-        priority: gang.priority,
-        blocking: None,
-        summary: String::new(),
-        steps: Vec::new(),
         node_reasons: fit.node_reasons.clone(),
-        scheduler_message: None,
-        scheduler_recognised: None,
-        scheduler_reasons: Arc::default(),
-        agrees_with_scheduler: None,
-        disagreement: None,
         hints: shape.as_ref().map(|s| hints_for(&s.hints, waiting_member)).unwrap_or_default(),
-        unblock: Vec::new(),
+        ..PendingItem::new(
+            kind,
+            gang.namespace,
+            &gang.name,
+            index.now - gang.created,
+            gang.queue,
+            gang_shape_text(gang, summary.required),
+            gang.total_requests().gpu,
+            gang.priority,
+        )
     };
     memo.cross_check(&mut item, &fit, scheduler);
     steps.push(fit.report_for(waiting_member));
