@@ -163,6 +163,7 @@ impl Cluster {
     /// ready. `progress` hears one line per step.
     pub fn start(options: Options, progress: &mut dyn FnMut(&str)) -> Result<Cluster, LabError> {
         let dir = options.dir.clone();
+        stop_orphans(&dir);
         let _ = fs::remove_dir_all(&dir);
         let io = |path: &Path| {
             let path = path.to_path_buf();
@@ -615,6 +616,34 @@ fn tail(path: &Path, lines: usize) -> String {
     let text = fs::read_to_string(path).unwrap_or_default();
     let last: Vec<&str> = text.lines().rev().take(lines).collect();
     last.into_iter().rev().collect::<Vec<_>>().join("\n")
+}
+
+/// Stops what an earlier cluster in `dir` left running, before the
+/// directory is wiped: its components' pid files are the only record of
+/// them, and their own watchdog may not have stopped them yet (it polls).
+/// Whoever starts a cluster in a directory owns it (the lab holds its lock;
+/// tests use fresh directories), so every component another process started
+/// there is an orphan: its owner may still be a zombie that `kill -0` finds.
+fn stop_orphans(dir: &Path) {
+    let Ok(entries) = fs::read_dir(dir) else { return };
+    let alive =
+        |pid: &str| Command::new("kill").args(["-0", pid]).stderr(Stdio::null()).status().is_ok_and(|s| s.success());
+    for path in entries.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "pid")) {
+        let text = fs::read_to_string(&path).unwrap_or_default();
+        let mut words = text.split_whitespace();
+        let (Some(child), Some(owner)) = (words.next(), words.next()) else { continue };
+        if child.parse::<u32>().is_err() || owner.parse::<u32>().ok() == Some(std::process::id()) {
+            continue;
+        }
+        let group = format!("-{child}");
+        let _ = Command::new("kill").args(["-s", "TERM", "--", &group]).stderr(Stdio::null()).status();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while alive(child) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let _ = Command::new("kill").args(["-s", "KILL", "--", &group]).stderr(Stdio::null()).status();
+        let _ = fs::remove_file(&path);
+    }
 }
 
 fn stop_child(child: &mut Child) {

@@ -1,6 +1,5 @@
 //! `kgpu lab up|status|down`: the living local cluster (see `crate::lab`).
 
-use std::io::Write;
 use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
@@ -66,8 +65,7 @@ fn up_here(lab: &Lab, root: &std::path::Path, up: &Up) -> anyhow::Result<ExitCod
     let _lock = lock(lab)?;
     let t0 = Instant::now();
     // First, so it can be copied while the lab builds and starts.
-    println!("export KUBECONFIG={}", lab.kubeconfig().display());
-    let _ = std::io::stdout().flush();
+    super::outln!("export KUBECONFIG={}", lab.kubeconfig().display());
     say(
         "finding or building etcd, kube-apiserver, kube-scheduler, kube-controller-manager, KWOK and Kueue (cold: about 10 min on 2 cores; then cached)",
     );
@@ -96,7 +94,7 @@ fn up_here(lab: &Lab, root: &std::path::Path, up: &Up) -> anyhow::Result<ExitCod
     say("stopping: kueue, kwok, kube-controller-manager, kube-scheduler, kube-apiserver, etcd");
     drop(runtime);
     drop(cluster);
-    println!("lab stopped");
+    super::outln!("lab stopped");
     result.map(|()| ExitCode::SUCCESS)
 }
 
@@ -115,13 +113,12 @@ async fn live(kubeconfig: &std::path::Path, up: &Up, t0: Instant) -> anyhow::Res
         let (seed, every) = (up.seed, up.churn_every);
         tokio::spawn(churn::run(client, seed, every, CHURN_MAX_UNFINISHED, stop_rx, |line| say(&line)))
     });
-    println!(
+    super::outln!(
         "lab ready in {:.0}s{}{}: run `kgpu` with the KUBECONFIG above; ctrl-c stops it",
         t0.elapsed().as_secs_f64(),
         up.scenario.as_ref().map_or(String::new(), |s| format!(", scenario {s}")),
         if up.churn { ", churn on" } else { "" }
     );
-    let _ = std::io::stdout().flush();
     wait_for_signal().await;
     let _ = stop_tx.send(true);
     if let Some(task) = churn_task {
@@ -211,22 +208,22 @@ async fn wait_for_signal() {
 fn status(lab: &Lab) -> anyhow::Result<ExitCode> {
     let Some(state) = lab.state() else {
         if lab.is_running() {
-            println!("a lab is starting (building or starting its components); try again in a moment");
+            super::outln!("a lab is starting (building or starting its components); try again in a moment");
             return Ok(ExitCode::SUCCESS);
         }
-        println!("no lab is running here; start one with `kgpu lab up` (try `--scenario fragmented --churn`)");
+        super::outln!("no lab is running here; start one with `kgpu lab up` (try `--scenario fragmented --churn`)");
         return Ok(ExitCode::from(1));
     };
     let up_for = super::wall_clock() - state.started;
-    println!("lab running for {} (pid {})", crate::analysis::age(up_for), state.pid);
-    println!("  export KUBECONFIG={}", state.kubeconfig.display());
-    println!("  server      {}", state.server);
-    println!("  scenario    {}", state.scenario.as_deref().unwrap_or("(none)"));
-    println!("  kueue       {}   churn {}", on_off(state.kueue), on_off(state.churn));
-    println!("  logs        {}", state.run_dir.display());
+    super::outln!("lab running for {} (pid {})", crate::analysis::age(up_for), state.pid);
+    super::outln!("  export KUBECONFIG={}", state.kubeconfig.display());
+    super::outln!("  server      {}", state.server);
+    super::outln!("  scenario    {}", state.scenario.as_deref().unwrap_or("(none)"));
+    super::outln!("  kueue       {}   churn {}", on_off(state.kueue), on_off(state.churn));
+    super::outln!("  logs        {}", state.run_dir.display());
     for (name, pid) in &state.processes {
         let alive = std::path::Path::new("/proc").join(pid.to_string()).exists();
-        println!("  {name:<24} pid {pid:<8} {}", if alive { "running" } else { "GONE (see its log)" });
+        super::outln!("  {name:<24} pid {pid:<8} {}", if alive { "running" } else { "GONE (see its log)" });
     }
     let kubeconfig = state.kubeconfig.clone();
     let counts = http::block_on(async move {
@@ -245,10 +242,10 @@ fn status(lab: &Lab) -> anyhow::Result<ExitCode> {
                 *phases.entry(p.status.as_ref().and_then(|s| s.phase.clone()).unwrap_or_default()).or_default() += 1;
             }
             let phases: Vec<String> = phases.iter().map(|(p, n)| format!("{n} {p}")).collect();
-            println!("  nodes       {} ({ready} Ready)", nodes.len());
-            println!("  pods        {} ({})", pods.len(), phases.join(", "));
+            super::outln!("  nodes       {} ({ready} Ready)", nodes.len());
+            super::outln!("  pods        {} ({})", pods.len(), phases.join(", "));
         }
-        Ok(Err(e)) | Err(e) => println!("  the API server does not answer: {e}"),
+        Ok(Err(e)) | Err(e) => super::outln!("  the API server does not answer: {e}"),
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -259,7 +256,7 @@ fn on_off(b: bool) -> &'static str {
 
 fn down(lab: &Lab) -> anyhow::Result<ExitCode> {
     let Some(state) = lab.state() else {
-        println!("no lab is running here");
+        super::outln!("no lab is running here");
         return Ok(ExitCode::from(1));
     };
     let ok = Command::new("kill")
@@ -277,7 +274,7 @@ fn down(lab: &Lab) -> anyhow::Result<ExitCode> {
         }
         std::thread::sleep(Duration::from_millis(200));
     }
-    println!("lab stopped");
+    super::outln!("lab stopped");
     Ok(ExitCode::SUCCESS)
 }
 
@@ -318,7 +315,7 @@ fn up_kind(lab: &Lab, up: &Up, print: bool) -> anyhow::Result<ExitCode> {
     for (path, text) in &plan.files {
         crate::lab::pki::write(path, text)?;
     }
-    println!("export KUBECONFIG={}  # context {}", kind_kubeconfig().display(), plan.context);
+    super::outln!("export KUBECONFIG={}  # context {}", kind_kubeconfig().display(), plan.context);
     let t0 = Instant::now();
     for step in &plan.steps {
         say(step.why);
@@ -337,7 +334,7 @@ fn up_kind(lab: &Lab, up: &Up, print: bool) -> anyhow::Result<ExitCode> {
         let churn_task = up.churn.then(|| {
             tokio::spawn(churn::run(client, up.seed, up.churn_every, CHURN_MAX_UNFINISHED, stop_rx, |l| say(&l)))
         });
-        println!("lab ready on kind in {:.0}s; ctrl-c deletes the kind cluster", t0.elapsed().as_secs_f64());
+        super::outln!("lab ready on kind in {:.0}s; ctrl-c deletes the kind cluster", t0.elapsed().as_secs_f64());
         wait_for_signal().await;
         let _ = stop_tx.send(true);
         if let Some(task) = churn_task {

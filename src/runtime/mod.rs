@@ -32,6 +32,15 @@ pub fn exit_code(err: &anyhow::Error) -> ExitCode {
     }
 }
 
+/// `println!` for a command's status lines, through [`emit`]: a closed pipe
+/// (`kgpu lab status | head -3`) does not panic.
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        let _ = $crate::runtime::emit(&format!("{}\n", format_args!($($arg)*)));
+    }};
+}
+pub(crate) use outln;
+
 /// Writes a command's output. A reader that went away (`kgpu snapshot | head`)
 /// is not an error: the rest of the output is simply not wanted.
 pub fn emit(text: &str) -> anyhow::Result<()> {

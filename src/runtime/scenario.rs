@@ -108,11 +108,16 @@ pub fn run(args: &ScenarioArgs, source: &SourceArgs) -> anyhow::Result<ExitCode>
                     Some(_) => apply::apply(&client, &docs, *dry_run, print).await?,
                     None => apply_now(&client, name, *dry_run, print).await?,
                 };
-                println!("scenario {name}: {} on {} ({})", describe(&summary, *dry_run), info.context, info.server);
+                super::outln!(
+                    "scenario {name}: {} on {} ({})",
+                    describe(&summary, *dry_run),
+                    info.context,
+                    info.server
+                );
             }
             ScenarioCommand::Delete { .. } => {
                 let n = apply::delete(&client, &docs, &label, print).await?;
-                println!("scenario {name}: {n} object(s) deleted from {} (namespaces kept)", info.context);
+                super::outln!("scenario {name}: {n} object(s) deleted from {} (namespaces kept)", info.context);
             }
             ScenarioCommand::Export { .. } => {}
         }
