@@ -222,6 +222,29 @@ fn jobset_pods_belong_to_the_workload_their_jobset_owns() {
     assert_eq!((shape["gpusPerPod"].as_u64(), shape["pods"].as_u64()), (Some(8), Some(1)), "{shape}");
 }
 
+const RAY: &str = "hand-made/ray-job.yaml";
+
+#[test]
+fn ray_pods_owned_by_their_raycluster_belong_to_the_rayjobs_workload() {
+    // RayJob → RayCluster → Pod: the pods name the RayJob in KubeRay's
+    // originated-from labels; the Workload is the RayJob's.
+    let doc = snapshot(RAY, &[]);
+    let g = gang(&doc, "rayjob-llm-batch-");
+    assert_eq!((g["state"].as_str(), g["placed"].as_u64()), (Some("partially-placed"), Some(2)), "{g}");
+    let items = doc["pending"].as_array().unwrap();
+    assert_eq!(items.len(), 1, "the gang, not its pod: {items:?}");
+    // Head and submitter are CPU pod sets: shape, not GPU demand.
+    assert_eq!(items[0]["shape"], "1×cpu + 2×4 + 1×cpu");
+    assert_eq!(items[0]["agreesWithScheduler"], true, "{}", items[0]["disagreement"]);
+    let shape = doc["fragmentation"]["shapes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["source"].as_str().unwrap().contains("rayjob"))
+        .unwrap();
+    assert_eq!((shape["gpusPerPod"].as_u64(), shape["pods"].as_u64()), (Some(4), Some(1)), "{shape}");
+}
+
 const BLACK_HOLE: &str = "hand-made/black-hole.yaml";
 
 #[test]
@@ -285,7 +308,7 @@ fn operator_states_are_read_as_the_operator_means_them() {
 
 #[test]
 fn every_dump_keeps_every_gpu_in_one_bucket() {
-    for path in [FIT, KUEUE, JOBSET, VOLCANO, OPERATOR, BLACK_HOLE] {
+    for path in [FIT, KUEUE, JOBSET, VOLCANO, OPERATOR, BLACK_HOLE, RAY] {
         let doc = snapshot(path, &[]);
         let t = &doc["fleet"]["totals"];
         let n = |k: &str| t[k].as_u64().unwrap();
