@@ -374,6 +374,12 @@ impl GangBuilder {
         self
     }
 
+    /// Volcano `status.phase` (`Pending`, `Inqueue`, `Running`, ...).
+    pub fn phase(mut self, phase: &str) -> Self {
+        self.gang.phase = Some(Sym::new(phase));
+        self
+    }
+
     pub fn build(self) -> super::Gang {
         self.gang
     }

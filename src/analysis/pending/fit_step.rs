@@ -71,7 +71,8 @@ pub(super) fn fit_step(index: &Index<'_>, demand: &Demand) -> FitResult {
     let mut black_holes = Vec::new();
     let mut slots_total = 0u64;
     let mut silent: Vec<(&Node, u32)> = Vec::new();
-    let mut closest: Option<(u64, &Node)> = None;
+    // Nodes short only of GPUs, with what they have free: where room could be made.
+    let mut closest: Vec<(u64, &Node)> = Vec::new();
     let total_nodes = index.snap.nodes.len() as u32;
     // Nodes counted per (placement class, resource shortfalls): a fleet of
     // thousands of nodes has a few dozen such combinations.
@@ -114,10 +115,10 @@ pub(super) fn fit_step(index: &Index<'_>, demand: &Demand) -> FitResult {
         }
         // Closest node: short only of GPUs.
         if demand.gpus_per_pod > 0
+            && node.allocatable.gpu >= demand.gpus_per_pod
             && shortfalls.iter().all(|r| matches!(r, NodeReason::InsufficientGpu))
-            && closest.is_none_or(|(f, _)| free > f)
         {
-            closest = Some((free, node));
+            closest.push((free, node));
         }
     }
     for (static_reasons, combos) in classes.iter().zip(&per_class) {
@@ -196,10 +197,8 @@ pub(super) fn fit_step(index: &Index<'_>, demand: &Demand) -> FitResult {
         } else {
             format!("0/{total_nodes} nodes can take it: {}", histogram(&node_reasons))
         };
-        if let Some((free, node)) = closest {
-            let short = demand.gpus_per_pod.saturating_sub(free);
-            unblock
-                .push(format!("free {short} more GPU(s) on {} ({} free of {})", node.name, free, node.allocatable.gpu));
+        if let Some(text) = make_room(&mut closest, demand.gpus_per_pod, need.saturating_sub(slots_total)) {
+            unblock.push(text);
         }
         let mut details: Vec<String> = node_reasons.iter().map(|(k, v)| format!("{v} node(s): {k}")).collect();
         details.extend(black_hole_note);
@@ -260,6 +259,44 @@ pub(super) fn fit_step(index: &Index<'_>, demand: &Demand) -> FitResult {
         report.summary = format!("{} (see device plugin)", report.summary).into();
     }
     FitResult { report, device_plugin, node_reasons: Arc::new(node_reasons), scheduler_view, total_nodes, unblock }
+}
+
+/// A freeing that makes room for `missing` more pods of `gpus_per_pod`
+/// GPUs, one per node, on the nodes short only of GPUs (most free first,
+/// so the least to evict). A gang's missing members need that many nodes,
+/// not the one closest.
+fn make_room(candidates: &mut [(u64, &Node)], gpus_per_pod: u64, missing: u64) -> Option<String> {
+    if missing == 0 || candidates.is_empty() {
+        return None;
+    }
+    candidates.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.name.cmp(&b.1.name)));
+    let picked = &candidates[..candidates.len().min(missing as usize)];
+    let one = |(free, node): &(u64, &Node)| {
+        format!(
+            "{} more on {} ({free} free of {})",
+            gpus_per_pod.saturating_sub(*free),
+            node.name,
+            node.allocatable.gpu
+        )
+    };
+    if missing == 1 {
+        let (free, node) = picked[0];
+        return Some(format!(
+            "free {} more GPU(s) on {} ({free} free of {})",
+            gpus_per_pod.saturating_sub(free),
+            node.name,
+            node.allocatable.gpu
+        ));
+    }
+    let listed = picked.iter().map(one).collect::<Vec<_>>().join(", ");
+    Some(if (picked.len() as u64) < missing {
+        format!(
+            "room for {missing} more pod(s) of {gpus_per_pod} GPU(s) is needed and only {} node(s) are short only of GPUs: free GPUs there ({listed}) or add nodes",
+            picked.len()
+        )
+    } else {
+        format!("free GPUs on {missing} node(s), one pod of {gpus_per_pod} each: {listed}")
+    })
 }
 
 /// GPUs the node has in hardware but does not advertise, not counting

@@ -1,7 +1,7 @@
 //! Unit tests of the pending chain on small built clusters.
 
 use super::*;
-use crate::analysis::testing::{node, pod, snapshot};
+use crate::analysis::testing::{node, pod, podgroup, snapshot};
 use crate::analysis::{fragmentation, gangs};
 use crate::model::{Node, PodPhase, TaintEffect};
 
@@ -117,4 +117,27 @@ fn bound_pods_that_cannot_start_are_pending_on_the_nodes_side() {
     assert!(orphan.summary.contains("bound to deleted-node, which is no longer in the cluster"), "{}", orphan.summary);
     // A pod the kubelet of a Ready node is starting is not kgpu's to explain.
     assert!(items.iter().all(|i| i.name != "was-running" && i.name != "starting"));
+}
+
+#[test]
+fn a_gang_short_of_two_nodes_is_told_to_make_room_on_two() {
+    let nodes = vec![node("n1").gpus(8).build(), node("n2").gpus(8).build(), node("n3").gpus(8).build()];
+    let pods = vec![
+        pod("busy1").gpus(5).on("n1").running().build(),
+        pod("busy2").gpus(2).on("n2").running().build(),
+        pod("busy3").gpus(7).on("n3").running().build(),
+        pod("train-0").gpus(8).group("train").build(),
+        pod("train-1").gpus(8).group("train").build(),
+    ];
+    let snap = snapshot(nodes, pods, vec![podgroup("train", 2, 8).phase("Inqueue").build()], NOW);
+    let index = Index::build(&snap, NOW);
+    let items = analyze(&index, &gangs::analyze(&index), &fragmentation::analyze(&index));
+    let it = items.iter().find(|i| i.name.contains("train")).expect("the gang is pending");
+    // The two nodes with the most free, so the least to evict: n2 (6 free), n1 (3 free).
+    assert!(
+        it.unblock.iter().any(|u| u
+            == "free GPUs on 2 node(s), one pod of 8 each: 2 more on n2 (6 free of 8), 5 more on n1 (3 free of 8)"),
+        "{:?}",
+        it.unblock
+    );
 }
