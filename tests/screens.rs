@@ -201,3 +201,50 @@ fn queues_pane_says_when_the_crds_are_missing() {
     assert!(screen.contains("forbidden"), "{screen}");
     insta::assert_snapshot!("gangs_pane_without_kueue_crds_120x24", screen);
 }
+
+/// The last line of what was drawn.
+fn bottom_line(terminal: &Terminal<TestBackend>) -> String {
+    let buffer = terminal.backend().buffer();
+    let y = buffer.area.height - 1;
+    (0..buffer.area.width).map(|x| buffer[(x, y)].symbol().to_string()).collect()
+}
+
+#[test]
+fn a_notice_leads_the_status_bar_at_80_columns_and_goes_with_the_next_key() {
+    let v = views("fragmented");
+    let mut app = App::new(false, "dark", true);
+    key(&mut app, &v, KeyCode::Char('s'));
+    let bar = bottom_line(&render(&mut app, &v, "fragmented", 80, 24));
+    assert!(bar.trim_start().starts_with("sorted by"), "{bar}");
+    key(&mut app, &v, KeyCode::Char('j'));
+    let bar = bottom_line(&render(&mut app, &v, "fragmented", 80, 24));
+    assert!(!bar.contains("sorted by") && bar.contains("GPU"), "{bar}");
+    // A source failure stays: the data behind it is stale.
+    app.update(Msg::Notice { text: "the source stopped".into(), error: true }, &v);
+    key(&mut app, &v, KeyCode::Char('j'));
+    let bar = bottom_line(&render(&mut app, &v, "fragmented", 80, 24));
+    assert!(bar.contains("the source stopped"), "{bar}");
+}
+
+#[test]
+fn the_pending_drilldown_scrolls_to_its_last_wrapped_line_at_80x24() {
+    let scenarios = ["default", "fragmented", "gang-deadlock", "quota-starvation", "taint-mismatch", "black-hole"];
+    for scenario in scenarios {
+        let v = views(scenario);
+        for (row, item) in v.analysis.pending.iter().enumerate().take(4) {
+            let mut app = App::new(false, "dark", true);
+            app.pane = Pane::Pending;
+            for _ in 0..row {
+                key(&mut app, &v, KeyCode::Char('j'));
+            }
+            key(&mut app, &v, KeyCode::Enter);
+            key(&mut app, &v, KeyCode::Char('G'));
+            let screen = format!("{}", render(&mut app, &v, scenario, 80, 24).backend());
+            assert!(screen.contains(&*item.name), "{scenario}: the drilldown of {} is open", item.name);
+            // The chain's last words are on screen, however its lines wrapped.
+            let Some(last) = item.unblock.last().or(item.hints.last()) else { continue };
+            let tail: String = last.split_whitespace().last().unwrap().chars().take(12).collect();
+            assert!(screen.contains(&tail), "{scenario}/{}: {tail:?} not on\n{screen}", item.name);
+        }
+    }
+}

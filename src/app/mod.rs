@@ -126,10 +126,20 @@ pub enum Msg {
     },
 }
 
+/// A line in the status bar. It lasts until the next key, as in vi: a
+/// message still on screen minutes later reads as news. A source failure
+/// stays until it is dismissed (Esc), since the data behind it is stale.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Notice {
     pub text: String,
     pub error: bool,
+    pub sticky: bool,
+}
+
+impl Notice {
+    pub fn new(text: impl Into<String>, error: bool) -> Self {
+        Notice { text: text.into(), error, sticky: false }
+    }
 }
 
 pub struct App {
@@ -197,7 +207,7 @@ impl App {
     }
 
     fn notify(&mut self, text: impl Into<String>, error: bool) {
-        self.notice = Some(Notice { text: text.into(), error });
+        self.notice = Some(Notice::new(text, error));
     }
 
     /// Row ids of what the current pane (and section) lists, in order.
@@ -261,7 +271,7 @@ impl App {
                 Vec::new()
             }
             Msg::Notice { text, error } => {
-                self.notify(text, error);
+                self.notice = Some(Notice { text, error, sticky: error });
                 Vec::new()
             }
         }
@@ -271,6 +281,9 @@ impl App {
         if key.modifiers.contains(KeyModifiers::CONTROL) && key.code == KeyCode::Char('c') {
             self.quit = true;
             return vec![Effect::Quit];
+        }
+        if self.notice.as_ref().is_some_and(|n| !n.sticky) {
+            self.notice = None;
         }
         if let Some(overlay) = self.overlay.take() {
             return self.on_overlay_key(overlay, key, views);
@@ -529,32 +542,16 @@ impl App {
 
     fn on_overlay_key(&mut self, overlay: Overlay, key: KeyEvent, views: &Views) -> Vec<Effect> {
         match overlay {
-            Overlay::Help { scroll } => match key.code {
-                KeyCode::Esc | KeyCode::Char('q') | KeyCode::Char('?') | KeyCode::Enter => {}
-                KeyCode::Down | KeyCode::Char('j') => self.overlay = Some(Overlay::Help { scroll: scroll + 1 }),
-                KeyCode::Up | KeyCode::Char('k') => {
-                    self.overlay = Some(Overlay::Help { scroll: scroll.saturating_sub(1) })
-                }
-                _ => self.overlay = Some(Overlay::Help { scroll }),
-            },
-            Overlay::NodeDetail { node, scroll } => match key.code {
-                KeyCode::Esc | KeyCode::Char('q') | KeyCode::Enter => {}
-                KeyCode::Down | KeyCode::Char('j') => {
-                    self.overlay = Some(Overlay::NodeDetail { node, scroll: scroll + 1 })
-                }
-                KeyCode::Up | KeyCode::Char('k') => {
-                    self.overlay = Some(Overlay::NodeDetail { node, scroll: scroll.saturating_sub(1) })
-                }
-                _ => self.overlay = Some(Overlay::NodeDetail { node, scroll }),
-            },
-            Overlay::CellDetail { scroll } => match key.code {
-                KeyCode::Esc | KeyCode::Char('q') | KeyCode::Enter => {}
-                KeyCode::Down | KeyCode::Char('j') => self.overlay = Some(Overlay::CellDetail { scroll: scroll + 1 }),
-                KeyCode::Up | KeyCode::Char('k') => {
-                    self.overlay = Some(Overlay::CellDetail { scroll: scroll.saturating_sub(1) })
-                }
-                _ => self.overlay = Some(Overlay::CellDetail { scroll }),
-            },
+            Overlay::Help { scroll } => {
+                let close = matches!(key.code, KeyCode::Char('?'));
+                self.overlay = scroll_reader(key.code, scroll).filter(|_| !close).map(|scroll| Overlay::Help { scroll });
+            }
+            Overlay::NodeDetail { node, scroll } => {
+                self.overlay = scroll_reader(key.code, scroll).map(|scroll| Overlay::NodeDetail { node, scroll });
+            }
+            Overlay::CellDetail { scroll } => {
+                self.overlay = scroll_reader(key.code, scroll).map(|scroll| Overlay::CellDetail { scroll });
+            }
             Overlay::Filter(mut area) => match key.code {
                 KeyCode::Esc => {
                     self.filters.remove(&self.pane);
@@ -703,4 +700,20 @@ fn single_line(prompt: &str, text: &str) -> TextArea<'static> {
         "type to filter"
     });
     area
+}
+
+/// A key in a scrolling reader (help, node detail): the new scroll, or
+/// `None` to close it. The renderer clamps the scroll to the last page.
+fn scroll_reader(code: KeyCode, scroll: u16) -> Option<u16> {
+    const PAGE: u16 = 10;
+    Some(match code {
+        KeyCode::Esc | KeyCode::Char('q') | KeyCode::Enter => return None,
+        KeyCode::Down | KeyCode::Char('j') => scroll.saturating_add(1),
+        KeyCode::Up | KeyCode::Char('k') => scroll.saturating_sub(1),
+        KeyCode::PageDown | KeyCode::Char(' ') => scroll.saturating_add(PAGE),
+        KeyCode::PageUp => scroll.saturating_sub(PAGE),
+        KeyCode::Home | KeyCode::Char('g') => 0,
+        KeyCode::End | KeyCode::Char('G') => u16::MAX,
+        _ => scroll,
+    })
 }

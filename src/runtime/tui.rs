@@ -231,16 +231,16 @@ pub async fn run(opts: CockpitOptions) -> anyhow::Result<()> {
     let new_app = |session: &Session| {
         let mut app = App::new(opts.read_only || session.read_only_reason.is_some(), &theme_name, demo_seed.is_some());
         if let Some(why) = &session.read_only_reason {
-            app.notice = Some(crate::app::Notice { text: format!("read-only: {why}"), error: false });
+            app.notice = Some(crate::app::Notice::new(format!("read-only: {why}"), false));
         }
         app
     };
     let mut app = new_app(&session);
     app.theme_name = theme.name.clone();
     if let Some(w) = warnings.first() {
-        app.notice = Some(crate::app::Notice { text: w.clone(), error: true });
+        app.notice = Some(crate::app::Notice::new(w.clone(), true));
     } else if let Err(e) = &log_note {
-        app.notice = Some(crate::app::Notice { text: e.clone(), error: false });
+        app.notice = Some(crate::app::Notice::new(e.clone(), false));
     }
     let thresholds = Thresholds::default();
     let mut wave_target: Option<DriverVersion> = None;

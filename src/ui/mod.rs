@@ -145,10 +145,20 @@ pub fn feed_summary(views: &Views) -> (String, Style, Role) {
 
 fn status_bar(frame: &mut Frame, area: Rect, app: &App, views: &Views, theme: &Theme) {
     let t = &views.analysis.totals;
-    let mut spans = vec![Span::styled(
+    let mut spans = Vec::new();
+    // The notice first: it answers the key just pressed, and at 80 columns
+    // anything after the totals is cut.
+    if let Some(n) = &app.notice {
+        spans.push(Span::styled(
+            format!(" {} ", n.text),
+            theme.style(if n.error { Role::Error } else { Role::Accent }),
+        ));
+        spans.push(Span::raw("│"));
+    }
+    spans.push(Span::styled(
         format!(" {} GPU · {} used · {} free · {} pending ", t.gpus, t.allocated, t.free, views.analysis.pending.len()),
         theme.style(Role::Text),
-    )];
+    ));
     let (feeds, _, role) = feed_summary(views);
     spans.push(Span::styled(format!("│ {feeds} "), theme.style(role)));
     if app.read_only {
@@ -158,12 +168,7 @@ fn status_bar(frame: &mut Frame, area: Rect, app: &App, views: &Views, theme: &T
     if !filter.is_empty() {
         spans.push(Span::styled(format!("│ /{filter} "), theme.style(Role::Accent)));
     }
-    if let Some(n) = &app.notice {
-        spans.push(Span::styled(
-            format!("│ {} ", n.text),
-            theme.style(if n.error { Role::Error } else { Role::Accent }),
-        ));
-    } else {
+    if app.notice.is_none() {
         let used: usize = spans.iter().map(|s| s.width()).sum();
         let mut hints = Vec::new();
         let mut width = used + 2;

@@ -18,7 +18,7 @@ use crate::view_model::panes::Views;
 
 use super::Context;
 use super::theme::{Role, Theme};
-use super::widgets::block;
+use super::widgets::{block, scrolled_text};
 
 fn centered(area: Rect, width: u16, height: u16) -> Rect {
     let w = width.min(area.width);
@@ -31,7 +31,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme: 
     let pane = app.pane;
     let Some(overlay) = app.overlay.as_mut() else { return };
     match overlay {
-        Overlay::Help { scroll } => help(frame, area, views, theme, *scroll),
+        Overlay::Help { scroll } => help(frame, area, views, theme, scroll),
         Overlay::Palette(text) => {
             let rect = Rect {
                 x: area.x,
@@ -74,8 +74,8 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme: 
             frame.render_widget(&**text, rect);
         }
         Overlay::Confirm(c) => confirm(frame, area, c, theme, ctx),
-        Overlay::NodeDetail { node, scroll } => node_detail(frame, area, *node, *scroll, views, theme),
-        Overlay::CellDetail { scroll } => cell_detail(frame, area, matrix_cell, *scroll, views, theme),
+        Overlay::NodeDetail { node, scroll } => node_detail(frame, area, *node, scroll, views, theme),
+        Overlay::CellDetail { scroll } => cell_detail(frame, area, matrix_cell, scroll, views, theme),
         Overlay::MigPicker { node, configs, selected } => {
             let h = (configs.len() as u16 + 4).min(area.height);
             let rect = centered(area, 50, h);
@@ -101,7 +101,7 @@ fn wrapped_height(lines: &[Line], width: u16) -> u16 {
     lines.iter().map(|l| l.width().max(1).div_ceil(w) as u16).sum()
 }
 
-fn help(frame: &mut Frame, area: Rect, views: &Views, theme: &Theme, scroll: u16) {
+fn help(frame: &mut Frame, area: Rect, views: &Views, theme: &Theme, scroll: &mut u16) {
     let mut lines = Vec::new();
     if let Some(s) = &views.snap.scenario {
         lines.push(Line::styled(format!("scenario {}: {}", s.name, s.title), theme.style(Role::Header)));
@@ -137,14 +137,7 @@ fn help(frame: &mut Frame, area: Rect, views: &Views, theme: &Theme, scroll: u16
     ));
     let rect = centered(area, 100, area.height);
     frame.render_widget(Clear, rect);
-    frame.render_widget(
-        Paragraph::new(lines).wrap(Wrap { trim: false }).scroll((scroll, 0)).block(block(
-            " Help · esc close · j/k scroll ",
-            true,
-            theme,
-        )),
-        rect,
-    );
+    scrolled_text(frame, rect, lines, scroll, block(" Help · esc close · j/k scroll ", true, theme));
 }
 
 fn confirm(frame: &mut Frame, area: Rect, c: &Confirm, theme: &Theme, ctx: &Context) {
@@ -223,7 +216,7 @@ fn confirm(frame: &mut Frame, area: Rect, c: &Confirm, theme: &Theme, ctx: &Cont
     frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }).block(b), rect);
 }
 
-fn node_detail(frame: &mut Frame, area: Rect, node: Sym, scroll: u16, views: &Views, theme: &Theme) {
+fn node_detail(frame: &mut Frame, area: Rect, node: Sym, scroll: &mut u16, views: &Views, theme: &Theme) {
     let mut lines = Vec::new();
     let row = views.nodes.iter().find(|r| r.name == node);
     match (views.snap.nodes.get(&node), row) {
@@ -298,14 +291,7 @@ fn node_detail(frame: &mut Frame, area: Rect, node: Sym, scroll: u16, views: &Vi
     }
     let rect = centered(area, 110, area.height);
     frame.render_widget(Clear, rect);
-    frame.render_widget(
-        Paragraph::new(lines).wrap(Wrap { trim: false }).scroll((scroll, 0)).block(block(
-            format!(" node {node} · esc close "),
-            true,
-            theme,
-        )),
-        rect,
-    );
+    scrolled_text(frame, rect, lines, scroll, block(format!(" node {node} · esc close "), true, theme));
 }
 
 fn sample_lines(lines: &mut Vec<Line<'static>>, sample: &Sample, style: Style, theme: &Theme) {
@@ -317,7 +303,7 @@ fn sample_lines(lines: &mut Vec<Line<'static>>, sample: &Sample, style: Style, t
     }
 }
 
-fn cell_detail(frame: &mut Frame, area: Rect, cell: (usize, usize), scroll: u16, views: &Views, theme: &Theme) {
+fn cell_detail(frame: &mut Frame, area: Rect, cell: (usize, usize), scroll: &mut u16, views: &Views, theme: &Theme) {
     let m = &views.analysis.matrix;
     let found = m.drivers.get(cell.0).and_then(|(d, _)| m.needs.get(cell.1).and_then(|(c, _)| m.cell(d, c)));
     let mut lines = Vec::new();
@@ -346,12 +332,5 @@ fn cell_detail(frame: &mut Frame, area: Rect, cell: (usize, usize), scroll: u16,
     let [_, mid, _] = Layout::vertical([Constraint::Length(1), Constraint::Min(3), Constraint::Length(1)]).areas(area);
     let rect = centered(mid, 100, mid.height);
     frame.render_widget(Clear, rect);
-    frame.render_widget(
-        Paragraph::new(lines).wrap(Wrap { trim: false }).scroll((scroll, 0)).block(block(
-            " matrix cell · esc close ",
-            true,
-            theme,
-        )),
-        rect,
-    );
+    scrolled_text(frame, rect, lines, scroll, block(" matrix cell · esc close ", true, theme));
 }

@@ -5,13 +5,12 @@
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Rect};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Paragraph, Wrap};
 
 use crate::analysis::age;
 use crate::analysis::pending::{PendingItem, Step, Verdict};
 use crate::app::{App, Pane, rows};
 use crate::ui::theme::{Role, Theme};
-use crate::ui::widgets::{self, block, fit};
+use crate::ui::widgets::{self, block, fit, scrolled_text};
 use crate::view_model::panes::Views;
 
 fn step_role(step: Option<Step>) -> Role {
@@ -177,11 +176,6 @@ pub fn chain_lines(item: &PendingItem, theme: &Theme) -> Vec<Line<'static>> {
 
 fn drill(frame: &mut Frame, area: Rect, app: &mut App, item: &PendingItem, theme: &Theme) {
     let lines = chain_lines(item, theme);
-    let inner_h = area.height.saturating_sub(2);
-    let max_scroll = (lines.len() as u16).saturating_sub(inner_h);
-    app.drill_scroll = app.drill_scroll.min(max_scroll);
     let title = format!(" Why pending: {} · esc back · R requeue ", item.display_name());
-    let p =
-        Paragraph::new(lines).wrap(Wrap { trim: false }).scroll((app.drill_scroll, 0)).block(block(title, true, theme));
-    frame.render_widget(p, area);
+    scrolled_text(frame, area, lines, &mut app.drill_scroll, block(title, true, theme));
 }
