@@ -61,6 +61,16 @@ impl Demand {
         }
     }
 
+    /// Whose demand this is: `PodGroup ns/name`, `Pod ns/name`, or the
+    /// canonical shape.
+    pub fn name(&self) -> String {
+        match &self.source {
+            ShapeSource::Gang(k) => format!("{} {}/{}", k.kind.kind_name(), k.namespace, k.name),
+            ShapeSource::Pod(k) => format!("Pod {}/{}", k.namespace, k.name),
+            ShapeSource::Canonical => "canonical shape".into(),
+        }
+    }
+
     pub fn label(&self) -> String {
         match self.mig_profile {
             Some(p) => format!("{}×{p}", self.pods),
@@ -407,14 +417,6 @@ fn pod_gpu_hours(pod: &Pod, now: Timestamp) -> f64 {
     gpus * hours
 }
 
-fn demand_name(d: &Demand) -> String {
-    match &d.source {
-        ShapeSource::Gang(k) => format!("{} {}/{}", k.kind.kind_name(), k.namespace, k.name),
-        ShapeSource::Pod(k) => format!("Pod {}/{}", k.namespace, k.name),
-        ShapeSource::Canonical => "canonical shape".into(),
-    }
-}
-
 /// The fewest moves (evict, then the controller's replacement lands on a
 /// named node) that let the top pending GPU gang fit; ties go to the least
 /// GPU-hours disrupted. Whole-GPU shapes only.
@@ -436,7 +438,7 @@ pub fn plan(index: &Index<'_>, shapes: &[ShapeFit]) -> Plan {
     let demand = &target.demand;
     let g = demand.gpus_per_pod;
     let mut result = Plan {
-        target: Some(demand_name(demand)),
+        target: Some(demand.name()),
         target_shape: Some(demand.label()),
         status: PlanStatus::Impossible(String::new()),
         steps: Vec::new(),

@@ -270,8 +270,7 @@ fn draw_panel(frame: &mut Frame, area: Rect, app: &App, views: &Views, theme: &T
     let s = &shapes[i];
     let from = match &s.demand.source {
         ShapeSource::Canonical => "canonical".to_string(),
-        ShapeSource::Pod(k) => format!("Pod {k}"),
-        ShapeSource::Gang(k) => format!("{} {}/{}", k.kind.kind_name(), k.namespace, k.name),
+        _ => s.demand.name(),
     };
     let mut lines = vec![
         Line::from(vec![
@@ -297,7 +296,27 @@ fn draw_panel(frame: &mut Frame, area: Rect, app: &App, views: &Views, theme: &T
         ),
     ];
     let p = &f.plan;
+    // The plan is for one target; under another shape, say whose it is
+    // rather than show it as this shape's.
+    let for_this_shape = p.target.as_deref() == Some(s.demand.name().as_str());
     match &p.status {
+        PlanStatus::Found | PlanStatus::Impossible(_) if !for_this_shape => {
+            lines.push(Line::from(vec![
+                Span::styled("plan: ", theme.style(Role::Header)),
+                Span::styled(
+                    format!(
+                        "made for {} ({}), not this shape",
+                        p.target.as_deref().unwrap_or("another shape"),
+                        p.target_shape.as_deref().unwrap_or("?")
+                    ),
+                    theme.style(Role::Dim),
+                ),
+            ]));
+            lines.push(Line::from(vec![
+                Span::styled("[ ]", theme.style(Role::KeyHint)),
+                Span::styled(" other shapes", theme.style(Role::Dim)),
+            ]));
+        }
         PlanStatus::NotNeeded => {
             lines.push(Line::styled("plan: not needed, everything pending fits", theme.style(Role::Ok)))
         }
