@@ -107,3 +107,26 @@ fn too_small_a_terminal_says_so() {
     t.keys(&["q"]);
     t.wait_for("EXIT=0");
 }
+
+#[test]
+fn an_action_lands_in_the_events_pane_and_the_audit_log() {
+    let t = Tmux::start(120, 30, "audit");
+    start_cockpit(&t, "--seed 77");
+    t.wait_for("Nodes (64)");
+    // Cordon the selected node: the result leads the status bar...
+    t.keys(&["c"]);
+    t.wait_for("cordon");
+    t.keys(&["y"]);
+    let s = t.wait_for("cordoned");
+    assert!(s.lines().last().is_some_and(|l| l.contains("cordoned")), "{s}");
+    // ...and is in the Events pane, from the audit log, at the top.
+    t.keys(&["6"]);
+    let s = t.wait_for("kgpu cordon");
+    let audit = std::fs::read_to_string(t.dir.path().join("audit.jsonl")).unwrap();
+    assert!(audit.contains("\"action\":\"cordon\"") && audit.contains("\"context\":\"demo:default\""), "{audit}");
+    let first_row =
+        s.lines().find(|l| l.contains("AGE")).and_then(|_| s.lines().skip_while(|l| !l.contains("AGE")).nth(1));
+    assert!(first_row.is_some_and(|r| r.contains("kgpu cordon")), "{s}");
+    t.keys(&["q"]);
+    assert_restored(&t);
+}

@@ -4,22 +4,7 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use serde::Serialize;
-
-#[derive(Serialize, Debug, Clone, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct Entry {
-    /// RFC 3339, UTC.
-    pub time: String,
-    pub context: String,
-    pub user: String,
-    pub action: String,
-    pub targets: Vec<String>,
-    pub dry_run: bool,
-    /// `ok`, `error`, `cancelled`, `partial`.
-    pub result: String,
-    pub detail: String,
-}
+pub use crate::model::audit::AuditEntry as Entry;
 
 #[derive(Clone, Debug)]
 pub struct AuditLog {
@@ -36,29 +21,14 @@ impl AuditLog {
         writeln!(f, "{line}")
     }
 
-    /// The newest `n` entries, newest first (for the Events pane).
-    pub fn tail(&self, n: usize) -> Vec<Entry> {
+    /// The newest `n` entries made in kube context `context`, newest first
+    /// (for the Events pane). Lines that do not parse are skipped.
+    pub fn tail(&self, n: usize, context: &str) -> Vec<Entry> {
         let Ok(text) = std::fs::read_to_string(&self.path) else { return Vec::new() };
         text.lines()
             .rev()
-            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-            .filter_map(|v| {
-                Some(Entry {
-                    time: v.get("time")?.as_str()?.to_string(),
-                    context: v.get("context")?.as_str()?.to_string(),
-                    user: v.get("user")?.as_str()?.to_string(),
-                    action: v.get("action")?.as_str()?.to_string(),
-                    targets: v
-                        .get("targets")?
-                        .as_array()?
-                        .iter()
-                        .filter_map(|t| t.as_str().map(str::to_string))
-                        .collect(),
-                    dry_run: v.get("dryRun")?.as_bool()?,
-                    result: v.get("result")?.as_str()?.to_string(),
-                    detail: v.get("detail")?.as_str()?.to_string(),
-                })
-            })
+            .filter_map(|l| serde_json::from_str::<Entry>(l).ok())
+            .filter(|e| e.context == context)
             .take(n)
             .collect()
     }
@@ -85,8 +55,10 @@ mod tests {
         };
         log.append(&e).unwrap();
         log.append(&Entry { action: "drain".into(), ..e.clone() }).unwrap();
-        let tail = log.tail(10);
-        assert_eq!(tail.len(), 2);
+        log.append(&Entry { context: "prod".into(), ..e.clone() }).unwrap();
+        std::fs::OpenOptions::new().append(true).open(&log.path).unwrap().write_all(b"{not json\n").unwrap();
+        let tail = log.tail(10, "demo");
+        assert_eq!(tail.len(), 2, "another context's entries and a broken line are left out");
         assert_eq!(tail[0].action, "drain", "newest first");
         assert_eq!(tail[1], e);
     }

@@ -544,7 +544,8 @@ impl App {
         match overlay {
             Overlay::Help { scroll } => {
                 let close = matches!(key.code, KeyCode::Char('?'));
-                self.overlay = scroll_reader(key.code, scroll).filter(|_| !close).map(|scroll| Overlay::Help { scroll });
+                self.overlay =
+                    scroll_reader(key.code, scroll).filter(|_| !close).map(|scroll| Overlay::Help { scroll });
             }
             Overlay::NodeDetail { node, scroll } => {
                 self.overlay = scroll_reader(key.code, scroll).map(|scroll| Overlay::NodeDetail { node, scroll });

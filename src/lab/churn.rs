@@ -4,8 +4,10 @@
 //! The shapes follow what GPU fleets run: many 1- and 2-GPU jobs
 //! (notebooks, evaluation, inference tests), fewer 4- and 8-GPU jobs, the
 //! odd 2×8 or 4×8 distributed job. KWOK finishes each pod after its run
-//! time; finished Jobs are removed by their TTL. Arrivals pause while too
-//! many churn Jobs are unfinished, so the lab never fills up for good.
+//! time; finished Jobs are removed by their TTL. An arrival that would
+//! take the unfinished churn Jobs past a quarter of the cluster's GPUs
+//! does not come, so the scenario's own story stays readable under the
+//! churn and the stream never stalls behind one big job.
 
 use std::time::Duration;
 
@@ -21,6 +23,10 @@ use crate::sources::sim::rng::Rng;
 pub const NAMESPACE: &str = "churn";
 /// Every churn Job carries it.
 pub const LABEL: &str = "kgpu.dev/churn";
+
+/// Churn asks for at most this share (numerator, denominator) of the
+/// cluster's allocatable GPUs at once.
+pub const GPU_SHARE: (u64, u64) = (1, 4);
 
 /// (pods, GPUs per pod, weight): the mix of shapes.
 const SHAPES: [(u32, u32, u32); 7] = [(1, 1, 30), (1, 2, 20), (1, 4, 18), (1, 8, 14), (2, 4, 8), (2, 8, 7), (4, 8, 3)];
@@ -79,6 +85,18 @@ impl Generator {
     }
 }
 
+impl Arrival {
+    pub fn gpus(&self) -> u64 {
+        u64::from(self.pods) * u64::from(self.gpus_per_pod)
+    }
+}
+
+/// Whether `arrival` may be submitted while unfinished churn Jobs ask for
+/// `churn_gpus` of the cluster's `cluster_gpus`.
+pub fn has_room(arrival: &Arrival, churn_gpus: u64, cluster_gpus: u64) -> bool {
+    churn_gpus + arrival.gpus() <= cluster_gpus * GPU_SHARE.0 / GPU_SHARE.1
+}
+
 /// The Job of an arrival: tolerates the GPU taint, finishes through KWOK,
 /// removed a few minutes after it ends.
 pub fn job(a: &Arrival) -> Value {
@@ -122,13 +140,12 @@ fn jobs_api(client: &kube::Client) -> Api<DynamicObject> {
 }
 
 /// Submits Jobs until `stop` fires: one every `mean_gap` seconds on
-/// average, pausing while `max_unfinished` churn Jobs have not finished.
-/// `said` hears one line per Job submitted.
+/// average, less the arrivals without room ([`has_room`]). `said` hears
+/// one line per Job submitted.
 pub async fn run(
     client: kube::Client,
     seed: u64,
     mean_gap: u32,
-    max_unfinished: usize,
     mut stop: tokio::sync::watch::Receiver<bool>,
     mut said: impl FnMut(String) + Send,
 ) {
@@ -141,24 +158,37 @@ pub async fn run(
         said(format!("churn: cannot create namespace {NAMESPACE}: {e}"));
         return;
     }
+    let nodes: Api<DynamicObject> = Api::all_with(
+        client.clone(),
+        &ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("", "v1", "Node"), "nodes"),
+    );
     let jobs = jobs_api(&client);
     let mut generator = Generator::new(seed);
     loop {
-        let unfinished = match jobs.list(&ListParams::default().labels(&format!("{LABEL}=true"))).await {
-            Ok(list) => list.items.iter().filter(|j| !finished(&j.data)).count(),
-            Err(_) => max_unfinished,
-        };
-        if unfinished < max_unfinished {
-            let arrival = generator.next_arrival();
-            match jobs.patch(&arrival.name, &PatchParams::apply("kgpu-lab"), &Patch::Apply(job(&arrival))).await {
+        let next = generator.next_arrival();
+        let churn_gpus = jobs
+            .list(&ListParams::default().labels(&format!("{LABEL}=true")))
+            .await
+            .map(|list| list.items.iter().filter(|j| !finished(&j.data)).map(|j| job_gpus(&j.data)).sum::<u64>());
+        let cluster_gpus = nodes.list(&ListParams::default()).await.map(|list| {
+            list.items
+                .iter()
+                .filter_map(|n| n.data["status"]["allocatable"][keys::RESOURCE_GPU].as_str()?.parse::<u64>().ok())
+                .sum::<u64>()
+        });
+        // On an API error the budget cannot be checked: no arrival.
+        if let (Ok(churn_gpus), Ok(cluster_gpus)) = (churn_gpus, cluster_gpus)
+            && has_room(&next, churn_gpus, cluster_gpus)
+        {
+            match jobs.patch(&next.name, &PatchParams::apply("kgpu-lab"), &Patch::Apply(job(&next))).await {
                 Ok(_) => said(format!(
                     "churn: {} arrives ({}×{} GPU, {} min)",
-                    arrival.name,
-                    arrival.pods,
-                    arrival.gpus_per_pod,
-                    arrival.runs_for / 60
+                    next.name,
+                    next.pods,
+                    next.gpus_per_pod,
+                    next.runs_for / 60
                 )),
-                Err(e) => said(format!("churn: cannot create {}: {e}", arrival.name)),
+                Err(e) => said(format!("churn: cannot create {}: {e}", next.name)),
             }
         }
         let gap = Duration::from_secs(generator.next_gap(mean_gap));
@@ -175,6 +205,15 @@ pub async fn clean(client: &kube::Client) -> Result<(), kube::Error> {
         .delete_collection(&DeleteParams::background(), &ListParams::default().labels(&format!("{LABEL}=true")))
         .await
         .map(|_| ())
+}
+
+/// GPUs a churn Job asks for: parallelism × the pod's GPU limit.
+fn job_gpus(job: &Value) -> u64 {
+    let per_pod = job["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"][keys::RESOURCE_GPU]
+        .as_str()
+        .and_then(|g| g.parse::<u64>().ok())
+        .unwrap_or(0);
+    job["spec"]["parallelism"].as_u64().unwrap_or(1) * per_pod
 }
 
 fn finished(job: &Value) -> bool {
@@ -224,6 +263,15 @@ mod tests {
         assert!(j["spec"]["ttlSecondsAfterFinished"].as_u64().is_some());
         let parsed: Result<k8s_openapi::api::batch::v1::Job, _> = serde_json::from_value(j);
         assert!(parsed.is_ok(), "{parsed:?}");
+    }
+
+    #[test]
+    fn churn_keeps_to_a_quarter_of_the_gpus() {
+        let a = Arrival { name: "train-0002-abcde".into(), pods: 2, gpus_per_pod: 8, runs_for: 900 };
+        assert_eq!(job_gpus(&job(&a)), 16);
+        assert!(has_room(&a, 0, 64), "16 of 64");
+        assert!(!has_room(&a, 1, 64), "17 > 16");
+        assert!(!has_room(&a, 0, 32), "a quarter of 32 is 8");
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //! [`Snapshot`] in O(1) (persistent maps share structure). No kube, no
 //! terminal, no clock here: time arrives as data (`ModelEvent::Clock`).
 
+pub mod audit;
 pub mod build;
 pub mod devices;
 pub mod event;

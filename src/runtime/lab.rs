@@ -14,9 +14,6 @@ use crate::sources::sim::scenarios;
 
 use super::UsageError;
 
-/// Unfinished churn Jobs allowed at once: enough to keep a 64-GPU scenario busy.
-const CHURN_MAX_UNFINISHED: usize = 24;
-
 pub fn run(args: &LabArgs) -> anyhow::Result<ExitCode> {
     let root = binaries::cache_root()?;
     let lab = Lab::at(&root);
@@ -91,7 +88,9 @@ fn up_here(lab: &Lab, root: &std::path::Path, up: &Up) -> anyhow::Result<ExitCod
     lab.write_state(&state)?;
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     let result = runtime.block_on(live(&cluster.kubeconfig, up, t0));
-    say("stopping: kueue, kwok, kube-controller-manager, kube-scheduler, kube-apiserver, etcd");
+    // In the order the cluster stops them: the last started first.
+    let running: Vec<String> = state.processes.iter().rev().map(|(name, _)| name.clone()).collect();
+    say(&format!("stopping: {}", running.join(", ")));
     drop(runtime);
     drop(cluster);
     super::outln!("lab stopped");
@@ -111,7 +110,7 @@ async fn live(kubeconfig: &std::path::Path, up: &Up, t0: Instant) -> anyhow::Res
     let churn_task = up.churn.then(|| {
         let client = client.clone();
         let (seed, every) = (up.seed, up.churn_every);
-        tokio::spawn(churn::run(client, seed, every, CHURN_MAX_UNFINISHED, stop_rx, |line| say(&line)))
+        tokio::spawn(churn::run(client, seed, every, stop_rx, |line| say(&line)))
     });
     super::outln!(
         "lab ready in {:.0}s{}{}: run `kgpu` with the KUBECONFIG above; ctrl-c stops it",
@@ -331,9 +330,8 @@ fn up_kind(lab: &Lab, up: &Up, print: bool) -> anyhow::Result<ExitCode> {
         let target = crate::sources::kube::client::Target { kubeconfig: None, context: Some(plan.context.clone()) };
         let (client, _) = crate::sources::kube::client::connect(&target).await?;
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-        let churn_task = up.churn.then(|| {
-            tokio::spawn(churn::run(client, up.seed, up.churn_every, CHURN_MAX_UNFINISHED, stop_rx, |l| say(&l)))
-        });
+        let churn_task =
+            up.churn.then(|| tokio::spawn(churn::run(client, up.seed, up.churn_every, stop_rx, |l| say(&l))));
         super::outln!("lab ready on kind in {:.0}s; ctrl-c deletes the kind cluster", t0.elapsed().as_secs_f64());
         wait_for_signal().await;
         let _ = stop_tx.send(true);

@@ -18,11 +18,12 @@ use crate::actions::exec::Executor;
 use crate::analysis::{Thresholds, waves};
 use crate::app::{App, Effect, Msg};
 use crate::config::Paths;
+use crate::model::audit::AuditEntry;
 use crate::model::{Cluster, DriverVersion, ModelEvent, Snapshot, SourceInfo, SourceKind};
 use crate::sources::kube::{client, watch as kube_watch};
 use crate::sources::sim::{driver, scenarios};
 use crate::ui::{self, Context, Theme};
-use crate::view_model::panes::Views;
+use crate::view_model::panes::{Views, audit_rows};
 
 use super::UsageError;
 use super::terminal::Guard;
@@ -206,6 +207,22 @@ fn spawn_build(
     });
 }
 
+/// Audit entries the Events pane shows.
+const AUDIT_ROWS: usize = 50;
+
+/// The session's own entries of the audit log (its context only), newest first.
+fn audit_entries(session: &Session) -> Vec<AuditEntry> {
+    session
+        .executor
+        .as_ref()
+        .and_then(|e| e.audit.as_ref().map(|log| log.tail(AUDIT_ROWS, &e.context)))
+        .unwrap_or_default()
+}
+
+fn show_audit(views: &mut Views, audit: &[AuditEntry]) {
+    views.set_audit(&audit_rows(audit, super::wall_clock()));
+}
+
 pub async fn run(opts: CockpitOptions) -> anyhow::Result<()> {
     if !std::io::stdout().is_terminal() {
         return Err(UsageError(
@@ -248,6 +265,8 @@ pub async fn run(opts: CockpitOptions) -> anyhow::Result<()> {
     let build =
         |snap: Arc<Snapshot>, target: &Option<DriverVersion>| build_views(snap, live_clock, &thresholds, target);
     let mut views = build(session.snapshots.borrow().clone(), &wave_target);
+    let mut audit = audit_entries(&session);
+    show_audit(&mut views, &audit);
     // Model changes are analysed off the input loop, so keys stay responsive
     // on a big fleet; only the newest snapshot is analysed, and a result
     // from before a scenario switch or a new wave target is dropped.
@@ -301,6 +320,7 @@ pub async fn run(opts: CockpitOptions) -> anyhow::Result<()> {
                     // Freeing a big fleet's analysis takes milliseconds: not on the input loop.
                     let old = std::mem::replace(&mut views, built);
                     tokio::task::spawn_blocking(move || drop(old));
+                    show_audit(&mut views, &audit);
                     dirty = true;
                 }
                 if stale {
@@ -311,6 +331,11 @@ pub async fn run(opts: CockpitOptions) -> anyhow::Result<()> {
                 }
             },
             Some(msg) = msg_rx.recv() => {
+                // A finished action has written its audit line: show it.
+                if matches!(msg, Msg::ActionReport { done: true, .. }) {
+                    audit = audit_entries(&session);
+                    show_audit(&mut views, &audit);
+                }
                 effects = app.update(msg, &views);
                 dirty = true;
             },
@@ -342,6 +367,8 @@ pub async fn run(opts: CockpitOptions) -> anyhow::Result<()> {
                         app.theme_name = theme.name.clone();
                         generation += 1;
                         views = build(session.snapshots.borrow_and_update().clone(), &wave_target);
+                        audit = audit_entries(&session);
+                        show_audit(&mut views, &audit);
                     }
                     (Some(_), Err(e)) => {
                         app.update(Msg::Notice { text: e.to_string(), error: true }, &views);
@@ -371,6 +398,7 @@ pub async fn run(opts: CockpitOptions) -> anyhow::Result<()> {
                     }
                     generation += 1;
                     views = build(session.snapshots.borrow().clone(), &wave_target);
+                    show_audit(&mut views, &audit);
                 }
             }
             dirty = true;

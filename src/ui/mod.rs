@@ -149,10 +149,8 @@ fn status_bar(frame: &mut Frame, area: Rect, app: &App, views: &Views, theme: &T
     // The notice first: it answers the key just pressed, and at 80 columns
     // anything after the totals is cut.
     if let Some(n) = &app.notice {
-        spans.push(Span::styled(
-            format!(" {} ", n.text),
-            theme.style(if n.error { Role::Error } else { Role::Accent }),
-        ));
+        spans
+            .push(Span::styled(format!(" {} ", n.text), theme.style(if n.error { Role::Error } else { Role::Accent })));
         spans.push(Span::raw("│"));
     }
     spans.push(Span::styled(

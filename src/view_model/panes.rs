@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use crate::analysis::fleet::{IssueCode, NodeSummary};
 use crate::analysis::{self, Analysis, Thresholds, age, waves};
+use crate::model::audit::AuditEntry;
 use crate::model::{EventType, GpuHealth, MigMode, Snapshot, Sym, Timestamp, keys};
 
 /// One GPU (or MIG slice) cell of the fleet map.
@@ -347,6 +348,27 @@ pub fn event_rows(snap: &Snapshot, now: Timestamp) -> Vec<EventRow> {
         .collect()
 }
 
+/// `EventRow::source` of kgpu's own audit entries.
+pub const AUDIT_SOURCE: &str = "kgpu audit";
+
+/// kgpu's own actions from its audit log, newest first, as Events rows.
+/// Their ages are from the wall clock `wall_now`: the audit log is
+/// written in real time even when the cluster is the demo's.
+pub fn audit_rows(entries: &[AuditEntry], wall_now: Timestamp) -> Vec<EventRow> {
+    entries
+        .iter()
+        .map(|e| EventRow {
+            age: crate::model::time::parse_rfc3339(&e.time).map_or_else(|| "?".into(), |t| age((wall_now - t).max(0))),
+            warning: e.result != "ok",
+            reason: format!("kgpu {}{}", e.action, if e.dry_run { " (dry run)" } else { "" }),
+            object: e.targets.join(" "),
+            message: format!("{}: {} (by {})", e.result, e.detail.replace('\n', " "), e.user),
+            count: 1,
+            source: AUDIT_SOURCE.into(),
+        })
+        .collect()
+}
+
 /// Everything the cockpit draws, for one snapshot at one time.
 pub struct Views {
     pub snap: Arc<Snapshot>,
@@ -375,6 +397,13 @@ impl Views {
             waves::plan(&index, t, policy)
         });
         Views { snap, analysis, nodes, pools, mig, events, waves }
+    }
+
+    /// Puts kgpu's audit rows at the top of the events, in place of the
+    /// ones there before.
+    pub fn set_audit(&mut self, rows: &[EventRow]) {
+        self.events.retain(|e| e.source != AUDIT_SOURCE);
+        self.events.splice(0..0, rows.iter().cloned());
     }
 
     pub fn gpu_resource_name() -> &'static str {
