@@ -11,9 +11,11 @@ use std::time::Duration;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use kgpu::actions::audit::AuditLog;
 use kgpu::actions::backend::Backend;
+use kgpu::actions::defrag::RESERVATION_TAINT;
 use kgpu::actions::exec::Executor;
-use kgpu::actions::{Action, ActionRequest};
+use kgpu::actions::{Action, ActionRequest, PlanTarget};
 use kgpu::analysis::Thresholds;
+use kgpu::analysis::index::Index;
 use kgpu::app::{App, Effect, Msg, Overlay, Pane};
 use kgpu::model::{Snapshot, SourceInfo, SourceKind, Sym};
 use kgpu::sources::sim::{driver, scenarios};
@@ -141,6 +143,7 @@ fn demo(scenario: &str) -> Demo {
         user: "tester".into(),
         mig_timeout: Duration::from_secs(8),
         drain_timeout: Duration::from_secs(2),
+        place_timeout: Duration::from_secs(20),
         cancel: cancel_rx,
     };
     Demo { executor, reports, snapshots, cancel, _dir: dir }
@@ -269,5 +272,102 @@ async fn cancel_stops_a_running_action_and_the_audit_says_so() {
     let (text, error) = d.last_report().await;
     assert!(error);
     assert!(text.starts_with("repartition-mig cancelled"), "{text}");
+    assert_eq!(d.audit().last().unwrap()["result"], "cancelled");
+}
+
+/// The plan's action as the app builds it from `x` then `y`, from the
+/// demo's current snapshot.
+fn plan_action(d: &Demo) -> ActionRequest {
+    let snap = d.snapshots.borrow().clone();
+    let v = Views::build(snap.clone(), snap.clock, &Thresholds::default(), None);
+    let mut app = fleet_app(false);
+    key(&mut app, &v, 'x');
+    let effects = key(&mut app, &v, 'y');
+    match effects.as_slice() {
+        [Effect::Execute(request)] => request.clone(),
+        other => panic!("x, y gave {other:?}; notice {}", notice(&app)),
+    }
+}
+
+fn reserved_nodes(snap: &Snapshot) -> Vec<String> {
+    snap.nodes
+        .values()
+        .filter(|n| n.taints.iter().any(|t| t.key.as_str() == RESERVATION_TAINT))
+        .map(|n| n.name.to_string())
+        .collect()
+}
+
+#[tokio::test]
+async fn the_defrag_plan_places_the_gang_on_the_nodes_it_freed_and_releases_them() {
+    let mut d = demo("fragmented");
+    d.synced().await;
+    let request = plan_action(&d);
+    let Action::RunPlan { target: PlanTarget::Gang(gang), reserve, evictions, .. } = request.action.clone() else {
+        panic!("{request:?}")
+    };
+    d.executor.run(request).await;
+    let (text, error) = d.last_report().await;
+    assert!(!error, "{text}");
+    assert!(text.contains("placed on"), "{text}");
+
+    // The model shows the release a moment after the executor's last step.
+    d.until("the reservation released", |s| reserved_nodes(s).is_empty()).await;
+    let snap = d.snapshots.borrow().clone();
+    let index = Index::build(&snap, snap.clock);
+    let members = index.members(&gang);
+    assert_eq!(members.len(), 2);
+    // The gang runs on the nodes the plan reserved for it...
+    for m in members {
+        assert!(m.node.is_some_and(|n| reserve.contains(&n)), "{} on {:?}, reserved {reserve:?}", m.name, m.node);
+    }
+    // ...the moved pods' replacements run elsewhere...
+    for p in
+        snap.pods.values().filter(|p| p.owner.is_some() && p.created > 0 && !members.iter().any(|m| m.key() == p.key()))
+    {
+        if let Some(n) = p.node
+            && reserve.contains(&n)
+        {
+            assert!(!evictions.contains(&p.key()), "{} was evicted but is still on {n}", p.name);
+        }
+    }
+    let audit = d.audit();
+    assert_eq!(audit.len(), 2, "a line when it starts, one when it ends");
+    assert_eq!(
+        (audit[0]["result"].as_str(), audit[0]["targets"].clone()),
+        (Some("started"), audit[1]["targets"].clone())
+    );
+    assert_eq!(audit.last().unwrap()["result"], "ok");
+    assert!(audit.last().unwrap()["targets"][0].as_str().unwrap().starts_with("target workload/"));
+    // Nothing left to plan for.
+    let v = Views::build(snap.clone(), snap.clock, &Thresholds::default(), None);
+    assert!(v.analysis.pending.is_empty(), "{:?}", v.analysis.pending.iter().map(|p| &p.name).collect::<Vec<_>>());
+}
+
+#[tokio::test]
+async fn a_cancelled_defrag_plan_leaves_no_reservation_behind() {
+    let mut d = demo("fragmented");
+    d.synced().await;
+    let request = plan_action(&d);
+    let Action::RunPlan { evictions, .. } = request.action.clone() else { panic!() };
+    let executor = d.executor.clone();
+    let run = tokio::spawn(async move { executor.run(request).await });
+    // Cancel once the nodes are reserved (the evictions may be under way).
+    loop {
+        match d.reports.recv().await.expect("reports") {
+            Msg::ActionReport { text, .. } if text.starts_with("defrag: reserved") => break,
+            Msg::ActionReport { done: true, text, .. } => panic!("finished before the reservation: {text}"),
+            _ => {}
+        }
+    }
+    d.cancel.send_modify(|n| *n += 1);
+    run.await.unwrap();
+    let (text, error) = d.last_report().await;
+    assert!(error);
+    assert!(text.starts_with("run-defrag-plan cancelled") && text.contains("reservation released"), "{text}");
+    d.until("the reservation released", |s| reserved_nodes(s).is_empty()).await;
+    let snap = d.snapshots.borrow().clone();
+    // The report says how far it got before the cancel.
+    let gone = evictions.iter().filter(|k| !snap.pods.contains_key(*k)).count();
+    assert!(text.contains(&format!("cancelled: {gone} evicted before the cancel")), "{gone}: {text}");
     assert_eq!(d.audit().last().unwrap()["result"], "cancelled");
 }

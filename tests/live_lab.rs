@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::{Node, Pod};
+use kgpu::actions::defrag::RESERVATION_TAINT;
 use kgpu::actions::{Action, ActionRequest};
 use kgpu::analysis::{self, Thresholds};
 use kgpu::model::{Readiness, Sym};
@@ -138,6 +139,60 @@ async fn the_fragmented_scenario_lives_and_kgpu_tells_its_story() {
     }
     let items = gpu_nodes().await.unwrap();
     assert!(items.iter().all(|n| ready(n) == Some(true)), "a node went NotReady despite KWOK's heartbeats");
+
+    // The plan, run as the cockpit runs it: the gang ends up bound on the
+    // nodes it freed, the moved pods' replacements run elsewhere, and no
+    // reservation taint is left behind.
+    let mut h = harness(lab).await;
+    until(&h.snapshots, "the gang seen pending", |s| {
+        s.gangs.keys().any(|k| k.name.contains("llm-sft"))
+            && s.pods.values().any(|p| p.name.starts_with("llm-sft") && p.node.is_none())
+    })
+    .await;
+    let snap = h.snapshots.borrow().clone();
+    let a = analysis::analyze(&snap, snap.clock, &Thresholds::default());
+    let action = Action::run_plan(&a.fragmentation.plan).expect("a plan with a target");
+    let Action::RunPlan { reserve, evictions, .. } = action.clone() else { unreachable!() };
+    h.executor.run(ActionRequest { action, dry_run: false }).await;
+    let (all, text, error) = h.reports();
+    assert!(!error, "{text}\n{}", all.join("\n"));
+    assert!(text.contains("placed on"), "{text}");
+    let gang = research.list(&ListParams::default().labels("batch.kubernetes.io/job-name=llm-sft")).await.unwrap();
+    for p in &gang.items {
+        let on = p.spec.as_ref().and_then(|s| s.node_name.clone()).unwrap_or_default();
+        assert!(reserve.iter().any(|r| r.as_str() == on), "{:?} on {on:?}, reserved {reserve:?}", p.metadata.name);
+    }
+    let all_nodes = nodes.list(&ListParams::default()).await.unwrap().items;
+    let reserved: Vec<_> = all_nodes
+        .iter()
+        .filter(|n| {
+            n.spec
+                .as_ref()
+                .and_then(|s| s.taints.as_ref())
+                .is_some_and(|t| t.iter().any(|t| t.key == RESERVATION_TAINT))
+        })
+        .filter_map(|n| n.metadata.name.clone())
+        .collect();
+    assert!(reserved.is_empty(), "reservation left on {reserved:?}");
+    // Every evicted pod's Job has a replacement, off the reserved nodes.
+    let evicted_jobs: Vec<String> =
+        evictions.iter().filter_map(|k| Some(snap.pods.get(k)?.owner.as_ref()?.name.to_string())).collect();
+    assert_eq!(evicted_jobs.len(), evictions.len(), "every moved pod has a controller");
+    eventually("each moved pod's replacement Running off the reserved nodes", Duration::from_secs(60), || async {
+        let pods = research.list(&ListParams::default()).await.ok()?;
+        evicted_jobs
+            .iter()
+            .all(|job| {
+                pods.items.iter().any(|p| {
+                    let owned = p.metadata.owner_references.as_ref().is_some_and(|o| o.iter().any(|o| &o.name == job));
+                    let on = p.spec.as_ref().and_then(|s| s.node_name.as_deref()).unwrap_or("");
+                    owned && phase(p) == "Running" && !reserve.iter().any(|r| r.as_str() == on)
+                })
+            })
+            .then_some(())
+    })
+    .await;
+    assert_eq!(h.audit().last().unwrap()["result"], "ok");
 }
 
 #[tokio::test]

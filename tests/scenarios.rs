@@ -99,6 +99,7 @@ fn fragmented_free_gpus_are_stranded_and_the_plan_frees_two_nodes() {
     assert_eq!(summary["evictions"], 4);
     assert_eq!(summary["gpuHoursDisrupted"], 14.0);
     assert_eq!(summary["nodesFreed"], serde_json::json!(["gpu-03", "gpu-05"]));
+    assert_eq!(summary["nodesReserved"], serde_json::json!(["gpu-03", "gpu-05"]));
     for step in doc["fragmentation"]["plan"].as_array().unwrap() {
         assert_eq!(step["action"], "move");
         assert_ne!(step["fromNode"], step["toNode"]);

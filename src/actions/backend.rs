@@ -10,7 +10,7 @@ use kube::api::{
 use serde_json::json;
 use thiserror::Error;
 
-use crate::model::{GangKey, PodKey, Sym, keys};
+use crate::model::{GangKey, PodKey, Sym, Taint, Toleration, TolerationOperator, keys};
 use crate::sources::kube::client::short_error;
 use crate::sources::sim::Command;
 use crate::sources::sim::driver::SimHandle;
@@ -25,6 +25,9 @@ pub enum ActionError {
     Refused(String),
     #[error("cancelled")]
     Cancelled,
+    /// Cancelled, with what was done and undone by then.
+    #[error("cancelled: {0}")]
+    CancelledAfter(String),
     #[error("{0}")]
     Failed(String),
 }
@@ -74,7 +77,136 @@ async fn patch_node(client: &Client, node: Sym, dry_run: bool, patch: serde_json
         .map_err(|e| api_error(e, "patch", "nodes", &format!("node {node}")))
 }
 
+/// Optimistic read-modify-write attempts before a conflict is an error.
+const CONFLICT_RETRIES: usize = 5;
+
+fn toleration_json(t: &Toleration) -> serde_json::Value {
+    let mut v = json!({"operator": match t.operator { TolerationOperator::Equal => "Equal", TolerationOperator::Exists => "Exists" }});
+    if let Some(key) = t.key {
+        v["key"] = json!(key.as_str());
+    }
+    if t.operator == TolerationOperator::Equal {
+        v["value"] = json!(t.value.as_str());
+    }
+    if let Some(effect) = t.effect {
+        v["effect"] = json!(effect.as_str());
+    }
+    v
+}
+
+/// Rewrites a list field of one object with `edit` under its
+/// resourceVersion (a merge patch replaces lists whole), retrying when
+/// someone else wrote in between. `edit` returns `None` when nothing needs
+/// to change.
+async fn edit_list<K>(
+    api: &Api<K>,
+    name: &str,
+    dry_run: bool,
+    path: [&str; 2],
+    resource: &str,
+    edit: impl Fn(Vec<serde_json::Value>) -> Option<Vec<serde_json::Value>>,
+) -> Result<(), ActionError>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + serde::Serialize + std::fmt::Debug,
+{
+    for _ in 0..CONFLICT_RETRIES {
+        let current = api.get(name).await.map_err(|e| api_error(e, "get", resource, name))?;
+        let value = serde_json::to_value(&current).map_err(|e| ActionError::Failed(e.to_string()))?;
+        let list = value[path[0]][path[1]].as_array().cloned().unwrap_or_default();
+        let Some(list) = edit(list) else { return Ok(()) };
+        let patch = json!({
+            "metadata": {"resourceVersion": value["metadata"]["resourceVersion"]},
+            (path[0]): {(path[1]): list},
+        });
+        match api.patch(name, &patch_params(dry_run), &Patch::Merge(patch)).await {
+            Ok(_) => return Ok(()),
+            Err(kube::Error::Api(s)) if s.code == 409 => continue,
+            Err(e) => return Err(api_error(e, "patch", resource, name)),
+        }
+    }
+    Err(ActionError::Failed(format!("{resource} {name}: changed by others {CONFLICT_RETRIES} times in a row")))
+}
+
 impl Backend {
+    /// Adds `taint` to the node (replacing one with its key and effect).
+    pub async fn add_taint(&self, node: Sym, taint: &Taint, dry_run: bool) -> Result<(), ActionError> {
+        match self {
+            Backend::Sim(h) => {
+                if dry_run {
+                    return Ok(());
+                }
+                h.apply(Command::Taint(node, taint.clone())).await.map(|_| ()).map_err(ActionError::Failed)
+            }
+            Backend::Kube(c) => {
+                let nodes: Api<Node> = Api::all(c.clone());
+                let ours =
+                    json!({"key": taint.key.as_str(), "value": taint.value.as_str(), "effect": taint.effect.as_str()});
+                edit_list(&nodes, node.as_str(), dry_run, ["spec", "taints"], "nodes", |mut taints| {
+                    if taints.contains(&ours) {
+                        return None;
+                    }
+                    taints.retain(|t| !(t["key"] == ours["key"] && t["effect"] == ours["effect"]));
+                    taints.push(ours.clone());
+                    Some(taints)
+                })
+                .await
+            }
+        }
+    }
+
+    /// Removes the node's taints with this key.
+    pub async fn remove_taint(&self, node: Sym, key: Sym, dry_run: bool) -> Result<(), ActionError> {
+        match self {
+            Backend::Sim(h) => {
+                if dry_run {
+                    return Ok(());
+                }
+                h.apply(Command::Untaint(node, key)).await.map(|_| ()).map_err(ActionError::Failed)
+            }
+            Backend::Kube(c) => {
+                let nodes: Api<Node> = Api::all(c.clone());
+                edit_list(&nodes, node.as_str(), dry_run, ["spec", "taints"], "nodes", |taints| {
+                    let kept: Vec<_> = taints.iter().filter(|t| t["key"] != key.as_str()).cloned().collect();
+                    (kept.len() != taints.len()).then_some(kept)
+                })
+                .await
+            }
+        }
+    }
+
+    /// Adds a toleration to a pod: tolerations may be added to a running
+    /// or pending pod (an update may not change or remove them).
+    pub async fn add_toleration(
+        &self,
+        pod: &PodKey,
+        toleration: &Toleration,
+        dry_run: bool,
+    ) -> Result<(), ActionError> {
+        match self {
+            Backend::Sim(h) => {
+                if dry_run {
+                    return Ok(());
+                }
+                h.apply(Command::Tolerate(pod.clone(), toleration.clone()))
+                    .await
+                    .map(|_| ())
+                    .map_err(ActionError::Failed)
+            }
+            Backend::Kube(c) => {
+                let pods: Api<Pod> = Api::namespaced(c.clone(), pod.namespace.as_str());
+                let ours = toleration_json(toleration);
+                edit_list(&pods, &pod.name, dry_run, ["spec", "tolerations"], "pods", |mut tolerations| {
+                    if tolerations.contains(&ours) {
+                        return None;
+                    }
+                    tolerations.push(ours.clone());
+                    Some(tolerations)
+                })
+                .await
+            }
+        }
+    }
+
     pub async fn set_unschedulable(&self, node: Sym, value: bool, dry_run: bool) -> Result<(), ActionError> {
         match self {
             Backend::Sim(h) => {

@@ -31,38 +31,41 @@ pub struct Executor {
     pub mig_timeout: Duration,
     /// How long a drain keeps retrying evictions a PDB refuses.
     pub drain_timeout: Duration,
+    /// How long the defrag plan waits for its target to be placed.
+    pub place_timeout: Duration,
     /// Bumped by the app's cancel: the running action stops at its next step.
     pub cancel: watch::Receiver<u64>,
 }
 
 impl Executor {
-    async fn say(&self, text: impl Into<String>, error: bool, done: bool) {
+    pub(super) async fn say(&self, text: impl Into<String>, error: bool, done: bool) {
         let _ = self.reports.send(Msg::ActionReport { text: text.into(), error, done }).await;
     }
 
-    fn snapshot(&self) -> Arc<Snapshot> {
+    pub(super) fn snapshot(&self) -> Arc<Snapshot> {
         self.snapshots.borrow().clone()
     }
 
     /// Runs one request to the end, reports it, and audits it.
     pub async fn run(&self, request: ActionRequest) {
         let start = *self.cancel.borrow();
+        // A long action leaves a record even if kgpu dies before its end.
+        if request.action.is_disruptive() && !request.dry_run {
+            let entry = self.entry(&request, "started", "started".into());
+            if let Some(Err(e)) = self.audit.as_ref().map(|log| log.append(&entry)) {
+                tracing::warn!("audit log not written: {e}");
+            }
+        }
         let result = self.execute(&request, start).await;
         let (result_word, detail) = match &result {
             Ok(d) => ("ok", d.clone()),
             Err(ActionError::Cancelled) => ("cancelled", format!("{} cancelled", request.action.verb())),
+            Err(ActionError::CancelledAfter(what)) => {
+                ("cancelled", format!("{} cancelled: {what}", request.action.verb()))
+            }
             Err(e) => ("error", e.to_string()),
         };
-        let entry = Entry {
-            time: rfc3339(super::super::runtime::wall_clock().max(self.snapshot().clock)),
-            context: self.context.clone(),
-            user: self.user.clone(),
-            action: request.action.verb().to_string(),
-            targets: request.action.targets(),
-            dry_run: request.dry_run,
-            result: result_word.into(),
-            detail: detail.clone(),
-        };
+        let entry = self.entry(&request, result_word, detail.clone());
         let audit_note = match &self.audit {
             Some(log) => match log.append(&entry) {
                 Ok(()) => String::new(),
@@ -74,7 +77,20 @@ impl Executor {
         self.say(format!("{detail}{audit_note}"), result.is_err(), true).await;
     }
 
-    fn check_cancel(&self, start: u64) -> Result<(), ActionError> {
+    fn entry(&self, request: &ActionRequest, result: &str, detail: String) -> Entry {
+        Entry {
+            time: rfc3339(super::super::runtime::wall_clock().max(self.snapshot().clock)),
+            context: self.context.clone(),
+            user: self.user.clone(),
+            action: request.action.verb().to_string(),
+            targets: request.action.targets(),
+            dry_run: request.dry_run,
+            result: result.into(),
+            detail,
+        }
+    }
+
+    pub(super) fn check_cancel(&self, start: u64) -> Result<(), ActionError> {
         if *self.cancel.borrow() != start { Err(ActionError::Cancelled) } else { Ok(()) }
     }
 
@@ -98,26 +114,15 @@ impl Executor {
             Action::Drain { node, gpu_only } => self.drain(&snap, *node, *gpu_only, dry, start).await,
             Action::Requeue { gang } => self.requeue(&snap, gang, dry).await,
             Action::RepartitionMig { node, config } => self.repartition(&snap, *node, config, dry, start).await,
-            Action::RunPlan { evictions, target } => {
-                let (evicted, blocked) = self.evict_all(evictions, dry, start, "defrag").await?;
-                if blocked.is_empty() {
-                    Ok(format!(
-                        "{prefix}defrag plan for {target}: {evicted} pod(s) evicted; their controllers recreate them elsewhere"
-                    ))
-                } else {
-                    Err(ActionError::Failed(format!(
-                        "defrag plan for {target}: {evicted} of {} evicted; {}",
-                        evictions.len(),
-                        blocked.join("; ")
-                    )))
-                }
+            Action::RunPlan { target, label, evictions, reserve } => {
+                self.run_plan(target, label, evictions, reserve, dry, start).await
             }
         }
     }
 
     /// Evicts each pod, retrying PDB refusals with backoff until the drain
     /// timeout. Returns how many went and why the others did not.
-    async fn evict_all(
+    pub(super) async fn evict_all(
         &self,
         pods: &[PodKey],
         dry: bool,

@@ -4,6 +4,7 @@
 
 pub mod audit;
 pub mod backend;
+pub mod defrag;
 pub mod exec;
 
 use crate::model::{GangKey, PodKey, Sym};
@@ -32,14 +33,46 @@ pub enum Action {
         node: Sym,
         config: String,
     },
-    /// The defragmentation plan's evictions.
+    /// The defragmentation plan: reserve the nodes it frees (a taint of
+    /// kgpu's own that only the target's pods tolerate), evict the pods in
+    /// the way, wait for the target to be placed, release the nodes.
     RunPlan {
+        target: PlanTarget,
+        /// `Workload research/train`, for people.
+        label: String,
         evictions: Vec<PodKey>,
-        target: String,
+        reserve: Vec<Sym>,
     },
 }
 
+/// What a defragmentation plan makes room for.
+#[derive(Clone, Debug, PartialEq)]
+pub enum PlanTarget {
+    Gang(GangKey),
+    Pod(PodKey),
+}
+
 impl Action {
+    /// Running a found plan; `None` when it has no pending target.
+    pub fn run_plan(plan: &crate::analysis::fragmentation::Plan) -> Option<Action> {
+        use crate::analysis::fragmentation::ShapeSource;
+        let target = match plan.target_key.as_ref()? {
+            ShapeSource::Gang(g) => PlanTarget::Gang(g.clone()),
+            ShapeSource::Pod(p) => PlanTarget::Pod(p.clone()),
+            ShapeSource::Canonical => return None,
+        };
+        Some(Action::RunPlan {
+            target,
+            label: plan.target.clone().unwrap_or_default(),
+            evictions: plan
+                .steps
+                .iter()
+                .map(|s| PodKey { namespace: s.namespace, name: s.pod.as_str().into() })
+                .collect(),
+            reserve: plan.reserve.clone(),
+        })
+    }
+
     pub fn verb(&self) -> &'static str {
         match self {
             Action::Cordon { .. } => "cordon",
@@ -61,8 +94,17 @@ impl Action {
             Action::Requeue { gang } => {
                 vec![format!("{}/{}/{}", gang.kind.kind_name().to_ascii_lowercase(), gang.namespace, gang.name)]
             }
-            Action::RunPlan { evictions, .. } => {
-                evictions.iter().map(|k| format!("pod/{}/{}", k.namespace, k.name)).collect()
+            Action::RunPlan { target, evictions, reserve, .. } => {
+                let target = match target {
+                    PlanTarget::Gang(g) => {
+                        format!("target {}/{}/{}", g.kind.kind_name().to_ascii_lowercase(), g.namespace, g.name)
+                    }
+                    PlanTarget::Pod(p) => format!("target pod/{}/{}", p.namespace, p.name),
+                };
+                std::iter::once(target)
+                    .chain(reserve.iter().map(|n| format!("reserve node/{n}")))
+                    .chain(evictions.iter().map(|k| format!("pod/{}/{}", k.namespace, k.name)))
+                    .collect()
             }
         }
     }

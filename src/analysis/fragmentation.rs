@@ -139,12 +139,18 @@ pub struct PlanStep {
 pub struct Plan {
     /// The pending gang or pod the plan makes room for.
     pub target: Option<String>,
+    /// The target's object: a gang or a lone pod.
+    pub target_key: Option<ShapeSource>,
     pub target_shape: Option<String>,
     pub status: PlanStatus,
     pub steps: Vec<PlanStep>,
     pub gpu_hours: f64,
-    /// Nodes that end up with room for the target.
+    /// Nodes the plan makes room on.
     pub nodes_freed: Vec<Sym>,
+    /// Nodes whose room the target is placed in after the moves: the freed
+    /// ones, then nodes that already had room. Running the plan reserves
+    /// them so that the evicted pods' replacements land elsewhere.
+    pub reserve: Vec<Sym>,
 }
 
 #[derive(Clone, Debug)]
@@ -417,33 +423,75 @@ fn pod_gpu_hours(pod: &Pod, now: Timestamp) -> f64 {
     gpus * hours
 }
 
+/// Whether room is all the demand waits for: work still held by Kueue
+/// (quota, admission checks), a Volcano queue or a scheduling gate would
+/// not start on freed nodes, so a plan for it only throws work away.
+fn waits_only_for_room(index: &Index<'_>, demand: &Demand) -> bool {
+    match &demand.source {
+        ShapeSource::Gang(key) => index.snap.gangs.get(key).is_some_and(|g| match g.kind {
+            crate::model::GangKind::KueueWorkload => g.condition_true("Admitted"),
+            crate::model::GangKind::VolcanoPodGroup => g.has_quota(),
+        }),
+        ShapeSource::Pod(key) => index.snap.pods.get(key).is_some_and(|p| !p.gated),
+        ShapeSource::Canonical => false,
+    }
+}
+
 /// The fewest moves (evict, then the controller's replacement lands on a
 /// named node) that let the top pending GPU gang fit; ties go to the least
 /// GPU-hours disrupted. Whole-GPU shapes only.
 pub fn plan(index: &Index<'_>, shapes: &[ShapeFit]) -> Plan {
     let not_needed = Plan {
         target: None,
+        target_key: None,
         target_shape: None,
         status: PlanStatus::NotNeeded,
         steps: Vec::new(),
         gpu_hours: 0.0,
         nodes_freed: Vec::new(),
+        reserve: Vec::new(),
     };
-    let Some(target) = shapes
-        .iter()
-        .find(|s| s.demand.is_pending() && !s.fits_now && s.demand.mig_profile.is_none() && s.demand.gpus_per_pod > 0)
-    else {
-        return not_needed;
+    let Some(target) = shapes.iter().find(|s| {
+        s.demand.is_pending()
+            && !s.fits_now
+            && s.demand.mig_profile.is_none()
+            && s.demand.gpus_per_pod > 0
+            && waits_only_for_room(index, &s.demand)
+    }) else {
+        // Pending work that does not fit, but no plan can help it: say so
+        // rather than "not needed".
+        let unplaced = shapes.iter().find(|s| s.demand.is_pending() && !s.fits_now);
+        return match unplaced {
+            None => not_needed,
+            Some(s) => Plan {
+                target: Some(s.demand.name()),
+                target_shape: Some(s.demand.label()),
+                status: PlanStatus::Impossible(if s.demand.mig_profile.is_some() {
+                    format!(
+                        "{} needs MIG slices; the plan moves whole GPUs: repartition a node (m) for it",
+                        s.demand.name()
+                    )
+                } else {
+                    format!(
+                        "{} waits for admission (Kueue quota or admission checks, a Volcano queue, a scheduling gate), not for room: freeing nodes would not start it",
+                        s.demand.name()
+                    )
+                }),
+                ..not_needed
+            },
+        };
     };
     let demand = &target.demand;
     let g = demand.gpus_per_pod;
     let mut result = Plan {
         target: Some(demand.name()),
+        target_key: Some(demand.source.clone()),
         target_shape: Some(demand.label()),
         status: PlanStatus::Impossible(String::new()),
         steps: Vec::new(),
         gpu_hours: 0.0,
         nodes_freed: Vec::new(),
+        reserve: Vec::new(),
     };
     let mut fleet = Workspace::new(index, demand);
     // Nodes the target may use at all, with room for at least one pod when empty.
@@ -546,6 +594,18 @@ pub fn plan(index: &Index<'_>, shapes: &[ShapeFit]) -> Plan {
         }
     }
     result.status = PlanStatus::Found;
+    let mut covered: u64 = freed_nodes.iter().map(|n| fleet.target_room(*n)).sum();
+    result.reserve = freed_nodes.clone();
+    for node in &eligible {
+        if covered >= need {
+            break;
+        }
+        let room = fleet.target_room(node.name);
+        if room > 0 && !result.reserve.contains(&node.name) {
+            result.reserve.push(node.name);
+            covered += room;
+        }
+    }
     result.nodes_freed = freed_nodes;
     result
 }
@@ -856,7 +916,7 @@ mod tests {
         let mut pods = vec![running("a", 1, "n1", 1), running("b", 1, "n2", 3), running("c", 2, "n3", 1)];
         pods.extend((4..=8).map(|i| running(&format!("d{i}"), 4, &format!("n{i}"), 1)));
         pods.extend((0..2).map(|i| pod(&format!("train-{i}")).gpus(8).group("train").build()));
-        let snap = snapshot(nodes, pods, vec![podgroup("train", 2, 8).build()], NOW);
+        let snap = snapshot(nodes, pods, vec![podgroup("train", 2, 8).phase("Inqueue").build()], NOW);
         let f = analyze(&Index::build(&snap, NOW));
 
         let s = shape(&f, "2×8", true);
@@ -874,6 +934,39 @@ mod tests {
         assert!((f.plan.gpu_hours - 3.0).abs() < 1e-9, "{}", f.plan.gpu_hours);
         let freed: Vec<&str> = f.plan.nodes_freed.iter().map(|n| n.as_str()).collect();
         assert_eq!(freed, ["n1", "n3"]);
+        // The freed nodes hold the gang: they are what running it reserves.
+        assert_eq!(f.plan.reserve, f.plan.nodes_freed);
+        assert_eq!(f.plan.target_key, Some(ShapeSource::Gang(snap.gangs.keys().next().unwrap().clone())));
+    }
+
+    #[test]
+    fn work_held_before_fit_gets_no_plan_and_says_why() {
+        // The same fleet, but the PodGroup is still Pending in its Volcano
+        // queue: freed nodes would not start it.
+        let nodes = (1..=2).map(|i| node(&format!("n{i}")).gpus(8).build()).collect();
+        let mut pods = vec![running("a", 1, "n1", 1), running("b", 1, "n2", 1)];
+        pods.extend((0..2).map(|i| pod(&format!("train-{i}")).gpus(8).group("train").build()));
+        let snap = snapshot(nodes, pods, vec![podgroup("train", 2, 8).build()], NOW);
+        let f = analyze(&Index::build(&snap, NOW));
+        let PlanStatus::Impossible(why) = &f.plan.status else { panic!("{:?}", f.plan.status) };
+        assert!(why.contains("waits for admission"), "{why}");
+        assert!(f.plan.steps.is_empty() && f.plan.reserve.is_empty());
+    }
+
+    #[test]
+    fn a_plan_reserves_the_nodes_that_already_have_room_too() {
+        // n1 has 8 free already; n2 needs a move. The 2×8 gang lands on
+        // both, so both are reserved, or a replacement could take n1.
+        let nodes = (1..=3).map(|i| node(&format!("n{i}")).gpus(8).build()).collect();
+        let mut pods = vec![running("small", 1, "n2", 1), running("half", 4, "n3", 1)];
+        pods.extend((0..2).map(|i| pod(&format!("train-{i}")).gpus(8).group("train").build()));
+        let snap = snapshot(nodes, pods, vec![podgroup("train", 2, 8).phase("Inqueue").build()], NOW);
+        let f = analyze(&Index::build(&snap, NOW));
+        assert_eq!(f.plan.status, PlanStatus::Found);
+        let freed: Vec<&str> = f.plan.nodes_freed.iter().map(|n| n.as_str()).collect();
+        let reserve: Vec<&str> = f.plan.reserve.iter().map(|n| n.as_str()).collect();
+        assert_eq!(freed, ["n2"]);
+        assert_eq!(reserve, ["n2", "n1"]);
     }
 
     #[test]
@@ -881,7 +974,7 @@ mod tests {
         // Two 8-GPU nodes cannot hold a 3×8 gang even when empty.
         let nodes = vec![node("n1").gpus(8).build(), node("n2").gpus(8).build()];
         let pods: Vec<Pod> = (0..3).map(|i| pod(&format!("big-{i}")).gpus(8).group("big").build()).collect();
-        let snap = snapshot(nodes, pods, vec![podgroup("big", 3, 8).build()], NOW);
+        let snap = snapshot(nodes, pods, vec![podgroup("big", 3, 8).phase("Inqueue").build()], NOW);
         let f = analyze(&Index::build(&snap, NOW));
         let PlanStatus::Impossible(why) = &f.plan.status else { panic!("{:?}", f.plan.status) };
         assert!(why.contains("room for only 2 of 3"), "{why}");
@@ -890,7 +983,7 @@ mod tests {
         let snap = snapshot(
             vec![node("n1").gpus(8).build()],
             vec![running("blocker", 1, "n1", 1), pod("w").gpus(8).group("w").build()],
-            vec![podgroup("w", 1, 8).build()],
+            vec![podgroup("w", 1, 8).phase("Inqueue").build()],
             NOW,
         );
         let f = analyze(&Index::build(&snap, NOW));
@@ -905,7 +998,7 @@ mod tests {
         let nodes = (0..20).map(|i| node(&format!("n{i:02}")).gpus(8).build()).collect();
         let mut pods: Vec<Pod> = (0..20).map(|i| running(&format!("p{i:02}"), 1, &format!("n{i:02}"), 1)).collect();
         pods.extend((0..18).map(|i| pod(&format!("g-{i}")).gpus(8).group("g").build()));
-        let snap = snapshot(nodes, pods, vec![podgroup("g", 18, 8).build()], NOW);
+        let snap = snapshot(nodes, pods, vec![podgroup("g", 18, 8).phase("Inqueue").build()], NOW);
         let f = analyze(&Index::build(&snap, NOW));
         let PlanStatus::Impossible(why) = &f.plan.status else { panic!("{:?}", f.plan.status) };
         assert!(why.contains("rebalancing"), "{why}");
@@ -933,8 +1026,9 @@ mod tests {
         let s = shape(&f, "1×2g.20gb", true);
         assert_eq!((s.largest_gang, s.usable_free, s.fits_now), (0, 0, false));
         // The plan moves whole-GPU work only: a missing MIG profile needs a
-        // repartition, not evictions.
-        assert_eq!(f.plan.status, PlanStatus::NotNeeded);
+        // repartition, not evictions, and the plan says so.
+        let PlanStatus::Impossible(why) = &f.plan.status else { panic!("{:?}", f.plan.status) };
+        assert!(why.contains("needs MIG slices") && why.contains("repartition"), "{why}");
     }
 
     #[test]

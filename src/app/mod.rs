@@ -525,15 +525,10 @@ impl App {
         }
         let plan = &views.analysis.fragmentation.plan;
         match &plan.status {
-            PlanStatus::Found => {
-                let evictions = plan
-                    .steps
-                    .iter()
-                    .map(|s| crate::model::PodKey { namespace: s.namespace, name: s.pod.as_str().into() })
-                    .collect();
-                let target = plan.target.clone().unwrap_or_default();
-                self.confirm(Action::RunPlan { evictions, target }, views);
-            }
+            PlanStatus::Found => match Action::run_plan(plan) {
+                Some(action) => self.confirm(action, views),
+                None => self.notify("no plan: it has no pending target", true),
+            },
             PlanStatus::NotNeeded => self.notify("no plan needed: every pending shape fits", false),
             PlanStatus::Impossible(why) => self.notify(format!("no plan: {why}"), true),
         }

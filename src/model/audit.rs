@@ -13,7 +13,8 @@ pub struct AuditEntry {
     pub action: String,
     pub targets: Vec<String>,
     pub dry_run: bool,
-    /// `ok`, `error`, `cancelled`, `partial`.
+    /// `started` (a disruptive action, before its first step), then `ok`,
+    /// `error` or `cancelled`.
     pub result: String,
     pub detail: String,
 }

@@ -102,6 +102,7 @@ fn executor(
         user,
         mig_timeout: Duration::from_secs(600),
         drain_timeout: Duration::from_secs(300),
+        place_timeout: Duration::from_secs(600),
         cancel: shared.cancel.clone(),
     }
 }

@@ -153,9 +153,14 @@ fn confirm(frame: &mut Frame, area: Rect, c: &Confirm, theme: &Theme, ctx: &Cont
         Action::RepartitionMig { node, config } => {
             (format!("Repartition MIG on {node} to {config}?"), Role::Destructive)
         }
-        Action::RunPlan { target, evictions } => {
-            (format!("Run the defragmentation plan for {target} ({} eviction(s))?", evictions.len()), Role::Destructive)
-        }
+        Action::RunPlan { label, evictions, reserve, .. } => (
+            format!(
+                "Run the defragmentation plan for {label}: reserve {}, evict {} pod(s), wait until it is placed?",
+                reserve.iter().map(|n| n.as_str()).collect::<Vec<_>>().join(" "),
+                evictions.len()
+            ),
+            Role::Destructive,
+        ),
     };
     let mut lines = vec![Line::styled(headline, theme.style(role))];
     if ctx.production {

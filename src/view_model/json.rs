@@ -182,6 +182,8 @@ pub struct PlanSummary {
     pub evictions: usize,
     pub gpu_hours_disrupted: f64,
     pub nodes_freed: Vec<String>,
+    /// Nodes running the plan reserves for the target (freed ones first).
+    pub nodes_reserved: Vec<String>,
 }
 
 #[derive(Serialize)]
@@ -515,6 +517,7 @@ fn fragmentation(a: &Analysis) -> Fragmentation {
             evictions: p.steps.len(),
             gpu_hours_disrupted: round3(p.gpu_hours),
             nodes_freed: p.nodes_freed.iter().map(|n| n.to_string()).collect(),
+            nodes_reserved: p.reserve.iter().map(|n| n.to_string()).collect(),
         },
     }
 }

@@ -359,7 +359,7 @@ pub fn audit_rows(entries: &[AuditEntry], wall_now: Timestamp) -> Vec<EventRow> 
         .iter()
         .map(|e| EventRow {
             age: crate::model::time::parse_rfc3339(&e.time).map_or_else(|| "?".into(), |t| age((wall_now - t).max(0))),
-            warning: e.result != "ok",
+            warning: matches!(e.result.as_str(), "error" | "cancelled"),
             reason: format!("kgpu {}{}", e.action, if e.dry_run { " (dry run)" } else { "" }),
             object: e.targets.join(" "),
             message: format!("{}: {} (by {})", e.result, e.detail.replace('\n', " "), e.user),

@@ -46,6 +46,7 @@ pub async fn harness_as(cp: &ControlPlane, kubeconfig: &std::path::Path) -> Harn
         user: "admin".into(),
         mig_timeout: Duration::from_secs(6),
         drain_timeout: Duration::from_secs(5),
+        place_timeout: Duration::from_secs(60),
         cancel: cancel_rx,
     };
     Harness { executor, reports, snapshots, _tasks: tasks, _dir: dir }

@@ -535,6 +535,41 @@ pub(super) fn command(sim: &mut SimCluster, command: Command) -> Result<String, 
             sim.bump();
             Ok(format!("node/{node} labeled nvidia.com/mig.config={config}"))
         }
+        Command::Taint(node, taint) => {
+            if !sim.nodes.contains_key(&node) {
+                return Err(format!("nodes \"{node}\" not found"));
+            }
+            let text = format!("node/{node} tainted {}={}:{}", taint.key, taint.value, taint.effect.as_str());
+            sim.edit_node(node.as_str(), |n| {
+                let mut taints: Vec<_> =
+                    n.taints.iter().filter(|t| !(t.key == taint.key && t.effect == taint.effect)).cloned().collect();
+                taints.push(taint);
+                n.taints = taints.into_boxed_slice();
+            });
+            sim.bump();
+            Ok(text)
+        }
+        Command::Untaint(node, key) => {
+            if !sim.nodes.contains_key(&node) {
+                return Err(format!("nodes \"{node}\" not found"));
+            }
+            sim.edit_node(node.as_str(), |n| n.taints = n.taints.iter().filter(|t| t.key != key).cloned().collect());
+            sim.bump();
+            Ok(format!("node/{node} untainted {key}"))
+        }
+        Command::Tolerate(key, toleration) => {
+            let Some(pod) = sim.pods.get_mut(&key) else {
+                return Err(format!("pods \"{}\" not found", key.name));
+            };
+            if !pod.tolerations.contains(&toleration) {
+                let mut all = pod.tolerations.to_vec();
+                all.push(toleration);
+                pod.tolerations = all.into_boxed_slice();
+                sim.dirty.pods.insert(key.clone());
+                sim.bump();
+            }
+            Ok(format!("pod/{} tolerates it", key.name))
+        }
     }
 }
 

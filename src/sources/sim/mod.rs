@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 use crate::model::{
     ClusterEvent, EventKey, EventType, Feed, Flavor, Gang, GangKey, ModelEvent, Node, NodeDevices, Object, ObjectKey,
-    Pod, PodKey, Queue, QueueKey, ScenarioInfo, SourceInfo, SourceKind, Sym, Timestamp,
+    Pod, PodKey, Queue, QueueKey, ScenarioInfo, SourceInfo, SourceKind, Sym, Taint, Timestamp, Toleration,
 };
 
 pub use catalog::NodeSpec;
@@ -77,6 +77,12 @@ pub enum Command {
     DeleteGangPods(GangKey),
     /// Set `nvidia.com/mig.config`; the mig-manager takes it from there.
     SetMigConfig(Sym, String),
+    /// Add a taint to a node (kept if one with its key and effect is there).
+    Taint(Sym, Taint),
+    /// Remove a node's taints with this key.
+    Untaint(Sym, Sym),
+    /// Add a toleration to a pod (the one pod field that may grow).
+    Tolerate(PodKey, Toleration),
 }
 
 #[derive(Default)]

@@ -1,0 +1,299 @@
+//! Running the defragmentation plan to its goal: the target placed, not
+//! merely pods evicted.
+//!
+//! 1. Reserve the nodes the target will use: a `NoSchedule` taint of
+//!    kgpu's own (`kgpu.dev/defrag=<target>`), so the evicted pods'
+//!    replacements — and anything else — land elsewhere.
+//! 2. Add the matching toleration to the target's pending pods (a pod's
+//!    tolerations may grow after creation; nothing else of its placement
+//!    may change), and to members its controller creates while the plan runs.
+//! 3. Evict the pods in the way through the Eviction API (PDBs honoured).
+//! 4. Wait until the target's pods are bound, reporting where each
+//!    replacement went; give up after `place_timeout` or on cancel.
+//! 5. Release the reservation whatever happened; if that fails, say which
+//!    nodes keep the taint and the command that removes it.
+//!
+//! docs/actions.md says why a taint and not a cordon.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use crate::analysis::index::Index;
+use crate::model::{Pod, PodKey, Snapshot, Sym, Taint, TaintEffect, Toleration};
+
+use super::PlanTarget;
+use super::backend::ActionError;
+use super::exec::Executor;
+
+/// The key of the reservation taint.
+pub const RESERVATION_TAINT: &str = "kgpu.dev/defrag";
+
+/// The reservation taint's value for a target: `namespace.name`, cut to a
+/// valid label value (63 characters, alphanumeric at both ends).
+pub fn reservation_value(target: &PlanTarget) -> String {
+    let (namespace, name) = match target {
+        PlanTarget::Gang(g) => (g.namespace, &*g.name),
+        PlanTarget::Pod(p) => (p.namespace, &*p.name),
+    };
+    let raw: String = format!("{namespace}.{name}")
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') { c } else { '-' })
+        .take(63)
+        .collect();
+    raw.trim_matches(|c: char| !c.is_ascii_alphanumeric()).to_string()
+}
+
+/// Where the target stands in one snapshot.
+#[derive(Debug, PartialEq)]
+pub enum Progress {
+    /// Its object is gone (finished, deleted).
+    Gone,
+    Waiting {
+        bound: usize,
+        want: usize,
+    },
+    Placed {
+        nodes: Vec<Sym>,
+    },
+}
+
+/// The target's pods in `snap`, found as the analyses find them.
+fn target_pods(index: &Index<'_>, target: &PlanTarget) -> Option<Vec<Arc<Pod>>> {
+    match target {
+        PlanTarget::Gang(g) => {
+            index.snap.gangs.get(g)?;
+            Some(index.members(g).iter().filter_map(|p| index.snap.pods.get(&p.key()).cloned()).collect())
+        }
+        PlanTarget::Pod(p) => index.snap.pods.get(p).map(|p| vec![p.clone()]),
+    }
+}
+
+pub fn progress(snap: &Snapshot, target: &PlanTarget) -> Progress {
+    let index = Index::build(snap, snap.clock);
+    let Some(pods) = target_pods(&index, target) else { return Progress::Gone };
+    let want = match target {
+        PlanTarget::Gang(g) => snap.gangs.get(g).map_or(1, |g| g.min_members.max(1) as usize),
+        PlanTarget::Pod(_) => 1,
+    };
+    let bound: Vec<Sym> = pods.iter().filter(|p| !p.phase.is_terminal()).filter_map(|p| p.node).collect();
+    if bound.len() >= want {
+        let mut nodes = bound;
+        nodes.sort();
+        nodes.dedup();
+        Progress::Placed { nodes }
+    } else {
+        Progress::Waiting { bound: bound.len(), want }
+    }
+}
+
+impl Executor {
+    pub(super) async fn run_plan(
+        &self,
+        target: &PlanTarget,
+        label: &str,
+        evictions: &[PodKey],
+        reserve: &[Sym],
+        dry: bool,
+        start: u64,
+    ) -> Result<String, ActionError> {
+        if let Progress::Placed { nodes } = progress(&self.snapshot(), target) {
+            return Ok(format!("{label} is already placed (on {}): nothing to do", join(&nodes)));
+        }
+        let value = reservation_value(target);
+        let taint = Taint::new(RESERVATION_TAINT, &value, TaintEffect::NoSchedule);
+        let mut reserved = Vec::new();
+        let mut outcome = Ok(String::new());
+        for node in reserve {
+            if let Err(e) = self.backend.add_taint(*node, &taint, dry).await {
+                outcome = Err(ActionError::Failed(format!("defrag: could not reserve {node}: {e}; nothing evicted")));
+                break;
+            }
+            reserved.push(*node);
+        }
+        if outcome.is_ok() {
+            self.say(
+                format!(
+                    "defrag: reserved {} for {label} (taint {RESERVATION_TAINT}={value}:NoSchedule)",
+                    join(reserve)
+                ),
+                false,
+                false,
+            )
+            .await;
+            outcome = self.make_room(target, label, evictions, &value, dry, start).await;
+        }
+        let release = self.release(&reserved, dry).await;
+        match outcome {
+            Ok(done) => match release {
+                Ok(()) => Ok(done),
+                Err(left) => Err(ActionError::Failed(format!("{done}; but {left}"))),
+            },
+            Err(e) => {
+                let released = release.err().unwrap_or_else(|| format!("reservation released ({})", join(&reserved)));
+                Err(match e {
+                    ActionError::Cancelled => ActionError::CancelledAfter(format!(
+                        "{} evicted before the cancel; {released}",
+                        self.evicted_so_far(evictions)
+                    )),
+                    e => ActionError::Failed(format!("{e}; {released}")),
+                })
+            }
+        }
+    }
+
+    /// Steps 2–4: tolerate, evict, wait for the target.
+    async fn make_room(
+        &self,
+        target: &PlanTarget,
+        label: &str,
+        evictions: &[PodKey],
+        value: &str,
+        dry: bool,
+        start: u64,
+    ) -> Result<String, ActionError> {
+        let toleration = Toleration::equal(RESERVATION_TAINT, value, Some(TaintEffect::NoSchedule));
+        let mut tolerated: HashSet<PodKey> = HashSet::new();
+        self.tolerate_pending(target, &toleration, dry, &mut tolerated).await?;
+        let before: HashSet<PodKey> = self.snapshot().pods.keys().cloned().collect();
+        let snap = self.snapshot();
+        let owners: Vec<_> = evictions
+            .iter()
+            .filter_map(|k| snap.pods.get(k).and_then(|p| Some((p.namespace, p.owner.clone()?))))
+            .collect();
+        let (evicted, blocked) = self.evict_all(evictions, dry, start, "defrag").await?;
+        if !blocked.is_empty() {
+            return Err(ActionError::Failed(format!(
+                "defrag plan for {label}: {evicted} of {} evicted, {}; not enough room was made",
+                evictions.len(),
+                blocked.join("; ")
+            )));
+        }
+        if dry {
+            return Ok(format!(
+                "dry run: defrag plan for {label}: would reserve nodes, tolerate {} pod(s), evict {evicted} pod(s) and wait for it to be placed",
+                tolerated.len()
+            ));
+        }
+        let deadline = tokio::time::Instant::now() + self.place_timeout;
+        let mut snapshots = self.snapshots.clone();
+        let mut landed: Vec<String> = Vec::new();
+        loop {
+            self.check_cancel(start)?;
+            let snap = self.snapshot();
+            for p in snap.pods.values() {
+                let ours = p.owner.as_ref().is_some_and(|o| owners.iter().any(|(ns, x)| *ns == p.namespace && x == o));
+                if before.contains(&p.key()) || !ours {
+                    continue;
+                }
+                if let Some(node) = p.node {
+                    let line = format!("{} on {node}", p.name);
+                    if !landed.contains(&line) {
+                        self.say(format!("defrag: replacement {line}"), false, false).await;
+                        landed.push(line);
+                    }
+                }
+            }
+            self.tolerate_pending(target, &toleration, dry, &mut tolerated).await?;
+            match progress(&snap, target) {
+                Progress::Placed { nodes } => {
+                    return Ok(format!(
+                        "defrag plan for {label}: placed on {}; {evicted} pod(s) evicted, replacements: {}",
+                        join(&nodes),
+                        if landed.is_empty() { "none yet".to_string() } else { landed.join(", ") }
+                    ));
+                }
+                Progress::Gone => {
+                    return Err(ActionError::Failed(format!("defrag plan for {label}: the target is gone")));
+                }
+                Progress::Waiting { bound, want } => {
+                    if tokio::time::Instant::now() >= deadline {
+                        return Err(ActionError::Failed(format!(
+                            "defrag plan for {label}: {bound} of {want} pod(s) placed after {}s ({evicted} evicted); see its drilldown for why",
+                            self.place_timeout.as_secs()
+                        )));
+                    }
+                }
+            }
+            // The next snapshot, or a second: cancel is checked either way.
+            let _ = tokio::time::timeout(std::time::Duration::from_secs(1), snapshots.changed()).await;
+        }
+    }
+
+    /// How many of the plan's pods are gone (evicted) in the latest snapshot.
+    fn evicted_so_far(&self, evictions: &[PodKey]) -> usize {
+        let snap = self.snapshot();
+        evictions.iter().filter(|k| !snap.pods.contains_key(*k)).count()
+    }
+
+    /// Adds the reservation's toleration to the target's pods still waiting
+    /// for a node, once each.
+    async fn tolerate_pending(
+        &self,
+        target: &PlanTarget,
+        toleration: &Toleration,
+        dry: bool,
+        done: &mut HashSet<PodKey>,
+    ) -> Result<(), ActionError> {
+        let snap = self.snapshot();
+        let index = Index::build(&snap, snap.clock);
+        let waiting: Vec<PodKey> = target_pods(&index, target)
+            .unwrap_or_default()
+            .iter()
+            .filter(|p| p.node.is_none() && !p.phase.is_terminal() && !p.tolerations.contains(toleration))
+            .map(|p| p.key())
+            .filter(|k| !done.contains(k))
+            .collect();
+        for key in waiting {
+            match self.backend.add_toleration(&key, toleration, dry).await {
+                // Bound or deleted in between: nothing to tolerate.
+                Ok(()) | Err(ActionError::NotFound(_)) => {
+                    done.insert(key);
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    /// Removes the reservation taint; `Err` names the nodes that keep it
+    /// and the command that removes it by hand.
+    async fn release(&self, nodes: &[Sym], dry: bool) -> Result<(), String> {
+        let mut left = Vec::new();
+        for node in nodes {
+            if let Err(e) = self.backend.remove_taint(*node, Sym::new(RESERVATION_TAINT), dry).await {
+                left.push(format!("{node} ({e})"));
+            }
+        }
+        if left.is_empty() {
+            Ok(())
+        } else {
+            Err(format!(
+                "the reservation is still on {}: kubectl taint node <node> {RESERVATION_TAINT}-",
+                left.join(", ")
+            ))
+        }
+    }
+}
+
+fn join(nodes: &[Sym]) -> String {
+    nodes.iter().map(|n| n.as_str()).collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{GangKey, GangKind};
+
+    #[test]
+    fn the_reservation_value_is_a_valid_label_value() {
+        let gang = |ns: &str, name: &str| {
+            PlanTarget::Gang(GangKey { kind: GangKind::KueueWorkload, namespace: Sym::new(ns), name: name.into() })
+        };
+        assert_eq!(reservation_value(&gang("research", "job-llm-sft-295a1")), "research.job-llm-sft-295a1");
+        let long = reservation_value(&gang("ns", &"x".repeat(300)));
+        assert_eq!(long.len(), 63);
+        // Cut in the middle of a separator: trimmed to end alphanumeric.
+        let cut = reservation_value(&gang("ns", &format!("{}-.-y", "a".repeat(58))));
+        assert!(cut.ends_with('a') && cut.len() <= 63, "{cut}");
+    }
+}
