@@ -74,15 +74,31 @@ fn confirm_runs_dry_runs_or_cancels() {
     // y runs it.
     key(&mut app, &v, 'c');
     let effects = key(&mut app, &v, 'y');
-    assert_eq!(effects, [Effect::Execute(ActionRequest { action: Action::Cordon { node: first }, dry_run: false })]);
+    assert_eq!(
+        effects,
+        [Effect::Execute { id: 1, request: ActionRequest { action: Action::Cordon { node: first }, dry_run: false } }]
+    );
     assert_eq!(app.in_flight.len(), 1);
+
+    // enter confirms a cordon, never a drain: a reflexive enter evicts nothing.
+    key(&mut app, &v, 'c');
+    let enter = |app: &mut App| app.update(Msg::Key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE)), &v);
+    assert_eq!(enter(&mut app).len(), 1);
+    key(&mut app, &v, 'r');
+    assert!(enter(&mut app).is_empty());
+    assert!(matches!(&app.overlay, Some(Overlay::Confirm(_))), "the dialog stays open");
+    assert!(notice(&app).starts_with("enter does not confirm a drain"), "{}", notice(&app));
+    key(&mut app, &v, 'n');
 
     // d in the dialog is a server-side dry run.
     key(&mut app, &v, 'r');
     let effects = key(&mut app, &v, 'd');
     assert_eq!(
         effects,
-        [Effect::Execute(ActionRequest { action: Action::Drain { node: first, gpu_only: false }, dry_run: true })]
+        [Effect::Execute {
+            id: 3,
+            request: ActionRequest { action: Action::Drain { node: first, gpu_only: false }, dry_run: true }
+        }]
     );
 
     // g toggles "GPU pods only" on a drain; the blast radius is recomputed.
@@ -93,14 +109,29 @@ fn confirm_runs_dry_runs_or_cancels() {
     );
     key(&mut app, &v, 'q');
 
-    // X cancels what is running.
-    let effects = app.update(Msg::Key(KeyEvent::new(KeyCode::Char('X'), KeyModifiers::SHIFT)), &v);
-    assert_eq!(effects, [Effect::Cancel]);
-    // The executor's final report clears it; then there is nothing to cancel.
-    app.update(Msg::ActionReport { text: "cordon cancelled".into(), error: false, done: true }, &v);
-    assert!(app.in_flight.is_empty());
-    let effects = app.update(Msg::Key(KeyEvent::new(KeyCode::Char('X'), KeyModifiers::SHIFT)), &v);
-    assert!(effects.is_empty());
+    // X with three actions on the selected node asks which...
+    let x = |app: &mut App| app.update(Msg::Key(KeyEvent::new(KeyCode::Char('X'), KeyModifiers::SHIFT)), &v);
+    assert_eq!(app.in_flight.iter().map(|f| f.id).collect::<Vec<_>>(), [1, 2, 3]);
+    assert!(x(&mut app).is_empty());
+    assert!(notice(&app).contains("select the node of the one to cancel"), "{}", notice(&app));
+    // ...a final report clears its own action only...
+    for id in [2, 3] {
+        app.update(Msg::ActionReport { id, text: "done".into(), error: false, done: true }, &v);
+    }
+    assert_eq!(app.in_flight.iter().map(|f| f.id).collect::<Vec<_>>(), [1]);
+    // ...the one left is cancelled...
+    assert_eq!(x(&mut app), [Effect::Cancel(1)]);
+    // ...and with actions on two nodes, the selected node's.
+    key(&mut app, &v, 'j');
+    key(&mut app, &v, 'c');
+    key(&mut app, &v, 'y');
+    assert_eq!(x(&mut app), [Effect::Cancel(4)]);
+    key(&mut app, &v, 'k');
+    assert_eq!(x(&mut app), [Effect::Cancel(1)]);
+    for id in [1, 4] {
+        app.update(Msg::ActionReport { id, text: "done".into(), error: false, done: true }, &v);
+    }
+    assert!(x(&mut app).is_empty());
     assert_eq!(notice(&app), "no action is running");
 }
 
@@ -120,7 +151,7 @@ struct Demo {
     executor: Executor,
     reports: mpsc::Receiver<Msg>,
     snapshots: watch::Receiver<Arc<Snapshot>>,
-    cancel: watch::Sender<u64>,
+    cancel: watch::Sender<std::collections::BTreeSet<u64>>,
     _dir: tempfile::TempDir,
 }
 
@@ -132,7 +163,7 @@ fn demo(scenario: &str) -> Demo {
     // One simulated second every 20 ms.
     let (handle, _sim) = driver::spawn(sim, events_tx, Duration::from_millis(20));
     let (reports_tx, reports) = mpsc::channel(256);
-    let (cancel, cancel_rx) = watch::channel(0);
+    let (cancel, cancel_rx) = watch::channel(Default::default());
     let dir = tempfile::tempdir().unwrap();
     let executor = Executor {
         backend: Backend::Sim(handle),
@@ -144,6 +175,7 @@ fn demo(scenario: &str) -> Demo {
         mig_timeout: Duration::from_secs(8),
         drain_timeout: Duration::from_secs(2),
         place_timeout: Duration::from_secs(20),
+        id: 7,
         cancel: cancel_rx,
     };
     Demo { executor, reports, snapshots, cancel, _dir: dir }
@@ -165,7 +197,7 @@ impl Demo {
     async fn last_report(&mut self) -> (String, bool) {
         let mut last = None;
         while let Ok(m) = self.reports.try_recv() {
-            if let Msg::ActionReport { text, error, done: true } = m {
+            if let Msg::ActionReport { text, error, done: true, .. } = m {
                 last = Some((text, error));
             }
         }
@@ -267,7 +299,9 @@ async fn cancel_stops_a_running_action_and_the_audit_says_so() {
             .await
     });
     tokio::time::sleep(Duration::from_millis(700)).await;
-    d.cancel.send_modify(|n| *n += 1);
+    d.cancel.send_modify(|c| {
+        c.insert(7);
+    });
     run.await.unwrap();
     let (text, error) = d.last_report().await;
     assert!(error);
@@ -284,7 +318,7 @@ fn plan_action(d: &Demo) -> ActionRequest {
     key(&mut app, &v, 'x');
     let effects = key(&mut app, &v, 'y');
     match effects.as_slice() {
-        [Effect::Execute(request)] => request.clone(),
+        [Effect::Execute { request, .. }] => request.clone(),
         other => panic!("x, y gave {other:?}; notice {}", notice(&app)),
     }
 }
@@ -359,7 +393,9 @@ async fn a_cancelled_defrag_plan_leaves_no_reservation_behind() {
             _ => {}
         }
     }
-    d.cancel.send_modify(|n| *n += 1);
+    d.cancel.send_modify(|c| {
+        c.insert(7);
+    });
     run.await.unwrap();
     let (text, error) = d.last_report().await;
     assert!(error);
@@ -370,4 +406,21 @@ async fn a_cancelled_defrag_plan_leaves_no_reservation_behind() {
     let gone = evictions.iter().filter(|k| !snap.pods.contains_key(*k)).count();
     assert!(text.contains(&format!("cancelled: {gone} evicted before the cancel")), "{gone}: {text}");
     assert_eq!(d.audit().last().unwrap()["result"], "cancelled");
+}
+
+#[test]
+fn quitting_while_an_action_runs_asks_first() {
+    let v = views("default");
+    let mut app = fleet_app(false);
+    key(&mut app, &v, 'r');
+    assert_eq!(key(&mut app, &v, 'y').len(), 1);
+    assert!(key(&mut app, &v, 'q').is_empty(), "no quit while a drain runs");
+    assert!(matches!(app.overlay, Some(Overlay::QuitWhileRunning)));
+    key(&mut app, &v, 'n');
+    assert!(app.overlay.is_none() && !app.quit);
+    key(&mut app, &v, 'q');
+    assert_eq!(key(&mut app, &v, 'y'), [Effect::Quit]);
+    // With nothing running, q quits at once.
+    let mut idle = fleet_app(false);
+    assert_eq!(key(&mut idle, &v, 'q'), [Effect::Quit]);
 }

@@ -248,3 +248,26 @@ fn the_pending_drilldown_scrolls_to_its_last_wrapped_line_at_80x24() {
         }
     }
 }
+
+#[test]
+fn the_pending_badge_marks_exactly_the_node_acted_on() {
+    // gpu-1 and gpu-10: a drain of gpu-10 must not badge gpu-1 (the old
+    // substring match on "node/gpu-1" did).
+    use kgpu::analysis::testing::{node, snapshot};
+    let nodes = vec![node("gpu-1").gpus(8).build(), node("gpu-10").gpus(8).build(), node("gpu-2").gpus(8).build()];
+    let snap = snapshot(nodes, vec![], vec![], 1_000);
+    let v = Views::build(Arc::new(snap), 1_000, &Thresholds::default(), None);
+    let mut app = App::new(false, "dark", true);
+    app.aggregate = Some(false);
+    key(&mut app, &v, KeyCode::Char('j'));
+    key(&mut app, &v, KeyCode::Char('r'));
+    key(&mut app, &v, KeyCode::Char('y'));
+    assert_eq!(app.in_flight[0].action.nodes()[0].as_str(), "gpu-10");
+    let screen = format!("{}", render(&mut app, &v, "test", 200, 60).backend());
+    let badged: Vec<&str> = screen
+        .lines()
+        .filter(|l| l.contains("⟳pending"))
+        .filter_map(|l| l.trim_start_matches(['"', '│']).split_whitespace().next())
+        .collect();
+    assert_eq!(badged, ["gpu-10"], "{screen}");
+}

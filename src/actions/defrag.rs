@@ -94,7 +94,6 @@ impl Executor {
         evictions: &[PodKey],
         reserve: &[Sym],
         dry: bool,
-        start: u64,
     ) -> Result<String, ActionError> {
         if let Progress::Placed { nodes } = progress(&self.snapshot(), target) {
             return Ok(format!("{label} is already placed (on {}): nothing to do", join(&nodes)));
@@ -120,7 +119,7 @@ impl Executor {
                 false,
             )
             .await;
-            outcome = self.make_room(target, label, evictions, &value, dry, start).await;
+            outcome = self.make_room(target, label, evictions, &value, dry).await;
         }
         let release = self.release(&reserved, dry).await;
         match outcome {
@@ -149,7 +148,6 @@ impl Executor {
         evictions: &[PodKey],
         value: &str,
         dry: bool,
-        start: u64,
     ) -> Result<String, ActionError> {
         let toleration = Toleration::equal(RESERVATION_TAINT, value, Some(TaintEffect::NoSchedule));
         let mut tolerated: HashSet<PodKey> = HashSet::new();
@@ -160,7 +158,7 @@ impl Executor {
             .iter()
             .filter_map(|k| snap.pods.get(k).and_then(|p| Some((p.namespace, p.owner.clone()?))))
             .collect();
-        let (evicted, blocked) = self.evict_all(evictions, dry, start, "defrag").await?;
+        let (evicted, blocked) = self.evict_all(evictions, dry, "defrag").await?;
         if !blocked.is_empty() {
             return Err(ActionError::Failed(format!(
                 "defrag plan for {label}: {evicted} of {} evicted, {}; not enough room was made",
@@ -178,7 +176,7 @@ impl Executor {
         let mut snapshots = self.snapshots.clone();
         let mut landed: Vec<String> = Vec::new();
         loop {
-            self.check_cancel(start)?;
+            self.check_cancel()?;
             let snap = self.snapshot();
             for p in snap.pods.values() {
                 let ours = p.owner.as_ref().is_some_and(|o| owners.iter().any(|(ns, x)| *ns == p.namespace && x == o));

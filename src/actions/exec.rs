@@ -4,6 +4,7 @@
 //! the audit log. The watchers stay the only source of truth: the executor
 //! changes the cluster, the snapshot shows the result.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -16,7 +17,7 @@ use crate::model::{GangKey, GangKind, PodKey, Snapshot, Sym};
 
 use super::audit::{AuditLog, Entry};
 use super::backend::{ActionError, Backend, Eviction};
-use super::{Action, ActionRequest};
+use super::{Action, ActionId, ActionRequest};
 use crate::model::time::rfc3339;
 
 #[derive(Clone)]
@@ -33,13 +34,15 @@ pub struct Executor {
     pub drain_timeout: Duration,
     /// How long the defrag plan waits for its target to be placed.
     pub place_timeout: Duration,
-    /// Bumped by the app's cancel: the running action stops at its next step.
-    pub cancel: watch::Receiver<u64>,
+    /// The run this executor carries out (set on the clone for each run).
+    pub id: ActionId,
+    /// The runs the app cancelled: this one stops at its next step when its id is there.
+    pub cancel: watch::Receiver<BTreeSet<ActionId>>,
 }
 
 impl Executor {
     pub(super) async fn say(&self, text: impl Into<String>, error: bool, done: bool) {
-        let _ = self.reports.send(Msg::ActionReport { text: text.into(), error, done }).await;
+        let _ = self.reports.send(Msg::ActionReport { id: self.id, text: text.into(), error, done }).await;
     }
 
     pub(super) fn snapshot(&self) -> Arc<Snapshot> {
@@ -48,7 +51,6 @@ impl Executor {
 
     /// Runs one request to the end, reports it, and audits it.
     pub async fn run(&self, request: ActionRequest) {
-        let start = *self.cancel.borrow();
         // A long action leaves a record even if kgpu dies before its end.
         if request.action.is_disruptive() && !request.dry_run {
             let entry = self.entry(&request, "started", "started".into());
@@ -56,7 +58,7 @@ impl Executor {
                 tracing::warn!("audit log not written: {e}");
             }
         }
-        let result = self.execute(&request, start).await;
+        let result = self.execute(&request).await;
         let (result_word, detail) = match &result {
             Ok(d) => ("ok", d.clone()),
             Err(ActionError::Cancelled) => ("cancelled", format!("{} cancelled", request.action.verb())),
@@ -90,11 +92,11 @@ impl Executor {
         }
     }
 
-    pub(super) fn check_cancel(&self, start: u64) -> Result<(), ActionError> {
-        if *self.cancel.borrow() != start { Err(ActionError::Cancelled) } else { Ok(()) }
+    pub(super) fn check_cancel(&self) -> Result<(), ActionError> {
+        if self.cancel.borrow().contains(&self.id) { Err(ActionError::Cancelled) } else { Ok(()) }
     }
 
-    async fn execute(&self, req: &ActionRequest, start: u64) -> Result<String, ActionError> {
+    async fn execute(&self, req: &ActionRequest) -> Result<String, ActionError> {
         let snap = self.snapshot();
         let dry = req.dry_run;
         let prefix = if dry { "dry run: " } else { "" };
@@ -111,11 +113,11 @@ impl Executor {
                 self.backend.set_unschedulable(*node, cordon, dry).await?;
                 Ok(format!("{prefix}node/{node} {}{word}", if dry { "would be " } else { "" }))
             }
-            Action::Drain { node, gpu_only } => self.drain(&snap, *node, *gpu_only, dry, start).await,
+            Action::Drain { node, gpu_only } => self.drain(&snap, *node, *gpu_only, dry).await,
             Action::Requeue { gang } => self.requeue(&snap, gang, dry).await,
-            Action::RepartitionMig { node, config } => self.repartition(&snap, *node, config, dry, start).await,
+            Action::RepartitionMig { node, config } => self.repartition(&snap, *node, config, dry).await,
             Action::RunPlan { target, label, evictions, reserve } => {
-                self.run_plan(target, label, evictions, reserve, dry, start).await
+                self.run_plan(target, label, evictions, reserve, dry).await
             }
         }
     }
@@ -126,7 +128,6 @@ impl Executor {
         &self,
         pods: &[PodKey],
         dry: bool,
-        start: u64,
         what: &str,
     ) -> Result<(usize, Vec<String>), ActionError> {
         let deadline = tokio::time::Instant::now() + self.drain_timeout;
@@ -135,7 +136,7 @@ impl Executor {
         for (i, pod) in pods.iter().enumerate() {
             let mut delay = Duration::from_secs(2);
             loop {
-                self.check_cancel(start)?;
+                self.check_cancel()?;
                 match self.backend.evict(pod, dry).await? {
                     Eviction::Evicted | Eviction::Gone => {
                         evicted += 1;
@@ -171,14 +172,7 @@ impl Executor {
         Ok((evicted, blocked))
     }
 
-    async fn drain(
-        &self,
-        snap: &Snapshot,
-        node: Sym,
-        gpu_only: bool,
-        dry: bool,
-        start: u64,
-    ) -> Result<String, ActionError> {
+    async fn drain(&self, snap: &Snapshot, node: Sym, gpu_only: bool, dry: bool) -> Result<String, ActionError> {
         if !snap.nodes.contains_key(&node) {
             return Err(ActionError::NotFound(format!("node {node}")));
         }
@@ -187,7 +181,7 @@ impl Executor {
         if !snap.nodes.get(&node).is_some_and(|n| n.unschedulable) {
             self.backend.set_unschedulable(node, true, dry).await?;
         }
-        let (evicted, blocked) = self.evict_all(&victims, dry, start, &format!("drain {node}")).await?;
+        let (evicted, blocked) = self.evict_all(&victims, dry, &format!("drain {node}")).await?;
         let prefix = if dry { "dry run: " } else { "" };
         if blocked.is_empty() {
             Ok(format!(
@@ -250,14 +244,7 @@ impl Executor {
         }
     }
 
-    async fn repartition(
-        &self,
-        snap: &Snapshot,
-        node: Sym,
-        config: &str,
-        dry: bool,
-        start: u64,
-    ) -> Result<String, ActionError> {
+    async fn repartition(&self, snap: &Snapshot, node: Sym, config: &str, dry: bool) -> Result<String, ActionError> {
         let Some(n) = snap.nodes.get(&node) else {
             return Err(ActionError::NotFound(format!("node {node}")));
         };
@@ -267,7 +254,7 @@ impl Executor {
         {
             return Ok(format!("node/{node} already runs {config}"));
         }
-        self.drain(snap, node, true, dry, start).await?;
+        self.drain(snap, node, true, dry).await?;
         self.backend.set_mig_config(node, config, dry).await?;
         if dry {
             return Ok(format!(
@@ -279,7 +266,7 @@ impl Executor {
         let deadline = tokio::time::Instant::now() + self.mig_timeout;
         let mut seen_pending = false;
         loop {
-            self.check_cancel(start)?;
+            self.check_cancel()?;
             let (state, paused, current) = {
                 let s = rx.borrow_and_update();
                 let n = s.nodes.get(&node);

@@ -109,11 +109,26 @@ impl Action {
         }
     }
 
+    /// The nodes it changes: the fleet marks them while it runs.
+    pub fn nodes(&self) -> Vec<Sym> {
+        match self {
+            Action::Cordon { node }
+            | Action::Uncordon { node }
+            | Action::Drain { node, .. }
+            | Action::RepartitionMig { node, .. } => vec![*node],
+            Action::RunPlan { reserve, .. } => reserve.clone(),
+            Action::Requeue { .. } => Vec::new(),
+        }
+    }
+
     /// Whether it disrupts running work (and so needs the full confirmation).
     pub fn is_disruptive(&self) -> bool {
         !matches!(self, Action::Cordon { .. } | Action::Uncordon { .. })
     }
 }
+
+/// One run of an action, from the key that started it to its final report.
+pub type ActionId = u64;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct ActionRequest {

@@ -243,7 +243,7 @@ pub const BINDINGS: &[Binding] = &[
         keys: &[KeyCode::Char('X')],
         label: "X",
         command: Command::Cancel,
-        help: "cancel the running action at its next step",
+        help: "cancel the running action (with several: the selected node's) at its next step",
         panes: None,
     },
     Binding {

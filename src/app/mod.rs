@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use tui_textarea::TextArea;
 
-use crate::actions::{Action, ActionRequest};
+use crate::actions::{Action, ActionId, ActionRequest};
 use crate::analysis::fragmentation::PlanStatus;
 use crate::analysis::impact::{self, Impact};
 use crate::analysis::index::Index;
@@ -88,26 +88,42 @@ pub struct Confirm {
 
 #[derive(Debug)]
 pub enum Overlay {
-    Help { scroll: u16 },
+    Help {
+        scroll: u16,
+    },
     Palette(Box<TextArea<'static>>),
     Filter(Box<TextArea<'static>>),
     Confirm(Box<Confirm>),
-    NodeDetail { node: Sym, scroll: u16 },
-    CellDetail { scroll: u16 },
-    MigPicker { node: Sym, configs: Vec<String>, selected: usize },
+    NodeDetail {
+        node: Sym,
+        scroll: u16,
+    },
+    CellDetail {
+        scroll: u16,
+    },
+    MigPicker {
+        node: Sym,
+        configs: Vec<String>,
+        selected: usize,
+    },
+    /// `q` while actions run: quit anyway?
+    QuitWhileRunning,
 }
 
 /// Something the runtime must do.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Effect {
     Quit,
-    Execute(ActionRequest),
+    Execute {
+        id: ActionId,
+        request: ActionRequest,
+    },
     SwitchScenario(String),
     SetTheme(String),
     /// Plan upgrade waves to this driver (`None`: stop planning).
     PlanWaves(Option<String>),
-    /// Stop the running action at its next step.
-    Cancel,
+    /// Stop this running action at its next step.
+    Cancel(ActionId),
 }
 
 #[derive(Debug)]
@@ -115,6 +131,7 @@ pub enum Msg {
     Key(KeyEvent),
     /// An action finished (or made progress): a line for the status bar.
     ActionReport {
+        id: ActionId,
         text: String,
         error: bool,
         done: bool,
@@ -129,6 +146,15 @@ pub enum Msg {
 /// A line in the status bar. It lasts until the next key, as in vi: a
 /// message still on screen minutes later reads as news. A source failure
 /// stays until it is dismissed (Esc), since the data behind it is stale.
+/// An action started and not reported done yet.
+#[derive(Clone, Debug, PartialEq)]
+pub struct InFlight {
+    pub id: ActionId,
+    pub action: Action,
+    /// `drain (dry run) node/gpu-03`, for people.
+    pub label: String,
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct Notice {
     pub text: String,
@@ -160,7 +186,8 @@ pub struct App {
     pub matrix_cell: (usize, usize),
     pub read_only: bool,
     /// Actions started and not reported done yet.
-    pub in_flight: Vec<String>,
+    pub in_flight: Vec<InFlight>,
+    next_action: ActionId,
     pub notice: Option<Notice>,
     pub theme_name: String,
     pub demo: bool,
@@ -187,6 +214,7 @@ impl App {
             matrix_cell: (0, 0),
             read_only,
             in_flight: Vec::new(),
+            next_action: 0,
             notice: None,
             theme_name: theme_name.to_string(),
             demo,
@@ -263,9 +291,9 @@ impl App {
     pub fn update(&mut self, msg: Msg, views: &Views) -> Vec<Effect> {
         match msg {
             Msg::Key(key) => self.on_key(key, views),
-            Msg::ActionReport { text, error, done } => {
+            Msg::ActionReport { id, text, error, done } => {
                 if done {
-                    self.in_flight.clear();
+                    self.in_flight.retain(|f| f.id != id);
                 }
                 self.notify(text, error);
                 Vec::new()
@@ -297,6 +325,7 @@ impl App {
     fn on_command(&mut self, command: Command, views: &Views) -> Vec<Effect> {
         let page = 10;
         match command {
+            Command::Quit if !self.in_flight.is_empty() => self.overlay = Some(Overlay::QuitWhileRunning),
             Command::Quit => {
                 self.quit = true;
                 return vec![Effect::Quit];
@@ -375,14 +404,7 @@ impl App {
             }
             Command::Requeue => return self.requeue(views),
             Command::RunPlan => return self.run_plan(views),
-            Command::Cancel => {
-                if self.in_flight.is_empty() {
-                    self.notify("no action is running", false);
-                } else {
-                    self.notify("cancelling…", false);
-                    return vec![Effect::Cancel];
-                }
-            }
+            Command::Cancel => return self.cancel(),
         }
         Vec::new()
     }
@@ -591,9 +613,21 @@ impl App {
                 }
                 _ => self.overlay = Some(Overlay::MigPicker { node, configs, selected }),
             },
+            Overlay::QuitWhileRunning => match key.code {
+                KeyCode::Char('y') | KeyCode::Char('Y') => {
+                    self.quit = true;
+                    return vec![Effect::Quit];
+                }
+                KeyCode::Char('n') | KeyCode::Char('N') | KeyCode::Esc => {}
+                _ => self.overlay = Some(Overlay::QuitWhileRunning),
+            },
             Overlay::Confirm(mut confirm) => match key.code {
-                KeyCode::Char('y') | KeyCode::Char('Y') | KeyCode::Enter => {
-                    return self.execute(confirm.action, false);
+                KeyCode::Char('y') | KeyCode::Char('Y') => return self.execute(confirm.action, false),
+                // A reflexive enter must not evict anything.
+                KeyCode::Enter if !confirm.action.is_disruptive() => return self.execute(confirm.action, false),
+                KeyCode::Enter => {
+                    self.notify(format!("enter does not confirm a {}: press y to run it", confirm.action.verb()), true);
+                    self.overlay = Some(Overlay::Confirm(confirm));
                 }
                 KeyCode::Char('d') | KeyCode::Char('D') => return self.execute(confirm.action, true),
                 KeyCode::Char('g') => {
@@ -619,9 +653,38 @@ impl App {
     fn execute(&mut self, action: Action, dry_run: bool) -> Vec<Effect> {
         let label =
             format!("{}{} {}", action.verb(), if dry_run { " (dry run)" } else { "" }, action.targets().join(" "));
-        self.in_flight.push(label.clone());
+        self.next_action += 1;
+        let id = self.next_action;
+        self.in_flight.push(InFlight { id, action: action.clone(), label: label.clone() });
         self.notify(format!("{label}…"), false);
-        vec![Effect::Execute(ActionRequest { action, dry_run })]
+        vec![Effect::Execute { id, request: ActionRequest { action, dry_run } }]
+    }
+
+    /// `X`: the one running action, or the one on the selected node.
+    fn cancel(&mut self) -> Vec<Effect> {
+        let selected = (self.pane == Pane::Fleet || self.pane == Pane::Mig)
+            .then(|| self.selected.get(&self.pane).map(|s| Sym::new(s)))
+            .flatten();
+        let on_selected: Vec<&InFlight> =
+            self.in_flight.iter().filter(|f| selected.is_some_and(|n| f.action.nodes().contains(&n))).collect();
+        let chosen = match (self.in_flight.as_slice(), on_selected.as_slice()) {
+            ([], _) => {
+                self.notify("no action is running", false);
+                return Vec::new();
+            }
+            ([only], _) => only.clone(),
+            (_, [only]) => (*only).clone(),
+            (all, _) => {
+                let labels: Vec<&str> = all.iter().map(|f| f.label.as_str()).collect();
+                self.notify(
+                    format!("{} actions run ({}): select the node of the one to cancel", all.len(), labels.join("; ")),
+                    true,
+                );
+                return Vec::new();
+            }
+        };
+        self.notify(format!("cancelling {}…", chosen.label), false);
+        vec![Effect::Cancel(chosen.id)]
     }
 
     fn run_palette(&mut self, line: &str, views: &Views) -> Vec<Effect> {

@@ -2,6 +2,7 @@
 //! the source tasks, and the effect runner, connected by channels (values,
 //! not locks). Redraws only when something changed.
 
+use std::collections::BTreeSet;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -12,6 +13,7 @@ use futures::StreamExt;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
+use crate::actions::ActionId;
 use crate::actions::audit::AuditLog;
 use crate::actions::backend::Backend;
 use crate::actions::exec::Executor;
@@ -82,7 +84,7 @@ impl Drop for Session {
 
 struct Shared {
     reports: mpsc::Sender<Msg>,
-    cancel: watch::Receiver<u64>,
+    cancel: watch::Receiver<BTreeSet<ActionId>>,
     paths: Paths,
 }
 
@@ -103,6 +105,7 @@ fn executor(
         mig_timeout: Duration::from_secs(600),
         drain_timeout: Duration::from_secs(300),
         place_timeout: Duration::from_secs(600),
+        id: 0,
         cancel: shared.cancel.clone(),
     }
 }
@@ -237,7 +240,7 @@ pub async fn run(opts: CockpitOptions) -> anyhow::Result<()> {
     let theme_name = opts.theme.clone().unwrap_or_else(|| ui::theme::DEFAULT.to_string());
     let (mut theme, warnings) = Theme::load(&theme_name, paths.config_dir(), no_color);
     let (msg_tx, mut msg_rx) = mpsc::channel::<Msg>(64);
-    let (cancel_tx, cancel_rx) = watch::channel(0u64);
+    let (cancel_tx, cancel_rx) = watch::channel(BTreeSet::new());
     let shared = Shared { reports: msg_tx, cancel: cancel_rx, paths: paths.clone() };
     // Problems with the source are reported before the terminal goes raw.
     let (demo_seed, mut session) = match &opts.source {
@@ -346,20 +349,23 @@ pub async fn run(opts: CockpitOptions) -> anyhow::Result<()> {
         for effect in effects {
             match effect {
                 Effect::Quit => app.quit = true,
-                Effect::Execute(request) => match &session.executor {
+                Effect::Execute { id, request } => match &session.executor {
                     Some(executor) => {
-                        let executor = executor.clone();
+                        let mut executor = executor.clone();
+                        executor.id = id;
                         tokio::spawn(async move { executor.run(request).await });
                     }
                     None => {
                         app.update(
-                            Msg::ActionReport { text: "this source is read-only".into(), error: true, done: true },
+                            Msg::ActionReport { id, text: "this source is read-only".into(), error: true, done: true },
                             &views,
                         );
                     }
                 },
-                Effect::Cancel => {
-                    cancel_tx.send_modify(|n| *n += 1);
+                Effect::Cancel(id) => {
+                    cancel_tx.send_modify(|cancelled| {
+                        cancelled.insert(id);
+                    });
                 }
                 Effect::SwitchScenario(name) => match (demo_seed, start_demo(&name, demo_seed.unwrap_or(1), &shared)) {
                     (Some(_), Ok(s)) => {

@@ -28,6 +28,7 @@ fn centered(area: Rect, width: u16, height: u16) -> Rect {
 
 pub fn draw(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme: &Theme, ctx: &Context) {
     let matrix_cell = app.matrix_cell;
+    let in_flight: Vec<String> = app.in_flight.iter().map(|f| f.label.clone()).collect();
     let pane = app.pane;
     let Some(overlay) = app.overlay.as_mut() else { return };
     match overlay {
@@ -74,6 +75,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme: 
             frame.render_widget(&**text, rect);
         }
         Overlay::Confirm(c) => confirm(frame, area, c, theme, ctx),
+        Overlay::QuitWhileRunning => quit_while_running(frame, area, &in_flight, theme),
         Overlay::NodeDetail { node, scroll } => node_detail(frame, area, *node, scroll, views, theme),
         Overlay::CellDetail { scroll } => cell_detail(frame, area, matrix_cell, scroll, views, theme),
         Overlay::MigPicker { node, configs, selected } => {
@@ -132,12 +134,37 @@ fn help(frame: &mut Frame, area: Rect, views: &Views, theme: &Theme, scroll: &mu
     }
     lines.push(Line::raw(""));
     lines.push(Line::styled(
-        "in a confirmation: y/enter run · d dry run (server-side) · g GPU pods only (drain) · n/esc cancel",
+        "in a confirmation: y run (enter too for cordon/uncordon) · d dry run (server-side) · g GPU pods only (drain) · n/esc cancel",
         theme.style(Role::Dim),
     ));
     let rect = centered(area, 100, area.height);
     frame.render_widget(Clear, rect);
     scrolled_text(frame, rect, lines, scroll, block(" Help · esc close · j/k scroll ", true, theme));
+}
+
+/// What stopping now leaves behind, per action, for `q` while actions run.
+fn quit_while_running(frame: &mut Frame, area: Rect, running: &[String], theme: &Theme) {
+    let mut lines =
+        vec![Line::styled(format!("{} action(s) still running:", running.len()), theme.style(Role::Header))];
+    lines.extend(running.iter().map(|l| Line::styled(format!("  {l}"), theme.style(Role::Text))));
+    for line in [
+        "Quitting stops them where they are: a drain leaves the node cordoned with the",
+        "pods not yet evicted still on it; a repartition leaves it cordoned with the",
+        "mig.config label set; a defrag plan leaves its kgpu.dev/defrag taints",
+        "(kubectl taint node NODE kgpu.dev/defrag-). The audit log has their start.",
+    ] {
+        lines.push(Line::styled(line, theme.style(Role::Dim)));
+    }
+    lines.push(Line::from(vec![
+        Span::styled(" y ", theme.style(Role::Destructive)),
+        Span::styled(" quit anyway  ", theme.style(Role::Text)),
+        Span::styled("n/esc", theme.style(Role::KeyHint)),
+        Span::styled(" stay (X cancels one cleanly)", theme.style(Role::Text)),
+    ]));
+    let height = lines.len() as u16 + 2;
+    let rect = centered(area, 84, height);
+    frame.render_widget(Clear, rect);
+    frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }).block(block(" quit? ", true, theme)), rect);
 }
 
 fn confirm(frame: &mut Frame, area: Rect, c: &Confirm, theme: &Theme, ctx: &Context) {
@@ -168,7 +195,7 @@ fn confirm(frame: &mut Frame, area: Rect, c: &Confirm, theme: &Theme, ctx: &Cont
             .push(Line::styled(format!("context {} looks like PRODUCTION", ctx.source), theme.style(Role::Production)));
     }
     let mut keys = vec![
-        Span::styled(" y ", theme.style(Role::Destructive)),
+        Span::styled(if c.action.is_disruptive() { " y " } else { " y/enter " }, theme.style(Role::Destructive)),
         Span::styled(" run  ", theme.style(Role::Text)),
         Span::styled("d", theme.style(Role::KeyHint)),
         Span::styled(" dry run  ", theme.style(Role::Text)),

@@ -34,7 +34,7 @@ pub async fn harness_as(cp: &ControlPlane, kubeconfig: &std::path::Path) -> Harn
     let target = kgpu::sources::kube::client::Target { kubeconfig: Some(kubeconfig.to_path_buf()), context: None };
     let actions = kgpu::sources::kube::client::action_client(&target).await.unwrap();
     let (reports_tx, reports) = mpsc::channel(256);
-    let (_cancel, cancel_rx) = watch::channel(0);
+    let (_cancel, cancel_rx) = watch::channel(Default::default());
     std::mem::forget(_cancel); // never cancelled here
     let dir = tempfile::tempdir().unwrap();
     let executor = Executor {
@@ -47,6 +47,7 @@ pub async fn harness_as(cp: &ControlPlane, kubeconfig: &std::path::Path) -> Harn
         mig_timeout: Duration::from_secs(6),
         drain_timeout: Duration::from_secs(5),
         place_timeout: Duration::from_secs(60),
+        id: 1,
         cancel: cancel_rx,
     };
     Harness { executor, reports, snapshots, _tasks: tasks, _dir: dir }
@@ -57,7 +58,7 @@ impl Harness {
     pub fn reports(&mut self) -> (Vec<String>, String, bool) {
         let mut all = Vec::new();
         let mut last = None;
-        while let Ok(Msg::ActionReport { text, error, done }) = self.reports.try_recv() {
+        while let Ok(Msg::ActionReport { text, error, done, .. }) = self.reports.try_recv() {
             all.push(text.clone());
             if done {
                 last = Some((text, error));

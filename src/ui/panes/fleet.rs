@@ -148,7 +148,7 @@ fn draw_nodes(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme
     let show_product = rest >= 40;
     let show_driver = rest >= 28;
     let issues_w = rest.saturating_sub(if show_product { 16 } else { 0 } + if show_driver { 11 } else { 0 });
-    let pending_badge = |r: &NodeRow| app.in_flight.iter().any(|f| f.contains(&format!("node/{}", r.name)));
+    let pending_badge = |r: &NodeRow| app.in_flight.iter().any(|f| f.action.nodes().contains(&r.name));
     let make_row = |i: usize| {
         let r = &rows[i];
         let status_role = if !r.ready {
