@@ -113,6 +113,86 @@ pub enum Command {
     Agent(AgentArgs),
     /// A living local cluster: real API server, scheduler and controllers, KWOK's fake GPU nodes.
     Lab(LabArgs),
+    /// Cordon a node (actions from the command line: same guards, blast radius and audit as the cockpit).
+    Cordon(NodeActionArgs),
+    /// Uncordon a node.
+    Uncordon(NodeActionArgs),
+    /// Cordon a node and evict its pods through the Eviction API (PodDisruptionBudgets honoured).
+    Drain(DrainArgs),
+    /// Requeue a Kueue Workload or Volcano PodGroup (deactivate and reactivate; abort and resume).
+    Requeue(TargetActionArgs),
+    /// Repartition a node's MIG GPUs: cordon, drain GPU pods, set nvidia.com/mig.config, wait, uncordon.
+    Repartition(RepartitionArgs),
+    /// Run the defragmentation plan for a pending gang or pod until it is placed.
+    Defrag(DefragArgs),
+}
+
+/// How an action from the command line runs.
+#[derive(Args, Debug, Clone)]
+#[command(after_help = "Without --yes, on a terminal it asks; without a terminal it prints the blast radius and \
+    exits 2. Exit 0 only when the action reached its goal (defrag: the target placed), 1 otherwise, with the \
+    report. --read-only refuses every action. Each run is written to the audit log (kgpu --print-paths).")]
+pub struct ActOptions {
+    /// Server-side dry run: the API server checks every request, nothing changes (needs no --yes).
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Run without asking.
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+    /// Act on the embedded demo cluster instead (it lives only as long as the command).
+    #[arg(long)]
+    pub demo: bool,
+    /// Demo scenario (implies --demo).
+    #[arg(long, short = 's', value_name = "NAME")]
+    pub scenario: Option<String>,
+    /// Demo seed.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct NodeActionArgs {
+    /// The node.
+    pub node: String,
+    #[command(flatten)]
+    pub act: ActOptions,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct DrainArgs {
+    /// The node.
+    pub node: String,
+    /// Evict only the pods that use GPUs (the node stays cordoned either way).
+    #[arg(long)]
+    pub gpu_only: bool,
+    #[command(flatten)]
+    pub act: ActOptions,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct TargetActionArgs {
+    /// NAMESPACE/NAME of a Kueue Workload or Volcano PodGroup.
+    pub target: String,
+    #[command(flatten)]
+    pub act: ActOptions,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct RepartitionArgs {
+    /// The node.
+    pub node: String,
+    /// The mig-parted config to apply (e.g. all-1g.10gb; only those valid for the node's GPU).
+    pub config: String,
+    #[command(flatten)]
+    pub act: ActOptions,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct DefragArgs {
+    /// NAMESPACE/NAME of the pending Workload, PodGroup or pod (default: the plan's own target).
+    pub target: Option<String>,
+    #[command(flatten)]
+    pub act: ActOptions,
 }
 
 #[derive(Args, Debug, Clone)]

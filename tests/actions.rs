@@ -424,3 +424,57 @@ fn quitting_while_an_action_runs_asks_first() {
     let mut idle = fleet_app(false);
     assert_eq!(key(&mut idle, &v, 'q'), [Effect::Quit]);
 }
+
+/// `kgpu ARGS` with its own data dir: (exit code, stdout + stderr, audit lines).
+fn kgpu(args: &[&str]) -> (Option<i32>, String, Vec<Value>) {
+    let data = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kgpu"))
+        .args(args)
+        .env("KGPU_DATA_DIR", data.path())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let audit = std::fs::read_to_string(data.path().join("audit.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    (out.status.code(), text, audit)
+}
+
+#[test]
+fn actions_from_the_command_line_confirm_report_and_exit_by_the_goal() {
+    // Without --yes and without a terminal: the blast radius, then exit 2, nothing done.
+    let (code, text, audit) = kgpu(&["defrag", "-s", "fragmented"]);
+    assert_eq!(code, Some(2), "{text}");
+    assert!(text.contains("blast radius: 4 pod(s)") && text.contains("kgpu.dev/defrag="), "{text}");
+    assert!(text.contains("not run: confirm with --yes"), "{text}");
+    assert!(audit.is_empty());
+    // With --yes the plan runs to its goal: exit 0, the report, two audit lines.
+    let (code, text, audit) = kgpu(&["defrag", "research/job-llm-sft-295a1", "-s", "fragmented", "--yes"]);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.contains("placed on gpu-03 gpu-05"), "{text}");
+    assert_eq!(audit.iter().map(|e| e["result"].as_str().unwrap()).collect::<Vec<_>>(), ["started", "ok"]);
+    // A dry run needs no --yes and changes nothing.
+    let (code, text, _) = kgpu(&["drain", "gpu-03", "-s", "fragmented", "--dry-run"]);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.contains("dry run: node/gpu-03 drained"), "{text}");
+    // Bad targets and --read-only are usage errors (exit 2) that say why.
+    for (args, says) in [
+        (&["requeue", "research/nope", "-s", "fragmented", "--yes"][..], "no Kueue Workload or Volcano PodGroup"),
+        (&["repartition", "gpu-03", "all-9g", "-s", "fragmented", "--yes"][..], "is not a MIG config"),
+        (&["cordon", "gpu-99", "-s", "fragmented", "--yes"][..], "node gpu-99 not found"),
+        (&["--read-only", "cordon", "gpu-01", "-s", "fragmented", "--yes"][..], "--read-only"),
+        (&["defrag", "nope", "-s", "fragmented", "--yes"][..], "is not NAMESPACE/NAME"),
+    ] {
+        let (code, text, audit) = kgpu(args);
+        assert_eq!(code, Some(2), "{args:?}: {text}");
+        assert!(text.contains(says), "{args:?}: {text}");
+        assert!(audit.is_empty(), "{args:?}");
+    }
+    // Work held by its queue gets no plan, and the exit code says the goal is out of reach.
+    let (code, text, _) = kgpu(&["defrag", "team-a/job-finetune-xl-399ef", "-s", "quota-starvation", "--yes"]);
+    assert_eq!(code, Some(1), "{text}");
+    assert!(text.contains("no plan:") && text.contains("held at quota"), "{text}");
+}

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kgpu::actions::defrag::RESERVATION_TAINT;
-use kgpu::actions::{Action, ActionRequest};
+use kgpu::actions::{Action, ActionRequest, PlanTarget};
 use kgpu::analysis::{self, Thresholds};
 use kgpu::model::{Readiness, Sym};
 use kube::api::{Api, ListParams, PostParams};
@@ -143,7 +143,7 @@ async fn the_fragmented_scenario_lives_and_kgpu_tells_its_story() {
     // The plan, run as the cockpit runs it: the gang ends up bound on the
     // nodes it freed, the moved pods' replacements run elsewhere, and no
     // reservation taint is left behind.
-    let mut h = harness(lab).await;
+    let h = harness(lab).await;
     until(&h.snapshots, "the gang seen pending", |s| {
         s.gangs.keys().any(|k| k.name.contains("llm-sft"))
             && s.pods.values().any(|p| p.name.starts_with("llm-sft") && p.node.is_none())
@@ -152,11 +152,22 @@ async fn the_fragmented_scenario_lives_and_kgpu_tells_its_story() {
     let snap = h.snapshots.borrow().clone();
     let a = analysis::analyze(&snap, snap.clock, &Thresholds::default());
     let action = Action::run_plan(&a.fragmentation.plan).expect("a plan with a target");
-    let Action::RunPlan { reserve, evictions, .. } = action.clone() else { unreachable!() };
-    h.executor.run(ActionRequest { action, dry_run: false }).await;
-    let (all, text, error) = h.reports();
-    assert!(!error, "{text}\n{}", all.join("\n"));
-    assert!(text.contains("placed on"), "{text}");
+    let Action::RunPlan { reserve, evictions, target: PlanTarget::Gang(gang), .. } = action.clone() else {
+        panic!("{action:?}")
+    };
+    // From the command line, as a runbook would: exit 0 only once the gang is placed.
+    let data = tempfile::tempdir().unwrap();
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_kgpu"))
+        .args(["--kubeconfig", lab.kubeconfig.to_str().unwrap(), "--agents", "off", "defrag"])
+        .arg(format!("{}/{}", gang.namespace, gang.name))
+        .arg("--yes")
+        .env("KGPU_DATA_DIR", data.path())
+        .output()
+        .await
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{said}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(said.contains("placed on"), "{said}");
     let gang = research.list(&ListParams::default().labels("batch.kubernetes.io/job-name=llm-sft")).await.unwrap();
     for p in &gang.items {
         let on = p.spec.as_ref().and_then(|s| s.node_name.clone()).unwrap_or_default();
@@ -192,7 +203,12 @@ async fn the_fragmented_scenario_lives_and_kgpu_tells_its_story() {
             .then_some(())
     })
     .await;
-    assert_eq!(h.audit().last().unwrap()["result"], "ok");
+    let audit = std::fs::read_to_string(data.path().join("audit.jsonl")).unwrap();
+    let results: Vec<String> = audit
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["result"].as_str().unwrap_or("").to_string())
+        .collect();
+    assert_eq!(results, ["started", "ok"], "{audit}");
 }
 
 #[tokio::test]

@@ -61,6 +61,15 @@ impl Demand {
         }
     }
 
+    /// Whether this is the demand of the gang or pod `namespace/name`.
+    pub fn is_named(&self, namespace: &str, name: &str) -> bool {
+        match &self.source {
+            ShapeSource::Gang(k) => k.namespace.as_str() == namespace && &*k.name == name,
+            ShapeSource::Pod(k) => k.namespace.as_str() == namespace && &*k.name == name,
+            ShapeSource::Canonical => false,
+        }
+    }
+
     /// Whose demand this is: `PodGroup ns/name`, `Pod ns/name`, or the
     /// canonical shape.
     pub fn name(&self) -> String {

@@ -128,10 +128,18 @@ pub fn of(index: &Index<'_>, action: &Action) -> Impact {
             impact.kubectl.push(format!("kubectl get node {node} -L nvidia.com/mig.config.state -w"));
             impact.kubectl.push(format!("kubectl uncordon {node}"));
         }
-        Action::RunPlan { evictions, .. } => {
+        Action::RunPlan { target, evictions, reserve, .. } => {
             let victims: Vec<&Pod> = evictions.iter().filter_map(|k| index.snap.pods.get(k).map(|p| &**p)).collect();
             add_pods(index, &victims, &mut impact);
+            let value = crate::actions::defrag::reservation_value(target);
+            let taint = crate::actions::defrag::RESERVATION_TAINT;
+            impact.kubectl.extend(reserve.iter().map(|n| format!("kubectl taint node {n} {taint}={value}:NoSchedule")));
+            impact.kubectl.push(format!(
+                "# add to each pending pod of the target: tolerations: [{{key: {taint}, operator: Equal, value: {value}, effect: NoSchedule}}]"
+            ));
             impact.kubectl.extend(victims.iter().map(|p| eviction_command(p)));
+            impact.kubectl.push("# wait until the target's pods are bound, then:".into());
+            impact.kubectl.extend(reserve.iter().map(|n| format!("kubectl taint node {n} {taint}-")));
         }
     }
     impact

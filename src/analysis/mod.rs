@@ -89,6 +89,26 @@ pub fn analyze(snap: &Snapshot, now: Timestamp, thresholds: &Thresholds) -> Anal
     Analysis { now, nodes, totals, fragmentation, gangs, pending, queues, matrix, upgrades }
 }
 
+/// The defragmentation plan for one pending gang or pod (`namespace/name`)
+/// rather than the fleet's top target; `None` when it is not pending GPU
+/// demand.
+pub fn defrag_plan_for(
+    snap: &Snapshot,
+    analysis: &Analysis,
+    thresholds: &Thresholds,
+    namespace: &str,
+    name: &str,
+) -> Option<fragmentation::Plan> {
+    let mine: Vec<fragmentation::ShapeFit> =
+        analysis.fragmentation.shapes.iter().filter(|s| s.demand.is_named(namespace, name)).cloned().collect();
+    if mine.is_empty() {
+        return None;
+    }
+    let mut index = index::Index::build(snap, analysis.now);
+    index.mark_black_holes(fleet::black_hole_nodes(&index, thresholds));
+    Some(fragmentation::plan(&index, &mine))
+}
+
 /// A duration for people: `45s`, `12m`, `3h20m`, `2d4h`.
 pub fn age(seconds: i64) -> String {
     let s = seconds.max(0);

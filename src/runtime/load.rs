@@ -64,12 +64,9 @@ pub fn files(paths: &[PathBuf]) -> anyhow::Result<(Snapshot, Timestamp, file::St
 pub const SYNC_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// A live cluster, once every feed has listed (or is unavailable).
-pub async fn kube(target: &client::Target, scope: &watch::Scope) -> anyhow::Result<(Snapshot, Timestamp)> {
-    let (client, info) = client::connect(target).await.map_err(|e| UsageError(e.to_string()))?;
-    let (tx, rx) = tokio::sync::mpsc::channel(1024);
-    let source = SourceInfo { kind: SourceKind::Kube, name: info.context.clone() };
-    let (mut snapshots, model) = super::tui::spawn_model(source, rx);
-    let tasks = watch::spawn_all(client, scope.clone(), tx);
+/// Waits until every feed has listed (or is known unavailable), at most
+/// `SYNC_TIMEOUT`: a verdict on half a cluster would be wrong.
+pub async fn wait_synced(snapshots: &mut tokio::sync::watch::Receiver<std::sync::Arc<Snapshot>>, scope: &watch::Scope) {
     let deadline = tokio::time::Instant::now() + SYNC_TIMEOUT;
     // The agents' first round too, when they are read at all.
     let agents =
@@ -89,6 +86,15 @@ pub async fn kube(target: &client::Target, scope: &watch::Scope) -> anyhow::Resu
             break;
         }
     }
+}
+
+pub async fn kube(target: &client::Target, scope: &watch::Scope) -> anyhow::Result<(Snapshot, Timestamp)> {
+    let (client, info) = client::connect(target).await.map_err(|e| UsageError(e.to_string()))?;
+    let (tx, rx) = tokio::sync::mpsc::channel(1024);
+    let source = SourceInfo { kind: SourceKind::Kube, name: info.context.clone() };
+    let (mut snapshots, model) = super::tui::spawn_model(source, rx);
+    let tasks = watch::spawn_all(client, scope.clone(), tx);
+    wait_synced(&mut snapshots, scope).await;
     let snap = (**snapshots.borrow()).clone();
     for t in tasks {
         t.abort();

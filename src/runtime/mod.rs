@@ -2,6 +2,7 @@
 //! `why`, and the interactive cockpit's loop. `anyhow` lives here and in
 //! `main.rs` only.
 
+pub mod act;
 pub mod lab;
 pub mod load;
 pub mod logging;
@@ -68,6 +69,16 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Scenario(args)) => scenario::run(&args, &cli.source),
         Some(Command::Agent(args)) => agent(&args, &cli.ui),
         Some(Command::Lab(args)) => lab::run(&args),
+        Some(Command::Cordon(a)) => act::run(act::Wanted::Cordon(a.node), &a.act, &cli.source, &cli.ui),
+        Some(Command::Uncordon(a)) => act::run(act::Wanted::Uncordon(a.node), &a.act, &cli.source, &cli.ui),
+        Some(Command::Drain(a)) => {
+            act::run(act::Wanted::Drain { node: a.node, gpu_only: a.gpu_only }, &a.act, &cli.source, &cli.ui)
+        }
+        Some(Command::Requeue(a)) => act::run(act::Wanted::Requeue(a.target), &a.act, &cli.source, &cli.ui),
+        Some(Command::Repartition(a)) => {
+            act::run(act::Wanted::Repartition { node: a.node, config: a.config }, &a.act, &cli.source, &cli.ui)
+        }
+        Some(Command::Defrag(a)) => act::run(act::Wanted::Defrag(a.target), &a.act, &cli.source, &cli.ui),
         None if !cli.source.file.is_empty() => cockpit(tui::CockpitSource::File(cli.source.file.clone()), &cli.ui),
         None => cockpit(
             tui::CockpitSource::Kube {

@@ -65,11 +65,11 @@ pub enum CockpitSource {
 }
 
 /// A running source with its model (and, unless read-only, its executor).
-struct Session {
+pub(super) struct Session {
     tasks: Vec<JoinHandle<()>>,
-    snapshots: watch::Receiver<Arc<Snapshot>>,
-    executor: Option<Executor>,
-    context: Context,
+    pub(super) snapshots: watch::Receiver<Arc<Snapshot>>,
+    pub(super) executor: Option<Executor>,
+    pub(super) context: Context,
     /// Why actions are off for this source, if they are.
     read_only_reason: Option<String>,
 }
@@ -82,10 +82,12 @@ impl Drop for Session {
     }
 }
 
-struct Shared {
-    reports: mpsc::Sender<Msg>,
-    cancel: watch::Receiver<BTreeSet<ActionId>>,
-    paths: Paths,
+/// What every session's executor shares: where it reports, the cancels,
+/// where the audit log is.
+pub(super) struct Shared {
+    pub(super) reports: mpsc::Sender<Msg>,
+    pub(super) cancel: watch::Receiver<BTreeSet<ActionId>>,
+    pub(super) paths: Paths,
 }
 
 fn executor(
@@ -110,7 +112,7 @@ fn executor(
     }
 }
 
-fn start_demo(scenario: &str, seed: u64, shared: &Shared) -> Result<Session, scenarios::UnknownScenario> {
+pub(super) fn start_demo(scenario: &str, seed: u64, shared: &Shared) -> Result<Session, scenarios::UnknownScenario> {
     let sim = scenarios::build(scenario, seed)?;
     let title = sim.scenario().title.clone();
     let (events_tx, events_rx) = mpsc::channel(1024);
@@ -129,7 +131,11 @@ fn start_demo(scenario: &str, seed: u64, shared: &Shared) -> Result<Session, sce
     })
 }
 
-async fn start_kube(target: &client::Target, scope: &kube_watch::Scope, shared: &Shared) -> anyhow::Result<Session> {
+pub(super) async fn start_kube(
+    target: &client::Target,
+    scope: &kube_watch::Scope,
+    shared: &Shared,
+) -> anyhow::Result<Session> {
     let (client, info) = client::connect(target).await.map_err(|e| UsageError(e.to_string()))?;
     let actions = client::action_client(target).await.map_err(|e| UsageError(e.to_string()))?;
     let (tx, rx) = mpsc::channel(1024);

@@ -1,0 +1,281 @@
+//! Actions from the command line, for runbooks and scripts:
+//! `kgpu cordon|uncordon|drain|requeue|repartition|defrag`. The same
+//! executor, guards, blast radius and audit log as the cockpit's; the exit
+//! code says whether the goal was reached.
+
+use std::collections::BTreeSet;
+use std::io::IsTerminal;
+use std::process::ExitCode;
+
+use tokio::sync::{mpsc, watch};
+
+use crate::actions::{Action, ActionRequest};
+use crate::analysis::fragmentation::PlanStatus;
+use crate::analysis::impact::{self, Impact};
+use crate::analysis::index::Index;
+use crate::analysis::{self, Analysis, Thresholds};
+use crate::app::Msg;
+use crate::cli::{ActOptions, SourceArgs, UiArgs};
+use crate::config::Paths;
+use crate::model::{GangKey, Snapshot, Sym};
+use crate::reference::mig;
+
+use super::tui::{self, Shared};
+use super::{UsageError, outln};
+
+/// What the command line asked for, before it is checked against the cluster.
+#[derive(Clone, Debug)]
+pub enum Wanted {
+    Cordon(String),
+    Uncordon(String),
+    Drain { node: String, gpu_only: bool },
+    Requeue(String),
+    Repartition { node: String, config: String },
+    Defrag(Option<String>),
+}
+
+/// Exit code when the action was not confirmed (no --yes, no terminal).
+const NOT_CONFIRMED: u8 = 2;
+
+pub fn run(wanted: Wanted, opts: &ActOptions, source: &SourceArgs, ui: &UiArgs) -> anyhow::Result<ExitCode> {
+    if ui.read_only {
+        return Err(UsageError("--read-only: actions are disabled".into()).into());
+    }
+    if !source.file.is_empty() {
+        return Err(UsageError("--file: offline dumps have nothing to act on".into()).into());
+    }
+    let paths = Paths::from_env();
+    if let Err(e) = super::logging::init(paths.log_file().as_deref(), &ui.log_level) {
+        tracing::debug!("{e}");
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    runtime.block_on(act(wanted, opts, source, paths))
+}
+
+async fn act(wanted: Wanted, opts: &ActOptions, source: &SourceArgs, paths: Paths) -> anyhow::Result<ExitCode> {
+    let (reports_tx, mut reports) = mpsc::channel::<Msg>(64);
+    let (cancel_tx, cancel_rx) = watch::channel(BTreeSet::new());
+    let shared = Shared { reports: reports_tx, cancel: cancel_rx, paths };
+    let demo = opts.demo || opts.scenario.is_some();
+    let scope = source.scope();
+    let mut session = if demo {
+        let scenario = opts.scenario.clone().unwrap_or_else(|| "default".into());
+        tui::start_demo(&scenario, opts.seed, &shared)?
+    } else {
+        let target = crate::sources::kube::client::Target {
+            kubeconfig: source.kubeconfig.clone(),
+            context: source.context.clone(),
+        };
+        tui::start_kube(&target, &scope, &shared).await?
+    };
+    if demo {
+        while session.snapshots.borrow_and_update().nodes.is_empty() {
+            session.snapshots.changed().await?;
+        }
+    } else {
+        super::load::wait_synced(&mut session.snapshots, &scope).await;
+    }
+    let snap = session.snapshots.borrow().clone();
+    let now = if demo { snap.clock } else { super::wall_clock().max(snap.clock) };
+    let thresholds = Thresholds::default();
+    let analysis = analysis::analyze(&snap, now, &thresholds);
+    let action = match resolve(&wanted, &snap, &analysis, &thresholds)? {
+        Resolved::Act(action) => action,
+        Resolved::Done(why) => {
+            outln!("{why}");
+            return Ok(ExitCode::SUCCESS);
+        }
+        Resolved::Cannot(why) => {
+            outln!("{why}");
+            return Ok(ExitCode::FAILURE);
+        }
+    };
+    let impact = impact::of(&Index::build(&snap, now), &action);
+    outln!("{}", describe(&action, &impact, &session.context.source));
+    if !opts.dry_run && !opts.yes && !confirmed()? {
+        outln!("not run: confirm with --yes (or try --dry-run)");
+        return Ok(ExitCode::from(NOT_CONFIRMED));
+    }
+    let Some(mut executor) = session.executor.clone() else {
+        return Err(UsageError("this source is read-only".into()).into());
+    };
+    executor.id = 1;
+    let request = ActionRequest { action, dry_run: opts.dry_run };
+    let running = tokio::spawn(async move { executor.run(request).await });
+    let mut reached = false;
+    loop {
+        tokio::select! {
+            msg = reports.recv() => match msg {
+                Some(Msg::ActionReport { text, error, done, .. }) => {
+                    outln!("{}{text}", if done { "" } else { "  " });
+                    if done {
+                        reached = !error;
+                        break;
+                    }
+                }
+                Some(_) => {}
+                None => break,
+            },
+            // ctrl-c stops the action cleanly (a plan releases its nodes), then exits.
+            _ = tokio::signal::ctrl_c() => {
+                outln!("  cancelling at the next step…");
+                cancel_tx.send_modify(|c| {
+                    c.insert(1);
+                });
+            }
+        }
+    }
+    let _ = running.await;
+    Ok(if reached { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+enum Resolved {
+    Act(Action),
+    /// Nothing to do: the goal already holds.
+    Done(String),
+    /// The goal cannot be reached this way.
+    Cannot(String),
+}
+
+fn split_target(target: &str) -> Result<(&str, &str), UsageError> {
+    target.split_once('/').ok_or_else(|| UsageError(format!("'{target}' is not NAMESPACE/NAME")))
+}
+
+fn node(snap: &Snapshot, name: &str) -> Result<Sym, UsageError> {
+    let sym = Sym::new(name);
+    if snap.nodes.contains_key(&sym) {
+        return Ok(sym);
+    }
+    let some: Vec<&str> = snap.nodes.keys().take(8).map(|n| n.as_str()).collect();
+    Err(UsageError(format!("node {name} not found; nodes: {}", some.join(" "))))
+}
+
+fn resolve(wanted: &Wanted, snap: &Snapshot, analysis: &Analysis, thresholds: &Thresholds) -> anyhow::Result<Resolved> {
+    let action = match wanted {
+        Wanted::Cordon(n) => Action::Cordon { node: node(snap, n)? },
+        Wanted::Uncordon(n) => Action::Uncordon { node: node(snap, n)? },
+        Wanted::Drain { node: n, gpu_only } => Action::Drain { node: node(snap, n)?, gpu_only: *gpu_only },
+        Wanted::Repartition { node: n, config } => {
+            let node = node(snap, n)?;
+            let product = snap.nodes.get(&node).and_then(|x| x.gpu.product);
+            let configs: Vec<String> = product
+                .and_then(|p| mig::model_for_product(p.as_str()))
+                .map(mig::configs_for_model)
+                .unwrap_or_default()
+                .into_iter()
+                .map(|c| c.name)
+                .collect();
+            if !configs.contains(config) {
+                return Err(UsageError(format!(
+                    "{config} is not a MIG config for {node}'s GPU ({}); valid: {}",
+                    product.map_or("unknown product", |p| p.as_str()),
+                    if configs.is_empty() { "none known".into() } else { configs.join(" ") }
+                ))
+                .into());
+            }
+            Action::RepartitionMig { node, config: config.clone() }
+        }
+        Wanted::Requeue(target) => {
+            let (namespace, name) = split_target(target)?;
+            let gang: Option<&GangKey> =
+                snap.gangs.keys().find(|k| k.namespace.as_str() == namespace && &*k.name == name);
+            match gang {
+                Some(gang) => Action::Requeue { gang: gang.clone() },
+                None => {
+                    return Err(UsageError(format!("no Kueue Workload or Volcano PodGroup {namespace}/{name}")).into());
+                }
+            }
+        }
+        Wanted::Defrag(target) => {
+            let plan = match target {
+                None => analysis.fragmentation.plan.clone(),
+                Some(target) => {
+                    let (namespace, name) = split_target(target)?;
+                    match analysis::defrag_plan_for(snap, analysis, thresholds, namespace, name) {
+                        Some(plan) => plan,
+                        None => {
+                            let pending: Vec<String> =
+                                analysis.pending.iter().take(10).map(|p| p.display_name()).collect();
+                            return Err(UsageError(format!(
+                                "{namespace}/{name} is not pending GPU work; pending now: {}",
+                                if pending.is_empty() { "nothing".into() } else { pending.join(", ") }
+                            ))
+                            .into());
+                        }
+                    }
+                }
+            };
+            match &plan.status {
+                PlanStatus::Found => match Action::run_plan(&plan) {
+                    Some(action) => action,
+                    None => return Ok(Resolved::Cannot("no plan: it has no pending target".into())),
+                },
+                PlanStatus::NotNeeded => {
+                    // Room is there; whatever else holds the target is what to fix.
+                    let held = target.as_deref().and_then(|t| {
+                        let (namespace, name) = t.split_once('/')?;
+                        let item = analysis::pending::find(&analysis.pending, namespace, name)?;
+                        item.blocking.filter(|s| *s != analysis::pending::Step::Fit).map(|_| item)
+                    });
+                    return Ok(match (held, target) {
+                        (Some(item), _) => Resolved::Cannot(format!(
+                            "no plan: {} has room but is held at {}: {}",
+                            item.display_name(),
+                            item.blocking_str(),
+                            item.summary
+                        )),
+                        (None, Some(t)) => Resolved::Done(format!("no plan needed: {t} fits now")),
+                        (None, None) => Resolved::Done("no plan needed: every pending shape fits".into()),
+                    });
+                }
+                PlanStatus::Impossible(why) => return Ok(Resolved::Cannot(format!("no plan: {why}"))),
+            }
+        }
+    };
+    Ok(Resolved::Act(action))
+}
+
+/// The blast radius, as the cockpit's confirmation shows it.
+fn describe(action: &Action, impact: &Impact, context: &str) -> String {
+    let mut out = format!(
+        "{} {} on {context}{}\n",
+        action.verb(),
+        action.targets().join(" "),
+        if action.is_disruptive() { "" } else { " (disrupts nothing)" }
+    );
+    if action.is_disruptive() {
+        out.push_str(&format!(
+            "blast radius: {} pod(s), {} gang(s) broken, {:.1} GPU-hours of running work lost\n",
+            impact.pods.len(),
+            impact.gangs.len(),
+            impact.gpu_hours
+        ));
+        for (pod, node, gpus) in &impact.pods {
+            out.push_str(&format!("  pod {pod} on {} ({gpus} GPU)\n", node.map_or("-", |n| n.as_str())));
+        }
+        for gang in &impact.gangs {
+            out.push_str(&format!("  gang {gang} restarts\n"));
+        }
+    }
+    for w in &impact.warnings {
+        out.push_str(&format!("warning: {w}\n"));
+    }
+    if !impact.kubectl.is_empty() {
+        out.push_str("by hand:\n");
+        for c in &impact.kubectl {
+            out.push_str(&format!("  $ {c}\n"));
+        }
+    }
+    out.trim_end().to_string()
+}
+
+/// Asks on the terminal; without one there is nobody to ask.
+fn confirmed() -> anyhow::Result<bool> {
+    if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
+        return Ok(false);
+    }
+    super::emit("run it? [y/N] ")?;
+    let mut answer = String::new();
+    std::io::stdin().read_line(&mut answer)?;
+    Ok(matches!(answer.trim(), "y" | "Y" | "yes"))
+}
