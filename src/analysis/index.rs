@@ -474,6 +474,25 @@ impl<'a> Index<'a> {
     }
 
     /// A node new work can land on at all.
+    /// GPUs the node has in hardware but does not advertise, not counting
+    /// GPUs its agent reports unhealthy (those drop out for a reason).
+    pub fn silent_gpus(&self, node: &Node) -> u32 {
+        let hidden = node.hardware_gpus().unwrap_or(0).saturating_sub(node.allocatable.gpu as u32);
+        // Not silent: MIG slices advertised instead, time-slicing renamed to
+        // nvidia.com/gpu.shared, or the mig-manager pausing the plugin on purpose.
+        if hidden == 0
+            || node.allocatable.mig_total() > 0
+            || node.allocatable.get(crate::model::keys::RESOURCE_GPU_SHARED) > 0
+            || node.operator.paused_for_mig_change
+        {
+            return 0;
+        }
+        let unhealthy = self.snap.devices.get(&node.name).map_or(0, |d| {
+            d.gpus.iter().filter(|g| matches!(g.health, crate::model::GpuHealth::Unhealthy(_))).count() as u32
+        });
+        hidden.saturating_sub(unhealthy)
+    }
+
     pub fn schedulable(node: &Node) -> bool {
         node.is_ready() && !node.unschedulable
     }

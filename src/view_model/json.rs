@@ -164,7 +164,8 @@ pub struct PlanStepJson {
     pub namespace: String,
     pub pod: String,
     pub from_node: String,
-    pub to_node: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub to_node: Option<String>,
     pub gpus: u64,
     pub gpu_hours_disrupted: f64,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -499,11 +500,11 @@ fn fragmentation(a: &Analysis) -> Fragmentation {
             .steps
             .iter()
             .map(|s| PlanStepJson {
-                action: "move",
+                action: if s.to_node.is_some() { "move" } else { "evict" },
                 namespace: s.namespace.to_string(),
                 pod: s.pod.clone(),
                 from_node: s.from_node.to_string(),
-                to_node: s.to_node.to_string(),
+                to_node: s.to_node.map(|n| n.to_string()),
                 gpus: s.gpus,
                 gpu_hours_disrupted: round3(s.gpu_hours_disrupted),
                 gang: s.gang.clone(),

@@ -141,23 +141,24 @@ pub fn render(snap: &Snapshot, a: &Analysis, section: Option<Section>) -> String
             crate::analysis::fragmentation::PlanStatus::Found => {
                 let _ = writeln!(
                     out,
-                    "plan for {} ({}): {} move(s), {:.1} GPU-hours disrupted, frees {}",
+                    "plan for {} ({}): {}, {:.1} GPU-hours disrupted, frees {}",
                     p.target.clone().unwrap_or_default(),
                     p.target_shape.clone().unwrap_or_default(),
-                    p.steps.len(),
+                    p.steps_summary(),
                     p.gpu_hours,
                     p.nodes_freed.iter().map(|n| n.to_string()).collect::<Vec<_>>().join(", ")
                 );
                 for s in &p.steps {
                     let _ = writeln!(
                         out,
-                        "  move {}/{} ({} GPU, {:.1} GPU-h) {} → {}{}",
+                        "  {} {}/{} ({} GPU, {:.1} GPU-h) {} → {}{}",
+                        if s.to_node.is_some() { "move" } else { "evict" },
                         s.namespace,
                         s.pod,
                         s.gpus,
                         s.gpu_hours_disrupted,
                         s.from_node,
-                        s.to_node,
+                        s.to_node.map_or("nowhere (work lost)".to_string(), |n| n.to_string()),
                         s.gang.as_ref().map_or(String::new(), |g| format!(" [gang {g}]"))
                     );
                 }

@@ -107,7 +107,7 @@ pub(super) fn fit_step(index: &Index<'_>, demand: &Demand) -> FitResult {
             .iter()
             .all(|r| matches!(r, NodeReason::DevicePluginNotAdvertising | NodeReason::InsufficientGpu));
         if only_gpu {
-            let silent_here = silent_gpus(index, node);
+            let silent_here = index.silent_gpus(node);
             // Would the GPUs it hides be enough for one pod?
             if silent_here > 0 && free + silent_here as u64 >= demand.gpus_per_pod {
                 silent.push((node, silent_here));
@@ -218,7 +218,7 @@ pub(super) fn fit_step(index: &Index<'_>, demand: &Demand) -> FitResult {
         }
     };
     let device_plugin = if silent.is_empty() {
-        let some_silent = index.nodes().any(|n| silent_gpus(index, n) > 0);
+        let some_silent = index.nodes().any(|n| index.silent_gpus(n) > 0);
         StepReport {
             step: Step::DevicePlugin,
             verdict: if some_silent { Verdict::Warn } else { Verdict::Pass },
@@ -297,25 +297,6 @@ fn make_room(candidates: &mut [(u64, &Node)], gpus_per_pod: u64, missing: u64) -
     } else {
         format!("free GPUs on {missing} node(s), one pod of {gpus_per_pod} each: {listed}")
     })
-}
-
-/// GPUs the node has in hardware but does not advertise, not counting
-/// GPUs its agent reports unhealthy (those drop out for a reason).
-fn silent_gpus(index: &Index<'_>, node: &Node) -> u32 {
-    let hidden = node.hardware_gpus().unwrap_or(0).saturating_sub(node.allocatable.gpu as u32);
-    // Not silent: MIG slices advertised instead, time-slicing renamed to
-    // nvidia.com/gpu.shared, or the mig-manager pausing the plugin on purpose.
-    if hidden == 0
-        || node.allocatable.mig_total() > 0
-        || node.allocatable.get(keys::RESOURCE_GPU_SHARED) > 0
-        || node.operator.paused_for_mig_change
-    {
-        return 0;
-    }
-    let unhealthy = index.snap.devices.get(&node.name).map_or(0, |d| {
-        d.gpus.iter().filter(|g| matches!(g.health, crate::model::GpuHealth::Unhealthy(_))).count() as u32
-    });
-    hidden.saturating_sub(unhealthy)
 }
 
 /// What the shape hints read of the whole fleet, gathered once.

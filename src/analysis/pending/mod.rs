@@ -342,8 +342,8 @@ pub fn complete<'a>(
         item.unblock.insert(
             0,
             format!(
-                "run the defragmentation plan (Fleet pane, x): {} move(s), {:.1} GPU-hours disrupted, frees {}",
-                plan.steps.len(),
+                "run the defragmentation plan (Fleet pane, x): {}, {:.1} GPU-hours disrupted, frees {}",
+                plan.steps_summary(),
                 plan.gpu_hours,
                 plan.nodes_freed.iter().map(|n| n.to_string()).collect::<Vec<_>>().join(", ")
             ),

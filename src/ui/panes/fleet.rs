@@ -329,8 +329,8 @@ fn draw_panel(frame: &mut Frame, area: Rect, app: &App, views: &Views, theme: &T
                 Span::styled("plan: ", theme.style(Role::Header)),
                 Span::styled(
                     format!(
-                        "{} move(s), {:.1} GPU-h, frees {}",
-                        p.steps.len(),
+                        "{}, {:.1} GPU-h, frees {}",
+                        p.steps_summary(),
                         p.gpu_hours,
                         p.nodes_freed.iter().map(|n| n.to_string()).collect::<Vec<_>>().join(" ")
                     ),
@@ -346,7 +346,11 @@ fn draw_panel(frame: &mut Frame, area: Rect, app: &App, views: &Views, theme: &T
                     lines.push(Line::styled(
                         format!(
                             " {} → {}  {} ({} GPU, {:.1} GPU-h)",
-                            step.from_node, step.to_node, step.pod, step.gpus, step.gpu_hours_disrupted
+                            step.from_node,
+                            step.to_node.map_or("✗ evict, work lost".to_string(), |n| n.to_string()),
+                            step.pod,
+                            step.gpus,
+                            step.gpu_hours_disrupted
                         ),
                         theme.style(Role::Text),
                     ));

@@ -1,0 +1,557 @@
+//! The defragmentation plan: the fewest moves (evict a pod whose
+//! controller recreates it elsewhere) that make room for the top pending
+//! GPU gang or pod, then — when moves alone cannot — the cheapest evictions
+//! of work no more important than the target (lost work, marked as such).
+//! docs/fragmentation.md has the search; docs/actions.md how it is run.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use crate::model::{GangKey, Node, Pod, PodKey, Resources, Sym, Timestamp};
+
+use super::super::fit::{self, Shape};
+use super::super::index::Index;
+use super::super::tally::Tally;
+use super::{Demand, Plan, PlanStatus, PlanStep, ShapeFit, ShapeSource, room};
+
+/// The best option so far: (pods moved, GPU-hours, node freed, moves per unit).
+type Candidate<'a> = (usize, f64, Sym, Vec<(Vec<&'a Pod>, Option<String>, Vec<Option<Sym>>)>);
+
+/// On a big fleet, each step weighs only this many source nodes: those
+/// closest to one more slot for the target. Smaller fleets are searched whole.
+const SEARCH_WIDTH: usize = 64;
+/// Emptying more nodes than this is a rebalancing, not a defragmentation.
+pub const MAX_NODES_FREED: usize = 16;
+/// Units per source node whose subsets are tried (2^10 subsets at most).
+const UNITS_TRIED: usize = 10;
+
+/// A unit that moves as one: a lone pod, or every member of a running gang.
+struct Unit<'a> {
+    pods: Vec<&'a Pod>,
+    gang: Option<String>,
+    gpu_hours: f64,
+    /// The highest priority among its pods.
+    priority: i32,
+}
+
+fn pod_gpu_hours(pod: &Pod, now: Timestamp) -> f64 {
+    let gpus = pod.requests.gpu as f64 + pod.requests.mig_total() as f64;
+    let hours = (now - pod.transitioned).max(0) as f64 / 3600.0;
+    gpus * hours
+}
+
+/// Whether room is all the demand waits for: work still held by Kueue
+/// (quota, admission checks), a Volcano queue or a scheduling gate would
+/// not start on freed nodes, so a plan for it only throws work away.
+fn waits_only_for_room(index: &Index<'_>, demand: &Demand) -> bool {
+    match &demand.source {
+        ShapeSource::Gang(key) => index.snap.gangs.get(key).is_some_and(|g| match g.kind {
+            crate::model::GangKind::KueueWorkload => g.condition_true("Admitted"),
+            crate::model::GangKind::VolcanoPodGroup => g.has_quota(),
+        }),
+        ShapeSource::Pod(key) => index.snap.pods.get(key).is_some_and(|p| !p.gated),
+        ShapeSource::Canonical => false,
+    }
+}
+
+/// The fewest moves (evict, then the controller's replacement lands on a
+/// named node) that let the top pending GPU gang fit; ties go to the least
+/// GPU-hours disrupted. Whole-GPU shapes only.
+pub fn plan(index: &Index<'_>, shapes: &[ShapeFit]) -> Plan {
+    let not_needed = Plan {
+        target: None,
+        target_key: None,
+        target_shape: None,
+        status: PlanStatus::NotNeeded,
+        steps: Vec::new(),
+        gpu_hours: 0.0,
+        nodes_freed: Vec::new(),
+        reserve: Vec::new(),
+    };
+    let Some(target) = shapes.iter().find(|s| {
+        s.demand.is_pending()
+            && !s.fits_now
+            && s.demand.mig_profile.is_none()
+            && s.demand.gpus_per_pod > 0
+            && waits_only_for_room(index, &s.demand)
+    }) else {
+        // Pending work that does not fit, but no plan can help it: say so
+        // rather than "not needed".
+        let unplaced = shapes.iter().find(|s| s.demand.is_pending() && !s.fits_now);
+        return match unplaced {
+            None => not_needed,
+            Some(s) => Plan {
+                target: Some(s.demand.name()),
+                target_shape: Some(s.demand.label()),
+                status: PlanStatus::Impossible(if s.demand.mig_profile.is_some() {
+                    format!(
+                        "{} needs MIG slices; the plan moves whole GPUs: repartition a node (m) for it",
+                        s.demand.name()
+                    )
+                } else {
+                    format!(
+                        "{} waits for admission (Kueue quota or admission checks, a Volcano queue, a scheduling gate), not for room: freeing nodes would not start it",
+                        s.demand.name()
+                    )
+                }),
+                ..not_needed
+            },
+        };
+    };
+    let demand = &target.demand;
+    let g = demand.gpus_per_pod;
+    let mut result = Plan {
+        target: Some(demand.name()),
+        target_key: Some(demand.source.clone()),
+        target_shape: Some(demand.label()),
+        status: PlanStatus::Impossible(String::new()),
+        steps: Vec::new(),
+        gpu_hours: 0.0,
+        nodes_freed: Vec::new(),
+        reserve: Vec::new(),
+    };
+    let mut fleet = Workspace::new(index, demand);
+    // Nodes the target may use at all, with room for at least one pod when empty.
+    let empty = Tally::default();
+    let eligible: Vec<&Node> = fleet.target_may_use.iter().map(|&i| fleet.nodes[i]).collect();
+    let capacity: u64 = eligible.iter().map(|n| room(demand, n, &empty)).sum();
+    if capacity < demand.pods as u64 {
+        result.status = PlanStatus::Impossible(format!(
+            "even an empty fleet has room for only {capacity} of {} pod(s) of {} GPU(s) on nodes this work may use",
+            demand.pods, g
+        ));
+        return result;
+    }
+
+    let mut have: u64 = eligible.iter().map(|n| fleet.target_room(n.name)).sum();
+    let need = demand.pods as u64;
+    let mut moved: HashSet<PodKey> = HashSet::new();
+    let mut freed_nodes = Vec::new();
+    // Nodes whose slots are promised to the target: never a destination.
+    let mut reserved: HashSet<Sym> = HashSet::new();
+
+    while have < need {
+        if freed_nodes.len() >= MAX_NODES_FREED {
+            result.status = PlanStatus::Impossible(format!(
+                "{have} of {need} slot(s) after emptying {MAX_NODES_FREED} nodes: this needs a rebalancing (drain whole nodes or add capacity), not a defragmentation"
+            ));
+            result.steps.clear();
+            result.gpu_hours = 0.0;
+            return result;
+        }
+        let sources = fleet.sources(&eligible, &moved);
+        // Best single-node option: the cheapest set of units whose moves
+        // raise that node's slots by at least one.
+        let mut best: Option<Candidate> = None;
+        for (node, units) in sources {
+            let current = fleet.target_room(node.name);
+            let mut candidates: Vec<&Unit> = units.iter().collect();
+            candidates.sort_by(|a, b| a.gpu_hours.total_cmp(&b.gpu_hours));
+            candidates.truncate(UNITS_TRIED);
+            let n = candidates.len();
+            for mask in 1u32..(1 << n) {
+                let chosen: Vec<&Unit> = (0..n).filter(|i| mask & (1 << i) != 0).map(|i| candidates[i]).collect();
+                let pods: usize = chosen.iter().map(|u| u.pods.len()).sum();
+                let cost: f64 = chosen.iter().map(|u| u.gpu_hours).sum();
+                if let Some((bp, bc, _, _)) = &best
+                    && (pods > *bp || pods == *bp && cost >= *bc)
+                {
+                    continue;
+                }
+                // Usage that differs from the fleet's during this trial.
+                let mut trial: HashMap<Sym, Tally> = HashMap::new();
+                let mut source = fleet.used(node.name).clone();
+                for p in chosen.iter().flat_map(|u| &u.pods) {
+                    subtract(&mut source, &p.requests);
+                }
+                if room(demand, node, &source) <= current {
+                    continue;
+                }
+                trial.insert(node.name, source);
+                // Every moved pod must land elsewhere without costing the target a slot.
+                let Some(destinations) = fleet.place(&chosen, &mut trial, &reserved, node.name) else {
+                    continue;
+                };
+                let plan_units = chosen
+                    .iter()
+                    .zip(destinations)
+                    .map(|(u, d)| (u.pods.clone(), u.gang.clone(), d.into_iter().map(Some).collect()))
+                    .collect();
+                best = Some((pods, cost, node.name, plan_units));
+            }
+        }
+        // Moves alone cannot make room: the cheapest evictions can, as lost work.
+        let (node_name, units) = match best {
+            Some((_, _, node_name, units)) => (node_name, units),
+            // GPUs a device plugin does not advertise: fix that before
+            // throwing anyone's work away.
+            None if fleet.silent_room() => {
+                result.status = PlanStatus::Impossible(
+                    "a node this work may use has GPUs its device plugin does not advertise: restart the plugin there (the pending drilldown names it) before evicting anyone".into(),
+                );
+                result.steps.clear();
+                result.gpu_hours = 0.0;
+                return result;
+            }
+            None => match cheapest_evictions(&fleet, &eligible, &moved, &reserved) {
+                Some((node_name, units)) => {
+                    let units = units
+                        .into_iter()
+                        .map(|u| {
+                            let nowhere = vec![None; u.pods.len()];
+                            (u.pods, u.gang, nowhere)
+                        })
+                        .collect();
+                    (node_name, units)
+                }
+                None => {
+                    result.status = PlanStatus::Impossible(format!(
+                        "{have} of {need} slot(s) reachable: the pods in the way cannot move (DaemonSets, static pods, gangs spread over nodes, or nowhere else fits them) and evicting them would stop work more important than the target"
+                    ));
+                    result.steps.clear();
+                    result.gpu_hours = 0.0;
+                    return result;
+                }
+            },
+        };
+        for (pods, gang, destinations) in units {
+            for (pod, to) in pods.into_iter().zip(destinations) {
+                let from = pod.node.unwrap_or(node_name);
+                let room_of = |fleet: &Workspace, n: Option<Sym>| n.map_or(0, |n| fleet.target_room(n));
+                have -= fleet.target_room(from) + room_of(&fleet, to);
+                fleet.move_pod(pod, from, to);
+                have += fleet.target_room(from) + room_of(&fleet, to);
+                let hours = pod_gpu_hours(pod, index.now);
+                result.gpu_hours += hours;
+                moved.insert(pod.key());
+                result.steps.push(PlanStep {
+                    namespace: pod.namespace,
+                    pod: pod.name.to_string(),
+                    from_node: from,
+                    to_node: to,
+                    gpus: pod.requests.gpu,
+                    gpu_hours_disrupted: hours,
+                    gang: gang.clone(),
+                });
+            }
+        }
+        reserved.insert(node_name);
+        if !freed_nodes.contains(&node_name) {
+            freed_nodes.push(node_name);
+        }
+    }
+    result.status = PlanStatus::Found;
+    let mut covered: u64 = freed_nodes.iter().map(|n| fleet.target_room(*n)).sum();
+    result.reserve = freed_nodes.clone();
+    for node in &eligible {
+        if covered >= need {
+            break;
+        }
+        let room = fleet.target_room(node.name);
+        if room > 0 && !result.reserve.contains(&node.name) {
+            result.reserve.push(node.name);
+            covered += room;
+        }
+    }
+    result.nodes_freed = freed_nodes;
+    result
+}
+
+/// The planner's view of the fleet as moves are committed: usage per node,
+/// schedulable nodes by free GPUs (for best-fit destinations), and which
+/// nodes the target may use.
+struct Workspace<'i, 'a> {
+    index: &'i Index<'a>,
+    target: &'i Demand,
+    nodes: &'i [&'a Node],
+    position: HashMap<Sym, usize>,
+    used: Vec<Tally>,
+    /// Schedulable nodes by free GPUs, then name.
+    by_free: BTreeMap<u64, std::collections::BTreeSet<Sym>>,
+    /// Positions of nodes the target may use and could hold one pod of when empty.
+    target_may_use: Vec<usize>,
+    target_ok: Vec<bool>,
+}
+
+impl<'i, 'a> Workspace<'i, 'a> {
+    fn new(index: &'i Index<'a>, target: &'i Demand) -> Self {
+        let nodes = index.node_list();
+        let placement = index.placement(&target.shape());
+        let empty = Tally::default();
+        let target_ok: Vec<bool> = nodes
+            .iter()
+            .zip(placement.iter())
+            .map(|(n, blockers)| index.accepts_work(n) && blockers.is_empty() && room(target, n, &empty) > 0)
+            .collect();
+        let mut by_free: BTreeMap<u64, std::collections::BTreeSet<Sym>> = BTreeMap::new();
+        for n in nodes.iter().filter(|n| index.accepts_work(n)) {
+            by_free.entry(index.free_gpus(n)).or_default().insert(n.name);
+        }
+        Workspace {
+            index,
+            target,
+            nodes,
+            position: nodes.iter().enumerate().map(|(i, n)| (n.name, i)).collect(),
+            used: nodes.iter().map(|n| index.used(n.name).clone()).collect(),
+            by_free,
+            target_may_use: (0..nodes.len()).filter(|&i| target_ok[i]).collect(),
+            target_ok,
+        }
+    }
+
+    fn used(&self, node: Sym) -> &Tally {
+        self.position.get(&node).map_or(self.index.used(node), |&i| &self.used[i])
+    }
+
+    /// Whether a node the target may run on hides enough GPUs (hardware
+    /// its device plugin does not advertise) for one of its pods.
+    fn silent_room(&self) -> bool {
+        let placement = self.index.placement(&self.target.shape());
+        self.nodes.iter().zip(placement.iter()).any(|(n, blockers)| {
+            blockers.is_empty()
+                && self.index.accepts_work(n)
+                && u64::from(self.index.silent_gpus(n)) >= self.target.gpus_per_pod.max(1)
+        })
+    }
+
+    /// Target pods the node has room for now (0 where it may not run).
+    fn target_room(&self, node: Sym) -> u64 {
+        match self.position.get(&node) {
+            Some(&i) if self.target_ok[i] => room(self.target, self.nodes[i], &self.used[i]),
+            _ => 0,
+        }
+    }
+
+    fn free_gpus(&self, i: usize) -> u64 {
+        self.nodes[i].allocatable.gpu.saturating_sub(self.used[i].gpu)
+    }
+
+    /// `pod` leaves `from` and lands on `to` (`None`: evicted, lands nowhere).
+    fn move_pod(&mut self, pod: &Pod, from: Sym, to: Option<Sym>) {
+        for (node, leaving) in std::iter::once((from, true)).chain(to.map(|t| (t, false))) {
+            let Some(&i) = self.position.get(&node) else { continue };
+            let schedulable = self.index.accepts_work(self.nodes[i]);
+            if schedulable {
+                let before = self.free_gpus(i);
+                if let Some(set) = self.by_free.get_mut(&before) {
+                    set.remove(&node);
+                }
+            }
+            if leaving {
+                subtract(&mut self.used[i], &pod.requests);
+            } else {
+                self.used[i].add_pod(&pod.requests);
+            }
+            if schedulable {
+                self.by_free.entry(self.free_gpus(i)).or_default().insert(node);
+            }
+        }
+    }
+
+    /// Source nodes worth trying, with their movable work, in name order:
+    /// all of them on a small fleet, else the closest to one more slot.
+    fn sources(&self, eligible: &[&'a Node], moved: &HashSet<PodKey>) -> Vec<(&'a Node, Vec<Unit<'a>>)> {
+        let g = self.target.gpus_per_pod.max(1);
+        let mut ranked: Vec<(u64, &'a Node)> = eligible
+            .iter()
+            .map(|n| {
+                let free = n.allocatable.gpu.saturating_sub(self.used(n.name).gpu);
+                let next_slot = (self.target_room(n.name) + 1) * g;
+                (next_slot.saturating_sub(free), *n)
+            })
+            .collect();
+        if ranked.len() > SEARCH_WIDTH {
+            ranked.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.name.cmp(&b.1.name)));
+        }
+        let mut out = Vec::new();
+        for (_, node) in ranked {
+            let units = units_on(self.index, self.target, node.name, moved, false);
+            if units.is_empty() {
+                continue;
+            }
+            out.push((node, units));
+            if out.len() == SEARCH_WIDTH {
+                break;
+            }
+        }
+        out.sort_by_key(|(node, _)| node.name);
+        out
+    }
+
+    /// Finds a destination for every pod of every unit (best fit: the
+    /// fullest node that takes it), never on `reserved` nodes or the source,
+    /// and never costing the target a slot. Records the landings in `trial`.
+    fn place(
+        &self,
+        units: &[&Unit],
+        trial: &mut HashMap<Sym, Tally>,
+        reserved: &HashSet<Sym>,
+        source: Sym,
+    ) -> Option<Vec<Vec<Sym>>> {
+        let mut all = Vec::new();
+        for unit in units {
+            let mut dests = Vec::new();
+            for pod in &unit.pods {
+                let placement = self.index.placement(&Shape::of(pod));
+                let takes = |i: usize, used: &Tally| {
+                    let node = self.nodes[i];
+                    if reserved.contains(&node.name) || node.name == source || Some(node.name) == pod.node {
+                        return false;
+                    }
+                    if !placement[i].is_empty() || !fit::resource_shortfalls(&pod.requests, node, used).is_empty() {
+                        return false;
+                    }
+                    if !self.target_ok[i] {
+                        return true;
+                    }
+                    let mut after = used.clone();
+                    after.add_pod(&pod.requests);
+                    room(self.target, node, &after) >= room(self.target, node, used)
+                };
+                // The fullest untouched node that takes it...
+                let untouched = self
+                    .by_free
+                    .range(pod.requests.gpu..)
+                    .flat_map(|(free, names)| names.iter().map(move |n| (*free, *n)))
+                    .filter(|(_, n)| !trial.contains_key(n))
+                    .find(|(_, n)| self.position.get(n).is_some_and(|&i| takes(i, &self.used[i])));
+                // ...against the nodes this trial already changed.
+                let touched = trial
+                    .iter()
+                    .filter_map(|(n, used)| {
+                        let &i = self.position.get(n)?;
+                        let node = self.nodes[i];
+                        (self.index.accepts_work(node) && takes(i, used))
+                            .then(|| (node.allocatable.gpu.saturating_sub(used.gpu), *n))
+                    })
+                    .min();
+                let (_, dest) = match (untouched, touched) {
+                    (Some(a), Some(b)) => a.min(b),
+                    (a, b) => a.or(b)?,
+                };
+                let base = trial.get(&dest).cloned().unwrap_or_else(|| self.used(dest).clone());
+                trial.entry(dest).or_insert(base).add_pod(&pod.requests);
+                dests.push(dest);
+            }
+            all.push(dests);
+        }
+        Some(all)
+    }
+}
+
+fn subtract(t: &mut Tally, r: &Resources) {
+    t.cpu_milli = t.cpu_milli.saturating_sub(r.cpu_milli);
+    t.memory = t.memory.saturating_sub(r.memory);
+    t.gpu = t.gpu.saturating_sub(r.gpu);
+    t.pods = t.pods.saturating_sub(1);
+    for (name, amount) in r.extended.iter() {
+        if let Some((_, v)) = t.extended.iter_mut().find(|(s, _)| s == name) {
+            *v = v.saturating_sub(*amount);
+        }
+    }
+}
+
+/// The highest priority stopped, the pods stopped, the GPU-hours lost.
+type EvictionCost = (i32, usize, f64);
+
+/// When no move makes room: on the one node where it costs least, the
+/// evictions that raise its room for the target by one pod — work of no
+/// higher priority than the target, lowest priority first, then the least
+/// GPU-hours. The cost compares the highest priority stopped, then pods,
+/// then GPU-hours.
+fn cheapest_evictions<'a>(
+    fleet: &Workspace<'_, 'a>,
+    eligible: &[&'a Node],
+    moved: &HashSet<PodKey>,
+    reserved: &HashSet<Sym>,
+) -> Option<(Sym, Vec<Unit<'a>>)> {
+    let target = fleet.target;
+    let mut best: Option<(EvictionCost, Sym, Vec<Unit<'a>>)> = None;
+    for node in eligible.iter().filter(|n| !reserved.contains(&n.name)) {
+        let current = fleet.target_room(node.name);
+        let mut units: Vec<Unit<'a>> = units_on(fleet.index, target, node.name, moved, true)
+            .into_iter()
+            .filter(|u| u.priority <= target.priority)
+            .collect();
+        units.sort_by(|a, b| a.priority.cmp(&b.priority).then(a.gpu_hours.total_cmp(&b.gpu_hours)));
+        let mut used = fleet.used(node.name).clone();
+        let mut taken = Vec::new();
+        for unit in units {
+            for p in &unit.pods {
+                subtract(&mut used, &p.requests);
+            }
+            taken.push(unit);
+            if room(target, node, &used) > current {
+                break;
+            }
+        }
+        if room(target, node, &used) <= current {
+            continue;
+        }
+        let cost = (
+            taken.iter().map(|u| u.priority).max().unwrap_or(i32::MIN),
+            taken.iter().map(|u| u.pods.len()).sum::<usize>(),
+            taken.iter().map(|u| u.gpu_hours).sum::<f64>(),
+        );
+        let cheaper = best.as_ref().is_none_or(|((p, n, h), _, _)| {
+            (cost.0, cost.1).cmp(&(*p, *n)).then(cost.2.total_cmp(h)) == std::cmp::Ordering::Less
+        });
+        if cheaper {
+            best = Some((cost, node.name, taken));
+        }
+    }
+    best.map(|(_, node, units)| (node, units))
+}
+
+/// Running GPU work on `node`: lone pods, and running gangs whose members
+/// all sit on this node. Pods without a controller only `with_bare` (to
+/// evict: nothing recreates them, so they cannot move).
+fn units_on<'a>(
+    index: &Index<'a>,
+    target: &Demand,
+    node: Sym,
+    moved: &HashSet<PodKey>,
+    with_bare: bool,
+) -> Vec<Unit<'a>> {
+    let mut units = Vec::new();
+    // The target's own placed members are never in its way.
+    let mut seen_gangs: HashSet<GangKey> = match &target.source {
+        ShapeSource::Gang(k) => HashSet::from([k.clone()]),
+        _ => HashSet::new(),
+    };
+    for pod in index.pods_on(node) {
+        if !pod.wants_gpu() || (pod.owner.is_none() && !with_bare) || pod.mirror || moved.contains(&pod.key()) {
+            continue;
+        }
+        // Bound work that holds GPUs (running, or still starting); DaemonSet
+        // pods come back on the same node.
+        if pod.owner_kind() == Some("DaemonSet") || !pod.holds_resources() {
+            continue;
+        }
+        match index.gang_of(&pod.key()) {
+            Some(gang) => {
+                if !seen_gangs.insert(gang.clone()) {
+                    continue;
+                }
+                let members: Vec<&Pod> = index.members(gang).iter().copied().filter(|p| p.holds_resources()).collect();
+                if members.iter().any(|p| p.node != Some(node)) {
+                    continue; // a gang spread over nodes moves as a whole elsewhere; not planned
+                }
+                let hours = members.iter().map(|p| pod_gpu_hours(p, index.now)).sum();
+                let priority = members.iter().map(|p| p.priority).max().unwrap_or(pod.priority);
+                units.push(Unit {
+                    pods: members,
+                    gang: Some(format!("{}/{}", gang.namespace, gang.name)),
+                    gpu_hours: hours,
+                    priority,
+                });
+            }
+            None => units.push(Unit {
+                pods: vec![pod],
+                gang: None,
+                gpu_hours: pod_gpu_hours(pod, index.now),
+                priority: pod.priority,
+            }),
+        }
+    }
+    units
+}
