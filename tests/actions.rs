@@ -306,6 +306,11 @@ async fn cancel_stops_a_running_action_and_the_audit_says_so() {
     let (text, error) = d.last_report().await;
     assert!(error);
     assert!(text.starts_with("repartition-mig cancelled"), "{text}");
+    // It says what was done, what is left, and how to undo it.
+    assert!(text.contains("nvidia.com/mig.config=all-2g.20gb set") && text.contains("stays cordoned"), "{text}");
+    assert!(text.contains("undo: kubectl label node mig-08 nvidia.com/mig.config="), "{text}");
+    assert!(text.contains("kubectl uncordon mig-08"), "{text}");
+    assert!(d.snapshots.borrow().nodes[&Sym::new("mig-08")].unschedulable, "left cordoned, as it says");
     assert_eq!(d.audit().last().unwrap()["result"], "cancelled");
 }
 

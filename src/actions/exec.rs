@@ -254,7 +254,15 @@ impl Executor {
         {
             return Ok(format!("node/{node} already runs {config}"));
         }
-        self.drain(snap, node, true, dry).await?;
+        let old_config = n.operator.mig_config.map(|c| c.to_string());
+        let uncordon = if was_cordoned { String::new() } else { format!("; undo: kubectl uncordon {node}") };
+        self.drain(snap, node, true, dry).await.map_err(|e| match e {
+            ActionError::Cancelled => ActionError::CancelledAfter(format!(
+                "node/{node} {}, part of its GPU pods evicted, nvidia.com/mig.config not changed{uncordon}",
+                if was_cordoned { "was cordoned already" } else { "cordoned" }
+            )),
+            e => e,
+        })?;
         self.backend.set_mig_config(node, config, dry).await?;
         if dry {
             return Ok(format!(
@@ -266,7 +274,19 @@ impl Executor {
         let deadline = tokio::time::Instant::now() + self.mig_timeout;
         let mut seen_pending = false;
         loop {
-            self.check_cancel()?;
+            if let Err(ActionError::Cancelled) = self.check_cancel() {
+                let state =
+                    rx.borrow().nodes.get(&node).and_then(|n| n.operator.mig_config_state).map(|s| s.to_string());
+                let back = old_config.as_deref().map_or_else(
+                    || format!("kubectl label node {node} nvidia.com/mig.config-"),
+                    |c| format!("kubectl label node {node} nvidia.com/mig.config={c} --overwrite"),
+                );
+                return Err(ActionError::CancelledAfter(format!(
+                    "node/{node} {}, its GPU pods evicted, nvidia.com/mig.config={config} set; the mig-manager may still be applying it (mig.config.state {}); undo: {back}, wait for mig.config.state=success{uncordon}",
+                    if was_cordoned { "was cordoned already" } else { "stays cordoned" },
+                    state.as_deref().unwrap_or("unset"),
+                )));
+            }
             let (state, paused, current) = {
                 let s = rx.borrow_and_update();
                 let n = s.nodes.get(&node);
