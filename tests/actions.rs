@@ -483,3 +483,34 @@ fn actions_from_the_command_line_confirm_report_and_exit_by_the_goal() {
     assert_eq!(code, Some(1), "{text}");
     assert!(text.contains("no plan:") && text.contains("held at quota"), "{text}");
 }
+
+#[tokio::test]
+async fn a_demo_drain_moves_the_pods_elsewhere_and_they_run() {
+    let mut d = demo("fragmented");
+    d.synced().await;
+    let node = Sym::new("gpu-03");
+    let before: Vec<String> = d
+        .snapshots
+        .borrow()
+        .pods
+        .values()
+        .filter(|p| p.node == Some(node) && p.wants_gpu())
+        .filter_map(|p| Some(p.owner.as_ref()?.name.to_string()))
+        .collect();
+    assert_eq!(before.len(), 2);
+    d.executor.run(ActionRequest { action: Action::Drain { node, gpu_only: false }, dry_run: false }).await;
+    let (text, error) = d.last_report().await;
+    assert!(!error, "{text}");
+    // Each drained Job has a replacement running on another node; none is left on gpu-03.
+    d.until("the replacements running elsewhere", |s| {
+        before.iter().all(|job| {
+            s.pods.values().any(|p| {
+                p.owner.as_ref().is_some_and(|o| o.name.as_str() == job)
+                    && p.node.is_some_and(|n| n != node)
+                    && p.phase == kgpu::model::PodPhase::Running
+            })
+        }) && !s.pods.values().any(|p| p.node == Some(node) && p.wants_gpu())
+    })
+    .await;
+    assert!(d.snapshots.borrow().nodes[&node].unschedulable);
+}

@@ -294,3 +294,91 @@ async fn a_drained_nodes_pods_are_recreated_elsewhere_and_run() {
     let audit = h.audit();
     assert_eq!(audit.last().unwrap()["action"], "drain");
 }
+
+#[tokio::test]
+async fn a_cancelled_plan_on_the_lab_leaves_no_reservation_behind() {
+    let Some(lab) = ControlPlane::lab_if_enabled() else { return };
+    let client = client(lab).await;
+    // Two 4-GPU nodes of their own, one 2-GPU pod on each, and a bare 4-GPU
+    // pod that fits once one node is empty.
+    for name in ["lab-plan-a", "lab-plan-b"] {
+        lab_node(&client, name, 4, Some("plan"), true).await;
+    }
+    namespace(&client, "lab-plan").await;
+    let tolerate = json!([{"key": "kgpu.dev/test", "operator": "Equal", "value": "plan", "effect": "NoSchedule"}]);
+    // One ReplicaSet per node, pinned: nothing can move, so the plan evicts.
+    for node in ["lab-plan-a", "lab-plan-b"] {
+        let rs: ReplicaSet = serde_json::from_value(json!({
+            "metadata": {"name": format!("fill-{node}"), "namespace": "lab-plan"},
+            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "fill", "node": node}},
+                     "template": {"metadata": {"labels": {"app": "fill", "node": node}}, "spec": {
+                         "terminationGracePeriodSeconds": 0,
+                         "nodeSelector": {"kubernetes.io/hostname": node},
+                         "tolerations": tolerate,
+                         "containers": [{"name": "main", "image": "ghcr.io/acme/eval:v1",
+                                         "resources": {"limits": {"nvidia.com/gpu": "2"}}}]}}}
+        }))
+        .unwrap();
+        Api::<ReplicaSet>::namespaced(client.clone(), "lab-plan").create(&PostParams::default(), &rs).await.unwrap();
+    }
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "lab-plan");
+    eventually("one fill pod Running on each node", Duration::from_secs(60), || async {
+        let list = pods.list(&ListParams::default().labels("app=fill")).await.ok()?;
+        let mut on: Vec<String> = list
+            .items
+            .iter()
+            .filter(|p| phase(p) == "Running")
+            .filter_map(|p| p.spec.as_ref()?.node_name.clone())
+            .collect();
+        on.sort();
+        (on == ["lab-plan-a", "lab-plan-b"]).then_some(())
+    })
+    .await;
+    let big: Pod = serde_json::from_value(json!({
+        "metadata": {"name": "big", "namespace": "lab-plan"},
+        "spec": {"nodeSelector": {"kgpu.dev/pool": "plan"}, "tolerations": tolerate,
+                 "containers": [{"name": "main", "image": "ghcr.io/acme/train:v1",
+                                 "resources": {"limits": {"nvidia.com/gpu": "4"}}}]}
+    }))
+    .unwrap();
+    pods.create(&PostParams::default(), &big).await.unwrap();
+
+    let mut h = harness(lab).await;
+    until(&h.snapshots, "the big pod seen pending", |s| {
+        s.pods.values().any(|p| p.name.as_ref() == "big" && p.node.is_none())
+            && s.pods.values().filter(|p| p.namespace.as_str() == "lab-plan" && p.node.is_some()).count() == 2
+    })
+    .await;
+    let snap = h.snapshots.borrow().clone();
+    let a = analysis::analyze(&snap, snap.clock, &Thresholds::default());
+    let plan = analysis::defrag_plan_for(&snap, &a, &Thresholds::default(), "lab-plan", "big").expect("pending");
+    let action = Action::run_plan(&plan).unwrap_or_else(|| panic!("a plan: {:?}", plan.status));
+    let executor = h.executor.clone();
+    let run = tokio::spawn(async move { executor.run(ActionRequest { action, dry_run: false }).await });
+    // Cancel as soon as the nodes are reserved.
+    loop {
+        match h.reports.recv().await.expect("reports") {
+            kgpu::app::Msg::ActionReport { text, .. } if text.starts_with("defrag: reserved") => break,
+            kgpu::app::Msg::ActionReport { done: true, text, .. } => panic!("ended before reserving: {text}"),
+            _ => {}
+        }
+    }
+    h.cancel.send_modify(|c| {
+        c.insert(1);
+    });
+    run.await.unwrap();
+    let (_, text, _) = h.reports();
+    eprintln!("final report: {text}");
+    // Cancelled (or, on a fast day, placed before the cancel landed): either
+    // way no node keeps kgpu's taint.
+    assert!(text.contains("cancelled") || text.contains("placed on"), "{text}");
+    let nodes: Api<Node> = Api::all(client.clone());
+    for name in ["lab-plan-a", "lab-plan-b"] {
+        let n = nodes.get(name).await.unwrap();
+        let taints = n.spec.and_then(|s| s.taints).unwrap_or_default();
+        assert!(taints.iter().all(|t| t.key != RESERVATION_TAINT), "{name} keeps {taints:?} after: {text}");
+    }
+    let audit = h.audit();
+    assert_eq!(audit.first().unwrap()["result"], "started");
+    assert!(matches!(audit.last().unwrap()["result"].as_str(), Some("cancelled" | "ok")), "{audit:?}");
+}

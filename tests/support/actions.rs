@@ -20,6 +20,8 @@ pub struct Harness {
     pub executor: Executor,
     pub reports: mpsc::Receiver<Msg>,
     pub snapshots: watch::Receiver<Arc<Snapshot>>,
+    /// Insert the executor's id (1) to cancel its run.
+    pub cancel: watch::Sender<std::collections::BTreeSet<u64>>,
     _tasks: Vec<tokio::task::JoinHandle<()>>,
     _dir: tempfile::TempDir,
 }
@@ -34,8 +36,7 @@ pub async fn harness_as(cp: &ControlPlane, kubeconfig: &std::path::Path) -> Harn
     let target = kgpu::sources::kube::client::Target { kubeconfig: Some(kubeconfig.to_path_buf()), context: None };
     let actions = kgpu::sources::kube::client::action_client(&target).await.unwrap();
     let (reports_tx, reports) = mpsc::channel(256);
-    let (_cancel, cancel_rx) = watch::channel(Default::default());
-    std::mem::forget(_cancel); // never cancelled here
+    let (cancel, cancel_rx) = watch::channel(Default::default());
     let dir = tempfile::tempdir().unwrap();
     let executor = Executor {
         backend: Backend::Kube(actions),
@@ -50,7 +51,7 @@ pub async fn harness_as(cp: &ControlPlane, kubeconfig: &std::path::Path) -> Harn
         id: 1,
         cancel: cancel_rx,
     };
-    Harness { executor, reports, snapshots, _tasks: tasks, _dir: dir }
+    Harness { executor, reports, snapshots, cancel, _tasks: tasks, _dir: dir }
 }
 
 impl Harness {
