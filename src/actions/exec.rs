@@ -53,7 +53,7 @@ impl Executor {
     pub async fn run(&self, request: ActionRequest) {
         // A long action leaves a record even if kgpu dies before its end.
         if request.action.is_disruptive() && !request.dry_run {
-            let entry = self.entry(&request, "started", "started".into());
+            let entry = self.entry(&request, "started", String::new());
             if let Some(Err(e)) = self.audit.as_ref().map(|log| log.append(&entry)) {
                 tracing::warn!("audit log not written: {e}");
             }

@@ -362,7 +362,11 @@ pub fn audit_rows(entries: &[AuditEntry], wall_now: Timestamp) -> Vec<EventRow> 
             warning: matches!(e.result.as_str(), "error" | "cancelled"),
             reason: format!("kgpu {}{}", e.action, if e.dry_run { " (dry run)" } else { "" }),
             object: e.targets.join(" "),
-            message: format!("{}: {} (by {})", e.result, e.detail.replace('\n', " "), e.user),
+            message: if e.detail.is_empty() {
+                format!("{} (by {})", e.result, e.user)
+            } else {
+                format!("{}: {} (by {})", e.result, e.detail.replace('\n', " "), e.user)
+            },
             count: 1,
             source: AUDIT_SOURCE.into(),
         })
