@@ -77,6 +77,15 @@ async fn patch_node(client: &Client, node: Sym, dry_run: bool, patch: serde_json
         .map_err(|e| api_error(e, "patch", "nodes", &format!("node {node}")))
 }
 
+/// A command to the simulator; a dry run sends nothing (the simulator
+/// has no server-side dry run to ask).
+async fn sim(h: &SimHandle, dry_run: bool, command: Command) -> Result<(), ActionError> {
+    if dry_run {
+        return Ok(());
+    }
+    h.apply(command).await.map(|_| ()).map_err(ActionError::Failed)
+}
+
 /// Optimistic read-modify-write attempts before a conflict is an error.
 const CONFLICT_RETRIES: usize = 5;
 
@@ -131,12 +140,7 @@ impl Backend {
     /// Adds `taint` to the node (replacing one with its key and effect).
     pub async fn add_taint(&self, node: Sym, taint: &Taint, dry_run: bool) -> Result<(), ActionError> {
         match self {
-            Backend::Sim(h) => {
-                if dry_run {
-                    return Ok(());
-                }
-                h.apply(Command::Taint(node, taint.clone())).await.map(|_| ()).map_err(ActionError::Failed)
-            }
+            Backend::Sim(h) => sim(h, dry_run, Command::Taint(node, taint.clone())).await,
             Backend::Kube(c) => {
                 let nodes: Api<Node> = Api::all(c.clone());
                 let ours =
@@ -157,12 +161,7 @@ impl Backend {
     /// Removes the node's taints with this key.
     pub async fn remove_taint(&self, node: Sym, key: Sym, dry_run: bool) -> Result<(), ActionError> {
         match self {
-            Backend::Sim(h) => {
-                if dry_run {
-                    return Ok(());
-                }
-                h.apply(Command::Untaint(node, key)).await.map(|_| ()).map_err(ActionError::Failed)
-            }
+            Backend::Sim(h) => sim(h, dry_run, Command::Untaint(node, key)).await,
             Backend::Kube(c) => {
                 let nodes: Api<Node> = Api::all(c.clone());
                 edit_list(&nodes, node.as_str(), dry_run, ["spec", "taints"], "nodes", |taints| {
@@ -183,15 +182,7 @@ impl Backend {
         dry_run: bool,
     ) -> Result<(), ActionError> {
         match self {
-            Backend::Sim(h) => {
-                if dry_run {
-                    return Ok(());
-                }
-                h.apply(Command::Tolerate(pod.clone(), toleration.clone()))
-                    .await
-                    .map(|_| ())
-                    .map_err(ActionError::Failed)
-            }
+            Backend::Sim(h) => sim(h, dry_run, Command::Tolerate(pod.clone(), toleration.clone())).await,
             Backend::Kube(c) => {
                 let pods: Api<Pod> = Api::namespaced(c.clone(), pod.namespace.as_str());
                 let ours = toleration_json(toleration);
@@ -210,13 +201,7 @@ impl Backend {
     pub async fn set_unschedulable(&self, node: Sym, value: bool, dry_run: bool) -> Result<(), ActionError> {
         match self {
             Backend::Sim(h) => {
-                if dry_run {
-                    return Ok(());
-                }
-                h.apply(if value { Command::Cordon(node) } else { Command::Uncordon(node) })
-                    .await
-                    .map(|_| ())
-                    .map_err(ActionError::Failed)
+                sim(h, dry_run, if value { Command::Cordon(node) } else { Command::Uncordon(node) }).await
             }
             Backend::Kube(c) => patch_node(c, node, dry_run, json!({"spec": {"unschedulable": value}})).await,
         }
@@ -253,12 +238,7 @@ impl Backend {
     /// Kueue: `spec.active` of a Workload.
     pub async fn set_active(&self, gang: &GangKey, active: bool, dry_run: bool) -> Result<(), ActionError> {
         match self {
-            Backend::Sim(h) => {
-                if dry_run {
-                    return Ok(());
-                }
-                h.apply(Command::SetActive(gang.clone(), active)).await.map(|_| ()).map_err(ActionError::Failed)
-            }
+            Backend::Sim(h) => sim(h, dry_run, Command::SetActive(gang.clone(), active)).await,
             Backend::Kube(c) => workloads(c, gang.namespace.as_str())
                 .patch(&gang.name, &patch_params(dry_run), &Patch::Merge(json!({"spec": {"active": active}})))
                 .await

@@ -489,13 +489,7 @@ impl App {
             Command::Drain => Action::Drain { node, gpu_only: false },
             _ => {
                 let product = views.snap.nodes.get(&node).and_then(|n| n.gpu.product);
-                let configs: Vec<String> = product
-                    .and_then(|p| mig::model_for_product(p.as_str()))
-                    .map(mig::configs_for_model)
-                    .unwrap_or_default()
-                    .into_iter()
-                    .map(|c| c.name)
-                    .collect();
+                let configs = mig::config_names_for_product(product.map(|p| p.as_str()));
                 if configs.is_empty() {
                     self.notify(
                         format!(

@@ -158,13 +158,7 @@ fn resolve(wanted: &Wanted, snap: &Snapshot, analysis: &Analysis, thresholds: &T
         Wanted::Repartition { node: n, config } => {
             let node = node(snap, n)?;
             let product = snap.nodes.get(&node).and_then(|x| x.gpu.product);
-            let configs: Vec<String> = product
-                .and_then(|p| mig::model_for_product(p.as_str()))
-                .map(mig::configs_for_model)
-                .unwrap_or_default()
-                .into_iter()
-                .map(|c| c.name)
-                .collect();
+            let configs = mig::config_names_for_product(product.map(|p| p.as_str()));
             if !configs.contains(config) {
                 return Err(UsageError(format!(
                     "{config} is not a MIG config for {node}'s GPU ({}); valid: {}",
