@@ -348,3 +348,37 @@ fn every_gpu_is_in_one_bucket_and_every_view_counts_the_same() {
     let doc = snapshot("mig-mismatch", &[]);
     assert!(doc["fleet"]["totals"]["migGpus"].as_u64().unwrap() > 0, "{}", doc["fleet"]["totals"]);
 }
+
+#[test]
+fn the_mig_views_list_the_same_nodes() {
+    // The MIG pane, `snapshot --pane mig -o json` and the text section use
+    // one predicate for "MIG node": whole-GPU H100s that merely could run
+    // MIG are in none of them.
+    for scenario in ["default", "mig-mismatch", "driver-skew"] {
+        let (snap, now) = kgpu::runtime::load::demo(scenario, 1, 0).unwrap();
+        let views = kgpu::view_model::panes::Views::build(
+            std::sync::Arc::new(snap),
+            now,
+            &kgpu::analysis::Thresholds::default(),
+            None,
+        );
+        let pane: Vec<String> = views.mig.iter().map(|m| m.node.to_string()).collect();
+        let doc = snapshot(scenario, &["--pane", "mig"]);
+        let json: Vec<String> =
+            doc["mig"].as_array().unwrap().iter().map(|n| n["node"].as_str().unwrap().to_string()).collect();
+        let mut json_sorted = json.clone();
+        json_sorted.sort();
+        let mut pane_sorted = pane.clone();
+        pane_sorted.sort();
+        assert_eq!(pane_sorted, json_sorted, "{scenario}");
+        let text = Command::new(env!("CARGO_BIN_EXE_kgpu"))
+            .args(["snapshot", "--scenario", scenario, "--pane", "mig"])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&text.stdout);
+        assert!(text.contains(&format!("MIG  {} node(s)", pane.len())), "{scenario}: {text}");
+        for n in &pane {
+            assert!(text.lines().any(|l| l.starts_with(n.as_str())), "{scenario}: {n} missing from\n{text}");
+        }
+    }
+}

@@ -671,14 +671,7 @@ fn drivers(a: &Analysis, waves: Option<&crate::analysis::waves::WavePlan>) -> Dr
 fn mig(snap: &Snapshot) -> Vec<MigNode> {
     snap.nodes
         .values()
-        .filter(|n| {
-            n.gpu.mig_capable == Some(true)
-                || n.allocatable.mig_total() > 0
-                || snap
-                    .devices
-                    .get(&n.name)
-                    .is_some_and(|d| d.gpus.iter().any(|g| g.mig_mode == crate::model::MigMode::Enabled))
-        })
+        .filter(|n| super::is_mig_node(snap, n))
         .map(|n| MigNode {
             node: n.name.to_string(),
             config: n.operator.mig_config.map(|c| c.to_string()),

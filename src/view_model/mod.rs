@@ -6,6 +6,20 @@ pub mod panes;
 pub mod text;
 
 use std::fmt;
+
+use crate::model::{MigMode, Node, Snapshot};
+
+/// A node the MIG views list (the MIG pane, `snapshot --pane mig`): MIG
+/// slices advertised, a MIG config other than all-disabled, a
+/// reconfiguration in flight or failed, or MIG on in the hardware (whatever
+/// the node object advertises). Merely MIG-capable nodes running whole GPUs
+/// are not MIG nodes.
+pub fn is_mig_node(snap: &Snapshot, node: &Node) -> bool {
+    node.allocatable.mig_total() > 0
+        || node.operator.mig_config.is_some_and(|c| c.as_str() != "all-disabled")
+        || node.operator.mig_config_state.is_some_and(|s| s.as_str() != "success")
+        || snap.devices.get(&node.name).is_some_and(|d| d.gpus.iter().any(|g| g.mig_mode == MigMode::Enabled))
+}
 use std::str::FromStr;
 
 /// A section of the snapshot / a pane's data.

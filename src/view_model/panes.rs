@@ -260,13 +260,7 @@ pub fn mig_rows(snap: &Snapshot, a: &Analysis) -> Vec<MigNodeRow> {
         .iter()
         .filter_map(|n| {
             let node = snap.nodes.get(&n.name)?;
-            // MIG in use, or a reconfiguration in flight or failed, or MIG
-            // on in the hardware (whatever the node object advertises).
-            let config_set = node.operator.mig_config.is_some_and(|c| c.as_str() != "all-disabled");
-            let reconfiguring = node.operator.mig_config_state.is_some_and(|s| s.as_str() != "success");
-            let agent_sees_mig =
-                snap.devices.get(&n.name).is_some_and(|d| d.gpus.iter().any(|g| g.mig_mode == MigMode::Enabled));
-            if n.mig.is_empty() && !config_set && !reconfiguring && !agent_sees_mig {
+            if !super::is_mig_node(snap, node) {
                 return None;
             }
             let mut used_left: BTreeMap<Sym, u64> = n.mig.iter().map(|m| (m.profile, m.allocated)).collect();

@@ -286,6 +286,34 @@ pub fn render(snap: &Snapshot, a: &Analysis, section: Option<Section>) -> String
         out.push_str(&table(&["NODE", "STATE", "FOR", "", "DRIVER"], &rows));
         out.push('\n');
     }
+    if want(Section::Mig) {
+        // The MIG pane's rows: the same nodes as the JSON's `mig`.
+        let rows: Vec<Vec<String>> = super::panes::mig_rows(snap, a)
+            .into_iter()
+            .map(|m| {
+                vec![
+                    m.node.to_string(),
+                    m.product,
+                    m.config,
+                    format!("{}{}", m.state, if m.paused { " (plugin paused)" } else { "" }),
+                    m.summary,
+                ]
+            })
+            .collect();
+        let _ = writeln!(out, "MIG  {} node(s)", rows.len());
+        out.push_str(&table(&["NODE", "PRODUCT", "CONFIG", "STATE", "SLICES USED/ADVERTISED"], &rows));
+        out.push('\n');
+    }
+    if want(Section::Events) {
+        let rows: Vec<Vec<String>> = super::panes::event_rows(snap, a.now)
+            .into_iter()
+            .take(50)
+            .map(|e| vec![e.age, if e.warning { "Warning" } else { "Normal" }.into(), e.reason, e.object, e.message])
+            .collect();
+        let _ = writeln!(out, "EVENTS  newest {} of {}", rows.len(), snap.events.len());
+        out.push_str(&table(&["AGE", "TYPE", "REASON", "OBJECT", "MESSAGE"], &rows));
+        out.push('\n');
+    }
     out
 }
 
