@@ -271,3 +271,19 @@ fn the_pending_badge_marks_exactly_the_node_acted_on() {
         .collect();
     assert_eq!(badged, ["gpu-10"], "{screen}");
 }
+
+#[test]
+fn the_events_filter_matches_the_type_and_says_when_nothing_matches() {
+    let v = views("black-hole");
+    let total = v.events.len();
+    let warnings = v.events.iter().filter(|e| e.warning).count();
+    assert!(warnings > 0 && warnings < total, "the scenario has both kinds");
+    let mut app = App::new(false, "dark", true);
+    app.pane = Pane::Events;
+    app.filters.insert(Pane::Events, "warning".into());
+    let screen = format!("{}", render(&mut app, &v, "black-hole", 200, 60).backend());
+    assert!(screen.contains(&format!("Events ({warnings} of {total}) · /warning")), "{screen}");
+    app.filters.insert(Pane::Events, "no-such-thing".into());
+    let screen = format!("{}", render(&mut app, &v, "black-hole", 80, 24).backend());
+    assert!(screen.contains("no event matches the filter"), "{screen}");
+}

@@ -76,7 +76,12 @@ pub fn events<'a>(views: &'a Views, filter: &str) -> Vec<&'a EventRow> {
     views
         .events
         .iter()
-        .filter(|e| contains(&e.object, filter) || contains(&e.reason, filter) || contains(&e.message, filter))
+        .filter(|e| {
+            contains(&e.object, filter)
+                || contains(&e.reason, filter)
+                || contains(&e.message, filter)
+                || contains(if e.warning { "Warning" } else { "Normal" }, filter)
+        })
         .collect()
 }
 

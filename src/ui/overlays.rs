@@ -119,7 +119,7 @@ fn help(frame: &mut Frame, area: Rect, views: &Views, theme: &Theme, scroll: &mu
             Some(p) => format!("  [{}]", p.iter().map(|x| x.title()).collect::<Vec<_>>().join(", ")),
         };
         lines.push(Line::from(vec![
-            Span::styled(format!("  {:<9}", b.label), theme.style(Role::KeyHint)),
+            Span::styled(format!("  {:<9} ", b.label), theme.style(Role::KeyHint)),
             Span::styled(b.help.to_string(), theme.style(Role::Text)),
             Span::styled(panes, theme.style(Role::Dim)),
         ]));

@@ -12,9 +12,15 @@ use crate::view_model::panes::Views;
 pub fn draw(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme: &Theme) {
     let events = rows::events(views, app.filter(Pane::Events));
     let selected = app.selected_position(Pane::Events, (0..events.len()).map(|i| i.to_string()));
-    let title = format!(" Events ({}) ", events.len());
+    let filter = app.filter(Pane::Events);
+    let title = if filter.is_empty() {
+        format!(" Events ({}) ", events.len())
+    } else {
+        format!(" Events ({} of {}) · /{filter} ", events.len(), views.events.len())
+    };
     if events.is_empty() {
-        widgets::empty(frame, area, block(title, true, theme), "no events", theme);
+        let text = if views.events.is_empty() { "no events (yet)" } else { "no event matches the filter" };
+        widgets::empty(frame, area, block(title, true, theme), text, theme);
         return;
     }
     let wide = area.width >= 120;
