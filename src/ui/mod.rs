@@ -12,6 +12,7 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
+use unicode_width::UnicodeWidthStr;
 
 use crate::app::{App, Pane};
 use crate::model::FeedState;
@@ -92,9 +93,10 @@ fn title_bar(frame: &mut Frame, area: Rect, app: &App, theme: &Theme, ctx: &Cont
     let used: usize = spans.iter().map(|s| s.width()).sum();
     let room = (area.width as usize).saturating_sub(used + tabs_width + 1);
     if room > 4 && !ctx.subtitle.is_empty() {
-        let sub: String = ctx.subtitle.chars().take(room - 2).collect();
+        // Cut with an ellipsis: a server URL cut silently reads as another URL.
+        let sub = widgets::fit(&ctx.subtitle, room - 2);
         spans.push(Span::styled(format!(" {sub}"), theme.style(Role::Dim)));
-        let pad = room.saturating_sub(sub.chars().count() + 1);
+        let pad = room.saturating_sub(sub.width() + 1);
         spans.push(Span::raw(" ".repeat(pad)));
     } else {
         spans.push(Span::raw(" ".repeat(room)));
