@@ -143,10 +143,21 @@ fn draw_queues(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, them
                 if q.nominal > 0 { Line::from(widgets::bar(q.used, q.nominal, bar_w, theme)) } else { Line::raw("") };
             vec![
                 widgets::styled(q.kind.kind_name(), theme.style(Role::Dim)),
-                widgets::styled(fit(&name, 22), theme.style(if q.active { Role::Text } else { Role::Error })),
+                widgets::styled(
+                    fit(&name, if area.width >= 110 { 22 } else { 14 }),
+                    theme.style(if q.active { Role::Text } else { Role::Error }),
+                ),
                 widgets::styled(q.cohort.map_or("-".into(), |c| c.to_string()), theme.style(Role::Dim)),
                 widgets::styled(q.flavor.map_or("-".into(), |f| f.to_string()), theme.style(Role::Accent)),
-                widgets::styled(fit(q.resource.as_str(), 14), theme.style(Role::Text)),
+                widgets::styled(
+                    if area.width >= 110 {
+                        fit(q.resource.as_str(), 14)
+                    } else {
+                        // nvidia.com/gpu → gpu: the vendor prefix is what a narrow column can lose.
+                        fit(q.resource.as_str().rsplit('/').next().unwrap_or_default(), 8)
+                    },
+                    theme.style(Role::Text),
+                ),
                 Cell::from(bar),
                 widgets::styled(
                     if q.nominal > 0 { format!("{}/{}", fmt(q.used), fmt(q.nominal)) } else { String::new() },
@@ -161,31 +172,23 @@ fn draw_queues(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, them
             ]
         })
         .collect();
-    let widths = [
-        Constraint::Length(12),
-        Constraint::Length(22),
-        Constraint::Length(9),
-        Constraint::Length(8),
-        Constraint::Length(14),
-        Constraint::Length(bar_w as u16),
-        Constraint::Length(13),
-        Constraint::Length(6),
-        Constraint::Length(4),
-        Constraint::Length(4),
-    ];
+    let mut header = vec!["KIND", "NAME", "COHORT", "FLAVOR", "RESOURCE", "QUOTA", "USED/NOM", "BORROW", "PEND", "ADM"];
+    let mut rows = rows;
+    let widths: Vec<Constraint> = if area.width >= 110 {
+        [12, 22, 9, 8, 14, bar_w as u16, 13, 6, 4, 4].into_iter().map(Constraint::Length).collect()
+    } else {
+        // Narrow: no bar, and every column keeps its numbers whole (a cut
+        // "9600Gi/2" reads as another quota).
+        header.remove(5);
+        for r in &mut rows {
+            r.remove(5);
+        }
+        [8, 14, 8, 6, 8, 13, 6, 4, 3].into_iter().map(Constraint::Length).collect()
+    };
     let key = Pane::Gangs;
     let offset = if focused { app.offsets.get(&key).copied().unwrap_or(0) } else { 0 };
-    let offset = widgets::table(
-        frame,
-        area,
-        block(title, focused, theme),
-        &["KIND", "NAME", "COHORT", "FLAVOR", "RESOURCE", "QUOTA", "USED/NOM", "BORROW", "PEND", "ADM"],
-        &widths,
-        rows,
-        selected,
-        offset,
-        theme,
-    );
+    let offset =
+        widgets::table(frame, area, block(title, focused, theme), &header, &widths, rows, selected, offset, theme);
     if focused {
         app.offsets.insert(key, offset);
     }
