@@ -1,0 +1,142 @@
+//! The app's side of actions: which action a key means for the selection,
+//! the confirmation with its blast radius, and the ids of running ones.
+
+use super::keys::Command;
+use super::*;
+
+impl App {
+    pub(super) fn selected_node(&self, views: &Views) -> Option<Sym> {
+        match self.pane {
+            Pane::Fleet if !self.aggregated(views) => self.selected_id(Pane::Fleet, views).map(|s| Sym::new(&s)),
+            Pane::Mig => self.selected_id(Pane::Mig, views).map(|s| Sym::new(&s)),
+            _ => None,
+        }
+    }
+
+    pub(super) fn refuse_read_only(&mut self) -> bool {
+        if self.read_only {
+            self.notify("read-only: actions are disabled (started with --read-only)", true);
+        }
+        self.read_only
+    }
+
+    pub(super) fn confirm(&mut self, action: Action, views: &Views) {
+        let index = Index::build(&views.snap, views.analysis.now);
+        let impact = impact::of(&index, &action);
+        let gpu_only = matches!(action, Action::Drain { gpu_only: true, .. });
+        self.overlay = Some(Overlay::Confirm(Box::new(Confirm { action, impact, gpu_only })));
+    }
+
+    pub(super) fn node_action(&mut self, command: Command, views: &Views) -> Vec<Effect> {
+        if self.refuse_read_only() {
+            return Vec::new();
+        }
+        let Some(node) = self.selected_node(views) else {
+            self.notify("select a node first (Fleet or MIG pane, per-node view)", true);
+            return Vec::new();
+        };
+        let action = match command {
+            Command::Cordon => Action::Cordon { node },
+            Command::Uncordon => Action::Uncordon { node },
+            Command::Drain => Action::Drain { node, gpu_only: false },
+            _ => {
+                let product = views.snap.nodes.get(&node).and_then(|n| n.gpu.product);
+                let configs = mig::config_names_for_product(product.map(|p| p.as_str()));
+                if configs.is_empty() {
+                    self.notify(
+                        format!(
+                            "{node}: no MIG configs known for this GPU ({})",
+                            product.map_or("unknown product", |p| p.as_str())
+                        ),
+                        true,
+                    );
+                    return Vec::new();
+                }
+                self.overlay = Some(Overlay::MigPicker { node, configs, selected: 0 });
+                return Vec::new();
+            }
+        };
+        self.confirm(action, views);
+        Vec::new()
+    }
+
+    pub(super) fn requeue(&mut self, views: &Views) -> Vec<Effect> {
+        if self.refuse_read_only() {
+            return Vec::new();
+        }
+        let key = match self.pane {
+            Pane::Gangs if self.section(Pane::Gangs) == Section::First => {
+                let id = self.selected_id(Pane::Gangs, views);
+                views.analysis.gangs.iter().find(|g| Some(gang_id(&g.key)) == id).map(|g| g.key.clone())
+            }
+            Pane::Pending => {
+                let id = self.drill.clone().or_else(|| self.selected_id(Pane::Pending, views));
+                views
+                    .analysis
+                    .pending
+                    .iter()
+                    .find(|p| Some(p.display_name()) == id)
+                    .and_then(|p| views.snap.gangs.keys().find(|k| gang_id(k) == gang_id_of_item(p)).cloned())
+            }
+            _ => None,
+        };
+        match key {
+            Some(gang) => self.confirm(Action::Requeue { gang }, views),
+            None => self.notify("select a gang (Gangs pane) or a pending Workload/PodGroup", true),
+        }
+        Vec::new()
+    }
+
+    pub(super) fn run_plan(&mut self, views: &Views) -> Vec<Effect> {
+        if self.refuse_read_only() {
+            return Vec::new();
+        }
+        let plan = &views.analysis.fragmentation.plan;
+        match &plan.status {
+            PlanStatus::Found => match Action::run_plan(plan) {
+                Some(action) => self.confirm(action, views),
+                None => self.notify("no plan: it has no pending target", true),
+            },
+            PlanStatus::NotNeeded => self.notify("no plan needed: every pending shape fits", false),
+            PlanStatus::Impossible(why) => self.notify(format!("no plan: {why}"), true),
+        }
+        Vec::new()
+    }
+
+    pub(super) fn execute(&mut self, action: Action, dry_run: bool) -> Vec<Effect> {
+        let label =
+            format!("{}{} {}", action.verb(), if dry_run { " (dry run)" } else { "" }, action.targets().join(" "));
+        self.next_action += 1;
+        let id = self.next_action;
+        self.in_flight.push(InFlight { id, action: action.clone(), label: label.clone() });
+        self.notify(format!("{label}…"), false);
+        vec![Effect::Execute { id, request: ActionRequest { action, dry_run } }]
+    }
+
+    /// `X`: the one running action, or the one on the selected node.
+    pub(super) fn cancel(&mut self) -> Vec<Effect> {
+        let selected = (self.pane == Pane::Fleet || self.pane == Pane::Mig)
+            .then(|| self.selected.get(&self.pane).map(|s| Sym::new(s)))
+            .flatten();
+        let on_selected: Vec<&InFlight> =
+            self.in_flight.iter().filter(|f| selected.is_some_and(|n| f.action.nodes().contains(&n))).collect();
+        let chosen = match (self.in_flight.as_slice(), on_selected.as_slice()) {
+            ([], _) => {
+                self.notify("no action is running", false);
+                return Vec::new();
+            }
+            ([only], _) => only.clone(),
+            (_, [only]) => (*only).clone(),
+            (all, _) => {
+                let labels: Vec<&str> = all.iter().map(|f| f.label.as_str()).collect();
+                self.notify(
+                    format!("{} actions run ({}): select the node of the one to cancel", all.len(), labels.join("; ")),
+                    true,
+                );
+                return Vec::new();
+            }
+        };
+        self.notify(format!("cancelling {}…", chosen.label), false);
+        vec![Effect::Cancel(chosen.id)]
+    }
+}
