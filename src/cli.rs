@@ -127,6 +127,28 @@ pub enum Command {
     Defrag(DefragArgs),
 }
 
+/// `--demo`, `--scenario`, `--seed` of the one-shot commands: the embedded
+/// demo cluster instead of the kube context (it lives for the command).
+#[derive(Args, Debug, Clone, Default)]
+pub struct DemoChoice {
+    /// Use the embedded demo cluster instead of the kube context.
+    #[arg(long)]
+    pub demo: bool,
+    /// Demo scenario (implies --demo).
+    #[arg(long, short = 's', value_name = "NAME")]
+    pub scenario: Option<String>,
+    /// Demo seed.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+}
+
+impl DemoChoice {
+    /// The demo scenario asked for, if the demo is.
+    pub fn scenario(&self) -> Option<&str> {
+        (self.demo || self.scenario.is_some()).then(|| self.scenario.as_deref().unwrap_or("default"))
+    }
+}
+
 /// How an action from the command line runs.
 #[derive(Args, Debug, Clone)]
 #[command(after_help = "Without --yes, on a terminal it asks; without a terminal it prints the blast radius and \
@@ -139,15 +161,8 @@ pub struct ActOptions {
     /// Run without asking.
     #[arg(long, short = 'y')]
     pub yes: bool,
-    /// Act on the embedded demo cluster instead (it lives only as long as the command).
-    #[arg(long)]
-    pub demo: bool,
-    /// Demo scenario (implies --demo).
-    #[arg(long, short = 's', value_name = "NAME")]
-    pub scenario: Option<String>,
-    /// Demo seed.
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
+    #[command(flatten)]
+    pub from: DemoChoice,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -322,15 +337,8 @@ pub enum Output {
 /// `--scenario` or `--file` says otherwise.
 #[derive(Args, Debug, Clone)]
 pub struct SnapshotArgs {
-    /// Use the embedded demo cluster.
-    #[arg(long)]
-    pub demo: bool,
-    /// Demo scenario (implies --demo).
-    #[arg(long, short = 's', value_name = "NAME")]
-    pub scenario: Option<String>,
-    /// Demo seed.
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
+    #[command(flatten)]
+    pub from: DemoChoice,
     /// Run the demo cluster this many seconds before taking the snapshot.
     #[arg(long, default_value_t = 0, value_name = "SECONDS")]
     pub advance: u64,
@@ -355,15 +363,8 @@ pub struct SnapshotArgs {
 pub struct WhyArgs {
     /// NAMESPACE/NAME of a pending pod, Workload or PodGroup.
     pub target: String,
-    /// Use the embedded demo cluster.
-    #[arg(long)]
-    pub demo: bool,
-    /// Demo scenario (implies --demo).
-    #[arg(long, short = 's', value_name = "NAME")]
-    pub scenario: Option<String>,
-    /// Demo seed.
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
+    #[command(flatten)]
+    pub from: DemoChoice,
     /// Run the demo cluster this many seconds first.
     #[arg(long, default_value_t = 0, value_name = "SECONDS")]
     pub advance: u64,

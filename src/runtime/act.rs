@@ -56,11 +56,10 @@ async fn act(wanted: Wanted, opts: &ActOptions, source: &SourceArgs, paths: Path
     let (reports_tx, mut reports) = mpsc::channel::<Msg>(64);
     let (cancel_tx, cancel_rx) = watch::channel(BTreeSet::new());
     let shared = Shared { reports: reports_tx, cancel: cancel_rx, paths };
-    let demo = opts.demo || opts.scenario.is_some();
+    let demo = opts.from.scenario().is_some();
     let scope = source.scope();
-    let mut session = if demo {
-        let scenario = opts.scenario.clone().unwrap_or_else(|| "default".into());
-        tui::start_demo(&scenario, opts.seed, &shared)?
+    let mut session = if let Some(scenario) = opts.from.scenario() {
+        tui::start_demo(scenario, opts.from.seed, &shared)?
     } else {
         let target = crate::sources::kube::client::Target {
             kubeconfig: source.kubeconfig.clone(),

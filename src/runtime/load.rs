@@ -23,9 +23,9 @@ pub enum Spec {
 
 impl Spec {
     /// `--demo`/`--scenario` → demo; `--file` → files; otherwise the kube context.
-    pub fn from_args(demo: bool, scenario: Option<&str>, seed: u64, advance: u64, source: &SourceArgs) -> Spec {
-        if demo || scenario.is_some() {
-            Spec::Demo { scenario: scenario.unwrap_or("default").to_string(), seed, advance }
+    pub fn from_args(from: &crate::cli::DemoChoice, advance: u64, source: &SourceArgs) -> Spec {
+        if let Some(scenario) = from.scenario() {
+            Spec::Demo { scenario: scenario.to_string(), seed: from.seed, advance }
         } else if !source.file.is_empty() {
             Spec::File(source.file.clone())
         } else {

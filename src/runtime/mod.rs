@@ -175,7 +175,7 @@ fn snapshot(args: &SnapshotArgs, source: &crate::cli::SourceArgs) -> anyhow::Res
                 .ok_or_else(|| UsageError(format!("--target-driver '{t}' is not a driver version like 570.124.06")))
         })
         .transpose()?;
-    let spec = load::Spec::from_args(args.demo, args.scenario.as_deref(), args.seed, args.advance, source);
+    let spec = load::Spec::from_args(&args.from, args.advance, source);
     let (snap, now) = load::once(&spec)?;
     let thresholds = Thresholds::default();
     let analysis = analysis::analyze(&snap, now, &thresholds);
@@ -197,7 +197,7 @@ fn why(args: &WhyArgs, source: &crate::cli::SourceArgs) -> anyhow::Result<ExitCo
     let Some((namespace, name)) = args.target.split_once('/') else {
         return Err(UsageError(format!("'{}' is not NAMESPACE/NAME", args.target)).into());
     };
-    let spec = load::Spec::from_args(args.demo, args.scenario.as_deref(), args.seed, args.advance, source);
+    let spec = load::Spec::from_args(&args.from, args.advance, source);
     let (snap, now) = load::once(&spec)?;
     let analysis = analysis::analyze(&snap, now, &Thresholds::default());
     let Some(item) = analysis::pending::find(&analysis.pending, namespace, name) else {
