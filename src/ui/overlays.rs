@@ -232,14 +232,16 @@ fn confirm(frame: &mut Frame, area: Rect, c: &Confirm, theme: &Theme, ctx: &Cont
     for w in &i.warnings {
         lines.push(Line::styled(format!("  ! {w}"), theme.style(Role::Warn)));
     }
+    let width = 96.min(area.width);
     lines.push(Line::styled("by hand:", theme.style(Role::Header)));
     for k in i.kubectl.iter().take(6) {
-        lines.push(Line::styled(format!("  $ {k}"), theme.style(Role::Accent)));
+        for l in super::widgets::hanging("  $ ", k, width.saturating_sub(2) as usize) {
+            lines.push(Line::styled(l, theme.style(Role::Accent)));
+        }
     }
     if i.kubectl.len() > 6 {
         lines.push(Line::styled(format!("  … {} more command(s)", i.kubectl.len() - 6), theme.style(Role::Dim)));
     }
-    let width = 96.min(area.width);
     let h = (wrapped_height(&lines, width.saturating_sub(2)) + 2).min(area.height);
     let rect = centered(area, width, h);
     frame.render_widget(Clear, rect);

@@ -26,6 +26,28 @@ pub fn scrolled_text(frame: &mut Frame, area: Rect, lines: Vec<Line<'_>>, scroll
     frame.render_widget(text.scroll((*scroll, 0)).block(block), area);
 }
 
+/// A shell command laid out in `width` columns: `prefix` on the first
+/// line, its continuation lines indented under the command (a wrapped
+/// command that restarts at column 0 reads as a second command). Breaks
+/// at a space when there is one late enough in the line, else mid-word.
+pub fn hanging(prefix: &str, command: &str, width: usize) -> Vec<String> {
+    let indent = prefix.width() + 2;
+    let mut out = Vec::new();
+    let mut rest: Vec<char> = command.chars().collect();
+    let mut lead = prefix.to_string();
+    loop {
+        let room = width.saturating_sub(lead.width()).max(8);
+        if rest.len() <= room {
+            out.push(format!("{lead}{}", rest.iter().collect::<String>()));
+            return out;
+        }
+        let cut = (room / 2..room).rev().find(|&i| rest[i] == ' ').map_or(room, |i| i + 1);
+        let head: String = rest.drain(..cut).collect();
+        out.push(format!("{lead}{}", head.trim_end()));
+        lead = " ".repeat(indent);
+    }
+}
+
 /// Cuts `s` to `width` columns, with `…` when cut.
 pub fn fit(s: &str, width: usize) -> String {
     if s.width() <= width {
@@ -155,6 +177,18 @@ pub fn styled(text: impl Into<String>, style: Style) -> Cell<'static> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn long_commands_hang_under_themselves() {
+        let lines =
+            hanging("  $ ", "kubectl taint node gpu-03 kgpu.dev/defrag=research.job-llm-sft-295a1:NoSchedule", 40);
+        assert_eq!(lines[0], "  $ kubectl taint node gpu-03");
+        assert!(lines[1..].iter().all(|l| l.starts_with("      ") && l.width() <= 40), "{lines:?}");
+        // Nothing lost: the same characters, spaces aside.
+        let kept: String = lines.concat().replace("$", "").chars().filter(|c| !c.is_whitespace()).collect();
+        assert_eq!(kept, "kubectltaintnodegpu-03kgpu.dev/defrag=research.job-llm-sft-295a1:NoSchedule");
+        assert_eq!(hanging("$ ", "short", 40), ["$ short"]);
+    }
 
     #[test]
     fn fitting_and_scrolling() {

@@ -105,7 +105,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme: 
 }
 
 /// The chain as lines (used by the drilldown and by tests).
-pub fn chain_lines(item: &PendingItem, theme: &Theme) -> Vec<Line<'static>> {
+pub fn chain_lines(item: &PendingItem, theme: &Theme, width: usize) -> Vec<Line<'static>> {
     let mut lines = vec![
         Line::from(vec![
             Span::styled(format!("{} {}", item.kind.as_str(), item.display_name()), theme.style(Role::Header)),
@@ -135,10 +135,9 @@ pub fn chain_lines(item: &PendingItem, theme: &Theme) -> Vec<Line<'static>> {
             lines.push(Line::styled(format!("      {d}"), theme.style(Role::Text)));
         }
         for c in &s.commands {
-            lines.push(Line::from(vec![
-                Span::styled("      $ ", theme.style(Role::Dim)),
-                Span::styled(c.clone(), theme.style(Role::Accent)),
-            ]));
+            for l in widgets::hanging("      $ ", c, width) {
+                lines.push(Line::styled(l, theme.style(Role::Accent)));
+            }
         }
     }
     if let Some(m) = &item.scheduler_message {
@@ -175,7 +174,7 @@ pub fn chain_lines(item: &PendingItem, theme: &Theme) -> Vec<Line<'static>> {
 }
 
 fn drill(frame: &mut Frame, area: Rect, app: &mut App, item: &PendingItem, theme: &Theme) {
-    let lines = chain_lines(item, theme);
+    let lines = chain_lines(item, theme, area.width.saturating_sub(2) as usize);
     let title = format!(" Why pending: {} · esc back · R requeue ", item.display_name());
     scrolled_text(frame, area, lines, &mut app.drill_scroll, block(title, true, theme));
 }
