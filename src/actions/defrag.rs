@@ -69,21 +69,30 @@ fn target_pods(index: &Index<'_>, target: &PlanTarget) -> Option<Vec<Arc<Pod>>> 
 }
 
 pub fn progress(snap: &Snapshot, target: &PlanTarget) -> Progress {
+    look(snap, target).0
+}
+
+/// Where the target stands in `snap`, and its pods still waiting for a
+/// node: one look at the cluster serves the wait and the tolerations.
+fn look(snap: &Snapshot, target: &PlanTarget) -> (Progress, Vec<Arc<Pod>>) {
     let index = Index::build(snap, snap.clock);
-    let Some(pods) = target_pods(&index, target) else { return Progress::Gone };
+    let Some(pods) = target_pods(&index, target) else { return (Progress::Gone, Vec::new()) };
     let want = match target {
         PlanTarget::Gang(g) => snap.gangs.get(g).map_or(1, |g| g.min_members.max(1) as usize),
         PlanTarget::Pod(_) => 1,
     };
-    let bound: Vec<Sym> = pods.iter().filter(|p| !p.phase.is_terminal()).filter_map(|p| p.node).collect();
-    if bound.len() >= want {
+    let live = || pods.iter().filter(|p| !p.phase.is_terminal());
+    let waiting = live().filter(|p| p.node.is_none()).cloned().collect();
+    let bound: Vec<Sym> = live().filter_map(|p| p.node).collect();
+    let progress = if bound.len() >= want {
         let mut nodes = bound;
         nodes.sort();
         nodes.dedup();
         Progress::Placed { nodes }
     } else {
         Progress::Waiting { bound: bound.len(), want }
-    }
+    };
+    (progress, waiting)
 }
 
 impl Executor {
@@ -151,9 +160,9 @@ impl Executor {
     ) -> Result<String, ActionError> {
         let toleration = Toleration::equal(RESERVATION_TAINT, value, Some(TaintEffect::NoSchedule));
         let mut tolerated: HashSet<PodKey> = HashSet::new();
-        self.tolerate_pending(target, &toleration, dry, &mut tolerated).await?;
-        let before: HashSet<PodKey> = self.snapshot().pods.keys().cloned().collect();
         let snap = self.snapshot();
+        self.tolerate(&look(&snap, target).1, &toleration, dry, &mut tolerated).await?;
+        let before: HashSet<PodKey> = snap.pods.keys().cloned().collect();
         let owners: Vec<_> = evictions
             .iter()
             .filter_map(|k| snap.pods.get(k).and_then(|p| Some((p.namespace, p.owner.clone()?))))
@@ -191,8 +200,9 @@ impl Executor {
                     }
                 }
             }
-            self.tolerate_pending(target, &toleration, dry, &mut tolerated).await?;
-            match progress(&snap, target) {
+            let (progress, waiting) = look(&snap, target);
+            self.tolerate(&waiting, &toleration, dry, &mut tolerated).await?;
+            match progress {
                 Progress::Placed { nodes } => {
                     return Ok(format!(
                         "defrag plan for {label}: placed on {}; {evicted} pod(s) evicted, replacements: {}",
@@ -223,21 +233,18 @@ impl Executor {
         evictions.iter().filter(|k| !snap.pods.contains_key(*k)).count()
     }
 
-    /// Adds the reservation's toleration to the target's pods still waiting
-    /// for a node, once each.
-    async fn tolerate_pending(
+    /// Adds the reservation's toleration to the target's `waiting` pods,
+    /// once each.
+    async fn tolerate(
         &self,
-        target: &PlanTarget,
+        waiting: &[Arc<Pod>],
         toleration: &Toleration,
         dry: bool,
         done: &mut HashSet<PodKey>,
     ) -> Result<(), ActionError> {
-        let snap = self.snapshot();
-        let index = Index::build(&snap, snap.clock);
-        let waiting: Vec<PodKey> = target_pods(&index, target)
-            .unwrap_or_default()
+        let waiting: Vec<PodKey> = waiting
             .iter()
-            .filter(|p| p.node.is_none() && !p.phase.is_terminal() && !p.tolerations.contains(toleration))
+            .filter(|p| !p.tolerations.contains(toleration))
             .map(|p| p.key())
             .filter(|k| !done.contains(k))
             .collect();
