@@ -39,6 +39,14 @@ fn pod_gpu_hours(pod: &Pod, now: Timestamp) -> f64 {
     gpus * hours
 }
 
+/// The plan abandoned: why, and none of the steps tried on the way.
+fn given_up(mut plan: Plan, why: impl Into<String>) -> Plan {
+    plan.status = PlanStatus::Impossible(why.into());
+    plan.steps.clear();
+    plan.gpu_hours = 0.0;
+    plan
+}
+
 /// Whether room is all the demand waits for: work still held by Kueue
 /// (quota, admission checks), a Volcano queue or a scheduling gate would
 /// not start on freed nodes, so a plan for it only throws work away.
@@ -131,12 +139,12 @@ pub fn plan(index: &Index<'_>, shapes: &[ShapeFit]) -> Plan {
 
     while have < need {
         if freed_nodes.len() >= MAX_NODES_FREED {
-            result.status = PlanStatus::Impossible(format!(
-                "{have} of {need} slot(s) after emptying {MAX_NODES_FREED} nodes: this needs a rebalancing (drain whole nodes or add capacity), not a defragmentation"
-            ));
-            result.steps.clear();
-            result.gpu_hours = 0.0;
-            return result;
+            return given_up(
+                result,
+                format!(
+                    "{have} of {need} slot(s) after emptying {MAX_NODES_FREED} nodes: this needs a rebalancing (drain whole nodes or add capacity), not a defragmentation"
+                ),
+            );
         }
         let sources = fleet.sources(&eligible, &moved);
         // Best single-node option: the cheapest set of units whose moves
@@ -185,12 +193,10 @@ pub fn plan(index: &Index<'_>, shapes: &[ShapeFit]) -> Plan {
             // GPUs a device plugin does not advertise: fix that before
             // throwing anyone's work away.
             None if fleet.silent_room() => {
-                result.status = PlanStatus::Impossible(
-                    "a node this work may use has GPUs its device plugin does not advertise: restart the plugin there (the pending drilldown names it) before evicting anyone".into(),
+                return given_up(
+                    result,
+                    "a node this work may use has GPUs its device plugin does not advertise: restart the plugin there (the pending drilldown names it) before evicting anyone",
                 );
-                result.steps.clear();
-                result.gpu_hours = 0.0;
-                return result;
             }
             None => match cheapest_evictions(&fleet, &eligible, &moved, &reserved) {
                 Some((node_name, units)) => {
@@ -204,12 +210,12 @@ pub fn plan(index: &Index<'_>, shapes: &[ShapeFit]) -> Plan {
                     (node_name, units)
                 }
                 None => {
-                    result.status = PlanStatus::Impossible(format!(
-                        "{have} of {need} slot(s) reachable: the pods in the way cannot move (DaemonSets, static pods, gangs spread over nodes, or nowhere else fits them) and evicting them would stop work more important than the target"
-                    ));
-                    result.steps.clear();
-                    result.gpu_hours = 0.0;
-                    return result;
+                    return given_up(
+                        result,
+                        format!(
+                            "{have} of {need} slot(s) reachable: the pods in the way cannot move (DaemonSets, static pods, gangs spread over nodes, or nowhere else fits them) and evicting them would stop work more important than the target"
+                        ),
+                    );
                 }
             },
         };
