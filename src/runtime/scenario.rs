@@ -10,23 +10,6 @@ use crate::sources::sim::{EPOCH, Fault, SimCluster, scenarios};
 
 use super::UsageError;
 
-/// The committed manifests of a scenario (`assets/scenarios/<name>/`).
-pub fn embedded(name: &str) -> Option<&'static str> {
-    Some(match name {
-        "default" => include_str!("../../assets/scenarios/default/scenario.yaml"),
-        "fragmented" => include_str!("../../assets/scenarios/fragmented/scenario.yaml"),
-        "plugin-crash" => include_str!("../../assets/scenarios/plugin-crash/scenario.yaml"),
-        "gang-deadlock" => include_str!("../../assets/scenarios/gang-deadlock/scenario.yaml"),
-        "quota-starvation" => include_str!("../../assets/scenarios/quota-starvation/scenario.yaml"),
-        "taint-mismatch" => include_str!("../../assets/scenarios/taint-mismatch/scenario.yaml"),
-        "mig-mismatch" => include_str!("../../assets/scenarios/mig-mismatch/scenario.yaml"),
-        "driver-skew" => include_str!("../../assets/scenarios/driver-skew/scenario.yaml"),
-        "black-hole" => include_str!("../../assets/scenarios/black-hole/scenario.yaml"),
-        "topology-split" => include_str!("../../assets/scenarios/topology-split/scenario.yaml"),
-        _ => return None,
-    })
-}
-
 /// The manifests as `kgpu scenario export` prints them (and as committed).
 pub fn export(name: &str) -> anyhow::Result<String> {
     let scenario = scenarios::find(name)?;
@@ -128,8 +111,7 @@ pub fn run(args: &ScenarioArgs, source: &SourceArgs) -> anyhow::Result<ExitCode>
 
 /// The committed manifests of a scenario, parsed.
 pub fn documents(name: &str) -> anyhow::Result<Vec<serde_json::Value>> {
-    let text = embedded(name).ok_or_else(|| UsageError(format!("no manifests for scenario '{name}'")))?;
-    Ok(apply::parse_yaml(text)?)
+    Ok(apply::parse_yaml(scenarios::find(name)?.manifests)?)
 }
 
 /// Applies a scenario with its times moved to now (the demo's epoch becomes
@@ -141,7 +123,7 @@ pub async fn apply_now(
     progress: impl FnMut(&str),
 ) -> anyhow::Result<apply::Summary> {
     let mut docs = documents(name)?;
-    let delta = crate::runtime::wall_clock() - EPOCH;
+    let delta = crate::clock::wall_clock() - EPOCH;
     for d in &mut docs {
         manifest::shift_times(d, delta);
     }

@@ -1,0 +1,354 @@
+//! The snapshot document's types: the JSON contract itself (DESIGN.md,
+//! "Machine-readable output"). Add fields, never rename or repurpose them.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Document {
+    pub kgpu_snapshot: u32,
+    pub source: Source,
+    /// The time the views were computed for (seconds since the epoch).
+    pub at: i64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scenario: Option<Scenario>,
+    pub feeds: BTreeMap<String, FeedJson>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fleet: Option<Fleet>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fragmentation: Option<Fragmentation>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pending: Option<Vec<Pending>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gangs: Option<Vec<GangJson>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queues: Option<Vec<QueueJson>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub drivers: Option<Drivers>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mig: Option<Vec<MigNode>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub events: Option<Vec<EventJson>>,
+}
+
+#[derive(Serialize)]
+pub struct Source {
+    pub kind: &'static str,
+    pub name: String,
+}
+
+#[derive(Serialize)]
+pub struct Scenario {
+    pub name: String,
+    pub title: String,
+    pub story: String,
+    pub signal: String,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FeedJson {
+    pub state: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub age_seconds: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub skipped: Option<u64>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Fleet {
+    pub totals: Totals,
+    pub nodes: Vec<NodeJson>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Totals {
+    /// Every GPU, each in one of allocated, free, unavailable, unadvertised, unhealthy.
+    pub gpus: u64,
+    pub allocated: u64,
+    pub free: u64,
+    pub stranded: u64,
+    pub unavailable: u64,
+    pub unadvertised: u64,
+    pub unhealthy: u64,
+    /// Of `gpus`, partitioned into MIG slices.
+    pub mig_gpus: u64,
+    /// Time-slicing replicas (not GPUs), when any node shares its GPUs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replicas: Option<ReplicasJson>,
+    pub fragmentation_score: f64,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReplicasJson {
+    pub advertised: u64,
+    pub allocated: u64,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeJson {
+    pub name: String,
+    pub ready: bool,
+    pub cordoned: bool,
+    pub product: Option<String>,
+    pub driver: Option<String>,
+    pub gpu: NodeGpu,
+    pub mig: BTreeMap<String, MigCount>,
+    pub issues: Vec<String>,
+    pub issue_details: Vec<String>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeGpu {
+    pub hardware: Option<u32>,
+    pub allocatable: u64,
+    pub allocated: u64,
+    pub free: u64,
+    pub stranded: u64,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MigCount {
+    pub allocatable: u64,
+    pub allocated: u64,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Fragmentation {
+    pub score: f64,
+    pub free: u64,
+    pub free_on_whole_nodes: u64,
+    pub stranded: u64,
+    pub shapes: Vec<ShapeJson>,
+    pub plan: Vec<PlanStepJson>,
+    pub plan_summary: PlanSummary,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ShapeJson {
+    pub gpus_per_pod: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mig_profile: Option<String>,
+    pub pods: u32,
+    pub fits_now: bool,
+    pub usable_free: u64,
+    pub stranded_free: u64,
+    pub largest_gang: u64,
+    /// `canonical`, or the pending Pod/Workload/PodGroup it comes from.
+    pub source: String,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PlanStepJson {
+    pub action: &'static str,
+    pub namespace: String,
+    pub pod: String,
+    pub from_node: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub to_node: Option<String>,
+    pub gpus: u64,
+    pub gpu_hours_disrupted: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gang: Option<String>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PlanSummary {
+    pub status: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    pub target: Option<String>,
+    pub target_shape: Option<String>,
+    pub evictions: usize,
+    pub gpu_hours_disrupted: f64,
+    pub nodes_freed: Vec<String>,
+    /// Nodes running the plan reserves for the target (freed ones first).
+    pub nodes_reserved: Vec<String>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Pending {
+    pub kind: &'static str,
+    pub namespace: String,
+    pub name: String,
+    pub blocking_step: &'static str,
+    pub summary: String,
+    pub node_reasons: BTreeMap<String, u32>,
+    pub scheduler_message: Option<String>,
+    pub scheduler_recognised: Option<bool>,
+    pub scheduler_reasons: BTreeMap<String, u32>,
+    pub agrees_with_scheduler: Option<bool>,
+    pub hints: Vec<String>,
+    pub age_seconds: i64,
+    pub queue: Option<String>,
+    pub shape: String,
+    pub unblock: Vec<String>,
+    pub steps: Vec<StepJson>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StepJson {
+    pub step: &'static str,
+    pub verdict: &'static str,
+    pub summary: String,
+    pub details: Vec<String>,
+    pub commands: Vec<String>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GangJson {
+    pub kind: &'static str,
+    pub namespace: String,
+    pub name: String,
+    pub required: u32,
+    pub placed: u32,
+    pub gpus_held_idle: u64,
+    pub state: &'static str,
+    pub deadlocked_with: Vec<String>,
+    pub queue: Option<String>,
+    pub nodes: BTreeMap<String, u64>,
+    pub issues: Vec<&'static str>,
+    /// How it is spread over nodes, and whether one node had room then.
+    pub topology: Option<String>,
+    pub age_seconds: i64,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct QueueJson {
+    pub kind: &'static str,
+    pub name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    pub flavor: Option<String>,
+    pub resource: String,
+    pub nominal: u64,
+    pub used: u64,
+    pub borrowing_limit: Option<u64>,
+    pub pending: u32,
+    pub admitted: u32,
+    pub cohort: Option<String>,
+    pub active: bool,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Drivers {
+    pub matrix: Vec<CellJson>,
+    pub upgrades: Vec<UpgradeJson>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub waves: Option<WavesJson>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CellJson {
+    pub driver: String,
+    pub nodes: usize,
+    pub cuda: String,
+    pub workloads: usize,
+    pub placed: usize,
+    pub verdict: &'static str,
+    pub reason: String,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UpgradeJson {
+    pub node: String,
+    pub state: String,
+    pub since_seconds: Option<i64>,
+    pub stuck: bool,
+    pub skip: bool,
+    pub driver: Option<String>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WavesJson {
+    pub target: String,
+    pub wave_size: u32,
+    pub waves: Vec<WaveJson>,
+    pub excluded: BTreeMap<String, String>,
+    /// Why no wave can start now (maxUnavailable used up), when so.
+    pub stalled: Option<String>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WaveJson {
+    pub index: usize,
+    pub canary: bool,
+    pub nodes: Vec<String>,
+    pub gangs: Vec<String>,
+    pub oversized: bool,
+    pub breaks: Vec<BreakJson>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BreakJson {
+    pub pod: String,
+    pub node: String,
+    pub before: &'static str,
+    pub after: &'static str,
+    pub reason: String,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MigNode {
+    pub node: String,
+    pub config: Option<String>,
+    pub state: Option<String>,
+    pub gpus: Vec<MigGpu>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MigGpu {
+    pub index: u32,
+    pub uuid: String,
+    pub mig_enabled: bool,
+    pub instances: Vec<MigInstanceJson>,
+    pub healthy: bool,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MigInstanceJson {
+    pub profile: String,
+    pub start: u8,
+    pub size: u8,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EventJson {
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub reason: String,
+    pub object: String,
+    pub namespace: String,
+    pub message: String,
+    pub count: u32,
+    pub last_seen_seconds: i64,
+    pub source: String,
+}
