@@ -11,6 +11,7 @@ pub mod agent;
 pub mod analysis;
 pub mod app;
 pub mod cli;
+pub mod clock;
 pub mod config;
 pub mod lab;
 pub mod model;

@@ -13,7 +13,7 @@ use kgpu::actions::audit::AuditLog;
 use kgpu::actions::backend::Backend;
 use kgpu::actions::defrag::RESERVATION_TAINT;
 use kgpu::actions::exec::Executor;
-use kgpu::actions::{Action, ActionRequest, PlanTarget};
+use kgpu::actions::{Action, ActionRequest, PlanTarget, Progress};
 use kgpu::analysis::Thresholds;
 use kgpu::analysis::index::Index;
 use kgpu::app::{App, Effect, Msg, Overlay, Pane};
@@ -116,7 +116,7 @@ fn confirm_runs_dry_runs_or_cancels() {
     assert!(notice(&app).contains("select the node of the one to cancel"), "{}", notice(&app));
     // ...a final report clears its own action only...
     for id in [2, 3] {
-        app.update(Msg::ActionReport { id, text: "done".into(), error: false, done: true }, &v);
+        app.update(Msg::Action(Progress { id, text: "done".into(), error: false, done: true }), &v);
     }
     assert_eq!(app.in_flight.iter().map(|f| f.id).collect::<Vec<_>>(), [1]);
     // ...the one left is cancelled...
@@ -129,7 +129,7 @@ fn confirm_runs_dry_runs_or_cancels() {
     key(&mut app, &v, 'k');
     assert_eq!(x(&mut app), [Effect::Cancel(1)]);
     for id in [1, 4] {
-        app.update(Msg::ActionReport { id, text: "done".into(), error: false, done: true }, &v);
+        app.update(Msg::Action(Progress { id, text: "done".into(), error: false, done: true }), &v);
     }
     assert!(x(&mut app).is_empty());
     assert_eq!(notice(&app), "no action is running");
@@ -149,7 +149,7 @@ fn repartition_offers_only_the_configs_of_the_nodes_gpu() {
 /// The demo's simulated cluster with an executor over it, fast.
 struct Demo {
     executor: Executor,
-    reports: mpsc::Receiver<Msg>,
+    reports: mpsc::Receiver<Progress>,
     snapshots: watch::Receiver<Arc<Snapshot>>,
     cancel: watch::Sender<std::collections::BTreeSet<u64>>,
     _dir: tempfile::TempDir,
@@ -197,7 +197,7 @@ impl Demo {
     async fn last_report(&mut self) -> (String, bool) {
         let mut last = None;
         while let Ok(m) = self.reports.try_recv() {
-            if let Msg::ActionReport { text, error, done: true, .. } = m {
+            if let Progress { text, error, done: true, .. } = m {
                 last = Some((text, error));
             }
         }
@@ -393,8 +393,8 @@ async fn a_cancelled_defrag_plan_leaves_no_reservation_behind() {
     // Cancel once the nodes are reserved (the evictions may be under way).
     loop {
         match d.reports.recv().await.expect("reports") {
-            Msg::ActionReport { text, .. } if text.starts_with("defrag: reserved") => break,
-            Msg::ActionReport { done: true, text, .. } => panic!("finished before the reservation: {text}"),
+            Progress { text, .. } if text.starts_with("defrag: reserved") => break,
+            Progress { done: true, text, .. } => panic!("finished before the reservation: {text}"),
             _ => {}
         }
     }

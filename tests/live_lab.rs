@@ -358,8 +358,8 @@ async fn a_cancelled_plan_on_the_lab_leaves_no_reservation_behind() {
     // Cancel as soon as the nodes are reserved.
     loop {
         match h.reports.recv().await.expect("reports") {
-            kgpu::app::Msg::ActionReport { text, .. } if text.starts_with("defrag: reserved") => break,
-            kgpu::app::Msg::ActionReport { done: true, text, .. } => panic!("ended before reserving: {text}"),
+            kgpu::actions::Progress { text, .. } if text.starts_with("defrag: reserved") => break,
+            kgpu::actions::Progress { done: true, text, .. } => panic!("ended before reserving: {text}"),
             _ => {}
         }
     }

@@ -287,3 +287,37 @@ fn the_events_filter_matches_the_type_and_says_when_nothing_matches() {
     let screen = format!("{}", render(&mut app, &v, "black-hole", 80, 24).backend());
     assert!(screen.contains("no event matches the filter"), "{screen}");
 }
+
+#[test]
+fn the_runtime_reaches_the_app_only_through_messages() {
+    use kgpu::app::Effect;
+    let v = views("default");
+    let mut app = App::new(false, "dark", true);
+    let mut palette = |app: &mut App, line: &str| {
+        let mut effects = app.update(Msg::Key(KeyEvent::new(KeyCode::Char(':'), KeyModifiers::NONE)), &v);
+        for c in line.chars() {
+            effects.extend(app.update(Msg::Key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE)), &v));
+        }
+        effects.extend(app.update(Msg::Key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE)), &v));
+        effects
+    };
+    // A bad version is refused by the app itself: no effect, no pane switch.
+    let effects = palette(&mut app, "plan 57x");
+    assert!(effects.is_empty(), "{effects:?}");
+    assert_eq!(app.pane, Pane::Fleet);
+    assert!(app.notice.as_ref().is_some_and(|n| n.error && n.text.contains("'57x' is not a driver version")));
+    // A good one travels parsed.
+    let effects = palette(&mut app, "plan 570.124.06");
+    assert!(matches!(&effects[..], [Effect::PlanWaves(Some(v))] if v.to_string() == "570.124.06"), "{effects:?}");
+    assert_eq!(app.pane, Pane::Drivers);
+    // The theme the runtime loaded, and a source that stopped.
+    app.update(Msg::ThemeLoaded { name: "dark".into(), warning: Some("themes/x.toml:3: bad colour".into()) }, &v);
+    assert_eq!(app.theme_name, "dark");
+    assert!(app.notice.as_ref().is_some_and(|n| n.error && n.text.contains("bad colour")));
+    app.update(Msg::SourceStopped, &v);
+    key(&mut app, &v, KeyCode::Char('j'));
+    assert!(
+        app.notice.as_ref().is_some_and(|n| n.text == "the source stopped"),
+        "a stopped source stays on the status line"
+    );
+}

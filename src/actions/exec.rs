@@ -10,21 +10,20 @@ use std::time::Duration;
 
 use tokio::sync::{mpsc, watch};
 
-use crate::analysis::impact;
+use super::impact;
 use crate::analysis::index::Index;
-use crate::app::Msg;
 use crate::model::{GangKey, GangKind, PodKey, Snapshot, Sym};
 
 use super::audit::{AuditLog, Entry};
 use super::backend::{ActionError, Backend, Eviction};
-use super::{Action, ActionId, ActionRequest};
+use super::{Action, ActionId, ActionRequest, Progress};
 use crate::model::time::rfc3339;
 
 #[derive(Clone)]
 pub struct Executor {
     pub backend: Backend,
     pub snapshots: watch::Receiver<Arc<Snapshot>>,
-    pub reports: mpsc::Sender<Msg>,
+    pub reports: mpsc::Sender<Progress>,
     pub audit: Option<AuditLog>,
     pub context: String,
     pub user: String,
@@ -42,7 +41,7 @@ pub struct Executor {
 
 impl Executor {
     pub(super) async fn say(&self, text: impl Into<String>, error: bool, done: bool) {
-        let _ = self.reports.send(Msg::ActionReport { id: self.id, text: text.into(), error, done }).await;
+        let _ = self.reports.send(Progress { id: self.id, text: text.into(), error, done }).await;
     }
 
     pub(super) fn snapshot(&self) -> Arc<Snapshot> {
@@ -81,7 +80,7 @@ impl Executor {
 
     fn entry(&self, request: &ActionRequest, result: &str, detail: String) -> Entry {
         Entry {
-            time: rfc3339(super::super::runtime::wall_clock().max(self.snapshot().clock)),
+            time: rfc3339(crate::clock::wall_clock().max(self.snapshot().clock)),
             context: self.context.clone(),
             user: self.user.clone(),
             action: request.action.verb().to_string(),

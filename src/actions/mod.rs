@@ -6,8 +6,18 @@ pub mod audit;
 pub mod backend;
 pub mod defrag;
 pub mod exec;
+pub mod impact;
 
 use crate::model::{GangKey, PodKey, Sym};
+
+/// A line from a running action: progress, or (`done`) its end.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Progress {
+    pub id: ActionId,
+    pub text: String,
+    pub error: bool,
+    pub done: bool,
+}
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum Action {
@@ -124,6 +134,29 @@ impl Action {
     /// Whether it disrupts running work (and so needs the full confirmation).
     pub fn is_disruptive(&self) -> bool {
         !matches!(self, Action::Cordon { .. } | Action::Uncordon { .. })
+    }
+
+    /// What the confirmation asks, naming every target.
+    pub fn question(&self) -> String {
+        match self {
+            Action::Cordon { node } => format!("Cordon node {node}?"),
+            Action::Uncordon { node } => format!("Uncordon node {node}?"),
+            Action::Drain { node, gpu_only } => {
+                format!("Drain node {node}{}?", if *gpu_only { " (GPU pods only)" } else { "" })
+            }
+            Action::Requeue { gang } => format!("Requeue {} {}/{}?", gang.kind.kind_name(), gang.namespace, gang.name),
+            Action::RepartitionMig { node, config } => format!("Repartition MIG on {node} to {config}?"),
+            Action::RunPlan { label, evictions, reserve, .. } => format!(
+                "Run the defragmentation plan for {label}: reserve {}, evict {} pod(s), wait until it is placed?",
+                reserve.iter().map(|n| n.as_str()).collect::<Vec<_>>().join(" "),
+                evictions.len()
+            ),
+        }
+    }
+
+    /// Whether the confirmation offers "GPU pods only" (a drain).
+    pub fn offers_gpu_only(&self) -> bool {
+        matches!(self, Action::Drain { .. })
     }
 }
 

@@ -51,7 +51,7 @@ pub fn health(gpu: &GpuReport, xids: &[XidReport], now: i64) -> String {
             "unhealthy: Xid {}{} {} ago",
             x.code,
             x.meaning.as_deref().map_or(String::new(), |m| format!(" ({m})")),
-            crate::analysis::age(now - x.at)
+            crate::model::time::age(now - x.at)
         );
     }
     if gpu.retired_pages.as_ref().is_some_and(|r| r.pending) {

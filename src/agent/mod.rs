@@ -100,7 +100,7 @@ pub fn start(
 ) -> std::io::Result<Running> {
     let addr = listener.local_addr()?;
     let backend_name = backend.name();
-    let now = crate::runtime::wall_clock();
+    let now = crate::clock::wall_clock();
     let starting = collect::assemble(Inputs {
         node: &opts.node,
         backend: backend_name,
@@ -179,7 +179,7 @@ async fn collector(
     let mut devices: Result<DeviceMap, String> = Err("not asked yet".into());
     let mut xids = XidHistory::default();
     while let Some(input) = inputs.recv().await {
-        let now = crate::runtime::wall_clock();
+        let now = crate::clock::wall_clock();
         match input {
             Input::Reading(r) => reading = r,
             Input::Devices(d) => devices = d,

@@ -366,7 +366,7 @@ fn black_hole(index: &Index<'_>, node: &Node, t: &Thresholds) -> Option<String> 
     (failed >= t.black_hole_min_failures && failed > running).then(|| {
         format!(
             "Ready and advertising GPUs, but {failed} GPU pod(s) failed admission (UnexpectedAdmissionError) in the last {}; {running} running",
-            super::age(t.black_hole_window)
+            crate::model::time::age(t.black_hole_window)
         )
     })
 }
@@ -387,7 +387,7 @@ fn mig_config_issue(node: &Node, now: Timestamp, t: &Thresholds) -> Option<NodeI
                 code: IssueCode::MigConfigPending,
                 detail: format!(
                     "mig.config={config} {state} for {}{paused}{}",
-                    since.map_or("an unknown time".into(), super::age),
+                    since.map_or("an unknown time".into(), crate::model::time::age),
                     if wedged { " — looks wedged" } else { "" }
                 ),
             })
@@ -404,7 +404,7 @@ fn upgrade_issue(node: &Node, now: Timestamp, t: &Thresholds) -> Option<NodeIssu
             code: IssueCode::UpgradeFailed,
             detail: format!(
                 "driver upgrade failed{}",
-                since.map_or(String::new(), |s| format!(" {} ago", super::age(s)))
+                since.map_or(String::new(), |s| format!(" {} ago", crate::model::time::age(s)))
             ),
         });
     }
@@ -413,8 +413,10 @@ fn upgrade_issue(node: &Node, now: Timestamp, t: &Thresholds) -> Option<NodeIssu
     }
     let secs = since?;
     let limit = if state == "upgrade-required" { t.upgrade_queued_stuck_after } else { t.upgrade_stuck_after };
-    (secs >= limit)
-        .then(|| NodeIssue { code: IssueCode::UpgradeStuck, detail: format!("in {state} for {}", super::age(secs)) })
+    (secs >= limit).then(|| NodeIssue {
+        code: IssueCode::UpgradeStuck,
+        detail: format!("in {state} for {}", crate::model::time::age(secs)),
+    })
 }
 
 /// Fleet-wide GPU totals: every physical GPU in one bucket

@@ -6,7 +6,6 @@ pub mod fit;
 pub mod fleet;
 pub mod fragmentation;
 pub mod gangs;
-pub mod impact;
 pub mod index;
 pub mod pending;
 pub mod queue_msg;
@@ -107,33 +106,4 @@ pub fn defrag_plan_for(
     let mut index = index::Index::build(snap, analysis.now);
     index.mark_black_holes(fleet::black_hole_nodes(&index, thresholds));
     Some(fragmentation::plan(&index, &mine))
-}
-
-/// A duration for people: `45s`, `12m`, `3h20m`, `2d4h`.
-pub fn age(seconds: i64) -> String {
-    let s = seconds.max(0);
-    if s < 60 {
-        format!("{s}s")
-    } else if s < 3600 {
-        format!("{}m", s / 60)
-    } else if s < 86_400 {
-        let m = (s % 3600) / 60;
-        if m == 0 { format!("{}h", s / 3600) } else { format!("{}h{m}m", s / 3600) }
-    } else {
-        let h = (s % 86_400) / 3600;
-        if h == 0 { format!("{}d", s / 86_400) } else { format!("{}d{h}h", s / 86_400) }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn ages() {
-        assert_eq!(super::age(45), "45s");
-        assert_eq!(super::age(720), "12m");
-        assert_eq!(super::age(12_000), "3h20m");
-        assert_eq!(super::age(7200), "2h");
-        assert_eq!(super::age(187_200), "2d4h");
-        assert_eq!(super::age(-5), "0s");
-    }
 }

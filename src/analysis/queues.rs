@@ -20,6 +20,13 @@ pub struct QueueRow {
     pub active: bool,
 }
 
+impl QueueRow {
+    /// An amount of this row's resource, in its unit (`8`, `640Gi`).
+    pub fn amount(&self, v: u64) -> String {
+        crate::model::quantity::format(self.resource.as_str(), v)
+    }
+}
+
 /// One row per queue × flavor × resource; LocalQueues without quotas of
 /// their own get one row with their counts.
 pub fn rows(snap: &Snapshot) -> Vec<QueueRow> {

@@ -14,9 +14,9 @@ use std::collections::HashMap;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use tui_textarea::TextArea;
 
-use crate::actions::{Action, ActionId, ActionRequest};
+use crate::actions::impact::{self, Impact};
+use crate::actions::{Action, ActionId, ActionRequest, Progress};
 use crate::analysis::fragmentation::PlanStatus;
-use crate::analysis::impact::{self, Impact};
 use crate::analysis::index::Index;
 use crate::model::{GangKey, GangKind, Sym};
 use crate::reference::mig;
@@ -124,7 +124,7 @@ pub enum Effect {
     SwitchScenario(String),
     SetTheme(String),
     /// Plan upgrade waves to this driver (`None`: stop planning).
-    PlanWaves(Option<String>),
+    PlanWaves(Option<crate::model::DriverVersion>),
     /// Stop this running action at its next step.
     Cancel(ActionId),
 }
@@ -133,17 +133,19 @@ pub enum Effect {
 pub enum Msg {
     Key(KeyEvent),
     /// An action finished (or made progress): a line for the status bar.
-    ActionReport {
-        id: ActionId,
-        text: String,
-        error: bool,
-        done: bool,
-    },
-    /// A one-line notice (theme warnings, source problems).
+    Action(Progress),
+    /// A one-line notice (source problems, a scenario that would not start).
     Notice {
         text: String,
         error: bool,
     },
+    /// The runtime loaded a theme (`warning`: why it fell back).
+    ThemeLoaded {
+        name: String,
+        warning: Option<String>,
+    },
+    /// A live source ended (its watchers stopped).
+    SourceStopped,
 }
 
 /// A line in the status bar. It lasts until the next key, as in vi: a
@@ -294,7 +296,7 @@ impl App {
     pub fn update(&mut self, msg: Msg, views: &Views) -> Vec<Effect> {
         match msg {
             Msg::Key(key) => self.on_key(key, views),
-            Msg::ActionReport { id, text, error, done } => {
+            Msg::Action(Progress { id, text, error, done }) => {
                 if done {
                     self.in_flight.retain(|f| f.id != id);
                 }
@@ -303,6 +305,20 @@ impl App {
             }
             Msg::Notice { text, error } => {
                 self.notice = Some(Notice { text, error, sticky: error });
+                Vec::new()
+            }
+            Msg::ThemeLoaded { name, warning } => {
+                let (text, error) = match warning {
+                    Some(w) => (w, true),
+                    None => (format!("theme {name}"), false),
+                };
+                self.theme_name = name;
+                // A theme that fell back is worth a look, not a block on the status line.
+                self.notice = Some(Notice { text, error, sticky: false });
+                Vec::new()
+            }
+            Msg::SourceStopped => {
+                self.notice = Some(Notice { text: "the source stopped".into(), error: true, sticky: true });
                 Vec::new()
             }
         }

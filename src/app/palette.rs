@@ -2,6 +2,7 @@
 //! `:theme light`, `:plan 570.124.06`, `:why team-a/job-x`, `:q`.
 
 use super::Pane;
+use crate::model::DriverVersion;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum PaletteCommand {
@@ -11,7 +12,7 @@ pub enum PaletteCommand {
     Scenario(String),
     Theme(String),
     /// `None`: stop planning.
-    Plan(Option<String>),
+    Plan(Option<DriverVersion>),
     Why(String),
     Filter(String),
     Help,
@@ -48,7 +49,10 @@ pub fn parse(line: &str) -> Result<PaletteCommand, String> {
         "plan" => match rest {
             "" => return Err(":plan needs a driver version, e.g. :plan 570.124.06 (or :plan off)".into()),
             "off" => PaletteCommand::Plan(None),
-            v => PaletteCommand::Plan(Some(v.to_string())),
+            v => match DriverVersion::parse(v) {
+                Some(version) => PaletteCommand::Plan(Some(version)),
+                None => return Err(format!("'{v}' is not a driver version like 570.124.06")),
+            },
         },
         "why" => PaletteCommand::Why(need("NAMESPACE/NAME")?),
         "filter" => PaletteCommand::Filter(rest.to_string()),
@@ -73,6 +77,9 @@ mod tests {
         assert_eq!(parse(":theme  light "), Ok(PaletteCommand::Theme("light".into())));
         assert_eq!(parse(":q"), Ok(PaletteCommand::Quit));
         assert_eq!(parse(":plan off"), Ok(PaletteCommand::Plan(None)));
+        // The version is parsed here, so the effect carries a version, never a string.
+        assert_eq!(parse(":plan 570.124.06"), Ok(PaletteCommand::Plan(DriverVersion::parse("570.124.06"))));
+        assert_eq!(parse(":plan 57x").unwrap_err(), "'57x' is not a driver version like 570.124.06");
         assert!(parse(":scenario").unwrap_err().contains("needs"));
         assert!(parse(":bogus").unwrap_err().contains("unknown command ':bogus'"));
     }

@@ -21,6 +21,14 @@ impl GangKind {
             GangKind::VolcanoPodGroup => "PodGroup",
         }
     }
+
+    /// Two letters for a narrow column (`WL`, `PG`).
+    pub fn abbreviation(self) -> &'static str {
+        match self {
+            GangKind::KueueWorkload => "WL",
+            GangKind::VolcanoPodGroup => "PG",
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -28,13 +28,33 @@ pub fn parse_rfc3339(s: &str) -> Option<i64> {
     let time = time.split(['+', '.']).next()?;
     let mut t = time.split(':');
     let (h, mi, se): (i64, i64, i64) = (t.next()?.parse().ok()?, t.next()?.parse().ok()?, t.next()?.parse().ok()?);
-    let y2 = if mo <= 2 { y - 1 } else { y };
-    let era = if y2 >= 0 { y2 } else { y2 - 399 } / 400;
-    let yoe = y2 - era * 400;
-    let doy = (153 * (if mo > 2 { mo - 3 } else { mo + 9 }) + 2) / 5 + da - 1;
+    Some(days_from_civil(y, mo, da) * 86_400 + h * 3600 + mi * 60 + se)
+}
+
+/// Days since 1970-01-01 for a proleptic Gregorian date (Howard Hinnant's algorithm).
+pub fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = if y >= 0 { y } else { y - 399 } / 400;
+    let yoe = y - era * 400;
+    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + d - 1;
     let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    Some(days * 86_400 + h * 3600 + mi * 60 + se)
+    era * 146_097 + doe - 719_468
+}
+
+/// A duration for people: `45s`, `12m`, `3h20m`, `2d4h`.
+pub fn age(seconds: i64) -> String {
+    let s = seconds.max(0);
+    if s < 60 {
+        format!("{s}s")
+    } else if s < 3600 {
+        format!("{}m", s / 60)
+    } else if s < 86_400 {
+        let m = (s % 3600) / 60;
+        if m == 0 { format!("{}h", s / 3600) } else { format!("{}h{m}m", s / 3600) }
+    } else {
+        let h = (s % 86_400) / 3600;
+        if h == 0 { format!("{}d", s / 86_400) } else { format!("{}d{h}h", s / 86_400) }
+    }
 }
 
 #[cfg(test)]
@@ -49,5 +69,15 @@ mod tests {
         assert_eq!(parse_rfc3339("2026-11-30T09:00:00Z"), Some(1_796_029_200));
         assert_eq!(parse_rfc3339(&rfc3339(951_782_400)), Some(951_782_400));
         assert_eq!(parse_rfc3339("2026-11-30T09:00:00.123456Z"), Some(1_796_029_200));
+    }
+
+    #[test]
+    fn ages() {
+        assert_eq!(age(45), "45s");
+        assert_eq!(age(720), "12m");
+        assert_eq!(age(12_000), "3h20m");
+        assert_eq!(age(7200), "2h");
+        assert_eq!(age(187_200), "2d4h");
+        assert_eq!(age(-5), "0s");
     }
 }

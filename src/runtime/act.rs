@@ -9,12 +9,11 @@ use std::process::ExitCode;
 
 use tokio::sync::{mpsc, watch};
 
-use crate::actions::{Action, ActionRequest};
+use crate::actions::impact::{self, Impact};
+use crate::actions::{Action, ActionRequest, Progress};
 use crate::analysis::fragmentation::PlanStatus;
-use crate::analysis::impact::{self, Impact};
 use crate::analysis::index::Index;
 use crate::analysis::{self, Analysis, Thresholds};
-use crate::app::Msg;
 use crate::cli::{ActOptions, SourceArgs, UiArgs};
 use crate::config::Paths;
 use crate::model::{GangKey, Snapshot, Sym};
@@ -53,7 +52,7 @@ pub fn run(wanted: Wanted, opts: &ActOptions, source: &SourceArgs, ui: &UiArgs) 
 }
 
 async fn act(wanted: Wanted, opts: &ActOptions, source: &SourceArgs, paths: Paths) -> anyhow::Result<ExitCode> {
-    let (reports_tx, mut reports) = mpsc::channel::<Msg>(64);
+    let (reports_tx, mut reports) = mpsc::channel::<Progress>(64);
     let (cancel_tx, cancel_rx) = watch::channel(BTreeSet::new());
     let shared = Shared { reports: reports_tx, cancel: cancel_rx, paths };
     let demo = opts.from.scenario().is_some();
@@ -75,7 +74,7 @@ async fn act(wanted: Wanted, opts: &ActOptions, source: &SourceArgs, paths: Path
         super::load::wait_synced(&mut session.snapshots, &scope).await;
     }
     let snap = session.snapshots.borrow().clone();
-    let now = if demo { snap.clock } else { super::wall_clock().max(snap.clock) };
+    let now = if demo { snap.clock } else { crate::clock::wall_clock().max(snap.clock) };
     let thresholds = Thresholds::default();
     let analysis = analysis::analyze(&snap, now, &thresholds);
     let action = match resolve(&wanted, &snap, &analysis, &thresholds)? {
@@ -105,14 +104,13 @@ async fn act(wanted: Wanted, opts: &ActOptions, source: &SourceArgs, paths: Path
     loop {
         tokio::select! {
             msg = reports.recv() => match msg {
-                Some(Msg::ActionReport { text, error, done, .. }) => {
+                Some(Progress { text, error, done, .. }) => {
                     outln!("{}{text}", if done { "" } else { "  " });
                     if done {
                         reached = !error;
                         break;
                     }
                 }
-                Some(_) => {}
                 None => break,
             },
             // ctrl-c stops the action cleanly (a plan releases its nodes), then exits.

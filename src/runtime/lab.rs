@@ -76,7 +76,7 @@ fn up_here(lab: &Lab, root: &std::path::Path, up: &Up) -> anyhow::Result<ExitCod
     )?;
     let state = LabState {
         pid: std::process::id(),
-        started: super::wall_clock(),
+        started: crate::clock::wall_clock(),
         server: cluster.server.clone(),
         kubeconfig: lab.kubeconfig(),
         run_dir: lab.run_dir(),
@@ -213,8 +213,8 @@ fn status(lab: &Lab) -> anyhow::Result<ExitCode> {
         super::outln!("no lab is running here; start one with `kgpu lab up` (try `--scenario fragmented --churn`)");
         return Ok(ExitCode::from(1));
     };
-    let up_for = super::wall_clock() - state.started;
-    super::outln!("lab running for {} (pid {})", crate::analysis::age(up_for), state.pid);
+    let up_for = crate::clock::wall_clock() - state.started;
+    super::outln!("lab running for {} (pid {})", crate::model::time::age(up_for), state.pid);
     super::outln!("  export KUBECONFIG={}", state.kubeconfig.display());
     super::outln!("  server      {}", state.server);
     super::outln!("  scenario    {}", state.scenario.as_deref().unwrap_or("(none)"));

@@ -56,7 +56,7 @@ pub fn files(paths: &[PathBuf]) -> anyhow::Result<(Snapshot, Timestamp, file::St
     let (events, newest, stats) = file::load(paths).map_err(|e| UsageError(e.to_string()))?;
     let mut cluster = Cluster::new(SourceInfo { kind: SourceKind::File, name: String::new() });
     cluster.apply_all(events);
-    let now = if newest > 0 { newest } else { super::wall_clock() };
+    let now = if newest > 0 { newest } else { crate::clock::wall_clock() };
     Ok((cluster.snapshot(), now, stats))
 }
 
@@ -100,7 +100,7 @@ pub async fn kube(target: &client::Target, scope: &watch::Scope) -> anyhow::Resu
         t.abort();
     }
     model.abort();
-    Ok((snap, super::wall_clock()))
+    Ok((snap, crate::clock::wall_clock()))
 }
 
 /// Any source, blocking.

@@ -93,11 +93,6 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// Seconds since the epoch, from the system clock (the runtime owns time).
-pub fn wall_clock() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
-}
-
 pub fn list_scenarios() -> String {
     let mut out = String::new();
     for s in scenarios::SCENARIOS {

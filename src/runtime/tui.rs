@@ -2,7 +2,7 @@
 //! the source tasks, and the effect runner, connected by channels (values,
 //! not locks). Redraws only when something changed.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, VecDeque};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -13,10 +13,10 @@ use futures::StreamExt;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
-use crate::actions::ActionId;
 use crate::actions::audit::AuditLog;
 use crate::actions::backend::Backend;
 use crate::actions::exec::Executor;
+use crate::actions::{ActionId, Progress};
 use crate::analysis::{Thresholds, waves};
 use crate::app::{App, Effect, Msg};
 use crate::config::Paths;
@@ -85,7 +85,7 @@ impl Drop for Session {
 /// What every session's executor shares: where it reports, the cancels,
 /// where the audit log is.
 pub(super) struct Shared {
-    pub(super) reports: mpsc::Sender<Msg>,
+    pub(super) reports: mpsc::Sender<Progress>,
     pub(super) cancel: watch::Receiver<BTreeSet<ActionId>>,
     pub(super) paths: Paths,
 }
@@ -196,7 +196,7 @@ fn build_views(
     thresholds: &Thresholds,
     target: &Option<DriverVersion>,
 ) -> Views {
-    let now = if live_clock { super::wall_clock().max(snap.clock) } else { snap.clock };
+    let now = if live_clock { crate::clock::wall_clock().max(snap.clock) } else { snap.clock };
     Views::build(snap, now, thresholds, target.as_ref().map(|t| (t, waves::Policy::default())))
 }
 
@@ -230,7 +230,7 @@ fn audit_entries(session: &Session) -> Vec<AuditEntry> {
 }
 
 fn show_audit(views: &mut Views, audit: &[AuditEntry]) {
-    views.set_audit(&audit_rows(audit, super::wall_clock()));
+    views.set_audit(&audit_rows(audit, crate::clock::wall_clock()));
 }
 
 pub async fn run(opts: CockpitOptions) -> anyhow::Result<()> {
@@ -245,9 +245,9 @@ pub async fn run(opts: CockpitOptions) -> anyhow::Result<()> {
     let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
     let theme_name = opts.theme.clone().unwrap_or_else(|| ui::theme::DEFAULT.to_string());
     let (mut theme, warnings) = Theme::load(&theme_name, paths.config_dir(), no_color);
-    let (msg_tx, mut msg_rx) = mpsc::channel::<Msg>(64);
+    let (progress_tx, mut progress_rx) = mpsc::channel::<Progress>(64);
     let (cancel_tx, cancel_rx) = watch::channel(BTreeSet::new());
-    let shared = Shared { reports: msg_tx, cancel: cancel_rx, paths: paths.clone() };
+    let shared = Shared { reports: progress_tx, cancel: cancel_rx, paths: paths.clone() };
     // Problems with the source are reported before the terminal goes raw.
     let (demo_seed, mut session) = match &opts.source {
         CockpitSource::Demo { scenario, seed } => (Some(*seed), start_demo(scenario, *seed, &shared)?),
@@ -255,20 +255,6 @@ pub async fn run(opts: CockpitOptions) -> anyhow::Result<()> {
         CockpitSource::File(paths) => (None, start_file(paths)?),
     };
     tracing::info!("kgpu cockpit starting on {}", session.context.source);
-    let new_app = |session: &Session| {
-        let mut app = App::new(opts.read_only || session.read_only_reason.is_some(), &theme_name, demo_seed.is_some());
-        if let Some(why) = &session.read_only_reason {
-            app.notice = Some(crate::app::Notice::new(format!("read-only: {why}"), false));
-        }
-        app
-    };
-    let mut app = new_app(&session);
-    app.theme_name = theme.name.clone();
-    if let Some(w) = warnings.first() {
-        app.notice = Some(crate::app::Notice::new(w.clone(), true));
-    } else if let Err(e) = &log_note {
-        app.notice = Some(crate::app::Notice::new(e.clone(), false));
-    }
     let thresholds = Thresholds::default();
     let mut wave_target: Option<DriverVersion> = None;
     let live_clock = matches!(opts.source, CockpitSource::Kube { .. });
@@ -277,6 +263,20 @@ pub async fn run(opts: CockpitOptions) -> anyhow::Result<()> {
     let mut views = build(session.snapshots.borrow().clone(), &wave_target);
     let mut audit = audit_entries(&session);
     show_audit(&mut views, &audit);
+    // A new app per source; what it should say first reaches it as a message.
+    let new_app = |session: &Session, theme: &Theme, views: &Views| {
+        let mut app = App::new(opts.read_only || session.read_only_reason.is_some(), &theme.name, demo_seed.is_some());
+        if let Some(why) = &session.read_only_reason {
+            app.update(Msg::Notice { text: format!("read-only: {why}"), error: false }, views);
+        }
+        app
+    };
+    let mut app = new_app(&session, &theme, &views);
+    if let Some(w) = warnings.first() {
+        app.update(Msg::ThemeLoaded { name: theme.name.clone(), warning: Some(w.clone()) }, &views);
+    } else if let Err(e) = &log_note {
+        app.update(Msg::Notice { text: e.clone(), error: false }, &views);
+    }
     // Model changes are analysed off the input loop, so keys stay responsive
     // on a big fleet; only the newest snapshot is analysed, and a result
     // from before a scenario switch or a new wave target is dropped.
@@ -296,11 +296,12 @@ pub async fn run(opts: CockpitOptions) -> anyhow::Result<()> {
             guard.terminal.draw(|f| ui::draw(f, &mut app, &views, &theme, &session.context))?;
             dirty = false;
         }
-        let mut effects = Vec::new();
+        // Effects of nested updates join the queue: none is dropped.
+        let mut effects = VecDeque::new();
         tokio::select! {
             event = input.next() => match event {
                 Some(Ok(Event::Key(key))) if key.kind != KeyEventKind::Release => {
-                    effects = app.update(Msg::Key(key), &views);
+                    effects.extend(app.update(Msg::Key(key), &views));
                     dirty = true;
                 }
                 Some(Ok(Event::Resize(..))) => dirty = true,
@@ -313,7 +314,7 @@ pub async fn run(opts: CockpitOptions) -> anyhow::Result<()> {
                     // Files never change; a live source that stops says so.
                     source_gone = true;
                     if session.read_only_reason.is_none() {
-                        app.update(Msg::Notice { text: "the source stopped".into(), error: true }, &views);
+                        effects.extend(app.update(Msg::SourceStopped, &views));
                         dirty = true;
                     }
                 } else if building {
@@ -340,21 +341,21 @@ pub async fn run(opts: CockpitOptions) -> anyhow::Result<()> {
                     building = true;
                 }
             },
-            Some(msg) = msg_rx.recv() => {
+            Some(progress) = progress_rx.recv() => {
                 // A finished action has written its audit line: show it.
-                if matches!(msg, Msg::ActionReport { done: true, .. }) {
+                if progress.done {
                     audit = audit_entries(&session);
                     show_audit(&mut views, &audit);
                 }
-                effects = app.update(msg, &views);
+                effects.extend(app.update(Msg::Action(progress), &views));
                 dirty = true;
             },
             _ = sigterm.recv() => break,
             _ = sighup.recv() => break,
         }
-        for effect in effects {
+        while let Some(effect) = effects.pop_front() {
             match effect {
-                Effect::Quit => app.quit = true,
+                Effect::Quit => {}
                 Effect::Execute { id, request } => match &session.executor {
                     Some(executor) => {
                         let mut executor = executor.clone();
@@ -362,10 +363,8 @@ pub async fn run(opts: CockpitOptions) -> anyhow::Result<()> {
                         tokio::spawn(async move { executor.run(request).await });
                     }
                     None => {
-                        app.update(
-                            Msg::ActionReport { id, text: "this source is read-only".into(), error: true, done: true },
-                            &views,
-                        );
+                        let refused = Progress { id, text: "this source is read-only".into(), error: true, done: true };
+                        effects.extend(app.update(Msg::Action(refused), &views));
                     }
                 },
                 Effect::Cancel(id) => {
@@ -376,39 +375,25 @@ pub async fn run(opts: CockpitOptions) -> anyhow::Result<()> {
                 Effect::SwitchScenario(name) => match (demo_seed, start_demo(&name, demo_seed.unwrap_or(1), &shared)) {
                     (Some(_), Ok(s)) => {
                         session = s;
-                        app = new_app(&session);
-                        app.theme_name = theme.name.clone();
                         generation += 1;
                         views = build(session.snapshots.borrow_and_update().clone(), &wave_target);
+                        app = new_app(&session, &theme, &views);
                         audit = audit_entries(&session);
                         show_audit(&mut views, &audit);
                     }
                     (Some(_), Err(e)) => {
-                        app.update(Msg::Notice { text: e.to_string(), error: true }, &views);
+                        effects.extend(app.update(Msg::Notice { text: e.to_string(), error: true }, &views));
                     }
                     (None, _) => {}
                 },
                 Effect::SetTheme(name) => {
                     let (t, warnings) = Theme::load(&name, paths.config_dir(), no_color);
                     theme = t;
-                    app.theme_name = theme.name.clone();
-                    let text = warnings.first().cloned().unwrap_or_else(|| format!("theme {}", theme.name));
-                    app.update(Msg::Notice { text, error: !warnings.is_empty() }, &views);
+                    let loaded = Msg::ThemeLoaded { name: theme.name.clone(), warning: warnings.first().cloned() };
+                    effects.extend(app.update(loaded, &views));
                 }
                 Effect::PlanWaves(target) => {
-                    match target.as_deref().map(|t| DriverVersion::parse(t).ok_or(t)) {
-                        Some(Err(bad)) => {
-                            app.update(
-                                Msg::Notice {
-                                    text: format!("'{bad}' is not a driver version like 570.124.06"),
-                                    error: true,
-                                },
-                                &views,
-                            );
-                        }
-                        Some(Ok(v)) => wave_target = Some(v),
-                        None => wave_target = None,
-                    }
+                    wave_target = target;
                     generation += 1;
                     views = build(session.snapshots.borrow().clone(), &wave_target);
                     show_audit(&mut views, &audit);

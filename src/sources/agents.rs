@@ -168,7 +168,7 @@ async fn round(client: &Client, config: &Config) -> Vec<ModelEvent> {
     };
     let reads = agents.iter().map(|a| fetch(client, config, a, &token));
     let results = futures::future::join_all(reads).await;
-    let now = crate::runtime::wall_clock();
+    let now = crate::clock::wall_clock();
     let objects = agents
         .iter()
         .zip(results)

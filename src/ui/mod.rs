@@ -9,13 +9,11 @@ pub mod widgets;
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
-use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
 use unicode_width::UnicodeWidthStr;
 
 use crate::app::{App, Pane};
-use crate::model::FeedState;
 use crate::view_model::panes::Views;
 
 pub use theme::{Role, Theme};
@@ -116,35 +114,6 @@ fn short_title(p: Pane) -> &'static str {
     }
 }
 
-/// Data age and feed health, for the status bar.
-pub fn feed_summary(views: &Views) -> (String, Style, Role) {
-    let snap = &views.snap;
-    let now = views.analysis.now;
-    let problems: Vec<String> = snap
-        .feeds
-        .iter()
-        .filter_map(|(f, s)| match &s.state {
-            FeedState::Unavailable(p) => Some(format!("{}: {}", f.name(), p.label())),
-            FeedState::Reconnecting { since, .. } => {
-                Some(format!("{}: reconnecting {}", f.name(), crate::analysis::age(now - since)))
-            }
-            _ => None,
-        })
-        .collect();
-    let newest = snap.feeds.values().filter_map(|s| s.last_data).max();
-    let age = newest.map_or_else(|| "no data yet".to_string(), |t| format!("data {}", crate::analysis::age(now - t)));
-    let reconnecting = snap.feeds.values().any(|s| matches!(s.state, FeedState::Reconnecting { .. }));
-    if problems.is_empty() {
-        (age, Style::default(), Role::Dim)
-    } else {
-        (
-            format!("{age} · {}", problems.join(" · ")),
-            Style::default(),
-            if reconnecting { Role::Error } else { Role::Warn },
-        )
-    }
-}
-
 fn status_bar(frame: &mut Frame, area: Rect, app: &App, views: &Views, theme: &Theme) {
     let t = &views.analysis.totals;
     let mut spans = Vec::new();
@@ -159,7 +128,7 @@ fn status_bar(frame: &mut Frame, area: Rect, app: &App, views: &Views, theme: &T
         format!(" {} GPU · {} used · {} free · {} pending ", t.gpus, t.allocated, t.free, views.analysis.pending.len()),
         theme.style(Role::Text),
     ));
-    let (feeds, _, role) = feed_summary(views);
+    let (feeds, role) = crate::view_model::feeds::summary(&views.snap, views.analysis.now);
     spans.push(Span::styled(format!("│ {feeds} "), theme.style(role)));
     if app.read_only {
         spans.push(Span::styled("│ read-only ", theme.style(Role::Warn)));

@@ -4,21 +4,18 @@
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
-use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Paragraph, Wrap};
 
-use crate::actions::Action;
-use crate::analysis::age;
-use crate::analysis::compat::Sample;
 use crate::app::keys::BINDINGS;
 use crate::app::{App, Confirm, Overlay, Pane, palette};
-use crate::model::Sym;
+use crate::view_model::docs;
 use crate::view_model::panes::Views;
+use crate::view_model::style::Doc;
 
 use super::Context;
 use super::theme::{Role, Theme};
-use super::widgets::{block, scrolled_text};
+use super::widgets::{self, block, scrolled_text};
 
 fn centered(area: Rect, width: u16, height: u16) -> Rect {
     let w = width.min(area.width);
@@ -76,8 +73,12 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme: 
         }
         Overlay::Confirm(c) => confirm(frame, area, c, theme, ctx),
         Overlay::QuitWhileRunning => quit_while_running(frame, area, &in_flight, theme),
-        Overlay::NodeDetail { node, scroll } => node_detail(frame, area, *node, scroll, views, theme),
-        Overlay::CellDetail { scroll } => cell_detail(frame, area, matrix_cell, scroll, views, theme),
+        Overlay::NodeDetail { node, scroll } => {
+            node_detail(frame, area, node.as_str(), docs::node(views, *node), scroll, theme)
+        }
+        Overlay::CellDetail { scroll } => {
+            cell_detail(frame, area, docs::matrix_cell(&views.analysis.matrix, matrix_cell), scroll, theme)
+        }
         Overlay::MigPicker { node, configs, selected } => {
             let h = (configs.len() as u16 + 4).min(area.height);
             let rect = centered(area, 50, h);
@@ -168,28 +169,8 @@ fn quit_while_running(frame: &mut Frame, area: Rect, running: &[String], theme: 
 }
 
 fn confirm(frame: &mut Frame, area: Rect, c: &Confirm, theme: &Theme, ctx: &Context) {
-    let (headline, role) = match &c.action {
-        Action::Cordon { node } => (format!("Cordon node {node}?"), Role::Warn),
-        Action::Uncordon { node } => (format!("Uncordon node {node}?"), Role::Warn),
-        Action::Drain { node, gpu_only } => {
-            (format!("Drain node {node}{}?", if *gpu_only { " (GPU pods only)" } else { "" }), Role::Destructive)
-        }
-        Action::Requeue { gang } => {
-            (format!("Requeue {} {}/{}?", gang.kind.kind_name(), gang.namespace, gang.name), Role::Destructive)
-        }
-        Action::RepartitionMig { node, config } => {
-            (format!("Repartition MIG on {node} to {config}?"), Role::Destructive)
-        }
-        Action::RunPlan { label, evictions, reserve, .. } => (
-            format!(
-                "Run the defragmentation plan for {label}: reserve {}, evict {} pod(s), wait until it is placed?",
-                reserve.iter().map(|n| n.as_str()).collect::<Vec<_>>().join(" "),
-                evictions.len()
-            ),
-            Role::Destructive,
-        ),
-    };
-    let mut lines = vec![Line::styled(headline, theme.style(role))];
+    let role = if c.action.is_disruptive() { Role::Destructive } else { Role::Warn };
+    let mut lines = vec![Line::styled(c.action.question(), theme.style(role))];
     if ctx.production {
         lines
             .push(Line::styled(format!("context {} looks like PRODUCTION", ctx.source), theme.style(Role::Production)));
@@ -200,7 +181,7 @@ fn confirm(frame: &mut Frame, area: Rect, c: &Confirm, theme: &Theme, ctx: &Cont
         Span::styled("d", theme.style(Role::KeyHint)),
         Span::styled(" dry run  ", theme.style(Role::Text)),
     ];
-    if matches!(c.action, Action::Drain { .. }) {
+    if c.action.offers_gpu_only() {
         keys.push(Span::styled("g", theme.style(Role::KeyHint)));
         keys.push(Span::styled(if c.gpu_only { " all pods  " } else { " GPU pods only  " }, theme.style(Role::Text)));
     }
@@ -250,121 +231,17 @@ fn confirm(frame: &mut Frame, area: Rect, c: &Confirm, theme: &Theme, ctx: &Cont
     frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }).block(b), rect);
 }
 
-fn node_detail(frame: &mut Frame, area: Rect, node: Sym, scroll: &mut u16, views: &Views, theme: &Theme) {
-    let mut lines = Vec::new();
-    let row = views.nodes.iter().find(|r| r.name == node);
-    match (views.snap.nodes.get(&node), row) {
-        (Some(n), Some(r)) => {
-            lines.push(Line::styled(
-                format!(
-                    "{}  {}  {}  driver {}  pool {}",
-                    n.name,
-                    if n.is_ready() { "Ready" } else { "NotReady" },
-                    if n.unschedulable { "cordoned" } else { "schedulable" },
-                    r.driver,
-                    r.pool
-                ),
-                theme.style(Role::Header),
-            ));
-            lines.push(Line::styled(
-                format!(
-                    "GPUs: {} in hardware, {} allocatable, {} used, {} free ({} stranded){}",
-                    r.hardware.map_or("?".into(), |h| h.to_string()),
-                    r.allocatable,
-                    r.used,
-                    r.free,
-                    r.stranded,
-                    if r.mig.is_empty() { String::new() } else { format!("; MIG {}", r.mig) }
-                ),
-                theme.style(Role::Text),
-            ));
-            for d in &r.issue_details {
-                lines.push(Line::styled(format!("! {d}"), theme.style(Role::Error)));
-            }
-            if !n.taints.is_empty() {
-                lines.push(Line::styled(
-                    format!(
-                        "taints: {}",
-                        n.taints
-                            .iter()
-                            .map(|t| format!("{}={}:{}", t.key, t.value, t.effect.as_str()))
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ),
-                    theme.style(Role::Text),
-                ));
-            }
-            lines.push(Line::styled("pods:", theme.style(Role::Header)));
-            let now = views.analysis.now;
-            let mut pods: Vec<_> = views.snap.pods.values().filter(|p| p.node == Some(node)).collect();
-            pods.sort_by(|a, b| a.phase.cmp(&b.phase).then(a.name.cmp(&b.name)));
-            for p in pods.iter().take(40) {
-                lines.push(Line::styled(
-                    format!(
-                        "  {}/{}  {}{}  gpu {}{}  {}",
-                        p.namespace,
-                        p.name,
-                        p.phase.as_str(),
-                        p.reason.map_or(String::new(), |r| format!(" ({r})")),
-                        p.requests.gpu,
-                        p.requests.mig().map(|(k, v)| format!(" {k}×{v}")).collect::<String>(),
-                        age(now - p.transitioned)
-                    ),
-                    theme.style(Role::Text),
-                ));
-            }
-            if pods.is_empty() {
-                lines.push(Line::styled("  none", theme.style(Role::Dim)));
-            }
-            lines.push(Line::styled("GPU labels:", theme.style(Role::Header)));
-            for (k, v) in n.labels.iter().filter(|(k, _)| k.as_str().starts_with("nvidia.com/")) {
-                lines.push(Line::styled(format!("  {k}={v}"), theme.style(Role::Dim)));
-            }
-        }
-        _ => lines.push(Line::styled(format!("node {node} is gone"), theme.style(Role::Warn))),
-    }
+fn node_detail(frame: &mut Frame, area: Rect, node: &str, detail: Doc, scroll: &mut u16, theme: &Theme) {
     let rect = centered(area, 110, area.height);
+    let lines = widgets::doc(&detail, theme, rect.width.saturating_sub(2) as usize);
     frame.render_widget(Clear, rect);
     scrolled_text(frame, rect, lines, scroll, block(format!(" node {node} · esc close "), true, theme));
 }
 
-fn sample_lines(lines: &mut Vec<Line<'static>>, sample: &Sample, style: Style, theme: &Theme) {
-    for p in &sample.first {
-        lines.push(Line::styled(format!("  {p}"), style));
-    }
-    if sample.count > sample.first.len() {
-        lines.push(Line::styled(format!("  … and {} more", sample.count - sample.first.len()), theme.style(Role::Dim)));
-    }
-}
-
-fn cell_detail(frame: &mut Frame, area: Rect, cell: (usize, usize), scroll: &mut u16, views: &Views, theme: &Theme) {
-    let m = &views.analysis.matrix;
-    let found = m.drivers.get(cell.0).and_then(|(d, _)| m.needs.get(cell.1).and_then(|(c, _)| m.cell(d, c)));
-    let mut lines = Vec::new();
-    match found {
-        Some(c) => {
-            lines.push(Line::styled(
-                format!("driver {} × CUDA {}: {}", c.driver, c.cuda, c.verdict.as_str()),
-                theme.style(Role::Header),
-            ));
-            lines.push(Line::styled(c.reason.clone(), theme.style(Role::Text)));
-            lines.push(Line::styled(format!("nodes ({}):", c.nodes.len()), theme.style(Role::Header)));
-            lines.push(Line::styled(
-                format!("  {}", c.nodes.iter().map(|n| n.to_string()).collect::<Vec<_>>().join(" ")),
-                theme.style(Role::Dim),
-            ));
-            lines.push(Line::styled(format!("placed there ({}):", c.placed.count), theme.style(Role::Header)));
-            sample_lines(&mut lines, &c.placed, theme.style(Role::Text), theme);
-            lines.push(Line::styled(
-                format!("all workloads needing CUDA {} ({}):", c.cuda, c.workloads.count),
-                theme.style(Role::Header),
-            ));
-            sample_lines(&mut lines, &c.workloads, theme.style(Role::Dim), theme);
-        }
-        None => lines.push(Line::styled("no cell selected", theme.style(Role::Dim))),
-    }
+fn cell_detail(frame: &mut Frame, area: Rect, detail: Doc, scroll: &mut u16, theme: &Theme) {
     let [_, mid, _] = Layout::vertical([Constraint::Length(1), Constraint::Min(3), Constraint::Length(1)]).areas(area);
     let rect = centered(mid, 100, mid.height);
+    let lines = widgets::doc(&detail, theme, rect.width.saturating_sub(2) as usize);
     frame.render_widget(Clear, rect);
     scrolled_text(frame, rect, lines, scroll, block(" matrix cell · esc close ", true, theme));
 }

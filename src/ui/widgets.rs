@@ -8,6 +8,7 @@ use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table, Wrap};
 use unicode_width::UnicodeWidthStr;
 
 use super::theme::{Role, Theme};
+use crate::view_model::style::{Doc, DocLine};
 
 pub fn block<'a>(title: impl Into<Line<'a>>, focused: bool, theme: &Theme) -> Block<'a> {
     Block::default()
@@ -24,6 +25,25 @@ pub fn scrolled_text(frame: &mut Frame, area: Rect, lines: Vec<Line<'_>>, scroll
     let rows = u16::try_from(text.line_count(inner.width)).unwrap_or(u16::MAX);
     *scroll = (*scroll).min(rows.saturating_sub(inner.height));
     frame.render_widget(text.scroll((*scroll, 0)).block(block), area);
+}
+
+/// A view model's text block as lines in `width` columns (commands hang
+/// under themselves).
+pub fn doc(doc: &Doc, theme: &Theme, width: usize) -> Vec<Line<'static>> {
+    let mut lines = Vec::new();
+    for l in &doc.lines {
+        match l {
+            DocLine::Pieces(pieces) => lines.push(Line::from(
+                pieces.iter().map(|(role, text)| Span::styled(text.clone(), theme.style(*role))).collect::<Vec<_>>(),
+            )),
+            DocLine::Command { prefix, text } => {
+                for l in hanging(prefix, text, width) {
+                    lines.push(Line::styled(l, theme.style(Role::Accent)));
+                }
+            }
+        }
+    }
+    lines
 }
 
 /// A shell command laid out in `width` columns: `prefix` on the first

@@ -1,11 +1,17 @@
 //! View models: what the screens and `kgpu snapshot` show, computed from a
 //! snapshot and its analysis. No terminal here, no kube, no clock.
 
+pub mod docs;
+pub mod feeds;
 pub mod json;
 pub mod panes;
+pub mod style;
 pub mod text;
 
 use std::fmt;
+
+/// Durations for people (`3h20m`), as every view writes them.
+pub use crate::model::time::age;
 
 use crate::model::{MigMode, Node, Snapshot};
 

@@ -5,8 +5,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::analysis::fleet::{IssueCode, NodeSummary};
-use crate::analysis::{self, Analysis, Thresholds, age, waves};
+use crate::analysis::{self, Analysis, Thresholds, waves};
 use crate::model::audit::AuditEntry;
+use crate::model::time::age;
 use crate::model::{EventType, GpuHealth, MigMode, Snapshot, Sym, Timestamp, keys};
 
 /// One GPU (or MIG slice) cell of the fleet map.

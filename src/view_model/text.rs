@@ -3,9 +3,10 @@
 
 use std::fmt::Write as _;
 
+use crate::analysis::Analysis;
 use crate::analysis::pending::{PendingItem, Verdict};
-use crate::analysis::{Analysis, age};
 use crate::model::Snapshot;
+use crate::model::time::age;
 
 use super::Section;
 
@@ -48,10 +49,13 @@ pub fn render(snap: &Snapshot, a: &Analysis, section: Option<Section>) -> String
     if let Some(s) = &snap.scenario {
         let _ = writeln!(out, "scenario: {} — {}", s.name, s.title);
     }
-    for (feed, status) in &snap.feeds {
-        if let crate::model::FeedState::Unavailable(p) = &status.state {
-            let _ = writeln!(out, "feed {}: {} ({})", feed.name(), p.label(), p.describe());
-        }
+    for h in super::feeds::health(snap, a.now).iter().filter(|h| h.unavailable || h.stale) {
+        let data = if h.stale {
+            h.age.map_or(", no data yet".into(), |t| format!(", data {} old", age(t)))
+        } else {
+            String::new()
+        };
+        let _ = writeln!(out, "feed {}: {}{data} ({})", h.feed.name(), h.state, h.reason.as_deref().unwrap_or(""));
     }
     out.push('\n');
     if want(Section::Fleet) {

@@ -169,7 +169,7 @@ async fn run_cluster_case(
             })
         })
         .await?;
-        let now = snap.clock.max(kgpu::runtime::wall_clock());
+        let now = snap.clock.max(kgpu::clock::wall_clock());
         let verdicts = kgpu_verdicts(&snap, now, &key)?;
         let fitting: Vec<&String> = verdicts.iter().filter(|(_, r)| r.is_empty()).map(|(n, _)| n).collect();
         let problem = match &outcome {

@@ -287,7 +287,7 @@ pub async fn run_queue_case(
         let mut gang = (*gang).clone();
         gang.active = true;
         as_active.gangs.insert(key.clone(), std::sync::Arc::new(gang));
-        let now = kgpu::runtime::wall_clock();
+        let now = kgpu::clock::wall_clock();
         let a = analysis::analyze(&as_active, now, &Thresholds::default());
         let item = analysis::pending::find(&a.pending, &ns, &name)
             .ok_or_else(|| format!("kgpu has no pending item for {name}"))?;
@@ -318,7 +318,7 @@ pub async fn run_queue_case(
                 s.gangs.get(&key).is_some_and(|g| g.condition_true("QuotaReserved") && !g.admission_checks.is_empty())
             })
             .await?;
-            let a = analysis::analyze(&snap, kgpu::runtime::wall_clock(), &Thresholds::default());
+            let a = analysis::analyze(&snap, kgpu::clock::wall_clock(), &Thresholds::default());
             match analysis::pending::find(&a.pending, &ns, &name) {
                 Some(item) if item.blocking == Some(Step::AdmissionCheck) => {}
                 other => report.push(format!(
@@ -341,7 +341,7 @@ pub async fn run_queue_case(
                 })
             })
             .await?;
-            let a = analysis::analyze(&snap, kgpu::runtime::wall_clock(), &Thresholds::default());
+            let a = analysis::analyze(&snap, kgpu::clock::wall_clock(), &Thresholds::default());
             let item = analysis::pending::find(&a.pending, &ns, &name);
             let ok = match w.check {
                 // Admitted: no longer waiting at quota or a check.

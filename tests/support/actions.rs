@@ -5,10 +5,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use kgpu::actions::Progress;
 use kgpu::actions::audit::AuditLog;
 use kgpu::actions::backend::Backend;
 use kgpu::actions::exec::Executor;
-use kgpu::app::Msg;
 use kgpu::model::Snapshot;
 use serde_json::Value;
 use tokio::sync::{mpsc, watch};
@@ -18,7 +18,7 @@ use super::kube::source;
 
 pub struct Harness {
     pub executor: Executor,
-    pub reports: mpsc::Receiver<Msg>,
+    pub reports: mpsc::Receiver<Progress>,
     pub snapshots: watch::Receiver<Arc<Snapshot>>,
     /// Insert the executor's id (1) to cancel its run.
     pub cancel: watch::Sender<std::collections::BTreeSet<u64>>,
@@ -59,7 +59,7 @@ impl Harness {
     pub fn reports(&mut self) -> (Vec<String>, String, bool) {
         let mut all = Vec::new();
         let mut last = None;
-        while let Ok(Msg::ActionReport { text, error, done, .. }) = self.reports.try_recv() {
+        while let Ok(Progress { text, error, done, .. }) = self.reports.try_recv() {
             all.push(text.clone());
             if done {
                 last = Some((text, error));

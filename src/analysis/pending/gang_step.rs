@@ -107,7 +107,7 @@ fn no_pods_yet(index: &Index<'_>, gang: &Gang, mut details: Vec<String>, command
             Verdict::Block,
             format!(
                 "admitted {} ago, yet {} {} has created none of its pods: is its controller (operator) running?",
-                super::super::age(age),
+                crate::model::time::age(age),
                 o.kind,
                 o.name
             ),

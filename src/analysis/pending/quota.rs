@@ -60,8 +60,10 @@ fn kueue_quota_step(index: &Index<'_>, gang: &Gang) -> StepReport {
         details.push(format!(
             "requeued {} time(s){}",
             r.count,
-            r.requeue_at
-                .map_or(String::new(), |t| format!(", next attempt in {}", super::super::age((t - index.now).max(0))))
+            r.requeue_at.map_or(String::new(), |t| format!(
+                ", next attempt in {}",
+                crate::model::time::age((t - index.now).max(0))
+            ))
         ));
     }
     if gang.has_quota() {

@@ -75,10 +75,6 @@ fn classify(d: &Described, e: &watcher::Error, since: i64) -> FeedState {
     }
 }
 
-fn wall_clock() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
-}
-
 async fn run<K>(api: Api<K>, d: Described, convert: Convert<K>, key: Key<K>, tx: mpsc::Sender<Vec<ModelEvent>>)
 where
     K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
@@ -119,7 +115,7 @@ where
                 }
             }
             Err(e) => {
-                let since = *failing_since.get_or_insert_with(wall_clock);
+                let since = *failing_since.get_or_insert_with(crate::clock::wall_clock);
                 let state = classify(&d, &e, since);
                 tracing::warn!("{} watch: {}", d.resource, error_text(&e));
                 out.push(ModelEvent::Feed { feed, state });
@@ -319,7 +315,7 @@ pub fn spawn_all(client: Client, scope: Scope, tx: mpsc::Sender<Vec<ModelEvent>>
         let mut tick = tokio::time::interval(Duration::from_secs(1));
         loop {
             tick.tick().await;
-            if tx.send(vec![ModelEvent::Clock(wall_clock())]).await.is_err() {
+            if tx.send(vec![ModelEvent::Clock(crate::clock::wall_clock())]).await.is_err() {
                 break;
             }
         }

@@ -7,22 +7,11 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Paragraph};
 
-use crate::analysis::age;
-use crate::analysis::compat::Verdict;
 use crate::app::{App, Pane, Section, rows};
 use crate::ui::theme::{Role, Theme};
 use crate::ui::widgets::{self, block, fit};
 use crate::view_model::panes::Views;
-
-pub fn verdict_cell(v: Verdict) -> (&'static str, Role) {
-    match v {
-        Verdict::Ok => ("ok", Role::Ok),
-        Verdict::MinorCompat => ("minor", Role::Warn),
-        Verdict::ForwardCompat => ("fwd", Role::Accent),
-        Verdict::Incompatible => ("✗ no", Role::Error),
-        Verdict::Unknown => ("?", Role::Dim),
-    }
-}
+use crate::view_model::{age, docs};
 
 pub fn draw(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme: &Theme) {
     let m = &views.analysis.matrix;
@@ -73,7 +62,7 @@ fn draw_matrix(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, them
         )];
         for (c, (cuda, _)) in &needs {
             let cell = m.cell(driver, cuda);
-            let (text, role) = cell.map_or(("", Role::Dim), |x| verdict_cell(x.verdict));
+            let (text, role) = cell.map_or(("", Role::Dim), |x| docs::compat_cell(x.verdict));
             let placed = cell.map_or(0, |x| x.placed.count);
             let label = if placed > 0 { format!("{text}·{placed}") } else { text.to_string() };
             let mut style = theme.style(role);

@@ -7,10 +7,10 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Paragraph, Wrap};
 
-use crate::analysis::fragmentation::{PlanStatus, ShapeSource};
 use crate::app::{App, Pane, rows};
 use crate::ui::theme::{Role, Theme};
 use crate::ui::widgets::{self, block, fit};
+use crate::view_model::docs;
 use crate::view_model::panes::{Cell as GpuCell, NodeRow, Views};
 
 pub fn glyph(cell: GpuCell) -> (&'static str, Role) {
@@ -261,109 +261,11 @@ fn draw_pools(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme
 }
 
 fn draw_panel(frame: &mut Frame, area: Rect, app: &App, views: &Views, theme: &Theme, tall: bool) {
-    let f = &views.analysis.fragmentation;
-    let shapes = &f.shapes;
-    if shapes.is_empty() {
+    let panel = docs::fragmentation_panel(&views.analysis.fragmentation, app.shape, tall);
+    if panel.lines.is_empty() {
         return;
     }
-    let i = app.shape % shapes.len();
-    let s = &shapes[i];
-    let from = match &s.demand.source {
-        ShapeSource::Canonical => "canonical".to_string(),
-        _ => s.demand.name(),
-    };
-    let mut lines = vec![
-        Line::from(vec![
-            Span::styled(format!("{} ", s.demand.label()), theme.style(Role::Header)),
-            Span::styled(format!("[{}/{}] ", i + 1, shapes.len()), theme.style(Role::Dim)),
-            Span::styled(from, theme.style(Role::Text)),
-        ]),
-        Line::from(vec![
-            Span::styled("fits now: ", theme.style(Role::Dim)),
-            Span::styled(
-                if s.fits_now { "yes" } else { "no" },
-                theme.style(if s.fits_now { Role::Ok } else { Role::Error }),
-            ),
-            Span::styled(format!("   largest gang now: {}", s.largest_gang), theme.style(Role::Text)),
-        ]),
-        Line::from(vec![
-            Span::styled(format!("usable free {}", s.usable_free), theme.style(Role::GpuFree)),
-            Span::styled(format!("   stranded {}", s.stranded_free), theme.style(Role::GpuStranded)),
-        ]),
-        Line::styled(
-            format!("{} of {} free GPUs on whole free nodes", f.free_on_whole_nodes, f.free_total),
-            theme.style(Role::Dim),
-        ),
-    ];
-    let p = &f.plan;
-    // The plan is for one target; under another shape, say whose it is
-    // rather than show it as this shape's.
-    let for_this_shape = p.target.as_deref() == Some(s.demand.name().as_str());
-    match &p.status {
-        PlanStatus::Found | PlanStatus::Impossible(_) if !for_this_shape => {
-            lines.push(Line::from(vec![
-                Span::styled("plan: ", theme.style(Role::Header)),
-                Span::styled(
-                    format!(
-                        "made for {} ({}), not this shape",
-                        p.target.as_deref().unwrap_or("another shape"),
-                        p.target_shape.as_deref().unwrap_or("?")
-                    ),
-                    theme.style(Role::Dim),
-                ),
-            ]));
-            lines.push(Line::from(vec![
-                Span::styled("[ ]", theme.style(Role::KeyHint)),
-                Span::styled(" other shapes", theme.style(Role::Dim)),
-            ]));
-        }
-        PlanStatus::NotNeeded => {
-            lines.push(Line::styled("plan: not needed, everything pending fits", theme.style(Role::Ok)))
-        }
-        PlanStatus::Impossible(why) => {
-            lines.push(Line::styled("plan: none", theme.style(Role::Error)));
-            lines.push(Line::styled(why.clone(), theme.style(Role::Dim)));
-        }
-        PlanStatus::Found => {
-            lines.push(Line::from(vec![
-                Span::styled("plan: ", theme.style(Role::Header)),
-                Span::styled(
-                    format!(
-                        "{}, {:.1} GPU-h, frees {}",
-                        p.steps_summary(),
-                        p.gpu_hours,
-                        p.nodes_freed.iter().map(|n| n.to_string()).collect::<Vec<_>>().join(" ")
-                    ),
-                    theme.style(Role::Text),
-                ),
-            ]));
-            if tall {
-                lines.push(Line::styled(
-                    format!("for {}", p.target.clone().unwrap_or_default()),
-                    theme.style(Role::Dim),
-                ));
-                for step in &p.steps {
-                    lines.push(Line::styled(
-                        format!(
-                            " {} → {}  {} ({} GPU, {:.1} GPU-h)",
-                            step.from_node,
-                            step.to_node.map_or("✗ evict, work lost".to_string(), |n| n.to_string()),
-                            step.pod,
-                            step.gpus,
-                            step.gpu_hours_disrupted
-                        ),
-                        theme.style(Role::Text),
-                    ));
-                }
-            }
-            lines.push(Line::from(vec![
-                Span::styled("x", theme.style(Role::KeyHint)),
-                Span::styled(" run the plan   ", theme.style(Role::Dim)),
-                Span::styled("[ ]", theme.style(Role::KeyHint)),
-                Span::styled(" other shapes", theme.style(Role::Dim)),
-            ]));
-        }
-    }
+    let lines = widgets::doc(&panel, theme, area.width.saturating_sub(2) as usize);
     let panel = Paragraph::new(lines).wrap(Wrap { trim: false }).block(block(" Fragmentation ", false, theme));
     frame.render_widget(panel, area);
 }

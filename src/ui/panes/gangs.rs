@@ -7,34 +7,11 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::Line;
 use ratatui::widgets::Cell;
 
-use crate::analysis::age;
-use crate::analysis::gangs::GangState;
 use crate::app::{App, Pane, Section, rows};
-use crate::model::{Feed, quantity};
 use crate::ui::theme::{Role, Theme};
 use crate::ui::widgets::{self, block, fit};
 use crate::view_model::panes::Views;
-
-fn state_role(state: GangState, deadlocked: bool) -> Role {
-    if deadlocked {
-        return Role::Error;
-    }
-    match state {
-        GangState::PartiallyPlaced => Role::Warn,
-        GangState::Queued | GangState::Admitted | GangState::Placed => Role::Pending,
-        GangState::Inactive | GangState::Finished => Role::Dim,
-        GangState::Running => Role::Ok,
-    }
-}
-
-/// Why a feed shows nothing: not installed, forbidden, or just empty.
-fn feed_note(views: &Views, feeds: &[Feed]) -> Option<String> {
-    let notes: Vec<String> = feeds
-        .iter()
-        .filter_map(|f| views.snap.feed_problem(*f).map(|p| format!("{}: {} — {}", f.name(), p.label(), p.describe())))
-        .collect();
-    (!notes.is_empty()).then(|| notes.join("; "))
-}
+use crate::view_model::{age, docs, feeds};
 
 pub fn draw(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme: &Theme) {
     let [top, bottom] = Layout::vertical([Constraint::Percentage(55), Constraint::Percentage(45)]).areas(area);
@@ -47,8 +24,7 @@ fn draw_gangs(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme
     let gangs = rows::gangs(views, app.filter(Pane::Gangs));
     let title = format!(" Gangs ({}) · enter: why pending · R requeue ", gangs.len());
     if gangs.is_empty() {
-        let text = feed_note(views, &[Feed::Workloads, Feed::PodGroups])
-            .unwrap_or_else(|| "no Kueue Workloads or Volcano PodGroups".into());
+        let text = feeds::gangs_note(&views.snap).unwrap_or_else(|| "no Kueue Workloads or Volcano PodGroups".into());
         widgets::empty(frame, area, block(title, focused, theme), &text, theme);
         return;
     }
@@ -69,11 +45,7 @@ fn draw_gangs(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme
             }
             let mut cells = vec![
                 widgets::styled(
-                    if wide {
-                        g.key.kind.kind_name()
-                    } else {
-                        if g.key.kind == crate::model::GangKind::KueueWorkload { "WL" } else { "PG" }
-                    },
+                    if wide { g.key.kind.kind_name() } else { g.key.kind.abbreviation() },
                     theme.style(Role::Dim),
                 ),
                 widgets::styled(fit(&g.display_name(), if wide { 40 } else { 26 }), theme.style(Role::Text)),
@@ -82,7 +54,7 @@ fn draw_gangs(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme
                     if g.gpus_held_idle > 0 { g.gpus_held_idle.to_string() } else { "-".into() },
                     theme.style(if g.gpus_held_idle > 0 { Role::Warn } else { Role::Dim }),
                 ),
-                widgets::styled(state, theme.style(state_role(g.state, deadlocked))),
+                widgets::styled(state, theme.style(docs::gang_role(g.state, deadlocked))),
                 widgets::styled(age(g.age), theme.style(Role::Dim)),
             ];
             if wide {
@@ -119,7 +91,7 @@ fn draw_queues(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, them
     let queues = rows::queues(views, app.filter(Pane::Gangs));
     let title = " Queues · quota per flavor ";
     if queues.is_empty() {
-        let text = feed_note(views, &[Feed::ClusterQueues, Feed::LocalQueues, Feed::VolcanoQueues])
+        let text = feeds::queues_note(&views.snap)
             .unwrap_or_else(|| "no Kueue ClusterQueues/LocalQueues or Volcano Queues".into());
         widgets::empty(frame, area, block(title, focused, theme), &text, theme);
         return;
@@ -134,7 +106,7 @@ fn draw_queues(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, them
     let rows: Vec<Vec<Cell>> = queues
         .iter()
         .map(|q| {
-            let fmt = |v: u64| quantity::format(q.resource.as_str(), v);
+            let fmt = |v: u64| q.amount(v);
             let name = match q.namespace {
                 Some(ns) => format!("{ns}/{}", q.name),
                 None => q.name.to_string(),

@@ -4,29 +4,22 @@
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Rect};
-use ratatui::text::{Line, Span};
 
-use crate::analysis::age;
-use crate::analysis::pending::{PendingItem, Step, Verdict};
 use crate::app::{App, Pane, rows};
 use crate::ui::theme::{Role, Theme};
 use crate::ui::widgets::{self, block, fit, scrolled_text};
+use crate::view_model::age;
+use crate::view_model::docs;
 use crate::view_model::panes::Views;
-
-fn step_role(step: Option<Step>) -> Role {
-    match step {
-        Some(Step::Quota | Step::AdmissionCheck) => Role::Warn,
-        Some(Step::Gang) => Role::Error,
-        Some(Step::Fit) => Role::Pending,
-        Some(Step::DevicePlugin) => Role::Error,
-        None => Role::Ok,
-    }
-}
+use crate::view_model::style::Doc;
 
 pub fn draw(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme: &Theme) {
     if let Some(id) = app.drill.clone() {
         match views.analysis.pending.iter().find(|p| p.display_name() == id) {
-            Some(item) => return drill(frame, area, app, item, theme),
+            Some(item) => {
+                let title = format!(" Why pending: {} · esc back · R requeue ", item.display_name());
+                return drill(frame, area, app, &docs::why(item), title, theme);
+            }
             None => {
                 let text = format!("{id} is no longer pending (scheduled, admitted or deleted); esc goes back");
                 widgets::empty(frame, area, block(" Why pending ", true, theme), &text, theme);
@@ -52,7 +45,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme: 
     let name_w = if wide { 40 } else { 24 };
     let make_row = |i: usize| {
         let p = &items[i];
-        let mut cells = vec![widgets::styled(p.blocking_str(), theme.style(step_role(p.blocking)))];
+        let mut cells = vec![widgets::styled(p.blocking_str(), theme.style(docs::blocking_role(p.blocking)))];
         if wide {
             cells.push(widgets::styled(p.kind.as_str(), theme.style(Role::Dim)));
         }
@@ -104,77 +97,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme: 
     app.offsets.insert(Pane::Pending, offset);
 }
 
-/// The chain as lines (used by the drilldown and by tests).
-pub fn chain_lines(item: &PendingItem, theme: &Theme, width: usize) -> Vec<Line<'static>> {
-    let mut lines = vec![
-        Line::from(vec![
-            Span::styled(format!("{} {}", item.kind.as_str(), item.display_name()), theme.style(Role::Header)),
-            Span::styled(format!("  pending {} · shape {}", age(item.age), item.shape), theme.style(Role::Dim)),
-            Span::styled(item.queue.map_or(String::new(), |q| format!(" · queue {q}")), theme.style(Role::Dim)),
-        ]),
-        Line::from(vec![
-            Span::styled("blocked at: ", theme.style(Role::Dim)),
-            Span::styled(item.blocking_str().to_string(), theme.style(step_role(item.blocking))),
-            Span::styled(format!(" — {}", item.summary), theme.style(Role::Text)),
-        ]),
-        Line::raw(""),
-    ];
-    for (i, s) in item.steps.iter().enumerate() {
-        let (mark, role) = match s.verdict {
-            Verdict::Pass => ("✓", Role::Ok),
-            Verdict::Block => ("✗", Role::Error),
-            Verdict::Warn => ("!", Role::Warn),
-            Verdict::NotApplicable => ("–", Role::Dim),
-        };
-        lines.push(Line::from(vec![
-            Span::styled(format!("{} {mark} ", i + 1), theme.style(role)),
-            Span::styled(format!("{}: ", s.step.title()), theme.style(Role::Header)),
-            Span::styled(s.summary.to_string(), theme.style(Role::Text)),
-        ]));
-        for d in s.details.iter() {
-            lines.push(Line::styled(format!("      {d}"), theme.style(Role::Text)));
-        }
-        for c in &s.commands {
-            for l in widgets::hanging("      $ ", c, width) {
-                lines.push(Line::styled(l, theme.style(Role::Accent)));
-            }
-        }
-    }
-    if let Some(m) = &item.scheduler_message {
-        lines.push(Line::raw(""));
-        lines.push(Line::styled("scheduler said:", theme.style(Role::Header)));
-        lines.push(Line::styled(format!("  {m}"), theme.style(Role::Text)));
-        match (item.agrees_with_scheduler, item.scheduler_recognised) {
-            (Some(true), _) => lines.push(Line::styled("  kgpu's per-node verdicts agree", theme.style(Role::Ok))),
-            (Some(false), _) => lines.push(Line::styled(
-                format!("  kgpu disagrees: {}", item.disagreement.clone().unwrap_or_default()),
-                theme.style(Role::Warn),
-            )),
-            (None, Some(false)) => {
-                lines.push(Line::styled("  (not a message kgpu recognises: shown raw)", theme.style(Role::Warn)))
-            }
-            _ => {}
-        }
-    }
-    if !item.hints.is_empty() {
-        lines.push(Line::raw(""));
-        lines.push(Line::styled("hints:", theme.style(Role::Header)));
-        for h in &item.hints {
-            lines.push(Line::styled(format!("  • {h}"), theme.style(Role::Warn)));
-        }
-    }
-    if !item.unblock.is_empty() {
-        lines.push(Line::raw(""));
-        lines.push(Line::styled("what would unblock it:", theme.style(Role::Header)));
-        for u in &item.unblock {
-            lines.push(Line::styled(format!("  → {u}"), theme.style(Role::Ok)));
-        }
-    }
-    lines
-}
-
-fn drill(frame: &mut Frame, area: Rect, app: &mut App, item: &PendingItem, theme: &Theme) {
-    let lines = chain_lines(item, theme, area.width.saturating_sub(2) as usize);
-    let title = format!(" Why pending: {} · esc back · R requeue ", item.display_name());
+fn drill(frame: &mut Frame, area: Rect, app: &mut App, why: &Doc, title: String, theme: &Theme) {
+    let lines = widgets::doc(why, theme, area.width.saturating_sub(2) as usize);
     scrolled_text(frame, area, lines, &mut app.drill_scroll, block(title, true, theme));
 }

@@ -5,10 +5,10 @@
 
 use std::collections::BTreeSet;
 
-use crate::actions::Action;
+use crate::analysis::index::Index;
 use crate::model::{GangKind, Pod, PodKey, Sym};
 
-use super::index::Index;
+use super::Action;
 
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Impact {
@@ -131,8 +131,8 @@ pub fn of(index: &Index<'_>, action: &Action) -> Impact {
         Action::RunPlan { target, evictions, reserve, .. } => {
             let victims: Vec<&Pod> = evictions.iter().filter_map(|k| index.snap.pods.get(k).map(|p| &**p)).collect();
             add_pods(index, &victims, &mut impact);
-            let value = crate::actions::defrag::reservation_value(target);
-            let taint = crate::actions::defrag::RESERVATION_TAINT;
+            let value = super::defrag::reservation_value(target);
+            let taint = super::defrag::RESERVATION_TAINT;
             impact.kubectl.extend(reserve.iter().map(|n| format!("kubectl taint node {n} {taint}={value}:NoSchedule")));
             impact.kubectl.push(format!(
                 "# add to each pending pod of the target: tolerations: [{{key: {taint}, operator: Equal, value: {value}, effect: NoSchedule}}]"

@@ -1,0 +1,300 @@
+//! The text blocks the cockpit shows beside or over a table: the pending
+//! item's isolation chain, a node's and a matrix cell's details, the
+//! fragmentation panel. Built here from the analysis, drawn as they are by
+//! the ui, and read by tests without a terminal.
+
+use crate::analysis::compat::{self, Matrix, Sample};
+use crate::analysis::fragmentation::{Fragmentation, PlanStatus, ShapeSource};
+use crate::analysis::gangs::GangState;
+use crate::analysis::pending::{PendingItem, Step, Verdict};
+use crate::model::Sym;
+use crate::model::time::age;
+
+use super::panes::Views;
+use super::style::{Doc, Role};
+
+/// The role of the step that blocks a pending item (none: nothing blocks).
+pub fn blocking_role(step: Option<Step>) -> Role {
+    match step {
+        Some(Step::Quota | Step::AdmissionCheck) => Role::Warn,
+        Some(Step::Gang | Step::DevicePlugin) => Role::Error,
+        Some(Step::Fit) => Role::Pending,
+        None => Role::Ok,
+    }
+}
+
+/// A driver × CUDA cell as the matrix shows it.
+pub fn compat_cell(v: compat::Verdict) -> (&'static str, Role) {
+    match v {
+        compat::Verdict::Ok => ("ok", Role::Ok),
+        compat::Verdict::MinorCompat => ("minor", Role::Warn),
+        compat::Verdict::ForwardCompat => ("fwd", Role::Accent),
+        compat::Verdict::Incompatible => ("✗ no", Role::Error),
+        compat::Verdict::Unknown => ("?", Role::Dim),
+    }
+}
+
+/// A gang's state; a deadlock outranks it.
+pub fn gang_role(state: GangState, deadlocked: bool) -> Role {
+    if deadlocked {
+        return Role::Error;
+    }
+    match state {
+        GangState::PartiallyPlaced => Role::Warn,
+        GangState::Queued | GangState::Admitted | GangState::Placed => Role::Pending,
+        GangState::Inactive | GangState::Finished => Role::Dim,
+        GangState::Running => Role::Ok,
+    }
+}
+
+/// The isolation chain of one pending item: each step with its verdict,
+/// evidence and kubectl commands, the scheduler's own word, hints, and
+/// what would unblock it.
+pub fn why(item: &PendingItem) -> Doc {
+    let mut doc = Doc::default();
+    doc.pieces(vec![
+        (Role::Header, format!("{} {}", item.kind.as_str(), item.display_name())),
+        (Role::Dim, format!("  pending {} · shape {}", age(item.age), item.shape)),
+        (Role::Dim, item.queue.map_or(String::new(), |q| format!(" · queue {q}"))),
+    ]);
+    doc.pieces(vec![
+        (Role::Dim, "blocked at: ".into()),
+        (blocking_role(item.blocking), item.blocking_str().to_string()),
+        (Role::Text, format!(" — {}", item.summary)),
+    ]);
+    doc.blank();
+    for (i, s) in item.steps.iter().enumerate() {
+        let (mark, role) = match s.verdict {
+            Verdict::Pass => ("✓", Role::Ok),
+            Verdict::Block => ("✗", Role::Error),
+            Verdict::Warn => ("!", Role::Warn),
+            Verdict::NotApplicable => ("–", Role::Dim),
+        };
+        doc.pieces(vec![
+            (role, format!("{} {mark} ", i + 1)),
+            (Role::Header, format!("{}: ", s.step.title())),
+            (Role::Text, s.summary.to_string()),
+        ]);
+        for d in s.details.iter() {
+            doc.line(Role::Text, format!("      {d}"));
+        }
+        for c in &s.commands {
+            doc.command("      $ ", c.clone());
+        }
+    }
+    if let Some(m) = &item.scheduler_message {
+        doc.blank().line(Role::Header, "scheduler said:").line(Role::Text, format!("  {m}"));
+        match (item.agrees_with_scheduler, item.scheduler_recognised) {
+            (Some(true), _) => {
+                doc.line(Role::Ok, "  kgpu's per-node verdicts agree");
+            }
+            (Some(false), _) => {
+                doc.line(Role::Warn, format!("  kgpu disagrees: {}", item.disagreement.clone().unwrap_or_default()));
+            }
+            (None, Some(false)) => {
+                doc.line(Role::Warn, "  (not a message kgpu recognises: shown raw)");
+            }
+            _ => {}
+        }
+    }
+    if !item.hints.is_empty() {
+        doc.blank().line(Role::Header, "hints:");
+        for h in &item.hints {
+            doc.line(Role::Warn, format!("  • {h}"));
+        }
+    }
+    if !item.unblock.is_empty() {
+        doc.blank().line(Role::Header, "what would unblock it:");
+        for u in &item.unblock {
+            doc.line(Role::Ok, format!("  → {u}"));
+        }
+    }
+    doc
+}
+
+/// A node in full: state, GPU counts (as the fleet row counts them),
+/// issues, taints, its pods and its GPU labels.
+pub fn node(views: &Views, node: Sym) -> Doc {
+    let mut doc = Doc::default();
+    let row = views.nodes.iter().find(|r| r.name == node);
+    let (Some(n), Some(r)) = (views.snap.nodes.get(&node), row) else {
+        doc.line(Role::Warn, format!("node {node} is gone"));
+        return doc;
+    };
+    doc.line(
+        Role::Header,
+        format!(
+            "{}  {}  {}  driver {}  pool {}",
+            n.name,
+            if n.is_ready() { "Ready" } else { "NotReady" },
+            if n.unschedulable { "cordoned" } else { "schedulable" },
+            r.driver,
+            r.pool
+        ),
+    );
+    doc.line(
+        Role::Text,
+        format!(
+            "GPUs: {} in hardware, {} allocatable, {} used, {} free ({} stranded){}",
+            r.hardware.map_or("?".into(), |h| h.to_string()),
+            r.allocatable,
+            r.used,
+            r.free,
+            r.stranded,
+            if r.mig.is_empty() { String::new() } else { format!("; MIG {}", r.mig) }
+        ),
+    );
+    for d in &r.issue_details {
+        doc.line(Role::Error, format!("! {d}"));
+    }
+    if !n.taints.is_empty() {
+        let taints: Vec<String> =
+            n.taints.iter().map(|t| format!("{}={}:{}", t.key, t.value, t.effect.as_str())).collect();
+        doc.line(Role::Text, format!("taints: {}", taints.join(", ")));
+    }
+    doc.line(Role::Header, "pods:");
+    let now = views.analysis.now;
+    let mut pods: Vec<_> = views.snap.pods.values().filter(|p| p.node == Some(node)).collect();
+    pods.sort_by(|a, b| a.phase.cmp(&b.phase).then(a.name.cmp(&b.name)));
+    for p in pods.iter().take(40) {
+        doc.line(
+            Role::Text,
+            format!(
+                "  {}/{}  {}{}  gpu {}{}  {}",
+                p.namespace,
+                p.name,
+                p.phase.as_str(),
+                p.reason.map_or(String::new(), |r| format!(" ({r})")),
+                p.requests.gpu,
+                p.requests.mig().map(|(k, v)| format!(" {k}×{v}")).collect::<String>(),
+                age(now - p.transitioned)
+            ),
+        );
+    }
+    if pods.len() > 40 {
+        doc.line(Role::Dim, format!("  … and {} more", pods.len() - 40));
+    }
+    if pods.is_empty() {
+        doc.line(Role::Dim, "  none");
+    }
+    doc.line(Role::Header, "GPU labels:");
+    for (k, v) in n.labels.iter().filter(|(k, _)| k.as_str().starts_with("nvidia.com/")) {
+        doc.line(Role::Dim, format!("  {k}={v}"));
+    }
+    doc
+}
+
+fn sample(doc: &mut Doc, sample: &Sample, role: Role) {
+    for p in &sample.first {
+        doc.line(role, format!("  {p}"));
+    }
+    if sample.count > sample.first.len() {
+        doc.line(Role::Dim, format!("  … and {} more", sample.count - sample.first.len()));
+    }
+}
+
+/// One driver × CUDA cell: its verdict and reason, its nodes, the pods
+/// placed there and every workload that needs that CUDA.
+pub fn matrix_cell(m: &Matrix, cell: (usize, usize)) -> Doc {
+    let mut doc = Doc::default();
+    let found = m.drivers.get(cell.0).and_then(|(d, _)| m.needs.get(cell.1).and_then(|(c, _)| m.cell(d, c)));
+    let Some(c) = found else {
+        doc.line(Role::Dim, "no cell selected");
+        return doc;
+    };
+    doc.line(Role::Header, format!("driver {} × CUDA {}: {}", c.driver, c.cuda, c.verdict.as_str()));
+    doc.line(Role::Text, c.reason.clone());
+    doc.line(Role::Header, format!("nodes ({}):", c.nodes.len()));
+    doc.line(Role::Dim, format!("  {}", c.nodes.iter().map(|n| n.to_string()).collect::<Vec<_>>().join(" ")));
+    doc.line(Role::Header, format!("placed there ({}):", c.placed.count));
+    sample(&mut doc, &c.placed, Role::Text);
+    doc.line(Role::Header, format!("all workloads needing CUDA {} ({}):", c.cuda, c.workloads.count));
+    sample(&mut doc, &c.workloads, Role::Dim);
+    doc
+}
+
+/// The Fleet pane's side panel: the selected pending shape (`shape`, taken
+/// modulo the shapes) against the free capacity, and the defragmentation
+/// plan when it is this shape's; `tall` lists the plan's moves.
+pub fn fragmentation_panel(f: &Fragmentation, shape: usize, tall: bool) -> Doc {
+    let mut doc = Doc::default();
+    let shapes = &f.shapes;
+    if shapes.is_empty() {
+        return doc;
+    }
+    let i = shape % shapes.len();
+    let s = &shapes[i];
+    let from = match &s.demand.source {
+        ShapeSource::Canonical => "canonical".to_string(),
+        _ => s.demand.name(),
+    };
+    doc.pieces(vec![
+        (Role::Header, format!("{} ", s.demand.label())),
+        (Role::Dim, format!("[{}/{}] ", i + 1, shapes.len())),
+        (Role::Text, from),
+    ]);
+    doc.pieces(vec![
+        (Role::Dim, "fits now: ".into()),
+        (if s.fits_now { Role::Ok } else { Role::Error }, if s.fits_now { "yes" } else { "no" }.into()),
+        (Role::Text, format!("   largest gang now: {}", s.largest_gang)),
+    ]);
+    doc.pieces(vec![
+        (Role::GpuFree, format!("usable free {}", s.usable_free)),
+        (Role::GpuStranded, format!("   stranded {}", s.stranded_free)),
+    ]);
+    doc.line(Role::Dim, format!("{} of {} free GPUs on whole free nodes", f.free_on_whole_nodes, f.free_total));
+    let p = &f.plan;
+    // The plan is for one target; under another shape, say whose it is
+    // rather than show it as this shape's.
+    let for_this_shape = p.target.as_deref() == Some(s.demand.name().as_str());
+    let other_shapes = vec![(Role::KeyHint, "[ ]".to_string()), (Role::Dim, " other shapes".to_string())];
+    match &p.status {
+        PlanStatus::Found | PlanStatus::Impossible(_) if !for_this_shape => {
+            doc.pieces(vec![
+                (Role::Header, "plan: ".into()),
+                (
+                    Role::Dim,
+                    format!(
+                        "made for {} ({}), not this shape",
+                        p.target.as_deref().unwrap_or("another shape"),
+                        p.target_shape.as_deref().unwrap_or("?")
+                    ),
+                ),
+            ]);
+            doc.pieces(other_shapes);
+        }
+        PlanStatus::NotNeeded => {
+            doc.line(Role::Ok, "plan: not needed, everything pending fits");
+        }
+        PlanStatus::Impossible(why) => {
+            doc.line(Role::Error, "plan: none").line(Role::Dim, why.clone());
+        }
+        PlanStatus::Found => {
+            let freed: Vec<String> = p.nodes_freed.iter().map(|n| n.to_string()).collect();
+            doc.pieces(vec![
+                (Role::Header, "plan: ".into()),
+                (Role::Text, format!("{}, {:.1} GPU-h, frees {}", p.steps_summary(), p.gpu_hours, freed.join(" "))),
+            ]);
+            if tall {
+                doc.line(Role::Dim, format!("for {}", p.target.clone().unwrap_or_default()));
+                for step in &p.steps {
+                    doc.line(
+                        Role::Text,
+                        format!(
+                            " {} → {}  {} ({} GPU, {:.1} GPU-h)",
+                            step.from_node,
+                            step.to_node.map_or("✗ evict, work lost".to_string(), |n| n.to_string()),
+                            step.pod,
+                            step.gpus,
+                            step.gpu_hours_disrupted
+                        ),
+                    );
+                }
+            }
+            let mut keys = vec![(Role::KeyHint, "x".to_string()), (Role::Dim, " run the plan   ".to_string())];
+            keys.extend(other_shapes);
+            doc.pieces(keys);
+        }
+    }
+    doc
+}

@@ -1,0 +1,94 @@
+//! Feed health, said one way everywhere: the status bar, the empty panes,
+//! `kgpu snapshot` text and its JSON read the same states.
+
+use crate::model::time::age;
+use crate::model::{Feed, FeedState, Snapshot, Timestamp};
+
+use super::style::Role;
+
+/// One feed's state as people and scripts read it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FeedHealth {
+    pub feed: Feed,
+    /// `syncing`, `live`, `reconnecting`, or the problem's label (`missing`, `forbidden`…).
+    pub state: &'static str,
+    /// Why it cannot deliver (the problem, or the last error while reconnecting).
+    pub reason: Option<String>,
+    /// Seconds since its last data, if it ever had any.
+    pub age: Option<i64>,
+    /// Whether its data may be behind the cluster (reconnecting).
+    pub stale: bool,
+    /// Whether it cannot deliver data at all.
+    pub unavailable: bool,
+}
+
+impl FeedHealth {
+    /// The short problem for the status bar (`pods: reconnecting 2m`), if any.
+    pub fn problem(&self, snap: &Snapshot, now: Timestamp) -> Option<String> {
+        match &snap.feed(self.feed)?.state {
+            FeedState::Unavailable(p) => Some(format!("{}: {}", self.feed.name(), p.label())),
+            FeedState::Reconnecting { since, .. } => {
+                Some(format!("{}: reconnecting {}", self.feed.name(), age(now - since)))
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Every feed the source has, in `Feed::ALL` order.
+pub fn health(snap: &Snapshot, now: Timestamp) -> Vec<FeedHealth> {
+    Feed::ALL
+        .iter()
+        .filter_map(|f| {
+            let status = snap.feed(*f)?;
+            let (state, reason) = match &status.state {
+                FeedState::Syncing => ("syncing", None),
+                FeedState::Live => ("live", None),
+                FeedState::Unavailable(p) => (p.label(), Some(p.describe().to_string())),
+                FeedState::Reconnecting { error, .. } => ("reconnecting", Some(error.clone())),
+            };
+            Some(FeedHealth {
+                feed: *f,
+                state,
+                reason,
+                age: status.last_data.map(|t| (now - t).max(0)),
+                stale: matches!(status.state, FeedState::Reconnecting { .. }),
+                unavailable: matches!(status.state, FeedState::Unavailable(_)),
+            })
+        })
+        .collect()
+}
+
+/// The status bar's data line: the newest data's age, then every feed that
+/// is unavailable or reconnecting; red while any data may be stale.
+pub fn summary(snap: &Snapshot, now: Timestamp) -> (String, Role) {
+    let feeds = health(snap, now);
+    let problems: Vec<String> = feeds.iter().filter_map(|h| h.problem(snap, now)).collect();
+    let newest = snap.feeds.values().filter_map(|s| s.last_data).max();
+    let data = newest.map_or_else(|| "no data yet".to_string(), |t| format!("data {}", age(now - t)));
+    if problems.is_empty() {
+        (data, Role::Dim)
+    } else {
+        let role = if feeds.iter().any(|h| h.stale) { Role::Error } else { Role::Warn };
+        (format!("{data} · {}", problems.join(" · ")), role)
+    }
+}
+
+/// Why a pane over these feeds shows nothing: not installed, forbidden…
+fn note(snap: &Snapshot, feeds: &[Feed]) -> Option<String> {
+    let notes: Vec<String> = feeds
+        .iter()
+        .filter_map(|f| snap.feed_problem(*f).map(|p| format!("{}: {} — {}", f.name(), p.label(), p.describe())))
+        .collect();
+    (!notes.is_empty()).then(|| notes.join("; "))
+}
+
+/// The empty Gangs table's note.
+pub fn gangs_note(snap: &Snapshot) -> Option<String> {
+    note(snap, &[Feed::Workloads, Feed::PodGroups])
+}
+
+/// The empty Queues table's note.
+pub fn queues_note(snap: &Snapshot) -> Option<String> {
+    note(snap, &[Feed::ClusterQueues, Feed::LocalQueues, Feed::VolcanoQueues])
+}

@@ -1,0 +1,164 @@
+//! How view models mark what they show: each piece of text carries its
+//! role (a header, a warning, a key hint, a free GPU), and the ui's theme
+//! decides what a role looks like. A `Doc` is a block of such text (a
+//! drilldown, a detail, a side panel) that the ui draws as it is, and that
+//! tests can read without a terminal.
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Role {
+    Text,
+    Dim,
+    Title,
+    Header,
+    Border,
+    BorderFocused,
+    Selection,
+    Tab,
+    TabActive,
+    KeyHint,
+    Accent,
+    Ok,
+    Warn,
+    Error,
+    Pending,
+    Destructive,
+    Production,
+    GpuUsed,
+    GpuFree,
+    GpuStranded,
+    GpuUnadvertised,
+    GpuUnhealthy,
+    GpuUnavailable,
+    MigUsed,
+    MigFree,
+    BarUsed,
+    BarFree,
+}
+
+impl Role {
+    pub const ALL: [Role; 27] = [
+        Role::Text,
+        Role::Dim,
+        Role::Title,
+        Role::Header,
+        Role::Border,
+        Role::BorderFocused,
+        Role::Selection,
+        Role::Tab,
+        Role::TabActive,
+        Role::KeyHint,
+        Role::Accent,
+        Role::Ok,
+        Role::Warn,
+        Role::Error,
+        Role::Pending,
+        Role::Destructive,
+        Role::Production,
+        Role::GpuUsed,
+        Role::GpuFree,
+        Role::GpuStranded,
+        Role::GpuUnadvertised,
+        Role::GpuUnhealthy,
+        Role::GpuUnavailable,
+        Role::MigUsed,
+        Role::MigFree,
+        Role::BarUsed,
+        Role::BarFree,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Role::Text => "text",
+            Role::Dim => "dim",
+            Role::Title => "title",
+            Role::Header => "header",
+            Role::Border => "border",
+            Role::BorderFocused => "border_focused",
+            Role::Selection => "selection",
+            Role::Tab => "tab",
+            Role::TabActive => "tab_active",
+            Role::KeyHint => "key_hint",
+            Role::Accent => "accent",
+            Role::Ok => "ok",
+            Role::Warn => "warn",
+            Role::Error => "error",
+            Role::Pending => "pending",
+            Role::Destructive => "destructive",
+            Role::Production => "production",
+            Role::GpuUsed => "gpu_used",
+            Role::GpuFree => "gpu_free",
+            Role::GpuStranded => "gpu_stranded",
+            Role::GpuUnadvertised => "gpu_unadvertised",
+            Role::GpuUnhealthy => "gpu_unhealthy",
+            Role::GpuUnavailable => "gpu_unavailable",
+            Role::MigUsed => "mig_used",
+            Role::MigFree => "mig_free",
+            Role::BarUsed => "bar_used",
+            Role::BarFree => "bar_free",
+        }
+    }
+
+    pub fn index(self) -> usize {
+        Role::ALL.iter().position(|r| *r == self).unwrap_or(0)
+    }
+}
+
+/// One piece of text and its role.
+pub type Piece = (Role, String);
+
+/// A line of a [`Doc`].
+#[derive(Clone, Debug, PartialEq)]
+pub enum DocLine {
+    Pieces(Vec<Piece>),
+    /// A command to copy: wrapped lines hang under the command, after `prefix`.
+    Command {
+        prefix: &'static str,
+        text: String,
+    },
+}
+
+/// A block of styled text, built by a view model and drawn by the ui.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Doc {
+    pub lines: Vec<DocLine>,
+}
+
+impl Doc {
+    /// A line of one piece.
+    pub fn line(&mut self, role: Role, text: impl Into<String>) -> &mut Self {
+        self.lines.push(DocLine::Pieces(vec![(role, text.into())]));
+        self
+    }
+
+    /// A line of several pieces.
+    pub fn pieces(&mut self, pieces: Vec<(Role, String)>) -> &mut Self {
+        self.lines.push(DocLine::Pieces(pieces));
+        self
+    }
+
+    pub fn blank(&mut self) -> &mut Self {
+        self.lines.push(DocLine::Pieces(Vec::new()));
+        self
+    }
+
+    pub fn command(&mut self, prefix: &'static str, text: impl Into<String>) -> &mut Self {
+        self.lines.push(DocLine::Command { prefix, text: text.into() });
+        self
+    }
+
+    /// The text without roles, one line per `DocLine` (for tests and logs).
+    pub fn plain(&self) -> String {
+        let mut out = String::new();
+        for l in &self.lines {
+            match l {
+                DocLine::Pieces(p) => p.iter().for_each(|(_, t)| out.push_str(t)),
+                DocLine::Command { prefix, text } => {
+                    out.push_str(prefix);
+                    out.push_str(text);
+                }
+            }
+            out.push('\n');
+        }
+        out
+    }
+}
