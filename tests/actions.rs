@@ -159,7 +159,7 @@ fn demo(scenario: &str) -> Demo {
     let sim = scenarios::build(scenario, 1).unwrap();
     let (events_tx, events_rx) = mpsc::channel(1024);
     let (snapshots, _model) =
-        kgpu::runtime::tui::spawn_model(SourceInfo { kind: SourceKind::Demo, name: scenario.into() }, events_rx);
+        kgpu::runtime::source::spawn_model(SourceInfo { kind: SourceKind::Demo, name: scenario.into() }, events_rx);
     // One simulated second every 20 ms.
     let (handle, _sim) = driver::spawn(sim, events_tx, Duration::from_millis(20));
     let (reports_tx, reports) = mpsc::channel(256);

@@ -293,7 +293,7 @@ fn the_runtime_reaches_the_app_only_through_messages() {
     use kgpu::app::Effect;
     let v = views("default");
     let mut app = App::new(false, "dark", true);
-    let mut palette = |app: &mut App, line: &str| {
+    let palette = |app: &mut App, line: &str| {
         let mut effects = app.update(Msg::Key(KeyEvent::new(KeyCode::Char(':'), KeyModifiers::NONE)), &v);
         for c in line.chars() {
             effects.extend(app.update(Msg::Key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE)), &v));

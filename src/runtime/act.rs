@@ -19,7 +19,7 @@ use crate::config::Paths;
 use crate::model::{GangKey, Snapshot, Sym};
 use crate::reference::mig;
 
-use super::tui::{self, Shared};
+use super::source::{self, Run, Shared, Source};
 use super::{UsageError, outln};
 
 /// What the command line asked for, before it is checked against the cluster.
@@ -55,26 +55,11 @@ async fn act(wanted: Wanted, opts: &ActOptions, source: &SourceArgs, paths: Path
     let (reports_tx, mut reports) = mpsc::channel::<Progress>(64);
     let (cancel_tx, cancel_rx) = watch::channel(BTreeSet::new());
     let shared = Shared { reports: reports_tx, cancel: cancel_rx, paths };
-    let demo = opts.from.scenario().is_some();
-    let scope = source.scope();
-    let mut session = if let Some(scenario) = opts.from.scenario() {
-        tui::start_demo(scenario, opts.from.seed, &shared)?
-    } else {
-        let target = crate::sources::kube::client::Target {
-            kubeconfig: source.kubeconfig.clone(),
-            context: source.context.clone(),
-        };
-        tui::start_kube(&target, &scope, &shared).await?
-    };
-    if demo {
-        while session.snapshots.borrow_and_update().nodes.is_empty() {
-            session.snapshots.changed().await?;
-        }
-    } else {
-        super::load::wait_synced(&mut session.snapshots, &scope).await;
-    }
-    let snap = session.snapshots.borrow().clone();
-    let now = if demo { snap.clock } else { crate::clock::wall_clock().max(snap.clock) };
+    // `--file` was refused above: a demo or a cluster.
+    let from = Source::from_args(&opts.from, 0, source);
+    let mut session = source::start(&from, Run::Live(&shared)).await?;
+    let snap = session.synced().await;
+    let now = session.now(&snap);
     let thresholds = Thresholds::default();
     let analysis = analysis::analyze(&snap, now, &thresholds);
     let action = match resolve(&wanted, &snap, &analysis, &thresholds)? {

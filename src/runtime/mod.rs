@@ -7,6 +7,7 @@ pub mod lab;
 pub mod load;
 pub mod logging;
 pub mod scenario;
+pub mod source;
 pub mod terminal;
 pub mod tui;
 
@@ -16,6 +17,8 @@ use crate::analysis::{self, Thresholds, waves};
 use crate::cli::{Cli, Command, DemoArgs, Output, SnapshotArgs, WhyArgs};
 use crate::sources::sim::scenarios;
 use crate::view_model::{Section, json, text};
+
+use source::Source;
 
 /// An error the user caused: printed as is, exit code 2.
 #[derive(Debug, thiserror::Error)]
@@ -79,17 +82,8 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             act::run(act::Wanted::Repartition { node: a.node, config: a.config }, &a.act, &cli.source, &cli.ui)
         }
         Some(Command::Defrag(a)) => act::run(act::Wanted::Defrag(a.target), &a.act, &cli.source, &cli.ui),
-        None if !cli.source.file.is_empty() => cockpit(tui::CockpitSource::File(cli.source.file.clone()), &cli.ui),
-        None => cockpit(
-            tui::CockpitSource::Kube {
-                target: crate::sources::kube::client::Target {
-                    kubeconfig: cli.source.kubeconfig.clone(),
-                    context: cli.source.context.clone(),
-                },
-                scope: cli.source.scope(),
-            },
-            &cli.ui,
-        ),
+        None if !cli.source.file.is_empty() => cockpit(Source::File(cli.source.file.clone()), &cli.ui),
+        None => cockpit(Source::kube(&cli.source), &cli.ui),
     }
 }
 
@@ -104,7 +98,7 @@ pub fn list_scenarios() -> String {
     out
 }
 
-fn cockpit(source: tui::CockpitSource, ui: &crate::cli::UiArgs) -> anyhow::Result<ExitCode> {
+fn cockpit(source: Source, ui: &crate::cli::UiArgs) -> anyhow::Result<ExitCode> {
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     runtime.block_on(tui::run(tui::CockpitOptions {
         source,
@@ -148,7 +142,7 @@ fn agent(args: &crate::cli::AgentArgs, ui: &crate::cli::UiArgs) -> anyhow::Resul
 
 fn demo(args: &DemoArgs, ui: &crate::cli::UiArgs) -> anyhow::Result<ExitCode> {
     scenarios::find(&args.scenario)?;
-    cockpit(tui::CockpitSource::Demo { scenario: args.scenario.clone(), seed: args.seed }, ui)
+    cockpit(Source::Demo { scenario: args.scenario.clone(), seed: args.seed, advance: 0 }, ui)
 }
 
 fn snapshot(args: &SnapshotArgs, source: &crate::cli::SourceArgs) -> anyhow::Result<ExitCode> {
@@ -170,8 +164,7 @@ fn snapshot(args: &SnapshotArgs, source: &crate::cli::SourceArgs) -> anyhow::Res
                 .ok_or_else(|| UsageError(format!("--target-driver '{t}' is not a driver version like 570.124.06")))
         })
         .transpose()?;
-    let spec = load::Spec::from_args(&args.from, args.advance, source);
-    let (snap, now) = load::once(&spec)?;
+    let (snap, now) = load::once(&Source::from_args(&args.from, args.advance, source))?;
     let thresholds = Thresholds::default();
     let analysis = analysis::analyze(&snap, now, &thresholds);
     let plan = target.map(|t| {
@@ -192,8 +185,7 @@ fn why(args: &WhyArgs, source: &crate::cli::SourceArgs) -> anyhow::Result<ExitCo
     let Some((namespace, name)) = args.target.split_once('/') else {
         return Err(UsageError(format!("'{}' is not NAMESPACE/NAME", args.target)).into());
     };
-    let spec = load::Spec::from_args(&args.from, args.advance, source);
-    let (snap, now) = load::once(&spec)?;
+    let (snap, now) = load::once(&Source::from_args(&args.from, args.advance, source))?;
     let analysis = analysis::analyze(&snap, now, &Thresholds::default());
     let Some(item) = analysis::pending::find(&analysis.pending, namespace, name) else {
         let known: Vec<String> = analysis.pending.iter().take(10).map(|p| p.display_name()).collect();

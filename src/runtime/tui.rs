@@ -4,206 +4,40 @@
 
 use std::collections::{BTreeSet, VecDeque};
 use std::io::IsTerminal;
-use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
 use crossterm::event::{Event, EventStream, KeyEventKind};
 use futures::StreamExt;
 use tokio::sync::{mpsc, watch};
-use tokio::task::JoinHandle;
 
-use crate::actions::audit::AuditLog;
-use crate::actions::backend::Backend;
-use crate::actions::exec::Executor;
-use crate::actions::{ActionId, Progress};
+use crate::actions::Progress;
 use crate::analysis::{Thresholds, waves};
 use crate::app::{App, Effect, Msg};
 use crate::config::Paths;
 use crate::model::audit::AuditEntry;
-use crate::model::{Cluster, DriverVersion, ModelEvent, Snapshot, SourceInfo, SourceKind};
-use crate::sources::kube::{client, watch as kube_watch};
-use crate::sources::sim::{driver, scenarios};
-use crate::ui::{self, Context, Theme};
+use crate::model::{DriverVersion, Snapshot, Timestamp};
+use crate::ui::{self, Theme};
 use crate::view_model::panes::{Views, audit_rows};
 
 use super::UsageError;
+use super::source::{self, Run, Session, Shared, Source};
 use super::terminal::Guard;
 
-/// The model task: applies batches, publishes at most every 50 ms.
-pub fn spawn_model(
-    source: SourceInfo,
-    mut rx: mpsc::Receiver<Vec<ModelEvent>>,
-) -> (watch::Receiver<Arc<Snapshot>>, JoinHandle<()>) {
-    let mut cluster = Cluster::new(source);
-    let (tx, out) = watch::channel(Arc::new(cluster.snapshot()));
-    let task = tokio::spawn(async move {
-        let mut published = cluster.generation();
-        while let Some(batch) = rx.recv().await {
-            cluster.apply_all(batch);
-            while let Ok(more) = rx.try_recv() {
-                cluster.apply_all(more);
-            }
-            if cluster.generation() != published {
-                published = cluster.generation();
-                if tx.send(Arc::new(cluster.snapshot())).is_err() {
-                    break;
-                }
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-        }
-    });
-    (out, task)
-}
-
-/// Where the cockpit's data come from.
-#[derive(Clone, Debug)]
-pub enum CockpitSource {
-    Demo { scenario: String, seed: u64 },
-    Kube { target: client::Target, scope: kube_watch::Scope },
-    File(Vec<PathBuf>),
-}
-
-/// A running source with its model (and, unless read-only, its executor).
-pub(super) struct Session {
-    tasks: Vec<JoinHandle<()>>,
-    pub(super) snapshots: watch::Receiver<Arc<Snapshot>>,
-    pub(super) executor: Option<Executor>,
-    pub(super) context: Context,
-    /// Why actions are off for this source, if they are.
-    read_only_reason: Option<String>,
-}
-
-impl Drop for Session {
-    fn drop(&mut self) {
-        for t in &self.tasks {
-            t.abort();
-        }
-    }
-}
-
-/// What every session's executor shares: where it reports, the cancels,
-/// where the audit log is.
-pub(super) struct Shared {
-    pub(super) reports: mpsc::Sender<Progress>,
-    pub(super) cancel: watch::Receiver<BTreeSet<ActionId>>,
-    pub(super) paths: Paths,
-}
-
-fn executor(
-    backend: Backend,
-    snapshots: &watch::Receiver<Arc<Snapshot>>,
-    shared: &Shared,
-    context: String,
-    user: String,
-) -> Executor {
-    Executor {
-        backend,
-        snapshots: snapshots.clone(),
-        reports: shared.reports.clone(),
-        audit: shared.paths.audit_log().map(|path| AuditLog { path }),
-        context,
-        user,
-        mig_timeout: Duration::from_secs(600),
-        drain_timeout: Duration::from_secs(300),
-        place_timeout: Duration::from_secs(600),
-        id: 0,
-        cancel: shared.cancel.clone(),
-    }
-}
-
-pub(super) fn start_demo(scenario: &str, seed: u64, shared: &Shared) -> Result<Session, scenarios::UnknownScenario> {
-    let sim = scenarios::build(scenario, seed)?;
-    let title = sim.scenario().title.clone();
-    let (events_tx, events_rx) = mpsc::channel(1024);
-    let (snapshots, model_task) =
-        spawn_model(SourceInfo { kind: SourceKind::Demo, name: scenario.to_string() }, events_rx);
-    let (handle, sim_task) = driver::spawn(sim, events_tx, Duration::from_secs(1));
-    let user = std::env::var("USER").unwrap_or_else(|_| "demo".into());
-    let mut exec = executor(Backend::Sim(handle), &snapshots, shared, format!("demo:{scenario}"), user);
-    exec.mig_timeout = Duration::from_secs(180);
-    Ok(Session {
-        tasks: vec![model_task, sim_task],
-        snapshots,
-        executor: Some(exec),
-        context: Context { source: format!("demo:{scenario}"), subtitle: title, production: false },
-        read_only_reason: None,
-    })
-}
-
-pub(super) async fn start_kube(
-    target: &client::Target,
-    scope: &kube_watch::Scope,
-    shared: &Shared,
-) -> anyhow::Result<Session> {
-    let (client, info) = client::connect(target).await.map_err(|e| UsageError(e.to_string()))?;
-    let actions = client::action_client(target).await.map_err(|e| UsageError(e.to_string()))?;
-    let (tx, rx) = mpsc::channel(1024);
-    let (snapshots, model) = spawn_model(SourceInfo { kind: SourceKind::Kube, name: info.context.clone() }, rx);
-    let mut tasks = kube_watch::spawn_all(client, scope.clone(), tx);
-    tasks.push(model);
-    let exec = executor(Backend::Kube(actions), &snapshots, shared, info.context.clone(), info.user.clone());
-    Ok(Session {
-        tasks,
-        snapshots,
-        executor: Some(exec),
-        context: Context {
-            source: info.context.clone(),
-            subtitle: format!(
-                "{}{}",
-                info.server,
-                scope.namespace.as_ref().map_or(String::new(), |n| format!(" · namespace {n}"))
-            ),
-            production: info.looks_like_production(),
-        },
-        read_only_reason: None,
-    })
-}
-
-fn start_file(paths: &[PathBuf]) -> anyhow::Result<Session> {
-    let (snap, _, stats) = super::load::files(paths)?;
-    let (_tx, snapshots) = watch::channel(Arc::new(snap));
-    let unknown = stats.unknown.values().sum::<usize>();
-    Ok(Session {
-        tasks: Vec::new(),
-        snapshots,
-        executor: None,
-        context: Context {
-            source: "files".into(),
-            subtitle: format!(
-                "{} file(s), {} object(s){}{}",
-                stats.files,
-                stats.objects,
-                if unknown > 0 { format!(", {unknown} of other kinds ignored") } else { String::new() },
-                if stats.skipped > 0 { format!(", {} malformed skipped", stats.skipped) } else { String::new() }
-            ),
-            production: false,
-        },
-        read_only_reason: Some("offline files: nothing to act on".into()),
-    })
-}
-
 pub struct CockpitOptions {
-    pub source: CockpitSource,
+    pub source: Source,
     pub theme: Option<String>,
     pub read_only: bool,
     pub log_level: String,
 }
 
-fn build_views(
-    snap: Arc<Snapshot>,
-    live_clock: bool,
-    thresholds: &Thresholds,
-    target: &Option<DriverVersion>,
-) -> Views {
-    let now = if live_clock { crate::clock::wall_clock().max(snap.clock) } else { snap.clock };
+fn build_views(snap: Arc<Snapshot>, now: Timestamp, thresholds: &Thresholds, target: &Option<DriverVersion>) -> Views {
     Views::build(snap, now, thresholds, target.as_ref().map(|t| (t, waves::Policy::default())))
 }
 
 /// Analyses `snap` on the blocking pool and sends the views back, tagged.
 fn spawn_build(
     snap: Arc<Snapshot>,
-    live_clock: bool,
+    now: Timestamp,
     thresholds: &Thresholds,
     target: &Option<DriverVersion>,
     generation: u64,
@@ -211,10 +45,16 @@ fn spawn_build(
 ) {
     let (thresholds, target, tx) = (thresholds.clone(), target.clone(), tx.clone());
     tokio::task::spawn_blocking(move || {
-        let views = build_views(snap, live_clock, &thresholds, &target);
+        let views = build_views(snap, now, &thresholds, &target);
         // The receiver is gone only when the cockpit is closing.
         let _ = tx.blocking_send((generation, views));
     });
+}
+
+/// The demo on another scenario, with the same seed.
+async fn start_scenario(name: &str, seed: Option<u64>, shared: &Shared) -> anyhow::Result<Session> {
+    let from = Source::Demo { scenario: name.to_string(), seed: seed.unwrap_or(1), advance: 0 };
+    source::start(&from, Run::Live(shared)).await
 }
 
 /// Audit entries the Events pane shows.
@@ -249,18 +89,19 @@ pub async fn run(opts: CockpitOptions) -> anyhow::Result<()> {
     let (cancel_tx, cancel_rx) = watch::channel(BTreeSet::new());
     let shared = Shared { reports: progress_tx, cancel: cancel_rx, paths: paths.clone() };
     // Problems with the source are reported before the terminal goes raw.
-    let (demo_seed, mut session) = match &opts.source {
-        CockpitSource::Demo { scenario, seed } => (Some(*seed), start_demo(scenario, *seed, &shared)?),
-        CockpitSource::Kube { target, scope } => (None, start_kube(target, scope, &shared).await?),
-        CockpitSource::File(paths) => (None, start_file(paths)?),
+    let demo_seed = match &opts.source {
+        Source::Demo { seed, .. } => Some(*seed),
+        _ => None,
     };
+    let mut session = source::start(&opts.source, Run::Live(&shared)).await?;
     tracing::info!("kgpu cockpit starting on {}", session.context.source);
     let thresholds = Thresholds::default();
     let mut wave_target: Option<DriverVersion> = None;
-    let live_clock = matches!(opts.source, CockpitSource::Kube { .. });
-    let build =
-        |snap: Arc<Snapshot>, target: &Option<DriverVersion>| build_views(snap, live_clock, &thresholds, target);
-    let mut views = build(session.snapshots.borrow().clone(), &wave_target);
+    let build = |session: &Session, snap: Arc<Snapshot>, target: &Option<DriverVersion>| {
+        let now = session.now(&snap);
+        build_views(snap, now, &thresholds, target)
+    };
+    let mut views = build(&session, session.snapshots.borrow().clone(), &wave_target);
     let mut audit = audit_entries(&session);
     show_audit(&mut views, &audit);
     // A new app per source; what it should say first reaches it as a message.
@@ -321,7 +162,7 @@ pub async fn run(opts: CockpitOptions) -> anyhow::Result<()> {
                     stale = true;
                 } else {
                     let snap = session.snapshots.borrow_and_update().clone();
-                    spawn_build(snap, live_clock, &thresholds, &wave_target, generation, &built_tx);
+                    spawn_build(snap.clone(), session.now(&snap), &thresholds, &wave_target, generation, &built_tx);
                     building = true;
                 }
             },
@@ -337,7 +178,7 @@ pub async fn run(opts: CockpitOptions) -> anyhow::Result<()> {
                 if stale {
                     stale = false;
                     let snap = session.snapshots.borrow_and_update().clone();
-                    spawn_build(snap, live_clock, &thresholds, &wave_target, generation, &built_tx);
+                    spawn_build(snap.clone(), session.now(&snap), &thresholds, &wave_target, generation, &built_tx);
                     building = true;
                 }
             },
@@ -372,11 +213,12 @@ pub async fn run(opts: CockpitOptions) -> anyhow::Result<()> {
                         cancelled.insert(id);
                     });
                 }
-                Effect::SwitchScenario(name) => match (demo_seed, start_demo(&name, demo_seed.unwrap_or(1), &shared)) {
+                Effect::SwitchScenario(name) => match (demo_seed, start_scenario(&name, demo_seed, &shared).await) {
                     (Some(_), Ok(s)) => {
                         session = s;
                         generation += 1;
-                        views = build(session.snapshots.borrow_and_update().clone(), &wave_target);
+                        let snap = session.snapshots.borrow_and_update().clone();
+                        views = build(&session, snap, &wave_target);
                         app = new_app(&session, &theme, &views);
                         audit = audit_entries(&session);
                         show_audit(&mut views, &audit);
@@ -395,7 +237,7 @@ pub async fn run(opts: CockpitOptions) -> anyhow::Result<()> {
                 Effect::PlanWaves(target) => {
                     wave_target = target;
                     generation += 1;
-                    views = build(session.snapshots.borrow().clone(), &wave_target);
+                    views = build(&session, session.snapshots.borrow().clone(), &wave_target);
                     show_audit(&mut views, &audit);
                 }
             }

@@ -10,8 +10,8 @@ use serde_json::Value;
 use thiserror::Error;
 
 use crate::model::{Feed, FeedProblem, FeedState, ModelEvent, Object, SourceInfo, SourceKind, Timestamp};
+use crate::sources::kinds::{self, Kind};
 
-use super::kube::convert;
 use crate::model::time::parse_rfc3339;
 
 #[derive(Debug, Error)]
@@ -105,37 +105,12 @@ fn newest_time(v: &Value, newest: &mut Timestamp) {
     }
 }
 
-fn convert_one(v: &Value) -> Option<Result<Object, String>> {
+/// The kind of a dumped object, if kgpu reads that kind.
+fn kind_of(v: &Value) -> Option<&'static Kind> {
     let kind = v.get("kind")?.as_str()?;
     let group =
         v.get("apiVersion").and_then(|a| a.as_str()).map(|a| a.split_once('/').map_or("", |(g, _)| g)).unwrap_or("");
-    let typed = |f: fn(&Value) -> Result<Object, String>| Some(f(v));
-    match (group, kind) {
-        ("", "Node") => typed(|v| {
-            serde_json::from_value(v.clone())
-                .map_err(|e| e.to_string())
-                .and_then(|n| convert::node(&n))
-                .map(Object::Node)
-        }),
-        ("", "Pod") => typed(|v| {
-            serde_json::from_value(v.clone()).map_err(|e| e.to_string()).and_then(|p| convert::pod(&p)).map(Object::Pod)
-        }),
-        ("", "Event") => typed(|v| {
-            serde_json::from_value(v.clone())
-                .map_err(|e| e.to_string())
-                .and_then(|e| convert::event(&e))
-                .map(Object::Event)
-        }),
-        ("kueue.x-k8s.io", "Workload") => typed(|v| convert::workload(v).map(Object::Gang)),
-        ("kueue.x-k8s.io", "ClusterQueue") => typed(|v| convert::cluster_queue(v).map(Object::Queue)),
-        ("kueue.x-k8s.io", "LocalQueue") => typed(|v| convert::local_queue(v).map(Object::Queue)),
-        ("kueue.x-k8s.io", "ResourceFlavor") => typed(|v| convert::resource_flavor(v).map(Object::Flavor)),
-        ("scheduling.volcano.sh" | "scheduling.incubator.k8s.io", "PodGroup") => {
-            typed(|v| convert::podgroup(v).map(Object::Gang))
-        }
-        ("scheduling.volcano.sh", "Queue") => typed(|v| convert::volcano_queue(v).map(Object::Queue)),
-        _ => None,
-    }
+    kinds::find(group, kind)
 }
 
 /// Reads every path; returns the model events (a resync per feed), the time
@@ -159,29 +134,17 @@ pub fn load(paths: &[PathBuf]) -> Result<(Vec<ModelEvent>, Timestamp, Stats), Fi
         flatten(documents(f, &text)?, &mut items);
         for item in items {
             newest_time(&item, &mut newest);
-            match convert_one(&item) {
-                Some(Ok(o)) => {
+            match kind_of(&item).map(|k| (k, (k.convert)(&item))) {
+                Some((_, Ok(o))) => {
                     stats.objects += 1;
                     objects.entry(o.feed()).or_default().push(o);
                 }
-                Some(Err(reason)) => {
+                Some((k, Err(reason))) => {
                     stats.skipped += 1;
                     let name = item.pointer("/metadata/name").and_then(|n| n.as_str()).unwrap_or("?");
-                    let kind = item.get("kind").and_then(|k| k.as_str()).unwrap_or("?");
-                    let feed = match kind {
-                        "Node" => Feed::Nodes,
-                        "Pod" => Feed::Pods,
-                        "Event" => Feed::Events,
-                        "Workload" => Feed::Workloads,
-                        "PodGroup" => Feed::PodGroups,
-                        "ClusterQueue" => Feed::ClusterQueues,
-                        "LocalQueue" => Feed::LocalQueues,
-                        "ResourceFlavor" => Feed::ResourceFlavors,
-                        _ => Feed::VolcanoQueues,
-                    };
                     skipped.push(ModelEvent::Skipped {
-                        feed,
-                        reason: format!("{}: {kind} {name}: {reason}", f.display()),
+                        feed: k.feed,
+                        reason: format!("{}: {} {name}: {reason}", f.display(), k.kind),
                     });
                 }
                 None => {

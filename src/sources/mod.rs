@@ -6,5 +6,6 @@
 
 pub mod agents;
 pub mod file;
+pub mod kinds;
 pub mod kube;
 pub mod sim;

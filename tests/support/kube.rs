@@ -115,7 +115,7 @@ pub async fn source_with(
     let (client, _) = kgpu::sources::kube::client::connect(&target).await.unwrap();
     let (tx, rx) = tokio::sync::mpsc::channel(1024);
     let (snapshots, model) =
-        kgpu::runtime::tui::spawn_model(SourceInfo { kind: SourceKind::Kube, name: cp.server.clone() }, rx);
+        kgpu::runtime::source::spawn_model(SourceInfo { kind: SourceKind::Kube, name: cp.server.clone() }, rx);
     let mut tasks = watch::spawn_all(client, scope, tx);
     tasks.push(model);
     (snapshots, tasks)

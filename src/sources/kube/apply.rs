@@ -28,19 +28,12 @@ pub fn resource(api_version: &str, kind: &str) -> Option<(ApiResource, bool)> {
     let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
     let (plural, namespaced) = match (group, kind) {
         ("", "Namespace") => ("namespaces", false),
-        ("", "Node") => ("nodes", false),
-        ("", "Pod") => ("pods", true),
         ("batch", "Job") => ("jobs", true),
         ("apps", "ReplicaSet") => ("replicasets", true),
         ("apps", "StatefulSet") => ("statefulsets", true),
         ("kwok.x-k8s.io", "Stage") => ("stages", false),
-        ("kueue.x-k8s.io", "ResourceFlavor") => ("resourceflavors", false),
-        ("kueue.x-k8s.io", "ClusterQueue") => ("clusterqueues", false),
-        ("kueue.x-k8s.io", "LocalQueue") => ("localqueues", true),
-        ("kueue.x-k8s.io", "Workload") => ("workloads", true),
-        ("scheduling.volcano.sh", "PodGroup") => ("podgroups", true),
-        ("scheduling.volcano.sh", "Queue") => ("queues", false),
-        _ => return None,
+        // The kinds kgpu reads (nodes, pods, Kueue, Volcano).
+        _ => crate::sources::kinds::find(group, kind).map(|k| (k.plural, k.namespaced))?,
     };
     Some((ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural), namespaced))
 }

@@ -17,23 +17,10 @@ use serde::de::DeserializeOwned;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use crate::model::{
-    EventKey, Feed, FeedProblem, FeedState, GangKey, GangKind, ModelEvent, Object, ObjectKey, PodKey, QueueKey,
-    QueueKind, Sym,
-};
+use crate::model::{Feed, FeedProblem, FeedState, ModelEvent, Object};
+use crate::sources::kinds::{self, Kind};
 
 use super::convert;
-
-type Convert<K> = fn(&K) -> Result<Object, String>;
-type Key<K> = fn(&K) -> Option<ObjectKey>;
-
-/// How the feed's resource is named in messages.
-struct Described {
-    feed: Feed,
-    resource: &'static str,
-    /// Set for custom resources: a 404 means the CRD is not installed.
-    crd: Option<&'static str>,
-}
 
 fn http_code(e: &watcher::Error) -> Option<u16> {
     match e {
@@ -55,11 +42,13 @@ fn error_text(e: &watcher::Error) -> String {
     }
 }
 
-fn classify(d: &Described, e: &watcher::Error, since: i64) -> FeedState {
+/// A 403 or (for a custom resource) a 404 is a state to show, not an
+/// outage to retry.
+fn classify(d: &Kind, e: &watcher::Error, since: i64) -> FeedState {
     match http_code(e) {
         Some(403) => FeedState::Unavailable(FeedProblem::Forbidden(format!(
             "RBAC: cannot list/watch {}; grant list and watch on it{}",
-            d.resource,
+            d.resource(),
             if d.crd.is_none() && matches!(d.feed, Feed::Pods | Feed::Events) {
                 ", or run with --namespace"
             } else {
@@ -69,14 +58,18 @@ fn classify(d: &Described, e: &watcher::Error, since: i64) -> FeedState {
         Some(404) if d.crd.is_some() => FeedState::Unavailable(FeedProblem::Missing(format!(
             "{} are not installed in this cluster ({})",
             d.crd.unwrap_or(""),
-            d.resource
+            d.resource()
         ))),
         _ => FeedState::Reconnecting { since, error: error_text(e) },
     }
 }
 
-async fn run<K>(api: Api<K>, d: Described, convert: Convert<K>, key: Key<K>, tx: mpsc::Sender<Vec<ModelEvent>>)
-where
+async fn run<K>(
+    api: Api<K>,
+    d: &'static Kind,
+    convert: impl Fn(&K) -> Result<Object, String>,
+    tx: mpsc::Sender<Vec<ModelEvent>>,
+) where
     K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
 {
     let feed = d.feed;
@@ -110,14 +103,14 @@ where
                 Err(reason) => out.push(ModelEvent::Skipped { feed, reason }),
             },
             Ok(Event::Delete(o)) => {
-                if let Some(k) = key(&o) {
-                    out.push(ModelEvent::Delete(k));
+                if let Some((name, namespace)) = name_ns(&o) {
+                    out.push(ModelEvent::Delete(d.key(namespace.as_deref(), &name)));
                 }
             }
             Err(e) => {
                 let since = *failing_since.get_or_insert_with(crate::clock::wall_clock);
-                let state = classify(&d, &e, since);
-                tracing::warn!("{} watch: {}", d.resource, error_text(&e));
+                let state = classify(d, &e, since);
+                tracing::warn!("{} watch: {}", d.resource(), error_text(&e));
                 out.push(ModelEvent::Feed { feed, state });
             }
         }
@@ -149,17 +142,10 @@ where
     }
 }
 
-fn dynamic(
-    client: &Client,
-    scope: &Scope,
-    group: &str,
-    version: &str,
-    kind: &str,
-    plural: &str,
-    is_namespaced: bool,
-) -> Api<DynamicObject> {
-    let ar = ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural);
-    match (&scope.namespace, is_namespaced) {
+fn dynamic(client: &Client, scope: &Scope, kind: &Kind) -> Api<DynamicObject> {
+    let ar =
+        ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(kind.group, kind.version, kind.kind), kind.plural);
+    match (&scope.namespace, kind.namespaced) {
         (Some(ns), true) => Api::namespaced_with(client.clone(), ns, &ar),
         _ => Api::all_with(client.clone(), &ar),
     }
@@ -169,146 +155,33 @@ fn json(o: &DynamicObject) -> Result<serde_json::Value, String> {
     serde_json::to_value(o).map_err(|e| e.to_string())
 }
 
-/// A custom resource kgpu watches.
-struct CrdFeed {
-    feed: Feed,
-    /// group, version, kind, plural
-    gvk: (&'static str, &'static str, &'static str, &'static str),
-    namespaced: bool,
-    resource: &'static str,
-    crd: &'static str,
-    convert: Convert<DynamicObject>,
-    key: Key<DynamicObject>,
-}
-
 /// Starts every watcher; each sends its feed's events to `tx`.
 pub fn spawn_all(client: Client, scope: Scope, tx: mpsc::Sender<Vec<ModelEvent>>) -> Vec<JoinHandle<()>> {
     let mut tasks = Vec::new();
     tasks.extend(crate::sources::agents::spawn(client.clone(), scope.agents.clone(), tx.clone()));
-    let nodes: Api<K8sNode> = Api::all(client.clone());
+    // The core kinds decode into k8s-openapi types (no JSON round trip for
+    // 100,000 pods); custom resources are read as JSON.
     tasks.push(tokio::spawn(run(
-        nodes,
-        Described { feed: Feed::Nodes, resource: "nodes", crd: None },
+        Api::<K8sNode>::all(client.clone()),
+        &kinds::NODE,
         |n| convert::node(n).map(Object::Node),
-        |n| name_ns(n).map(|(name, _)| ObjectKey::Node(Sym::new(&name))),
         tx.clone(),
     )));
     tasks.push(tokio::spawn(run(
         namespaced::<K8sPod>(&client, &scope),
-        Described { feed: Feed::Pods, resource: "pods", crd: None },
+        &kinds::POD,
         |p| convert::pod(p).map(Object::Pod),
-        |p| name_ns(p).map(|(name, ns)| ObjectKey::Pod(PodKey::new(ns.as_deref().unwrap_or("default"), &name))),
         tx.clone(),
     )));
     tasks.push(tokio::spawn(run(
         namespaced::<K8sEvent>(&client, &scope),
-        Described { feed: Feed::Events, resource: "events", crd: None },
+        &kinds::EVENT,
         |e| convert::event(e).map(Object::Event),
-        |e| {
-            name_ns(e).map(|(name, ns)| {
-                ObjectKey::Event(EventKey {
-                    namespace: Sym::new(ns.as_deref().unwrap_or("")),
-                    name: name.as_str().into(),
-                })
-            })
-        },
         tx.clone(),
     )));
-    let kueue = "the Kueue CRDs (kueue.x-k8s.io/v1beta2)";
-    let volcano = "the Volcano CRDs (scheduling.volcano.sh/v1beta1)";
-    let crds = [
-        CrdFeed {
-            feed: Feed::Workloads,
-            gvk: ("kueue.x-k8s.io", "v1beta2", "Workload", "workloads"),
-            namespaced: true,
-            resource: "workloads.kueue.x-k8s.io",
-            crd: kueue,
-            convert: |o| json(o).and_then(|v| convert::workload(&v)).map(Object::Gang),
-            key: |o| {
-                name_ns(o).map(|(n, ns)| {
-                    ObjectKey::Gang(GangKey {
-                        kind: GangKind::KueueWorkload,
-                        namespace: Sym::new(ns.as_deref().unwrap_or("default")),
-                        name: n.as_str().into(),
-                    })
-                })
-            },
-        },
-        CrdFeed {
-            feed: Feed::ClusterQueues,
-            gvk: ("kueue.x-k8s.io", "v1beta2", "ClusterQueue", "clusterqueues"),
-            namespaced: false,
-            resource: "clusterqueues.kueue.x-k8s.io",
-            crd: kueue,
-            convert: |o| json(o).and_then(|v| convert::cluster_queue(&v)).map(Object::Queue),
-            key: |o| {
-                name_ns(o).map(|(n, _)| {
-                    ObjectKey::Queue(QueueKey { kind: QueueKind::ClusterQueue, namespace: None, name: Sym::new(&n) })
-                })
-            },
-        },
-        CrdFeed {
-            feed: Feed::LocalQueues,
-            gvk: ("kueue.x-k8s.io", "v1beta2", "LocalQueue", "localqueues"),
-            namespaced: true,
-            resource: "localqueues.kueue.x-k8s.io",
-            crd: kueue,
-            convert: |o| json(o).and_then(|v| convert::local_queue(&v)).map(Object::Queue),
-            key: |o| {
-                name_ns(o).map(|(n, ns)| {
-                    ObjectKey::Queue(QueueKey {
-                        kind: QueueKind::LocalQueue,
-                        namespace: Some(Sym::new(ns.as_deref().unwrap_or("default"))),
-                        name: Sym::new(&n),
-                    })
-                })
-            },
-        },
-        CrdFeed {
-            feed: Feed::ResourceFlavors,
-            gvk: ("kueue.x-k8s.io", "v1beta2", "ResourceFlavor", "resourceflavors"),
-            namespaced: false,
-            resource: "resourceflavors.kueue.x-k8s.io",
-            crd: kueue,
-            convert: |o| json(o).and_then(|v| convert::resource_flavor(&v)).map(Object::Flavor),
-            key: |o| name_ns(o).map(|(n, _)| ObjectKey::Flavor(Sym::new(&n))),
-        },
-        CrdFeed {
-            feed: Feed::PodGroups,
-            gvk: ("scheduling.volcano.sh", "v1beta1", "PodGroup", "podgroups"),
-            namespaced: true,
-            resource: "podgroups.scheduling.volcano.sh",
-            crd: volcano,
-            convert: |o| json(o).and_then(|v| convert::podgroup(&v)).map(Object::Gang),
-            key: |o| {
-                name_ns(o).map(|(n, ns)| {
-                    ObjectKey::Gang(GangKey {
-                        kind: GangKind::VolcanoPodGroup,
-                        namespace: Sym::new(ns.as_deref().unwrap_or("default")),
-                        name: n.as_str().into(),
-                    })
-                })
-            },
-        },
-        CrdFeed {
-            feed: Feed::VolcanoQueues,
-            gvk: ("scheduling.volcano.sh", "v1beta1", "Queue", "queues"),
-            namespaced: false,
-            resource: "queues.scheduling.volcano.sh",
-            crd: volcano,
-            convert: |o| json(o).and_then(|v| convert::volcano_queue(&v)).map(Object::Queue),
-            key: |o| {
-                name_ns(o).map(|(n, _)| {
-                    ObjectKey::Queue(QueueKey { kind: QueueKind::VolcanoQueue, namespace: None, name: Sym::new(&n) })
-                })
-            },
-        },
-    ];
-    for c in crds {
-        let (group, version, kind, plural) = c.gvk;
-        let api = dynamic(&client, &scope, group, version, kind, plural, c.namespaced);
-        let described = Described { feed: c.feed, resource: c.resource, crd: Some(c.crd) };
-        tasks.push(tokio::spawn(run(api, described, c.convert, c.key, tx.clone())));
+    for kind in kinds::KINDS.into_iter().filter(|k| k.crd.is_some()) {
+        let convert = move |o: &DynamicObject| json(o).and_then(|v| (kind.convert)(&v));
+        tasks.push(tokio::spawn(run(dynamic(&client, &scope, kind), kind, convert, tx.clone())));
     }
     // The model learns the time from here, once a second.
     tasks.push(tokio::spawn(async move {

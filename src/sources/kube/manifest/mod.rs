@@ -20,6 +20,7 @@ use crate::model::{
     Condition, Gang, GangKind, Node, NodeSelectorTerm, PodPhase, Queue, QueueKind, Resources, SelectorOperator,
     Snapshot, Taint, Toleration, TolerationOperator, quantity,
 };
+use crate::sources::kinds;
 
 /// Every object carries it, so `kgpu scenario delete` finds them all.
 pub const SCENARIO_LABEL: &str = "kgpu.dev/scenario";
@@ -139,8 +140,8 @@ fn node_json(n: &Node, scenario: &str) -> Value {
     }
     let ready = n.is_ready();
     json!({
-        "apiVersion": "v1",
-        "kind": "Node",
+        "apiVersion": kinds::NODE.api_version(),
+        "kind": kinds::NODE.kind,
         "metadata": meta(n.name.as_str(), None, scenario, labels, annotations),
         "spec": spec,
         "status": {
@@ -194,8 +195,8 @@ fn workload_json(g: &Gang, scenario: &str) -> Value {
         });
     }
     json!({
-        "apiVersion": "kueue.x-k8s.io/v1beta2",
-        "kind": "Workload",
+        "apiVersion": kinds::WORKLOAD.api_version(),
+        "kind": kinds::WORKLOAD.kind,
         "metadata": meta(&g.name, Some(g.namespace.as_str()), scenario, Vec::new(), Vec::new()),
         "spec": spec,
         "status": status,
@@ -211,8 +212,8 @@ fn podgroup_json(g: &Gang, scenario: &str) -> Value {
         spec["minResources"] = quantities(r);
     }
     json!({
-        "apiVersion": "scheduling.volcano.sh/v1beta1",
-        "kind": "PodGroup",
+        "apiVersion": kinds::POD_GROUP.api_version(),
+        "kind": kinds::POD_GROUP.kind,
         "metadata": meta(&g.name, Some(g.namespace.as_str()), scenario, Vec::new(), Vec::new()),
         "spec": spec,
         "status": {
@@ -264,8 +265,8 @@ fn queue_json(q: &Queue, scenario: &str) -> Value {
                 spec["cohortName"] = json!(c.as_str());
             }
             json!({
-                "apiVersion": "kueue.x-k8s.io/v1beta2",
-                "kind": "ClusterQueue",
+                "apiVersion": kinds::CLUSTER_QUEUE.api_version(),
+                "kind": kinds::CLUSTER_QUEUE.kind,
                 "metadata": meta(q.name.as_str(), None, scenario, Vec::new(), Vec::new()),
                 "spec": spec,
                 "status": {
@@ -279,8 +280,8 @@ fn queue_json(q: &Queue, scenario: &str) -> Value {
             })
         }
         QueueKind::LocalQueue => json!({
-            "apiVersion": "kueue.x-k8s.io/v1beta2",
-            "kind": "LocalQueue",
+            "apiVersion": kinds::LOCAL_QUEUE.api_version(),
+            "kind": kinds::LOCAL_QUEUE.kind,
             "metadata": meta(q.name.as_str(), q.namespace.map(|n| n.as_str()), scenario, Vec::new(), Vec::new()),
             "spec": {"clusterQueue": q.cluster_queue.map_or("", |c| c.as_str())},
             "status": {"pendingWorkloads": q.pending, "reservingWorkloads": q.reserving, "admittedWorkloads": q.admitted},
@@ -299,8 +300,8 @@ fn queue_json(q: &Queue, scenario: &str) -> Value {
                     .collect(),
             );
             json!({
-                "apiVersion": "scheduling.volcano.sh/v1beta1",
-                "kind": "Queue",
+                "apiVersion": kinds::VOLCANO_QUEUE.api_version(),
+                "kind": kinds::VOLCANO_QUEUE.kind,
                 "metadata": meta(q.name.as_str(), None, scenario, Vec::new(), Vec::new()),
                 "spec": {"weight": 1, "reclaimable": true, "capability": capability},
                 "status": {"state": q.state.map_or("Open", |s| s.as_str()), "allocated": allocated, "pending": q.pending, "running": q.admitted},
@@ -337,8 +338,8 @@ pub fn manifests(snap: &Snapshot, life: &Life, scenario: &str) -> Vec<Value> {
             spec["tolerations"] = Value::Array(f.tolerations.iter().map(toleration_json).collect());
         }
         out.push(json!({
-            "apiVersion": "kueue.x-k8s.io/v1beta2",
-            "kind": "ResourceFlavor",
+            "apiVersion": kinds::RESOURCE_FLAVOR.api_version(),
+            "kind": kinds::RESOURCE_FLAVOR.kind,
             "metadata": meta(f.name.as_str(), None, scenario, Vec::new(), Vec::new()),
             "spec": spec,
         }));

@@ -15,6 +15,7 @@ use serde_json::{Map, Value, json};
 use crate::analysis::index::Index;
 use crate::model::time::rfc3339;
 use crate::model::{GangKind, Owner, Pod, PodKey, PodPhase, Resources, Sym, Timestamp, keys, quantity};
+use crate::sources::kinds;
 
 use super::{affinity_json, labels_json, meta, toleration_json};
 
@@ -217,7 +218,8 @@ pub(super) fn pod_json(p: &Pod, index: &Index<'_>, life: &Life, scenario: &str) 
     if let Some(n) = p.node {
         spec["nodeName"] = json!(n.as_str());
     }
-    let mut obj = json!({"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec});
+    let mut obj =
+        json!({"apiVersion": kinds::POD.api_version(), "kind": kinds::POD.kind, "metadata": metadata, "spec": spec});
     // Bound pods report what their kubelet would; unbound ones are left to the scheduler.
     if p.node.is_some() {
         obj["status"] = bound_status(p);

@@ -1,0 +1,186 @@
+//! The kinds of object kgpu reads, in one table: the watchers, the
+//! kubectl-dump loader, `kgpu scenario apply` and the scenario export all
+//! take a kind's group, version, plural, scope, feed and conversion from here.
+
+use serde_json::Value;
+
+use crate::model::{EventKey, Feed, GangKey, GangKind, Object, ObjectKey, PodKey, QueueKey, QueueKind, Sym};
+
+use super::kube::convert;
+
+/// One kind of object and how it becomes a model record.
+pub struct Kind {
+    pub feed: Feed,
+    pub group: &'static str,
+    pub version: &'static str,
+    pub kind: &'static str,
+    pub plural: &'static str,
+    pub namespaced: bool,
+    /// For a custom resource: the CRDs to install when it is missing.
+    pub crd: Option<&'static str>,
+    /// The object as JSON (a dump, a dynamic object) → a model record.
+    pub convert: fn(&Value) -> convert::Result<Object>,
+}
+
+const KUEUE: &str = "the Kueue CRDs (kueue.x-k8s.io/v1beta2)";
+const VOLCANO: &str = "the Volcano CRDs (scheduling.volcano.sh/v1beta1)";
+
+fn typed<T: serde::de::DeserializeOwned>(v: &Value, f: fn(&T) -> convert::Result<Object>) -> convert::Result<Object> {
+    serde_json::from_value(v.clone()).map_err(|e| e.to_string()).and_then(|o| f(&o))
+}
+
+pub const NODE: Kind = Kind {
+    feed: Feed::Nodes,
+    group: "",
+    version: "v1",
+    kind: "Node",
+    plural: "nodes",
+    namespaced: false,
+    crd: None,
+    convert: |v| typed(v, |n| convert::node(n).map(Object::Node)),
+};
+pub const POD: Kind = Kind {
+    feed: Feed::Pods,
+    group: "",
+    version: "v1",
+    kind: "Pod",
+    plural: "pods",
+    namespaced: true,
+    crd: None,
+    convert: |v| typed(v, |p| convert::pod(p).map(Object::Pod)),
+};
+pub const EVENT: Kind = Kind {
+    feed: Feed::Events,
+    group: "",
+    version: "v1",
+    kind: "Event",
+    plural: "events",
+    namespaced: true,
+    crd: None,
+    convert: |v| typed(v, |e| convert::event(e).map(Object::Event)),
+};
+pub const WORKLOAD: Kind = Kind {
+    feed: Feed::Workloads,
+    group: "kueue.x-k8s.io",
+    version: "v1beta2",
+    kind: "Workload",
+    plural: "workloads",
+    namespaced: true,
+    crd: Some(KUEUE),
+    convert: |v| convert::workload(v).map(Object::Gang),
+};
+pub const CLUSTER_QUEUE: Kind = Kind {
+    feed: Feed::ClusterQueues,
+    group: "kueue.x-k8s.io",
+    version: "v1beta2",
+    kind: "ClusterQueue",
+    plural: "clusterqueues",
+    namespaced: false,
+    crd: Some(KUEUE),
+    convert: |v| convert::cluster_queue(v).map(Object::Queue),
+};
+pub const LOCAL_QUEUE: Kind = Kind {
+    feed: Feed::LocalQueues,
+    group: "kueue.x-k8s.io",
+    version: "v1beta2",
+    kind: "LocalQueue",
+    plural: "localqueues",
+    namespaced: true,
+    crd: Some(KUEUE),
+    convert: |v| convert::local_queue(v).map(Object::Queue),
+};
+pub const RESOURCE_FLAVOR: Kind = Kind {
+    feed: Feed::ResourceFlavors,
+    group: "kueue.x-k8s.io",
+    version: "v1beta2",
+    kind: "ResourceFlavor",
+    plural: "resourceflavors",
+    namespaced: false,
+    crd: Some(KUEUE),
+    convert: |v| convert::resource_flavor(v).map(Object::Flavor),
+};
+pub const POD_GROUP: Kind = Kind {
+    feed: Feed::PodGroups,
+    group: "scheduling.volcano.sh",
+    version: "v1beta1",
+    kind: "PodGroup",
+    plural: "podgroups",
+    namespaced: true,
+    crd: Some(VOLCANO),
+    convert: |v| convert::podgroup(v).map(Object::Gang),
+};
+pub const VOLCANO_QUEUE: Kind = Kind {
+    feed: Feed::VolcanoQueues,
+    group: "scheduling.volcano.sh",
+    version: "v1beta1",
+    kind: "Queue",
+    plural: "queues",
+    namespaced: false,
+    crd: Some(VOLCANO),
+    convert: |v| convert::volcano_queue(v).map(Object::Queue),
+};
+
+/// Every kind kgpu reads from the API server (the agents' feed aside).
+pub const KINDS: [&Kind; 9] =
+    [&NODE, &POD, &EVENT, &WORKLOAD, &CLUSTER_QUEUE, &LOCAL_QUEUE, &RESOURCE_FLAVOR, &POD_GROUP, &VOLCANO_QUEUE];
+
+impl Kind {
+    /// `kueue.x-k8s.io/v1beta2`, or `v1` for the core group.
+    pub fn api_version(&self) -> String {
+        if self.group.is_empty() { self.version.to_string() } else { format!("{}/{}", self.group, self.version) }
+    }
+
+    /// `workloads.kueue.x-k8s.io`, or `pods`: the resource as kubectl names it.
+    pub fn resource(&self) -> String {
+        if self.group.is_empty() { self.plural.to_string() } else { format!("{}.{}", self.plural, self.group) }
+    }
+
+    /// The model's key of an object of this kind.
+    pub fn key(&self, namespace: Option<&str>, name: &str) -> ObjectKey {
+        let ns = || Sym::new(namespace.unwrap_or("default"));
+        let gang = |kind| ObjectKey::Gang(GangKey { kind, namespace: ns(), name: name.into() });
+        let queue = |kind, namespace| ObjectKey::Queue(QueueKey { kind, namespace, name: Sym::new(name) });
+        match self.feed {
+            Feed::Nodes => ObjectKey::Node(Sym::new(name)),
+            Feed::Pods => ObjectKey::Pod(PodKey::new(namespace.unwrap_or("default"), name)),
+            Feed::Events => {
+                ObjectKey::Event(EventKey { namespace: Sym::new(namespace.unwrap_or("")), name: name.into() })
+            }
+            Feed::Workloads => gang(GangKind::KueueWorkload),
+            Feed::PodGroups => gang(GangKind::VolcanoPodGroup),
+            Feed::ClusterQueues => queue(QueueKind::ClusterQueue, None),
+            Feed::LocalQueues => queue(QueueKind::LocalQueue, Some(ns())),
+            Feed::VolcanoQueues => queue(QueueKind::VolcanoQueue, None),
+            Feed::ResourceFlavors => ObjectKey::Flavor(Sym::new(name)),
+            Feed::Agents => ObjectKey::Devices(Sym::new(name)),
+        }
+    }
+}
+
+/// The kind of a manifest's `apiVersion` group and `kind` (Volcano's old
+/// `scheduling.incubator.k8s.io` PodGroups included).
+pub fn find(group: &str, kind: &str) -> Option<&'static Kind> {
+    let group = if group == "scheduling.incubator.k8s.io" && kind == "PodGroup" { POD_GROUP.group } else { group };
+    KINDS.into_iter().find(|k| k.group == group && k.kind == kind)
+}
+
+/// The kind behind a feed.
+pub fn of_feed(feed: Feed) -> Option<&'static Kind> {
+    KINDS.into_iter().find(|k| k.feed == feed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_feed_of_the_api_server_has_one_kind() {
+        for feed in crate::model::Feed::ALL.iter().filter(|f| **f != Feed::Agents) {
+            assert_eq!(KINDS.iter().filter(|k| k.feed == *feed).count(), 1, "{feed:?}");
+        }
+        assert_eq!(find("scheduling.incubator.k8s.io", "PodGroup").map(|k| k.feed), Some(Feed::PodGroups));
+        assert_eq!(WORKLOAD.resource(), "workloads.kueue.x-k8s.io");
+        assert_eq!(POD.api_version(), "v1");
+        assert!(find("apps", "Deployment").is_none());
+    }
+}
