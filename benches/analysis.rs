@@ -103,7 +103,10 @@ fn bench(crit: &mut Criterion) {
         app.pane = pane;
         g.bench_function(format!("frame 200x60 with 10k nodes, {pane:?} pane (budget 5 ms)"), |b| {
             b.iter(|| {
-                term.draw(|f| kgpu::ui::draw(f, &mut app, &views, &theme, &Default::default())).unwrap();
+                term.draw(|f| {
+                    kgpu::ui::draw(f, &app, &views, &theme, &Default::default());
+                })
+                .unwrap();
             })
         });
     }

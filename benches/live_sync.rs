@@ -60,9 +60,12 @@ fn main() {
             let (snap, now) = kgpu::runtime::load::kube(&target, &Default::default()).await.unwrap();
             let views = kgpu::view_model::panes::Views::build(Arc::new(snap), now, &Default::default(), None);
             let mut term = ratatui::Terminal::new(ratatui::backend::TestBackend::new(200, 60)).unwrap();
-            let mut app = kgpu::app::App::new(true, "dark", false);
+            let app = kgpu::app::App::new(true, "dark", false);
             let theme = kgpu::ui::Theme::builtin("dark");
-            term.draw(|f| kgpu::ui::draw(f, &mut app, &views, &theme, &Default::default())).unwrap();
+            term.draw(|f| {
+                kgpu::ui::draw(f, &app, &views, &theme, &Default::default());
+            })
+            .unwrap();
             kgpu_times.push(start.elapsed().as_secs_f64());
             assert_eq!(views.snap.pods.len(), PODS);
             assert_eq!(views.snap.nodes.len(), NODES);

@@ -65,10 +65,14 @@ fn the_status_bar_text_and_json_agree_on_every_feed() {
 
     // The cockpit's status bar says the same.
     let views = Views::build(Arc::new(snap), NOW, &Thresholds::default(), None);
-    let mut app = App::new(true, "dark", false);
+    let app = App::new(true, "dark", false);
     let mut terminal = Terminal::new(TestBackend::new(200, 20)).unwrap();
     let ctx = Context { source: "lab".into(), subtitle: String::new(), production: false };
-    terminal.draw(|f| ui::draw(f, &mut app, &views, &Theme::builtin("dark"), &ctx)).unwrap();
+    terminal
+        .draw(|f| {
+            ui::draw(f, &app, &views, &Theme::builtin("dark"), &ctx);
+        })
+        .unwrap();
     let screen = format!("{}", terminal.backend());
     assert!(screen.contains("pods: reconnecting 2m"), "{screen}");
 }

@@ -27,7 +27,10 @@ fn context(scenario: &str) -> Context {
 fn render(app: &mut App, views: &Views, scenario: &str, w: u16, h: u16) -> Terminal<TestBackend> {
     let mut terminal = Terminal::new(TestBackend::new(w, h)).unwrap();
     let theme = Theme::builtin("dark");
-    terminal.draw(|f| ui::draw(f, app, views, &theme, &context(scenario))).unwrap();
+    let mut shown = Default::default();
+    terminal.draw(|f| shown = ui::draw(f, app, views, &theme, &context(scenario))).unwrap();
+    // As the cockpit does: the app keeps what the frame showed.
+    app.update(Msg::Viewport(shown), views);
     terminal
 }
 
@@ -195,7 +198,11 @@ fn queues_pane_says_when_the_crds_are_missing() {
     app.pane = Pane::Gangs;
     let mut terminal = Terminal::new(TestBackend::new(120, 24)).unwrap();
     let ctx = Context { source: "prod-east".into(), subtitle: String::new(), production: true };
-    terminal.draw(|f| ui::draw(f, &mut app, &v, &Theme::builtin("dark"), &ctx)).unwrap();
+    terminal
+        .draw(|f| {
+            ui::draw(f, &app, &v, &Theme::builtin("dark"), &ctx);
+        })
+        .unwrap();
     let screen = format!("{}", terminal.backend());
     assert!(screen.contains("not installed"), "{screen}");
     assert!(screen.contains("forbidden"), "{screen}");

@@ -146,6 +146,21 @@ pub enum Msg {
     },
     /// A live source ended (its watchers stopped).
     SourceStopped,
+    /// What the last frame showed: scroll positions as the renderer kept them in range.
+    Viewport(Viewport),
+}
+
+/// What only the renderer knows (how tall each table and text is), as it
+/// showed them: the app keeps its scroll positions from it, so drawing
+/// never writes the app.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Viewport {
+    /// The first row shown of each table drawn with the focus.
+    pub offsets: Vec<(Pane, usize)>,
+    /// The drilldown's scroll, clamped to its last page.
+    pub drill_scroll: Option<u16>,
+    /// The open reader's (help, node or cell detail) scroll, clamped.
+    pub overlay_scroll: Option<u16>,
 }
 
 /// A line in the status bar. It lasts until the next key, as in vi: a
@@ -319,6 +334,22 @@ impl App {
             }
             Msg::SourceStopped => {
                 self.notice = Some(Notice { text: "the source stopped".into(), error: true, sticky: true });
+                Vec::new()
+            }
+            Msg::Viewport(shown) => {
+                self.offsets.extend(shown.offsets);
+                if let Some(s) = shown.drill_scroll {
+                    self.drill_scroll = s;
+                }
+                if let (
+                    Some(s),
+                    Some(
+                        Overlay::Help { scroll } | Overlay::NodeDetail { scroll, .. } | Overlay::CellDetail { scroll },
+                    ),
+                ) = (shown.overlay_scroll, self.overlay.as_mut())
+                {
+                    *scroll = s;
+                }
                 Vec::new()
             }
         }

@@ -7,12 +7,14 @@ use std::io::IsTerminal;
 use std::sync::Arc;
 
 use crossterm::event::{Event, EventStream, KeyEventKind};
-use futures::StreamExt;
+use futures::{FutureExt, Stream, StreamExt};
+use ratatui::Terminal;
+use ratatui::backend::Backend;
 use tokio::sync::{mpsc, watch};
 
-use crate::actions::Progress;
+use crate::actions::{ActionId, Progress};
 use crate::analysis::{Thresholds, waves};
-use crate::app::{App, Effect, Msg};
+use crate::app::{App, Effect, Msg, Viewport};
 use crate::config::Paths;
 use crate::model::audit::AuditEntry;
 use crate::model::{DriverVersion, Snapshot, Timestamp};
@@ -51,12 +53,6 @@ fn spawn_build(
     });
 }
 
-/// The demo on another scenario, with the same seed.
-async fn start_scenario(name: &str, seed: Option<u64>, shared: &Shared) -> anyhow::Result<Session> {
-    let from = Source::Demo { scenario: name.to_string(), seed: seed.unwrap_or(1), advance: 0 };
-    source::start(&from, Run::Live(shared)).await
-}
-
 /// Audit entries the Events pane shows.
 const AUDIT_ROWS: usize = 50;
 
@@ -84,71 +80,138 @@ pub async fn run(opts: CockpitOptions) -> anyhow::Result<()> {
     let log_note = super::logging::init(paths.log_file().as_deref(), &opts.log_level);
     let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
     let theme_name = opts.theme.clone().unwrap_or_else(|| ui::theme::DEFAULT.to_string());
-    let (mut theme, warnings) = Theme::load(&theme_name, paths.config_dir(), no_color);
-    let (progress_tx, mut progress_rx) = mpsc::channel::<Progress>(64);
-    let (cancel_tx, cancel_rx) = watch::channel(BTreeSet::new());
-    let shared = Shared { reports: progress_tx, cancel: cancel_rx, paths: paths.clone() };
     // Problems with the source are reported before the terminal goes raw.
-    let demo_seed = match &opts.source {
-        Source::Demo { seed, .. } => Some(*seed),
-        _ => None,
-    };
-    let mut session = source::start(&opts.source, Run::Live(&shared)).await?;
-    tracing::info!("kgpu cockpit starting on {}", session.context.source);
-    let thresholds = Thresholds::default();
-    let mut wave_target: Option<DriverVersion> = None;
-    let build = |session: &Session, snap: Arc<Snapshot>, target: &Option<DriverVersion>| {
-        let now = session.now(&snap);
-        build_views(snap, now, &thresholds, target)
-    };
-    let mut views = build(&session, session.snapshots.borrow().clone(), &wave_target);
-    let mut audit = audit_entries(&session);
-    show_audit(&mut views, &audit);
-    // A new app per source; what it should say first reaches it as a message.
-    let new_app = |session: &Session, theme: &Theme, views: &Views| {
-        let mut app = App::new(opts.read_only || session.read_only_reason.is_some(), &theme.name, demo_seed.is_some());
-        if let Some(why) = &session.read_only_reason {
+    let mut cockpit = Cockpit::start(&opts.source, paths, &theme_name, no_color, opts.read_only).await?;
+    if cockpit.first_notice.is_none() {
+        cockpit.first_notice = log_note.err().map(|text| Msg::Notice { text, error: false });
+    }
+    tracing::info!("kgpu cockpit starting on {}", cockpit.session.context.source);
+    let mut guard = Guard::enter()?;
+    let result = drive(&mut guard.terminal, EventStream::new(), cockpit).await;
+    drop(guard);
+    tracing::info!("kgpu cockpit stopped");
+    result
+}
+
+/// A started cockpit: its source, the channels its actions report and are
+/// cancelled on, its theme. [`drive`] runs it on any terminal.
+pub struct Cockpit {
+    pub session: Session,
+    shared: Shared,
+    progress: mpsc::Receiver<Progress>,
+    cancel: watch::Sender<BTreeSet<ActionId>>,
+    theme: Theme,
+    paths: Paths,
+    no_color: bool,
+    read_only: bool,
+    demo_seed: Option<u64>,
+    /// What the status line says first (a theme that fell back, a log that did not open).
+    pub first_notice: Option<Msg>,
+}
+
+impl Cockpit {
+    pub async fn start(
+        from: &Source,
+        paths: Paths,
+        theme_name: &str,
+        no_color: bool,
+        read_only: bool,
+    ) -> anyhow::Result<Cockpit> {
+        let (theme, warnings) = Theme::load(theme_name, paths.config_dir(), no_color);
+        let (progress_tx, progress) = mpsc::channel::<Progress>(64);
+        let (cancel, cancel_rx) = watch::channel(BTreeSet::new());
+        let shared = Shared { reports: progress_tx, cancel: cancel_rx, paths: paths.clone() };
+        let session = source::start(from, Run::Live(&shared)).await?;
+        let demo_seed = match from {
+            Source::Demo { seed, .. } => Some(*seed),
+            _ => None,
+        };
+        let first_notice =
+            warnings.first().map(|w| Msg::ThemeLoaded { name: theme.name.clone(), warning: Some(w.clone()) });
+        Ok(Cockpit { session, shared, progress, cancel, theme, paths, no_color, read_only, demo_seed, first_notice })
+    }
+
+    /// A new app for the current source; what it should say first reaches it as a message.
+    fn new_app(&self, views: &Views) -> App {
+        let read_only = self.read_only || self.session.read_only_reason.is_some();
+        let mut app = App::new(read_only, &self.theme.name, self.demo_seed.is_some());
+        if let Some(why) = &self.session.read_only_reason {
             app.update(Msg::Notice { text: format!("read-only: {why}"), error: false }, views);
         }
         app
-    };
-    let mut app = new_app(&session, &theme, &views);
-    if let Some(w) = warnings.first() {
-        app.update(Msg::ThemeLoaded { name: theme.name.clone(), warning: Some(w.clone()) }, &views);
-    } else if let Err(e) = &log_note {
-        app.update(Msg::Notice { text: e.clone(), error: false }, &views);
+    }
+
+    fn views(&self, snap: Arc<Snapshot>, target: &Option<DriverVersion>) -> Views {
+        let now = self.session.now(&snap);
+        build_views(snap, now, &Thresholds::default(), target)
+    }
+}
+
+/// One terminal event: keys go to the app; a resize only redraws.
+fn on_input(app: &mut App, views: &Views, event: Event, effects: &mut VecDeque<Effect>) -> bool {
+    match event {
+        Event::Key(key) if key.kind != KeyEventKind::Release => {
+            effects.extend(app.update(Msg::Key(key), views));
+            true
+        }
+        Event::Resize(..) => true,
+        _ => false,
+    }
+}
+
+/// The cockpit's loop on `terminal`, reading `input`, until the app quits,
+/// the input ends or the process is told to stop. Draws only when
+/// something changed, and only after every key already typed is handled.
+pub async fn drive<B, S>(terminal: &mut Terminal<B>, mut input: S, mut cockpit: Cockpit) -> anyhow::Result<()>
+where
+    B: Backend,
+    S: Stream<Item = std::io::Result<Event>> + Unpin,
+{
+    let mut wave_target: Option<DriverVersion> = None;
+    let mut views = cockpit.views(cockpit.session.snapshots.borrow().clone(), &wave_target);
+    let mut audit = audit_entries(&cockpit.session);
+    show_audit(&mut views, &audit);
+    let mut app = cockpit.new_app(&views);
+    if let Some(msg) = cockpit.first_notice.take() {
+        app.update(msg, &views);
     }
     // Model changes are analysed off the input loop, so keys stay responsive
     // on a big fleet; only the newest snapshot is analysed, and a result
     // from before a scenario switch or a new wave target is dropped.
     let (built_tx, mut built_rx) = mpsc::channel::<(u64, Views)>(1);
+    let thresholds = Thresholds::default();
     let mut generation = 0u64;
     let mut building = false;
     let mut stale = false;
-
-    let mut guard = Guard::enter()?;
-    let mut input = EventStream::new();
     let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     let mut sighup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())?;
     let mut dirty = true;
     let mut source_gone = false;
     loop {
-        if dirty {
-            guard.terminal.draw(|f| ui::draw(f, &mut app, &views, &theme, &session.context))?;
-            dirty = false;
-        }
         // Effects of nested updates join the queue: none is dropped.
         let mut effects = VecDeque::new();
+        if dirty {
+            let mut shown = Viewport::default();
+            terminal.draw(|f| shown = ui::draw(f, &app, &views, &cockpit.theme, &cockpit.session.context))?;
+            effects.extend(app.update(Msg::Viewport(shown), &views));
+            dirty = false;
+        }
+        let session = &mut cockpit.session;
         tokio::select! {
-            event = input.next() => match event {
-                Some(Ok(Event::Key(key))) if key.kind != KeyEventKind::Release => {
-                    effects.extend(app.update(Msg::Key(key), &views));
-                    dirty = true;
+            event = input.next() => {
+                let mut next = event;
+                // Everything already typed is handled before the next frame.
+                loop {
+                    match next {
+                        Some(Ok(event)) => dirty |= on_input(&mut app, &views, event, &mut effects),
+                        Some(Err(e)) => return Err(anyhow::anyhow!("reading the terminal: {e}")),
+                        None => return Ok(()),
+                    }
+                    match input.next().now_or_never() {
+                        Some(more) => next = more,
+                        None => break,
+                    }
                 }
-                Some(Ok(Event::Resize(..))) => dirty = true,
-                Some(Ok(_)) => {}
-                Some(Err(e)) => return Err(anyhow::anyhow!("reading the terminal: {e}")),
-                None => break,
             },
             changed = session.snapshots.changed(), if !source_gone => {
                 if changed.is_err() {
@@ -182,10 +245,10 @@ pub async fn run(opts: CockpitOptions) -> anyhow::Result<()> {
                     building = true;
                 }
             },
-            Some(progress) = progress_rx.recv() => {
+            Some(progress) = cockpit.progress.recv() => {
                 // A finished action has written its audit line: show it.
                 if progress.done {
-                    audit = audit_entries(&session);
+                    audit = audit_entries(session);
                     show_audit(&mut views, &audit);
                 }
                 effects.extend(app.update(Msg::Action(progress), &views));
@@ -197,7 +260,7 @@ pub async fn run(opts: CockpitOptions) -> anyhow::Result<()> {
         while let Some(effect) = effects.pop_front() {
             match effect {
                 Effect::Quit => {}
-                Effect::Execute { id, request } => match &session.executor {
+                Effect::Execute { id, request } => match &cockpit.session.executor {
                     Some(executor) => {
                         let mut executor = executor.clone();
                         executor.id = id;
@@ -209,35 +272,39 @@ pub async fn run(opts: CockpitOptions) -> anyhow::Result<()> {
                     }
                 },
                 Effect::Cancel(id) => {
-                    cancel_tx.send_modify(|cancelled| {
+                    cockpit.cancel.send_modify(|cancelled| {
                         cancelled.insert(id);
                     });
                 }
-                Effect::SwitchScenario(name) => match (demo_seed, start_scenario(&name, demo_seed, &shared).await) {
-                    (Some(_), Ok(s)) => {
-                        session = s;
-                        generation += 1;
-                        let snap = session.snapshots.borrow_and_update().clone();
-                        views = build(&session, snap, &wave_target);
-                        app = new_app(&session, &theme, &views);
-                        audit = audit_entries(&session);
-                        show_audit(&mut views, &audit);
+                Effect::SwitchScenario(name) => {
+                    let Some(seed) = cockpit.demo_seed else { continue };
+                    let from = Source::Demo { scenario: name, seed, advance: 0 };
+                    match source::start(&from, Run::Live(&cockpit.shared)).await {
+                        Ok(s) => {
+                            cockpit.session = s;
+                            generation += 1;
+                            let snap = cockpit.session.snapshots.borrow_and_update().clone();
+                            views = cockpit.views(snap, &wave_target);
+                            audit = audit_entries(&cockpit.session);
+                            show_audit(&mut views, &audit);
+                            app = cockpit.new_app(&views);
+                        }
+                        Err(e) => {
+                            effects.extend(app.update(Msg::Notice { text: e.to_string(), error: true }, &views));
+                        }
                     }
-                    (Some(_), Err(e)) => {
-                        effects.extend(app.update(Msg::Notice { text: e.to_string(), error: true }, &views));
-                    }
-                    (None, _) => {}
-                },
+                }
                 Effect::SetTheme(name) => {
-                    let (t, warnings) = Theme::load(&name, paths.config_dir(), no_color);
-                    theme = t;
-                    let loaded = Msg::ThemeLoaded { name: theme.name.clone(), warning: warnings.first().cloned() };
+                    let (theme, warnings) = Theme::load(&name, cockpit.paths.config_dir(), cockpit.no_color);
+                    cockpit.theme = theme;
+                    let loaded =
+                        Msg::ThemeLoaded { name: cockpit.theme.name.clone(), warning: warnings.first().cloned() };
                     effects.extend(app.update(loaded, &views));
                 }
                 Effect::PlanWaves(target) => {
                     wave_target = target;
                     generation += 1;
-                    views = build(&session, session.snapshots.borrow().clone(), &wave_target);
+                    views = cockpit.views(cockpit.session.snapshots.borrow().clone(), &wave_target);
                     show_audit(&mut views, &audit);
                 }
             }
@@ -247,7 +314,5 @@ pub async fn run(opts: CockpitOptions) -> anyhow::Result<()> {
             break;
         }
     }
-    drop(guard);
-    tracing::info!("kgpu cockpit stopped");
     Ok(())
 }

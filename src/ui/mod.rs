@@ -1,6 +1,6 @@
-//! Widgets: draw the view models with the theme's roles. `draw` is pure
-//! apart from keeping each pane's scroll offset in `App` (like ratatui's
-//! stateful widgets), so screen tests render it into a `TestBackend`.
+//! Widgets: draw the view models with the theme's roles. `draw` reads the
+//! app and returns what it showed (scroll offsets in range), so screen
+//! tests render it into a `TestBackend`.
 
 pub mod overlays;
 pub mod panes;
@@ -13,7 +13,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
 use unicode_width::UnicodeWidthStr;
 
-use crate::app::{App, Pane};
+use crate::app::{App, Pane, Viewport};
 use crate::view_model::panes::Views;
 
 pub use theme::{Role, Theme};
@@ -33,25 +33,41 @@ pub struct Context {
     pub production: bool,
 }
 
-pub fn draw(frame: &mut Frame, app: &mut App, views: &Views, theme: &Theme, ctx: &Context) {
+/// Draws the cockpit; returns what it showed (scroll positions kept in
+/// range), for the app to keep (`Msg::Viewport`).
+pub fn draw(frame: &mut Frame, app: &App, views: &Views, theme: &Theme, ctx: &Context) -> Viewport {
+    let mut shown = Viewport::default();
     let area = frame.area();
     if area.width < MIN_WIDTH || area.height < MIN_HEIGHT {
         too_small(frame, area, theme);
-        return;
+        return shown;
     }
+    draw_panes(frame, area, app, &mut shown, views, theme, ctx);
+    shown
+}
+
+fn draw_panes(
+    frame: &mut Frame,
+    area: Rect,
+    app: &App,
+    shown: &mut Viewport,
+    views: &Views,
+    theme: &Theme,
+    ctx: &Context,
+) {
     let [title, main, status] =
         Layout::vertical([Constraint::Length(1), Constraint::Min(1), Constraint::Length(1)]).areas(area);
     title_bar(frame, title, app, theme, ctx);
     match app.pane {
-        Pane::Fleet => panes::fleet::draw(frame, main, app, views, theme),
-        Pane::Pending => panes::pending::draw(frame, main, app, views, theme),
-        Pane::Gangs => panes::gangs::draw(frame, main, app, views, theme),
-        Pane::Mig => panes::mig::draw(frame, main, app, views, theme),
-        Pane::Drivers => panes::drivers::draw(frame, main, app, views, theme),
-        Pane::Events => panes::events::draw(frame, main, app, views, theme),
+        Pane::Fleet => panes::fleet::draw(frame, main, app, shown, views, theme),
+        Pane::Pending => panes::pending::draw(frame, main, app, shown, views, theme),
+        Pane::Gangs => panes::gangs::draw(frame, main, app, shown, views, theme),
+        Pane::Mig => panes::mig::draw(frame, main, app, shown, views, theme),
+        Pane::Drivers => panes::drivers::draw(frame, main, app, shown, views, theme),
+        Pane::Events => panes::events::draw(frame, main, app, shown, views, theme),
     }
     status_bar(frame, status, app, views, theme);
-    overlays::draw(frame, main, app, views, theme, ctx);
+    overlays::draw(frame, main, app, shown, views, theme, ctx);
 }
 
 fn too_small(frame: &mut Frame, area: Rect, theme: &Theme) {

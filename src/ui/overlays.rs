@@ -8,7 +8,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Paragraph, Wrap};
 
 use crate::app::keys::BINDINGS;
-use crate::app::{App, Confirm, Overlay, Pane, palette};
+use crate::app::{App, Confirm, Overlay, Pane, Viewport, palette};
 use crate::view_model::docs;
 use crate::view_model::panes::Views;
 use crate::view_model::style::Doc;
@@ -23,13 +23,21 @@ fn centered(area: Rect, width: u16, height: u16) -> Rect {
     Rect { x: area.x + (area.width - w) / 2, y: area.y + (area.height - h) / 2, width: w, height: h }
 }
 
-pub fn draw(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme: &Theme, ctx: &Context) {
+pub fn draw(
+    frame: &mut Frame,
+    area: Rect,
+    app: &App,
+    shown: &mut Viewport,
+    views: &Views,
+    theme: &Theme,
+    ctx: &Context,
+) {
     let matrix_cell = app.matrix_cell;
     let in_flight: Vec<String> = app.in_flight.iter().map(|f| f.label.clone()).collect();
     let pane = app.pane;
-    let Some(overlay) = app.overlay.as_mut() else { return };
+    let Some(overlay) = app.overlay.as_ref() else { return };
     match overlay {
-        Overlay::Help { scroll } => help(frame, area, views, theme, scroll),
+        Overlay::Help { scroll } => shown.overlay_scroll = Some(help(frame, area, views, theme, *scroll)),
         Overlay::Palette(text) => {
             let rect = Rect {
                 x: area.x,
@@ -54,10 +62,11 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme: 
                 .collect();
             frame.render_widget(Clear, hint_rect);
             frame.render_widget(Paragraph::new(hints).block(block(" commands ", false, theme)), hint_rect);
+            let mut text = (**text).clone();
             text.set_block(block(" : command (enter run · esc cancel) ", true, theme));
             text.set_style(theme.style(Role::Text));
             frame.render_widget(Clear, rect);
-            frame.render_widget(&**text, rect);
+            frame.render_widget(&text, rect);
         }
         Overlay::Filter(text) => {
             let rect = Rect {
@@ -66,18 +75,21 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme: 
                 width: area.width,
                 height: 3.min(area.height),
             };
+            let mut text = (**text).clone();
             text.set_block(block(format!(" / filter {} (enter keep · esc clear) ", pane.title()), true, theme));
             text.set_style(theme.style(Role::Text));
             frame.render_widget(Clear, rect);
-            frame.render_widget(&**text, rect);
+            frame.render_widget(&text, rect);
         }
         Overlay::Confirm(c) => confirm(frame, area, c, theme, ctx),
         Overlay::QuitWhileRunning => quit_while_running(frame, area, &in_flight, theme),
         Overlay::NodeDetail { node, scroll } => {
-            node_detail(frame, area, node.as_str(), docs::node(views, *node), scroll, theme)
+            shown.overlay_scroll =
+                Some(node_detail(frame, area, node.as_str(), docs::node(views, *node), *scroll, theme))
         }
         Overlay::CellDetail { scroll } => {
-            cell_detail(frame, area, docs::matrix_cell(&views.analysis.matrix, matrix_cell), scroll, theme)
+            let cell = docs::matrix_cell(&views.analysis.matrix, matrix_cell);
+            shown.overlay_scroll = Some(cell_detail(frame, area, cell, *scroll, theme))
         }
         Overlay::MigPicker { node, configs, selected } => {
             let h = (configs.len() as u16 + 4).min(area.height);
@@ -104,7 +116,7 @@ fn wrapped_height(lines: &[Line], width: u16) -> u16 {
     lines.iter().map(|l| l.width().max(1).div_ceil(w) as u16).sum()
 }
 
-fn help(frame: &mut Frame, area: Rect, views: &Views, theme: &Theme, scroll: &mut u16) {
+fn help(frame: &mut Frame, area: Rect, views: &Views, theme: &Theme, scroll: u16) -> u16 {
     let mut lines = Vec::new();
     if let Some(s) = &views.snap.scenario {
         lines.push(Line::styled(format!("scenario {}: {}", s.name, s.title), theme.style(Role::Header)));
@@ -140,7 +152,7 @@ fn help(frame: &mut Frame, area: Rect, views: &Views, theme: &Theme, scroll: &mu
     ));
     let rect = centered(area, 100, area.height);
     frame.render_widget(Clear, rect);
-    scrolled_text(frame, rect, lines, scroll, block(" Help · esc close · j/k scroll ", true, theme));
+    scrolled_text(frame, rect, lines, scroll, block(" Help · esc close · j/k scroll ", true, theme))
 }
 
 /// What stopping now leaves behind, per action, for `q` while actions run.
@@ -231,17 +243,17 @@ fn confirm(frame: &mut Frame, area: Rect, c: &Confirm, theme: &Theme, ctx: &Cont
     frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }).block(b), rect);
 }
 
-fn node_detail(frame: &mut Frame, area: Rect, node: &str, detail: Doc, scroll: &mut u16, theme: &Theme) {
+fn node_detail(frame: &mut Frame, area: Rect, node: &str, detail: Doc, scroll: u16, theme: &Theme) -> u16 {
     let rect = centered(area, 110, area.height);
     let lines = widgets::doc(&detail, theme, rect.width.saturating_sub(2) as usize);
     frame.render_widget(Clear, rect);
-    scrolled_text(frame, rect, lines, scroll, block(format!(" node {node} · esc close "), true, theme));
+    scrolled_text(frame, rect, lines, scroll, block(format!(" node {node} · esc close "), true, theme))
 }
 
-fn cell_detail(frame: &mut Frame, area: Rect, detail: Doc, scroll: &mut u16, theme: &Theme) {
+fn cell_detail(frame: &mut Frame, area: Rect, detail: Doc, scroll: u16, theme: &Theme) -> u16 {
     let [_, mid, _] = Layout::vertical([Constraint::Length(1), Constraint::Min(3), Constraint::Length(1)]).areas(area);
     let rect = centered(mid, 100, mid.height);
     let lines = widgets::doc(&detail, theme, rect.width.saturating_sub(2) as usize);
     frame.render_widget(Clear, rect);
-    scrolled_text(frame, rect, lines, scroll, block(" matrix cell · esc close ", true, theme));
+    scrolled_text(frame, rect, lines, scroll, block(" matrix cell · esc close ", true, theme))
 }

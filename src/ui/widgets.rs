@@ -17,14 +17,15 @@ pub fn block<'a>(title: impl Into<Line<'a>>, focused: bool, theme: &Theme) -> Bl
         .title(title.into().style(theme.style(Role::Title)))
 }
 
-/// Wrapped `lines` in `block`, scrolled by `scroll`, which is clamped so
-/// the last page (counted after wrapping) is as far as it goes.
-pub fn scrolled_text(frame: &mut Frame, area: Rect, lines: Vec<Line<'_>>, scroll: &mut u16, block: Block<'_>) {
+/// Wrapped `lines` in `block`, scrolled by `scroll`, clamped so the last
+/// page (counted after wrapping) is as far as it goes; returns the scroll shown.
+pub fn scrolled_text(frame: &mut Frame, area: Rect, lines: Vec<Line<'_>>, scroll: u16, block: Block<'_>) -> u16 {
     let inner = block.inner(area);
     let text = Paragraph::new(lines).wrap(Wrap { trim: false });
     let rows = u16::try_from(text.line_count(inner.width)).unwrap_or(u16::MAX);
-    *scroll = (*scroll).min(rows.saturating_sub(inner.height));
-    frame.render_widget(text.scroll((*scroll, 0)).block(block), area);
+    let scroll = scroll.min(rows.saturating_sub(inner.height));
+    frame.render_widget(text.scroll((scroll, 0)).block(block), area);
+    scroll
 }
 
 /// A view model's text block as lines in `width` columns (commands hang

@@ -7,13 +7,13 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Paragraph};
 
-use crate::app::{App, Pane, Section, rows};
+use crate::app::{App, Pane, Section, Viewport, rows};
 use crate::ui::theme::{Role, Theme};
 use crate::ui::widgets::{self, block, fit};
 use crate::view_model::panes::Views;
 use crate::view_model::{age, docs};
 
-pub fn draw(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme: &Theme) {
+pub fn draw(frame: &mut Frame, area: Rect, app: &App, shown: &mut Viewport, views: &Views, theme: &Theme) {
     let m = &views.analysis.matrix;
     let matrix_h = (m.drivers.len() as u16 + 4).min(area.height / 2).max(5);
     let has_waves = views.waves.is_some();
@@ -25,13 +25,13 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme: 
     let parts = Layout::vertical(constraints).split(area);
     let focus = app.section(Pane::Drivers);
     draw_matrix(frame, parts[0], app, views, theme, focus == Section::First);
-    draw_board(frame, parts[1], app, views, theme, focus == Section::Second);
+    draw_board(frame, parts[1], app, shown, views, theme, focus == Section::Second);
     if has_waves && parts.len() > 2 {
         draw_waves(frame, parts[2], app, views, theme, focus == Section::Third);
     }
 }
 
-fn draw_matrix(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme: &Theme, focused: bool) {
+fn draw_matrix(frame: &mut Frame, area: Rect, app: &App, views: &Views, theme: &Theme, focused: bool) {
     let m = &views.analysis.matrix;
     let title = format!(" Driver × CUDA ({} GPU pods without a CUDA need) · enter: cell details ", m.unknown_need);
     if m.drivers.is_empty() || m.needs.is_empty() {
@@ -80,7 +80,15 @@ fn draw_matrix(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, them
     frame.render_widget(Paragraph::new(lines).block(block(title, focused, theme)), area);
 }
 
-fn draw_board(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme: &Theme, focused: bool) {
+fn draw_board(
+    frame: &mut Frame,
+    area: Rect,
+    app: &App,
+    shown: &mut Viewport,
+    views: &Views,
+    theme: &Theme,
+    focused: bool,
+) {
     let rows_ = rows::upgrades(views, app.filter(Pane::Drivers));
     let labelled = rows_.iter().filter(|u| u.state.is_some()).count();
     let stuck = rows_.iter().filter(|u| u.stuck).count();
@@ -139,11 +147,11 @@ fn draw_board(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme
         theme,
     );
     if focused {
-        app.offsets.insert(Pane::Drivers, offset);
+        shown.offsets.push((Pane::Drivers, offset));
     }
 }
 
-fn draw_waves(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme: &Theme, focused: bool) {
+fn draw_waves(frame: &mut Frame, area: Rect, app: &App, views: &Views, theme: &Theme, focused: bool) {
     let Some(plan) = &views.waves else { return };
     let title = match &plan.stalled {
         Some(_) => {

@@ -4,12 +4,12 @@
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Rect};
 
-use crate::app::{App, Pane, rows};
+use crate::app::{App, Pane, Viewport, rows};
 use crate::ui::theme::{Role, Theme};
 use crate::ui::widgets::{self, block, fit};
 use crate::view_model::panes::Views;
 
-pub fn draw(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme: &Theme) {
+pub fn draw(frame: &mut Frame, area: Rect, app: &App, shown: &mut Viewport, views: &Views, theme: &Theme) {
     let events = rows::events(views, app.filter(Pane::Events));
     let selected = app.selected_position(Pane::Events, (0..events.len()).map(|i| i.to_string()));
     let filter = app.filter(Pane::Events);
@@ -70,5 +70,5 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme: 
         offset,
         theme,
     );
-    app.offsets.insert(Pane::Events, offset);
+    shown.offsets.push((Pane::Events, offset));
 }

@@ -7,7 +7,7 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Paragraph, Wrap};
 
-use crate::app::{App, Pane, rows};
+use crate::app::{App, Pane, Viewport, rows};
 use crate::ui::theme::{Role, Theme};
 use crate::ui::widgets::{self, block, fit};
 use crate::view_model::docs;
@@ -67,7 +67,7 @@ pub fn legend(theme: &Theme, width: u16) -> Line<'static> {
     Line::from(spans)
 }
 
-pub fn draw(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme: &Theme) {
+pub fn draw(frame: &mut Frame, area: Rect, app: &App, shown: &mut Viewport, views: &Views, theme: &Theme) {
     let t = &views.analysis.totals;
     let f = &views.analysis.fragmentation;
     // At 80 columns the long words would push the score off the line.
@@ -120,16 +120,16 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme: 
         (body, None)
     };
     if app.aggregated(views) {
-        draw_pools(frame, list_area, app, views, theme);
+        draw_pools(frame, list_area, app, shown, views, theme);
     } else {
-        draw_nodes(frame, list_area, app, views, theme);
+        draw_nodes(frame, list_area, app, shown, views, theme);
     }
     if let Some(p) = panel_area {
         draw_panel(frame, p, app, views, theme, wide);
     }
 }
 
-fn draw_nodes(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme: &Theme) {
+fn draw_nodes(frame: &mut Frame, area: Rect, app: &App, shown: &mut Viewport, views: &Views, theme: &Theme) {
     let rows = rows::nodes(views, app.filter(Pane::Fleet), app.fleet_sort);
     let selected = app.selected_position(Pane::Fleet, rows.iter().map(|r| r.name.as_str()));
     let title = format!(" Nodes ({}) · sort: {} ", rows.len(), app.fleet_sort.label());
@@ -202,12 +202,12 @@ fn draw_nodes(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme
         offset,
         theme,
     );
-    app.offsets.insert(Pane::Fleet, offset);
+    shown.offsets.push((Pane::Fleet, offset));
 }
 
 const SPARK: [&str; 8] = ["▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"];
 
-fn draw_pools(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme: &Theme) {
+fn draw_pools(frame: &mut Frame, area: Rect, app: &App, shown: &mut Viewport, views: &Views, theme: &Theme) {
     let pools = rows::pools(views, app.filter(Pane::Fleet));
     let ids: Vec<String> = pools.iter().map(|p| p.name.clone()).collect();
     let selected = app.selected_index(Pane::Fleet, &ids);
@@ -257,7 +257,7 @@ fn draw_pools(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme
         offset,
         theme,
     );
-    app.offsets.insert(Pane::Fleet, offset);
+    shown.offsets.push((Pane::Fleet, offset));
 }
 
 fn draw_panel(frame: &mut Frame, area: Rect, app: &App, views: &Views, theme: &Theme, tall: bool) {

@@ -7,20 +7,28 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::Line;
 use ratatui::widgets::Cell;
 
-use crate::app::{App, Pane, Section, rows};
+use crate::app::{App, Pane, Section, Viewport, rows};
 use crate::ui::theme::{Role, Theme};
 use crate::ui::widgets::{self, block, fit};
 use crate::view_model::panes::Views;
 use crate::view_model::{age, docs, feeds};
 
-pub fn draw(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme: &Theme) {
+pub fn draw(frame: &mut Frame, area: Rect, app: &App, shown: &mut Viewport, views: &Views, theme: &Theme) {
     let [top, bottom] = Layout::vertical([Constraint::Percentage(55), Constraint::Percentage(45)]).areas(area);
     let focus = app.section(Pane::Gangs);
-    draw_gangs(frame, top, app, views, theme, focus == Section::First);
-    draw_queues(frame, bottom, app, views, theme, focus != Section::First);
+    draw_gangs(frame, top, app, shown, views, theme, focus == Section::First);
+    draw_queues(frame, bottom, app, shown, views, theme, focus != Section::First);
 }
 
-fn draw_gangs(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme: &Theme, focused: bool) {
+fn draw_gangs(
+    frame: &mut Frame,
+    area: Rect,
+    app: &App,
+    shown: &mut Viewport,
+    views: &Views,
+    theme: &Theme,
+    focused: bool,
+) {
     let gangs = rows::gangs(views, app.filter(Pane::Gangs));
     let title = format!(" Gangs ({}) · enter: why pending · R requeue ", gangs.len());
     if gangs.is_empty() {
@@ -83,11 +91,19 @@ fn draw_gangs(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme
     let offset =
         widgets::table(frame, area, block(title, focused, theme), &header, &widths, rows, selected, offset, theme);
     if focused {
-        app.offsets.insert(Pane::Gangs, offset);
+        shown.offsets.push((Pane::Gangs, offset));
     }
 }
 
-fn draw_queues(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme: &Theme, focused: bool) {
+fn draw_queues(
+    frame: &mut Frame,
+    area: Rect,
+    app: &App,
+    shown: &mut Viewport,
+    views: &Views,
+    theme: &Theme,
+    focused: bool,
+) {
     let queues = rows::queues(views, app.filter(Pane::Gangs));
     let title = " Queues · quota per flavor ";
     if queues.is_empty() {
@@ -162,6 +178,6 @@ fn draw_queues(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, them
     let offset =
         widgets::table(frame, area, block(title, focused, theme), &header, &widths, rows, selected, offset, theme);
     if focused {
-        app.offsets.insert(key, offset);
+        shown.offsets.push((key, offset));
     }
 }

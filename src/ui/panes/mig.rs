@@ -7,7 +7,7 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Paragraph};
 
-use crate::app::{App, Pane, rows};
+use crate::app::{App, Pane, Viewport, rows};
 use crate::ui::theme::{Role, Theme};
 use crate::ui::widgets::{self, block, fit};
 use crate::view_model::panes::{MigGpuRow, MigNodeRow, Views};
@@ -52,7 +52,7 @@ pub fn slice_bar(gpu: &MigGpuRow, theme: &Theme) -> Line<'static> {
     Line::from(spans)
 }
 
-pub fn draw(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme: &Theme) {
+pub fn draw(frame: &mut Frame, area: Rect, app: &App, shown: &mut Viewport, views: &Views, theme: &Theme) {
     let nodes = rows::mig(views, app.filter(Pane::Mig));
     let capable_off = views
         .snap
@@ -113,7 +113,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme: 
         offset,
         theme,
     );
-    app.offsets.insert(Pane::Mig, offset);
+    shown.offsets.push((Pane::Mig, offset));
     if let Some(node) = nodes.get(selected) {
         detail(frame, detail_area, node, theme);
     }

@@ -5,7 +5,7 @@
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Rect};
 
-use crate::app::{App, Pane, rows};
+use crate::app::{App, Pane, Viewport, rows};
 use crate::ui::theme::{Role, Theme};
 use crate::ui::widgets::{self, block, fit, scrolled_text};
 use crate::view_model::age;
@@ -13,12 +13,12 @@ use crate::view_model::docs;
 use crate::view_model::panes::Views;
 use crate::view_model::style::Doc;
 
-pub fn draw(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme: &Theme) {
+pub fn draw(frame: &mut Frame, area: Rect, app: &App, shown: &mut Viewport, views: &Views, theme: &Theme) {
     if let Some(id) = app.drill.clone() {
         match views.analysis.pending.iter().find(|p| p.display_name() == id) {
             Some(item) => {
                 let title = format!(" Why pending: {} · esc back · R requeue ", item.display_name());
-                return drill(frame, area, app, &docs::why(item), title, theme);
+                return drill(frame, area, app, shown, &docs::why(item), title, theme);
             }
             None => {
                 let text = format!("{id} is no longer pending (scheduled, admitted or deleted); esc goes back");
@@ -94,10 +94,10 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &mut App, views: &Views, theme: 
         offset,
         theme,
     );
-    app.offsets.insert(Pane::Pending, offset);
+    shown.offsets.push((Pane::Pending, offset));
 }
 
-fn drill(frame: &mut Frame, area: Rect, app: &mut App, why: &Doc, title: String, theme: &Theme) {
+fn drill(frame: &mut Frame, area: Rect, app: &App, shown: &mut Viewport, why: &Doc, title: String, theme: &Theme) {
     let lines = widgets::doc(why, theme, area.width.saturating_sub(2) as usize);
-    scrolled_text(frame, area, lines, &mut app.drill_scroll, block(title, true, theme));
+    shown.drill_scroll = Some(scrolled_text(frame, area, lines, app.drill_scroll, block(title, true, theme)));
 }

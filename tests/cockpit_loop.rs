@@ -1,0 +1,58 @@
+//! The cockpit's own loop, end to end without a terminal: the demo source,
+//! keys from a stream, frames into a `TestBackend`. A cordon goes from the
+//! key through the confirmation, the executor and the simulator to the
+//! screen and the audit log, as in a real session.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic on broken fixtures
+
+use std::time::Duration;
+
+use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
+use futures::channel::mpsc;
+use kgpu::config::Paths;
+use kgpu::runtime::source::Source;
+use kgpu::runtime::tui::{Cockpit, drive};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+
+fn key(c: char) -> std::io::Result<Event> {
+    Ok(Event::Key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE)))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cordon_typed_into_the_loop_reaches_the_cluster_the_screen_and_the_audit_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let paths = Paths { config_dir: None, data_dir: Some(dir.path().to_path_buf()) };
+    let from = Source::Demo { scenario: "fragmented".into(), seed: 1, advance: 0 };
+    let cockpit = Cockpit::start(&from, paths, "dark", false, false).await.unwrap();
+    let snapshots = cockpit.session.snapshots.clone();
+    let (keys, input) = mpsc::unbounded();
+    let running = tokio::spawn(async move {
+        let mut terminal = Terminal::new(TestBackend::new(120, 40)).unwrap();
+        let result = drive(&mut terminal, input, cockpit).await;
+        (result, terminal)
+    });
+    // The demo's first snapshot, then: the first node row, cordon, confirm.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    for c in ['c', 'y'] {
+        keys.unbounded_send(key(c)).unwrap();
+    }
+    let cordoned = async {
+        loop {
+            if snapshots.borrow().nodes.values().any(|n| n.unschedulable) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(20), cordoned).await.expect("the simulator saw the cordon");
+    // The report and the next snapshot reach the screen.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    drop(keys);
+    let (result, terminal) = running.await.unwrap();
+    result.unwrap();
+    let screen = format!("{}", terminal.backend());
+    assert!(screen.contains("cordoned"), "the outcome is on the screen:\n{screen}");
+    let audit = std::fs::read_to_string(dir.path().join("audit.jsonl")).unwrap();
+    assert!(audit.contains("\"cordon\"") && audit.contains("\"ok\""), "{audit}");
+}
