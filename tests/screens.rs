@@ -95,6 +95,26 @@ fn help_overlay_lists_every_key() {
 }
 
 #[test]
+fn help_lists_the_keys_of_every_dialog_too() {
+    use kgpu::app::dialog_keys::{DIALOG_BINDINGS, Dialog};
+    let v = views("default");
+    let mut app = App::new(false, "dark", true);
+    key(&mut app, &v, KeyCode::Char('?'));
+    // The dialogs' keys come after the panes'; read the help to its end.
+    let mut seen = String::new();
+    for _ in 0..12 {
+        seen.push_str(&format!("{}", render(&mut app, &v, "default", 200, 60).backend()));
+        key(&mut app, &v, KeyCode::PageDown);
+    }
+    for d in Dialog::ALL {
+        assert!(seen.contains(d.title()), "help lacks '{}'", d.title());
+    }
+    for b in DIALOG_BINDINGS {
+        assert!(seen.contains(b.help), "help lacks '{}'", b.help);
+    }
+}
+
+#[test]
 fn confirm_dialog_shows_the_blast_radius() {
     let v = views("fragmented");
     let mut app = App::new(false, "dark", true);

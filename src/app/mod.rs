@@ -4,6 +4,7 @@
 //! effects for the runtime to carry out.
 
 mod actions;
+pub mod dialog_keys;
 pub mod keys;
 mod overlay_keys;
 pub mod palette;

@@ -1,28 +1,30 @@
 //! Keys while an overlay is open (help, palette, filter, confirmation,
 //! details, MIG picker), and the palette's commands.
 
+use super::dialog_keys::{Dialog, DialogCommand, dialog_command};
 use super::*;
 
 impl App {
     pub(super) fn on_overlay_key(&mut self, overlay: Overlay, key: KeyEvent, views: &Views) -> Vec<Effect> {
+        let command = |dialog| dialog_command(dialog, key.code);
         match overlay {
             Overlay::Help { scroll } => {
-                let close = matches!(key.code, KeyCode::Char('?'));
-                self.overlay =
-                    scroll_reader(key.code, scroll).filter(|_| !close).map(|scroll| Overlay::Help { scroll });
+                self.overlay = scroll_reader(command(Dialog::Reader), scroll).map(|scroll| Overlay::Help { scroll });
             }
             Overlay::NodeDetail { node, scroll } => {
-                self.overlay = scroll_reader(key.code, scroll).map(|scroll| Overlay::NodeDetail { node, scroll });
+                self.overlay =
+                    scroll_reader(command(Dialog::Reader), scroll).map(|scroll| Overlay::NodeDetail { node, scroll });
             }
             Overlay::CellDetail { scroll } => {
-                self.overlay = scroll_reader(key.code, scroll).map(|scroll| Overlay::CellDetail { scroll });
+                self.overlay =
+                    scroll_reader(command(Dialog::Reader), scroll).map(|scroll| Overlay::CellDetail { scroll });
             }
-            Overlay::Filter(mut area) => match key.code {
-                KeyCode::Esc => {
+            Overlay::Filter(mut area) => match command(Dialog::Filter) {
+                Some(DialogCommand::Close) => {
                     self.filters.remove(&self.pane);
                 }
-                KeyCode::Enter => {}
-                _ => {
+                Some(_) => {}
+                None => {
                     area.input(key);
                     let text = area.lines().first().cloned().unwrap_or_default();
                     if text.is_empty() {
@@ -33,51 +35,52 @@ impl App {
                     self.overlay = Some(Overlay::Filter(area));
                 }
             },
-            Overlay::Palette(mut area) => match key.code {
-                KeyCode::Esc => {}
-                KeyCode::Enter => {
+            Overlay::Palette(mut area) => match command(Dialog::Palette) {
+                Some(DialogCommand::Choose) => {
                     let line = area.lines().first().cloned().unwrap_or_default();
                     return self.run_palette(&line, views);
                 }
-                _ => {
+                Some(_) => {}
+                None => {
                     area.input(key);
                     self.overlay = Some(Overlay::Palette(area));
                 }
             },
-            Overlay::MigPicker { node, configs, selected } => match key.code {
-                KeyCode::Esc | KeyCode::Char('q') => {}
-                KeyCode::Down | KeyCode::Char('j') => {
+            Overlay::MigPicker { node, configs, selected } => match command(Dialog::MigPicker) {
+                Some(DialogCommand::Close) => {}
+                Some(DialogCommand::Down) => {
                     let selected = (selected + 1).min(configs.len().saturating_sub(1));
                     self.overlay = Some(Overlay::MigPicker { node, configs, selected });
                 }
-                KeyCode::Up | KeyCode::Char('k') => {
+                Some(DialogCommand::Up) => {
                     self.overlay = Some(Overlay::MigPicker { node, configs, selected: selected.saturating_sub(1) });
                 }
-                KeyCode::Enter => {
+                Some(DialogCommand::Choose) => {
                     if let Some(config) = configs.get(selected) {
                         self.confirm(Action::RepartitionMig { node, config: config.clone() }, views);
                     }
                 }
                 _ => self.overlay = Some(Overlay::MigPicker { node, configs, selected }),
             },
-            Overlay::QuitWhileRunning => match key.code {
-                KeyCode::Char('y') | KeyCode::Char('Y') => {
+            Overlay::QuitWhileRunning => match command(Dialog::QuitWhileRunning) {
+                Some(DialogCommand::Yes) => {
                     self.quit = true;
                     return vec![Effect::Quit];
                 }
-                KeyCode::Char('n') | KeyCode::Char('N') | KeyCode::Esc => {}
+                Some(DialogCommand::Close) => {}
                 _ => self.overlay = Some(Overlay::QuitWhileRunning),
             },
-            Overlay::Confirm(mut confirm) => match key.code {
-                KeyCode::Char('y') | KeyCode::Char('Y') => return self.execute(confirm.action, false),
-                // A reflexive enter must not evict anything.
-                KeyCode::Enter if !confirm.action.is_disruptive() => return self.execute(confirm.action, false),
-                KeyCode::Enter => {
+            Overlay::Confirm(mut confirm) => match command(Dialog::Confirm) {
+                Some(DialogCommand::Yes) => return self.execute(confirm.action, false),
+                Some(DialogCommand::YesIfHarmless) if !confirm.action.is_disruptive() => {
+                    return self.execute(confirm.action, false);
+                }
+                Some(DialogCommand::YesIfHarmless) => {
                     self.notify(format!("enter does not confirm a {}: press y to run it", confirm.action.verb()), true);
                     self.overlay = Some(Overlay::Confirm(confirm));
                 }
-                KeyCode::Char('d') | KeyCode::Char('D') => return self.execute(confirm.action, true),
-                KeyCode::Char('g') => {
+                Some(DialogCommand::DryRun) => return self.execute(confirm.action, true),
+                Some(DialogCommand::ToggleGpuOnly) => {
                     if let Action::Drain { node, .. } = confirm.action {
                         let gpu_only = !confirm.gpu_only;
                         self.confirm(Action::Drain { node, gpu_only }, views);
@@ -85,7 +88,7 @@ impl App {
                         self.overlay = Some(Overlay::Confirm(confirm));
                     }
                 }
-                KeyCode::Char('n') | KeyCode::Char('N') | KeyCode::Esc | KeyCode::Char('q') => {
+                Some(DialogCommand::Close) => {
                     self.notify(format!("{} cancelled", confirm.action.verb()), false);
                 }
                 _ => {
@@ -159,18 +162,18 @@ pub(super) fn single_line(prompt: &str, text: &str) -> TextArea<'static> {
     area
 }
 
-/// A key in a scrolling reader (help, node detail): the new scroll, or
-/// `None` to close it. The renderer clamps the scroll to the last page.
-fn scroll_reader(code: KeyCode, scroll: u16) -> Option<u16> {
+/// A reader's (help, node detail) new scroll after `command`, or `None`
+/// to close it. The renderer clamps the scroll to the last page.
+fn scroll_reader(command: Option<DialogCommand>, scroll: u16) -> Option<u16> {
     const PAGE: u16 = 10;
-    Some(match code {
-        KeyCode::Esc | KeyCode::Char('q') | KeyCode::Enter => return None,
-        KeyCode::Down | KeyCode::Char('j') => scroll.saturating_add(1),
-        KeyCode::Up | KeyCode::Char('k') => scroll.saturating_sub(1),
-        KeyCode::PageDown | KeyCode::Char(' ') => scroll.saturating_add(PAGE),
-        KeyCode::PageUp => scroll.saturating_sub(PAGE),
-        KeyCode::Home | KeyCode::Char('g') => 0,
-        KeyCode::End | KeyCode::Char('G') => u16::MAX,
+    Some(match command {
+        Some(DialogCommand::Close) => return None,
+        Some(DialogCommand::Down) => scroll.saturating_add(1),
+        Some(DialogCommand::Up) => scroll.saturating_sub(1),
+        Some(DialogCommand::PageDown) => scroll.saturating_add(PAGE),
+        Some(DialogCommand::PageUp) => scroll.saturating_sub(PAGE),
+        Some(DialogCommand::Top) => 0,
+        Some(DialogCommand::Bottom) => u16::MAX,
         _ => scroll,
     })
 }

@@ -7,6 +7,7 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Paragraph, Wrap};
 
+use crate::app::dialog_keys::{DIALOG_BINDINGS, Dialog};
 use crate::app::keys::BINDINGS;
 use crate::app::{App, Confirm, Overlay, Pane, Viewport, palette};
 use crate::view_model::docs;
@@ -145,11 +146,16 @@ fn help(frame: &mut Frame, area: Rect, views: &Views, theme: &Theme, scroll: u16
             Span::styled(d.to_string(), theme.style(Role::Dim)),
         ]));
     }
-    lines.push(Line::raw(""));
-    lines.push(Line::styled(
-        "in a confirmation: y run (enter too for cordon/uncordon) · d dry run (server-side) · g GPU pods only (drain) · n/esc cancel",
-        theme.style(Role::Dim),
-    ));
+    for dialog in Dialog::ALL {
+        lines.push(Line::raw(""));
+        lines.push(Line::styled(dialog.title(), theme.style(Role::Header)));
+        for b in DIALOG_BINDINGS.iter().filter(|b| b.dialog == dialog) {
+            lines.push(Line::from(vec![
+                Span::styled(format!("  {:<11} ", b.label), theme.style(Role::KeyHint)),
+                Span::styled(b.help.to_string(), theme.style(Role::Text)),
+            ]));
+        }
+    }
     let rect = centered(area, 100, area.height);
     frame.render_widget(Clear, rect);
     scrolled_text(frame, rect, lines, scroll, block(" Help · esc close · j/k scroll ", true, theme))
