@@ -58,267 +58,287 @@ pub fn render(snap: &Snapshot, a: &Analysis, section: Option<Section>) -> String
         let _ = writeln!(out, "feed {}: {}{data} ({})", h.feed.name(), h.state, h.reason.as_deref().unwrap_or(""));
     }
     out.push('\n');
-    if want(Section::Fleet) {
-        let t = &a.totals;
-        let _ = writeln!(
-            out,
-            "FLEET  {} GPUs: {} in use, {} free ({} stranded), {} on unavailable nodes, {} unadvertised, {} unhealthy{}{}; fragmentation score {:.2}",
-            t.gpus,
-            t.allocated,
-            t.free,
-            t.stranded,
-            t.unavailable,
-            t.unadvertised,
-            t.unhealthy,
-            if t.mig_gpus > 0 { format!(" ({} in MIG slices)", t.mig_gpus) } else { String::new() },
-            if t.replicas.0 > 0 {
-                format!("; time-slicing: {} of {} replicas allocated", t.replicas.1, t.replicas.0)
-            } else {
-                String::new()
-            },
-            a.fragmentation.score
-        );
-        let rows: Vec<Vec<String>> = a
-            .nodes
-            .iter()
-            .map(|n| {
-                let mig = n
-                    .mig
-                    .iter()
-                    .map(|m| format!("{}:{}/{}", m.profile, m.allocated, m.allocatable))
-                    .collect::<Vec<_>>()
-                    .join(" ");
-                vec![
-                    n.name.to_string(),
-                    if n.ready { "Ready".into() } else { "NotReady".into() },
-                    n.product.map_or("-".into(), |p| p.to_string()),
-                    n.driver.clone().unwrap_or_else(|| "-".into()),
-                    format!("{}/{}", n.gpu_allocated, n.gpu_allocatable),
-                    n.hardware.map_or("-".into(), |h| h.to_string()),
-                    if mig.is_empty() { "-".into() } else { mig },
-                    n.issues.iter().map(|i| i.code.as_str()).collect::<Vec<_>>().join(","),
-                ]
-            })
-            .collect();
-        out.push_str(&table(
-            &["NODE", "STATUS", "PRODUCT", "DRIVER", "GPU USED/ALLOC", "HW", "MIG USED/ALLOC", "ISSUES"],
-            &rows,
-        ));
-        out.push('\n');
-    }
-    if want(Section::Fragmentation) {
-        let f = &a.fragmentation;
-        let _ = writeln!(
-            out,
-            "FRAGMENTATION  {} free, {} on whole free nodes, {} stranded, score {:.2}",
-            f.free_total, f.free_on_whole_nodes, f.stranded_total, f.score
-        );
-        let rows: Vec<Vec<String>> = f
-            .shapes
-            .iter()
-            .map(|s| {
-                vec![
-                    s.demand.label(),
-                    if s.fits_now { "yes".into() } else { "no".into() },
-                    s.usable_free.to_string(),
-                    s.stranded_free.to_string(),
-                    s.largest_gang.to_string(),
-                    match &s.demand.source {
-                        crate::analysis::fragmentation::ShapeSource::Canonical => "canonical".into(),
-                        crate::analysis::fragmentation::ShapeSource::Pod(k) => format!("pod {k}"),
-                        crate::analysis::fragmentation::ShapeSource::Gang(k) => {
-                            format!("{} {}/{}", k.kind.kind_name(), k.namespace, k.name)
-                        }
-                    },
-                ]
-            })
-            .collect();
-        out.push_str(&table(&["SHAPE", "FITS", "USABLE", "STRANDED", "LARGEST", "FROM"], &rows));
-        let p = &f.plan;
-        match &p.status {
-            crate::analysis::fragmentation::PlanStatus::NotNeeded => {
-                out.push_str("plan: not needed (everything pending fits)\n")
-            }
-            crate::analysis::fragmentation::PlanStatus::Impossible(why) => {
-                let _ = writeln!(out, "plan for {}: none — {why}", p.target.clone().unwrap_or_default());
-            }
-            crate::analysis::fragmentation::PlanStatus::Found => {
-                let _ = writeln!(
-                    out,
-                    "plan for {} ({}): {}, {:.1} GPU-hours disrupted, frees {}",
-                    p.target.clone().unwrap_or_default(),
-                    p.target_shape.clone().unwrap_or_default(),
-                    p.steps_summary(),
-                    p.gpu_hours,
-                    p.nodes_freed.iter().map(|n| n.to_string()).collect::<Vec<_>>().join(", ")
-                );
-                for s in &p.steps {
-                    let _ = writeln!(
-                        out,
-                        "  {} {}/{} ({} GPU, {:.1} GPU-h) {} → {}{}",
-                        if s.to_node.is_some() { "move" } else { "evict" },
-                        s.namespace,
-                        s.pod,
-                        s.gpus,
-                        s.gpu_hours_disrupted,
-                        s.from_node,
-                        s.to_node.map_or("nowhere (work lost)".to_string(), |n| n.to_string()),
-                        s.gang.as_ref().map_or(String::new(), |g| format!(" [gang {g}]"))
-                    );
-                }
-            }
+    let sections: [(Section, fn(&mut String, &Snapshot, &Analysis)); 8] = [
+        (Section::Fleet, fleet),
+        (Section::Fragmentation, fragmentation),
+        (Section::Pending, pending),
+        (Section::Gangs, gangs),
+        (Section::Queues, queues),
+        (Section::Drivers, drivers),
+        (Section::Mig, mig),
+        (Section::Events, events),
+    ];
+    for (section, write) in sections {
+        if want(section) {
+            write(&mut out, snap, a);
         }
-        out.push('\n');
-    }
-    if want(Section::Pending) {
-        let raw = a.pending.iter().filter(|p| p.scheduler_recognised == Some(false)).count();
-        let _ = write!(out, "PENDING  {} item(s)", a.pending.len());
-        let _ = if raw > 0 {
-            writeln!(out, ", {raw} scheduler message(s) not recognised (shown raw)")
-        } else {
-            writeln!(out)
-        };
-        let rows: Vec<Vec<String>> = a
-            .pending
-            .iter()
-            .map(|p| {
-                vec![
-                    p.kind.as_str().to_string(),
-                    p.display_name(),
-                    age(p.age),
-                    p.queue.map_or("-".into(), |q| q.to_string()),
-                    p.shape.clone(),
-                    p.blocking_str().to_string(),
-                    p.summary.clone(),
-                ]
-            })
-            .collect();
-        out.push_str(&table(&["KIND", "NAME", "AGE", "QUEUE", "SHAPE", "BLOCKED AT", "WHY"], &rows));
-        out.push('\n');
-    }
-    if want(Section::Gangs) {
-        let _ = writeln!(out, "GANGS");
-        let rows: Vec<Vec<String>> = a
-            .gangs
-            .iter()
-            .map(|g| {
-                vec![
-                    g.key.kind.kind_name().to_string(),
-                    g.display_name(),
-                    format!("{}/{}", g.placed, g.required),
-                    g.gpus_held_idle.to_string(),
-                    if g.deadlocked_with.is_empty() { g.state.as_str().to_string() } else { "deadlocked".into() },
-                    age(g.age),
-                    g.nodes.iter().map(|(n, c)| format!("{n}:{c}")).collect::<Vec<_>>().join(" "),
-                    [
-                        (!g.deadlocked_with.is_empty())
-                            .then(|| format!("deadlocked with {}", g.deadlocked_with.join(", "))),
-                        g.topology_note(),
-                    ]
-                    .into_iter()
-                    .flatten()
-                    .collect::<Vec<_>>()
-                    .join("; "),
-                ]
-            })
-            .collect();
-        out.push_str(&table(&["KIND", "NAME", "PLACED", "IDLE GPU", "STATE", "AGE", "NODES", "NOTES"], &rows));
-        out.push('\n');
-    }
-    if want(Section::Queues) {
-        let _ = writeln!(out, "QUEUES");
-        let rows: Vec<Vec<String>> = a
-            .queues
-            .iter()
-            .map(|q| {
-                let fmt = |v: u64| crate::model::quantity::format(q.resource.as_str(), v);
-                vec![
-                    q.kind.kind_name().to_string(),
-                    match q.namespace {
-                        Some(ns) => format!("{ns}/{}", q.name),
-                        None => q.name.to_string(),
-                    },
-                    q.cohort.map_or("-".into(), |c| c.to_string()),
-                    q.flavor.map_or("-".into(), |f| f.to_string()),
-                    q.resource.to_string(),
-                    format!("{}/{}", fmt(q.used), fmt(q.nominal)),
-                    q.borrowing_limit.map_or("-".into(), fmt),
-                    q.pending.to_string(),
-                    q.admitted.to_string(),
-                ]
-            })
-            .collect();
-        out.push_str(&table(
-            &["KIND", "NAME", "COHORT", "FLAVOR", "RESOURCE", "USED/NOMINAL", "BORROW LIMIT", "PENDING", "ADMITTED"],
-            &rows,
-        ));
-        out.push('\n');
-    }
-    if want(Section::Drivers) {
-        let _ = writeln!(out, "DRIVERS × CUDA");
-        let rows: Vec<Vec<String>> = a
-            .matrix
-            .cells
-            .iter()
-            .map(|c| {
-                vec![
-                    c.driver.clone(),
-                    c.nodes.len().to_string(),
-                    c.cuda.clone(),
-                    c.workloads.count.to_string(),
-                    c.placed.count.to_string(),
-                    c.verdict.as_str().to_string(),
-                ]
-            })
-            .collect();
-        out.push_str(&table(&["DRIVER", "NODES", "CUDA", "WORKLOADS", "PLACED", "VERDICT"], &rows));
-        let _ = writeln!(out, "\nUPGRADES");
-        let rows: Vec<Vec<String>> = a
-            .upgrades
-            .iter()
-            .filter(|u| u.state.is_some())
-            .map(|u| {
-                vec![
-                    u.node.to_string(),
-                    u.state_str().to_string(),
-                    u.seconds_in_state.map_or("unknown".into(), age),
-                    if u.stuck { "STUCK".into() } else { String::new() },
-                    u.driver.as_ref().map(|d| d.to_string()).unwrap_or_default(),
-                ]
-            })
-            .collect();
-        out.push_str(&table(&["NODE", "STATE", "FOR", "", "DRIVER"], &rows));
-        out.push('\n');
-    }
-    if want(Section::Mig) {
-        // The MIG pane's rows: the same nodes as the JSON's `mig`.
-        let rows: Vec<Vec<String>> = super::panes::mig_rows(snap, a)
-            .into_iter()
-            .map(|m| {
-                vec![
-                    m.node.to_string(),
-                    m.product,
-                    m.config,
-                    format!("{}{}", m.state, if m.paused { " (plugin paused)" } else { "" }),
-                    m.summary,
-                ]
-            })
-            .collect();
-        let _ = writeln!(out, "MIG  {} node(s)", rows.len());
-        out.push_str(&table(&["NODE", "PRODUCT", "CONFIG", "STATE", "SLICES USED/ADVERTISED"], &rows));
-        out.push('\n');
-    }
-    if want(Section::Events) {
-        let rows: Vec<Vec<String>> = super::panes::event_rows(snap, a.now)
-            .into_iter()
-            .take(50)
-            .map(|e| vec![e.age, if e.warning { "Warning" } else { "Normal" }.into(), e.reason, e.object, e.message])
-            .collect();
-        let _ = writeln!(out, "EVENTS  newest {} of {}", rows.len(), snap.events.len());
-        out.push_str(&table(&["AGE", "TYPE", "REASON", "OBJECT", "MESSAGE"], &rows));
-        out.push('\n');
     }
     out
+}
+
+fn fleet(out: &mut String, _snap: &Snapshot, a: &Analysis) {
+    let t = &a.totals;
+    let _ = writeln!(
+        out,
+        "FLEET  {} GPUs: {} in use, {} free ({} stranded), {} on unavailable nodes, {} unadvertised, {} unhealthy{}{}; fragmentation score {:.2}",
+        t.gpus,
+        t.allocated,
+        t.free,
+        t.stranded,
+        t.unavailable,
+        t.unadvertised,
+        t.unhealthy,
+        if t.mig_gpus > 0 { format!(" ({} in MIG slices)", t.mig_gpus) } else { String::new() },
+        if t.replicas.0 > 0 {
+            format!("; time-slicing: {} of {} replicas allocated", t.replicas.1, t.replicas.0)
+        } else {
+            String::new()
+        },
+        a.fragmentation.score
+    );
+    let rows: Vec<Vec<String>> = a
+        .nodes
+        .iter()
+        .map(|n| {
+            let mig = n
+                .mig
+                .iter()
+                .map(|m| format!("{}:{}/{}", m.profile, m.allocated, m.allocatable))
+                .collect::<Vec<_>>()
+                .join(" ");
+            vec![
+                n.name.to_string(),
+                if n.ready { "Ready".into() } else { "NotReady".into() },
+                n.product.map_or("-".into(), |p| p.to_string()),
+                n.driver.clone().unwrap_or_else(|| "-".into()),
+                format!("{}/{}", n.gpu_allocated, n.gpu_allocatable),
+                n.hardware.map_or("-".into(), |h| h.to_string()),
+                if mig.is_empty() { "-".into() } else { mig },
+                n.issues.iter().map(|i| i.code.as_str()).collect::<Vec<_>>().join(","),
+            ]
+        })
+        .collect();
+    out.push_str(&table(
+        &["NODE", "STATUS", "PRODUCT", "DRIVER", "GPU USED/ALLOC", "HW", "MIG USED/ALLOC", "ISSUES"],
+        &rows,
+    ));
+    out.push('\n');
+}
+
+fn fragmentation(out: &mut String, _snap: &Snapshot, a: &Analysis) {
+    let f = &a.fragmentation;
+    let _ = writeln!(
+        out,
+        "FRAGMENTATION  {} free, {} on whole free nodes, {} stranded, score {:.2}",
+        f.free_total, f.free_on_whole_nodes, f.stranded_total, f.score
+    );
+    let rows: Vec<Vec<String>> = f
+        .shapes
+        .iter()
+        .map(|s| {
+            vec![
+                s.demand.label(),
+                if s.fits_now { "yes".into() } else { "no".into() },
+                s.usable_free.to_string(),
+                s.stranded_free.to_string(),
+                s.largest_gang.to_string(),
+                match &s.demand.source {
+                    crate::analysis::fragmentation::ShapeSource::Canonical => "canonical".into(),
+                    crate::analysis::fragmentation::ShapeSource::Pod(k) => format!("pod {k}"),
+                    crate::analysis::fragmentation::ShapeSource::Gang(k) => {
+                        format!("{} {}/{}", k.kind.kind_name(), k.namespace, k.name)
+                    }
+                },
+            ]
+        })
+        .collect();
+    out.push_str(&table(&["SHAPE", "FITS", "USABLE", "STRANDED", "LARGEST", "FROM"], &rows));
+    let p = &f.plan;
+    match &p.status {
+        crate::analysis::fragmentation::PlanStatus::NotNeeded => {
+            out.push_str("plan: not needed (everything pending fits)\n")
+        }
+        crate::analysis::fragmentation::PlanStatus::Impossible(why) => {
+            let _ = writeln!(out, "plan for {}: none — {why}", p.target.clone().unwrap_or_default());
+        }
+        crate::analysis::fragmentation::PlanStatus::Found => {
+            let _ = writeln!(
+                out,
+                "plan for {} ({}): {}, {:.1} GPU-hours disrupted, frees {}",
+                p.target.clone().unwrap_or_default(),
+                p.target_shape.clone().unwrap_or_default(),
+                p.steps_summary(),
+                p.gpu_hours,
+                p.nodes_freed.iter().map(|n| n.to_string()).collect::<Vec<_>>().join(", ")
+            );
+            for s in &p.steps {
+                let _ = writeln!(
+                    out,
+                    "  {} {}/{} ({} GPU, {:.1} GPU-h) {} → {}{}",
+                    if s.to_node.is_some() { "move" } else { "evict" },
+                    s.namespace,
+                    s.pod,
+                    s.gpus,
+                    s.gpu_hours_disrupted,
+                    s.from_node,
+                    s.to_node.map_or("nowhere (work lost)".to_string(), |n| n.to_string()),
+                    s.gang.as_ref().map_or(String::new(), |g| format!(" [gang {g}]"))
+                );
+            }
+        }
+    }
+    out.push('\n');
+}
+
+fn pending(out: &mut String, _snap: &Snapshot, a: &Analysis) {
+    let raw = a.pending.iter().filter(|p| p.scheduler_recognised == Some(false)).count();
+    let _ = write!(out, "PENDING  {} item(s)", a.pending.len());
+    let _ =
+        if raw > 0 { writeln!(out, ", {raw} scheduler message(s) not recognised (shown raw)") } else { writeln!(out) };
+    let rows: Vec<Vec<String>> = a
+        .pending
+        .iter()
+        .map(|p| {
+            vec![
+                p.kind.as_str().to_string(),
+                p.display_name(),
+                age(p.age),
+                p.queue.map_or("-".into(), |q| q.to_string()),
+                p.shape.clone(),
+                p.blocking_str().to_string(),
+                p.summary.clone(),
+            ]
+        })
+        .collect();
+    out.push_str(&table(&["KIND", "NAME", "AGE", "QUEUE", "SHAPE", "BLOCKED AT", "WHY"], &rows));
+    out.push('\n');
+}
+
+fn gangs(out: &mut String, _snap: &Snapshot, a: &Analysis) {
+    let _ = writeln!(out, "GANGS");
+    let rows: Vec<Vec<String>> = a
+        .gangs
+        .iter()
+        .map(|g| {
+            vec![
+                g.key.kind.kind_name().to_string(),
+                g.display_name(),
+                format!("{}/{}", g.placed, g.required),
+                g.gpus_held_idle.to_string(),
+                if g.deadlocked_with.is_empty() { g.state.as_str().to_string() } else { "deadlocked".into() },
+                age(g.age),
+                g.nodes.iter().map(|(n, c)| format!("{n}:{c}")).collect::<Vec<_>>().join(" "),
+                [
+                    (!g.deadlocked_with.is_empty())
+                        .then(|| format!("deadlocked with {}", g.deadlocked_with.join(", "))),
+                    g.topology_note(),
+                ]
+                .into_iter()
+                .flatten()
+                .collect::<Vec<_>>()
+                .join("; "),
+            ]
+        })
+        .collect();
+    out.push_str(&table(&["KIND", "NAME", "PLACED", "IDLE GPU", "STATE", "AGE", "NODES", "NOTES"], &rows));
+    out.push('\n');
+}
+
+fn queues(out: &mut String, _snap: &Snapshot, a: &Analysis) {
+    let _ = writeln!(out, "QUEUES");
+    let rows: Vec<Vec<String>> = a
+        .queues
+        .iter()
+        .map(|q| {
+            let fmt = |v: u64| crate::model::quantity::format(q.resource.as_str(), v);
+            vec![
+                q.kind.kind_name().to_string(),
+                match q.namespace {
+                    Some(ns) => format!("{ns}/{}", q.name),
+                    None => q.name.to_string(),
+                },
+                q.cohort.map_or("-".into(), |c| c.to_string()),
+                q.flavor.map_or("-".into(), |f| f.to_string()),
+                q.resource.to_string(),
+                format!("{}/{}", fmt(q.used), fmt(q.nominal)),
+                q.borrowing_limit.map_or("-".into(), fmt),
+                q.pending.to_string(),
+                q.admitted.to_string(),
+            ]
+        })
+        .collect();
+    out.push_str(&table(
+        &["KIND", "NAME", "COHORT", "FLAVOR", "RESOURCE", "USED/NOMINAL", "BORROW LIMIT", "PENDING", "ADMITTED"],
+        &rows,
+    ));
+    out.push('\n');
+}
+
+fn drivers(out: &mut String, _snap: &Snapshot, a: &Analysis) {
+    let _ = writeln!(out, "DRIVERS × CUDA");
+    let rows: Vec<Vec<String>> = a
+        .matrix
+        .cells
+        .iter()
+        .map(|c| {
+            vec![
+                c.driver.clone(),
+                c.nodes.len().to_string(),
+                c.cuda.clone(),
+                c.workloads.count.to_string(),
+                c.placed.count.to_string(),
+                c.verdict.as_str().to_string(),
+            ]
+        })
+        .collect();
+    out.push_str(&table(&["DRIVER", "NODES", "CUDA", "WORKLOADS", "PLACED", "VERDICT"], &rows));
+    let _ = writeln!(out, "\nUPGRADES");
+    let rows: Vec<Vec<String>> = a
+        .upgrades
+        .iter()
+        .filter(|u| u.state.is_some())
+        .map(|u| {
+            vec![
+                u.node.to_string(),
+                u.state_str().to_string(),
+                u.seconds_in_state.map_or("unknown".into(), age),
+                if u.stuck { "STUCK".into() } else { String::new() },
+                u.driver.as_ref().map(|d| d.to_string()).unwrap_or_default(),
+            ]
+        })
+        .collect();
+    out.push_str(&table(&["NODE", "STATE", "FOR", "", "DRIVER"], &rows));
+    out.push('\n');
+}
+
+fn mig(out: &mut String, snap: &Snapshot, a: &Analysis) {
+    // The MIG pane's rows: the same nodes as the JSON's `mig`.
+    let rows: Vec<Vec<String>> = super::panes::mig_rows(snap, a)
+        .into_iter()
+        .map(|m| {
+            vec![
+                m.node.to_string(),
+                m.product,
+                m.config,
+                format!("{}{}", m.state, if m.paused { " (plugin paused)" } else { "" }),
+                m.summary,
+            ]
+        })
+        .collect();
+    let _ = writeln!(out, "MIG  {} node(s)", rows.len());
+    out.push_str(&table(&["NODE", "PRODUCT", "CONFIG", "STATE", "SLICES USED/ADVERTISED"], &rows));
+    out.push('\n');
+}
+
+fn events(out: &mut String, snap: &Snapshot, a: &Analysis) {
+    let rows: Vec<Vec<String>> = super::panes::event_rows(snap, a.now)
+        .into_iter()
+        .take(50)
+        .map(|e| vec![e.age, if e.warning { "Warning" } else { "Normal" }.into(), e.reason, e.object, e.message])
+        .collect();
+    let _ = writeln!(out, "EVENTS  newest {} of {}", rows.len(), snap.events.len());
+    out.push_str(&table(&["AGE", "TYPE", "REASON", "OBJECT", "MESSAGE"], &rows));
+    out.push('\n');
 }
 
 /// `kgpu why`: the isolation chain of one pending item.
