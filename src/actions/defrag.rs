@@ -24,6 +24,36 @@ use crate::model::{Pod, PodKey, Snapshot, Sym, Taint, TaintEffect, Toleration};
 use super::PlanTarget;
 use super::backend::ActionError;
 use super::exec::Executor;
+use super::impact::{Impact, add_pods, eviction_command};
+
+pub(super) fn question(label: &str, evictions: &[PodKey], reserve: &[Sym]) -> String {
+    format!(
+        "Run the defragmentation plan for {label}: reserve {}, evict {} pod(s), wait until it is placed?",
+        reserve.iter().map(|n| n.as_str()).collect::<Vec<_>>().join(" "),
+        evictions.len()
+    )
+}
+
+/// The pods it evicts, and the kubectl commands of every step by hand.
+pub(super) fn impact(
+    index: &Index<'_>,
+    target: &PlanTarget,
+    evictions: &[PodKey],
+    reserve: &[Sym],
+    impact: &mut Impact,
+) {
+    let victims: Vec<&Pod> = evictions.iter().filter_map(|k| index.snap.pods.get(k).map(|p| &**p)).collect();
+    add_pods(index, &victims, impact);
+    let value = reservation_value(target);
+    let taint = RESERVATION_TAINT;
+    impact.kubectl.extend(reserve.iter().map(|n| format!("kubectl taint node {n} {taint}={value}:NoSchedule")));
+    impact.kubectl.push(format!(
+        "# add to each pending pod of the target: tolerations: [{{key: {taint}, operator: Equal, value: {value}, effect: NoSchedule}}]"
+    ));
+    impact.kubectl.extend(victims.iter().map(|p| eviction_command(p)));
+    impact.kubectl.push("# wait until the target's pods are bound, then:".into());
+    impact.kubectl.extend(reserve.iter().map(|n| format!("kubectl taint node {n} {taint}-")));
+}
 
 /// The key of the reservation taint.
 pub const RESERVATION_TAINT: &str = "kgpu.dev/defrag";

@@ -1,7 +1,7 @@
-//! The one place actions are carried out: the flows (drain, requeue,
-//! repartition, defragment) over the backend's primitive operations. Each
-//! step reports progress to the app; every action — dry runs too — ends in
-//! the audit log. The watchers stay the only source of truth: the executor
+//! The executor: runs a request through the steps its action's module
+//! defines (`cordon`, `drain`, `requeue`, `repartition`, `defrag`) over the
+//! backend's primitive operations, reports progress, honours cancels, and
+//! ends every action — dry runs too — in the audit log. The watchers stay the only source of truth: the executor
 //! changes the cluster, the snapshot shows the result.
 
 use std::collections::BTreeSet;
@@ -10,9 +10,7 @@ use std::time::Duration;
 
 use tokio::sync::{mpsc, watch};
 
-use super::impact;
-use crate::analysis::index::Index;
-use crate::model::{GangKey, GangKind, PodKey, Snapshot, Sym};
+use crate::model::{PodKey, Snapshot};
 
 use super::audit::{AuditLog, Entry};
 use super::backend::{ActionError, Backend, Eviction};
@@ -98,20 +96,9 @@ impl Executor {
     async fn execute(&self, req: &ActionRequest) -> Result<String, ActionError> {
         let snap = self.snapshot();
         let dry = req.dry_run;
-        let prefix = if dry { "dry run: " } else { "" };
         match &req.action {
-            Action::Cordon { node } | Action::Uncordon { node } => {
-                let cordon = matches!(req.action, Action::Cordon { .. });
-                let word = if cordon { "cordoned" } else { "uncordoned" };
-                let Some(n) = snap.nodes.get(node) else {
-                    return Err(ActionError::NotFound(format!("node {node}")));
-                };
-                if n.unschedulable == cordon {
-                    return Ok(format!("node/{node} already {word}"));
-                }
-                self.backend.set_unschedulable(*node, cordon, dry).await?;
-                Ok(format!("{prefix}node/{node} {}{word}", if dry { "would be " } else { "" }))
-            }
+            Action::Cordon { node } => self.cordon(&snap, *node, true, dry).await,
+            Action::Uncordon { node } => self.cordon(&snap, *node, false, dry).await,
             Action::Drain { node, gpu_only } => self.drain(&snap, *node, *gpu_only, dry).await,
             Action::Requeue { gang } => self.requeue(&snap, gang, dry).await,
             Action::RepartitionMig { node, config } => self.repartition(&snap, *node, config, dry).await,
@@ -169,164 +156,5 @@ impl Executor {
             }
         }
         Ok((evicted, blocked))
-    }
-
-    async fn drain(&self, snap: &Snapshot, node: Sym, gpu_only: bool, dry: bool) -> Result<String, ActionError> {
-        if !snap.nodes.contains_key(&node) {
-            return Err(ActionError::NotFound(format!("node {node}")));
-        }
-        let index = Index::build(snap, snap.clock);
-        let victims: Vec<PodKey> = impact::drain_victims(&index, node, gpu_only).iter().map(|p| p.key()).collect();
-        if !snap.nodes.get(&node).is_some_and(|n| n.unschedulable) {
-            self.backend.set_unschedulable(node, true, dry).await?;
-        }
-        let (evicted, blocked) = self.evict_all(&victims, dry, &format!("drain {node}")).await?;
-        let prefix = if dry { "dry run: " } else { "" };
-        if blocked.is_empty() {
-            Ok(format!(
-                "{prefix}node/{node} drained: cordoned, {evicted} pod(s) evicted{}",
-                if gpu_only { " (GPU pods only)" } else { "" }
-            ))
-        } else {
-            Err(ActionError::Failed(format!(
-                "drain {node}: cordoned, {evicted} of {} pod(s) evicted; {}",
-                victims.len(),
-                blocked.join("; ")
-            )))
-        }
-    }
-
-    async fn requeue(&self, snap: &Snapshot, gang: &GangKey, dry: bool) -> Result<String, ActionError> {
-        let Some(g) = snap.gangs.get(gang) else {
-            return Err(ActionError::NotFound(format!("{} {}/{}", gang.kind.kind_name(), gang.namespace, gang.name)));
-        };
-        let prefix = if dry { "dry run: " } else { "" };
-        let queue = g.queue.map_or("?".to_string(), |q| q.to_string());
-        let index = Index::build(snap, snap.clock);
-        let members: Vec<PodKey> =
-            index.members(gang).iter().filter(|p| !p.phase.is_terminal()).map(|p| p.key()).collect();
-        match gang.kind {
-            GangKind::KueueWorkload => {
-                self.backend.set_active(gang, false, dry).await?;
-                self.say(
-                    format!("{prefix}workload {} deactivated (spec.active=false); reactivating", gang.name),
-                    false,
-                    false,
-                )
-                .await;
-                self.backend.set_active(gang, true, dry).await?;
-                Ok(format!(
-                    "{prefix}workload {}/{} requeued: deactivated and reactivated; it re-enters LocalQueue {queue} and waits for admission",
-                    gang.namespace, gang.name
-                ))
-            }
-            GangKind::VolcanoPodGroup => {
-                let job = g.owner.as_ref().filter(|o| o.kind.as_str() == "Job").map(|o| o.name.to_string());
-                match (&self.backend, job) {
-                    (Backend::Kube(_), Some(job)) => {
-                        self.backend.volcano_command(gang, &job, "AbortJob", dry).await?;
-                        self.backend.volcano_command(gang, &job, "ResumeJob", dry).await?;
-                        Ok(format!(
-                            "{prefix}volcano job {}/{job} aborted and resumed; its PodGroup re-enters queue {queue}",
-                            gang.namespace
-                        ))
-                    }
-                    _ => {
-                        let n = self.backend.delete_members(gang, &members, dry).await?;
-                        Ok(format!(
-                            "{prefix}{n} pod(s) of {}/{} deleted; their controller recreates them and the PodGroup re-enters queue {queue}",
-                            gang.namespace, gang.name
-                        ))
-                    }
-                }
-            }
-        }
-    }
-
-    async fn repartition(&self, snap: &Snapshot, node: Sym, config: &str, dry: bool) -> Result<String, ActionError> {
-        let Some(n) = snap.nodes.get(&node) else {
-            return Err(ActionError::NotFound(format!("node {node}")));
-        };
-        let was_cordoned = n.unschedulable;
-        if n.operator.mig_config.is_some_and(|c| c.as_str() == config)
-            && n.operator.mig_config_state.is_some_and(|s| s.as_str() == "success")
-        {
-            return Ok(format!("node/{node} already runs {config}"));
-        }
-        let old_config = n.operator.mig_config.map(|c| c.to_string());
-        let uncordon = if was_cordoned { String::new() } else { format!("; undo: kubectl uncordon {node}") };
-        self.drain(snap, node, true, dry).await.map_err(|e| match e {
-            ActionError::Cancelled => ActionError::CancelledAfter(format!(
-                "node/{node} {}, part of its GPU pods evicted, nvidia.com/mig.config not changed{uncordon}",
-                if was_cordoned { "was cordoned already" } else { "cordoned" }
-            )),
-            e => e,
-        })?;
-        self.backend.set_mig_config(node, config, dry).await?;
-        if dry {
-            return Ok(format!(
-                "dry run: node/{node} would be cordoned, its GPU pods evicted and labelled nvidia.com/mig.config={config}"
-            ));
-        }
-        self.say(format!("{node}: nvidia.com/mig.config={config}; waiting for the mig-manager"), false, false).await;
-        let mut rx = self.snapshots.clone();
-        let deadline = tokio::time::Instant::now() + self.mig_timeout;
-        let mut seen_pending = false;
-        loop {
-            if let Err(ActionError::Cancelled) = self.check_cancel() {
-                let state =
-                    rx.borrow().nodes.get(&node).and_then(|n| n.operator.mig_config_state).map(|s| s.to_string());
-                let back = old_config.as_deref().map_or_else(
-                    || format!("kubectl label node {node} nvidia.com/mig.config-"),
-                    |c| format!("kubectl label node {node} nvidia.com/mig.config={c} --overwrite"),
-                );
-                return Err(ActionError::CancelledAfter(format!(
-                    "node/{node} {}, its GPU pods evicted, nvidia.com/mig.config={config} set; the mig-manager may still be applying it (mig.config.state {}); undo: {back}, wait for mig.config.state=success{uncordon}",
-                    if was_cordoned { "was cordoned already" } else { "stays cordoned" },
-                    state.as_deref().unwrap_or("unset"),
-                )));
-            }
-            let (state, paused, current) = {
-                let s = rx.borrow_and_update();
-                let n = s.nodes.get(&node);
-                (
-                    n.and_then(|n| n.operator.mig_config_state).map(|s| s.to_string()),
-                    n.is_some_and(|n| n.operator.paused_for_mig_change),
-                    n.and_then(|n| n.operator.mig_config).map(|c| c.to_string()),
-                )
-            };
-            seen_pending |= state.as_deref() == Some("pending");
-            let ours = current.as_deref() == Some(config);
-            match state.as_deref() {
-                // Success counts once the mig-manager has taken the new config up.
-                Some("success") if ours && !paused && seen_pending => {
-                    if !was_cordoned {
-                        self.backend.set_unschedulable(node, false, false).await?;
-                    }
-                    return Ok(format!(
-                        "node/{node} repartitioned to {config}{}",
-                        if was_cordoned { " (left cordoned, as it was)" } else { " and uncordoned" }
-                    ));
-                }
-                Some("failed") if ours => {
-                    return Err(ActionError::Failed(format!(
-                        "node/{node}: mig-manager reports nvidia.com/mig.config.state=failed for {config}; the node stays cordoned"
-                    )));
-                }
-                _ => {}
-            }
-            if tokio::time::Instant::now() >= deadline {
-                return Err(ActionError::Failed(format!(
-                    "node/{node}: nvidia.com/mig.config.state still '{}' after {}s{} — the mig-manager looks wedged (restart it or reboot the node); the node stays cordoned",
-                    state.as_deref().unwrap_or("unset"),
-                    self.mig_timeout.as_secs(),
-                    if paused { ", GPU operands still paused-for-mig-change" } else { "" }
-                )));
-            }
-            tokio::select! {
-                changed = rx.changed() => if changed.is_err() { return Err(ActionError::Failed("the source stopped".into())) },
-                _ = tokio::time::sleep(Duration::from_millis(500)) => {}
-            }
-        }
     }
 }

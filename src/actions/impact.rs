@@ -6,7 +6,7 @@
 use std::collections::BTreeSet;
 
 use crate::analysis::index::Index;
-use crate::model::{GangKind, Pod, PodKey, Sym};
+use crate::model::{Pod, PodKey, Sym};
 
 use super::Action;
 
@@ -44,7 +44,7 @@ pub fn drain_victims<'a>(index: &Index<'a>, node: Sym, gpu_only: bool) -> Vec<&'
         .collect()
 }
 
-fn eviction_command(p: &Pod) -> String {
+pub(super) fn eviction_command(p: &Pod) -> String {
     format!(
         "echo '{{\"apiVersion\":\"policy/v1\",\"kind\":\"Eviction\",\"metadata\":{{\"name\":\"{n}\",\"namespace\":\"{ns}\"}}}}' | kubectl create --raw /api/v1/namespaces/{ns}/pods/{n}/eviction -f -",
         n = p.name,
@@ -52,7 +52,7 @@ fn eviction_command(p: &Pod) -> String {
     )
 }
 
-fn add_pods(index: &Index<'_>, victims: &[&Pod], impact: &mut Impact) {
+pub(super) fn add_pods(index: &Index<'_>, victims: &[&Pod], impact: &mut Impact) {
     let mut gangs = BTreeSet::new();
     let mut counted: BTreeSet<PodKey> = BTreeSet::new();
     for p in victims {
@@ -75,71 +75,17 @@ fn add_pods(index: &Index<'_>, victims: &[&Pod], impact: &mut Impact) {
     }
 }
 
+/// The blast radius of `action` on the cluster `index` describes.
 pub fn of(index: &Index<'_>, action: &Action) -> Impact {
     let mut impact = Impact::default();
     match action {
-        Action::Cordon { node } => impact.kubectl.push(format!("kubectl cordon {node}")),
-        Action::Uncordon { node } => impact.kubectl.push(format!("kubectl uncordon {node}")),
-        Action::Drain { node, gpu_only } => {
-            let victims = drain_victims(index, *node, *gpu_only);
-            add_pods(index, &victims, &mut impact);
-            impact.kubectl.push(format!("kubectl cordon {node}"));
-            if *gpu_only {
-                impact.kubectl.extend(victims.iter().map(|p| eviction_command(p)));
-            } else {
-                impact
-                    .kubectl
-                    .push(format!("kubectl drain {node} --ignore-daemonsets --delete-emptydir-data --timeout=300s"));
-            }
-            let bare: Vec<String> = victims.iter().filter(|p| p.owner.is_none()).map(|p| p.name.to_string()).collect();
-            if !bare.is_empty() {
-                impact.warnings.push(format!(
-                    "{} pod(s) have no controller and will not come back: {}",
-                    bare.len(),
-                    bare.join(", ")
-                ));
-            }
-        }
-        Action::Requeue { gang } => {
-            let members: Vec<&Pod> = index.members(gang).iter().copied().filter(|p| !p.phase.is_terminal()).collect();
-            add_pods(index, &members, &mut impact);
-            impact.gangs.retain(|g| !g.ends_with(&format!("{}/{}", gang.namespace, gang.name)));
-            match gang.kind {
-                GangKind::KueueWorkload => {
-                    for active in [false, true] {
-                        impact.kubectl.push(format!(
-                            "kubectl patch workload -n {} {} --type=merge -p '{{\"spec\":{{\"active\":{active}}}}}'",
-                            gang.namespace, gang.name
-                        ));
-                    }
-                }
-                GangKind::VolcanoPodGroup => {
-                    impact.kubectl.push(format!("vcctl job suspend -n {} -N {}", gang.namespace, gang.name));
-                    impact.kubectl.push(format!("vcctl job resume -n {} -N {}", gang.namespace, gang.name));
-                }
-            }
-        }
-        Action::RepartitionMig { node, config } => {
-            let victims = drain_victims(index, *node, true);
-            add_pods(index, &victims, &mut impact);
-            impact.kubectl.push(format!("kubectl cordon {node}"));
-            impact.kubectl.extend(victims.iter().map(|p| eviction_command(p)));
-            impact.kubectl.push(format!("kubectl label node {node} nvidia.com/mig.config={config} --overwrite"));
-            impact.kubectl.push(format!("kubectl get node {node} -L nvidia.com/mig.config.state -w"));
-            impact.kubectl.push(format!("kubectl uncordon {node}"));
-        }
+        Action::Cordon { node } => super::cordon::impact(*node, true, &mut impact),
+        Action::Uncordon { node } => super::cordon::impact(*node, false, &mut impact),
+        Action::Drain { node, gpu_only } => super::drain::impact(index, *node, *gpu_only, &mut impact),
+        Action::Requeue { gang } => super::requeue::impact(index, gang, &mut impact),
+        Action::RepartitionMig { node, config } => super::repartition::impact(index, *node, config, &mut impact),
         Action::RunPlan { target, evictions, reserve, .. } => {
-            let victims: Vec<&Pod> = evictions.iter().filter_map(|k| index.snap.pods.get(k).map(|p| &**p)).collect();
-            add_pods(index, &victims, &mut impact);
-            let value = super::defrag::reservation_value(target);
-            let taint = super::defrag::RESERVATION_TAINT;
-            impact.kubectl.extend(reserve.iter().map(|n| format!("kubectl taint node {n} {taint}={value}:NoSchedule")));
-            impact.kubectl.push(format!(
-                "# add to each pending pod of the target: tolerations: [{{key: {taint}, operator: Equal, value: {value}, effect: NoSchedule}}]"
-            ));
-            impact.kubectl.extend(victims.iter().map(|p| eviction_command(p)));
-            impact.kubectl.push("# wait until the target's pods are bound, then:".into());
-            impact.kubectl.extend(reserve.iter().map(|n| format!("kubectl taint node {n} {taint}-")));
+            super::defrag::impact(index, target, evictions, reserve, &mut impact)
         }
     }
     impact

@@ -1,12 +1,18 @@
 //! Actions the cockpit can take. They are data (`Action`) until the one
 //! executor (`exec`) carries them out against a backend (the simulator or a real
-//! API server), so the app stays synchronous and testable.
+//! API server), so the app stays synchronous and testable. Each action has
+//! one module (`cordon`, `drain`, `requeue`, `repartition`, `defrag`) that
+//! owns its question, its blast radius and its steps.
 
 pub mod audit;
 pub mod backend;
+mod cordon;
 pub mod defrag;
+mod drain;
 pub mod exec;
 pub mod impact;
+mod repartition;
+mod requeue;
 
 use crate::model::{GangKey, PodKey, Sym};
 
@@ -139,18 +145,12 @@ impl Action {
     /// What the confirmation asks, naming every target.
     pub fn question(&self) -> String {
         match self {
-            Action::Cordon { node } => format!("Cordon node {node}?"),
-            Action::Uncordon { node } => format!("Uncordon node {node}?"),
-            Action::Drain { node, gpu_only } => {
-                format!("Drain node {node}{}?", if *gpu_only { " (GPU pods only)" } else { "" })
-            }
-            Action::Requeue { gang } => format!("Requeue {} {}/{}?", gang.kind.kind_name(), gang.namespace, gang.name),
-            Action::RepartitionMig { node, config } => format!("Repartition MIG on {node} to {config}?"),
-            Action::RunPlan { label, evictions, reserve, .. } => format!(
-                "Run the defragmentation plan for {label}: reserve {}, evict {} pod(s), wait until it is placed?",
-                reserve.iter().map(|n| n.as_str()).collect::<Vec<_>>().join(" "),
-                evictions.len()
-            ),
+            Action::Cordon { node } => cordon::question(*node, true),
+            Action::Uncordon { node } => cordon::question(*node, false),
+            Action::Drain { node, gpu_only } => drain::question(*node, *gpu_only),
+            Action::Requeue { gang } => requeue::question(gang),
+            Action::RepartitionMig { node, config } => repartition::question(*node, config),
+            Action::RunPlan { label, evictions, reserve, .. } => defrag::question(label, evictions, reserve),
         }
     }
 

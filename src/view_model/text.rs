@@ -42,6 +42,9 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
     out
 }
 
+/// Writes one section of the text snapshot.
+type WriteSection = fn(&mut String, &Snapshot, &Analysis);
+
 pub fn render(snap: &Snapshot, a: &Analysis, section: Option<Section>) -> String {
     let want = |s: Section| section.is_none_or(|x| x == s);
     let mut out = String::new();
@@ -58,7 +61,7 @@ pub fn render(snap: &Snapshot, a: &Analysis, section: Option<Section>) -> String
         let _ = writeln!(out, "feed {}: {}{data} ({})", h.feed.name(), h.state, h.reason.as_deref().unwrap_or(""));
     }
     out.push('\n');
-    let sections: [(Section, fn(&mut String, &Snapshot, &Analysis)); 8] = [
+    let sections: [(Section, WriteSection); 8] = [
         (Section::Fleet, fleet),
         (Section::Fragmentation, fragmentation),
         (Section::Pending, pending),

@@ -1,0 +1,83 @@
+//! Requeue a gang: Kueue deactivates and reactivates the Workload; Volcano
+//! aborts and resumes the Job (or, without a Job, its pods are deleted for
+//! their controller to recreate).
+
+use crate::analysis::index::Index;
+use crate::model::{GangKey, GangKind, Pod, PodKey, Snapshot};
+
+use super::backend::{ActionError, Backend};
+use super::exec::Executor;
+use super::impact::{Impact, add_pods};
+
+pub(super) fn question(gang: &GangKey) -> String {
+    format!("Requeue {} {}/{}?", gang.kind.kind_name(), gang.namespace, gang.name)
+}
+
+pub(super) fn impact(index: &Index<'_>, gang: &GangKey, impact: &mut Impact) {
+    let members: Vec<&Pod> = index.members(gang).iter().copied().filter(|p| !p.phase.is_terminal()).collect();
+    add_pods(index, &members, impact);
+    impact.gangs.retain(|g| !g.ends_with(&format!("{}/{}", gang.namespace, gang.name)));
+    match gang.kind {
+        GangKind::KueueWorkload => {
+            for active in [false, true] {
+                impact.kubectl.push(format!(
+                    "kubectl patch workload -n {} {} --type=merge -p '{{\"spec\":{{\"active\":{active}}}}}'",
+                    gang.namespace, gang.name
+                ));
+            }
+        }
+        GangKind::VolcanoPodGroup => {
+            impact.kubectl.push(format!("vcctl job suspend -n {} -N {}", gang.namespace, gang.name));
+            impact.kubectl.push(format!("vcctl job resume -n {} -N {}", gang.namespace, gang.name));
+        }
+    }
+}
+
+impl Executor {
+    pub(super) async fn requeue(&self, snap: &Snapshot, gang: &GangKey, dry: bool) -> Result<String, ActionError> {
+        let Some(g) = snap.gangs.get(gang) else {
+            return Err(ActionError::NotFound(format!("{} {}/{}", gang.kind.kind_name(), gang.namespace, gang.name)));
+        };
+        let prefix = if dry { "dry run: " } else { "" };
+        let queue = g.queue.map_or("?".to_string(), |q| q.to_string());
+        let index = Index::build(snap, snap.clock);
+        let members: Vec<PodKey> =
+            index.members(gang).iter().filter(|p| !p.phase.is_terminal()).map(|p| p.key()).collect();
+        match gang.kind {
+            GangKind::KueueWorkload => {
+                self.backend.set_active(gang, false, dry).await?;
+                self.say(
+                    format!("{prefix}workload {} deactivated (spec.active=false); reactivating", gang.name),
+                    false,
+                    false,
+                )
+                .await;
+                self.backend.set_active(gang, true, dry).await?;
+                Ok(format!(
+                    "{prefix}workload {}/{} requeued: deactivated and reactivated; it re-enters LocalQueue {queue} and waits for admission",
+                    gang.namespace, gang.name
+                ))
+            }
+            GangKind::VolcanoPodGroup => {
+                let job = g.owner.as_ref().filter(|o| o.kind.as_str() == "Job").map(|o| o.name.to_string());
+                match (&self.backend, job) {
+                    (Backend::Kube(_), Some(job)) => {
+                        self.backend.volcano_command(gang, &job, "AbortJob", dry).await?;
+                        self.backend.volcano_command(gang, &job, "ResumeJob", dry).await?;
+                        Ok(format!(
+                            "{prefix}volcano job {}/{job} aborted and resumed; its PodGroup re-enters queue {queue}",
+                            gang.namespace
+                        ))
+                    }
+                    _ => {
+                        let n = self.backend.delete_members(gang, &members, dry).await?;
+                        Ok(format!(
+                            "{prefix}{n} pod(s) of {}/{} deleted; their controller recreates them and the PodGroup re-enters queue {queue}",
+                            gang.namespace, gang.name
+                        ))
+                    }
+                }
+            }
+        }
+    }
+}
