@@ -5,6 +5,7 @@ pub mod docs;
 pub mod feeds;
 pub mod json;
 pub mod panes;
+pub mod rows;
 pub mod style;
 pub mod text;
 

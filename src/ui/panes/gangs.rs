@@ -10,8 +10,9 @@ use ratatui::widgets::Cell;
 use crate::app::{App, Pane, Section, Viewport, rows};
 use crate::ui::theme::{Role, Theme};
 use crate::ui::widgets::{self, block, fit};
+use crate::view_model::feeds;
 use crate::view_model::panes::Views;
-use crate::view_model::{age, docs, feeds};
+use crate::view_model::rows as view_rows;
 
 pub fn draw(frame: &mut Frame, area: Rect, app: &App, shown: &mut Viewport, views: &Views, theme: &Theme) {
     let [top, bottom] = Layout::vertical([Constraint::Percentage(55), Constraint::Percentage(45)]).areas(area);
@@ -42,33 +43,19 @@ fn draw_gangs(
     let rows: Vec<Vec<Cell>> = gangs
         .iter()
         .map(|g| {
-            let deadlocked = !g.deadlocked_with.is_empty();
-            let state = if deadlocked { "deadlocked" } else { g.state.as_str() };
-            let mut notes = Vec::new();
-            if deadlocked {
-                notes.push(format!("deadlocked with {}", g.deadlocked_with.join(", ")));
-            }
-            if let Some(note) = g.topology_note().filter(|_| g.topology_split) {
-                notes.push(note);
-            }
+            let r = view_rows::gang_row(g);
             let mut cells = vec![
-                widgets::styled(
-                    if wide { g.key.kind.kind_name() } else { g.key.kind.abbreviation() },
-                    theme.style(Role::Dim),
-                ),
-                widgets::styled(fit(&g.display_name(), if wide { 40 } else { 26 }), theme.style(Role::Text)),
-                widgets::styled(format!("{}/{}", g.placed, g.required), theme.style(Role::Text)),
-                widgets::styled(
-                    if g.gpus_held_idle > 0 { g.gpus_held_idle.to_string() } else { "-".into() },
-                    theme.style(if g.gpus_held_idle > 0 { Role::Warn } else { Role::Dim }),
-                ),
-                widgets::styled(state, theme.style(docs::gang_role(g.state, deadlocked))),
-                widgets::styled(age(g.age), theme.style(Role::Dim)),
+                widgets::styled(if wide { r.kind.0 } else { r.kind.1 }, theme.style(Role::Dim)),
+                widgets::styled(fit(&r.name, if wide { 40 } else { 26 }), theme.style(Role::Text)),
+                widgets::styled(r.placed, theme.style(Role::Text)),
+                widgets::styled(r.idle.0, theme.style(r.idle.1)),
+                widgets::styled(r.state.0, theme.style(r.state.1)),
+                widgets::styled(r.age, theme.style(Role::Dim)),
             ];
             if wide {
-                cells.push(widgets::styled(g.queue.map_or("-".into(), |q| q.to_string()), theme.style(Role::Dim)));
+                cells.push(widgets::styled(r.queue, theme.style(Role::Dim)));
             }
-            cells.push(widgets::styled(notes.join("; "), theme.style(Role::Error)));
+            cells.push(widgets::styled(r.notes, theme.style(Role::Error)));
             cells
         })
         .collect();

@@ -8,9 +8,9 @@ use ratatui::layout::{Constraint, Rect};
 use crate::app::{App, Pane, Viewport, rows};
 use crate::ui::theme::{Role, Theme};
 use crate::ui::widgets::{self, block, fit, scrolled_text};
-use crate::view_model::age;
 use crate::view_model::docs;
 use crate::view_model::panes::Views;
+use crate::view_model::rows as view_rows;
 use crate::view_model::style::Doc;
 
 pub fn draw(frame: &mut Frame, area: Rect, app: &App, shown: &mut Viewport, views: &Views, theme: &Theme) {
@@ -44,21 +44,20 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, shown: &mut Viewport, view
     let wide = area.width >= 120;
     let name_w = if wide { 40 } else { 24 };
     let make_row = |i: usize| {
-        let p = &items[i];
-        let mut cells = vec![widgets::styled(p.blocking_str(), theme.style(docs::blocking_role(p.blocking)))];
+        let r = view_rows::pending_row(items[i]);
+        let mut cells = vec![widgets::styled(r.blocked.0, theme.style(r.blocked.1))];
         if wide {
-            cells.push(widgets::styled(p.kind.as_str(), theme.style(Role::Dim)));
+            cells.push(widgets::styled(r.kind, theme.style(Role::Dim)));
         }
-        cells.push(widgets::styled(fit(&p.display_name(), name_w), theme.style(Role::Text)));
+        cells.push(widgets::styled(fit(&r.name, name_w), theme.style(Role::Text)));
         if wide {
-            cells.push(widgets::styled(age(p.age), theme.style(Role::Dim)));
+            cells.push(widgets::styled(r.age, theme.style(Role::Dim)));
         }
-        cells.push(widgets::styled(fit(&p.shape, 9), theme.style(Role::Accent)));
+        cells.push(widgets::styled(fit(&r.shape, 9), theme.style(Role::Accent)));
         if wide {
-            cells.push(widgets::styled(p.queue.map_or("-".into(), |q| q.to_string()), theme.style(Role::Dim)));
+            cells.push(widgets::styled(r.queue, theme.style(Role::Dim)));
         }
-        let why = p.summary.split_once(": ").map_or(p.summary.as_str(), |(_, w)| w);
-        cells.push(widgets::styled(why.to_string(), theme.style(Role::Text)));
+        cells.push(widgets::styled(r.why, theme.style(Role::Text)));
         cells
     };
     let mut header = vec!["BLOCKED"];
