@@ -88,13 +88,20 @@ fn every_pane_at_200x60() {
 }
 
 #[test]
-fn sigterm_restores_the_terminal() {
-    let t = Tmux::start(100, 30, "term");
-    start_cockpit(&t, "--seed 4242");
-    std::thread::sleep(Duration::from_millis(500));
-    let killed = Command::new("pkill").args(["-TERM", "-f", "kgpu demo --seed 4242"]).status().unwrap();
-    assert!(killed.success());
-    assert_restored(&t);
+fn a_stop_signal_from_outside_restores_the_terminal() {
+    // SIGINT, SIGQUIT and SIGABRT from outside used to leave raw mode behind.
+    for (i, signal) in ["TERM", "HUP", "INT", "QUIT", "ABRT"].iter().enumerate() {
+        let t = Tmux::start(100, 30, &format!("sig{signal}"));
+        let seed = format!("--seed {}", 4242 + i);
+        start_cockpit(&t, &seed);
+        std::thread::sleep(Duration::from_millis(500));
+        let killed = Command::new("pkill")
+            .args([format!("-{signal}"), "-f".into(), format!("kgpu demo {seed}")])
+            .status()
+            .unwrap();
+        assert!(killed.success(), "SIG{signal}");
+        assert_restored(&t);
+    }
 }
 
 #[test]

@@ -147,6 +147,38 @@ impl Cockpit {
     }
 }
 
+/// The signals that end the cockpit cleanly (the terminal restored): the
+/// usual stops, and SIGINT, SIGQUIT and SIGABRT sent from outside (in raw
+/// mode, ctrl-c and ctrl-\\ are keys, not signals).
+struct StopSignals(Vec<(&'static str, tokio::signal::unix::Signal)>);
+
+impl StopSignals {
+    fn new() -> std::io::Result<StopSignals> {
+        use tokio::signal::unix::{SignalKind, signal};
+        const SIGABRT: i32 = 6;
+        let kinds = [
+            ("SIGTERM", SignalKind::terminate()),
+            ("SIGHUP", SignalKind::hangup()),
+            ("SIGINT", SignalKind::interrupt()),
+            ("SIGQUIT", SignalKind::quit()),
+            ("SIGABRT", SignalKind::from_raw(SIGABRT)),
+        ];
+        kinds.into_iter().map(|(name, kind)| Ok((name, signal(kind)?))).collect::<std::io::Result<_>>().map(StopSignals)
+    }
+
+    /// The name of the next signal that arrives.
+    async fn recv(&mut self) -> &'static str {
+        let waits = self.0.iter_mut().map(|(name, s)| {
+            let name = *name;
+            Box::pin(async move {
+                s.recv().await;
+                name
+            })
+        });
+        futures::future::select_all(waits).await.0
+    }
+}
+
 /// One terminal event: keys go to the app; a resize only redraws.
 fn on_input(app: &mut App, views: &Views, event: Event, effects: &mut VecDeque<Effect>) -> bool {
     match event {
@@ -183,8 +215,7 @@ where
     let mut generation = 0u64;
     let mut building = false;
     let mut stale = false;
-    let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-    let mut sighup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())?;
+    let mut stop = StopSignals::new()?;
     let mut dirty = true;
     let mut source_gone = false;
     loop {
@@ -254,8 +285,10 @@ where
                 effects.extend(app.update(Msg::Action(progress), &views));
                 dirty = true;
             },
-            _ = sigterm.recv() => break,
-            _ = sighup.recv() => break,
+            signal = stop.recv() => {
+                tracing::info!("{signal}: the cockpit stops and restores the terminal");
+                break;
+            }
         }
         while let Some(effect) = effects.pop_front() {
             match effect {

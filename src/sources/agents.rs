@@ -308,6 +308,9 @@ fn gpu(g: &GpuReport) -> Gpu {
     }
 }
 
+/// Memory slices of a MIG-capable GPU (A100, H100, H200, B200 alike).
+const MEMORY_SLICES: u8 = 8;
+
 /// MIG instances at their placements. An agent whose driver would not
 /// give placements gets a valid layout from the GPU's geometry instead.
 fn instances(g: &GpuReport) -> Vec<MigInstance> {
@@ -315,12 +318,21 @@ fn instances(g: &GpuReport) -> Vec<MigInstance> {
     let geometry = mig::geometry_for_product(&g.name);
     let mut out: Vec<MigInstance> = Vec::new();
     let mut unplaced = Vec::new();
-    for i in &m.instances {
-        match i.placement {
-            Some(p) => out.push(MigInstance {
+    // A GPU has 8 memory slices and at most 7 instances: an agent that
+    // reports more, or a placement of no slices, past the end or over
+    // another, is not believed (the placement is worked out instead).
+    for i in m.instances.iter().take(usize::from(MEMORY_SLICES)) {
+        let valid = i.placement.and_then(|p| {
+            let (start, size) = (u8::try_from(p.start).ok()?, u8::try_from(p.size).ok()?);
+            let fits = size > 0 && start.checked_add(size).is_some_and(|end| end <= MEMORY_SLICES);
+            let overlaps = out.iter().any(|o| start < o.start + o.size && o.start < start + size);
+            (fits && !overlaps).then_some((start, size))
+        });
+        match valid {
+            Some((start, size)) => out.push(MigInstance {
                 profile: Sym::new(&i.profile),
-                start: u8::try_from(p.start).unwrap_or(u8::MAX),
-                size: u8::try_from(p.size).unwrap_or(u8::MAX),
+                start,
+                size,
                 uuid: i.uuid.as_deref().map(Sym::new),
             }),
             None => unplaced.push(i),
@@ -356,6 +368,43 @@ fn instances(g: &GpuReport) -> Vec<MigInstance> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::agent::wire::{Mig, MigInstanceReport, Placement};
+
+    fn with_placements(placements: &[Option<(u32, u32)>]) -> GpuReport {
+        GpuReport {
+            name: "NVIDIA H100 80GB HBM3".into(),
+            mig: Some(Mig {
+                enabled: true,
+                pending_enabled: true,
+                instances: placements
+                    .iter()
+                    .map(|p| MigInstanceReport {
+                        profile: "1g.10gb".into(),
+                        placement: p.map(|(start, size)| Placement { start, size }),
+                        ..Default::default()
+                    })
+                    .collect(),
+            }),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_placement_an_agent_cannot_have_is_not_believed() {
+        let at = |g: &GpuReport| instances(g).iter().map(|i| (i.start, i.size)).collect::<Vec<_>>();
+        // Size 0, past the 8th slice, a u32 that wraps u8, and one over another: each is placed by the geometry instead.
+        for bad in [(0, 0), (7, 2), (300, 1), (u32::MAX, u32::MAX)] {
+            let placed = at(&with_placements(&[Some(bad)]));
+            assert_eq!(placed.len(), 1, "{bad:?}");
+            assert!(placed.iter().all(|&(s, n)| n > 0 && s + n <= 8), "{bad:?} → {placed:?}");
+        }
+        let placed = at(&with_placements(&[Some((0, 1)), Some((0, 1))]));
+        assert_eq!(placed.len(), 2);
+        assert_ne!(placed[0], placed[1], "two instances never share a slice: {placed:?}");
+        // A thousand instances on one GPU: at most its 8 slices' worth are kept.
+        let many = with_placements(&vec![None; 1000]);
+        assert!(instances(&many).len() <= 8);
+    }
 
     #[test]
     fn the_proxy_request_names_the_pod_port_and_carries_the_token_in_its_own_header() {

@@ -106,6 +106,9 @@ pub fn short_product(p: &str) -> String {
     p.strip_prefix("NVIDIA-").unwrap_or(p).to_string()
 }
 
+/// The most cells a node's row keeps: more than the widest map shows.
+pub const MAX_CELLS: usize = 256;
+
 fn cells(snap: &Snapshot, n: &NodeSummary, stranded: u64) -> Vec<Cell> {
     let mut out = Vec::new();
     let devices = snap.devices.get(&n.name);
@@ -117,10 +120,13 @@ fn cells(snap: &Snapshot, n: &NodeSummary, stranded: u64) -> Vec<Cell> {
         let advertised: BTreeMap<Sym, u64> = n.mig.iter().map(|m| (m.profile, m.allocatable)).collect();
         let mut advertised_left = advertised.clone();
         for (i, g) in mig_gpus.iter().enumerate() {
+            if out.len() >= MAX_CELLS {
+                break;
+            }
             if i > 0 {
                 out.push(Cell::Gap);
             }
-            for inst in g.instances.iter() {
+            for inst in g.instances.iter().take(MAX_CELLS) {
                 let a = advertised_left.entry(inst.profile).or_default();
                 if *a == 0 {
                     out.push(Cell::Unadvertised);
@@ -145,16 +151,22 @@ fn cells(snap: &Snapshot, n: &NodeSummary, stranded: u64) -> Vec<Cell> {
     let whole_unadvertised = if !n.mig.is_empty() && !mig_gpus.is_empty() { 0 } else { unadvertised };
     let used = n.gpu_allocated.min(n.gpu_allocatable);
     let free = n.gpu_free;
-    out.extend(std::iter::repeat_n(Cell::Used, used as usize));
+    // The counts come from the node object: a node that claims 10^12 GPUs
+    // gets a full row of cells, not 10^12 of them (the row's numbers say the rest).
+    let mut add = |cell: Cell, count: u64| {
+        let room = MAX_CELLS.saturating_sub(out.len());
+        out.extend(std::iter::repeat_n(cell, usize::try_from(count).unwrap_or(usize::MAX).min(room)));
+    };
+    add(Cell::Used, used);
     if n.schedulable() {
-        out.extend(std::iter::repeat_n(Cell::Free, free.saturating_sub(stranded) as usize));
-        out.extend(std::iter::repeat_n(Cell::Stranded, stranded.min(free) as usize));
+        add(Cell::Free, free.saturating_sub(stranded));
+        add(Cell::Stranded, stranded.min(free));
     } else {
-        out.extend(std::iter::repeat_n(Cell::Unavailable, free as usize));
+        add(Cell::Unavailable, free);
     }
-    out.extend(std::iter::repeat_n(Cell::Unadvertised, whole_unadvertised as usize));
+    add(Cell::Unadvertised, whole_unadvertised);
     if devices.is_some_and(|d| d.gpus.iter().any(|g| matches!(g.health, GpuHealth::Unhealthy(_)))) || unhealthy > 0 {
-        out.extend(std::iter::repeat_n(Cell::Unhealthy, unhealthy as usize));
+        add(Cell::Unhealthy, unhealthy);
     }
     // GPUs with recent XIDs: marked in place of their used (else free) cells.
     let mut xids = n.gpu_recent_xid as usize;

@@ -28,6 +28,10 @@ pub fn slice_bar(gpu: &MigGpuRow, theme: &Theme) -> Line<'static> {
     let mut instances = gpu.instances.clone();
     instances.sort_by_key(|i| i.1);
     for (profile, start, size, used) in instances {
+        // Placements are checked at the edge; a bad one is skipped here, never drawn past the bar.
+        if size == 0 || start < slot || start.saturating_add(size) > 8 {
+            continue;
+        }
         if start > slot {
             spans.push(Span::styled(" ".repeat((start - slot) as usize * W), theme.style(Role::Dim)));
         }
