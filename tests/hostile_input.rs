@@ -72,3 +72,53 @@ fn a_mig_bar_skips_placements_no_gpu_can_have() {
     assert!(text.chars().count() <= 5 + 2 + 8 * 3, "{text}");
     assert_eq!(text.matches("1g").count(), 1, "only the valid instance is drawn: {text}");
 }
+
+/// A dump whose names and messages carry escape sequences: one retitles the
+/// terminal (OSC 0), one clears the screen (CSI 2J), one is a C1 CSI.
+const HOSTILE_DUMP: &str = r#"{"apiVersion": "v1", "kind": "List", "items": [
+ {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "gpu-1", "creationTimestamp": "2026-11-30T08:00:00Z",
+   "labels": {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3\u001b[2J"}},
+  "status": {"allocatable": {"nvidia.com/gpu": "8", "cpu": "96", "memory": "1Ti"},
+             "capacity": {"nvidia.com/gpu": "8", "cpu": "96", "memory": "1Ti"},
+             "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": "2026-11-30T08:00:00Z"}]}},
+ {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "train-0", "namespace": "ml", "creationTimestamp": "2026-11-30T08:50:00Z"},
+  "spec": {"containers": [{"name": "c", "image": "x", "resources": {"limits": {"nvidia.com/gpu": "16"}}}]},
+  "status": {"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+    "message": "0/1 nodes are available: \u001b]0;pwned\u0007 1 Insufficient nvidia.com/gpu.", "lastTransitionTime": "2026-11-30T08:50:00Z"}]}},
+ {"apiVersion": "v1", "kind": "Event", "metadata": {"name": "train-0.1", "namespace": "ml"},
+  "involvedObject": {"kind": "Pod", "name": "train-0", "namespace": "ml"}, "reason": "FailedScheduling", "type": "Warning",
+  "message": "\u001b]0;pwned\u0007\u009b2J0/1 nodes are available", "lastTimestamp": "2026-11-30T09:00:00Z"}
+]}"#;
+
+fn has_control(s: &str) -> bool {
+    s.chars().any(|c| c.is_control() && c != '\n')
+}
+
+#[test]
+fn escape_sequences_from_the_cluster_reach_neither_the_screen_nor_the_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let dump = dir.path().join("hostile.json");
+    std::fs::write(&dump, HOSTILE_DUMP).unwrap();
+    let bin = env!("CARGO_BIN_EXE_kgpu");
+    for args in [vec!["snapshot"], vec!["why", "ml/train-0"]] {
+        let out = std::process::Command::new(bin).args(&args).arg("--file").arg(&dump).output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(text.contains("pwned"), "the text is shown, defused: {text}");
+        assert!(!has_control(&text), "{args:?} printed a control character:\n{text:?}");
+    }
+    // The cockpit: every pane, the drilldown, the node detail.
+    let (snap, now) = kgpu::runtime::load::once(&kgpu::runtime::source::Source::File(vec![dump])).unwrap();
+    let views = Views::build(Arc::new(snap), now, &Thresholds::default(), None);
+    let mut app = App::new(true, "dark", false);
+    let mut shown = String::new();
+    for pane in Pane::ALL {
+        app.pane = pane;
+        shown.push_str(&screen(&mut app, &views, 200, 60));
+        app.update(Msg::Key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE)), &views);
+        shown.push_str(&screen(&mut app, &views, 200, 60));
+        app.update(Msg::Key(KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE)), &views);
+    }
+    assert!(shown.contains("pwned"), "the event is on screen");
+    assert!(!has_control(&shown), "a control character reached the screen");
+}

@@ -45,10 +45,12 @@ macro_rules! outln {
 }
 pub(crate) use outln;
 
-/// Writes a command's output. A reader that went away (`kgpu snapshot | head`)
-/// is not an error: the rest of the output is simply not wanted.
+/// Writes a command's output, without the control characters of anything
+/// the cluster sent. A reader that went away (`kgpu snapshot | head`) is
+/// not an error: the rest of the output is simply not wanted.
 pub fn emit(text: &str) -> anyhow::Result<()> {
     use std::io::Write;
+    let text = crate::view_model::style::printable(text);
     let mut out = std::io::stdout().lock();
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),

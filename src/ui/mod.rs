@@ -43,7 +43,20 @@ pub fn draw(frame: &mut Frame, app: &App, views: &Views, theme: &Theme, ctx: &Co
         return shown;
     }
     draw_panes(frame, area, app, &mut shown, views, theme, ctx);
+    scrub(frame);
     shown
+}
+
+/// The frame without a control character in any cell: ratatui drops them
+/// where it writes strings, but not where it lays out wrapped lines, and an
+/// escape sequence from the cluster must not reach the terminal.
+fn scrub(frame: &mut Frame) {
+    for cell in frame.buffer_mut().content.iter_mut() {
+        if cell.symbol().contains(char::is_control) {
+            let clean = crate::view_model::style::printable(cell.symbol()).replace('\n', " ");
+            cell.set_symbol(&clean);
+        }
+    }
 }
 
 fn draw_panes(

@@ -103,6 +103,27 @@ impl Role {
     }
 }
 
+/// `text` safe to print on a terminal: what the cluster, an agent or a file
+/// sends may carry escape sequences (an event message that retitles the
+/// terminal, a label that clears the screen). Control characters (C0, DEL,
+/// C1) become `�`, except newlines (kept) and tabs and carriage returns
+/// (spaces), so a tampered text shows as tampered.
+pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(|c| c.is_control() && c != '\n') {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let cleaned = text
+        .chars()
+        .map(|c| match c {
+            '\n' => '\n',
+            '\t' | '\r' => ' ',
+            c if c.is_control() => '\u{FFFD}',
+            c => c,
+        })
+        .collect();
+    std::borrow::Cow::Owned(cleaned)
+}
+
 /// One piece of text and its role.
 pub type Piece = (Role, String);
 
@@ -160,5 +181,18 @@ impl Doc {
             out.push('\n');
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escape_sequences_cannot_reach_the_terminal() {
+        assert_eq!(printable("\u{1b}]0;pwned\u{7}ok"), "\u{FFFD}]0;pwned\u{FFFD}ok");
+        assert_eq!(printable("a\u{9b}31mb"), "a\u{FFFD}31mb", "C1 CSI too");
+        assert_eq!(printable("line one\nline\ttwo\r"), "line one\nline two ");
+        assert!(matches!(printable("plain text, ünïcode ✓"), std::borrow::Cow::Borrowed(_)));
     }
 }
