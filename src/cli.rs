@@ -274,15 +274,15 @@ pub struct AgentArgs {
     /// The kubelet's pod-resources socket (which pod holds which GPU).
     #[arg(long, default_value = crate::agent::podres::DEFAULT_SOCKET, value_name = "PATH")]
     pub pod_resources_socket: PathBuf,
-    /// Seconds between readings of the GPUs and the kubelet (XIDs arrive at once).
-    #[arg(long, default_value_t = 5, value_name = "SECONDS")]
+    /// Seconds between readings of the GPUs and the kubelet, 1 to 3600 (XIDs arrive at once).
+    #[arg(long, default_value_t = 5, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=3600))]
     pub interval: u64,
-    /// Requests per second served, all clients together (bursts of twice that).
-    #[arg(long, default_value_t = 10, value_name = "N")]
+    /// Requests per second served, all clients together (bursts of twice that), 1 to 10000.
+    #[arg(long, default_value_t = 10, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub max_requests_per_second: u32,
-    /// Event streams open at once.
-    #[arg(long, default_value_t = 4, value_name = "N")]
-    pub max_streams: usize,
+    /// Event streams open at once, 1 to 1024.
+    #[arg(long, default_value_t = 4, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1024))]
+    pub max_streams: u64,
 }
 
 #[derive(Subcommand, Debug, Clone)]

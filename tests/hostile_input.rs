@@ -122,3 +122,50 @@ fn escape_sequences_from_the_cluster_reach_neither_the_screen_nor_the_text() {
     assert!(shown.contains("pwned"), "the event is on screen");
     assert!(!has_control(&shown), "a control character reached the screen");
 }
+
+/// `kgpu agent` with `args`: its exit code and what it said.
+fn agent_refuses(args: &[&str], token: Option<(&str, u32)>) -> (i32, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let token_file = dir.path().join("token");
+    let (text, mode) = token.unwrap_or(("c0ffee-5eed-4b1d-9a7e-0123456789ab\n", 0o600));
+    std::fs::write(&token_file, text).unwrap();
+    std::fs::set_permissions(&token_file, std::os::unix::fs::PermissionsExt::from_mode(mode)).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kgpu"))
+        .args(["agent", "--listen", "127.0.0.1:0", "--node-name", "n1", "--backend", "fake:/nonexistent"])
+        .arg("--token-file")
+        .arg(&token_file)
+        .args(args)
+        .output()
+        .unwrap();
+    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+#[test]
+fn agent_flags_that_would_panic_are_usage_errors() {
+    for (flag, value) in [
+        ("--interval", "0"),
+        ("--interval", "18446744073709551615"),
+        ("--max-streams", "0"),
+        ("--max-streams", "18446744073709551615"),
+        ("--max-requests-per-second", "0"),
+        ("--max-requests-per-second", "4294967295"),
+    ] {
+        let (code, said) = agent_refuses(&[flag, value], None);
+        assert_eq!(code, 2, "{flag} {value}: {said}");
+        assert!(said.contains(flag) && !said.contains("panicked"), "{flag} {value}: {said}");
+    }
+}
+
+#[test]
+fn weak_shared_or_multi_line_token_files_are_refused_with_a_reason() {
+    for (token, mode, reason) in [
+        ("c0ffee-5eed-4b1d-9a7e-0123456789ab\n", 0o644, "readable by every user"),
+        ("c0ffee-5eed-4b1d-9a7e-0123456789ab\nsecond-line\n", 0o600, "more than one word or line"),
+        ("aaaaaaaaaaaaaaaaaaaaaaaa\n", 0o600, "weak"),
+        ("short\n", 0o600, "weak"),
+    ] {
+        let (code, said) = agent_refuses(&[], Some((token, mode)));
+        assert_eq!(code, 2, "{token:?} {mode:o}: {said}");
+        assert!(said.contains(reason), "{token:?} {mode:o}: {said}");
+    }
+}

@@ -141,6 +141,7 @@ async fn the_cockpit_shows_the_gpus_of_a_running_agent_and_marks_an_unreachable_
     let dir = tempfile::tempdir().unwrap();
     let token_file = dir.path().join("token");
     std::fs::write(&token_file, format!("{TOKEN}\n")).unwrap();
+    std::fs::set_permissions(&token_file, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
     let port = free_port();
     let fixture = format!("{}/tests/fixtures/agent/h100-mig-all-balanced.json", env!("CARGO_MANIFEST_DIR"));
     let _agent = AgentProcess(

@@ -27,6 +27,36 @@ use backend::{GpuBackend, Reading, XidSeen};
 use collect::{DeviceMap, Inputs, XidHistory};
 use wire::{AgentSnapshot, Availability, StreamEvent};
 
+/// The agent's token from `path`, refused with the reason when anyone
+/// could read the file, when it is more than one line, or when it is weak:
+/// one token guards every GPU fact the node serves.
+pub fn read_token(path: &std::path::Path) -> Result<String, String> {
+    use std::os::unix::fs::PermissionsExt;
+    let shown = path.display();
+    let meta = std::fs::metadata(path).map_err(|e| format!("cannot read the token file {shown}: {e}"))?;
+    if meta.permissions().mode() & 0o007 != 0 {
+        return Err(format!(
+            "the token file {shown} is readable by every user (mode {:o}); chmod 600 it (in the DaemonSet: defaultMode 0400)",
+            meta.permissions().mode() & 0o777
+        ));
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read the token file {shown}: {e}"))?;
+    let token = text.trim_end_matches(['\n', '\r']);
+    if token.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(format!(
+            "the token file {shown} holds more than one word or line; put the token alone on one line"
+        ));
+    }
+    let distinct = token.chars().collect::<std::collections::HashSet<_>>().len();
+    if token.len() < 16 || distinct < 8 {
+        return Err(format!(
+            "the token in {shown} is weak ({} characters, {distinct} different); use at least 16 random ones (openssl rand -hex 32)",
+            token.len()
+        ));
+    }
+    Ok(token.to_string())
+}
+
 /// Where the agent reads its GPUs from.
 #[derive(Clone, Debug, PartialEq)]
 pub enum BackendChoice {

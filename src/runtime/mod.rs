@@ -113,27 +113,17 @@ fn cockpit(source: Source, ui: &crate::cli::UiArgs) -> anyhow::Result<ExitCode> 
 
 fn agent(args: &crate::cli::AgentArgs, ui: &crate::cli::UiArgs) -> anyhow::Result<ExitCode> {
     let choice = crate::agent::BackendChoice::parse(&args.backend).map_err(UsageError)?;
-    let token = std::fs::read_to_string(&args.token_file)
-        .map_err(|e| UsageError(format!("cannot read the token file {}: {e}", args.token_file.display())))?;
-    let token = token.trim();
-    if token.len() < 16 {
-        return Err(UsageError(format!(
-            "the token in {} is {} characters; use at least 16 (e.g. openssl rand -hex 32)",
-            args.token_file.display(),
-            token.len()
-        ))
-        .into());
-    }
+    let token = crate::agent::read_token(&args.token_file).map_err(UsageError)?;
     let _ = logging::init_stderr(&ui.log_level);
     let opts = crate::agent::Options {
         node: args.node_name.clone(),
         token: token.as_bytes().to_vec(),
         pod_resources_socket: args.pod_resources_socket.clone(),
-        interval: std::time::Duration::from_secs(args.interval.max(1)),
+        interval: std::time::Duration::from_secs(args.interval),
         limits: crate::agent::server::Limits {
-            requests_per_second: args.max_requests_per_second.max(1),
-            burst: args.max_requests_per_second.max(1) * 2,
-            max_streams: args.max_streams.max(1),
+            requests_per_second: args.max_requests_per_second,
+            burst: args.max_requests_per_second.saturating_mul(2),
+            max_streams: usize::try_from(args.max_streams).unwrap_or(1),
             ..crate::agent::server::Limits::default()
         },
     };
