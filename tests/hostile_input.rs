@@ -169,3 +169,53 @@ fn weak_shared_or_multi_line_token_files_are_refused_with_a_reason() {
         assert!(said.contains(reason), "{token:?} {mode:o}: {said}");
     }
 }
+
+#[tokio::test]
+async fn an_agent_that_sends_without_end_costs_the_cockpit_a_bounded_read() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let sent = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = sent.clone();
+    tokio::spawn(async move {
+        let (mut conn, _) = listener.accept().await.unwrap();
+        let mut request = [0u8; 1024];
+        let _ = conn.read(&mut request).await;
+        let _ = conn.write_all(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n\r\n").await;
+        // No length, no end: a body that never stops.
+        let chunk = vec![b' '; 64 << 10];
+        while conn.write_all(&chunk).await.is_ok() {
+            counter.fetch_add(chunk.len(), std::sync::atomic::Ordering::Relaxed);
+        }
+    });
+    let got = tokio::time::timeout(
+        std::time::Duration::from_secs(30),
+        kgpu::sources::agents::direct_get("127.0.0.1", port, "/v1/snapshot", "t"),
+    )
+    .await
+    .expect("the read ends by itself");
+    let why = got.unwrap_err();
+    assert!(why.contains("more than 8 MiB"), "{why}");
+    // It stopped reading near the limit (socket buffers aside), not after gigabytes.
+    assert!(sent.load(std::sync::atomic::Ordering::Relaxed) < 64 << 20);
+}
+
+#[test]
+fn an_agent_is_filed_under_the_node_its_pod_runs_on_not_the_one_it_claims() {
+    let text = std::fs::read_to_string(format!(
+        "{}/tests/fixtures/agent/h100-mig-all-balanced.json",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap();
+    let snap: kgpu::agent::wire::AgentSnapshot = serde_json::from_str(&text).unwrap();
+    let honest = kgpu::sources::agents::of_node(&snap.node, "kgpu-agent-a", &snap, NOW);
+    assert!(!honest.gpus.is_empty());
+    let lying = kgpu::sources::agents::of_node("gpu-07", "kgpu-agent-b", &snap, NOW);
+    assert_eq!(lying.node.as_str(), "gpu-07", "filed under the pod's node");
+    assert!(lying.gpus.is_empty(), "what it claims about another node is not used");
+    assert!(
+        matches!(&lying.status, kgpu::model::AgentStatus::Unavailable(why) if why.contains("reports node")),
+        "{:?}",
+        lying.status
+    );
+}

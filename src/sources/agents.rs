@@ -174,7 +174,7 @@ async fn round(client: &Client, config: &Config) -> Vec<ModelEvent> {
         .zip(results)
         .map(|(a, r)| {
             Object::Devices(match r {
-                Ok(snap) => to_model(&snap, now),
+                Ok(snap) => of_node(&a.node, &a.name, &snap, now),
                 Err(why) => unreachable(&a.node, &why),
             })
         })
@@ -183,6 +183,20 @@ async fn round(client: &Client, config: &Config) -> Vec<ModelEvent> {
         ModelEvent::Resync { feed: Feed::Agents, objects },
         ModelEvent::Feed { feed: Feed::Agents, state: FeedState::Live },
     ]
+}
+
+/// What an agent pod reports, filed under the node the API server says it
+/// runs on. An agent that claims another node is not believed: one
+/// compromised node must not rewrite what kgpu shows about the others.
+pub fn of_node(node: &str, pod: &str, snap: &AgentSnapshot, now: i64) -> NodeDevices {
+    if snap.node != node {
+        let claimed: String = snap.node.chars().take(64).collect();
+        return unreachable(
+            node,
+            &format!("agent {pod} runs on {node} but reports node '{claimed}'; its data is not used"),
+        );
+    }
+    to_model(snap, now)
 }
 
 fn unreachable(node: &str, why: &str) -> NodeDevices {
@@ -232,12 +246,21 @@ async fn fetch(client: &Client, config: &Config, agent: &AgentPod, token: &str) 
             _ => {
                 let req =
                     proxy_request(&config.namespace, &agent.name, agent.port, token).map_err(|e| e.to_string())?;
-                client.request_text(req).await.map_err(|e| match e {
-                    kube::Error::Api(s) if s.code == 403 => {
-                        format!("forbidden: the cockpit needs 'get pods/proxy' in {}", config.namespace)
+                let response = client
+                    .send(req.map(kube::client::Body::from))
+                    .await
+                    .map_err(|e| format!("agent {}: {}", agent.name, crate::sources::kube::client::short_error(&e)))?;
+                let status = response.status();
+                let text = read_limited(response.into_body(), &agent.name).await?;
+                match status.as_u16() {
+                    403 => {
+                        return Err(format!("forbidden: the cockpit needs 'get pods/proxy' in {}", config.namespace));
                     }
-                    other => format!("agent {}: {}", agent.name, crate::sources::kube::client::short_error(&other)),
-                })?
+                    _ if !status.is_success() => {
+                        return Err(format!("agent {} answered {status}: {}", agent.name, first_line(&text)));
+                    }
+                    _ => text,
+                }
             }
         };
         serde_json::from_str::<AgentSnapshot>(&body).map_err(|e| format!("agent {} sent no snapshot: {e}", agent.name))
@@ -249,7 +272,6 @@ async fn fetch(client: &Client, config: &Config, agent: &AgentPod, token: &str) 
 
 /// `GET http://ip:port/path` with the token (HTTP/1.1, one connection).
 pub async fn direct_get(ip: &str, port: u16, path: &str, token: &str) -> Result<String, String> {
-    use http_body_util::BodyExt;
     let stream = tokio::net::TcpStream::connect((ip, port)).await.map_err(|e| format!("{ip}:{port}: {e}"))?;
     let (mut sender, conn) = hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
         .await
@@ -265,9 +287,34 @@ pub async fn direct_get(ip: &str, port: u16, path: &str, token: &str) -> Result<
         .map_err(|e| e.to_string())?;
     let response = sender.send_request(req).await.map_err(|e| format!("{ip}:{port}: {e}"))?;
     let status = response.status();
-    let body = response.into_body().collect().await.map_err(|e| format!("{ip}:{port}: {e}"))?.to_bytes();
-    let text = String::from_utf8_lossy(&body).trim().to_string();
-    if status.is_success() { Ok(text) } else { Err(format!("{ip}:{port} answered {status}: {text}")) }
+    let text = read_limited(response.into_body(), &format!("{ip}:{port}")).await?;
+    if status.is_success() { Ok(text) } else { Err(format!("{ip}:{port} answered {status}: {}", first_line(&text))) }
+}
+
+/// The most an agent's answer may be: its own limit is 4 MiB, and an agent
+/// that streams without end must cost the cockpit no more than this.
+pub const MAX_AGENT_BODY: usize = 8 << 20;
+
+/// A response body, refused past [`MAX_AGENT_BODY`] rather than read on.
+async fn read_limited<B>(body: B, from: &str) -> Result<String, String>
+where
+    B: hyper::body::Body,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    use http_body_util::BodyExt;
+    let bytes = http_body_util::Limited::new(body, MAX_AGENT_BODY).collect().await.map_err(|e| {
+        if e.is::<http_body_util::LengthLimitError>() {
+            format!("{from} sent more than {} MiB; not read further", MAX_AGENT_BODY >> 20)
+        } else {
+            format!("{from}: {e}")
+        }
+    })?;
+    Ok(String::from_utf8_lossy(&bytes.to_bytes()).trim().to_string())
+}
+
+/// An error body's first line, at most 200 characters.
+fn first_line(text: &str) -> String {
+    text.lines().next().unwrap_or("").chars().take(200).collect()
 }
 
 /// An agent's snapshot in the model's terms.
