@@ -277,7 +277,7 @@ pub struct AgentArgs {
     /// Seconds between readings of the GPUs and the kubelet, 1 to 3600 (XIDs arrive at once).
     #[arg(long, default_value_t = 5, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=3600))]
     pub interval: u64,
-    /// Requests per second served, all clients together (bursts of twice that), 1 to 10000.
+    /// Requests per second served to each client (bursts of twice that), 1 to 10000.
     #[arg(long, default_value_t = 10, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub max_requests_per_second: u32,
     /// Event streams open at once, 1 to 1024.

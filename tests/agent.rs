@@ -71,6 +71,62 @@ fn bearer() -> String {
     format!("Bearer {TOKEN}")
 }
 
+/// `n` GETs of /healthz one after another, with `headers`: their statuses.
+async fn futures_statuses(addr: SocketAddr, n: usize, headers: &[(&str, &str)]) -> Vec<StatusCode> {
+    let mut out = Vec::new();
+    for _ in 0..n {
+        out.push(get(addr, "/healthz", headers).await.status);
+    }
+    out
+}
+
+#[tokio::test]
+async fn a_flood_without_the_token_does_not_starve_a_cockpit_with_it() {
+    let (running, _xids) = agent("h100-mig-all-balanced.json", Limits::default()).await;
+    // 200 requests without a token, then (same address, as through the
+    // API server's proxy) 20 with it: every one of the 20 is served.
+    let flood = futures_statuses(running.addr, 200, &[]).await;
+    assert!(flood.iter().all(|s| *s == StatusCode::UNAUTHORIZED || *s == StatusCode::TOO_MANY_REQUESTS));
+    let cockpit = futures_statuses(running.addr, 20, &[("x-kgpu-token", TOKEN)]).await;
+    assert_eq!(cockpit, vec![StatusCode::OK; 20], "the cockpit's requests");
+}
+
+#[tokio::test]
+async fn slow_or_huge_headers_cost_a_bounded_buffer_and_time() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let limits = Limits { header_timeout: Duration::from_secs(1), ..Limits::default() };
+    let (running, _xids) = agent("h100-mig-all-balanced.json", limits).await;
+    // 300 clients that start their headers and never finish them.
+    let mut slow = Vec::new();
+    for _ in 0..300 {
+        let mut c = tokio::net::TcpStream::connect(running.addr).await.unwrap();
+        c.write_all(b"GET /v1/snapshot HTTP/1.1\r\nhost: x\r\nx-pad: ").await.unwrap();
+        slow.push(c);
+    }
+    // A cockpit is still served meanwhile.
+    assert_eq!(get(running.addr, "/healthz", &[("x-kgpu-token", TOKEN)]).await.status, StatusCode::OK);
+    // Headers larger than the read buffer are refused, not buffered.
+    let mut huge = tokio::net::TcpStream::connect(running.addr).await.unwrap();
+    let mut request = b"GET /healthz HTTP/1.1\r\nhost: x\r\nx-pad: ".to_vec();
+    request.extend(std::iter::repeat_n(b'a', 380 << 10));
+    let _ = huge.write_all(&request).await;
+    let mut answer = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(5), huge.read_to_end(&mut answer)).await;
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.is_empty() || answer.starts_with("HTTP/1.1 431"), "{answer}");
+    // After the header timeout, the slow ones have been closed by the agent.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let mut closed = 0;
+    for c in &mut slow {
+        let mut buf = [0u8; 256];
+        match tokio::time::timeout(Duration::from_millis(200), c.read(&mut buf)).await {
+            Ok(Ok(_)) | Ok(Err(_)) => closed += 1,
+            Err(_) => {}
+        }
+    }
+    assert_eq!(closed, 300, "every slow client was cut off");
+}
+
 #[tokio::test]
 async fn the_snapshot_carries_the_gpus_mig_placements_and_clear_states() {
     let (running, _xids) = agent("h100-mig-all-balanced.json", Limits::default()).await;
@@ -149,8 +205,11 @@ async fn limits_are_enforced() {
     assert_eq!(statuses[4], StatusCode::TOO_MANY_REQUESTS);
     let limited = get(running.addr, "/healthz", &[("authorization", &bearer())]).await;
     assert_eq!(limited.headers["retry-after"], "1");
-    // Unauthenticated requests count too (no free token guessing).
-    assert_eq!(get(running.addr, "/healthz", &[]).await.status, StatusCode::TOO_MANY_REQUESTS);
+    // Wrong tokens have their own bucket: guessing is as slow, and never costs a cockpit its turns.
+    let guesses: Vec<StatusCode> =
+        futures_statuses(running.addr, 5, &[("authorization", "Bearer guess-0000000000")]).await;
+    assert_eq!(&guesses[..3], [StatusCode::UNAUTHORIZED; 3]);
+    assert_eq!(guesses[4], StatusCode::TOO_MANY_REQUESTS);
 
     // Response size: a snapshot beyond the limit is refused, not cut.
     let limits = Limits { max_body_bytes: 512, ..Limits::default() };

@@ -160,11 +160,7 @@ pub fn start(
     }));
     tasks.push(tokio::spawn(collector(opts.node.clone(), backend_name, inputs, latest_tx, events_tx.clone())));
     let app = server::router(&opts.token, latest.clone(), events_tx, opts.limits.clone());
-    tasks.push(tokio::spawn(async move {
-        if let Err(e) = axum::serve(listener, app).await {
-            tracing::error!("agent HTTP server stopped: {e}");
-        }
-    }));
+    tasks.push(tokio::spawn(server::serve(listener, app, opts.limits.clone())));
     Ok(Running { addr, latest, tasks, stop: Some(stop_tx) })
 }
 

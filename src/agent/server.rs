@@ -1,4 +1,5 @@
-//! The agent's HTTP side: read-only, token-protected, rate-limited.
+//! The agent's HTTP side: read-only, token-protected, rate-limited per
+//! client, with bounded connections.
 //!
 //! - `GET /v1/snapshot` — the latest snapshot (JSON).
 //! - `GET /v1/events` — server-sent events: the snapshot first, then a new
@@ -10,7 +11,9 @@
 //! caller with its own Authorization header and drops it before proxying,
 //! so the cockpit sends the agent's token in the second header.
 
+use std::collections::HashMap;
 use std::convert::Infallible;
+use std::net::IpAddr;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -22,8 +25,11 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use futures::Stream;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use subtle::ConstantTimeEq;
+use tokio::net::TcpListener;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, broadcast, watch};
+use tower::ServiceExt;
 
 use super::wire::{AgentSnapshot, StreamEvent};
 
@@ -31,7 +37,8 @@ pub const TOKEN_HEADER: &str = "x-kgpu-token";
 
 #[derive(Clone, Debug)]
 pub struct Limits {
-    /// Sustained requests per second (all clients together).
+    /// Sustained requests per second, per client (and, apart, per client
+    /// presenting a wrong token).
     pub requests_per_second: u32,
     /// Requests allowed in a burst above that rate.
     pub burst: u32,
@@ -39,11 +46,68 @@ pub struct Limits {
     pub max_streams: usize,
     /// Largest response body; a snapshot beyond it is refused, not cut.
     pub max_body_bytes: usize,
+    /// Connections open at once; more are closed as they arrive.
+    pub max_connections: usize,
+    /// How long a connection may take to send a request's headers.
+    pub header_timeout: Duration,
+    /// A connection's read buffer: larger headers are refused (431).
+    pub max_header_bytes: usize,
 }
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { requests_per_second: 10, burst: 20, max_streams: 4, max_body_bytes: 4 << 20 }
+        Limits {
+            requests_per_second: 10,
+            burst: 20,
+            max_streams: 4,
+            max_body_bytes: 4 << 20,
+            max_connections: 512,
+            header_timeout: Duration::from_secs(10),
+            max_header_bytes: 16 << 10,
+        }
+    }
+}
+
+/// The address a request came from (the API server's, through the pod proxy).
+#[derive(Clone, Copy, Debug)]
+struct Peer(IpAddr);
+
+/// Serves `app` on `listener` within `limits`: a client that never finishes
+/// its headers is cut off after `header_timeout`, each connection reads at
+/// most `max_header_bytes` ahead, and past `max_connections` new ones are closed.
+pub async fn serve(listener: TcpListener, app: Router, limits: Limits) {
+    let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
+    loop {
+        let (stream, peer) = match listener.accept().await {
+            Ok(accepted) => accepted,
+            Err(e) => {
+                // Out of file descriptors, most likely: wait rather than spin.
+                tracing::warn!("accepting a connection: {e}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        let Ok(slot) = slots.clone().try_acquire_owned() else {
+            tracing::debug!("{} connections open: closing one from {peer}", limits.max_connections);
+            continue;
+        };
+        let app = app.clone();
+        let limits = limits.clone();
+        tokio::spawn(async move {
+            let service = hyper::service::service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
+                req.extensions_mut().insert(Peer(peer.ip()));
+                app.clone().oneshot(req.map(axum::body::Body::new))
+            });
+            let connection = hyper::server::conn::http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(limits.header_timeout)
+                .max_buf_size(limits.max_header_bytes.max(8192))
+                .serve_connection(TokioIo::new(stream), service);
+            if let Err(e) = connection.await {
+                tracing::debug!("connection from {peer}: {e}");
+            }
+            drop(slot);
+        });
     }
 }
 
@@ -53,12 +117,53 @@ struct Bucket {
     last: Instant,
 }
 
+impl Bucket {
+    /// Takes one request's token if there is one, refilling at `rate` up to `burst`.
+    fn take(&mut self, now: Instant, rate: u32, burst: u32) -> bool {
+        let refill = now.duration_since(self.last).as_secs_f64() * f64::from(rate);
+        self.tokens = (self.tokens + refill).min(f64::from(burst.max(1)));
+        self.last = now;
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            true
+        } else {
+            false
+        }
+    }
+}
+
+/// One bucket per client, and apart one per client for wrong tokens: a
+/// flood of guesses is slowed without taking a cockpit's turns.
+#[derive(Default)]
+struct Buckets {
+    authenticated: HashMap<IpAddr, Bucket>,
+    refused: HashMap<IpAddr, Bucket>,
+}
+
+/// Clients remembered at most; idle ones are forgotten first.
+const MAX_CLIENTS: usize = 4096;
+
+impl Buckets {
+    fn take(&mut self, authenticated: bool, peer: IpAddr, limits: &Limits) -> bool {
+        let now = Instant::now();
+        let map = if authenticated { &mut self.authenticated } else { &mut self.refused };
+        if map.len() >= MAX_CLIENTS && !map.contains_key(&peer) {
+            map.retain(|_, b| now.duration_since(b.last) < Duration::from_secs(60));
+            if map.len() >= MAX_CLIENTS {
+                map.clear();
+            }
+        }
+        let bucket = map.entry(peer).or_insert(Bucket { tokens: f64::from(limits.burst.max(1)), last: now });
+        bucket.take(now, limits.requests_per_second, limits.burst)
+    }
+}
+
 #[derive(Clone)]
 struct AppState {
     token: Arc<[u8]>,
     latest: watch::Receiver<Arc<AgentSnapshot>>,
     events: broadcast::Sender<StreamEvent>,
-    bucket: Arc<Mutex<Bucket>>,
+    buckets: Arc<Mutex<Buckets>>,
     streams: Arc<Semaphore>,
     limits: Limits,
 }
@@ -73,7 +178,7 @@ pub fn router(
         token: Arc::from(token),
         latest,
         events,
-        bucket: Arc::new(Mutex::new(Bucket { tokens: f64::from(limits.burst), last: Instant::now() })),
+        buckets: Arc::new(Mutex::new(Buckets::default())),
         streams: Arc::new(Semaphore::new(limits.max_streams)),
         limits,
     };
@@ -81,10 +186,7 @@ pub fn router(
         .route("/healthz", get(|| async { "ok" }))
         .route("/v1/snapshot", get(serve_snapshot))
         .route("/v1/events", get(serve_events))
-        // Layers run outside in: the rate limit first (it also slows down
-        // token guessing), then the token check.
-        .layer(middleware::from_fn_with_state(state.clone(), authenticate))
-        .layer(middleware::from_fn_with_state(state.clone(), rate_limit))
+        .layer(middleware::from_fn_with_state(state.clone(), guard))
         .with_state(state)
 }
 
@@ -97,36 +199,24 @@ fn presented_token(headers: &HeaderMap) -> Option<&[u8]> {
     bearer.or_else(|| headers.get(TOKEN_HEADER).map(HeaderValue::as_bytes))
 }
 
-async fn authenticate(State(st): State<AppState>, req: Request, next: Next) -> Response {
+/// The token, then the client's rate: a right token draws on the client's
+/// own bucket, a wrong one on the client's bucket of refusals (so guessing
+/// is slow, and never costs a cockpit its turns).
+async fn guard(State(st): State<AppState>, req: Request, next: Next) -> Response {
     // Constant time in the token's content (a length mismatch fails early).
-    let ok = presented_token(req.headers()).is_some_and(|t| bool::from(t.ct_eq(&st.token)));
-    if ok {
+    let authenticated = presented_token(req.headers()).is_some_and(|t| bool::from(t.ct_eq(&st.token)));
+    let peer = req.extensions().get::<Peer>().map_or(IpAddr::from([0, 0, 0, 0]), |p| p.0);
+    let allowed = st.buckets.lock().unwrap_or_else(PoisonError::into_inner).take(authenticated, peer, &st.limits);
+    if !allowed {
+        let mut response = (StatusCode::TOO_MANY_REQUESTS, "too many requests\n").into_response();
+        response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        return response;
+    }
+    if authenticated {
         return next.run(req).await;
     }
     let mut response = (StatusCode::UNAUTHORIZED, "a valid agent token is required\n").into_response();
     response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer realm=\"kgpu-agent\""));
-    response
-}
-
-async fn rate_limit(State(st): State<AppState>, req: Request, next: Next) -> Response {
-    let allowed = {
-        let mut b = st.bucket.lock().unwrap_or_else(PoisonError::into_inner);
-        let now = Instant::now();
-        let refill = now.duration_since(b.last).as_secs_f64() * f64::from(st.limits.requests_per_second);
-        b.tokens = (b.tokens + refill).min(f64::from(st.limits.burst.max(1)));
-        b.last = now;
-        if b.tokens >= 1.0 {
-            b.tokens -= 1.0;
-            true
-        } else {
-            false
-        }
-    };
-    if allowed {
-        return next.run(req).await;
-    }
-    let mut response = (StatusCode::TOO_MANY_REQUESTS, "too many requests\n").into_response();
-    response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
     response
 }
 
