@@ -60,6 +60,7 @@ fn the_daemonset_runs_on_gpu_nodes_only_and_matches_what_the_cockpit_looks_for()
     let volumes = spec.volumes.unwrap();
     let token = volumes.iter().find(|v| v.name == "token").unwrap();
     assert_eq!(token.secret.as_ref().unwrap().secret_name.as_deref(), Some(TOKEN_SECRET));
+    assert_eq!(token.secret.as_ref().unwrap().default_mode, Some(0o400), "the agent refuses a token others can read");
     let podres = volumes.iter().find(|v| v.name == "pod-resources").unwrap();
     assert_eq!(podres.host_path.as_ref().unwrap().path, "/var/lib/kubelet/pod-resources");
     let security = c.security_context.as_ref().unwrap();
