@@ -231,7 +231,11 @@ async fn demo_actions_are_audited_and_dry_runs_change_nothing() {
     assert_eq!(text, format!("node/{node} already cordoned"), "repeating an action is harmless");
 
     let audit = d.audit();
-    assert_eq!(audit.len(), 3);
+    // The dry run when it ends; each real run when it starts and when it ends.
+    assert_eq!(
+        audit.iter().map(|e| e["result"].as_str().unwrap()).collect::<Vec<_>>(),
+        ["ok", "started", "ok", "started", "ok"]
+    );
     let first = &audit[0];
     assert_eq!(first["action"], "cordon");
     assert_eq!(first["targets"][0], format!("node/{node}"));
@@ -240,8 +244,28 @@ async fn demo_actions_are_audited_and_dry_runs_change_nothing() {
     assert_eq!(first["context"], "demo:default");
     assert_eq!(first["user"], "tester");
     assert!(first["time"].as_str().unwrap().ends_with('Z'), "RFC 3339 UTC: {}", first["time"]);
-    assert_eq!(audit[1]["dryRun"], false);
-    assert!(audit[1]["detail"].as_str().unwrap().contains("cordoned"));
+    assert_eq!(audit[2]["dryRun"], false);
+    assert!(audit[2]["detail"].as_str().unwrap().contains("cordoned"));
+}
+
+#[tokio::test]
+async fn nothing_changes_when_the_audit_log_cannot_be_written() {
+    let mut d = demo("default");
+    d.synced().await;
+    let node = *d.snapshots.borrow().nodes.keys().next().unwrap();
+    // A path under a regular file: no directory can be made there.
+    let blocker = d._dir.path().join("not-a-dir");
+    std::fs::write(&blocker, "").unwrap();
+    d.executor.audit = Some(AuditLog { path: blocker.join("audit.jsonl") });
+    d.executor.run(ActionRequest { action: Action::Cordon { node }, dry_run: false }).await;
+    let (text, error) = d.last_report().await;
+    assert!(error && text.starts_with("cordon not started: the audit log"), "{text}");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(!d.snapshots.borrow().nodes[&node].unschedulable, "the node was not cordoned");
+    d.executor.audit = None;
+    d.executor.run(ActionRequest { action: Action::Drain { node, gpu_only: true }, dry_run: false }).await;
+    let (text, _) = d.last_report().await;
+    assert!(text.contains("not started: there is no audit log"), "{text}");
 }
 
 #[tokio::test]

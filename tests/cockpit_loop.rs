@@ -56,3 +56,41 @@ async fn a_cordon_typed_into_the_loop_reaches_the_cluster_the_screen_and_the_aud
     let audit = std::fs::read_to_string(dir.path().join("audit.jsonl")).unwrap();
     assert!(audit.contains("\"cordon\"") && audit.contains("\"ok\""), "{audit}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leaving_while_a_plan_runs_stops_it_cleanly_and_records_where() {
+    let dir = tempfile::tempdir().unwrap();
+    let paths = Paths { config_dir: None, data_dir: Some(dir.path().to_path_buf()) };
+    let from = Source::Demo { scenario: "fragmented".into(), seed: 1, advance: 0 };
+    let cockpit = Cockpit::start(&from, paths, "dark", false, false).await.unwrap();
+    let (keys, input) = mpsc::unbounded();
+    let running = tokio::spawn(async move {
+        let mut terminal = Terminal::new(TestBackend::new(120, 40)).unwrap();
+        drive(&mut terminal, input, cockpit).await
+    });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    // Run the defrag plan, then leave at once: q asks, y answers.
+    for c in ['x', 'y', 'q', 'y'] {
+        keys.unbounded_send(key(c)).unwrap();
+    }
+    tokio::time::timeout(Duration::from_secs(40), running).await.expect("left within the grace").unwrap().unwrap();
+    let audit: Vec<serde_json::Value> = std::fs::read_to_string(dir.path().join("audit.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let results: Vec<&str> = audit.iter().map(|e| e["result"].as_str().unwrap()).collect();
+    assert_eq!(results, ["started", "cancelled"], "its start and where it stopped: {audit:?}");
+    // The plan released its nodes before the cockpit left (the simulator
+    // has gone with the cockpit; its last word is in the record).
+    let detail = audit[1]["detail"].as_str().unwrap();
+    assert!(detail.contains("reservation released"), "{detail}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn read_only_has_no_executor_at_all() {
+    let paths = Paths { config_dir: None, data_dir: None };
+    let from = Source::Demo { scenario: "default".into(), seed: 1, advance: 0 };
+    let cockpit = Cockpit::start(&from, paths, "dark", false, true).await.unwrap();
+    assert!(cockpit.session.executor.is_none(), "--read-only is enforced where actions run");
+}

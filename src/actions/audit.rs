@@ -1,7 +1,11 @@
-//! The audit log: one JSON line per action (and per dry run), in the data
-//! dir, so an SRE can answer "who drained gpu-07, when, and what happened".
+//! The audit log: one JSON line when an action starts and one when it ends
+//! (dry runs: when they end), in the data dir, so an SRE can answer "who
+//! drained gpu-07, when, and what happened". The file is the user's alone
+//! (0600), and each record is one `write` to a file opened for appending,
+//! so two cockpits never interleave their lines.
 
 use std::io::Write;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::PathBuf;
 
 pub use crate::model::audit::AuditEntry as Entry;
@@ -16,9 +20,16 @@ impl AuditLog {
         if let Some(dir) = self.path.parent() {
             std::fs::create_dir_all(dir)?;
         }
-        let mut f = std::fs::OpenOptions::new().create(true).append(true).open(&self.path)?;
-        let line = serde_json::to_string(entry).map_err(std::io::Error::other)?;
-        writeln!(f, "{line}")
+        let mut f = std::fs::OpenOptions::new().create(true).append(true).mode(0o600).open(&self.path)?;
+        // A log made before kgpu kept it private is made private now.
+        let mode = f.metadata()?.permissions().mode();
+        if mode & 0o077 != 0 {
+            f.set_permissions(std::fs::Permissions::from_mode(mode & 0o700))?;
+        }
+        let mut line = serde_json::to_vec(entry).map_err(std::io::Error::other)?;
+        line.push(b'\n');
+        // One write: an O_APPEND write lands whole at the end of the file.
+        f.write_all(&line)
     }
 
     /// The newest `n` entries made in kube context `context`, newest first
@@ -61,5 +72,36 @@ mod tests {
         assert_eq!(tail.len(), 2, "another context's entries and a broken line are left out");
         assert_eq!(tail[0].action, "drain", "newest first");
         assert_eq!(tail[1], e);
+        assert_eq!(std::fs::metadata(&log.path).unwrap().permissions().mode() & 0o777, 0o600, "the user's alone");
+    }
+
+    #[test]
+    fn concurrent_writers_never_interleave_a_record() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = AuditLog { path: dir.path().join("audit.jsonl") };
+        let long = "x".repeat(20_000);
+        std::thread::scope(|s| {
+            for w in 0..4 {
+                let (log, long) = (&log, &long);
+                s.spawn(move || {
+                    for i in 0..50 {
+                        let e = Entry {
+                            time: rfc3339(i),
+                            context: format!("writer-{w}"),
+                            user: "t".into(),
+                            action: "drain".into(),
+                            targets: vec![],
+                            dry_run: false,
+                            result: "ok".into(),
+                            detail: long.clone(),
+                        };
+                        log.append(&e).unwrap();
+                    }
+                });
+            }
+        });
+        let text = std::fs::read_to_string(&log.path).unwrap();
+        assert_eq!(text.lines().count(), 200);
+        assert!(text.lines().all(|l| serde_json::from_str::<Entry>(l).is_ok()), "every line is one whole record");
     }
 }

@@ -48,11 +48,20 @@ impl Executor {
 
     /// Runs one request to the end, reports it, and audits it.
     pub async fn run(&self, request: ActionRequest) {
-        // A long action leaves a record even if kgpu dies before its end.
-        if request.action.is_disruptive() && !request.dry_run {
+        // Nothing changes without a record that it started: an action leaves
+        // one even if kgpu dies before its end.
+        if !request.dry_run {
             let entry = self.entry(&request, "started", String::new());
-            if let Some(Err(e)) = self.audit.as_ref().map(|log| log.append(&entry)) {
-                tracing::warn!("audit log not written: {e}");
+            let written = match &self.audit {
+                Some(log) => log
+                    .append(&entry)
+                    .map_err(|e| format!("the audit log {} cannot be written ({e})", log.path.display())),
+                None => Err("there is no audit log (no data dir: set KGPU_DATA_DIR)".to_string()),
+            };
+            if let Err(why) = written {
+                tracing::warn!("{} not started: {why}", request.action.verb());
+                self.say(format!("{} not started: {why}", request.action.verb()), true, true).await;
+                return;
             }
         }
         let result = self.execute(&request).await;

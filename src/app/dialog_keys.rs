@@ -115,7 +115,13 @@ pub const DIALOG_BINDINGS: &[DialogBinding] = &[
     bind(D::MigPicker, &[KeyCode::Up, KeyCode::Char('k')], "k/↑", C::Up, "previous config"),
     bind(D::MigPicker, &[KeyCode::Enter], "enter", C::Choose, "choose it (a confirmation follows)"),
     bind(D::MigPicker, &[KeyCode::Esc, KeyCode::Char('q')], "esc/q", C::Close, "cancel"),
-    bind(D::QuitWhileRunning, &[KeyCode::Char('y'), KeyCode::Char('Y')], "y", C::Yes, "quit anyway"),
+    bind(
+        D::QuitWhileRunning,
+        &[KeyCode::Char('y'), KeyCode::Char('Y')],
+        "y",
+        C::Yes,
+        "stop them at their next step, then quit",
+    ),
     bind(
         D::QuitWhileRunning,
         &[KeyCode::Char('n'), KeyCode::Char('N'), KeyCode::Esc],

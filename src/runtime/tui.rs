@@ -121,7 +121,11 @@ impl Cockpit {
         let (progress_tx, progress) = mpsc::channel::<Progress>(64);
         let (cancel, cancel_rx) = watch::channel(BTreeSet::new());
         let shared = Shared { reports: progress_tx, cancel: cancel_rx, paths: paths.clone() };
-        let session = source::start(from, Run::Live(&shared)).await?;
+        let mut session = source::start(from, Run::Live(&shared)).await?;
+        if read_only {
+            // Enforced where actions run, not only where keys propose them.
+            session.executor = None;
+        }
         let demo_seed = match from {
             Source::Demo { seed, .. } => Some(*seed),
             _ => None,
@@ -345,6 +349,47 @@ where
         }
         if app.quit {
             break;
+        }
+    }
+    stop_running_actions(terminal, &mut app, &views, &mut cockpit).await
+}
+
+/// How long leaving waits for running actions to stop at their next step.
+const STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Leaving (a quit, a signal, the input ending) while actions run: each is
+/// cancelled, so it stops at its next step, releases what it holds (a plan's
+/// reserved nodes) and writes its end to the audit log; the cockpit says
+/// so and waits for them, at most `STOP_GRACE`. Never a silent exit mid-action.
+async fn stop_running_actions<B: Backend>(
+    terminal: &mut Terminal<B>,
+    app: &mut App,
+    views: &Views,
+    cockpit: &mut Cockpit,
+) -> anyhow::Result<()> {
+    let running: Vec<ActionId> = app.in_flight.iter().map(|f| f.id).collect();
+    if running.is_empty() {
+        return Ok(());
+    }
+    tracing::info!("leaving with {} action(s) running: cancelling them", running.len());
+    cockpit.cancel.send_modify(|cancelled| cancelled.extend(running.iter().copied()));
+    let deadline = tokio::time::Instant::now() + STOP_GRACE;
+    while !app.in_flight.is_empty() {
+        let text = format!("stopping {} action(s) at their next step, then leaving…", app.in_flight.len());
+        app.update(Msg::Notice { text, error: false }, views);
+        terminal.draw(|f| {
+            ui::draw(f, app, views, &cockpit.theme, &cockpit.session.context);
+        })?;
+        match tokio::time::timeout_at(deadline, cockpit.progress.recv()).await {
+            Ok(Some(progress)) => {
+                app.update(Msg::Action(progress), views);
+            }
+            Ok(None) => break,
+            Err(_) => {
+                let left: Vec<String> = app.in_flight.iter().map(|f| f.label.clone()).collect();
+                tracing::warn!("left with actions still stopping: {}", left.join("; "));
+                break;
+            }
         }
     }
     Ok(())

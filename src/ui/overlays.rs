@@ -167,16 +167,16 @@ fn quit_while_running(frame: &mut Frame, area: Rect, running: &[String], theme: 
         vec![Line::styled(format!("{} action(s) still running:", running.len()), theme.style(Role::Header))];
     lines.extend(running.iter().map(|l| Line::styled(format!("  {l}"), theme.style(Role::Text))));
     for line in [
-        "Quitting stops them where they are: a drain leaves the node cordoned with the",
-        "pods not yet evicted still on it; a repartition leaves it cordoned with the",
-        "mig.config label set; a defrag plan leaves its kgpu.dev/defrag taints",
-        "(kubectl taint node NODE kgpu.dev/defrag-). The audit log has their start.",
+        "Quitting cancels them: each stops at its next step, a defrag plan releases",
+        "its reserved nodes, and the audit log records where each stopped (kgpu waits",
+        "up to 30 s for that). A drain stopped half-way leaves the node cordoned with",
+        "some pods still on it; a repartition, the node cordoned and mig.config set.",
     ] {
         lines.push(Line::styled(line, theme.style(Role::Dim)));
     }
     lines.push(Line::from(vec![
         Span::styled(" y ", theme.style(Role::Destructive)),
-        Span::styled(" quit anyway  ", theme.style(Role::Text)),
+        Span::styled(" stop them and quit  ", theme.style(Role::Text)),
         Span::styled("n/esc", theme.style(Role::KeyHint)),
         Span::styled(" stay (X cancels one cleanly)", theme.style(Role::Text)),
     ]));
