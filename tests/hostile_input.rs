@@ -219,3 +219,52 @@ fn an_agent_is_filed_under_the_node_its_pod_runs_on_not_the_one_it_claims() {
         lying.status
     );
 }
+
+#[test]
+fn a_dump_cannot_hang_loop_or_skew_the_loader() {
+    use kgpu::sources::file;
+    let dir = tempfile::tempdir().unwrap();
+    let node = |name: &str, time: &str| {
+        serde_json::json!({"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "creationTimestamp": time},
+            "status": {"allocatable": {"nvidia.com/gpu": "8"}, "capacity": {"nvidia.com/gpu": "8"},
+                       "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": time}]}})
+    };
+    let pod = |gpus: &str| {
+        serde_json::json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "half", "namespace": "ml", "creationTimestamp": "2026-11-30T08:00:00Z"},
+            "spec": {"containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": gpus}}}]},
+            "status": {"phase": "Pending"}})
+    };
+    let list = |items: Vec<serde_json::Value>| serde_json::json!({"apiVersion": "v1", "kind": "List", "items": items});
+    std::fs::write(
+        dir.path().join("a.json"),
+        // One node's clock says 2100: "now" must not follow it.
+        list(vec![node("gpu-1", "2026-11-30T09:00:00Z"), node("skewed", "2100-01-01T00:00:00Z"), pod("1.5")])
+            .to_string(),
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("b.json"), list(vec![node("gpu-1", "2026-11-30T09:00:00Z")]).to_string()).unwrap();
+    std::fs::write(dir.path().join("empty.yaml"), "").unwrap();
+    // A symlink back to the directory: walked once.
+    std::os::unix::fs::symlink(dir.path(), dir.path().join("loop")).unwrap();
+    let (_, now, stats) = file::load(&[dir.path().to_path_buf()]).unwrap();
+    assert_eq!(now, kgpu::model::time::parse_rfc3339("2026-11-30T09:00:00Z").unwrap(), "the skewed clock is not 'now'");
+    assert_eq!(stats.files, 3, "a.json, b.json and empty.yaml, once each: {stats:?}");
+    assert!(stats.skewed >= 1);
+    assert_eq!(stats.duplicates, ["Node /gpu-1"]);
+    assert_eq!(stats.skipped, 1, "1.5 GPUs is refused, not rounded to 2");
+    assert_eq!(stats.empty.len(), 1);
+    let warnings = stats.warnings().join("\n");
+    assert!(warnings.contains("more than once") && warnings.contains("future") && warnings.contains("no objects"));
+
+    // A FIFO would block a reader for ever; a huge file would exhaust memory.
+    let fifo = dir.path().join("pipe.json");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let err = file::load(std::slice::from_ref(&fifo)).unwrap_err().to_string();
+    assert!(err.contains("not a regular file"), "{err}");
+    let huge = dir.path().join("huge.json");
+    std::fs::File::create(&huge).unwrap().set_len(file::MAX_FILE_BYTES + 1).unwrap();
+    let err = file::load(&[huge]).unwrap_err().to_string();
+    assert!(err.contains("at most"), "{err}");
+}

@@ -15,6 +15,8 @@ pub enum QuantityError {
     Negative(String),
     #[error("quantity '{0}' is too large")]
     Overflow(String),
+    #[error("quantity '{0}' is not a whole number, as an extended resource's must be")]
+    Fractional(String),
 }
 
 /// How a resource is counted in the model.
@@ -31,11 +33,30 @@ pub fn unit_of(resource: &str) -> Unit {
 }
 
 /// Parses `text` as a quantity of `resource` in the model's base unit.
+/// Extended resources (`nvidia.com/gpu`, MIG slices) are counted in whole
+/// devices: the API server refuses `1.5` of them, and so does kgpu rather
+/// than round it.
 pub fn parse(resource: &str, text: &str) -> Result<u64, QuantityError> {
-    parse_with_unit(unit_of(resource), text)
+    let (value, exact) = parse_exact(unit_of(resource), text)?;
+    if !exact && is_extended(resource) {
+        return Err(QuantityError::Fractional(text.to_string()));
+    }
+    Ok(value)
+}
+
+/// A resource named with a domain outside Kubernetes' own (`nvidia.com/gpu`).
+fn is_extended(resource: &str) -> bool {
+    resource.split_once('/').is_some_and(|(domain, _)| {
+        domain != "kubernetes.io" && !domain.ends_with(".kubernetes.io") && !resource.starts_with("hugepages-")
+    })
 }
 
 pub fn parse_with_unit(unit: Unit, text: &str) -> Result<u64, QuantityError> {
+    parse_exact(unit, text).map(|(value, _)| value)
+}
+
+/// The value in `unit`, rounded up, and whether it needed no rounding.
+fn parse_exact(unit: Unit, text: &str) -> Result<(u64, bool), QuantityError> {
     let t = text.trim();
     if t.is_empty() {
         return Err(QuantityError::Empty(text.to_string()));
@@ -96,15 +117,17 @@ pub fn parse_with_unit(unit: Unit, text: &str) -> Result<u64, QuantityError> {
     if pow2 > 0 && value >> pow2 != mantissa {
         return Err(overflow());
     }
+    let mut exact = true;
     if places <= 0 {
         for _ in 0..(-places) {
             value = value.checked_mul(10).ok_or_else(overflow)?;
         }
     } else {
         let divisor = 10u128.checked_pow(places as u32).ok_or_else(overflow)?;
+        exact = value % divisor == 0;
         value = value.div_ceil(divisor);
     }
-    u64::try_from(value).map_err(|_| overflow())
+    u64::try_from(value).map(|v| (v, exact)).map_err(|_| overflow())
 }
 
 /// Formats a base-unit amount for people: `8`, `500m`, `64Gi`.
@@ -174,6 +197,21 @@ mod tests {
         assert_eq!(parse("nvidia.com/mig-1g.10gb", "16"), Ok(16));
         assert_eq!(parse("pods", "110"), Ok(110));
         assert_eq!(parse("nvidia.com/gpu", "0"), Ok(0));
+        assert_eq!(parse("nvidia.com/gpu", "8.0"), Ok(8), "whole, however written");
+        assert_eq!(parse("nvidia.com/gpu", "1e1"), Ok(10));
+    }
+
+    #[test]
+    fn fractional_or_overflowing_devices_are_refused_not_rounded_or_wrapped() {
+        assert_eq!(parse("nvidia.com/gpu", "1.5"), Err(QuantityError::Fractional("1.5".into())));
+        assert_eq!(parse("nvidia.com/gpu", "500m"), Err(QuantityError::Fractional("500m".into())));
+        assert_eq!(parse("nvidia.com/mig-1g.10gb", "0.1"), Err(QuantityError::Fractional("0.1".into())));
+        assert!(matches!(parse("nvidia.com/gpu", "18446744073709551616"), Err(QuantityError::Overflow(_))));
+        assert!(matches!(parse("nvidia.com/gpu", "1e30"), Err(QuantityError::Overflow(_))));
+        assert!(matches!(parse("memory", "99999999999Ei"), Err(QuantityError::Overflow(_))));
+        // Kubernetes' own resources still round up, as the API server does.
+        assert_eq!(parse("memory", "0.5"), Ok(1));
+        assert_eq!(parse("cpu", "0.0001"), Ok(1));
     }
 
     #[test]

@@ -19,6 +19,9 @@ pub async fn kube(target: &client::Target, scope: &watch::Scope) -> anyhow::Resu
 
 async fn loaded(from: &Source) -> anyhow::Result<(Snapshot, Timestamp)> {
     let mut session = source::start(from, Run::Once).await?;
+    for w in &session.warnings {
+        eprintln!("kgpu: {}", crate::view_model::style::printable(w));
+    }
     let snap = session.synced().await;
     let now = session.now(&snap);
     Ok(((*snap).clone(), now))

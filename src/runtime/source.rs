@@ -92,6 +92,9 @@ pub struct Session {
     live_clock: bool,
     /// What "every feed has listed" means (kube only).
     scope: Option<kube_watch::Scope>,
+    /// What the reader should know about the data (a dump's empty files,
+    /// duplicates, clock skew), one line each.
+    pub warnings: Vec<String>,
 }
 
 impl Drop for Session {
@@ -237,6 +240,7 @@ fn start_demo(scenario: &str, seed: u64, advance: u64, run: Run<'_>) -> anyhow::
             read_only_reason: Some("a one-shot snapshot".into()),
             live_clock: false,
             scope: None,
+            warnings: Vec::new(),
         });
     };
     let mut sim = scenarios::build(scenario, seed).map_err(|e| UsageError(e.to_string()))?;
@@ -260,6 +264,7 @@ fn start_demo(scenario: &str, seed: u64, advance: u64, run: Run<'_>) -> anyhow::
         read_only_reason: None,
         live_clock: false,
         scope: None,
+        warnings: Vec::new(),
     })
 }
 
@@ -292,11 +297,13 @@ async fn start_kube(target: &client::Target, scope: &kube_watch::Scope, run: Run
         },
         live_clock: true,
         scope: Some(scope.clone()),
+        warnings: Vec::new(),
     })
 }
 
 fn start_file(paths: &[PathBuf]) -> anyhow::Result<Session> {
     let (events, _, stats) = crate::sources::file::load(paths).map_err(|e| UsageError(e.to_string()))?;
+    let warnings = stats.warnings();
     let mut cluster = Cluster::new(SourceInfo { kind: SourceKind::File, name: String::new() });
     cluster.apply_all(events);
     let (_tx, snapshots) = watch::channel(Arc::new(cluster.snapshot()));
@@ -319,5 +326,6 @@ fn start_file(paths: &[PathBuf]) -> anyhow::Result<Session> {
         read_only_reason: Some("offline files: nothing to act on".into()),
         live_clock: false,
         scope: None,
+        warnings,
     })
 }

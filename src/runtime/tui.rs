@@ -130,8 +130,12 @@ impl Cockpit {
             Source::Demo { seed, .. } => Some(*seed),
             _ => None,
         };
-        let first_notice =
-            warnings.first().map(|w| Msg::ThemeLoaded { name: theme.name.clone(), warning: Some(w.clone()) });
+        let first_notice = warnings
+            .first()
+            .map(|w| Msg::ThemeLoaded { name: theme.name.clone(), warning: Some(w.clone()) })
+            .or_else(|| {
+                (!session.warnings.is_empty()).then(|| Msg::Notice { text: session.warnings.join("; "), error: false })
+            });
         Ok(Cockpit { session, shared, progress, cancel, theme, paths, no_color, read_only, demo_seed, first_notice })
     }
 

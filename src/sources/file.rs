@@ -22,7 +22,19 @@ pub enum FileError {
     Parse { path: String, message: String },
     #[error("no files to read under '{0}' (expected .json, .yaml or .yml)")]
     Empty(String),
+    #[error("'{path}' is not a regular file (a device, a FIFO or a socket); give kubectl dumps")]
+    NotAFile { path: String },
+    #[error("'{path}' is {size} MiB; kgpu reads dumps of at most {limit} MiB")]
+    TooLarge { path: String, size: u64, limit: u64 },
 }
+
+/// The largest dump file kgpu reads (a 100,000-pod `kubectl get -o json`
+/// is about 1 GiB).
+pub const MAX_FILE_BYTES: u64 = 2 << 30;
+
+/// How far past the moment of reading a dump's timestamps may lie before
+/// they are taken for skew rather than for the time of the dump.
+const CLOCK_SLACK: Timestamp = 3600;
 
 /// What a load found, for the status line and `--file` diagnostics.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -33,12 +45,55 @@ pub struct Stats {
     pub unknown: BTreeMap<String, usize>,
     /// Objects of known kinds that could not be converted.
     pub skipped: usize,
+    /// Files with no object in them.
+    pub empty: Vec<String>,
+    /// Objects found more than once (the last one read is kept), by `kind ns/name`.
+    pub duplicates: Vec<String>,
+    /// Timestamps later than the moment of reading (clock skew), not taken for "now".
+    pub skewed: usize,
 }
 
-fn collect(path: &Path, out: &mut Vec<PathBuf>) -> Result<(), FileError> {
-    let meta = std::fs::metadata(path)
-        .map_err(|e| FileError::Read { path: path.display().to_string(), message: e.to_string() })?;
+impl Stats {
+    /// What a reader of the dump should know, one line each.
+    pub fn warnings(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if !self.empty.is_empty() {
+            out.push(format!("{} file(s) with no objects: {}", self.empty.len(), self.empty.join(", ")));
+        }
+        if !self.duplicates.is_empty() {
+            let first: Vec<&str> = self.duplicates.iter().take(5).map(String::as_str).collect();
+            out.push(format!(
+                "{} object(s) appear more than once (the last read is kept): {}{}",
+                self.duplicates.len(),
+                first.join(", "),
+                if self.duplicates.len() > 5 { ", …" } else { "" }
+            ));
+        }
+        if self.skewed > 0 {
+            out.push(format!(
+                "{} timestamp(s) lie in the future (clock skew); ages count from the newest time before now",
+                self.skewed
+            ));
+        }
+        out
+    }
+}
+
+/// The dump files under `path`: a directory is walked (each directory once,
+/// however many symlinks lead to it), anything else must be a regular file.
+fn collect(
+    path: &Path,
+    out: &mut Vec<PathBuf>,
+    seen: &mut std::collections::HashSet<PathBuf>,
+) -> Result<(), FileError> {
+    let shown = || path.display().to_string();
+    let meta = std::fs::metadata(path).map_err(|e| FileError::Read { path: shown(), message: e.to_string() })?;
     if meta.is_dir() {
+        let real =
+            std::fs::canonicalize(path).map_err(|e| FileError::Read { path: shown(), message: e.to_string() })?;
+        if !seen.insert(real) {
+            return Ok(());
+        }
         let mut entries: Vec<PathBuf> = std::fs::read_dir(path)
             .map_err(|e| FileError::Read { path: path.display().to_string(), message: e.to_string() })?
             .filter_map(|e| e.ok().map(|e| e.path()))
@@ -47,9 +102,13 @@ fn collect(path: &Path, out: &mut Vec<PathBuf>) -> Result<(), FileError> {
         for e in entries {
             let is_data = e.extension().is_some_and(|x| matches!(x.to_str(), Some("json" | "yaml" | "yml")));
             if e.is_dir() || is_data {
-                collect(&e, out)?;
+                collect(&e, out, seen)?;
             }
         }
+    } else if !meta.is_file() {
+        return Err(FileError::NotAFile { path: shown() });
+    } else if meta.len() > MAX_FILE_BYTES {
+        return Err(FileError::TooLarge { path: shown(), size: meta.len() >> 20, limit: MAX_FILE_BYTES >> 20 });
     } else {
         out.push(path.to_path_buf());
     }
@@ -85,22 +144,26 @@ fn flatten(docs: Vec<Value>, out: &mut Vec<Value>) {
     }
 }
 
-fn newest_time(v: &Value, newest: &mut Timestamp) {
+/// The newest timestamp in `v` no later than `limit` (later ones are
+/// counted as skewed: one object from 2100 must not age everything by 74 years).
+fn newest_time(v: &Value, newest: &mut Timestamp, limit: Timestamp, skewed: &mut usize) {
     match v {
         Value::Object(m) => {
             for (k, x) in m {
                 if let (true, Value::String(s)) =
                     (k.ends_with("Timestamp") || k.ends_with("Time") || k == "startedAt" || k == "finishedAt", x)
                 {
-                    if let Some(t) = parse_rfc3339(s) {
-                        *newest = (*newest).max(t);
+                    match parse_rfc3339(s) {
+                        Some(t) if t > limit => *skewed += 1,
+                        Some(t) => *newest = (*newest).max(t),
+                        None => {}
                     }
                 } else {
-                    newest_time(x, newest);
+                    newest_time(x, newest, limit, skewed);
                 }
             }
         }
-        Value::Array(a) => a.iter().for_each(|x| newest_time(x, newest)),
+        Value::Array(a) => a.iter().for_each(|x| newest_time(x, newest, limit, skewed)),
         _ => {}
     }
 }
@@ -114,12 +177,16 @@ fn kind_of(v: &Value) -> Option<&'static Kind> {
 }
 
 /// Reads every path; returns the model events (a resync per feed), the time
-/// the data describe (the newest timestamp found), and what was found.
+/// the data describe (the newest timestamp found that is not in the future),
+/// and what was found.
 pub fn load(paths: &[PathBuf]) -> Result<(Vec<ModelEvent>, Timestamp, Stats), FileError> {
     let mut files = Vec::new();
+    let mut seen = std::collections::HashSet::new();
     for p in paths {
-        collect(p, &mut files)?;
+        collect(p, &mut files, &mut seen)?;
     }
+    let limit = crate::clock::wall_clock() + CLOCK_SLACK;
+    let mut keys = std::collections::HashSet::new();
     if files.is_empty() {
         return Err(FileError::Empty(paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")));
     }
@@ -132,8 +199,16 @@ pub fn load(paths: &[PathBuf]) -> Result<(Vec<ModelEvent>, Timestamp, Stats), Fi
             .map_err(|e| FileError::Read { path: f.display().to_string(), message: e.to_string() })?;
         let mut items = Vec::new();
         flatten(documents(f, &text)?, &mut items);
+        if items.is_empty() {
+            stats.empty.push(f.display().to_string());
+        }
         for item in items {
-            newest_time(&item, &mut newest);
+            newest_time(&item, &mut newest, limit, &mut stats.skewed);
+            let key = ["/kind", "/metadata/namespace", "/metadata/name"]
+                .map(|p| item.pointer(p).and_then(|v| v.as_str()).unwrap_or("").to_string());
+            if !key[2].is_empty() && !keys.insert(key.clone()) {
+                stats.duplicates.push(format!("{} {}/{}", key[0], key[1], key[2]));
+            }
             match kind_of(&item).map(|k| (k, (k.convert)(&item))) {
                 Some((_, Ok(o))) => {
                     stats.objects += 1;
