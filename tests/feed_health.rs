@@ -76,3 +76,32 @@ fn the_status_bar_text_and_json_agree_on_every_feed() {
     let screen = format!("{}", terminal.backend());
     assert!(screen.contains("pods: reconnecting 2m"), "{screen}");
 }
+
+/// An object kgpu could not read is named with its reason in every view,
+/// not only counted.
+#[test]
+fn a_skipped_object_is_named_with_its_reason_everywhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let dump = dir.path().join("dump.json");
+    let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": [
+        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "gpu-1", "creationTimestamp": "2026-11-30T08:00:00Z"},
+         "status": {"allocatable": {"nvidia.com/gpu": "8"}, "capacity": {"nvidia.com/gpu": "8"}}},
+        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "bad", "namespace": "ml", "creationTimestamp": "2026-11-30T08:00:00Z"},
+         "spec": {"containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": "lots"}}}]}}
+    ]});
+    std::fs::write(&dump, list.to_string()).unwrap();
+    let bin = env!("CARGO_BIN_EXE_kgpu");
+    let run = |args: &[&str]| std::process::Command::new(bin).args(args).arg("--file").arg(&dump).output().unwrap();
+    let text = run(&["snapshot"]);
+    let (stdout, stderr) = (String::from_utf8_lossy(&text.stdout), String::from_utf8_lossy(&text.stderr));
+    for out in [&stdout, &stderr] {
+        assert!(out.contains("feed pods: 1 object(s) skipped as malformed") && out.contains("Pod bad") && out.contains("lots"), "{out}");
+    }
+    let json: serde_json::Value = serde_json::from_slice(&run(&["snapshot", "-o", "json"]).stdout).unwrap();
+    assert_eq!(json["feeds"]["pods"]["skipped"], 1);
+    assert!(json["feeds"]["pods"]["skippedReason"].as_str().unwrap().contains("lots"), "{}", json["feeds"]);
+    // The cockpit's status line.
+    let (snap, now) = kgpu::runtime::load::once(&kgpu::runtime::source::Source::File(vec![dump])).unwrap();
+    let (bar, _) = feeds::summary(&snap, now);
+    assert!(bar.contains("pods: 1 skipped"), "{bar}");
+}

@@ -24,6 +24,9 @@ async fn loaded(from: &Source) -> anyhow::Result<(Snapshot, Timestamp)> {
     }
     let snap = session.synced().await;
     let now = session.now(&snap);
+    for line in crate::view_model::feeds::health(&snap, now).iter().filter_map(|h| h.skipped_line()) {
+        eprintln!("kgpu: {}", crate::view_model::style::printable(&line));
+    }
     Ok(((*snap).clone(), now))
 }
 

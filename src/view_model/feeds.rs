@@ -20,18 +20,28 @@ pub struct FeedHealth {
     pub stale: bool,
     /// Whether it cannot deliver data at all.
     pub unavailable: bool,
+    /// Objects it could not convert: how many, and why the last one.
+    pub skipped: Option<(u64, String)>,
 }
 
 impl FeedHealth {
-    /// The short problem for the status bar (`pods: reconnecting 2m`), if any.
+    /// The short problem for the status bar (`pods: reconnecting 2m`,
+    /// `pods: 3 skipped`), if any.
     pub fn problem(&self, snap: &Snapshot, now: Timestamp) -> Option<String> {
         match &snap.feed(self.feed)?.state {
             FeedState::Unavailable(p) => Some(format!("{}: {}", self.feed.name(), p.label())),
             FeedState::Reconnecting { since, .. } => {
                 Some(format!("{}: reconnecting {}", self.feed.name(), age(now - since)))
             }
-            _ => None,
+            _ => self.skipped.as_ref().map(|(n, _)| format!("{}: {n} skipped", self.feed.name())),
         }
+    }
+
+    /// The line `snapshot` text and stderr give a feed's skipped objects.
+    pub fn skipped_line(&self) -> Option<String> {
+        self.skipped
+            .as_ref()
+            .map(|(n, why)| format!("feed {}: {n} object(s) skipped as malformed; the last: {why}", self.feed.name()))
     }
 }
 
@@ -54,6 +64,7 @@ pub fn health(snap: &Snapshot, now: Timestamp) -> Vec<FeedHealth> {
                 age: status.last_data.map(|t| (now - t).max(0)),
                 stale: matches!(status.state, FeedState::Reconnecting { .. }),
                 unavailable: matches!(status.state, FeedState::Unavailable(_)),
+                skipped: snap.skipped.get(f).cloned(),
             })
         })
         .collect()

@@ -60,6 +60,9 @@ pub fn render(snap: &Snapshot, a: &Analysis, section: Option<Section>) -> String
         };
         let _ = writeln!(out, "feed {}: {}{data} ({})", h.feed.name(), h.state, h.reason.as_deref().unwrap_or(""));
     }
+    for line in super::feeds::health(snap, a.now).iter().filter_map(|h| h.skipped_line()) {
+        let _ = writeln!(out, "{line}");
+    }
     out.push('\n');
     let sections: [(Section, WriteSection); 8] = [
         (Section::Fleet, fleet),

@@ -23,7 +23,8 @@ fn feed_json(snap: &Snapshot, now: i64) -> BTreeMap<String, FeedJson> {
                 state: h.state,
                 reason: h.reason,
                 age_seconds: h.age,
-                skipped: snap.skipped.get(&h.feed).map(|(n, _)| *n),
+                skipped: h.skipped.as_ref().map(|(n, _)| *n),
+                skipped_reason: h.skipped.map(|(_, why)| why),
             };
             (h.feed.name().to_string(), json)
         })

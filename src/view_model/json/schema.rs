@@ -57,6 +57,9 @@ pub struct FeedJson {
     pub age_seconds: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub skipped: Option<u64>,
+    /// Why the last skipped object was skipped (file, object, field).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub skipped_reason: Option<String>,
 }
 
 #[derive(Serialize)]
