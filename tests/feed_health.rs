@@ -95,7 +95,12 @@ fn a_skipped_object_is_named_with_its_reason_everywhere() {
     let text = run(&["snapshot"]);
     let (stdout, stderr) = (String::from_utf8_lossy(&text.stdout), String::from_utf8_lossy(&text.stderr));
     for out in [&stdout, &stderr] {
-        assert!(out.contains("feed pods: 1 object(s) skipped as malformed") && out.contains("Pod bad") && out.contains("lots"), "{out}");
+        assert!(
+            out.contains("feed pods: 1 object(s) skipped as malformed")
+                && out.contains("Pod bad")
+                && out.contains("lots"),
+            "{out}"
+        );
     }
     let json: serde_json::Value = serde_json::from_slice(&run(&["snapshot", "-o", "json"]).stdout).unwrap();
     assert_eq!(json["feeds"]["pods"]["skipped"], 1);
@@ -104,4 +109,31 @@ fn a_skipped_object_is_named_with_its_reason_everywhere() {
     let (snap, now) = kgpu::runtime::load::once(&kgpu::runtime::source::Source::File(vec![dump])).unwrap();
     let (bar, _) = feeds::summary(&snap, now);
     assert!(bar.contains("pods: 1 skipped"), "{bar}");
+}
+
+/// A list that never completed: the view says it is partial (and the
+/// one-shot commands exit 1 on it, `complete_or_failure`).
+#[test]
+fn a_feed_that_never_listed_marks_the_snapshot_incomplete() {
+    let mut cluster = Cluster::new(SourceInfo { kind: SourceKind::Kube, name: "lab".into() });
+    cluster.apply_all([
+        ModelEvent::Clock(NOW),
+        ModelEvent::Resync { feed: Feed::Nodes, objects: Vec::new() },
+        ModelEvent::Feed { feed: Feed::Pods, state: FeedState::Syncing },
+        ModelEvent::Feed {
+            feed: Feed::Events,
+            state: FeedState::Reconnecting { since: NOW - 30, error: "connection reset".into() },
+        },
+    ]);
+    let snap = cluster.snapshot();
+    assert_eq!(feeds::incomplete(&snap), [Feed::Pods, Feed::Events], "never listed, however it failed");
+    let a = analysis::analyze(&snap, NOW, &Thresholds::default());
+    let out = text::render(&snap, &a, None);
+    assert!(out.contains("feed pods: never listed — INCOMPLETE"), "{out}");
+    let doc = serde_json::to_value(json::document(&snap, &a, None, None)).unwrap();
+    assert_eq!(doc["feeds"]["pods"]["state"], "syncing");
+    // Once listed, a feed that later reconnects is stale, not incomplete.
+    cluster.apply(ModelEvent::Resync { feed: Feed::Pods, objects: Vec::new() });
+    cluster.apply(ModelEvent::Resync { feed: Feed::Events, objects: Vec::new() });
+    assert!(feeds::incomplete(&cluster.snapshot()).is_empty());
 }

@@ -170,7 +170,7 @@ fn snapshot(args: &SnapshotArgs, source: &crate::cli::SourceArgs) -> anyhow::Res
         }
         Output::Text => emit(&text::render(&snap, &analysis, section))?,
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(complete_or_failure(&snap))
 }
 
 fn why(args: &WhyArgs, source: &crate::cli::SourceArgs) -> anyhow::Result<ExitCode> {
@@ -196,5 +196,21 @@ fn why(args: &WhyArgs, source: &crate::cli::SourceArgs) -> anyhow::Result<ExitCo
         }
         Output::Text => emit(&text::why(item))?,
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(complete_or_failure(&snap))
+}
+
+/// A one-shot's exit code: success only when every feed listed. A verdict
+/// on part of a cluster is printed, marked, and exits 1 — never 0.
+fn complete_or_failure(snap: &crate::model::Snapshot) -> ExitCode {
+    let missing = crate::view_model::feeds::incomplete(snap);
+    if missing.is_empty() {
+        return ExitCode::SUCCESS;
+    }
+    let names: Vec<&str> = missing.iter().map(|f| f.name()).collect();
+    eprintln!(
+        "kgpu: the data are incomplete: {} never listed within {} s (exit 1)",
+        names.join(", "),
+        source::SYNC_TIMEOUT.as_secs()
+    );
+    ExitCode::FAILURE
 }

@@ -70,6 +70,21 @@ pub fn health(snap: &Snapshot, now: Timestamp) -> Vec<FeedHealth> {
         .collect()
 }
 
+/// Feeds that never delivered a complete list (still syncing, or lost
+/// before their first list): a view of the cluster without them is partial.
+pub fn incomplete(snap: &Snapshot) -> Vec<Feed> {
+    Feed::ALL
+        .into_iter()
+        .filter(|f| {
+            snap.feed(*f).is_some_and(|s| match s.state {
+                FeedState::Syncing => true,
+                FeedState::Reconnecting { .. } => s.last_data.is_none(),
+                _ => false,
+            })
+        })
+        .collect()
+}
+
 /// The status bar's data line: the newest data's age, then every feed that
 /// is unavailable or reconnecting; red while any data may be stale.
 pub fn summary(snap: &Snapshot, now: Timestamp) -> (String, Role) {

@@ -52,7 +52,13 @@ pub fn render(snap: &Snapshot, a: &Analysis, section: Option<Section>) -> String
     if let Some(s) = &snap.scenario {
         let _ = writeln!(out, "scenario: {} — {}", s.name, s.title);
     }
-    for h in super::feeds::health(snap, a.now).iter().filter(|h| h.unavailable || h.stale) {
+    let incomplete = super::feeds::incomplete(snap);
+    for f in &incomplete {
+        let _ = writeln!(out, "feed {}: never listed — INCOMPLETE: what follows lacks its objects", f.name());
+    }
+    for h in
+        super::feeds::health(snap, a.now).iter().filter(|h| (h.unavailable || h.stale) && !incomplete.contains(&h.feed))
+    {
         let data = if h.stale {
             h.age.map_or(", no data yet".into(), |t| format!(", data {} old", age(t)))
         } else {
