@@ -45,6 +45,37 @@ fn notice(app: &App) -> String {
 }
 
 #[test]
+fn on_production_a_disruptive_action_runs_only_once_its_target_is_typed() {
+    let v = views("default");
+    let mut app = fleet_app(false).with_production(true);
+    let first = v.nodes[0].name;
+    let press = |app: &mut App, code: KeyCode| app.update(Msg::Key(KeyEvent::new(code, KeyModifiers::NONE)), &v);
+    key(&mut app, &v, 'r');
+    assert!(matches!(&app.overlay, Some(Overlay::Confirm(c)) if c.typed.as_deref() == Some("")));
+    // y is a letter here, and enter with the wrong name runs nothing.
+    assert!(key(&mut app, &v, 'y').is_empty());
+    assert!(press(&mut app, KeyCode::Enter).is_empty());
+    assert!(notice(&app).starts_with(&format!("type {first} exactly")), "{}", notice(&app));
+    press(&mut app, KeyCode::Backspace);
+    for c in first.as_str().chars() {
+        assert!(key(&mut app, &v, c).is_empty());
+    }
+    let drain = Action::Drain { node: first, gpu_only: false };
+    assert_eq!(
+        press(&mut app, KeyCode::Enter),
+        [Effect::Execute { id: 1, request: ActionRequest { action: drain.clone(), dry_run: false } }]
+    );
+    // tab dry-runs without typing; a cordon (not disruptive) needs no typing at all.
+    key(&mut app, &v, 'r');
+    assert_eq!(
+        press(&mut app, KeyCode::Tab),
+        [Effect::Execute { id: 2, request: ActionRequest { action: drain, dry_run: true } }]
+    );
+    key(&mut app, &v, 'c');
+    assert!(matches!(&app.overlay, Some(Overlay::Confirm(c)) if c.typed.is_none()));
+}
+
+#[test]
 fn read_only_refuses_every_action_and_says_so() {
     let v = views("default");
     let mut app = fleet_app(true);

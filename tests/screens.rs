@@ -348,3 +348,18 @@ fn the_runtime_reaches_the_app_only_through_messages() {
         "a stopped source stays on the status line"
     );
 }
+
+#[test]
+fn a_production_confirmation_asks_for_the_name() {
+    let v = views("default");
+    let mut app = App::new(false, "dark", true).with_production(true);
+    app.aggregate = Some(false);
+    key(&mut app, &v, KeyCode::Char('r'));
+    for c in "a100".chars() {
+        key(&mut app, &v, KeyCode::Char(c));
+    }
+    let screen = format!("{}", render(&mut app, &v, "default", 80, 24).backend());
+    let node = v.nodes[0].name;
+    assert!(screen.contains(&format!("type {node} to run it: a100")), "{screen}");
+    assert!(screen.contains("NAME enter") && screen.contains("tab") && !screen.contains("n/esc"), "{screen}");
+}

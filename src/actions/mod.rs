@@ -154,6 +154,20 @@ impl Action {
         }
     }
 
+    /// The name a person types to confirm it on a production context: the
+    /// node, the workload, the plan's target.
+    pub fn confirm_word(&self) -> String {
+        match self {
+            Action::Cordon { node }
+            | Action::Uncordon { node }
+            | Action::Drain { node, .. }
+            | Action::RepartitionMig { node, .. } => node.to_string(),
+            Action::Requeue { gang } => gang.name.to_string(),
+            Action::RunPlan { target: PlanTarget::Gang(g), .. } => g.name.to_string(),
+            Action::RunPlan { target: PlanTarget::Pod(p), .. } => p.name.to_string(),
+        }
+    }
+
     /// Whether the confirmation offers "GPU pods only" (a drain).
     pub fn offers_gpu_only(&self) -> bool {
         matches!(self, Action::Drain { .. })

@@ -24,7 +24,8 @@ impl App {
         let index = Index::build(&views.snap, views.analysis.now);
         let impact = impact::of(&index, &action);
         let gpu_only = matches!(action, Action::Drain { gpu_only: true, .. });
-        self.overlay = Some(Overlay::Confirm(Box::new(Confirm { action, impact, gpu_only })));
+        let typed = (self.production && action.is_disruptive()).then(String::new);
+        self.overlay = Some(Overlay::Confirm(Box::new(Confirm { action, impact, gpu_only, typed })));
     }
 
     pub(super) fn node_action(&mut self, command: Command, views: &Views) -> Vec<Effect> {

@@ -10,6 +10,8 @@ pub enum Dialog {
     /// Help, node details, a matrix cell: text to scroll.
     Reader,
     Confirm,
+    /// A disruptive action on a production-looking context.
+    ProductionConfirm,
     MigPicker,
     QuitWhileRunning,
     Palette,
@@ -17,13 +19,21 @@ pub enum Dialog {
 }
 
 impl Dialog {
-    pub const ALL: [Dialog; 6] =
-        [Dialog::Reader, Dialog::Confirm, Dialog::MigPicker, Dialog::QuitWhileRunning, Dialog::Palette, Dialog::Filter];
+    pub const ALL: [Dialog; 7] = [
+        Dialog::Reader,
+        Dialog::Confirm,
+        Dialog::ProductionConfirm,
+        Dialog::MigPicker,
+        Dialog::QuitWhileRunning,
+        Dialog::Palette,
+        Dialog::Filter,
+    ];
 
     pub fn title(self) -> &'static str {
         match self {
             Dialog::Reader => "in help and details",
             Dialog::Confirm => "in a confirmation",
+            Dialog::ProductionConfirm => "confirming a disruptive action on a PRODUCTION context",
             Dialog::MigPicker => "in the MIG config picker",
             Dialog::QuitWhileRunning => "quitting while actions run",
             Dialog::Palette => "in the command palette",
@@ -111,6 +121,15 @@ pub const DIALOG_BINDINGS: &[DialogBinding] = &[
         C::Close,
         "cancel",
     ),
+    bind(
+        D::ProductionConfirm,
+        &[KeyCode::Enter],
+        "NAME enter",
+        C::Choose,
+        "type the node's or workload's name, then enter: runs it when the name matches",
+    ),
+    bind(D::ProductionConfirm, &[KeyCode::Tab], "tab", C::DryRun, "dry run (the API server checks, nothing changes)"),
+    bind(D::ProductionConfirm, &[KeyCode::Esc], "esc", C::Close, "cancel"),
     bind(D::MigPicker, &[KeyCode::Down, KeyCode::Char('j')], "j/↓", C::Down, "next config"),
     bind(D::MigPicker, &[KeyCode::Up, KeyCode::Char('k')], "k/↑", C::Up, "previous config"),
     bind(D::MigPicker, &[KeyCode::Enter], "enter", C::Choose, "choose it (a confirmation follows)"),

@@ -88,6 +88,9 @@ pub struct Confirm {
     pub impact: Impact,
     /// Drain only: evict GPU pods only.
     pub gpu_only: bool,
+    /// On a production context, a disruptive action runs only once its
+    /// target's name is typed (`Action::confirm_word`): this is what is typed so far.
+    pub typed: Option<String>,
 }
 
 #[derive(Debug)]
@@ -208,6 +211,8 @@ pub struct App {
     pub read_only: bool,
     /// Actions started and not reported done yet.
     pub in_flight: Vec<InFlight>,
+    /// The context looks like production: disruptive actions need their target typed.
+    pub production: bool,
     next_action: ActionId,
     pub notice: Option<Notice>,
     pub theme_name: String,
@@ -235,12 +240,19 @@ impl App {
             matrix_cell: (0, 0),
             read_only,
             in_flight: Vec::new(),
+            production: false,
             next_action: 0,
             notice: None,
             theme_name: theme_name.to_string(),
             demo,
             quit: false,
         }
+    }
+
+    /// On a production-looking context, disruptive actions need their target typed.
+    pub fn with_production(mut self, production: bool) -> App {
+        self.production = production;
+        self
     }
 
     pub fn filter(&self, pane: Pane) -> &str {

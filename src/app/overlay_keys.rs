@@ -70,6 +70,9 @@ impl App {
                 Some(DialogCommand::Close) => {}
                 _ => self.overlay = Some(Overlay::QuitWhileRunning),
             },
+            Overlay::Confirm(confirm) if confirm.typed.is_some() => {
+                return self.on_typed_confirm_key(confirm, key);
+            }
             Overlay::Confirm(mut confirm) => match command(Dialog::Confirm) {
                 Some(DialogCommand::Yes) => return self.execute(confirm.action, false),
                 Some(DialogCommand::YesIfHarmless) if !confirm.action.is_disruptive() => {
@@ -97,6 +100,35 @@ impl App {
                 }
             },
         }
+        Vec::new()
+    }
+
+    /// A disruptive action on a production context: its target's name is
+    /// typed; enter runs it only when the name matches, tab dry-runs it.
+    fn on_typed_confirm_key(&mut self, mut confirm: Box<Confirm>, key: KeyEvent) -> Vec<Effect> {
+        let word = confirm.action.confirm_word();
+        let typed = confirm.typed.get_or_insert_with(String::new);
+        match dialog_command(Dialog::ProductionConfirm, key.code) {
+            Some(DialogCommand::Close) => {
+                self.notify(format!("{} cancelled", confirm.action.verb()), false);
+                return Vec::new();
+            }
+            Some(DialogCommand::DryRun) => return self.execute(confirm.action, true),
+            Some(DialogCommand::Choose) if *typed == word => return self.execute(confirm.action, false),
+            Some(DialogCommand::Choose) => {
+                self.notify(format!("type {word} exactly to run the {}", confirm.action.verb()), true);
+            }
+            _ => match key.code {
+                KeyCode::Backspace => {
+                    typed.pop();
+                }
+                KeyCode::Char(c) if !key.modifiers.contains(KeyModifiers::CONTROL) && typed.len() < 253 => {
+                    typed.push(c);
+                }
+                _ => {}
+            },
+        }
+        self.overlay = Some(Overlay::Confirm(confirm));
         Vec::new()
     }
 

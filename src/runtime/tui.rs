@@ -142,7 +142,8 @@ impl Cockpit {
     /// A new app for the current source; what it should say first reaches it as a message.
     fn new_app(&self, views: &Views) -> App {
         let read_only = self.read_only || self.session.read_only_reason.is_some();
-        let mut app = App::new(read_only, &self.theme.name, self.demo_seed.is_some());
+        let mut app = App::new(read_only, &self.theme.name, self.demo_seed.is_some())
+            .with_production(self.session.context.production);
         if let Some(why) = &self.session.read_only_reason {
             app.update(Msg::Notice { text: format!("read-only: {why}"), error: false }, views);
         }

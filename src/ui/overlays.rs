@@ -193,17 +193,32 @@ fn confirm(frame: &mut Frame, area: Rect, c: &Confirm, theme: &Theme, ctx: &Cont
         lines
             .push(Line::styled(format!("context {} looks like PRODUCTION", ctx.source), theme.style(Role::Production)));
     }
-    let mut keys = vec![
-        Span::styled(if c.action.is_disruptive() { " y " } else { " y/enter " }, theme.style(Role::Destructive)),
-        Span::styled(" run  ", theme.style(Role::Text)),
-        Span::styled("d", theme.style(Role::KeyHint)),
-        Span::styled(" dry run  ", theme.style(Role::Text)),
-    ];
-    if c.action.offers_gpu_only() {
+    if let Some(typed) = &c.typed {
+        lines.push(Line::from(vec![
+            Span::styled(format!("type {} to run it: ", c.action.confirm_word()), theme.style(Role::Production)),
+            Span::styled(format!("{typed}▏"), theme.style(Role::Text)),
+        ]));
+    }
+    let mut keys = if c.typed.is_some() {
+        vec![
+            Span::styled(" NAME enter ", theme.style(Role::Destructive)),
+            Span::styled(" run  ", theme.style(Role::Text)),
+            Span::styled("tab", theme.style(Role::KeyHint)),
+            Span::styled(" dry run  ", theme.style(Role::Text)),
+        ]
+    } else {
+        vec![
+            Span::styled(if c.action.is_disruptive() { " y " } else { " y/enter " }, theme.style(Role::Destructive)),
+            Span::styled(" run  ", theme.style(Role::Text)),
+            Span::styled("d", theme.style(Role::KeyHint)),
+            Span::styled(" dry run  ", theme.style(Role::Text)),
+        ]
+    };
+    if c.action.offers_gpu_only() && c.typed.is_none() {
         keys.push(Span::styled("g", theme.style(Role::KeyHint)));
         keys.push(Span::styled(if c.gpu_only { " all pods  " } else { " GPU pods only  " }, theme.style(Role::Text)));
     }
-    keys.push(Span::styled("n/esc", theme.style(Role::KeyHint)));
+    keys.push(Span::styled(if c.typed.is_some() { "esc" } else { "n/esc" }, theme.style(Role::KeyHint)));
     keys.push(Span::styled(" cancel", theme.style(Role::Text)));
     lines.push(Line::from(keys));
     let i = &c.impact;
