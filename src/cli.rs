@@ -180,6 +180,10 @@ pub struct DrainArgs {
     /// Evict only the pods that use GPUs (the node stays cordoned either way).
     #[arg(long)]
     pub gpu_only: bool,
+    /// Also evict pods without a controller (they do not come back) and pods
+    /// with emptyDir data (it is lost); without it they stay, as with kubectl.
+    #[arg(long)]
+    pub force: bool,
     #[command(flatten)]
     pub act: ActOptions,
 }

@@ -60,7 +60,7 @@ fn on_production_a_disruptive_action_runs_only_once_its_target_is_typed() {
     for c in first.as_str().chars() {
         assert!(key(&mut app, &v, c).is_empty());
     }
-    let drain = Action::Drain { node: first, gpu_only: false };
+    let drain = Action::Drain { node: first, gpu_only: false, force: false };
     assert_eq!(
         press(&mut app, KeyCode::Enter),
         [Effect::Execute { id: 1, request: ActionRequest { action: drain.clone(), dry_run: false } }]
@@ -128,7 +128,10 @@ fn confirm_runs_dry_runs_or_cancels() {
         effects,
         [Effect::Execute {
             id: 3,
-            request: ActionRequest { action: Action::Drain { node: first, gpu_only: false }, dry_run: true }
+            request: ActionRequest {
+                action: Action::Drain { node: first, gpu_only: false, force: false },
+                dry_run: true
+            }
         }]
     );
 
@@ -136,7 +139,7 @@ fn confirm_runs_dry_runs_or_cancels() {
     key(&mut app, &v, 'r');
     key(&mut app, &v, 'g');
     assert!(
-        matches!(&app.overlay, Some(Overlay::Confirm(c)) if c.action == Action::Drain { node: first, gpu_only: true })
+        matches!(&app.overlay, Some(Overlay::Confirm(c)) if c.action == Action::Drain { node: first, gpu_only: true, force: false })
     );
     key(&mut app, &v, 'q');
 
@@ -294,7 +297,9 @@ async fn nothing_changes_when_the_audit_log_cannot_be_written() {
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert!(!d.snapshots.borrow().nodes[&node].unschedulable, "the node was not cordoned");
     d.executor.audit = None;
-    d.executor.run(ActionRequest { action: Action::Drain { node, gpu_only: true }, dry_run: false }).await;
+    d.executor
+        .run(ActionRequest { action: Action::Drain { node, gpu_only: true, force: false }, dry_run: false })
+        .await;
     let (text, _) = d.last_report().await;
     assert!(text.contains("not started: there is no audit log"), "{text}");
 }
@@ -553,7 +558,9 @@ async fn a_demo_drain_moves_the_pods_elsewhere_and_they_run() {
         .filter_map(|p| Some(p.owner.as_ref()?.name.to_string()))
         .collect();
     assert_eq!(before.len(), 2);
-    d.executor.run(ActionRequest { action: Action::Drain { node, gpu_only: false }, dry_run: false }).await;
+    d.executor
+        .run(ActionRequest { action: Action::Drain { node, gpu_only: false, force: false }, dry_run: false })
+        .await;
     let (text, error) = d.last_report().await;
     assert!(!error, "{text}");
     // Each drained Job has a replacement running on another node; none is left on gpu-03.

@@ -107,13 +107,21 @@ async fn drain_evicts_and_a_pdb_refusal_is_retried_then_reported() {
         pods.patch_status(name, &PatchParams::default(), &Patch::Merge(&running)).await.unwrap();
     }
 
+    // Bare pods, as a test makes them: a drain leaves them unless forced.
+    h.executor
+        .run(ActionRequest { action: Action::Drain { node, gpu_only: false, force: false }, dry_run: true })
+        .await;
+    let (_, text, error) = h.reports();
+    assert!(error && text.contains("left as kubectl drain would"), "{text}");
     // A dry run evicts nothing.
-    h.executor.run(ActionRequest { action: Action::Drain { node, gpu_only: false }, dry_run: true }).await;
+    h.executor.run(ActionRequest { action: Action::Drain { node, gpu_only: false, force: true }, dry_run: true }).await;
     h.reports();
     assert!(pods.get("free").await.is_ok(), "dry run kept the pod");
     assert!(!unschedulable(&client, "act-drain").await, "dry run kept the node schedulable");
 
-    h.executor.run(ActionRequest { action: Action::Drain { node, gpu_only: false }, dry_run: false }).await;
+    h.executor
+        .run(ActionRequest { action: Action::Drain { node, gpu_only: false, force: true }, dry_run: false })
+        .await;
     let (all, text, error) = h.reports();
     assert!(error, "{text}");
     assert!(text.contains("1 of 2 pod(s) evicted") && text.contains("PodDisruptionBudget"), "{text}");

@@ -281,7 +281,9 @@ async fn a_drained_nodes_pods_are_recreated_elsewhere_and_run() {
     let mut h = harness(lab).await;
     let node = Sym::new(drained);
     until(&h.snapshots, "node seen", |s| s.nodes.contains_key(&node)).await;
-    h.executor.run(ActionRequest { action: Action::Drain { node, gpu_only: false }, dry_run: false }).await;
+    h.executor
+        .run(ActionRequest { action: Action::Drain { node, gpu_only: false, force: false }, dry_run: false })
+        .await;
     let (_, text, error) = h.reports();
     assert!(!error, "{text}");
     let after = eventually("every replica Running on the other node", Duration::from_secs(90), || async {

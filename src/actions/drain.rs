@@ -1,33 +1,77 @@
 //! Drain: cordon, then evict through the Eviction API (PDBs honoured,
-//! refusals retried until the drain timeout).
+//! refusals retried until the drain timeout). As `kubectl drain`, it
+//! leaves two kinds of pod unless forced: pods without a controller (an
+//! evicted one never comes back) and pods with `emptyDir` data (the data
+//! go with the pod).
 
 use crate::analysis::index::Index;
-use crate::model::{PodKey, Snapshot, Sym};
+use crate::model::{Pod, PodKey, Snapshot, Sym};
 
 use super::backend::ActionError;
 use super::exec::Executor;
 use super::impact::{Impact, add_pods, drain_victims, eviction_command};
 
-pub(super) fn question(node: Sym, gpu_only: bool) -> String {
-    format!("Drain node {node}{}?", if gpu_only { " (GPU pods only)" } else { "" })
+pub(super) fn question(node: Sym, gpu_only: bool, force: bool) -> String {
+    format!(
+        "Drain node {node}{}{}?",
+        if gpu_only { " (GPU pods only)" } else { "" },
+        if force { ", forcing pods without a controller or with emptyDir data" } else { "" }
+    )
 }
 
-pub(super) fn impact(index: &Index<'_>, node: Sym, gpu_only: bool, impact: &mut Impact) {
-    let victims = drain_victims(index, node, gpu_only);
+/// Why a drain that is not forced leaves `p` where it is, if it does.
+fn kept_because(p: &Pod) -> Option<&'static str> {
+    if p.owner.is_none() {
+        Some("no controller: it would not come back")
+    } else if p.local_data {
+        Some("emptyDir data: it would be lost")
+    } else {
+        None
+    }
+}
+
+/// The pods the drain evicts, and (unless `force`) those it leaves, with why.
+fn split<'a>(
+    index: &Index<'a>,
+    node: Sym,
+    gpu_only: bool,
+    force: bool,
+) -> (Vec<&'a Pod>, Vec<(&'a Pod, &'static str)>) {
+    let mut evict = Vec::new();
+    let mut kept = Vec::new();
+    for p in drain_victims(index, node, gpu_only) {
+        match kept_because(p).filter(|_| !force) {
+            Some(why) => kept.push((p, why)),
+            None => evict.push(p),
+        }
+    }
+    (evict, kept)
+}
+
+pub(super) fn impact(index: &Index<'_>, node: Sym, gpu_only: bool, force: bool, impact: &mut Impact) {
+    let (victims, kept) = split(index, node, gpu_only, force);
     add_pods(index, &victims, impact);
     impact.kubectl.push(format!("kubectl cordon {node}"));
     if gpu_only {
         impact.kubectl.extend(victims.iter().map(|p| eviction_command(p)));
     } else {
-        impact.kubectl.push(format!("kubectl drain {node} --ignore-daemonsets --delete-emptydir-data --timeout=300s"));
-    }
-    let bare: Vec<String> = victims.iter().filter(|p| p.owner.is_none()).map(|p| p.name.to_string()).collect();
-    if !bare.is_empty() {
-        impact.warnings.push(format!(
-            "{} pod(s) have no controller and will not come back: {}",
-            bare.len(),
-            bare.join(", ")
+        impact.kubectl.push(format!(
+            "kubectl drain {node} --ignore-daemonsets --timeout=300s{}",
+            if force { " --force --delete-emptydir-data" } else { "" }
         ));
+    }
+    if !kept.is_empty() {
+        let names: Vec<String> = kept.iter().map(|(p, why)| format!("{} ({why})", p.name)).collect();
+        impact.warnings.push(format!(
+            "{} pod(s) stay and the drain will not finish: {}; f forces them out (--force)",
+            kept.len(),
+            names.join(", ")
+        ));
+    }
+    let lost: Vec<String> =
+        victims.iter().filter_map(|p| kept_because(p).map(|why| format!("{} ({why})", p.name))).collect();
+    if !lost.is_empty() {
+        impact.warnings.push(format!("forced: {} pod(s) lost: {}", lost.len(), lost.join(", ")));
     }
 }
 
@@ -37,19 +81,25 @@ impl Executor {
         snap: &Snapshot,
         node: Sym,
         gpu_only: bool,
+        force: bool,
         dry: bool,
     ) -> Result<String, ActionError> {
         if !snap.nodes.contains_key(&node) {
             return Err(ActionError::NotFound(format!("node {node}")));
         }
         let index = Index::build(snap, snap.clock);
-        let victims: Vec<PodKey> = drain_victims(&index, node, gpu_only).iter().map(|p| p.key()).collect();
+        let (victims, kept) = split(&index, node, gpu_only, force);
+        let victims: Vec<PodKey> = victims.iter().map(|p| p.key()).collect();
+        let kept: Vec<String> = kept.iter().map(|(p, why)| format!("{}/{} ({why})", p.namespace, p.name)).collect();
         if !snap.nodes.get(&node).is_some_and(|n| n.unschedulable) {
             self.backend.set_unschedulable(node, true, dry).await?;
         }
-        let (evicted, blocked) = self.evict_all(&victims, dry, &format!("drain {node}")).await?;
+        let (evicted, mut left) = self.evict_all(&victims, dry, &format!("drain {node}")).await?;
+        if !kept.is_empty() {
+            left.push(format!("left as kubectl drain would, unless forced (--force, or f): {}", kept.join(", ")));
+        }
         let prefix = if dry { "dry run: " } else { "" };
-        if blocked.is_empty() {
+        if left.is_empty() {
             Ok(format!(
                 "{prefix}node/{node} drained: cordoned, {evicted} pod(s) evicted{}",
                 if gpu_only { " (GPU pods only)" } else { "" }
@@ -57,8 +107,8 @@ impl Executor {
         } else {
             Err(ActionError::Failed(format!(
                 "drain {node}: cordoned, {evicted} of {} pod(s) evicted; {}",
-                victims.len(),
-                blocked.join("; ")
+                victims.len() + kept.len(),
+                left.join("; ")
             )))
         }
     }

@@ -108,7 +108,7 @@ impl Executor {
         match &req.action {
             Action::Cordon { node } => self.cordon(&snap, *node, true, dry).await,
             Action::Uncordon { node } => self.cordon(&snap, *node, false, dry).await,
-            Action::Drain { node, gpu_only } => self.drain(&snap, *node, *gpu_only, dry).await,
+            Action::Drain { node, gpu_only, force } => self.drain(&snap, *node, *gpu_only, *force, dry).await,
             Action::Requeue { gang } => self.requeue(&snap, gang, dry).await,
             Action::RepartitionMig { node, config } => self.repartition(&snap, *node, config, dry).await,
             Action::RunPlan { target, label, evictions, reserve } => {

@@ -81,7 +81,7 @@ pub fn of(index: &Index<'_>, action: &Action) -> Impact {
     match action {
         Action::Cordon { node } => super::cordon::impact(*node, true, &mut impact),
         Action::Uncordon { node } => super::cordon::impact(*node, false, &mut impact),
-        Action::Drain { node, gpu_only } => super::drain::impact(index, *node, *gpu_only, &mut impact),
+        Action::Drain { node, gpu_only, force } => super::drain::impact(index, *node, *gpu_only, *force, &mut impact),
         Action::Requeue { gang } => super::requeue::impact(index, gang, &mut impact),
         Action::RepartitionMig { node, config } => super::repartition::impact(index, *node, config, &mut impact),
         Action::RunPlan { target, evictions, reserve, .. } => {
@@ -110,11 +110,38 @@ mod tests {
         }
         let snap = c.snapshot();
         let index = Index::build(&snap, 7200);
-        let i = of(&index, &Action::Drain { node: Sym::new("n1"), gpu_only: false });
+        let i = of(&index, &Action::Drain { node: Sym::new("n1"), gpu_only: false, force: true });
         assert_eq!(i.pods.len(), 2, "the DaemonSet pod stays");
         // 4 GPUs × 2h + 1 GPU × 1.5h
         assert!((i.gpu_hours - 9.5).abs() < 1e-9, "{}", i.gpu_hours);
         assert!(i.warnings[0].contains("bare"));
         assert!(i.kubectl.iter().any(|k| k.starts_with("kubectl drain n1 --ignore-daemonsets")));
+    }
+
+    #[test]
+    fn a_drain_leaves_what_kubectl_leaves_unless_forced() {
+        let mut c = Cluster::new(SourceInfo { kind: SourceKind::Demo, name: "t".into() });
+        c.apply(ModelEvent::Upsert(Object::Node(node("n1").gpus(8).build())));
+        for p in [
+            pod("train").gpus(4).on("n1").running().owner("Job", "train").build(),
+            pod("scratch").gpus(1).on("n1").running().owner("Job", "scratch").local_data().build(),
+            pod("bare").gpus(1).on("n1").running().build(),
+        ] {
+            c.apply(ModelEvent::Upsert(Object::Pod(p)));
+        }
+        let snap = c.snapshot();
+        let index = Index::build(&snap, 7200);
+        let kept = of(&index, &Action::Drain { node: Sym::new("n1"), gpu_only: false, force: false });
+        assert_eq!(kept.pods.len(), 1, "only the Job pod without local data is evicted");
+        assert!(
+            kept.warnings[0].contains("2 pod(s) stay") && kept.warnings[0].contains("emptyDir"),
+            "{:?}",
+            kept.warnings
+        );
+        assert!(!kept.kubectl.iter().any(|k| k.contains("--force")));
+        let forced = of(&index, &Action::Drain { node: Sym::new("n1"), gpu_only: false, force: true });
+        assert_eq!(forced.pods.len(), 3);
+        assert!(forced.warnings.iter().any(|w| w.starts_with("forced: 2 pod(s) lost")), "{:?}", forced.warnings);
+        assert!(forced.kubectl.iter().any(|k| k.ends_with("--force --delete-emptydir-data")));
     }
 }

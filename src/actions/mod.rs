@@ -33,10 +33,13 @@ pub enum Action {
     Uncordon {
         node: Sym,
     },
-    /// Cordon, then evict through the Eviction API (PDBs honoured).
+    /// Cordon, then evict through the Eviction API (PDBs honoured). As
+    /// kubectl, it leaves pods without a controller (they would not come
+    /// back) and pods with `emptyDir` data (it would be lost) unless `force`.
     Drain {
         node: Sym,
         gpu_only: bool,
+        force: bool,
     },
     /// Kueue: deactivate then reactivate; Volcano: abort then resume; plain
     /// pods: delete them so their controller recreates them.
@@ -103,9 +106,10 @@ impl Action {
     /// What the action acts on, for people and the audit log.
     pub fn targets(&self) -> Vec<String> {
         match self {
-            Action::Cordon { node } | Action::Uncordon { node } | Action::Drain { node, .. } => {
+            Action::Cordon { node } | Action::Uncordon { node } | Action::Drain { node, force: false, .. } => {
                 vec![format!("node/{node}")]
             }
+            Action::Drain { node, force: true, .. } => vec![format!("node/{node}"), "force".into()],
             Action::RepartitionMig { node, config } => vec![format!("node/{node}"), format!("mig.config={config}")],
             Action::Requeue { gang } => {
                 vec![format!("{}/{}/{}", gang.kind.kind_name().to_ascii_lowercase(), gang.namespace, gang.name)]
@@ -147,7 +151,7 @@ impl Action {
         match self {
             Action::Cordon { node } => cordon::question(*node, true),
             Action::Uncordon { node } => cordon::question(*node, false),
-            Action::Drain { node, gpu_only } => drain::question(*node, *gpu_only),
+            Action::Drain { node, gpu_only, force } => drain::question(*node, *gpu_only, *force),
             Action::Requeue { gang } => requeue::question(gang),
             Action::RepartitionMig { node, config } => repartition::question(*node, config),
             Action::RunPlan { label, evictions, reserve, .. } => defrag::question(label, evictions, reserve),
@@ -168,7 +172,12 @@ impl Action {
         }
     }
 
-    /// Whether the confirmation offers "GPU pods only" (a drain).
+    /// A drain told to evict pods without a controller or with emptyDir data.
+    pub fn forces(&self) -> bool {
+        matches!(self, Action::Drain { force: true, .. })
+    }
+
+    /// Whether the confirmation offers "GPU pods only" and "force" (a drain).
     pub fn offers_gpu_only(&self) -> bool {
         matches!(self, Action::Drain { .. })
     }

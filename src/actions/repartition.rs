@@ -44,7 +44,7 @@ impl Executor {
         }
         let old_config = n.operator.mig_config.map(|c| c.to_string());
         let uncordon = if was_cordoned { String::new() } else { format!("; undo: kubectl uncordon {node}") };
-        self.drain(snap, node, true, dry).await.map_err(|e| match e {
+        self.drain(snap, node, true, false, dry).await.map_err(|e| match e {
             ActionError::Cancelled => ActionError::CancelledAfter(format!(
                 "node/{node} {}, part of its GPU pods evicted, nvidia.com/mig.config not changed{uncordon}",
                 if was_cordoned { "was cordoned already" } else { "cordoned" }

@@ -39,7 +39,7 @@ impl App {
         let action = match command {
             Command::Cordon => Action::Cordon { node },
             Command::Uncordon => Action::Uncordon { node },
-            Command::Drain => Action::Drain { node, gpu_only: false },
+            Command::Drain => Action::Drain { node, gpu_only: false, force: false },
             _ => {
                 let product = views.snap.nodes.get(&node).and_then(|n| n.gpu.product);
                 let configs = mig::config_names_for_product(product.map(|p| p.as_str()));

@@ -59,6 +59,8 @@ pub enum DialogCommand {
     YesIfHarmless,
     DryRun,
     ToggleGpuOnly,
+    /// Drain: also evict pods without a controller or with emptyDir data.
+    ToggleForce,
     /// Take the choice or the line typed.
     Choose,
 }
@@ -114,6 +116,13 @@ pub const DIALOG_BINDINGS: &[DialogBinding] = &[
         "dry run (the API server checks, nothing changes)",
     ),
     bind(D::Confirm, &[KeyCode::Char('g')], "g", C::ToggleGpuOnly, "drain: GPU pods only, or all pods"),
+    bind(
+        D::Confirm,
+        &[KeyCode::Char('f')],
+        "f",
+        C::ToggleForce,
+        "drain: also evict pods without a controller or with emptyDir data (they are lost)",
+    ),
     bind(
         D::Confirm,
         &[KeyCode::Char('n'), KeyCode::Char('N'), KeyCode::Esc, KeyCode::Char('q')],

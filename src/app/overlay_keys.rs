@@ -84,9 +84,15 @@ impl App {
                 }
                 Some(DialogCommand::DryRun) => return self.execute(confirm.action, true),
                 Some(DialogCommand::ToggleGpuOnly) => {
-                    if let Action::Drain { node, .. } = confirm.action {
-                        let gpu_only = !confirm.gpu_only;
-                        self.confirm(Action::Drain { node, gpu_only }, views);
+                    if let Action::Drain { node, gpu_only, force } = confirm.action {
+                        self.confirm(Action::Drain { node, gpu_only: !gpu_only, force }, views);
+                    } else {
+                        self.overlay = Some(Overlay::Confirm(confirm));
+                    }
+                }
+                Some(DialogCommand::ToggleForce) => {
+                    if let Action::Drain { node, gpu_only, force } = confirm.action {
+                        self.confirm(Action::Drain { node, gpu_only, force: !force }, views);
                     } else {
                         self.overlay = Some(Overlay::Confirm(confirm));
                     }

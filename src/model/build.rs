@@ -256,6 +256,12 @@ impl PodBuilder {
         self
     }
 
+    /// An `emptyDir` volume.
+    pub fn local_data(mut self) -> Self {
+        self.pod.local_data = true;
+        self
+    }
+
     pub fn owner(mut self, kind: &str, name: &str) -> Self {
         self.pod.owner = Some(Owner { kind: Sym::new(kind), name: Sym::new(name) });
         self

@@ -125,6 +125,8 @@ pub struct Pod {
     pub phase: PodPhase,
     pub terminating: bool,
     pub mirror: bool,
+    /// Has an `emptyDir` volume: its data go with the pod.
+    pub local_data: bool,
     /// Has `spec.schedulingGates` (e.g. Kueue's admission gate).
     pub gated: bool,
     pub priority: i32,
@@ -172,6 +174,7 @@ impl Pod {
             transitioned: 0,
             terminating: false,
             mirror: false,
+            local_data: false,
             gated: false,
         }
     }

@@ -27,7 +27,7 @@ use super::{UsageError, outln};
 pub enum Wanted {
     Cordon(String),
     Uncordon(String),
-    Drain { node: String, gpu_only: bool },
+    Drain { node: String, gpu_only: bool, force: bool },
     Requeue(String),
     Repartition { node: String, config: String },
     Defrag(Option<String>),
@@ -136,7 +136,9 @@ fn resolve(wanted: &Wanted, snap: &Snapshot, analysis: &Analysis, thresholds: &T
     let action = match wanted {
         Wanted::Cordon(n) => Action::Cordon { node: node(snap, n)? },
         Wanted::Uncordon(n) => Action::Uncordon { node: node(snap, n)? },
-        Wanted::Drain { node: n, gpu_only } => Action::Drain { node: node(snap, n)?, gpu_only: *gpu_only },
+        Wanted::Drain { node: n, gpu_only, force } => {
+            Action::Drain { node: node(snap, n)?, gpu_only: *gpu_only, force: *force }
+        }
         Wanted::Repartition { node: n, config } => {
             let node = node(snap, n)?;
             let product = snap.nodes.get(&node).and_then(|x| x.gpu.product);

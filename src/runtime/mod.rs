@@ -77,7 +77,8 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Cordon(a)) => act::run(act::Wanted::Cordon(a.node), &a.act, &cli.source, &cli.ui),
         Some(Command::Uncordon(a)) => act::run(act::Wanted::Uncordon(a.node), &a.act, &cli.source, &cli.ui),
         Some(Command::Drain(a)) => {
-            act::run(act::Wanted::Drain { node: a.node, gpu_only: a.gpu_only }, &a.act, &cli.source, &cli.ui)
+            let wanted = act::Wanted::Drain { node: a.node, gpu_only: a.gpu_only, force: a.force };
+            act::run(wanted, &a.act, &cli.source, &cli.ui)
         }
         Some(Command::Requeue(a)) => act::run(act::Wanted::Requeue(a.target), &a.act, &cli.source, &cli.ui),
         Some(Command::Repartition(a)) => {

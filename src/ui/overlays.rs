@@ -217,6 +217,9 @@ fn confirm(frame: &mut Frame, area: Rect, c: &Confirm, theme: &Theme, ctx: &Cont
     if c.action.offers_gpu_only() && c.typed.is_none() {
         keys.push(Span::styled("g", theme.style(Role::KeyHint)));
         keys.push(Span::styled(if c.gpu_only { " all pods  " } else { " GPU pods only  " }, theme.style(Role::Text)));
+        let forced = c.action.forces();
+        keys.push(Span::styled("f", theme.style(Role::KeyHint)));
+        keys.push(Span::styled(if forced { " unforce  " } else { " force  " }, theme.style(Role::Text)));
     }
     keys.push(Span::styled(if c.typed.is_some() { "esc" } else { "n/esc" }, theme.style(Role::KeyHint)));
     keys.push(Span::styled(" cancel", theme.style(Role::Text)));

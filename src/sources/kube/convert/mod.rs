@@ -291,6 +291,7 @@ pub fn pod(p: &K8sPod) -> Result<Pod> {
         .map(|g| Sym::new(g));
     pod.queue = labels.and_then(|l| l.get(keys::KUEUE_QUEUE_NAME)).map(|q| Sym::new(q));
     pod.mirror = annotations.is_some_and(|a| a.contains_key(keys::MIRROR_POD_ANNOTATION));
+    pod.local_data = spec.volumes.iter().flatten().any(|v| v.empty_dir.is_some());
     pod.terminating = p.metadata.deletion_timestamp.is_some();
     pod.created = p.metadata.creation_timestamp.as_ref().map_or(0, ts);
     if pod.requests.wants_gpu() {
