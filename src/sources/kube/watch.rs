@@ -73,51 +73,76 @@ async fn run<K>(
     K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
 {
     let feed = d.feed;
-    let stream = watcher::watcher(api, watcher::Config::default().page_size(500)).default_backoff();
-    futures::pin_mut!(stream);
     let mut buffer: Vec<Object> = Vec::new();
     let mut skipped: Vec<ModelEvent> = Vec::new();
     let mut live = false;
     let mut failing_since: Option<i64> = None;
+    let mut recheck = RECHECK_FIRST;
     if tx.send(vec![ModelEvent::Feed { feed, state: FeedState::Syncing }]).await.is_err() {
         return;
     }
-    while let Some(item) = stream.next().await {
-        let mut out = Vec::new();
-        if failing_since.take().is_some() && live {
-            out.push(ModelEvent::Feed { feed, state: FeedState::Live });
-        }
-        match item {
-            Ok(Event::Init) => buffer.clear(),
-            Ok(Event::InitApply(o)) => match convert(&o) {
-                Ok(x) => buffer.push(x),
-                Err(reason) => skipped.push(ModelEvent::Skipped { feed, reason }),
-            },
-            Ok(Event::InitDone) => {
-                out.append(&mut skipped);
-                out.push(ModelEvent::Resync { feed, objects: std::mem::take(&mut buffer) });
-                live = true;
+    'watching: loop {
+        let stream = watcher::watcher(api.clone(), watcher::Config::default().page_size(500)).default_backoff();
+        futures::pin_mut!(stream);
+        while let Some(item) = stream.next().await {
+            let mut out = Vec::new();
+            if failing_since.take().is_some() && live {
+                out.push(ModelEvent::Feed { feed, state: FeedState::Live });
             }
-            Ok(Event::Apply(o)) => match convert(&o) {
-                Ok(x) => out.push(ModelEvent::Upsert(x)),
-                Err(reason) => out.push(ModelEvent::Skipped { feed, reason }),
-            },
-            Ok(Event::Delete(o)) => {
-                if let Some((name, namespace)) = name_ns(&o) {
-                    out.push(ModelEvent::Delete(d.key(namespace.as_deref(), &name)));
+            let mut unavailable = false;
+            match item {
+                Ok(Event::Init) => buffer.clear(),
+                Ok(Event::InitApply(o)) => match convert(&o) {
+                    Ok(x) => buffer.push(x),
+                    Err(reason) => skipped.push(ModelEvent::Skipped { feed, reason }),
+                },
+                Ok(Event::InitDone) => {
+                    out.append(&mut skipped);
+                    out.push(ModelEvent::Resync { feed, objects: std::mem::take(&mut buffer) });
+                    live = true;
+                    recheck = RECHECK_FIRST;
+                }
+                Ok(Event::Apply(o)) => match convert(&o) {
+                    Ok(x) => out.push(ModelEvent::Upsert(x)),
+                    Err(reason) => out.push(ModelEvent::Skipped { feed, reason }),
+                },
+                Ok(Event::Delete(o)) => {
+                    if let Some((name, namespace)) = name_ns(&o) {
+                        out.push(ModelEvent::Delete(d.key(namespace.as_deref(), &name)));
+                    }
+                }
+                Err(e) => {
+                    let since = *failing_since.get_or_insert_with(crate::clock::wall_clock);
+                    let state = classify(d, &e, since);
+                    tracing::warn!("{} watch: {}", d.resource(), error_text(&e));
+                    unavailable = matches!(state, FeedState::Unavailable(_));
+                    out.push(ModelEvent::Feed { feed, state });
                 }
             }
-            Err(e) => {
-                let since = *failing_since.get_or_insert_with(crate::clock::wall_clock);
-                let state = classify(d, &e, since);
-                tracing::warn!("{} watch: {}", d.resource(), error_text(&e));
-                out.push(ModelEvent::Feed { feed, state });
+            if !out.is_empty() && tx.send(out).await.is_err() {
+                return;
+            }
+            if unavailable {
+                // A missing CRD or a 403 will not change in a second: ask again
+                // later, less often each time (the watcher's own retry would
+                // ask several times a second for ever).
+                tokio::time::sleep(recheck).await;
+                recheck = next_recheck(recheck);
+                continue 'watching;
             }
         }
-        if !out.is_empty() && tx.send(out).await.is_err() {
-            return;
-        }
+        return;
     }
+}
+
+/// The first wait before an unavailable feed (a missing CRD, a 403) is asked again.
+const RECHECK_FIRST: Duration = Duration::from_secs(5);
+/// The longest wait between asks.
+const RECHECK_MAX: Duration = Duration::from_secs(300);
+
+/// Doubling, up to [`RECHECK_MAX`].
+fn next_recheck(previous: Duration) -> Duration {
+    (previous * 2).min(RECHECK_MAX)
 }
 
 fn name_ns<K: Resource>(o: &K) -> Option<(String, Option<String>)> {
@@ -201,3 +226,27 @@ pub const FEEDS: &[Feed] = match Feed::ALL.split_last() {
     Some((Feed::Agents, from_the_api_server)) => from_the_api_server,
     _ => panic!("Feed::ALL ends with the agents' feed"),
 };
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unavailable_feed_is_asked_again_less_and_less_often() {
+        let waits: Vec<u64> = std::iter::successors(Some(RECHECK_FIRST), |w| Some(next_recheck(*w)))
+            .take(9)
+            .map(|w| w.as_secs())
+            .collect();
+        assert_eq!(waits, [5, 10, 20, 40, 80, 160, 300, 300, 300]);
+        // In the first hour: 13 asks, where the watcher's own retry made thousands.
+        let mut t = 0;
+        let mut asks = 0;
+        let mut w = RECHECK_FIRST;
+        while t < 3600 {
+            asks += 1;
+            t += w.as_secs();
+            w = next_recheck(w);
+        }
+        assert!(asks <= 20, "{asks}");
+    }
+}
