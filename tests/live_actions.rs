@@ -265,3 +265,56 @@ async fn a_forbidden_action_names_the_missing_permission() {
     assert!(text.contains("kubectl auth can-i patch nodes"), "{text}");
     assert!(!unschedulable(&client, "act-forbidden").await);
 }
+
+#[tokio::test]
+async fn a_volcano_requeue_without_a_job_evicts_its_pods_and_a_pdb_stops_it() {
+    let Some(cp) = ControlPlane::shared_if_enabled() else { return };
+    cp.install_crds(&cp.volcano_crds()).unwrap();
+    let client = client(cp).await;
+    gpu_node(&client, "act-vc", 8, json!({}), json!([])).await;
+    let ns = "act-vc-requeue";
+    namespace(&client, ns).await;
+    let pgr = kube::api::ApiResource::from_gvk_with_plural(
+        &kube::api::GroupVersionKind::gvk("scheduling.volcano.sh", "v1beta1", "PodGroup"),
+        "podgroups",
+    );
+    let podgroups: Api<DynamicObject> = Api::namespaced_with(client.clone(), ns, &pgr);
+    let pg: DynamicObject = serde_json::from_value(json!({"apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "PodGroup", "metadata": {"name": "gang", "namespace": ns}, "spec": {"minMember": 2},
+        "status": {"phase": "Running"}}))
+    .unwrap();
+    podgroups.create(&PostParams::default(), &pg).await.unwrap();
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    for i in 0..2 {
+        let mut pod = gpu_pod(&format!("gang-{i}"), 1, pool("act-vc"));
+        pod.metadata.annotations = Some([("scheduling.k8s.io/group-name".to_string(), "gang".to_string())].into());
+        pod.metadata.labels = Some([("app".to_string(), format!("gang-{i}"))].into());
+        pods.create(&PostParams::default(), &pod).await.unwrap();
+    }
+    // gang-1 is guarded: no disruption allowed.
+    let pdbs: Api<PodDisruptionBudget> = Api::namespaced(client.clone(), ns);
+    let pdb: PodDisruptionBudget = serde_json::from_value(json!({"metadata": {"name": "keep-gang-1"},
+        "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "gang-1"}}}}))
+    .unwrap();
+    pdbs.create(&PostParams::default(), &pdb).await.unwrap();
+    let mut h = harness(cp).await;
+    let gang = GangKey { kind: GangKind::VolcanoPodGroup, namespace: Sym::new(ns), name: "gang".into() };
+    until(&h.snapshots, "both members bound", |s| {
+        (0..2).all(|i| s.pods.get(&PodKey::new(ns, &format!("gang-{i}"))).is_some_and(|p| p.node.is_some()))
+    })
+    .await;
+    for i in 0..2 {
+        let running = json!({"status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}});
+        pods.patch_status(&format!("gang-{i}"), &PatchParams::default(), &Patch::Merge(&running)).await.unwrap();
+    }
+    h.executor.run(ActionRequest { action: Action::Requeue { gang }, dry_run: false }).await;
+    let (_, text, error) = h.reports();
+    // Through the Eviction API: the PDB is honoured, so the guarded pod stays and the requeue says so.
+    assert!(error && text.contains("1 of 2 pod(s) evicted") && text.contains("PodDisruptionBudget"), "{text}");
+    eventually("gang-0 evicted", Duration::from_secs(20), || {
+        let pods = pods.clone();
+        async move { pods.get_opt("gang-0").await.ok()?.is_none().then_some(()) }
+    })
+    .await;
+    assert!(pods.get("gang-1").await.is_ok(), "a plain delete would have ignored the PDB");
+}

@@ -4,9 +4,7 @@
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::Client;
-use kube::api::{
-    Api, ApiResource, DeleteParams, DynamicObject, EvictParams, GroupVersionKind, Patch, PatchParams, PostParams,
-};
+use kube::api::{Api, ApiResource, DynamicObject, EvictParams, GroupVersionKind, Patch, PatchParams, PostParams};
 use serde_json::json;
 use thiserror::Error;
 
@@ -251,36 +249,6 @@ impl Backend {
                         &format!("workload {}/{}", gang.namespace, gang.name),
                     )
                 }),
-        }
-    }
-
-    /// Deletes every member pod of a gang so its controller recreates them.
-    pub async fn delete_members(
-        &self,
-        gang: &GangKey,
-        members: &[PodKey],
-        dry_run: bool,
-    ) -> Result<usize, ActionError> {
-        match self {
-            Backend::Sim(h) => {
-                if dry_run {
-                    return Ok(members.len());
-                }
-                h.apply(Command::DeleteGangPods(gang.clone())).await.map(|_| members.len()).map_err(ActionError::Failed)
-            }
-            Backend::Kube(c) => {
-                let params = DeleteParams { dry_run, ..DeleteParams::default() };
-                let mut n = 0;
-                for p in members {
-                    let pods: Api<Pod> = Api::namespaced(c.clone(), p.namespace.as_str());
-                    match pods.delete(&p.name, &params).await {
-                        Ok(_) => n += 1,
-                        Err(kube::Error::Api(s)) if s.code == 404 => {}
-                        Err(e) => return Err(api_error(e, "delete", "pods", &format!("pod {p}"))),
-                    }
-                }
-                Ok(n)
-            }
         }
     }
 

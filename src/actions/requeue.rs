@@ -8,6 +8,7 @@ use crate::model::{GangKey, GangKind, Pod, PodKey, Snapshot};
 use super::backend::{ActionError, Backend};
 use super::exec::Executor;
 use super::impact::{Impact, add_pods};
+use crate::sources::sim::Command;
 
 pub(super) fn question(gang: &GangKey) -> String {
     format!("Requeue {} {}/{}?", gang.kind.kind_name(), gang.namespace, gang.name)
@@ -69,8 +70,31 @@ impl Executor {
                             gang.namespace
                         ))
                     }
-                    _ => {
-                        let n = self.backend.delete_members(gang, &members, dry).await?;
+                    (Backend::Kube(_), None) => {
+                        // No Volcano Job to abort: the members go through the
+                        // Eviction API (PDBs honoured), never a plain delete.
+                        let (evicted, blocked) =
+                            self.evict_all(&members, dry, &format!("requeue {}", gang.name)).await?;
+                        if !blocked.is_empty() {
+                            return Err(ActionError::Failed(format!(
+                                "requeue {}/{}: {evicted} of {} pod(s) evicted; {}",
+                                gang.namespace,
+                                gang.name,
+                                members.len(),
+                                blocked.join("; ")
+                            )));
+                        }
+                        Ok(format!(
+                            "{prefix}{evicted} pod(s) of {}/{} evicted; their controller recreates them and the PodGroup re-enters queue {queue}",
+                            gang.namespace, gang.name
+                        ))
+                    }
+                    (Backend::Sim(sim), _) => {
+                        // The simulator's Volcano: the PodGroup's pods are replaced at once.
+                        if !dry {
+                            sim.apply(Command::DeleteGangPods(gang.clone())).await.map_err(ActionError::Failed)?;
+                        }
+                        let n = members.len();
                         Ok(format!(
                             "{prefix}{n} pod(s) of {}/{} deleted; their controller recreates them and the PodGroup re-enters queue {queue}",
                             gang.namespace, gang.name
