@@ -75,8 +75,13 @@ async fn act(wanted: Wanted, opts: &ActOptions, source: &SourceArgs, paths: Path
     };
     let impact = impact::of(&Index::build(&snap, now), &action);
     outln!("{}", describe(&action, &impact, &session.context.source));
-    if !opts.dry_run && !opts.yes && !confirmed()? {
-        outln!("not run: confirm with --yes (or try --dry-run)");
+    // On a production-looking context a disruptive action asks for its target's name, as the cockpit does.
+    let word = (session.context.production && action.is_disruptive()).then(|| action.confirm_word());
+    if !opts.dry_run && !opts.yes && !confirmed(word.as_deref())? {
+        match &word {
+            Some(w) if std::io::stdin().is_terminal() => outln!("not run: the name typed was not {w}"),
+            _ => outln!("not run: confirm with --yes (or try --dry-run)"),
+        }
         return Ok(ExitCode::from(NOT_CONFIRMED));
     }
     let Some(mut executor) = session.executor.clone() else {
@@ -248,12 +253,19 @@ fn describe(action: &Action, impact: &Impact, context: &str) -> String {
 }
 
 /// Asks on the terminal; without one there is nobody to ask.
-fn confirmed() -> anyhow::Result<bool> {
+/// Asks on the terminal: `y`, or (`word`) the target's name typed out.
+fn confirmed(word: Option<&str>) -> anyhow::Result<bool> {
     if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
         return Ok(false);
     }
-    super::emit("run it? [y/N] ")?;
+    match word {
+        Some(w) => super::emit(&format!("this context looks like PRODUCTION: type {w} to run it: "))?,
+        None => super::emit("run it? [y/N] ")?,
+    }
     let mut answer = String::new();
     std::io::stdin().read_line(&mut answer)?;
-    Ok(matches!(answer.trim(), "y" | "Y" | "yes"))
+    Ok(match word {
+        Some(w) => answer.trim() == w,
+        None => matches!(answer.trim(), "y" | "Y" | "yes"),
+    })
 }
