@@ -70,9 +70,21 @@ async fn cordon_stops_the_real_scheduler_and_a_dry_run_changes_nothing() {
     })
     .await;
     let audit = h.audit();
-    let results: Vec<(String, bool)> =
-        audit.iter().map(|e| (e["action"].as_str().unwrap().to_string(), e["dryRun"].as_bool().unwrap())).collect();
-    assert_eq!(results, [("cordon".into(), true), ("cordon".into(), false), ("uncordon".into(), false)]);
+    let results: Vec<(&str, bool, &str)> = audit
+        .iter()
+        .map(|e| (e["action"].as_str().unwrap(), e["dryRun"].as_bool().unwrap(), e["result"].as_str().unwrap()))
+        .collect();
+    // A dry run when it ends; a real run when it starts and when it ends.
+    assert_eq!(
+        results,
+        [
+            ("cordon", true, "ok"),
+            ("cordon", false, "started"),
+            ("cordon", false, "ok"),
+            ("uncordon", false, "started"),
+            ("uncordon", false, "ok")
+        ]
+    );
 }
 
 #[tokio::test]
