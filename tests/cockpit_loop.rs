@@ -19,19 +19,34 @@ fn key(c: char) -> std::io::Result<Event> {
     Ok(Event::Key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE)))
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_cordon_typed_into_the_loop_reaches_the_cluster_the_screen_and_the_audit_log() {
+/// The real loop on the `fragmented` demo, its audit log in a temporary
+/// dir, driven by the keys sent on the returned channel; the task returns
+/// the loop's result and its terminal.
+struct Running {
+    dir: tempfile::TempDir,
+    snapshots: tokio::sync::watch::Receiver<std::sync::Arc<kgpu::model::Snapshot>>,
+    keys: mpsc::UnboundedSender<std::io::Result<Event>>,
+    task: tokio::task::JoinHandle<(anyhow::Result<()>, Terminal<TestBackend>)>,
+}
+
+async fn run_fragmented() -> Running {
     let dir = tempfile::tempdir().unwrap();
     let paths = Paths { config_dir: None, data_dir: Some(dir.path().to_path_buf()) };
     let from = Source::Demo { scenario: "fragmented".into(), seed: 1, advance: 0 };
     let cockpit = Cockpit::start(&from, paths, "dark", false, false).await.unwrap();
     let snapshots = cockpit.session.snapshots.clone();
     let (keys, input) = mpsc::unbounded();
-    let running = tokio::spawn(async move {
+    let task = tokio::spawn(async move {
         let mut terminal = Terminal::new(TestBackend::new(120, 40)).unwrap();
         let result = drive(&mut terminal, input, cockpit).await;
         (result, terminal)
     });
+    Running { dir, snapshots, keys, task }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cordon_typed_into_the_loop_reaches_the_cluster_the_screen_and_the_audit_log() {
+    let Running { dir, snapshots, keys, task: running } = run_fragmented().await;
     // The demo's first snapshot, then: the first node row, cordon, confirm.
     tokio::time::sleep(Duration::from_millis(500)).await;
     for c in ['c', 'y'] {
@@ -59,21 +74,15 @@ async fn a_cordon_typed_into_the_loop_reaches_the_cluster_the_screen_and_the_aud
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn leaving_while_a_plan_runs_stops_it_cleanly_and_records_where() {
-    let dir = tempfile::tempdir().unwrap();
-    let paths = Paths { config_dir: None, data_dir: Some(dir.path().to_path_buf()) };
-    let from = Source::Demo { scenario: "fragmented".into(), seed: 1, advance: 0 };
-    let cockpit = Cockpit::start(&from, paths, "dark", false, false).await.unwrap();
-    let (keys, input) = mpsc::unbounded();
-    let running = tokio::spawn(async move {
-        let mut terminal = Terminal::new(TestBackend::new(120, 40)).unwrap();
-        drive(&mut terminal, input, cockpit).await
-    });
+    let Running { dir, keys, task: running, .. } = run_fragmented().await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     // Run the defrag plan, then leave at once: q asks, y answers.
     for c in ['x', 'y', 'q', 'y'] {
         keys.unbounded_send(key(c)).unwrap();
     }
-    tokio::time::timeout(Duration::from_secs(40), running).await.expect("left within the grace").unwrap().unwrap();
+    let (left, _) =
+        tokio::time::timeout(Duration::from_secs(40), running).await.expect("left within the grace").unwrap();
+    left.unwrap();
     let audit: Vec<serde_json::Value> = std::fs::read_to_string(dir.path().join("audit.jsonl"))
         .unwrap()
         .lines()

@@ -87,10 +87,8 @@ pub struct Session {
     pub context: Context,
     /// Why actions are off for this source, if they are.
     pub read_only_reason: Option<String>,
-    /// A live cluster's ages count on the wall clock; the demo and dumps
-    /// have their own time.
-    live_clock: bool,
-    /// What "every feed has listed" means (kube only).
+    /// A live cluster's (kube only): what "every feed has listed" means.
+    /// Its ages count on the wall clock; the demo and dumps have their own time.
     scope: Option<kube_watch::Scope>,
     /// What the reader should know about the data (a dump's empty files,
     /// duplicates, clock skew), one line each.
@@ -108,11 +106,7 @@ impl Drop for Session {
 impl Session {
     /// "Now" for the analyses of `snap`.
     pub fn now(&self, snap: &Snapshot) -> Timestamp {
-        if self.live_clock || snap.clock == 0 { crate::clock::wall_clock().max(snap.clock) } else { snap.clock }
-    }
-
-    pub fn is_live(&self) -> bool {
-        self.live_clock
+        if self.scope.is_some() || snap.clock == 0 { crate::clock::wall_clock().max(snap.clock) } else { snap.clock }
     }
 
     /// The first complete snapshot: every feed listed once (or said why it
@@ -238,7 +232,6 @@ fn start_demo(scenario: &str, seed: u64, advance: u64, run: Run<'_>) -> anyhow::
             executor: None,
             context: context(title),
             read_only_reason: Some("a one-shot snapshot".into()),
-            live_clock: false,
             scope: None,
             warnings: Vec::new(),
         });
@@ -262,7 +255,6 @@ fn start_demo(scenario: &str, seed: u64, advance: u64, run: Run<'_>) -> anyhow::
         executor: Some(exec),
         context: context(title.to_string()),
         read_only_reason: None,
-        live_clock: false,
         scope: None,
         warnings: Vec::new(),
     })
@@ -295,7 +287,6 @@ async fn start_kube(target: &client::Target, scope: &kube_watch::Scope, run: Run
             ),
             production: info.looks_like_production(),
         },
-        live_clock: true,
         scope: Some(scope.clone()),
         warnings: Vec::new(),
     })
@@ -324,7 +315,6 @@ fn start_file(paths: &[PathBuf]) -> anyhow::Result<Session> {
             production: false,
         },
         read_only_reason: Some("offline files: nothing to act on".into()),
-        live_clock: false,
         scope: None,
         warnings,
     })

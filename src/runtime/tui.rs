@@ -101,6 +101,8 @@ pub struct Cockpit {
     progress: mpsc::Receiver<Progress>,
     cancel: watch::Sender<BTreeSet<ActionId>>,
     theme: Theme,
+    /// What the analyses count as a fault, for every view of this cockpit.
+    thresholds: Thresholds,
     paths: Paths,
     no_color: bool,
     read_only: bool,
@@ -136,7 +138,19 @@ impl Cockpit {
             .or_else(|| {
                 (!session.warnings.is_empty()).then(|| Msg::Notice { text: session.warnings.join("; "), error: false })
             });
-        Ok(Cockpit { session, shared, progress, cancel, theme, paths, no_color, read_only, demo_seed, first_notice })
+        Ok(Cockpit {
+            session,
+            shared,
+            progress,
+            cancel,
+            theme,
+            thresholds: Thresholds::default(),
+            paths,
+            no_color,
+            read_only,
+            demo_seed,
+            first_notice,
+        })
     }
 
     /// A new app for the current source; what it should say first reaches it as a message.
@@ -152,7 +166,7 @@ impl Cockpit {
 
     fn views(&self, snap: Arc<Snapshot>, target: &Option<DriverVersion>) -> Views {
         let now = self.session.now(&snap);
-        build_views(snap, now, &Thresholds::default(), target)
+        build_views(snap, now, &self.thresholds, target)
     }
 }
 
@@ -220,7 +234,6 @@ where
     // on a big fleet; only the newest snapshot is analysed, and a result
     // from before a scenario switch or a new wave target is dropped.
     let (built_tx, mut built_rx) = mpsc::channel::<(u64, Views)>(1);
-    let thresholds = Thresholds::default();
     let mut generation = 0u64;
     let mut building = false;
     let mut stale = false;
@@ -265,7 +278,7 @@ where
                     stale = true;
                 } else {
                     let snap = session.snapshots.borrow_and_update().clone();
-                    spawn_build(snap.clone(), session.now(&snap), &thresholds, &wave_target, generation, &built_tx);
+                    spawn_build(snap.clone(), session.now(&snap), &cockpit.thresholds, &wave_target, generation, &built_tx);
                     building = true;
                 }
             },
@@ -281,7 +294,7 @@ where
                 if stale {
                     stale = false;
                     let snap = session.snapshots.borrow_and_update().clone();
-                    spawn_build(snap.clone(), session.now(&snap), &thresholds, &wave_target, generation, &built_tx);
+                    spawn_build(snap.clone(), session.now(&snap), &cockpit.thresholds, &wave_target, generation, &built_tx);
                     building = true;
                 }
             },

@@ -206,8 +206,12 @@ pub fn load(paths: &[PathBuf]) -> Result<(Vec<ModelEvent>, Timestamp, Stats), Fi
             newest_time(&item, &mut newest, limit, &mut stats.skewed);
             let key = ["/kind", "/metadata/namespace", "/metadata/name"]
                 .map(|p| item.pointer(p).and_then(|v| v.as_str()).unwrap_or("").to_string());
-            if !key[2].is_empty() && !keys.insert(key.clone()) {
-                stats.duplicates.push(format!("{} {}/{}", key[0], key[1], key[2]));
+            if !key[2].is_empty() {
+                if keys.contains(&key) {
+                    stats.duplicates.push(format!("{} {}/{}", key[0], key[1], key[2]));
+                } else {
+                    keys.insert(key);
+                }
             }
             match kind_of(&item).map(|k| (k, (k.convert)(&item))) {
                 Some((_, Ok(o))) => {

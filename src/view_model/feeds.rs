@@ -16,24 +16,32 @@ pub struct FeedHealth {
     pub reason: Option<String>,
     /// Seconds since its last data, if it ever had any.
     pub age: Option<i64>,
-    /// Whether its data may be behind the cluster (reconnecting).
-    pub stale: bool,
+    /// Reconnecting since then: its data may be behind the cluster.
+    pub stale_since: Option<Timestamp>,
     /// Whether it cannot deliver data at all.
     pub unavailable: bool,
+    /// Whether it never delivered a complete list (still syncing, or lost
+    /// before its first list): a view without it is partial.
+    pub incomplete: bool,
     /// Objects it could not convert: how many, and why the last one.
     pub skipped: Option<(u64, String)>,
 }
 
 impl FeedHealth {
+    pub fn stale(&self) -> bool {
+        self.stale_since.is_some()
+    }
+
     /// The short problem for the status bar (`pods: reconnecting 2m`,
     /// `pods: 3 skipped`), if any.
-    pub fn problem(&self, snap: &Snapshot, now: Timestamp) -> Option<String> {
-        match &snap.feed(self.feed)?.state {
-            FeedState::Unavailable(p) => Some(format!("{}: {}", self.feed.name(), p.label())),
-            FeedState::Reconnecting { since, .. } => {
-                Some(format!("{}: reconnecting {}", self.feed.name(), age(now - since)))
-            }
-            _ => self.skipped.as_ref().map(|(n, _)| format!("{}: {n} skipped", self.feed.name())),
+    pub fn problem(&self, now: Timestamp) -> Option<String> {
+        let name = self.feed.name();
+        if self.unavailable {
+            Some(format!("{name}: {}", self.state))
+        } else if let Some(since) = self.stale_since {
+            Some(format!("{name}: reconnecting {}", age(now - since)))
+        } else {
+            self.skipped.as_ref().map(|(n, _)| format!("{name}: {n} skipped"))
         }
     }
 
@@ -51,51 +59,46 @@ pub fn health(snap: &Snapshot, now: Timestamp) -> Vec<FeedHealth> {
         .iter()
         .filter_map(|f| {
             let status = snap.feed(*f)?;
-            let (state, reason) = match &status.state {
-                FeedState::Syncing => ("syncing", None),
-                FeedState::Live => ("live", None),
-                FeedState::Unavailable(p) => (p.label(), Some(p.describe().to_string())),
-                FeedState::Reconnecting { error, .. } => ("reconnecting", Some(error.clone())),
+            let (state, reason, stale_since) = match &status.state {
+                FeedState::Syncing => ("syncing", None, None),
+                FeedState::Live => ("live", None, None),
+                FeedState::Unavailable(p) => (p.label(), Some(p.describe().to_string()), None),
+                FeedState::Reconnecting { since, error } => ("reconnecting", Some(error.clone()), Some(*since)),
             };
             Some(FeedHealth {
                 feed: *f,
                 state,
                 reason,
                 age: status.last_data.map(|t| (now - t).max(0)),
-                stale: matches!(status.state, FeedState::Reconnecting { .. }),
+                stale_since,
                 unavailable: matches!(status.state, FeedState::Unavailable(_)),
+                incomplete: match status.state {
+                    FeedState::Syncing => true,
+                    FeedState::Reconnecting { .. } => status.last_data.is_none(),
+                    _ => false,
+                },
                 skipped: snap.skipped.get(f).cloned(),
             })
         })
         .collect()
 }
 
-/// Feeds that never delivered a complete list (still syncing, or lost
-/// before their first list): a view of the cluster without them is partial.
+/// Feeds that never delivered a complete list (see [`FeedHealth::incomplete`]).
 pub fn incomplete(snap: &Snapshot) -> Vec<Feed> {
-    Feed::ALL
-        .into_iter()
-        .filter(|f| {
-            snap.feed(*f).is_some_and(|s| match s.state {
-                FeedState::Syncing => true,
-                FeedState::Reconnecting { .. } => s.last_data.is_none(),
-                _ => false,
-            })
-        })
-        .collect()
+    health(snap, snap.clock).into_iter().filter(|h| h.incomplete).map(|h| h.feed).collect()
 }
 
 /// The status bar's data line: the newest data's age, then every feed that
 /// is unavailable or reconnecting; red while any data may be stale.
 pub fn summary(snap: &Snapshot, now: Timestamp) -> (String, Role) {
     let feeds = health(snap, now);
-    let problems: Vec<String> = feeds.iter().filter_map(|h| h.problem(snap, now)).collect();
+    let problems: Vec<String> = feeds.iter().filter_map(|h| h.problem(now)).collect();
     let newest = snap.feeds.values().filter_map(|s| s.last_data).max();
     let data = newest.map_or_else(|| "no data yet".to_string(), |t| format!("data {}", age(now - t)));
     if problems.is_empty() {
         (data, Role::Dim)
     } else {
-        let role = if feeds.iter().any(|h| h.stale) { Role::Error } else { Role::Warn };
+        let role = if feeds.iter().any(FeedHealth::stale) { Role::Error } else { Role::Warn };
         (format!("{data} · {}", problems.join(" · ")), role)
     }
 }

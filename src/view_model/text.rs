@@ -3,6 +3,7 @@
 
 use std::fmt::Write as _;
 
+use super::feeds::FeedHealth;
 use crate::analysis::Analysis;
 use crate::analysis::pending::{PendingItem, Verdict};
 use crate::model::Snapshot;
@@ -52,21 +53,20 @@ pub fn render(snap: &Snapshot, a: &Analysis, section: Option<Section>) -> String
     if let Some(s) = &snap.scenario {
         let _ = writeln!(out, "scenario: {} — {}", s.name, s.title);
     }
-    let incomplete = super::feeds::incomplete(snap);
-    for f in &incomplete {
-        let _ = writeln!(out, "feed {}: never listed — INCOMPLETE: what follows lacks its objects", f.name());
+    let feeds = super::feeds::health(snap, a.now);
+    for h in &feeds {
+        if h.incomplete {
+            let _ = writeln!(out, "feed {}: never listed — INCOMPLETE: what follows lacks its objects", h.feed.name());
+        } else if h.unavailable || h.stale() {
+            let data = if h.stale() {
+                h.age.map_or(", no data yet".into(), |t| format!(", data {} old", age(t)))
+            } else {
+                String::new()
+            };
+            let _ = writeln!(out, "feed {}: {}{data} ({})", h.feed.name(), h.state, h.reason.as_deref().unwrap_or(""));
+        }
     }
-    for h in
-        super::feeds::health(snap, a.now).iter().filter(|h| (h.unavailable || h.stale) && !incomplete.contains(&h.feed))
-    {
-        let data = if h.stale {
-            h.age.map_or(", no data yet".into(), |t| format!(", data {} old", age(t)))
-        } else {
-            String::new()
-        };
-        let _ = writeln!(out, "feed {}: {}{data} ({})", h.feed.name(), h.state, h.reason.as_deref().unwrap_or(""));
-    }
-    for line in super::feeds::health(snap, a.now).iter().filter_map(|h| h.skipped_line()) {
+    for line in feeds.iter().filter_map(FeedHealth::skipped_line) {
         let _ = writeln!(out, "{line}");
     }
     out.push('\n');
