@@ -91,7 +91,11 @@ async fn run<K>(
             }
             let mut unavailable = false;
             match item {
-                Ok(Event::Init) => buffer.clear(),
+                // A fresh list: what the last one read or skipped does not count.
+                Ok(Event::Init) => {
+                    buffer.clear();
+                    skipped.clear();
+                }
                 Ok(Event::InitApply(o)) => match convert(&o) {
                     Ok(x) => buffer.push(x),
                     Err(reason) => skipped.push(ModelEvent::Skipped { feed, reason }),
