@@ -124,7 +124,7 @@ async fn drain_evicts_and_a_pdb_refusal_is_retried_then_reported() {
         .run(ActionRequest { action: Action::Drain { node, gpu_only: false, force: false }, dry_run: true })
         .await;
     let (_, text, error) = h.reports();
-    assert!(error && text.contains("left as kubectl drain would"), "{text}");
+    assert!(error && text.contains("nothing evicted") && text.contains("stop kubectl drain"), "{text}");
     // A dry run evicts nothing.
     h.executor.run(ActionRequest { action: Action::Drain { node, gpu_only: false, force: true }, dry_run: true }).await;
     h.reports();

@@ -1,8 +1,9 @@
 //! Drain: cordon, then evict through the Eviction API (PDBs honoured,
-//! refusals retried until the drain timeout). As `kubectl drain`, it
-//! leaves two kinds of pod unless forced: pods without a controller (an
-//! evicted one never comes back) and pods with `emptyDir` data (the data
-//! go with the pod).
+//! refusals retried until the drain timeout). As `kubectl drain` (checked
+//! against it on the lab), two kinds of pod stop it unless forced: pods
+//! without a controller (an evicted one never comes back) and pods with
+//! `emptyDir` data (the data go with the pod). Then it cordons the node and
+//! evicts nothing, so the choice is made before any pod is disrupted.
 
 use crate::analysis::index::Index;
 use crate::model::{Pod, PodKey, Snapshot, Sym};
@@ -30,7 +31,8 @@ fn kept_because(p: &Pod) -> Option<&'static str> {
     }
 }
 
-/// The pods the drain evicts, and (unless `force`) those it leaves, with why.
+/// The pods the drain evicts, and (unless `force`) those that stop it, with
+/// why: while any stops it, it evicts none.
 fn split<'a>(
     index: &Index<'a>,
     node: Sym,
@@ -44,6 +46,9 @@ fn split<'a>(
             Some(why) => kept.push((p, why)),
             None => evict.push(p),
         }
+    }
+    if !kept.is_empty() {
+        evict.clear();
     }
     (evict, kept)
 }
@@ -63,7 +68,7 @@ pub(super) fn impact(index: &Index<'_>, node: Sym, gpu_only: bool, force: bool, 
     if !kept.is_empty() {
         let names: Vec<String> = kept.iter().map(|(p, why)| format!("{} ({why})", p.name)).collect();
         impact.warnings.push(format!(
-            "{} pod(s) stay and the drain will not finish: {}; f forces them out (--force)",
+            "{} pod(s) stop the drain, as they stop kubectl drain: {}; it cordons the node and evicts nothing; f forces them out (--force)",
             kept.len(),
             names.join(", ")
         ));
@@ -94,10 +99,15 @@ impl Executor {
         if !snap.nodes.get(&node).is_some_and(|n| n.unschedulable) {
             self.backend.set_unschedulable(node, true, dry).await?;
         }
-        let (evicted, mut left) = self.evict_all(&victims, dry, &format!("drain {node}")).await?;
         if !kept.is_empty() {
-            left.push(format!("left as kubectl drain would, unless forced (--force, or f): {}", kept.join(", ")));
+            return Err(ActionError::Failed(format!(
+                "drain {node}: {}cordoned, nothing evicted: {} pod(s) stop it, as they stop kubectl drain: {}; force evicts them, losing them (--force, or f)",
+                if dry { "dry run: " } else { "" },
+                kept.len(),
+                kept.join(", ")
+            )));
         }
+        let (evicted, left) = self.evict_all(&victims, dry, &format!("drain {node}")).await?;
         let prefix = if dry { "dry run: " } else { "" };
         if left.is_empty() {
             Ok(format!(
@@ -107,7 +117,7 @@ impl Executor {
         } else {
             Err(ActionError::Failed(format!(
                 "drain {node}: cordoned, {evicted} of {} pod(s) evicted; {}",
-                victims.len() + kept.len(),
+                victims.len(),
                 left.join("; ")
             )))
         }
