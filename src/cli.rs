@@ -82,6 +82,7 @@ impl SourceArgs {
                 token_file: self.agent_token_file.clone(),
                 ..Config::default()
             },
+            ..Default::default()
         }
     }
 }

@@ -47,6 +47,8 @@ fn the_status_bar_text_and_json_agree_on_every_feed() {
     assert_eq!(state(Feed::Workloads), Some("not installed"));
 
     let (bar, _) = feeds::summary(&snap, NOW);
+    // The screen is as current as its oldest feed: the stale pods, not the live nodes.
+    assert!(bar.starts_with("data 2m · "), "{bar}");
     assert!(bar.contains("pods: reconnecting 2m"), "{bar}");
     assert!(bar.contains("kueue workloads: not installed"), "{bar}");
 
@@ -54,12 +56,16 @@ fn the_status_bar_text_and_json_agree_on_every_feed() {
     let doc = serde_json::to_value(json::document(&snap, &a, None, None)).unwrap();
     assert_eq!(doc["feeds"]["pods"]["state"], "reconnecting");
     assert_eq!(doc["feeds"]["pods"]["reason"], "connection refused");
-    assert_eq!(doc["feeds"]["pods"]["ageSeconds"], 300, "{}", doc["feeds"]);
+    // Its data was last known current when the connection broke, not when
+    // it last changed.
+    assert_eq!(doc["feeds"]["pods"]["ageSeconds"], 120, "{}", doc["feeds"]);
+    // A live watch is current, however long ago its objects last changed.
+    assert_eq!(doc["feeds"]["nodes"]["ageSeconds"], 0, "{}", doc["feeds"]);
     assert_eq!(doc["feeds"]["kueue workloads"]["state"], "not installed");
     assert_eq!(doc["feeds"]["nodes"]["state"], "live");
 
     let out = text::render(&snap, &a, None);
-    assert!(out.contains("feed pods: reconnecting, data 5m old (connection refused)"), "{out}");
+    assert!(out.contains("feed pods: reconnecting, data 2m old (connection refused)"), "{out}");
     assert!(out.contains("feed kueue workloads: not installed (kueue.x-k8s.io is not installed)"), "{out}");
     assert!(!out.contains("feed nodes"), "a live feed is not a problem: {out}");
 
@@ -136,4 +142,26 @@ fn a_feed_that_never_listed_marks_the_snapshot_incomplete() {
     cluster.apply(ModelEvent::Resync { feed: Feed::Pods, objects: Vec::new() });
     cluster.apply(ModelEvent::Resync { feed: Feed::Events, objects: Vec::new() });
     assert!(feeds::incomplete(&cluster.snapshot()).is_empty());
+}
+
+/// The data age says how far behind the cluster the screen may be: a quiet
+/// but live watch is current, however long ago its objects last changed;
+/// the polled agents are as old as their last answer; the status bar shows
+/// the oldest.
+#[test]
+fn the_data_age_is_how_old_the_data_may_be_and_the_bar_shows_the_oldest() {
+    let mut cluster = Cluster::new(SourceInfo { kind: SourceKind::Kube, name: "lab".into() });
+    cluster.apply_all(vec![
+        ModelEvent::Clock(NOW - 3600),
+        ModelEvent::Resync { feed: Feed::Nodes, objects: Vec::new() },
+        ModelEvent::Clock(NOW - 40),
+        ModelEvent::Resync { feed: Feed::Agents, objects: Vec::new() },
+        ModelEvent::Clock(NOW),
+    ]);
+    let snap = cluster.snapshot();
+    let health = feeds::health(&snap, NOW);
+    let age = |f: Feed| health.iter().find(|h| h.feed == f).and_then(|h| h.age);
+    assert_eq!(age(Feed::Nodes), Some(0), "listed an hour ago and watched since");
+    assert_eq!(age(Feed::Agents), Some(40));
+    assert_eq!(feeds::summary(&snap, NOW).0, "data 40s");
 }

@@ -95,6 +95,7 @@ async fn cockpit(
     let scope = kgpu::sources::kube::watch::Scope {
         namespace: None,
         agents: Config { transport: Transport::Direct, interval: Duration::from_millis(500), ..Config::default() },
+        ..Default::default()
     };
     source_with(cp, &cp.kubeconfig, scope).await
 }

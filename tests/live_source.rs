@@ -13,6 +13,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
 use kgpu::model::{Feed, FeedProblem, FeedState, GangKind, PodKey, Snapshot, Sym};
+use kgpu::sources::kube::client::Liveness;
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 use support::controlplane::ControlPlane;
@@ -146,6 +147,143 @@ async fn an_apiserver_restart_is_shown_and_recovered_from() {
             && s.nodes.contains_key(&Sym::new("keep"))
     })
     .await;
+}
+
+/// kgpu's source with a short stall timeout (4 s, so the server ends each
+/// watch after 3 s): a paused server is noticed within seconds.
+async fn quick_source(
+    cp: &ControlPlane,
+) -> (tokio::sync::watch::Receiver<std::sync::Arc<Snapshot>>, Vec<tokio::task::JoinHandle<()>>) {
+    let scope = kgpu::sources::kube::watch::Scope {
+        liveness: Liveness { stall_after: Duration::from_secs(4) },
+        ..Default::default()
+    };
+    support::kube::source_with(cp, &cp.kubeconfig, scope).await
+}
+
+async fn node_names(client: &kube::Client) -> Vec<String> {
+    let mut names: Vec<String> = Api::<Node>::all(client.clone())
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter_map(|n| n.metadata.name)
+        .collect();
+    names.sort();
+    names
+}
+
+fn model_node_names(s: &Snapshot) -> Vec<String> {
+    let mut names: Vec<String> = s.nodes.keys().map(|k| k.to_string()).collect();
+    names.sort();
+    names
+}
+
+/// The API server paused (SIGSTOP) for longer than a watch lasts: its
+/// connections stay open and silent. kgpu says so per feed within the stall
+/// timeout, keeps the data with its age, and once the server runs again
+/// shows the feeds live with exactly what a fresh list says.
+#[tokio::test]
+async fn a_paused_apiserver_is_shown_as_stale_and_then_followed_by_a_fresh_list() {
+    if !ControlPlane::enabled() {
+        return;
+    }
+    let cp = ControlPlane::start().unwrap();
+    let client = client(&cp).await;
+    let (snapshots, _tasks) = quick_source(&cp).await;
+    for name in ["keep", "doomed"] {
+        gpu_node(&client, name, 8, json!({}), json!([])).await;
+    }
+    until(&snapshots, "nodes live", |s| s.nodes.len() == 2 && feed_state(s, Feed::Nodes) == Some(FeedState::Live))
+        .await;
+    // A healthy server on a quiet cluster: watches end and start again
+    // every 3 s, and no feed ever looks stalled.
+    for _ in 0..50 {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let s = snapshots.borrow().clone();
+        for f in [Feed::Nodes, Feed::Pods, Feed::Events] {
+            assert_eq!(feed_state(&s, f), Some(FeedState::Live), "{f:?} while nothing is wrong");
+        }
+    }
+
+    cp.pause_apiserver();
+    let paused = std::time::Instant::now();
+    until(&snapshots, "the stall shown on nodes and pods", |s| {
+        [Feed::Nodes, Feed::Pods].iter().all(|f| {
+            matches!(feed_state(s, *f), Some(FeedState::Reconnecting { error, .. }) if error.contains("sent nothing"))
+        })
+    })
+    .await;
+    eprintln!("stall shown after {:.1}s", paused.elapsed().as_secs_f64());
+    // Longer than a watch lasts (3 s) and than the stall timeout, still paused.
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    let snap = snapshots.borrow().clone();
+    assert_eq!(snap.nodes.len(), 2, "stale data stays");
+    let now = kgpu::clock::wall_clock();
+    let (bar, _) = kgpu::view_model::feeds::summary(&snap, now);
+    assert!(bar.contains("nodes: reconnecting"), "{bar}");
+    let health = kgpu::view_model::feeds::health(&snap, now);
+    let nodes_age = health.iter().find(|h| h.feed == Feed::Nodes).and_then(|h| h.age).unwrap();
+    assert!(nodes_age >= 8, "the data's age counts from when the server went quiet: {nodes_age}s");
+
+    cp.resume_apiserver();
+    let nodes: Api<Node> = Api::all(client.clone());
+    nodes.delete("doomed", &DeleteParams::default()).await.unwrap();
+    gpu_node(&client, "born", 8, json!({}), json!([])).await;
+    until(&snapshots, "live again, with the changes made since", |s| {
+        feed_state(s, Feed::Nodes) == Some(FeedState::Live)
+            && feed_state(s, Feed::Pods) == Some(FeedState::Live)
+            && model_node_names(s) == ["born", "keep"]
+    })
+    .await;
+    assert_eq!(model_node_names(&snapshots.borrow()), node_names(&client).await, "equal to a fresh list");
+}
+
+/// etcd compacted while the API server is down: resuming a watch from what
+/// kgpu last saw answers 410 Gone. kgpu lists afresh instead, so nothing
+/// changed meanwhile is lost.
+#[tokio::test]
+async fn after_an_etcd_compaction_the_feeds_equal_a_fresh_list() {
+    if !ControlPlane::enabled() {
+        return;
+    }
+    let cp = ControlPlane::start().unwrap();
+    let client = client(&cp).await;
+    let (snapshots, _tasks) = quick_source(&cp).await;
+    for name in ["keep", "doomed"] {
+        gpu_node(&client, name, 8, json!({}), json!([])).await;
+    }
+    until(&snapshots, "nodes live", |s| s.nodes.len() == 2 && feed_state(s, Feed::Nodes) == Some(FeedState::Live))
+        .await;
+    let seen = Api::<Node>::all(client.clone()).list(&Default::default()).await.unwrap().metadata.resource_version;
+    let seen = seen.unwrap();
+
+    cp.stop_apiserver();
+    until(&snapshots, "the outage shown", |s| matches!(feed_state(s, Feed::Nodes), Some(FeedState::Reconnecting { .. })))
+        .await;
+    cp.start_apiserver().unwrap();
+    let nodes: Api<Node> = Api::all(client.clone());
+    nodes.delete("doomed", &DeleteParams::default()).await.unwrap();
+    gpu_node(&client, "born", 8, json!({}), json!([])).await;
+    let compacted = cp.compact_etcd();
+    assert!(compacted > seen.parse::<i64>().unwrap());
+
+    // The fault is real: a client that resumed its watch would be told 410.
+    let (code, body) = support::controlplane::curl(
+        &cp.server,
+        support::controlplane::ADMIN_TOKEN,
+        &[],
+        &format!("/api/v1/nodes?watch=1&resourceVersion={seen}&timeoutSeconds=1"),
+    )
+    .unwrap();
+    assert!(code == 410 || body.contains("\"code\":410"), "{code} {body}");
+
+    until(&snapshots, "live again, equal to a fresh list", |s| {
+        feed_state(s, Feed::Nodes) == Some(FeedState::Live) && model_node_names(s) == ["born", "keep"]
+    })
+    .await;
+    assert_eq!(model_node_names(&snapshots.borrow()), node_names(&client).await);
 }
 
 #[tokio::test]

@@ -261,7 +261,7 @@ fn start_demo(scenario: &str, seed: u64, advance: u64, run: Run<'_>) -> anyhow::
 }
 
 async fn start_kube(target: &client::Target, scope: &kube_watch::Scope, run: Run<'_>) -> anyhow::Result<Session> {
-    let (client, info) = client::connect(target).await.map_err(|e| UsageError(e.to_string()))?;
+    let (client, info) = client::connect_with(target, scope.liveness).await.map_err(|e| UsageError(e.to_string()))?;
     let (tx, rx) = mpsc::channel(1024);
     let (snapshots, model) = spawn_model(SourceInfo { kind: SourceKind::Kube, name: info.context.clone() }, rx);
     let mut tasks = kube_watch::spawn_all(client, scope.clone(), tx);

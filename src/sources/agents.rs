@@ -115,8 +115,20 @@ async fn run(client: Client, config: Config, tx: mpsc::Sender<Vec<ModelEvent>>) 
     if tx.send(vec![ModelEvent::Feed { feed, state: FeedState::Syncing }]).await.is_err() {
         return;
     }
+    let mut failing_since = None;
     loop {
-        let events = round(&client, &config).await;
+        let events = match round(&client, &config).await {
+            Ok(events) => {
+                failing_since = None;
+                events
+            }
+            // The API server did not answer: keep what the agents said last,
+            // marked stale, rather than forget it.
+            Err(error) => {
+                let since = *failing_since.get_or_insert_with(crate::clock::wall_clock);
+                vec![ModelEvent::Feed { feed, state: FeedState::Reconnecting { since, error } }]
+            }
+        };
         if tx.send(events).await.is_err() {
             return;
         }
@@ -131,39 +143,35 @@ fn unavailable(problem: FeedProblem) -> Vec<ModelEvent> {
     ]
 }
 
-/// One pass over every agent: a full list of what they report.
-async fn round(client: &Client, config: &Config) -> Vec<ModelEvent> {
+/// One pass over every agent: a full list of what they report, or why the
+/// API server could not say where the agents are.
+async fn round(client: &Client, config: &Config) -> Result<Vec<ModelEvent>, String> {
     let pods: Api<Pod> = Api::namespaced(client.clone(), &config.namespace);
     let list = match pods.list(&ListParams::default().labels(SELECTOR)).await {
         Ok(l) => l,
         Err(kube::Error::Api(s)) if s.code == 403 => {
-            return unavailable(FeedProblem::Forbidden(format!(
+            return Ok(unavailable(FeedProblem::Forbidden(format!(
                 "cannot list pods in {} (the agents' namespace): {}",
                 config.namespace, s.message
-            )));
+            ))));
         }
-        Err(e) => {
-            return unavailable(FeedProblem::Error(format!(
-                "listing agent pods: {}",
-                crate::sources::kube::client::short_error(&e)
-            )));
-        }
+        Err(e) => return Err(format!("listing agent pods: {}", crate::sources::kube::client::short_error(&e))),
     };
     let agents: Vec<AgentPod> = list.items.iter().filter_map(agent_pod).collect();
     if agents.is_empty() {
-        return unavailable(FeedProblem::Missing(format!(
+        return Ok(unavailable(FeedProblem::Missing(format!(
             "no kgpu agents in namespace {} (deploy them: kubectl apply -f assets/agent/)",
             config.namespace
-        )));
+        ))));
     }
     let token = match token(client, config).await {
         Ok(t) => t,
         Err(why) => {
             let objects = agents.iter().map(|a| Object::Devices(unreachable(&a.node, &why))).collect();
-            return vec![
+            return Ok(vec![
                 ModelEvent::Resync { feed: Feed::Agents, objects },
                 ModelEvent::Feed { feed: Feed::Agents, state: FeedState::Unavailable(FeedProblem::Error(why)) },
-            ];
+            ]);
         }
     };
     let reads = agents.iter().map(|a| fetch(client, config, a, &token));
@@ -179,10 +187,10 @@ async fn round(client: &Client, config: &Config) -> Vec<ModelEvent> {
             })
         })
         .collect();
-    vec![
+    Ok(vec![
         ModelEvent::Resync { feed: Feed::Agents, objects },
         ModelEvent::Feed { feed: Feed::Agents, state: FeedState::Live },
-    ]
+    ])
 }
 
 /// What an agent pod reports, filed under the node the API server says it

@@ -2,7 +2,7 @@
 //! `kgpu snapshot` text and its JSON read the same states.
 
 use crate::model::time::age;
-use crate::model::{Feed, FeedState, Snapshot, Timestamp};
+use crate::model::{Feed, FeedState, FeedStatus, Snapshot, Timestamp};
 
 use super::style::Role;
 
@@ -14,7 +14,10 @@ pub struct FeedHealth {
     pub state: &'static str,
     /// Why it cannot deliver (the problem, or the last error while reconnecting).
     pub reason: Option<String>,
-    /// Seconds since its last data, if it ever had any.
+    /// How old its data may be, in seconds, if it has any: 0 for a live
+    /// watch (a stalled one turns reconnecting within the stall timeout),
+    /// the last round's age for the polled agents, and the time since it
+    /// was last known current while reconnecting.
     pub age: Option<i64>,
     /// Reconnecting since then: its data may be behind the cluster.
     pub stale_since: Option<Timestamp>,
@@ -69,7 +72,7 @@ pub fn health(snap: &Snapshot, now: Timestamp) -> Vec<FeedHealth> {
                 feed: *f,
                 state,
                 reason,
-                age: status.last_data.map(|t| (now - t).max(0)),
+                age: data_age(*f, status, now),
                 stale_since,
                 unavailable: matches!(status.state, FeedState::Unavailable(_)),
                 incomplete: match status.state {
@@ -83,18 +86,32 @@ pub fn health(snap: &Snapshot, now: Timestamp) -> Vec<FeedHealth> {
         .collect()
 }
 
+fn data_age(feed: Feed, status: &FeedStatus, now: Timestamp) -> Option<i64> {
+    let last_data = status.last_data?;
+    let current_at = match &status.state {
+        // An unavailable feed is named as a problem of its own instead.
+        FeedState::Syncing | FeedState::Unavailable(_) => return None,
+        // The agents are asked every few seconds: their data is as old as the last answer.
+        _ if feed == Feed::Agents => last_data,
+        FeedState::Live => now,
+        FeedState::Reconnecting { since, .. } => *since,
+    };
+    Some((now - current_at).max(0))
+}
+
 /// Feeds that never delivered a complete list (see [`FeedHealth::incomplete`]).
 pub fn incomplete(snap: &Snapshot) -> Vec<Feed> {
     health(snap, snap.clock).into_iter().filter(|h| h.incomplete).map(|h| h.feed).collect()
 }
 
-/// The status bar's data line: the newest data's age, then every feed that
-/// is unavailable or reconnecting; red while any data may be stale.
+/// The status bar's data line: the age of the oldest feed's data (the
+/// screen is only as current as that), then every feed that is unavailable
+/// or reconnecting; red while any data may be stale.
 pub fn summary(snap: &Snapshot, now: Timestamp) -> (String, Role) {
     let feeds = health(snap, now);
     let problems: Vec<String> = feeds.iter().filter_map(|h| h.problem(now)).collect();
-    let newest = snap.feeds.values().filter_map(|s| s.last_data).max();
-    let data = newest.map_or_else(|| "no data yet".to_string(), |t| format!("data {}", age(now - t)));
+    let oldest = feeds.iter().filter_map(|h| h.age).max();
+    let data = oldest.map_or_else(|| "no data yet".to_string(), |a| format!("data {}", age(a)));
     if problems.is_empty() {
         (data, Role::Dim)
     } else {

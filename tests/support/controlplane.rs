@@ -138,6 +138,44 @@ impl ControlPlane {
         self.restart(Component::ApiServer).map_err(|e| e.to_string())
     }
 
+    /// Pauses kube-apiserver (SIGSTOP): its connections stay open and say
+    /// nothing, as a hung or overloaded server's do.
+    pub fn pause_apiserver(&self) {
+        self.signal_apiserver("-STOP");
+    }
+
+    /// Lets a paused kube-apiserver run again (SIGCONT).
+    pub fn resume_apiserver(&self) {
+        self.signal_apiserver("-CONT");
+    }
+
+    fn signal_apiserver(&self, signal: &str) {
+        let (_, pid) = self.processes().into_iter().find(|(c, _)| *c == Component::ApiServer).expect("apiserver runs");
+        let ok = Command::new("kill").args([signal, &pid.to_string()]).status().is_ok_and(|s| s.success());
+        assert!(ok, "kill {signal} {pid}");
+    }
+
+    /// Compacts etcd's history up to its current revision (what the API
+    /// server does every 5 minutes), through etcd's JSON gateway; returns
+    /// that revision. A watch from any older resource version then gets
+    /// 410 Gone.
+    pub fn compact_etcd(&self) -> i64 {
+        let post = |path: &str, body: &str| -> serde_json::Value {
+            let out = Command::new("curl")
+                .args(["-sf", "--max-time", "10", "-X", "POST", "-d", body])
+                .arg(format!("{}{path}", self.etcd_url()))
+                .output()
+                .expect("curl");
+            assert!(out.status.success(), "etcd {path}: {}", String::from_utf8_lossy(&out.stderr));
+            serde_json::from_slice(&out.stdout).expect("etcd answers JSON")
+        };
+        // Any key: the answer's header carries the current revision.
+        let range = post("/v3/kv/range", r#"{"key":"AA=="}"#);
+        let revision: i64 = range["header"]["revision"].as_str().and_then(|r| r.parse().ok()).expect("a revision");
+        post("/v3/kv/compaction", &format!(r#"{{"revision":"{revision}","physical":true}}"#));
+        revision
+    }
+
     pub fn install_crds(&self, files: &[PathBuf]) -> Result<(), String> {
         self.0.install_crds(files).map_err(|e| e.to_string())
     }

@@ -448,6 +448,11 @@ done"#,
         self.start_component(component)
     }
 
+    /// etcd's client URL (`http://127.0.0.1:<port>`).
+    pub fn etcd_url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.ports.etcd)
+    }
+
     /// The components started, with their process ids, in start order.
     pub fn processes(&self) -> Vec<(Component, u32)> {
         self.running.lock().unwrap_or_else(|p| p.into_inner()).iter().map(|(c, child)| (*c, child.id())).collect()

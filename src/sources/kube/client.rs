@@ -55,10 +55,37 @@ pub enum ClientError {
 /// The connect timeout: an unreachable cluster fails within seconds.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 
-fn tune(mut cfg: Config) -> Config {
+/// How long a connection may stay silent before it counts as stalled (an
+/// API server paused, a proxy holding a dead connection). Every read waits
+/// at most this long; the watches ask the server to end each watch sooner
+/// ([`Liveness::watch_seconds`]), so a healthy watch on a quiet cluster
+/// always has something to read before then.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Liveness {
+    pub stall_after: Duration,
+}
+
+impl Default for Liveness {
+    fn default() -> Self {
+        Liveness { stall_after: Duration::from_secs(30) }
+    }
+}
+
+impl Liveness {
+    /// How long the server keeps one watch open (its `timeoutSeconds`):
+    /// three quarters of the stall timeout, so that a healthy watch ends
+    /// and starts again well before a read times out.
+    pub fn watch_seconds(self) -> u32 {
+        u32::try_from((self.stall_after * 3 / 4).as_secs()).unwrap_or(u32::MAX).max(1)
+    }
+}
+
+fn tune(mut cfg: Config, liveness: Liveness) -> Config {
     cfg.connect_timeout = Some(CONNECT_TIMEOUT);
-    // Watches are long-lived: no read timeout. Proxies would need extra features.
-    cfg.read_timeout = None;
+    cfg.read_timeout = Some(liveness.stall_after);
+    // Count from the request, not from when a pooled connection went idle.
+    cfg.reset_reader_on_write = true;
+    // Proxies would need extra features.
     cfg.proxy_url = None;
     cfg
 }
@@ -74,7 +101,7 @@ fn kubeconfig_paths(target: &Target) -> Vec<PathBuf> {
 }
 
 /// Builds the client config and what we know about the target.
-pub async fn config(target: &Target) -> Result<(Config, ClusterInfo), ClientError> {
+pub async fn config(target: &Target, liveness: Liveness) -> Result<(Config, ClusterInfo), ClientError> {
     let paths: Vec<PathBuf> =
         kubeconfig_paths(target).into_iter().filter(|p| target.kubeconfig.is_some() || p.exists()).collect();
     if paths.is_empty() {
@@ -84,7 +111,7 @@ pub async fn config(target: &Target) -> Result<(Config, ClusterInfo), ClientErro
             server: cfg.cluster_url.to_string(),
             user: "serviceaccount".into(),
         };
-        return Ok((tune(cfg), info));
+        return Ok((tune(cfg, liveness), info));
     }
     let mut merged: Option<Kubeconfig> = None;
     for p in &paths {
@@ -121,12 +148,17 @@ pub async fn config(target: &Target) -> Result<(Config, ClusterInfo), ClientErro
     let opts = KubeConfigOptions { context: Some(context.clone()), cluster: None, user: None };
     let cfg = Config::from_custom_kubeconfig(kc, &opts).await.map_err(|e| ClientError::Config(e.to_string()))?;
     let info = ClusterInfo { context, server: cfg.cluster_url.to_string(), user };
-    Ok((tune(cfg), info))
+    Ok((tune(cfg, liveness), info))
 }
 
 /// Connects and checks the API server answers (within a few seconds).
 pub async fn connect(target: &Target) -> Result<(Client, ClusterInfo), ClientError> {
-    let (cfg, info) = config(target).await?;
+    connect_with(target, Liveness::default()).await
+}
+
+/// [`connect`] with another stall timeout (the tests shorten it).
+pub async fn connect_with(target: &Target, liveness: Liveness) -> Result<(Client, ClusterInfo), ClientError> {
+    let (cfg, info) = config(target, liveness).await?;
     let client = Client::try_from(cfg).map_err(|e| ClientError::Config(e.to_string()))?;
     match tokio::time::timeout(Duration::from_secs(6), client.apiserver_version()).await {
         Ok(Ok(_)) => Ok((client, info)),
@@ -138,7 +170,7 @@ pub async fn connect(target: &Target) -> Result<(Client, ClusterInfo), ClientErr
 /// A client for actions: no automatic retries (a PDB's 429 must reach us at
 /// once so the drain can show it, back off and retry visibly).
 pub async fn action_client(target: &Target) -> Result<Client, ClientError> {
-    let (mut cfg, _) = config(target).await?;
+    let (mut cfg, _) = config(target, Liveness::default()).await?;
     cfg.default_retry = false;
     Client::try_from(cfg).map_err(|e| ClientError::Config(e.to_string()))
 }

@@ -1,8 +1,10 @@
 //! One watcher per kind: a paginated initial list (500 per page), then a
-//! watch; backoff on errors; a fresh list after 410 Gone. Each complete list
-//! goes out as a `Resync` — the truth, so deletes missed while away are not
-//! lost. A 403 or a missing CRD makes that feed unavailable with its reason;
-//! other errors mark it reconnecting, and its data stays, shown with its age.
+//! watch; after any error (410 Gone included), a fresh list with backoff.
+//! Each complete list goes out as a `Resync` — the truth, so deletes missed
+//! while away are not lost. A 403 or a missing CRD makes that feed
+//! unavailable with its reason; other errors, and a connection that stays
+//! silent past [`Liveness::stall_after`], mark it reconnecting, and its data
+//! stays, shown with its age.
 
 use std::fmt::Debug;
 use std::time::Duration;
@@ -10,7 +12,6 @@ use std::time::Duration;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Event as K8sEvent, Node as K8sNode, Pod as K8sPod};
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
-use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use kube::{Client, Resource};
 use serde::de::DeserializeOwned;
@@ -20,6 +21,7 @@ use tokio::task::JoinHandle;
 use crate::model::{Feed, FeedProblem, FeedState, ModelEvent, Object};
 use crate::sources::kinds::{self, Kind};
 
+use super::client::Liveness;
 use super::convert;
 
 fn http_code(e: &watcher::Error) -> Option<u16> {
@@ -64,9 +66,22 @@ fn classify(d: &Kind, e: &watcher::Error, since: i64) -> FeedState {
     }
 }
 
+/// A read that timed out: the server stopped answering on an open connection.
+fn stalled(e: &watcher::Error) -> bool {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(s) = source {
+        if s.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::TimedOut) {
+            return true;
+        }
+        source = s.source();
+    }
+    false
+}
+
 async fn run<K>(
     api: Api<K>,
     d: &'static Kind,
+    liveness: Liveness,
     convert: impl Fn(&K) -> Result<Object, String>,
     tx: mpsc::Sender<Vec<ModelEvent>>,
 ) where
@@ -75,21 +90,21 @@ async fn run<K>(
     let feed = d.feed;
     let mut buffer: Vec<Object> = Vec::new();
     let mut skipped: Vec<ModelEvent> = Vec::new();
-    let mut live = false;
     let mut failing_since: Option<i64> = None;
     let mut recheck = RECHECK_FIRST;
+    let mut retry = RETRY_FIRST;
     if tx.send(vec![ModelEvent::Feed { feed, state: FeedState::Syncing }]).await.is_err() {
         return;
     }
-    'watching: loop {
-        let stream = watcher::watcher(api.clone(), watcher::Config::default().page_size(500)).default_backoff();
+    let config = watcher::Config::default().page_size(500).timeout(liveness.watch_seconds());
+    loop {
+        // No backoff inside the stream: after an error it is dropped and a
+        // new one lists afresh (below).
+        let stream = watcher::watcher(api.clone(), config.clone());
         futures::pin_mut!(stream);
+        let mut wait = None;
         while let Some(item) = stream.next().await {
             let mut out = Vec::new();
-            if failing_since.take().is_some() && live {
-                out.push(ModelEvent::Feed { feed, state: FeedState::Live });
-            }
-            let mut unavailable = false;
             match item {
                 // A fresh list: what the last one read or skipped does not count.
                 Ok(Event::Init) => {
@@ -102,9 +117,11 @@ async fn run<K>(
                 },
                 Ok(Event::InitDone) => {
                     out.append(&mut skipped);
+                    // The model marks the feed live again with the list.
                     out.push(ModelEvent::Resync { feed, objects: std::mem::take(&mut buffer) });
-                    live = true;
+                    failing_since = None;
                     recheck = RECHECK_FIRST;
+                    retry = RETRY_FIRST;
                 }
                 Ok(Event::Apply(o)) => match convert(&o) {
                     Ok(x) => out.push(ModelEvent::Upsert(x)),
@@ -116,28 +133,55 @@ async fn run<K>(
                     }
                 }
                 Err(e) => {
-                    let since = *failing_since.get_or_insert_with(crate::clock::wall_clock);
-                    let state = classify(d, &e, since);
+                    let now = crate::clock::wall_clock();
+                    let stall = stalled(&e);
+                    // A stall began when the connection went quiet, not when
+                    // the timeout noticed it.
+                    let began = if stall { now - liveness.stall_after.as_secs() as i64 } else { now };
+                    let since = *failing_since.get_or_insert(began);
+                    let state = if stall {
+                        FeedState::Reconnecting {
+                            since,
+                            error: format!("the API server sent nothing for {}s", liveness.stall_after.as_secs()),
+                        }
+                    } else {
+                        classify(d, &e, since)
+                    };
                     tracing::warn!("{} watch: {}", d.resource(), error_text(&e));
-                    unavailable = matches!(state, FeedState::Unavailable(_));
+                    // A missing CRD or a 403 will not change in a second: ask
+                    // again later, less often each time. Other errors: retry
+                    // sooner, backing off.
+                    wait = Some(if matches!(state, FeedState::Unavailable(_)) {
+                        let w = recheck;
+                        recheck = next_recheck(w);
+                        w
+                    } else {
+                        let w = retry;
+                        retry = (w * 2).min(RETRY_MAX);
+                        w
+                    });
                     out.push(ModelEvent::Feed { feed, state });
                 }
             }
             if !out.is_empty() && tx.send(out).await.is_err() {
                 return;
             }
-            if unavailable {
-                // A missing CRD or a 403 will not change in a second: ask again
-                // later, less often each time (the watcher's own retry would
-                // ask several times a second for ever).
-                tokio::time::sleep(recheck).await;
-                recheck = next_recheck(recheck);
-                continue 'watching;
+            if wait.is_some() {
+                break;
             }
         }
-        return;
+        // After any error, start again from a full list rather than resume
+        // the watch: the list is the truth once the server answers (nothing
+        // missed while away), and it is what shows the feed live again —
+        // a resumed watch on a quiet cluster would say nothing at all.
+        tokio::time::sleep(wait.unwrap_or(RETRY_FIRST)).await;
     }
 }
+
+/// The first wait before a failed watch lists again.
+const RETRY_FIRST: Duration = Duration::from_secs(1);
+/// The longest wait between tries while the API server does not answer.
+const RETRY_MAX: Duration = Duration::from_secs(30);
 
 /// The first wait before an unavailable feed (a missing CRD, a 403) is asked again.
 const RECHECK_FIRST: Duration = Duration::from_secs(5);
@@ -159,6 +203,9 @@ fn name_ns<K: Resource>(o: &K) -> Option<(String, Option<String>)> {
 pub struct Scope {
     pub namespace: Option<String>,
     pub agents: crate::sources::agents::Config,
+    /// When a silent watch counts as stalled; the client must be made with
+    /// the same (`client::connect_with`).
+    pub liveness: Liveness,
 }
 
 fn namespaced<K: Resource<Scope = k8s_openapi::NamespaceResourceScope>>(client: &Client, scope: &Scope) -> Api<K>
@@ -193,24 +240,27 @@ pub fn spawn_all(client: Client, scope: Scope, tx: mpsc::Sender<Vec<ModelEvent>>
     tasks.push(tokio::spawn(run(
         Api::<K8sNode>::all(client.clone()),
         &kinds::NODE,
+        scope.liveness,
         |n| convert::node(n).map(Object::Node),
         tx.clone(),
     )));
     tasks.push(tokio::spawn(run(
         namespaced::<K8sPod>(&client, &scope),
         &kinds::POD,
+        scope.liveness,
         |p| convert::pod(p).map(Object::Pod),
         tx.clone(),
     )));
     tasks.push(tokio::spawn(run(
         namespaced::<K8sEvent>(&client, &scope),
         &kinds::EVENT,
+        scope.liveness,
         |e| convert::event(e).map(Object::Event),
         tx.clone(),
     )));
     for kind in kinds::KINDS.into_iter().filter(|k| k.crd.is_some()) {
         let convert = move |o: &DynamicObject| json(o).and_then(|v| (kind.convert)(&v));
-        tasks.push(tokio::spawn(run(dynamic(&client, &scope, kind), kind, convert, tx.clone())));
+        tasks.push(tokio::spawn(run(dynamic(&client, &scope, kind), kind, scope.liveness, convert, tx.clone())));
     }
     // The model learns the time from here, once a second.
     tasks.push(tokio::spawn(async move {
