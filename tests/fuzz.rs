@@ -6,7 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic on broken fixtures
 
 use kgpu::analysis::{compat, queue_msg};
-use kgpu::model::quantity;
+use kgpu::model::{Uid, quantity};
 use kgpu::sources::file;
 use kgpu::view_model::style::printable;
 use proptest::prelude::*;
@@ -127,6 +127,18 @@ proptest! {
     fn quantities_never_panic(text in quantity_text()) {
         for resource in ["cpu", "memory", "nvidia.com/gpu", "nvidia.com/mig-1g.10gb", "pods"] {
             let _ = quantity::parse(resource, &text);
+        }
+    }
+
+    /// A pod's uid prints back exactly as the API server wrote it (the
+    /// eviction precondition compares strings); any other text is not a uid.
+    #[test]
+    fn uids_print_back_exactly(text in "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", other in "\\PC{0,40}") {
+        let uid = Uid::parse(&text);
+        prop_assert_eq!(uid.map(|u| u.to_string()), Some(text.clone()));
+        prop_assert_eq!(Uid::parse(&text.to_uppercase()).is_some(), text == text.to_uppercase());
+        if let Some(u) = Uid::parse(&other) {
+            prop_assert_eq!(u.to_string(), other);
         }
     }
 

@@ -15,6 +15,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use kgpu::actions::backend::{Backend, Eviction};
 use kgpu::actions::{Action, ActionRequest};
 use kgpu::model::{GangKey, GangKind, PodKey, Sym};
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams, WatchEvent, WatchParams};
@@ -329,4 +330,38 @@ async fn a_volcano_requeue_without_a_job_evicts_its_pods_and_a_pdb_stops_it() {
     })
     .await;
     assert!(pods.get("gang-1").await.is_ok(), "a plain delete would have ignored the PDB");
+}
+
+/// An eviction is bound to the pod kgpu decided on (its uid): when a
+/// StatefulSet-style replacement has taken the name meanwhile, the API
+/// server refuses (409) and the new pod is left alone.
+#[tokio::test]
+async fn an_eviction_never_reaches_a_pod_recreated_under_the_same_name() {
+    let Some(cp) = ControlPlane::shared_if_enabled() else { return };
+    let client = client(cp).await;
+    let ns = support::kube::unique("uid");
+    namespace(&client, &ns).await;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
+    let uid_of = |p: Pod| kgpu::model::Uid::parse(p.metadata.uid.as_deref().unwrap()).unwrap();
+    let old = uid_of(pods.create(&PostParams::default(), &gpu_pod("web-0", 1, json!({}))).await.unwrap());
+    pods.delete("web-0", &kube::api::DeleteParams { grace_period_seconds: Some(0), ..Default::default() })
+        .await
+        .unwrap();
+    eventually("the old pod gone", Duration::from_secs(20), || {
+        let pods = pods.clone();
+        async move { pods.get_opt("web-0").await.unwrap().is_none().then_some(()) }
+    })
+    .await;
+    let new = uid_of(pods.create(&PostParams::default(), &gpu_pod("web-0", 1, json!({}))).await.unwrap());
+    assert_ne!(old, new);
+
+    let target = kgpu::sources::kube::client::Target { kubeconfig: Some(cp.kubeconfig.clone()), context: None };
+    let backend = Backend::Kube(kgpu::sources::kube::client::action_client(&target).await.unwrap());
+    let key = PodKey::new(&ns, "web-0");
+    assert_eq!(backend.evict(&key, Some(old), false).await.unwrap(), Eviction::Replaced);
+    let still = pods.get("web-0").await.unwrap();
+    assert_eq!(still.metadata.uid.as_deref(), Some(new.to_string().as_str()), "the new pod is untouched");
+    assert!(still.metadata.deletion_timestamp.is_none());
+    // Bound to its own uid, it goes.
+    assert_eq!(backend.evict(&key, Some(new), false).await.unwrap(), Eviction::Evicted);
 }

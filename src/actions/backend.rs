@@ -4,11 +4,13 @@
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::Client;
-use kube::api::{Api, ApiResource, DynamicObject, EvictParams, GroupVersionKind, Patch, PatchParams, PostParams};
+use k8s_openapi::api::policy::v1::Eviction as EvictionRequest;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{DeleteOptions, ObjectMeta, Preconditions};
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams};
 use serde_json::json;
 use thiserror::Error;
 
-use crate::model::{GangKey, PodKey, Sym, Taint, Toleration, TolerationOperator, keys};
+use crate::model::{GangKey, PodKey, Sym, Taint, Toleration, TolerationOperator, Uid, keys};
 use crate::sources::kube::client::short_error;
 use crate::sources::sim::Command;
 use crate::sources::sim::driver::SimHandle;
@@ -38,6 +40,9 @@ pub enum Eviction {
     Gone,
     /// A PodDisruptionBudget said no (HTTP 429).
     Blocked(String),
+    /// The pod of that name is another one now (its uid differs: a
+    /// StatefulSet recreated it): left alone, the one meant is gone.
+    Replaced,
 }
 
 #[derive(Clone)]
@@ -205,7 +210,9 @@ impl Backend {
         }
     }
 
-    pub async fn evict(&self, pod: &PodKey, dry_run: bool) -> Result<Eviction, ActionError> {
+    /// Evicts `pod`; with its `uid`, only that very pod (the API server
+    /// answers 409 when the name now belongs to another).
+    pub async fn evict(&self, pod: &PodKey, uid: Option<Uid>, dry_run: bool) -> Result<Eviction, ActionError> {
         match self {
             Backend::Sim(h) => {
                 if dry_run {
@@ -219,13 +226,28 @@ impl Backend {
             }
             Backend::Kube(c) => {
                 let pods: Api<Pod> = Api::namespaced(c.clone(), pod.namespace.as_str());
-                let params = EvictParams {
-                    post_options: PostParams { dry_run, ..PostParams::default() },
-                    ..EvictParams::default()
+                // Built here rather than with kube's `EvictParams`, which
+                // sends its delete options as `delete_options`: the API server
+                // ignores that field, and with it the uid precondition (found
+                // on the control plane: the recreated pod was evicted).
+                let eviction = EvictionRequest {
+                    metadata: ObjectMeta {
+                        name: Some(pod.name.to_string()),
+                        namespace: Some(pod.namespace.to_string()),
+                        ..ObjectMeta::default()
+                    },
+                    delete_options: uid.map(|uid| DeleteOptions {
+                        preconditions: Some(Preconditions { uid: Some(uid.to_string()), resource_version: None }),
+                        ..DeleteOptions::default()
+                    }),
                 };
-                match pods.evict(&pod.name, &params).await {
+                let params = PostParams { dry_run, ..PostParams::default() };
+                match pods.create_subresource::<_, serde_json::Value>("eviction", &pod.name, &params, &eviction).await {
                     Ok(_) => Ok(Eviction::Evicted),
                     Err(kube::Error::Api(s)) if s.code == 404 => Ok(Eviction::Gone),
+                    Err(kube::Error::Api(s)) if s.code == 409 && uid.is_some() && s.message.contains("UID") => {
+                        Ok(Eviction::Replaced)
+                    }
                     Err(kube::Error::Api(s)) if s.code == 429 => Ok(Eviction::Blocked(s.message.clone())),
                     Err(e) => Err(api_error(e, "create", "pods/eviction", &format!("pod {pod}"))),
                 }

@@ -197,7 +197,7 @@ impl Executor {
             .iter()
             .filter_map(|k| snap.pods.get(k).and_then(|p| Some((p.namespace, p.owner.clone()?))))
             .collect();
-        let (evicted, blocked) = self.evict_all(evictions, dry, "defrag").await?;
+        let (evicted, blocked) = self.evict_all(&snap, evictions, dry, "defrag").await?;
         if !blocked.is_empty() {
             return Err(ActionError::Failed(format!(
                 "defrag plan for {label}: {evicted} of {} evicted, {}; not enough room was made",

@@ -107,7 +107,7 @@ impl Executor {
                 kept.join(", ")
             )));
         }
-        let (evicted, left) = self.evict_all(&victims, dry, &format!("drain {node}")).await?;
+        let (evicted, left) = self.evict_all(snap, &victims, dry, &format!("drain {node}")).await?;
         let prefix = if dry { "dry run: " } else { "" };
         if left.is_empty() {
             Ok(format!(

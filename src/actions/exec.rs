@@ -118,9 +118,12 @@ impl Executor {
     }
 
     /// Evicts each pod, retrying PDB refusals with backoff until the drain
-    /// timeout. Returns how many went and why the others did not.
+    /// timeout. Each eviction is bound to the pod's uid in `seen` (what the
+    /// action was decided on), so a pod recreated under the same name meanwhile
+    /// is left alone. Returns how many went and why the others did not.
     pub(super) async fn evict_all(
         &self,
+        seen: &Snapshot,
         pods: &[PodKey],
         dry: bool,
         what: &str,
@@ -132,10 +135,25 @@ impl Executor {
             let mut delay = Duration::from_secs(2);
             loop {
                 self.check_cancel()?;
-                match self.backend.evict(pod, dry).await? {
+                let uid = seen.pods.get(pod).and_then(|p| p.uid);
+                match self.backend.evict(pod, uid, dry).await? {
                     Eviction::Evicted | Eviction::Gone => {
                         evicted += 1;
                         self.say(format!("{what}: evicted {}/{} ({pod})", i + 1, pods.len()), false, false).await;
+                        break;
+                    }
+                    Eviction::Replaced => {
+                        evicted += 1;
+                        self.say(
+                            format!(
+                                "{what}: {}/{} ({pod}) was already replaced by a new pod of that name; left alone",
+                                i + 1,
+                                pods.len()
+                            ),
+                            false,
+                            false,
+                        )
+                        .await;
                         break;
                     }
                     Eviction::Blocked(why) => {

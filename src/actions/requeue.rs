@@ -74,7 +74,7 @@ impl Executor {
                         // No Volcano Job to abort: the members go through the
                         // Eviction API (PDBs honoured), never a plain delete.
                         let (evicted, blocked) =
-                            self.evict_all(&members, dry, &format!("requeue {}", gang.name)).await?;
+                            self.evict_all(snap, &members, dry, &format!("requeue {}", gang.name)).await?;
                         if !blocked.is_empty() {
                             return Err(ActionError::Failed(format!(
                                 "requeue {}/{}: {evicted} of {} pod(s) evicted; {}",

@@ -59,6 +59,47 @@ impl std::fmt::Display for PodKey {
     }
 }
 
+/// `metadata.uid`: which pod of a name this is. A StatefulSet's
+/// replacement has the same name and another uid, so an eviction bound to
+/// the uid cannot reach the wrong one. Kept as the 16 bytes of the UUID the
+/// API server generates; anything else is not kept (no precondition then).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Uid([u8; 16]);
+
+impl Uid {
+    /// The canonical lower-case UUID form only, so that it prints back
+    /// exactly as the API server wrote it.
+    pub fn parse(s: &str) -> Option<Uid> {
+        let b = s.as_bytes();
+        if b.len() != 36 || [8, 13, 18, 23].iter().any(|&i| b[i] != b'-') {
+            return None;
+        }
+        let hex: Vec<u8> = b.iter().copied().filter(|&c| c != b'-').collect();
+        let mut out = [0u8; 16];
+        for (i, pair) in hex.chunks(2).enumerate() {
+            let digit = |c: u8| match c {
+                b'0'..=b'9' => Some(c - b'0'),
+                b'a'..=b'f' => Some(c - b'a' + 10),
+                _ => None,
+            };
+            *out.get_mut(i)? = digit(pair[0])? << 4 | digit(*pair.get(1)?)?;
+        }
+        Some(Uid(out))
+    }
+}
+
+impl std::fmt::Display for Uid {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (i, byte) in self.0.iter().enumerate() {
+            if matches!(i, 4 | 6 | 8 | 10) {
+                f.write_str("-")?;
+            }
+            write!(f, "{byte:02x}")?;
+        }
+        Ok(())
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Owner {
     pub kind: Sym,
@@ -130,6 +171,7 @@ pub struct Pod {
     /// Has `spec.schedulingGates` (e.g. Kueue's admission gate).
     pub gated: bool,
     pub priority: i32,
+    pub uid: Option<Uid>,
     pub name: Arc<str>,
     /// `status.reason`, e.g. `UnexpectedAdmissionError`, `Evicted`.
     pub reason: Option<Sym>,
@@ -154,6 +196,7 @@ impl Pod {
         Pod {
             namespace: Sym::new(namespace),
             name: Arc::from(name),
+            uid: None,
             node: None,
             phase: PodPhase::Pending,
             reason: None,

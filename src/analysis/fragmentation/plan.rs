@@ -213,7 +213,7 @@ pub fn plan(index: &Index<'_>, shapes: &[ShapeFit]) -> Plan {
                     return given_up(
                         result,
                         format!(
-                            "{have} of {need} slot(s) reachable: the pods in the way cannot move (DaemonSets, static pods, gangs spread over nodes, or nowhere else fits them) and evicting them would stop work more important than the target"
+                            "{have} of {need} slot(s) reachable: the pods in the way cannot move (DaemonSets, static pods, pods without a controller, gangs spread over nodes, or nowhere else fits them) and evicting them would stop work more important than the target or delete pods nothing recreates"
                         ),
                     );
                 }
@@ -370,7 +370,7 @@ impl<'i, 'a> Workspace<'i, 'a> {
         }
         let mut out = Vec::new();
         for (_, node) in ranked {
-            let units = units_on(self.index, self.target, node.name, moved, false);
+            let units = units_on(self.index, self.target, node.name, moved);
             if units.is_empty() {
                 continue;
             }
@@ -474,7 +474,7 @@ fn cheapest_evictions<'a>(
     let mut best: Option<(EvictionCost, Sym, Vec<Unit<'a>>)> = None;
     for node in eligible.iter().filter(|n| !reserved.contains(&n.name)) {
         let current = fleet.target_room(node.name);
-        let mut units: Vec<Unit<'a>> = units_on(fleet.index, target, node.name, moved, true)
+        let mut units: Vec<Unit<'a>> = units_on(fleet.index, target, node.name, moved)
             .into_iter()
             .filter(|u| u.priority <= target.priority)
             .collect();
@@ -509,14 +509,14 @@ fn cheapest_evictions<'a>(
 }
 
 /// Running GPU work on `node`: lone pods, and running gangs whose members
-/// all sit on this node. Pods without a controller only `with_bare` (to
-/// evict: nothing recreates them, so they cannot move).
+/// all sit on this node. Never a pod without a controller: nothing would
+/// recreate it, so evicting it deletes it for good (kubectl drain refuses
+/// them too unless forced).
 fn units_on<'a>(
     index: &Index<'a>,
     target: &Demand,
     node: Sym,
     moved: &HashSet<PodKey>,
-    with_bare: bool,
 ) -> Vec<Unit<'a>> {
     let mut units = Vec::new();
     // The target's own placed members are never in its way.
@@ -525,7 +525,7 @@ fn units_on<'a>(
         _ => HashSet::new(),
     };
     for pod in index.pods_on(node) {
-        if !pod.wants_gpu() || (pod.owner.is_none() && !with_bare) || pod.mirror || moved.contains(&pod.key()) {
+        if !pod.wants_gpu() || pod.owner.is_none() || pod.mirror || moved.contains(&pod.key()) {
             continue;
         }
         // Bound work that holds GPUs (running, or still starting); DaemonSet

@@ -165,14 +165,13 @@ fn no_plan_when_the_fleet_is_too_small_or_the_pods_cannot_move() {
 
 #[test]
 fn when_moves_cannot_make_room_the_cheapest_evictions_can() {
-    // n1: a bare pod (nothing recreates it) of 2 GPUs, 3 h old, and a
-    // Job pod of 1 GPU, 1 h old, with no other node to go to: the gang
-    // of one 8-GPU pod needs n1 empty. Both are evicted as lost work,
-    // lowest priority first.
-    let bare = pod("notebook").gpus(2).on("n1").running().transitioned(NOW - 3 * HOUR).build();
+    // n1: a notebook Job pod of 2 GPUs, 3 h old, and a Job pod of 1 GPU,
+    // 1 h old, with no other node to go to: the gang of one 8-GPU pod
+    // needs n1 empty. Both are evicted as lost work, lowest priority first.
+    let notebook = pod("notebook").gpus(2).owner("Job", "notebook").on("n1").running().transitioned(NOW - 3 * HOUR);
     let snap = snapshot(
         vec![node("n1").gpus(8).build()],
-        vec![bare, running("eval", 1, "n1", 1), pod("w").gpus(8).group("w").build()],
+        vec![notebook.build(), running("eval", 1, "n1", 1), pod("w").gpus(8).group("w").build()],
         vec![podgroup("w", 1, 8).phase("Inqueue").build()],
         NOW,
     );
@@ -183,7 +182,23 @@ fn when_moves_cannot_make_room_the_cheapest_evictions_can() {
     assert_eq!(f.plan.steps_summary(), "0 move(s) and 2 eviction(s) (work lost)");
     assert!((f.plan.gpu_hours - 7.0).abs() < 1e-9, "1 + 6 GPU-hours lost: {}", f.plan.gpu_hours);
     assert_eq!(f.plan.reserve, [Sym::new("n1")]);
+}
 
+#[test]
+fn a_plan_never_evicts_a_pod_without_a_controller() {
+    // The same notebook as a bare pod: evicting it would delete it for
+    // good (kubectl drain refuses it unless forced), so no plan stops it.
+    let bare = pod("notebook").gpus(2).on("n1").running().transitioned(NOW - 3 * HOUR).build();
+    let snap = snapshot(
+        vec![node("n1").gpus(8).build()],
+        vec![bare, running("eval", 1, "n1", 1), pod("w").gpus(8).group("w").build()],
+        vec![podgroup("w", 1, 8).phase("Inqueue").build()],
+        NOW,
+    );
+    let f = analyze(&Index::build(&snap, NOW));
+    let PlanStatus::Impossible(why) = &f.plan.status else { panic!("{:?}", f.plan.status) };
+    assert!(why.contains("pods without a controller"), "{why}");
+    assert!(f.plan.steps.iter().all(|s| s.pod.as_str() != "notebook"));
     // The same, beside a node whose device plugin hides its 8 GPUs: fix
     // the plugin rather than evict anyone.
     let bare = pod("notebook").gpus(2).on("n1").running().transitioned(NOW - 3 * HOUR).build();

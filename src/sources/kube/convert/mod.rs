@@ -13,7 +13,7 @@ use crate::model::node::labels_from;
 use crate::model::{
     ClusterEvent, CudaNeed, EventType, Labels, Node, NodeCondition, NodeSelectorTerm, Owner, Pod, PodPhase, Readiness,
     Requirement, Resources, SelectorOperator, Sym, Taint, TaintEffect, Timestamp, Toleration, TolerationOperator,
-    Unschedulable, keys, quantity,
+    Uid, Unschedulable, keys, quantity,
 };
 
 use super::manifest::{VALIDATION_START, WAIT_FOR_JOBS_START};
@@ -281,6 +281,7 @@ pub fn pod(p: &K8sPod) -> Result<Pod> {
     pod.scheduler = spec.scheduler_name.as_deref().filter(|s| *s != "default-scheduler").map(Sym::new);
     pod.gated = spec.scheduling_gates.as_ref().is_some_and(|g| !g.is_empty());
     pod.owner = owner_of(p.metadata.owner_references.as_ref());
+    pod.uid = p.metadata.uid.as_deref().and_then(Uid::parse);
     let labels = p.metadata.labels.as_ref();
     pod.workload = labels.and_then(workload_of_labels);
     let annotations = p.metadata.annotations.as_ref();
