@@ -365,3 +365,86 @@ async fn an_eviction_never_reaches_a_pod_recreated_under_the_same_name() {
     // Bound to its own uid, it goes.
     assert_eq!(backend.evict(&key, Some(new), false).await.unwrap(), Eviction::Evicted);
 }
+
+/// A drain that runs through an API server restart: evictions that get no
+/// answer are retried (said in the progress), the drain finishes once the
+/// server is back, and the audit log and a fresh list agree that the node
+/// is empty.
+#[tokio::test]
+async fn a_drain_goes_on_through_an_apiserver_restart() {
+    if !ControlPlane::enabled() {
+        return;
+    }
+    let cp = ControlPlane::start().unwrap();
+    let client = client(&cp).await;
+    gpu_node(&client, "restart-drain", 8, json!({}), json!([])).await;
+    let ns = "restart-drain";
+    namespace(&client, ns).await;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    let names = ["a-guarded", "b-free", "c-free"];
+    for name in names {
+        let mut pod = gpu_pod(name, 1, pool("restart-drain"));
+        pod.metadata.labels = Some([("app".to_string(), name.to_string())].into());
+        pods.create(&PostParams::default(), &pod).await.unwrap();
+    }
+    // The first pod is held by a PDB until the API server has restarted.
+    let pdbs: Api<PodDisruptionBudget> = Api::namespaced(client.clone(), ns);
+    let pdb: PodDisruptionBudget = serde_json::from_value(json!({"metadata": {"name": "hold"},
+        "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "a-guarded"}}}}))
+    .unwrap();
+    pdbs.create(&PostParams::default(), &pdb).await.unwrap();
+    let mut h = harness(&cp).await;
+    h.executor.drain_timeout = Duration::from_secs(120);
+    let node = Sym::new("restart-drain");
+    until(&h.snapshots, "the pods bound", |s| {
+        names.iter().all(|p| s.pods.get(&PodKey::new(ns, p)).is_some_and(|p| p.node == Some(node)))
+    })
+    .await;
+    for name in names {
+        let running = json!({"status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}});
+        pods.patch_status(name, &PatchParams::default(), &Patch::Merge(&running)).await.unwrap();
+    }
+    until(&h.snapshots, "the pods running", |s| {
+        names.iter().all(|p| s.pods.get(&PodKey::new(ns, p)).is_some_and(|p| p.phase == kgpu::model::PodPhase::Running))
+    })
+    .await;
+
+    let drain = tokio::spawn(async move {
+        h.executor
+            .run(ActionRequest { action: Action::Drain { node, gpu_only: false, force: true }, dry_run: false })
+            .await;
+        h
+    });
+    eventually("cordoned", Duration::from_secs(20), || {
+        let client = client.clone();
+        async move { unschedulable(&client, "restart-drain").await.then_some(()) }
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    cp.stop_apiserver();
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    cp.start_apiserver().unwrap();
+    pdbs.delete("hold", &Default::default()).await.unwrap();
+
+    let mut h = tokio::time::timeout(Duration::from_secs(150), drain).await.expect("the drain ends").unwrap();
+    let (all, text, error) = h.reports();
+    assert!(!error, "{text}\n{all:#?}");
+    assert!(text.contains("drained: cordoned, 3 pod(s) evicted"), "{text}");
+    assert!(all.iter().any(|r| r.contains("the API server did not answer")), "{all:#?}");
+    let audit = h.audit();
+    let results: Vec<&str> = audit.iter().filter_map(|e| e["result"].as_str()).collect();
+    assert_eq!(results, ["started", "ok"], "{audit:?}");
+    // What a fresh list says, kgpu's model says too: nothing left running there.
+    eventually("the node empty", Duration::from_secs(30), || {
+        let pods = pods.clone();
+        async move {
+            let left = pods.list(&Default::default()).await.ok()?;
+            left.items.iter().all(|p| p.metadata.deletion_timestamp.is_some()).then_some(())
+        }
+    })
+    .await;
+    until(&h.snapshots, "kgpu sees the node empty", |s| {
+        names.iter().all(|p| s.pods.get(&PodKey::new(ns, p)).is_none_or(|p| p.terminating))
+    })
+    .await;
+}

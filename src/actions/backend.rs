@@ -30,6 +30,9 @@ pub enum ActionError {
     CancelledAfter(String),
     #[error("{0}")]
     Failed(String),
+    /// The API server did not answer, or answered 5xx: worth another try.
+    #[error("{0}")]
+    Unanswered(String),
 }
 
 /// What became of one eviction.
@@ -56,7 +59,8 @@ fn api_error(e: kube::Error, verb: &str, resource: &str, what: &str) -> ActionEr
         kube::Error::Api(s) if s.code == 403 => ActionError::Forbidden { verb: verb.into(), resource: resource.into() },
         kube::Error::Api(s) if s.code == 404 => ActionError::NotFound(what.into()),
         kube::Error::Api(s) if s.code == 422 || s.code == 409 => ActionError::Refused(format!("{what}: {}", s.message)),
-        other => ActionError::Failed(format!("{what}: {}", short_error(&other))),
+        kube::Error::Api(s) if s.code < 500 => ActionError::Failed(format!("{what}: HTTP {}: {}", s.code, s.message)),
+        other => ActionError::Unanswered(format!("{what}: {}", short_error(&other))),
     }
 }
 

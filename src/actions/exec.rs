@@ -136,7 +136,23 @@ impl Executor {
             loop {
                 self.check_cancel()?;
                 let uid = seen.pods.get(pod).and_then(|p| p.uid);
-                match self.backend.evict(pod, uid, dry).await? {
+                let outcome = match self.backend.evict(pod, uid, dry).await {
+                    // An API server restarting or overloaded: the drain goes on
+                    // once it answers, within the same deadline.
+                    Err(ActionError::Unanswered(why)) if tokio::time::Instant::now() + delay <= deadline => {
+                        self.say(
+                            format!("{what}: {pod}: the API server did not answer ({why}), retrying in {}s", delay.as_secs()),
+                            true,
+                            false,
+                        )
+                        .await;
+                        tokio::time::sleep(delay).await;
+                        delay = (delay * 2).min(Duration::from_secs(30));
+                        continue;
+                    }
+                    other => other?,
+                };
+                match outcome {
                     Eviction::Evicted | Eviction::Gone => {
                         evicted += 1;
                         self.say(format!("{what}: evicted {}/{} ({pod})", i + 1, pods.len()), false, false).await;
