@@ -52,7 +52,7 @@ pub struct SourceArgs {
     /// Namespace of the agent DaemonSet.
     #[arg(long, global = true, default_value = crate::sources::agents::DEFAULT_NAMESPACE, value_name = "NS")]
     pub agent_namespace: String,
-    /// The agents' token (default: the Secret kgpu-agent-token in the agents' namespace).
+    /// The agents' key, from which each node's token is derived (default: the Secret kgpu-agent-token in the agents' namespace).
     #[arg(long, global = true, env = "KGPU_AGENT_TOKEN_FILE", value_name = "FILE")]
     pub agent_token_file: Option<PathBuf>,
 }
@@ -267,7 +267,7 @@ pub struct AgentArgs {
     /// Address to serve on.
     #[arg(long, default_value = "0.0.0.0:9400", value_name = "ADDR")]
     pub listen: std::net::SocketAddr,
-    /// File holding the token every request must present (Authorization: Bearer, or X-Kgpu-Token).
+    /// File holding the cluster's agent key; every request must present this node's token derived from it (Authorization: Bearer, or X-Kgpu-Token; see the README).
     #[arg(long, value_name = "FILE")]
     pub token_file: PathBuf,
     /// The node this agent runs on.

@@ -310,3 +310,50 @@ async fn the_stream_sends_the_snapshot_then_xids_as_they_happen() {
     assert_eq!(hit.xids.len(), 1);
     assert!(snapshot.gpus.iter().filter(|g| g.uuid != XID_GPU).all(|g| g.health == "healthy"));
 }
+
+/// The token that opens a node's agent is derived from the cluster's key
+/// and the node's name (HMAC-SHA256, as `openssl dgst -hmac` computes it).
+#[test]
+fn a_node_token_is_the_hmac_of_the_node_name_under_the_key() {
+    // printf 'kgpu-agent/v1:%s' gpu-01 | openssl dgst -sha256 -hmac live-test-token-6f1c0e2b9a7d4e38 -hex
+    assert_eq!(
+        kgpu::agent::wire::node_token("live-test-token-6f1c0e2b9a7d4e38", "gpu-01"),
+        "313b86324f083d68d56a9da18d72273a39349c757369f604ba5b46d9d2cb818f"
+    );
+}
+
+/// The agent binary accepts only its own node's token: not another node's
+/// (a token seen on the way to one node opens no other), and not the key.
+#[tokio::test]
+async fn an_agent_accepts_only_its_own_nodes_token() {
+    const KEY: &str = "cluster-key-5b0d9c2e7f14a6b3";
+    let dir = tempfile::tempdir().unwrap();
+    let key_file = dir.path().join("token");
+    std::fs::write(&key_file, format!("{KEY}\n")).unwrap();
+    std::fs::set_permissions(&key_file, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/agent/h100-mig-all-balanced.json");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_kgpu"))
+        .args(["agent", "--listen", &format!("127.0.0.1:{port}"), "--node-name", "gpu-a", "--backend"])
+        .arg(format!("fake:{}", fixture.display()))
+        .arg("--token-file")
+        .arg(&key_file)
+        .env("KGPU_DATA_DIR", dir.path())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    for _ in 0..100 {
+        if tokio::net::TcpStream::connect(addr).await.is_ok() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let with = |token: String| async move { get(addr, "/v1/snapshot", &[("x-kgpu-token", &token)]).await.status };
+    let own = with(kgpu::agent::wire::node_token(KEY, "gpu-a")).await;
+    let other = with(kgpu::agent::wire::node_token(KEY, "gpu-b")).await;
+    let key = with(KEY.to_string()).await;
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!((own, other, key), (StatusCode::OK, StatusCode::UNAUTHORIZED, StatusCode::UNAUTHORIZED));
+}

@@ -260,8 +260,10 @@ async fn after_an_etcd_compaction_the_feeds_equal_a_fresh_list() {
     let seen = seen.unwrap();
 
     cp.stop_apiserver();
-    until(&snapshots, "the outage shown", |s| matches!(feed_state(s, Feed::Nodes), Some(FeedState::Reconnecting { .. })))
-        .await;
+    until(&snapshots, "the outage shown", |s| {
+        matches!(feed_state(s, Feed::Nodes), Some(FeedState::Reconnecting { .. }))
+    })
+    .await;
     cp.start_apiserver().unwrap();
     let nodes: Api<Node> = Api::all(client.clone());
     nodes.delete("doomed", &DeleteParams::default()).await.unwrap();

@@ -3,9 +3,9 @@
 //! same for both.
 
 use k8s_openapi::api::core::v1::{Node, Pod};
-use kube::Client;
 use k8s_openapi::api::policy::v1::Eviction as EvictionRequest;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{DeleteOptions, ObjectMeta, Preconditions};
+use kube::Client;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams};
 use serde_json::json;
 use thiserror::Error;

@@ -141,7 +141,10 @@ impl Executor {
                     // once it answers, within the same deadline.
                     Err(ActionError::Unanswered(why)) if tokio::time::Instant::now() + delay <= deadline => {
                         self.say(
-                            format!("{what}: {pod}: the API server did not answer ({why}), retrying in {}s", delay.as_secs()),
+                            format!(
+                                "{what}: {pod}: the API server did not answer ({why}), retrying in {}s",
+                                delay.as_secs()
+                            ),
                             true,
                             false,
                         )

@@ -7,6 +7,18 @@ use serde::{Deserialize, Serialize};
 
 pub const VERSION: u32 = 1;
 
+/// The token that opens one node's agent: HMAC-SHA256 of
+/// `kgpu-agent/v1:<node>` under the cluster's agent key (the Secret), in
+/// lower-case hex. The cockpit sends each agent its own node's token and an
+/// agent accepts only its own, so a token seen on the way to one node (the
+/// pod proxy's last hop is plain HTTP) opens no other. By hand:
+/// `printf 'kgpu-agent/v1:%s' NODE | openssl dgst -sha256 -hmac "$KEY" -hex`.
+pub fn node_token(key: &str, node: &str) -> String {
+    let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, key.as_bytes());
+    let tag = ring::hmac::sign(&key, format!("kgpu-agent/v1:{node}").as_bytes());
+    tag.as_ref().iter().map(|b| format!("{b:02x}")).collect()
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentSnapshot {

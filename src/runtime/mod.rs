@@ -114,11 +114,12 @@ fn cockpit(source: Source, ui: &crate::cli::UiArgs) -> anyhow::Result<ExitCode> 
 
 fn agent(args: &crate::cli::AgentArgs, ui: &crate::cli::UiArgs) -> anyhow::Result<ExitCode> {
     let choice = crate::agent::BackendChoice::parse(&args.backend).map_err(UsageError)?;
-    let token = crate::agent::read_token(&args.token_file).map_err(UsageError)?;
+    let key = crate::agent::read_token(&args.token_file).map_err(UsageError)?;
     let _ = logging::init_stderr(&ui.log_level);
     let opts = crate::agent::Options {
         node: args.node_name.clone(),
-        token: token.as_bytes().to_vec(),
+        // Only this node's token opens it (see `wire::node_token`).
+        token: crate::agent::wire::node_token(&key, &args.node_name).into_bytes(),
         pod_resources_socket: args.pod_resources_socket.clone(),
         interval: std::time::Duration::from_secs(args.interval),
         limits: crate::agent::server::Limits {

@@ -19,7 +19,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use crate::agent::server::TOKEN_HEADER;
-use crate::agent::wire::{AgentSnapshot, GpuReport};
+use crate::agent::wire::{AgentSnapshot, GpuReport, node_token};
 use crate::model::{
     AgentStatus, CudaVersion, DriverVersion, Feed, FeedProblem, FeedState, Gpu, GpuHealth, MigInstance, MigMode,
     ModelEvent, NodeDevices, Object, Sym, XidEvent,
@@ -174,7 +174,9 @@ async fn round(client: &Client, config: &Config) -> Result<Vec<ModelEvent>, Stri
             ]);
         }
     };
-    let reads = agents.iter().map(|a| fetch(client, config, a, &token));
+    // Each agent gets its own node's token, never the key itself.
+    let tokens: Vec<String> = agents.iter().map(|a| node_token(&token, &a.node)).collect();
+    let reads = agents.iter().zip(&tokens).map(|(a, t)| fetch(client, config, a, t));
     let results = futures::future::join_all(reads).await;
     let now = crate::clock::wall_clock();
     let objects = agents

@@ -512,12 +512,7 @@ fn cheapest_evictions<'a>(
 /// all sit on this node. Never a pod without a controller: nothing would
 /// recreate it, so evicting it deletes it for good (kubectl drain refuses
 /// them too unless forced).
-fn units_on<'a>(
-    index: &Index<'a>,
-    target: &Demand,
-    node: Sym,
-    moved: &HashSet<PodKey>,
-) -> Vec<Unit<'a>> {
+fn units_on<'a>(index: &Index<'a>, target: &Demand, node: Sym, moved: &HashSet<PodKey>) -> Vec<Unit<'a>> {
     let mut units = Vec::new();
     // The target's own placed members are never in its way.
     let mut seen_gangs: HashSet<GangKey> = match &target.source {

@@ -12,8 +12,8 @@ use serde_json::Value;
 use crate::model::node::labels_from;
 use crate::model::{
     ClusterEvent, CudaNeed, EventType, Labels, Node, NodeCondition, NodeSelectorTerm, Owner, Pod, PodPhase, Readiness,
-    Requirement, Resources, SelectorOperator, Sym, Taint, TaintEffect, Timestamp, Toleration, TolerationOperator,
-    Uid, Unschedulable, keys, quantity,
+    Requirement, Resources, SelectorOperator, Sym, Taint, TaintEffect, Timestamp, Toleration, TolerationOperator, Uid,
+    Unschedulable, keys, quantity,
 };
 
 use super::manifest::{VALIDATION_START, WAIT_FOR_JOBS_START};
