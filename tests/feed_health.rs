@@ -165,3 +165,23 @@ fn the_data_age_is_how_old_the_data_may_be_and_the_bar_shows_the_oldest() {
     assert_eq!(age(Feed::Agents), Some(40));
     assert_eq!(feeds::summary(&snap, NOW).0, "data 40s");
 }
+
+/// An API server that stops answering stalls every feed: the status bar
+/// says so in one item that fits 80 columns, not nine cut off.
+#[test]
+fn many_stalled_feeds_are_one_item_in_the_status_bar() {
+    let mut cluster = Cluster::new(SourceInfo { kind: SourceKind::Kube, name: "lab".into() });
+    let mut events = vec![ModelEvent::Clock(NOW - 100)];
+    let feeds = [Feed::Nodes, Feed::Pods, Feed::Events, Feed::Workloads];
+    for feed in feeds {
+        events.push(ModelEvent::Resync { feed, objects: Vec::new() });
+    }
+    for (i, feed) in feeds.into_iter().enumerate() {
+        let since = NOW - 40 - i as i64;
+        events.push(ModelEvent::Feed { feed, state: FeedState::Reconnecting { since, error: "stalled".into() } });
+    }
+    events.push(ModelEvent::Clock(NOW));
+    cluster.apply_all(events);
+    let (bar, _) = feeds::summary(&cluster.snapshot(), NOW);
+    assert_eq!(bar, "data 43s · 4 feeds reconnecting 43s");
+}

@@ -222,7 +222,7 @@ async fn a_paused_apiserver_is_shown_as_stale_and_then_followed_by_a_fresh_list(
     assert_eq!(snap.nodes.len(), 2, "stale data stays");
     let now = kgpu::clock::wall_clock();
     let (bar, _) = kgpu::view_model::feeds::summary(&snap, now);
-    assert!(bar.contains("nodes: reconnecting"), "{bar}");
+    assert!(bar.contains("feeds reconnecting"), "every feed stalls at once, said in one item: {bar}");
     let health = kgpu::view_model::feeds::health(&snap, now);
     let nodes_age = health.iter().find(|h| h.feed == Feed::Nodes).and_then(|h| h.age).unwrap();
     assert!(nodes_age >= 8, "the data's age counts from when the server went quiet: {nodes_age}s");

@@ -109,7 +109,15 @@ pub fn incomplete(snap: &Snapshot) -> Vec<Feed> {
 /// or reconnecting; red while any data may be stale.
 pub fn summary(snap: &Snapshot, now: Timestamp) -> (String, Role) {
     let feeds = health(snap, now);
-    let problems: Vec<String> = feeds.iter().filter_map(|h| h.problem(now)).collect();
+    let stale: Vec<&FeedHealth> = feeds.iter().filter(|h| h.stale()).collect();
+    let mut problems: Vec<String> = Vec::new();
+    // An API server that stops answering stalls every feed at once: one
+    // item says so, rather than a line cut off after the third feed.
+    if stale.len() >= 3 {
+        let since = stale.iter().filter_map(|h| h.stale_since).min().unwrap_or(now);
+        problems.push(format!("{} feeds reconnecting {}", stale.len(), age(now - since)));
+    }
+    problems.extend(feeds.iter().filter(|h| stale.len() < 3 || !h.stale()).filter_map(|h| h.problem(now)));
     let oldest = feeds.iter().filter_map(|h| h.age).max();
     let data = oldest.map_or_else(|| "no data yet".to_string(), |a| format!("data {}", age(a)));
     if problems.is_empty() {
