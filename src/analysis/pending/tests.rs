@@ -26,7 +26,8 @@ fn step(item: &PendingItem, step: Step) -> &StepReport {
 #[test]
 fn pods_of_one_shape_share_the_verdict_but_name_themselves() {
     let nodes = vec![node("n1").gpus(8).build()];
-    let pods = vec![pod("busy").gpus(6).on("n1").running().build(), pod("a").gpus(4).build(), pod("b").gpus(4).build()];
+    let busy = pod("busy").gpus(6).owner("Job", "busy").on("n1").running().build();
+    let pods = vec![busy, pod("a").gpus(4).build(), pod("b").gpus(4).build()];
     let items = items(nodes, pods);
     let (a, b) = (item(&items, "a"), item(&items, "b"));
     for it in [a, b] {
@@ -35,8 +36,8 @@ fn pods_of_one_shape_share_the_verdict_but_name_themselves() {
         // 8 − 6 = 2 free; 4 needed → free 2 more.
         assert!(it.unblock.iter().any(|u| u == "free 2 more GPU(s) on n1 (2 free of 8)"), "{:?}", it.unblock);
     }
-    // The busy pod has no controller: the plan (for the older pod) can
-    // only evict it, and says the work is lost.
+    // The busy Job pod has nowhere else to go: the plan (for the older pod)
+    // can only evict it, and says the work is lost.
     assert!(a.unblock[0].contains("1 eviction(s) (work lost)"), "{:?}", a.unblock);
     assert_eq!(step(a, Step::Fit).commands[0], "kubectl describe pod -n default a");
     assert_eq!(step(b, Step::Fit).commands[0], "kubectl describe pod -n default b");
