@@ -126,6 +126,57 @@ pub enum Command {
     Repartition(RepartitionArgs),
     /// Run the defragmentation plan for a pending gang or pod until it is placed.
     Defrag(DefragArgs),
+    /// Print shell completions: `source <(kgpu completions bash)`.
+    Completions(CompletionsArgs),
+    /// Print the manual page (roff): `kgpu man | man -l -`.
+    Man,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct CompletionsArgs {
+    /// The shell to complete in.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+/// The cockpit's global flags that mean nothing to `kgpu agent`: its help
+/// leaves them out.
+const NOT_FOR_THE_AGENT: &[&str] = &[
+    "kubeconfig",
+    "context",
+    "namespace",
+    "file",
+    "agents",
+    "agent_namespace",
+    "agent_token_file",
+    "read_only",
+    "theme",
+    "print_paths",
+];
+
+/// Whether kgpu was started as a kubectl plugin (`kubectl gpu ...` runs an
+/// executable named `kubectl-gpu` on the PATH).
+pub fn is_kubectl_plugin(program: Option<&std::ffi::OsStr>) -> bool {
+    program.and_then(|p| std::path::Path::new(p).file_name()).is_some_and(|n| n == "kubectl-gpu")
+}
+
+/// The command line as clap builds it from the definitions above, with two
+/// adjustments: as a kubectl plugin it calls itself `kubectl gpu`, and the
+/// agent's help lists only the flags the agent reads.
+pub fn command(kubectl_plugin: bool) -> clap::Command {
+    use clap::CommandFactory;
+    let mut cmd = Cli::command();
+    if kubectl_plugin {
+        cmd = cmd.bin_name("kubectl gpu");
+    }
+    // A global flag is not copied into a subcommand that already has one of
+    // its name: give the agent hidden copies (still parsed, never shown).
+    let hidden: Vec<clap::Arg> = cmd
+        .get_arguments()
+        .filter(|a| NOT_FOR_THE_AGENT.contains(&a.get_id().as_str()))
+        .map(|a| a.clone().hide(true))
+        .collect();
+    cmd.mut_subcommand("agent", |agent| agent.args(hidden))
 }
 
 /// `--demo`, `--scenario`, `--seed` of the one-shot commands: the embedded

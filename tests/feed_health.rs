@@ -64,7 +64,7 @@ fn the_status_bar_text_and_json_agree_on_every_feed() {
     assert_eq!(doc["feeds"]["kueue workloads"]["state"], "not installed");
     assert_eq!(doc["feeds"]["nodes"]["state"], "live");
 
-    let out = text::render(&snap, &a, None);
+    let out = text::render(&snap, &a, None, None);
     assert!(out.contains("feed pods: reconnecting, data 2m old (connection refused)"), "{out}");
     assert!(out.contains("feed kueue workloads: not installed (kueue.x-k8s.io is not installed)"), "{out}");
     assert!(!out.contains("feed nodes"), "a live feed is not a problem: {out}");
@@ -134,7 +134,7 @@ fn a_feed_that_never_listed_marks_the_snapshot_incomplete() {
     let snap = cluster.snapshot();
     assert_eq!(feeds::incomplete(&snap), [Feed::Pods, Feed::Events], "never listed, however it failed");
     let a = analysis::analyze(&snap, NOW, &Thresholds::default());
-    let out = text::render(&snap, &a, None);
+    let out = text::render(&snap, &a, None, None);
     assert!(out.contains("feed pods: never listed — INCOMPLETE"), "{out}");
     let doc = serde_json::to_value(json::document(&snap, &a, None, None)).unwrap();
     assert_eq!(doc["feeds"]["pods"]["state"], "syncing");

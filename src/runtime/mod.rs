@@ -85,6 +85,18 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             act::run(act::Wanted::Repartition { node: a.node, config: a.config }, &a.act, &cli.source, &cli.ui)
         }
         Some(Command::Defrag(a)) => act::run(act::Wanted::Defrag(a.target), &a.act, &cli.source, &cli.ui),
+        Some(Command::Completions(a)) => {
+            let mut out = Vec::new();
+            clap_complete::generate(a.shell, &mut crate::cli::command(false), "kgpu", &mut out);
+            emit(&String::from_utf8_lossy(&out))?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(Command::Man) => {
+            let mut out = Vec::new();
+            clap_mangen::Man::new(crate::cli::command(false)).render(&mut out)?;
+            emit(&String::from_utf8_lossy(&out))?;
+            Ok(ExitCode::SUCCESS)
+        }
         None if !cli.source.file.is_empty() => cockpit(Source::File(cli.source.file.clone()), &cli.ui),
         None => cockpit(Source::kube(&cli.source), &cli.ui),
     }
@@ -170,7 +182,7 @@ fn snapshot(args: &SnapshotArgs, source: &crate::cli::SourceArgs) -> anyhow::Res
             let doc = json::document(&snap, &analysis, section, plan.as_ref());
             emit(&format!("{}\n", serde_json::to_string_pretty(&doc)?))?;
         }
-        Output::Text => emit(&text::render(&snap, &analysis, section))?,
+        Output::Text => emit(&text::render(&snap, &analysis, section, plan.as_ref()))?,
     }
     Ok(complete_or_failure(&snap))
 }

@@ -170,6 +170,14 @@ pub fn lazy_table(
     }
     let table = Table::new(visible, widths.to_vec()).header(header).block(block).column_spacing(1);
     frame.render_widget(table, area);
+    // The selection's colours over every cell of its row: a cell's own
+    // foreground (white text) on the selection's background (white in
+    // high-contrast) would be unreadable.
+    if let Some(i) = selected.filter(|i| (offset..offset + inner_height).contains(i)) {
+        let y = area.y + 2 + (i - offset) as u16;
+        let row = Rect { x: area.x + 1, y, width: area.width.saturating_sub(2), height: 1 };
+        frame.buffer_mut().set_style(row.intersection(area), theme.style(Role::Selection));
+    }
     offset
 }
 

@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 use super::feeds::FeedHealth;
 use crate::analysis::Analysis;
 use crate::analysis::pending::{PendingItem, Verdict};
+use crate::analysis::waves::WavePlan;
 use crate::model::Snapshot;
 use crate::model::time::age;
 
@@ -46,7 +47,9 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
 /// Writes one section of the text snapshot.
 type WriteSection = fn(&mut String, &Snapshot, &Analysis);
 
-pub fn render(snap: &Snapshot, a: &Analysis, section: Option<Section>) -> String {
+/// The text snapshot: every section, or only `section`; with `waves` (from
+/// `--target-driver`), the drivers section ends with the upgrade waves.
+pub fn render(snap: &Snapshot, a: &Analysis, section: Option<Section>, waves: Option<&WavePlan>) -> String {
     let want = |s: Section| section.is_none_or(|x| x == s);
     let mut out = String::new();
     let _ = writeln!(out, "kgpu snapshot — {} {}", snap.source.kind.as_str(), snap.source.name);
@@ -83,9 +86,61 @@ pub fn render(snap: &Snapshot, a: &Analysis, section: Option<Section>) -> String
     for (section, write) in sections {
         if want(section) {
             write(&mut out, snap, a);
+            if section == Section::Drivers
+                && let Some(plan) = waves
+            {
+                wave_plan(&mut out, plan);
+            }
         }
     }
     out
+}
+
+fn wave_plan(out: &mut String, plan: &WavePlan) {
+    let _ = writeln!(
+        out,
+        "WAVES to driver {}: {} wave(s) of at most {} node(s), canary first",
+        plan.target,
+        plan.waves.len(),
+        plan.wave_size
+    );
+    if let Some(why) = &plan.stalled {
+        let _ = writeln!(out, "STALLED: {why}");
+    }
+    let rows: Vec<Vec<String>> = plan
+        .waves
+        .iter()
+        .map(|w| {
+            let names: Vec<String> = w.nodes.iter().map(|n| n.to_string()).collect();
+            vec![
+                format!("{}{}", w.index, if w.canary { " (canary)" } else { "" }),
+                names.join(" "),
+                if w.gangs.is_empty() { "-".into() } else { w.gangs.join(" ") },
+                if w.breaks.is_empty() {
+                    "none".into()
+                } else {
+                    w.breaks
+                        .iter()
+                        .map(|b| format!("{} on {}: {}", b.pod, b.node, b.reason))
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                },
+            ]
+        })
+        .collect();
+    out.push_str(&table(&["WAVE", "NODES", "GANGS KEPT WHOLE", "WOULD BREAK"], &rows));
+    // Grouped by reason: "already on the target" can be most of a fleet.
+    let mut left_out: Vec<(&str, Vec<String>)> = Vec::new();
+    for (node, why) in &plan.excluded {
+        match left_out.iter_mut().find(|(w, _)| *w == why.as_str()) {
+            Some((_, nodes)) => nodes.push(node.to_string()),
+            None => left_out.push((why.as_str(), vec![node.to_string()])),
+        }
+    }
+    for (why, nodes) in left_out {
+        let _ = writeln!(out, "left out ({why}): {}", nodes.join(" "));
+    }
+    out.push('\n');
 }
 
 fn fleet(out: &mut String, _snap: &Snapshot, a: &Analysis) {
