@@ -373,3 +373,67 @@ async fn the_tui_follows_the_cluster() {
     t.keys(&["q"]);
     t.wait_for("EXIT=0");
 }
+
+/// `:ns` and `:ctx` in the cockpit switch what it watches without a
+/// restart: the feeds start again on the new scope, the title says both,
+/// and what the screen lists follows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_palette_switches_namespace_and_context_live() {
+    use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
+    let Some(cp) = ControlPlane::shared_if_enabled() else { return };
+    let client = client(cp).await;
+    for ns in ["switch-a", "switch-b"] {
+        namespace(&client, ns).await;
+        let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+        let name = format!("want-{}", &ns[7..]);
+        pods.create(&PostParams::default(), &gpu_pod(&name, 64, json!({}))).await.unwrap();
+    }
+    // One kubeconfig, two contexts on the same cluster.
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    let token = support::controlplane::ADMIN_TOKEN;
+    std::fs::write(
+        &kubeconfig,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: {}\n    insecure-skip-tls-verify: true\nusers:\n- name: admin\n  user:\n    token: {token}\ncontexts:\n- name: alpha\n  context:\n    cluster: c\n    user: admin\n- name: beta\n  context:\n    cluster: c\n    user: admin\ncurrent-context: alpha\n",
+            cp.server
+        ),
+    )
+    .unwrap();
+    let scope = kgpu::sources::kube::watch::Scope {
+        agents: kgpu::sources::agents::Config {
+            transport: kgpu::sources::agents::Transport::Off,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let target = kgpu::sources::kube::client::Target { kubeconfig: Some(kubeconfig), context: None };
+    let from = kgpu::runtime::source::Source::Kube { target, scope };
+    let paths = kgpu::config::Paths { config_dir: None, data_dir: Some(dir.path().to_path_buf()) };
+    let cockpit = kgpu::runtime::tui::Cockpit::start(&from, paths, "dark", false, true).await.unwrap();
+    let (keys, input) = futures::channel::mpsc::unbounded::<std::io::Result<Event>>();
+    let task = tokio::spawn(async move {
+        let mut terminal = ratatui::Terminal::new(ratatui::backend::TestBackend::new(160, 40)).unwrap();
+        let result = kgpu::runtime::tui::drive(&mut terminal, input, cockpit).await;
+        (result, terminal)
+    });
+    let send = |text: &str| {
+        for c in text.chars() {
+            let code = if c == '\n' { KeyCode::Enter } else { KeyCode::Char(c) };
+            keys.unbounded_send(Ok(Event::Key(KeyEvent::new(code, KeyModifiers::NONE)))).unwrap();
+        }
+    };
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    send(":ns switch-a\n");
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    send(":po\n:ctx beta\n");
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    drop(keys);
+    let (result, terminal) = task.await.unwrap();
+    result.unwrap();
+    let screen = format!("{}", terminal.backend());
+    let title = screen.lines().next().unwrap();
+    assert!(title.contains("beta") && title.contains("namespace switch-a"), "{title}");
+    assert!(screen.contains("want-a"), "the namespace's pending pod is listed:\n{screen}");
+    assert!(!screen.contains("want-b"), "no other namespace's pods:\n{screen}");
+}

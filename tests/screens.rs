@@ -363,3 +363,61 @@ fn a_production_confirmation_asks_for_the_name() {
     assert!(screen.contains(&format!("type {node} to run it: a100")), "{screen}");
     assert!(screen.contains("NAME enter") && screen.contains("tab") && !screen.contains("n/esc"), "{screen}");
 }
+
+fn type_text(app: &mut App, views: &Views, text: &str) -> Vec<kgpu::app::Effect> {
+    let mut effects = Vec::new();
+    for c in text.chars() {
+        let code = match c {
+            '\t' => KeyCode::Tab,
+            '\n' => KeyCode::Enter,
+            c => KeyCode::Char(c),
+        };
+        effects.extend(app.update(Msg::Key(KeyEvent::new(code, KeyModifiers::NONE)), views));
+    }
+    effects
+}
+
+fn palette_line(app: &App) -> String {
+    match &app.overlay {
+        Some(kgpu::app::Overlay::Palette(area)) => area.lines().first().cloned().unwrap_or_default(),
+        other => panic!("the palette is not open: {other:?}"),
+    }
+}
+
+/// The palette completes with Tab (commands, then their arguments: themes,
+/// scenarios, namespaces, pending items) and suggests as you type.
+#[test]
+fn the_palette_completes_commands_and_arguments_with_tab() {
+    let v = views("default");
+    let mut app = App::new(false, "dark", true);
+    app.known.scenarios = vec!["default".into(), "fragmented".into(), "gang-deadlock".into()];
+    type_text(&mut app, &v, ":th\t");
+    assert_eq!(palette_line(&app), "theme ");
+    type_text(&mut app, &v, "hi\t");
+    assert_eq!(palette_line(&app), "theme high-contrast");
+    let effects = type_text(&mut app, &v, "\n");
+    assert_eq!(effects, [kgpu::app::Effect::SetTheme("high-contrast".into())]);
+
+    // Namespaces come from the data; the hint lists them as you type.
+    type_text(&mut app, &v, ":ns ");
+    let screen = format!("{}", render(&mut app, &v, "default", 80, 24).backend());
+    assert!(screen.contains(" all") && screen.contains(" team-a") && screen.contains(" inference"), "{screen}");
+    type_text(&mut app, &v, "inf\t");
+    assert_eq!(palette_line(&app), "ns inference");
+    insta::assert_snapshot!("palette_suggests_namespaces_80x24", screen);
+    // In the demo, :ns is refused with the reason rather than attempted.
+    let effects = type_text(&mut app, &v, "\n");
+    assert!(effects.is_empty());
+    assert!(app.notice.as_ref().is_some_and(|n| n.text.contains("live cluster")), "{:?}", app.notice);
+
+    type_text(&mut app, &v, ":scenario fr\t");
+    assert_eq!(palette_line(&app), "scenario fragmented");
+    let effects = type_text(&mut app, &v, "\n");
+    assert_eq!(effects, [kgpu::app::Effect::SwitchSource(kgpu::app::SourceSwitch::Scenario("fragmented".into()))]);
+
+    // k9s's aliases.
+    type_text(&mut app, &v, ":po\n");
+    assert_eq!(app.pane, Pane::Pending);
+    type_text(&mut app, &v, ":no\n");
+    assert_eq!(app.pane, Pane::Fleet);
+}

@@ -58,6 +58,8 @@ pub enum DialogCommand {
     /// reflexive enter must not evict anything.
     YesIfHarmless,
     DryRun,
+    /// Complete what is typed (the palette).
+    Complete,
     ToggleGpuOnly,
     /// Drain: also evict pods without a controller or with emptyDir data.
     ToggleForce,
@@ -158,6 +160,7 @@ pub const DIALOG_BINDINGS: &[DialogBinding] = &[
         "stay (X cancels one action cleanly)",
     ),
     bind(D::Palette, &[KeyCode::Enter], "enter", C::Choose, "run the command"),
+    bind(D::Palette, &[KeyCode::Tab], "tab", C::Complete, "complete the command or its argument"),
     bind(D::Palette, &[KeyCode::Esc], "esc", C::Close, "cancel"),
     bind(D::Filter, &[KeyCode::Enter], "enter", C::Choose, "keep the filter"),
     bind(D::Filter, &[KeyCode::Esc], "esc", C::Close, "clear it"),

@@ -118,6 +118,15 @@ pub enum Overlay {
 }
 
 /// Something the runtime must do.
+/// The source a palette command asks for, relative to the current one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SourceSwitch {
+    Scenario(String),
+    Context(String),
+    /// `None`: every namespace.
+    Namespace(Option<String>),
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub enum Effect {
     Quit,
@@ -125,7 +134,8 @@ pub enum Effect {
         id: ActionId,
         request: ActionRequest,
     },
-    SwitchScenario(String),
+    /// Start another source and, once it runs, show it instead.
+    SwitchSource(SourceSwitch),
     SetTheme(String),
     /// Plan upgrade waves to this driver (`None`: stop planning).
     PlanWaves(Option<crate::model::DriverVersion>),
@@ -217,6 +227,9 @@ pub struct App {
     pub notice: Option<Notice>,
     pub theme_name: String,
     pub demo: bool,
+    /// What the runtime knows for the palette to complete: the kube
+    /// contexts, the demo's scenarios.
+    pub known: palette::Vocabulary,
     pub quit: bool,
 }
 
@@ -245,6 +258,7 @@ impl App {
             notice: None,
             theme_name: theme_name.to_string(),
             demo,
+            known: palette::Vocabulary::default(),
             quit: false,
         }
     }

@@ -40,6 +40,11 @@ impl App {
                     let line = area.lines().first().cloned().unwrap_or_default();
                     return self.run_palette(&line, views);
                 }
+                Some(DialogCommand::Complete) => {
+                    let line = area.lines().first().cloned().unwrap_or_default();
+                    let completion = palette::complete(&line, &self.vocabulary(&line, views));
+                    self.overlay = Some(Overlay::Palette(Box::new(single_line(":", &completion.line))));
+                }
                 Some(_) => {}
                 None => {
                     area.input(key);
@@ -138,6 +143,50 @@ impl App {
         Vec::new()
     }
 
+    /// What Tab can complete after `line`: what the runtime found (contexts,
+    /// scenarios), and from the data, namespaces (only for `:ns`, which needs
+    /// a pass over the pods) and pending items (only for `:why`).
+    pub fn vocabulary(&self, line: &str, views: &Views) -> palette::Vocabulary {
+        let word = line.trim_start().trim_start_matches(':').split(' ').next().unwrap_or("").to_string();
+        let namespaces = if matches!(word.as_str(), "ns" | "namespace") {
+            let set: std::collections::BTreeSet<&str> = views.snap.pods.keys().map(|k| k.namespace.as_str()).collect();
+            set.into_iter().map(str::to_string).collect()
+        } else {
+            Vec::new()
+        };
+        palette::Vocabulary {
+            contexts: self.known.contexts.clone(),
+            namespaces,
+            scenarios: self.known.scenarios.clone(),
+            pending: if word == "why" {
+                views.analysis.pending.iter().map(|p| p.display_name()).collect()
+            } else {
+                Vec::new()
+            },
+        }
+    }
+
+    /// `:ctx` and `:ns` on a live cluster: the runtime restarts the feeds.
+    /// Not while an action runs: it would go on against the old context,
+    /// out of sight.
+    fn switch_source(&mut self, switch: SourceSwitch, views: &Views) -> Vec<Effect> {
+        if views.snap.source.kind != crate::model::SourceKind::Kube {
+            self.notify(":ctx and :ns work on a live cluster (this is a demo or a file)", true);
+            return Vec::new();
+        }
+        if !self.in_flight.is_empty() {
+            self.notify(
+                format!(
+                    "{} action(s) still running here: wait for them or cancel them (X) first",
+                    self.in_flight.len()
+                ),
+                true,
+            );
+            return Vec::new();
+        }
+        vec![Effect::SwitchSource(switch)]
+    }
+
     pub(super) fn run_palette(&mut self, line: &str, views: &Views) -> Vec<Effect> {
         match palette::parse(line) {
             Ok(palette::PaletteCommand::Pane(p)) => self.switch(p),
@@ -153,8 +202,14 @@ impl App {
                 if !self.demo {
                     self.notify(":scenario only works in `kgpu demo`", true);
                 } else {
-                    return vec![Effect::SwitchScenario(name)];
+                    return vec![Effect::SwitchSource(SourceSwitch::Scenario(name))];
                 }
+            }
+            Ok(palette::PaletteCommand::Context(name)) => {
+                return self.switch_source(SourceSwitch::Context(name), views);
+            }
+            Ok(palette::PaletteCommand::Namespace(ns)) => {
+                return self.switch_source(SourceSwitch::Namespace(ns), views);
             }
             Ok(palette::PaletteCommand::Theme(name)) => return vec![Effect::SetTheme(name)],
             Ok(palette::PaletteCommand::Plan(target)) => {
@@ -193,7 +248,7 @@ pub(super) fn single_line(prompt: &str, text: &str) -> TextArea<'static> {
     let mut area = TextArea::new(vec![text.to_string()]);
     area.move_cursor(tui_textarea::CursorMove::End);
     area.set_placeholder_text(if prompt == ":" {
-        "fleet | pending | scenario NAME | theme NAME | plan VERSION | why NS/NAME | q"
+        "a command; tab completes (fleet, pending, ctx NAME, ns NAME, theme NAME, plan VERSION, why NS/NAME, q)"
     } else {
         "type to filter"
     });

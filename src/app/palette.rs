@@ -1,5 +1,7 @@
 //! The command palette's language: `:fleet`, `:scenario gang-deadlock`,
-//! `:theme light`, `:plan 570.124.06`, `:why team-a/job-x`, `:q`.
+//! `:theme light`, `:plan 570.124.06`, `:why team-a/job-x`, `:ctx prod-east`,
+//! `:ns team-a`, `:q` — with k9s's aliases (`:no`, `:po`, `:q!`) and Tab
+//! completion of commands and their arguments.
 
 use super::Pane;
 use crate::model::DriverVersion;
@@ -15,11 +17,17 @@ pub enum PaletteCommand {
     Plan(Option<DriverVersion>),
     Why(String),
     Filter(String),
+    /// Another kube context, same namespace scope.
+    Context(String),
+    /// Another namespace (`None`: all of them).
+    Namespace(Option<String>),
     Help,
 }
 
 pub const COMMANDS: &[(&str, &str)] = &[
-    ("fleet | pending | gangs | queues | mig | drivers | events", "switch pane"),
+    ("fleet | pending | gangs | queues | mig | drivers | events", "switch pane (:no :po :ev too)"),
+    ("ctx NAME", "switch kube context; the feeds restart (live cluster)"),
+    ("ns NAME | ns all", "watch one namespace's pods and events, or all"),
     ("scenario NAME", "restart the demo on another scenario (demo only)"),
     ("theme NAME", "dark, light, high-contrast, mono"),
     ("plan VERSION | plan off", "plan driver-upgrade waves to a version"),
@@ -36,14 +44,20 @@ pub fn parse(line: &str) -> Result<PaletteCommand, String> {
         if rest.is_empty() { Err(format!(":{word} needs {what}")) } else { Ok(rest.to_string()) }
     };
     Ok(match word {
-        "fleet" | "nodes" | "1" => PaletteCommand::Pane(Pane::Fleet),
-        "pending" | "2" => PaletteCommand::Pane(Pane::Pending),
-        "gangs" | "3" => PaletteCommand::Pane(Pane::Gangs),
-        "queues" => PaletteCommand::Queues,
+        "fleet" | "nodes" | "node" | "no" | "1" => PaletteCommand::Pane(Pane::Fleet),
+        "pending" | "pods" | "pod" | "po" | "2" => PaletteCommand::Pane(Pane::Pending),
+        "gangs" | "workloads" | "wl" | "podgroups" | "pg" | "3" => PaletteCommand::Pane(Pane::Gangs),
+        "queues" | "clusterqueues" | "cq" | "lq" => PaletteCommand::Queues,
         "mig" | "4" => PaletteCommand::Pane(Pane::Mig),
         "drivers" | "5" => PaletteCommand::Pane(Pane::Drivers),
-        "events" | "audit" | "6" => PaletteCommand::Pane(Pane::Events),
+        "events" | "ev" | "audit" | "6" => PaletteCommand::Pane(Pane::Events),
         "q" | "quit" | "q!" => PaletteCommand::Quit,
+        "ctx" | "context" => PaletteCommand::Context(need("a context name (Tab lists them)")?),
+        "ns" | "namespace" => match rest {
+            "" => return Err(":ns needs a namespace, or all".into()),
+            "all" | "-A" | "*" => PaletteCommand::Namespace(None),
+            ns => PaletteCommand::Namespace(Some(ns.to_string())),
+        },
         "scenario" => PaletteCommand::Scenario(need("a scenario name (kgpu demo --list)")?),
         "theme" => PaletteCommand::Theme(need("a theme name")?),
         "plan" => match rest {
@@ -60,10 +74,78 @@ pub fn parse(line: &str) -> Result<PaletteCommand, String> {
         "" => return Err("empty command; try :help".into()),
         other => {
             return Err(format!(
-                "unknown command ':{other}'; try fleet, pending, scenario NAME, theme NAME, plan VERSION, why NS/NAME, q"
+                "unknown command ':{other}'; try fleet, pending, ctx NAME, ns NAME, theme NAME, plan VERSION, why NS/NAME, q (Tab completes)"
             ));
         }
     })
+}
+
+/// What the palette can complete besides its own words.
+#[derive(Clone, Debug, Default)]
+pub struct Vocabulary {
+    pub contexts: Vec<String>,
+    pub namespaces: Vec<String>,
+    pub scenarios: Vec<String>,
+    /// Pending items (`NAMESPACE/NAME`), for `:why`.
+    pub pending: Vec<String>,
+}
+
+/// The words a command line starts with, in the order the hint lists them.
+pub const WORDS: &[&str] = &[
+    "fleet", "pending", "gangs", "queues", "mig", "drivers", "events", "ctx", "ns", "scenario", "theme", "plan", "why",
+    "filter", "help", "quit",
+];
+
+pub const THEMES: &[&str] = &["dark", "light", "high-contrast", "mono"];
+
+/// A line after Tab, and what could follow what is typed (shown as you type).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Completion {
+    pub line: String,
+    pub choices: Vec<String>,
+}
+
+/// What may follow `line`: command words, or the arguments of the command
+/// typed. Tab takes the one choice, or the longest prefix they share.
+pub fn complete(line: &str, vocabulary: &Vocabulary) -> Completion {
+    let typed = line.trim_start().trim_start_matches(':');
+    let (prefix, partial, candidates): (String, &str, Vec<String>) = match typed.split_once(' ') {
+        None => (String::new(), typed, WORDS.iter().map(|w| w.to_string()).collect()),
+        Some((word, rest)) => {
+            let rest = rest.trim_start();
+            let args: Vec<String> = match word {
+                "ctx" | "context" => vocabulary.contexts.clone(),
+                "ns" | "namespace" => {
+                    std::iter::once("all".to_string()).chain(vocabulary.namespaces.iter().cloned()).collect()
+                }
+                "scenario" => vocabulary.scenarios.clone(),
+                "theme" => THEMES.iter().map(|t| t.to_string()).collect(),
+                "plan" => vec!["off".to_string()],
+                "why" => vocabulary.pending.clone(),
+                _ => Vec::new(),
+            };
+            (format!("{word} "), rest, args)
+        }
+    };
+    let choices: Vec<String> = candidates.into_iter().filter(|c| c.starts_with(partial)).collect();
+    let completed = match choices.as_slice() {
+        [] => partial.to_string(),
+        [one] if prefix.is_empty() && takes_argument(one) => format!("{one} "),
+        [one] => one.clone(),
+        [first, rest @ ..] => {
+            let mut common = first.as_str();
+            for c in rest {
+                let shared = common.chars().zip(c.chars()).take_while(|(a, b)| a == b).count();
+                common = &common[..common.char_indices().nth(shared).map_or(common.len(), |(i, _)| i)];
+            }
+            common.to_string()
+        }
+    };
+    Completion { line: format!("{prefix}{completed}"), choices }
+}
+
+fn takes_argument(word: &str) -> bool {
+    matches!(word, "ctx" | "ns" | "scenario" | "theme" | "plan" | "why" | "filter")
 }
 
 #[cfg(test)]
@@ -82,5 +164,41 @@ mod tests {
         assert_eq!(parse(":plan 57x").unwrap_err(), "'57x' is not a driver version like 570.124.06");
         assert!(parse(":scenario").unwrap_err().contains("needs"));
         assert!(parse(":bogus").unwrap_err().contains("unknown command ':bogus'"));
+    }
+
+    #[test]
+    fn k9s_aliases_and_scope_commands() {
+        assert_eq!(parse(":no"), Ok(PaletteCommand::Pane(Pane::Fleet)));
+        assert_eq!(parse(":po"), Ok(PaletteCommand::Pane(Pane::Pending)));
+        assert_eq!(parse(":q!"), Ok(PaletteCommand::Quit));
+        assert_eq!(parse(":ctx prod-east"), Ok(PaletteCommand::Context("prod-east".into())));
+        assert_eq!(parse(":ns team-a"), Ok(PaletteCommand::Namespace(Some("team-a".into()))));
+        assert_eq!(parse(":ns all"), Ok(PaletteCommand::Namespace(None)));
+        assert!(parse(":ctx").unwrap_err().contains("context name"));
+    }
+
+    #[test]
+    fn tab_completes_words_then_arguments() {
+        let vocabulary = Vocabulary {
+            contexts: vec!["kgpu-lab".into(), "prod-east".into(), "prod-west".into()],
+            namespaces: vec!["team-a".into(), "team-b".into()],
+            ..Vocabulary::default()
+        };
+        let c = |line: &str| complete(line, &vocabulary);
+        // Every word listed for an empty line; one match completes with a space.
+        assert_eq!(c("").choices.len(), WORDS.len());
+        assert_eq!(c("cu").line, "cu");
+        assert_eq!(c("ct").line, "ctx ");
+        assert_eq!(c("pe").line, "pending");
+        // Several: the prefix they share, and all of them to show.
+        assert_eq!(
+            c("ctx pr"),
+            Completion { line: "ctx prod-".into(), choices: vec!["prod-east".into(), "prod-west".into()] }
+        );
+        assert_eq!(c("ctx prod-e").line, "ctx prod-east");
+        assert_eq!(c("ns ").choices, ["all", "team-a", "team-b"]);
+        assert_eq!(c("ns team-").line, "ns team-");
+        assert_eq!(c("theme h").line, "theme high-contrast");
+        assert_eq!(c(":plan o").line, "plan off");
     }
 }

@@ -14,6 +14,7 @@ use crate::actions::audit::AuditLog;
 use crate::actions::backend::Backend;
 use crate::actions::exec::Executor;
 use crate::actions::{ActionId, Progress};
+use crate::app::SourceSwitch;
 use crate::cli::{DemoChoice, SourceArgs};
 use crate::config::Paths;
 use crate::model::{Cluster, FeedState, ModelEvent, Snapshot, SourceInfo, SourceKind, Timestamp};
@@ -50,6 +51,42 @@ impl Source {
             Source::File(source.file.clone())
         } else {
             Source::kube(source)
+        }
+    }
+
+    /// This source with a palette's `switch` applied (`:scenario`, `:ctx`,
+    /// `:ns`), or why that makes no sense here.
+    pub fn switched(&self, switch: &SourceSwitch) -> Result<Source, String> {
+        Ok(match (self, switch) {
+            (Source::Demo { seed, .. }, SourceSwitch::Scenario(name)) => {
+                Source::Demo { scenario: name.clone(), seed: *seed, advance: 0 }
+            }
+            (Source::Kube { target, scope }, SourceSwitch::Context(context)) => Source::Kube {
+                target: client::Target { context: Some(context.clone()), ..target.clone() },
+                scope: scope.clone(),
+            },
+            (Source::Kube { target, scope }, SourceSwitch::Namespace(namespace)) => Source::Kube {
+                target: target.clone(),
+                scope: kube_watch::Scope { namespace: namespace.clone(), ..scope.clone() },
+            },
+            (_, SourceSwitch::Scenario(_)) => return Err(":scenario only works in `kgpu demo`".into()),
+            _ => return Err(":ctx and :ns work on a live cluster".into()),
+        })
+    }
+
+    /// What the palette can complete for this source: the kubeconfig's
+    /// contexts, or the demo's scenarios.
+    pub fn vocabulary(&self) -> crate::app::palette::Vocabulary {
+        crate::app::palette::Vocabulary {
+            contexts: match self {
+                Source::Kube { target, .. } => client::contexts(target),
+                _ => Vec::new(),
+            },
+            scenarios: match self {
+                Source::Demo { .. } => crate::sources::sim::scenarios::names().into_iter().map(String::from).collect(),
+                _ => Vec::new(),
+            },
+            ..Default::default()
         }
     }
 

@@ -107,6 +107,8 @@ pub struct Cockpit {
     no_color: bool,
     read_only: bool,
     demo_seed: Option<u64>,
+    /// Where the session's data come from (what `:ctx`, `:ns`, `:scenario` change).
+    from: Source,
     /// What the status line says first (a theme that fell back, a log that did not open).
     pub first_notice: Option<Msg>,
 }
@@ -149,6 +151,7 @@ impl Cockpit {
             no_color,
             read_only,
             demo_seed,
+            from: from.clone(),
             first_notice,
         })
     }
@@ -158,6 +161,7 @@ impl Cockpit {
         let read_only = self.read_only || self.session.read_only_reason.is_some();
         let mut app = App::new(read_only, &self.theme.name, self.demo_seed.is_some())
             .with_production(self.session.context.production);
+        app.known = self.from.vocabulary();
         if let Some(why) = &self.session.read_only_reason {
             app.update(Msg::Notice { text: format!("read-only: {why}"), error: false }, views);
         }
@@ -331,18 +335,36 @@ where
                         cancelled.insert(id);
                     });
                 }
-                Effect::SwitchScenario(name) => {
-                    let Some(seed) = cockpit.demo_seed else { continue };
-                    let from = Source::Demo { scenario: name, seed, advance: 0 };
+                Effect::SwitchSource(switch) => {
+                    let from = match cockpit.from.switched(&switch) {
+                        Ok(from) => from,
+                        Err(why) => {
+                            effects.extend(app.update(Msg::Notice { text: why, error: true }, &views));
+                            continue;
+                        }
+                    };
+                    // The old session's feeds stop when it is dropped; if the
+                    // new one does not start, the old one stays.
                     match source::start(&from, Run::Live(&cockpit.shared)).await {
-                        Ok(s) => {
+                        Ok(mut s) => {
+                            if cockpit.read_only {
+                                s.executor = None;
+                            }
                             cockpit.session = s;
+                            cockpit.from = from;
                             generation += 1;
                             let snap = cockpit.session.snapshots.borrow_and_update().clone();
                             views = cockpit.views(snap, &wave_target);
                             audit = audit_entries(&cockpit.session);
                             show_audit(&mut views, &audit);
+                            let pane = app.pane;
                             app = cockpit.new_app(&views);
+                            app.pane = pane;
+                            let now = format!(
+                                "now on {} {}",
+                                cockpit.session.context.source, cockpit.session.context.subtitle
+                            );
+                            effects.extend(app.update(Msg::Notice { text: now, error: false }, &views));
                         }
                         Err(e) => {
                             effects.extend(app.update(Msg::Notice { text: e.to_string(), error: true }, &views));

@@ -46,25 +46,17 @@ pub fn draw(
                 width: area.width,
                 height: 3.min(area.height),
             };
+            let hints = palette_hints(app, views, text.lines().first().map_or("", String::as_str), theme);
             let hint_rect = Rect {
                 x: area.x,
-                y: rect.y.saturating_sub(palette::COMMANDS.len() as u16 + 2),
+                y: rect.y.saturating_sub(hints.len() as u16 + 2),
                 width: area.width.min(80),
-                height: (palette::COMMANDS.len() as u16 + 2).min(rect.y.saturating_sub(area.y)),
+                height: (hints.len() as u16 + 2).min(rect.y.saturating_sub(area.y)),
             };
-            let hints: Vec<Line> = palette::COMMANDS
-                .iter()
-                .map(|(c, d)| {
-                    Line::from(vec![
-                        Span::styled(format!(":{c:<58}"), theme.style(Role::KeyHint)),
-                        Span::styled(d.to_string(), theme.style(Role::Dim)),
-                    ])
-                })
-                .collect();
             frame.render_widget(Clear, hint_rect);
             frame.render_widget(Paragraph::new(hints).block(block(" commands ", false, theme)), hint_rect);
             let mut text = (**text).clone();
-            text.set_block(block(" : command (enter run · esc cancel) ", true, theme));
+            text.set_block(block(" : command (enter run · tab complete · esc cancel) ", true, theme));
             text.set_style(theme.style(Role::Text));
             frame.render_widget(Clear, rect);
             frame.render_widget(&text, rect);
@@ -280,4 +272,44 @@ fn cell_detail(frame: &mut Frame, area: Rect, detail: Doc, scroll: u16, theme: &
     let lines = widgets::doc(&detail, theme, rect.width.saturating_sub(2) as usize);
     frame.render_widget(Clear, rect);
     scrolled_text(frame, rect, lines, scroll, block(" matrix cell · esc close ", true, theme))
+}
+
+/// What the palette suggests for `line` as it is typed: the commands whose
+/// words start with it, then, once a command is typed, its arguments.
+fn palette_hints(app: &App, views: &Views, line: &str, theme: &Theme) -> Vec<Line<'static>> {
+    let typed = line.trim_start().trim_start_matches(':');
+    let command_line = |(c, d): &(&str, &str)| {
+        Line::from(vec![
+            Span::styled(format!(":{c:<58}"), theme.style(Role::KeyHint)),
+            Span::styled(d.to_string(), theme.style(Role::Dim)),
+        ])
+    };
+    if !typed.contains(' ') {
+        let matching: Vec<Line> = palette::COMMANDS
+            .iter()
+            .filter(|(c, _)| {
+                typed.is_empty() || c.split(|ch: char| !ch.is_alphanumeric()).any(|w| w.starts_with(typed))
+            })
+            .map(command_line)
+            .collect();
+        if matching.is_empty() {
+            return vec![Line::styled(format!("no command starts with '{typed}'"), theme.style(Role::Warn))];
+        }
+        return matching;
+    }
+    let completion = palette::complete(line, &app.vocabulary(line, views));
+    if completion.choices.is_empty() {
+        return vec![Line::styled("nothing to complete: type the argument", theme.style(Role::Dim))];
+    }
+    const SHOWN: usize = 12;
+    let mut lines: Vec<Line> = completion
+        .choices
+        .iter()
+        .take(SHOWN)
+        .map(|c| Line::styled(format!(" {c}"), theme.style(Role::KeyHint)))
+        .collect();
+    if completion.choices.len() > SHOWN {
+        lines.push(Line::styled(format!(" … {} more", completion.choices.len() - SHOWN), theme.style(Role::Dim)));
+    }
+    lines
 }

@@ -100,6 +100,19 @@ fn kubeconfig_paths(target: &Target) -> Vec<PathBuf> {
     std::env::var_os("HOME").map(|h| vec![PathBuf::from(h).join(".kube/config")]).unwrap_or_default()
 }
 
+/// The context names of the kubeconfig(s) `target` reads (none in a pod,
+/// or when they cannot be read: the palette then completes nothing).
+pub fn contexts(target: &Target) -> Vec<String> {
+    let mut names: Vec<String> = kubeconfig_paths(target)
+        .iter()
+        .filter_map(|p| Kubeconfig::read_from(p).ok())
+        .flat_map(|kc| kc.contexts.into_iter().map(|c| c.name))
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
 /// Builds the client config and what we know about the target.
 pub async fn config(target: &Target, liveness: Liveness) -> Result<(Config, ClusterInfo), ClientError> {
     let paths: Vec<PathBuf> =
