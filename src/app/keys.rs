@@ -250,7 +250,7 @@ pub const BINDINGS: &[Binding] = &[
         keys: &[KeyCode::Char('/')],
         label: "/",
         command: Command::Filter,
-        help: "filter the rows of this pane",
+        help: "filter: text, a regex, !inverse, -l label selector (nodes)",
         panes: None,
     },
     Binding {

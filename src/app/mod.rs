@@ -5,6 +5,7 @@
 
 mod actions;
 pub mod dialog_keys;
+pub mod filter;
 pub mod keys;
 mod overlay_keys;
 pub mod palette;

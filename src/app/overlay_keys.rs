@@ -27,6 +27,7 @@ impl App {
                 None => {
                     area.input(key);
                     let text = area.lines().first().cloned().unwrap_or_default();
+                    self.explain_filter(&text);
                     if text.is_empty() {
                         self.filters.remove(&self.pane);
                     } else {
@@ -185,6 +186,17 @@ impl App {
             return Vec::new();
         }
         vec![Effect::SwitchSource(switch)]
+    }
+
+    /// What the status line says about a filter as it is typed: a regex
+    /// taken as text, a label selector on a pane whose rows have no labels.
+    fn explain_filter(&mut self, text: &str) {
+        let filter = super::filter::Filter::parse(text);
+        if let Some(note) = filter.note() {
+            self.notify(note.to_string(), true);
+        } else if filter.is_label_selector() && matches!(self.pane, Pane::Pending | Pane::Gangs | Pane::Events) {
+            self.notify("label selectors match nodes: use them in Fleet, MIG or Drivers", true);
+        }
     }
 
     pub(super) fn run_palette(&mut self, line: &str, views: &Views) -> Vec<Effect> {

@@ -10,12 +10,26 @@ use crate::view_model::panes::{EventRow, MigNodeRow, NodeRow, PoolRow, Views};
 
 use super::FleetSort;
 
-fn contains(hay: &str, filter: &str) -> bool {
-    filter.is_empty() || hay.to_ascii_lowercase().contains(&filter.to_ascii_lowercase())
+use super::filter::Filter;
+
+/// The labels of node `name`, for a label selector.
+fn node_labels<'a>(views: &'a Views, name: &crate::model::Sym) -> Option<&'a crate::model::Labels> {
+    views.snap.nodes.get(name).map(|n| &n.labels)
 }
 
 pub fn nodes<'a>(views: &'a Views, filter: &str, sort: FleetSort) -> Vec<&'a NodeRow> {
-    let mut rows: Vec<&NodeRow> = views.nodes.iter().filter(|r| r.matches(filter)).collect();
+    let f = Filter::parse(filter);
+    let mut rows: Vec<&NodeRow> = views
+        .nodes
+        .iter()
+        .filter(|r| {
+            let used = format!("{}/{}", r.used, r.allocatable);
+            let issues: Vec<&str> = r.issues.iter().flat_map(|i| [i.as_str(), issue_short(*i)]).collect();
+            let mut columns = vec![r.name.as_str(), &r.product, &r.driver, &r.pool, &r.mig, &used];
+            columns.extend(issues);
+            f.matches(&columns, node_labels(views, &r.name))
+        })
+        .collect();
     match sort {
         FleetSort::Name => {}
         FleetSort::Free => rows.sort_by(|a, b| b.free.cmp(&a.free).then(a.name.cmp(&b.name))),
@@ -30,67 +44,97 @@ pub fn nodes<'a>(views: &'a Views, filter: &str, sort: FleetSort) -> Vec<&'a Nod
 }
 
 pub fn pools<'a>(views: &'a Views, filter: &str) -> Vec<&'a PoolRow> {
-    views.pools.iter().filter(|p| contains(&p.name, filter)).collect()
+    let f = Filter::parse(filter);
+    views.pools.iter().filter(|p| f.matches(&[&p.name], None)).collect()
 }
 
 pub fn pending<'a>(views: &'a Views, filter: &str) -> Vec<&'a PendingItem> {
+    let f = Filter::parse(filter);
     views
         .analysis
         .pending
         .iter()
         .filter(|p| {
-            contains(&p.display_name(), filter)
-                || contains(p.blocking_str(), filter)
-                || p.queue.is_some_and(|q| contains(q.as_str(), filter))
+            let name = p.display_name();
+            let queue = p.queue.map_or("", |q| q.as_str());
+            f.matches(&[&name, p.blocking_str(), p.kind.as_str(), &p.shape, queue, &p.summary], None)
         })
         .collect()
 }
 
 pub fn gangs<'a>(views: &'a Views, filter: &str) -> Vec<&'a GangSummary> {
+    let f = Filter::parse(filter);
     views
         .analysis
         .gangs
         .iter()
-        .filter(|g| contains(&g.display_name(), filter) || contains(g.state.as_str(), filter))
+        .filter(|g| {
+            let name = g.display_name();
+            let queue = g.queue.map_or("", |q| q.as_str());
+            f.matches(&[&name, g.state.as_str(), g.key.kind.kind_name(), g.key.kind.abbreviation(), queue], None)
+        })
         .collect()
 }
 
 pub fn queues<'a>(views: &'a Views, filter: &str) -> Vec<&'a QueueRow> {
+    let f = Filter::parse(filter);
     views
         .analysis
         .queues
         .iter()
-        .filter(|q| contains(q.name.as_str(), filter) || q.cohort.is_some_and(|c| contains(c.as_str(), filter)))
+        .filter(|q| {
+            let columns = [
+                q.name.as_str(),
+                q.namespace.map_or("", |n| n.as_str()),
+                q.cohort.map_or("", |c| c.as_str()),
+                q.flavor.map_or("", |c| c.as_str()),
+                q.resource.as_str(),
+            ];
+            f.matches(&columns, None)
+        })
         .collect()
 }
 
 pub fn mig<'a>(views: &'a Views, filter: &str) -> Vec<&'a MigNodeRow> {
+    let f = Filter::parse(filter);
     views
         .mig
         .iter()
-        .filter(|m| contains(m.node.as_str(), filter) || contains(&m.config, filter) || contains(&m.state, filter))
+        .filter(|m| {
+            f.matches(&[m.node.as_str(), &m.product, &m.config, &m.state, &m.summary], node_labels(views, &m.node))
+        })
         .collect()
 }
 
 pub fn events<'a>(views: &'a Views, filter: &str) -> Vec<&'a EventRow> {
+    let f = Filter::parse(filter);
     views
         .events
         .iter()
         .filter(|e| {
-            contains(&e.object, filter)
-                || contains(&e.reason, filter)
-                || contains(&e.message, filter)
-                || contains(if e.warning { "Warning" } else { "Normal" }, filter)
+            let kind = if e.warning { "Warning" } else { "Normal" };
+            f.matches(&[&e.age, kind, &e.reason, &e.object, &e.message, &e.source], None)
         })
         .collect()
 }
 
 pub fn upgrades<'a>(views: &'a Views, filter: &str) -> Vec<&'a crate::analysis::waves::UpgradeRow> {
+    let f = Filter::parse(filter);
     views
         .analysis
         .upgrades
         .iter()
-        .filter(|u| contains(u.node.as_str(), filter) || contains(u.state_str(), filter))
+        .filter(|u| {
+            let driver = u.driver.as_ref().map(|d| d.to_string()).unwrap_or_default();
+            let flags = if u.stuck {
+                "STUCK"
+            } else if u.skip {
+                "skip"
+            } else {
+                ""
+            };
+            f.matches(&[u.node.as_str(), u.state_str(), &driver, flags], node_labels(views, &u.node))
+        })
         .collect()
 }
 

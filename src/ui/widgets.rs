@@ -173,7 +173,15 @@ pub fn lazy_table(
     // The selection's colours over every cell of its row: a cell's own
     // foreground (white text) on the selection's background (white in
     // high-contrast) would be unreadable.
-    if let Some(i) = selected.filter(|i| (offset..offset + inner_height).contains(i)) {
+    if len == 0 && inner_height > 0 {
+        // Only a filter empties a table the pane draws: the header stays.
+        let note = Rect { x: area.x + 2, y: area.y + 2, width: area.width.saturating_sub(4), height: 1 };
+        frame.render_widget(
+            Paragraph::new(Line::styled("no match (esc in / clears the filter)", theme.style(Role::Warn))),
+            note,
+        );
+    }
+    if let Some(i) = selected.filter(|i| *i < len && (offset..offset + inner_height).contains(i)) {
         let y = area.y + 2 + (i - offset) as u16;
         let row = Rect { x: area.x + 1, y, width: area.width.saturating_sub(2), height: 1 };
         frame.buffer_mut().set_style(row.intersection(area), theme.style(Role::Selection));

@@ -55,16 +55,6 @@ impl NodeRow {
     pub fn id(&self) -> String {
         self.name.to_string()
     }
-    pub fn matches(&self, filter: &str) -> bool {
-        filter.is_empty() || {
-            let f = filter.to_ascii_lowercase();
-            self.name.as_str().to_ascii_lowercase().contains(&f)
-                || self.product.to_ascii_lowercase().contains(&f)
-                || self.driver.contains(&f)
-                || self.pool.to_ascii_lowercase().contains(&f)
-                || self.issues.iter().any(|i| i.as_str().contains(&f))
-        }
-    }
 }
 
 /// Nodes of one pool, for the aggregated map of large fleets.

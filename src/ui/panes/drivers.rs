@@ -93,7 +93,7 @@ fn draw_board(
     let labelled = rows_.iter().filter(|u| u.state.is_some()).count();
     let stuck = rows_.iter().filter(|u| u.stuck).count();
     let title = format!(" Upgrade waves: {labelled} node(s) with a state, {stuck} stuck · :plan VERSION ");
-    if rows_.is_empty() {
+    if views.analysis.upgrades.is_empty() {
         widgets::empty(frame, area, block(title, focused, theme), "no GPU nodes", theme);
         return;
     }

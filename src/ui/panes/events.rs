@@ -18,9 +18,8 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, shown: &mut Viewport, view
     } else {
         format!(" Events ({} of {}) · /{filter} ", events.len(), views.events.len())
     };
-    if events.is_empty() {
-        let text = if views.events.is_empty() { "no events (yet)" } else { "no event matches the filter" };
-        widgets::empty(frame, area, block(title, true, theme), text, theme);
+    if views.events.is_empty() {
+        widgets::empty(frame, area, block(title, true, theme), "no events (yet)", theme);
         return;
     }
     let wide = area.width >= 120;

@@ -133,9 +133,9 @@ fn draw_nodes(frame: &mut Frame, area: Rect, app: &App, shown: &mut Viewport, vi
     let rows = rows::nodes(views, app.filter(Pane::Fleet), app.fleet_sort);
     let selected = app.selected_position(Pane::Fleet, rows.iter().map(|r| r.name.as_str()));
     let title = format!(" Nodes ({}) · sort: {} ", rows.len(), app.fleet_sort.label());
-    if rows.is_empty() {
-        let text = if views.nodes.is_empty() { "no nodes (yet)" } else { "no node matches the filter" };
-        widgets::empty(frame, area, block(title, true, theme), text, theme);
+    // A filter that matches nothing keeps the table's header (below).
+    if views.nodes.is_empty() {
+        widgets::empty(frame, area, block(title, true, theme), "no nodes (yet)", theme);
         return;
     }
     let inner_width = area.width.saturating_sub(2) as usize;

@@ -32,7 +32,7 @@ fn draw_gangs(
 ) {
     let gangs = rows::gangs(views, app.filter(Pane::Gangs));
     let title = format!(" Gangs ({}) · enter: why pending · R requeue ", gangs.len());
-    if gangs.is_empty() {
+    if views.analysis.gangs.is_empty() {
         let text = feeds::gangs_note(&views.snap).unwrap_or_else(|| "no Kueue Workloads or Volcano PodGroups".into());
         widgets::empty(frame, area, block(title, focused, theme), &text, theme);
         return;
@@ -93,7 +93,7 @@ fn draw_queues(
 ) {
     let queues = rows::queues(views, app.filter(Pane::Gangs));
     let title = " Queues · quota per flavor ";
-    if queues.is_empty() {
+    if views.analysis.queues.is_empty() {
         let text = feeds::queues_note(&views.snap)
             .unwrap_or_else(|| "no Kueue ClusterQueues/LocalQueues or Volcano Queues".into());
         widgets::empty(frame, area, block(title, focused, theme), &text, theme);

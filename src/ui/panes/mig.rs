@@ -65,7 +65,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, shown: &mut Viewport, view
         .filter(|n| n.gpu.mig_capable == Some(true) && !views.mig.iter().any(|m| m.node == n.name))
         .count();
     let title = format!(" MIG nodes ({}) · {capable_off} MIG-capable with MIG off · m repartition ", nodes.len());
-    if nodes.is_empty() {
+    if views.mig.is_empty() {
         let text = if capable_off > 0 {
             "no node uses MIG; select a node in the Fleet pane and press m to repartition"
         } else {

@@ -35,10 +35,8 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, shown: &mut Viewport, view
     } else {
         format!(" Pending ({}) · enter: why ", items.len())
     };
-    if items.is_empty() {
-        let text =
-            if views.analysis.pending.is_empty() { "nothing is pending" } else { "nothing pending matches the filter" };
-        widgets::empty(frame, area, block(title, true, theme), text, theme);
+    if views.analysis.pending.is_empty() {
+        widgets::empty(frame, area, block(title, true, theme), "nothing is pending", theme);
         return;
     }
     let wide = area.width >= 120;
