@@ -468,3 +468,35 @@ fn filters_take_regexes_inverses_and_label_selectors() {
     type_text(&mut app, &v, "/h100-0[");
     assert!(app.notice.as_ref().is_some_and(|n| n.text.contains("not a regex")), "{:?}", app.notice);
 }
+
+/// `esc` goes back to where a jump came from, and the title shows the path.
+#[test]
+fn esc_returns_to_where_the_jump_came_from() {
+    let v = views("gang-deadlock");
+    let mut app = App::new(false, "dark", true);
+    app.pane = Pane::Gangs;
+    key(&mut app, &v, KeyCode::Enter);
+    assert_eq!(app.pane, Pane::Pending, "enter on a pending gang opens its chain");
+    let name = app.drill.clone().expect("the chain is open");
+    let screen = format!("{}", render(&mut app, &v, "gang-deadlock", 200, 60).backend());
+    assert!(screen.contains(&format!("Gangs & Queues › {name} · esc: back")), "{screen}");
+    key(&mut app, &v, KeyCode::Esc);
+    assert_eq!((app.pane, app.drill.as_deref()), (Pane::Gangs, None), "back where it came from");
+
+    // A direct move forgets the way back: esc then only closes the chain.
+    key(&mut app, &v, KeyCode::Enter);
+    key(&mut app, &v, KeyCode::Char('2'));
+    key(&mut app, &v, KeyCode::Esc);
+    assert_eq!(app.pane, Pane::Pending);
+
+    // Enter on a pool lists its nodes; esc returns to the pools.
+    let v = views("default");
+    let mut app = App::new(false, "dark", true);
+    app.aggregate = Some(true);
+    key(&mut app, &v, KeyCode::Enter);
+    let pool = app.filters.get(&Pane::Fleet).cloned().expect("narrowed to a pool");
+    let screen = format!("{}", render(&mut app, &v, "default", 200, 60).backend());
+    assert!(screen.contains(&format!("Pools › {pool} (")), "{screen}");
+    key(&mut app, &v, KeyCode::Esc);
+    assert!(app.filters.get(&Pane::Fleet).is_none() && app.aggregate.is_none());
+}

@@ -143,6 +143,8 @@ pub const DIALOG_BINDINGS: &[DialogBinding] = &[
     bind(D::ProductionConfirm, &[KeyCode::Esc], "esc", C::Close, "cancel"),
     bind(D::MigPicker, &[KeyCode::Down, KeyCode::Char('j')], "j/↓", C::Down, "next config"),
     bind(D::MigPicker, &[KeyCode::Up, KeyCode::Char('k')], "k/↑", C::Up, "previous config"),
+    bind(D::MigPicker, &[KeyCode::Home, KeyCode::Char('g'), KeyCode::PageUp], "g/Home/PgUp", C::Top, "first config"),
+    bind(D::MigPicker, &[KeyCode::End, KeyCode::Char('G'), KeyCode::PageDown], "G/End/PgDn", C::Bottom, "last config"),
     bind(D::MigPicker, &[KeyCode::Enter], "enter", C::Choose, "choose it (a confirmation follows)"),
     bind(D::MigPicker, &[KeyCode::Esc, KeyCode::Char('q')], "esc/q", C::Close, "cancel"),
     bind(

@@ -159,7 +159,7 @@ pub const BINDINGS: &[Binding] = &[
         keys: &[KeyCode::Esc],
         label: "esc",
         command: Command::Back,
-        help: "back / close / clear the filter",
+        help: "back to where you came from (the title shows the path) / close / clear the filter",
         panes: None,
     },
     Binding {

@@ -118,7 +118,6 @@ pub enum Overlay {
     QuitWhileRunning,
 }
 
-/// Something the runtime must do.
 /// The source a palette command asks for, relative to the current one.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SourceSwitch {
@@ -128,6 +127,7 @@ pub enum SourceSwitch {
     Namespace(Option<String>),
 }
 
+/// Something the runtime must do.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Effect {
     Quit,
@@ -203,6 +203,23 @@ impl Notice {
     }
 }
 
+/// A view `esc` can return to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Place {
+    Pane(Pane, Section),
+    /// The Fleet's per-pool map, before enter listed one pool's nodes.
+    Pools,
+}
+
+impl Place {
+    pub fn label(self) -> &'static str {
+        match self {
+            Place::Pane(p, _) => p.title(),
+            Place::Pools => "Pools",
+        }
+    }
+}
+
 pub struct App {
     pub pane: Pane,
     pub overlay: Option<Overlay>,
@@ -228,6 +245,10 @@ pub struct App {
     pub notice: Option<Notice>,
     pub theme_name: String,
     pub demo: bool,
+    /// Where `esc` returns to: pushed by the jumps that leave a view (enter
+    /// on a gang opens its pending chain, enter on a pool lists its nodes,
+    /// `:why`), cleared by moving to a pane directly.
+    pub back: Vec<Place>,
     /// What the runtime knows for the palette to complete: the kube
     /// contexts, the demo's scenarios.
     pub known: palette::Vocabulary,
@@ -260,6 +281,7 @@ impl App {
             theme_name: theme_name.to_string(),
             demo,
             known: palette::Vocabulary::default(),
+            back: Vec::new(),
             quit: false,
         }
     }
@@ -408,9 +430,9 @@ impl App {
                 self.quit = true;
                 return vec![Effect::Quit];
             }
-            Command::Pane(p) => self.switch(p),
-            Command::NextPane => self.switch(Pane::ALL[self.pane.number() % 6]),
-            Command::PrevPane => self.switch(Pane::ALL[(self.pane.number() + 4) % 6]),
+            Command::Pane(p) => self.go(p),
+            Command::NextPane => self.go(Pane::ALL[self.pane.number() % 6]),
+            Command::PrevPane => self.go(Pane::ALL[(self.pane.number() + 4) % 6]),
             Command::Up | Command::Down | Command::PageUp | Command::PageDown | Command::Top | Command::Bottom
                 if self.drill.is_some() && self.pane == Pane::Pending =>
             {
@@ -444,7 +466,10 @@ impl App {
             Command::Left | Command::Right => {}
             Command::Enter => self.enter(views),
             Command::Back => {
-                if self.drill.take().is_none() && self.filters.remove(&self.pane).is_none() {
+                let closed_drill = self.drill.take().is_some();
+                if let Some(place) = self.back.pop() {
+                    self.return_to(place);
+                } else if !closed_drill && self.filters.remove(&self.pane).is_none() {
                     self.notice = None;
                 }
             }
@@ -491,6 +516,44 @@ impl App {
         self.pane = pane;
     }
 
+    /// Moving to a pane directly: there is no way back to retrace.
+    fn go(&mut self, pane: Pane) {
+        self.back.clear();
+        self.switch(pane);
+    }
+
+    /// A jump that leaves the current view: `esc` comes back here.
+    fn remember(&mut self) {
+        let here = if self.pane == Pane::Fleet && self.aggregate != Some(false) {
+            Place::Pools
+        } else {
+            Place::Pane(self.pane, self.section(self.pane))
+        };
+        self.back.push(here);
+    }
+
+    fn return_to(&mut self, place: Place) {
+        match place {
+            Place::Pane(pane, section) => {
+                self.pane = pane;
+                self.section.insert(pane, section);
+            }
+            Place::Pools => {
+                self.pane = Pane::Fleet;
+                self.filters.remove(&Pane::Fleet);
+                self.aggregate = None;
+            }
+        }
+    }
+
+    /// Where the view came from, for its title: `Gangs › team-a/job`.
+    pub fn breadcrumb(&self, here: &str) -> Option<String> {
+        (!self.back.is_empty()).then(|| {
+            let path: Vec<&str> = self.back.iter().map(|p| p.label()).collect();
+            format!("{} › {here}", path.join(" › "))
+        })
+    }
+
     fn enter(&mut self, views: &Views) {
         match self.pane {
             Pane::Pending => {
@@ -507,6 +570,7 @@ impl App {
             Pane::Fleet => {
                 // Enter on a pool narrows the node list to it.
                 if let Some(pool) = self.selected_id(Pane::Fleet, views) {
+                    self.remember();
                     self.aggregate = Some(false);
                     self.filters.insert(Pane::Fleet, pool);
                 }
@@ -516,6 +580,7 @@ impl App {
                 let item = views.analysis.pending.iter().find(|p| gang_id_of_item(p) == id);
                 match item {
                     Some(p) => {
+                        self.remember();
                         self.pane = Pane::Pending;
                         self.selected.insert(Pane::Pending, p.display_name());
                         self.drill = Some(p.display_name());

@@ -61,6 +61,11 @@ impl App {
                 Some(DialogCommand::Up) => {
                     self.overlay = Some(Overlay::MigPicker { node, configs, selected: selected.saturating_sub(1) });
                 }
+                Some(DialogCommand::Top) => self.overlay = Some(Overlay::MigPicker { node, configs, selected: 0 }),
+                Some(DialogCommand::Bottom) => {
+                    let selected = configs.len().saturating_sub(1);
+                    self.overlay = Some(Overlay::MigPicker { node, configs, selected });
+                }
                 Some(DialogCommand::Choose) => {
                     if let Some(config) = configs.get(selected) {
                         self.confirm(Action::RepartitionMig { node, config: config.clone() }, views);
@@ -234,6 +239,9 @@ impl App {
             Ok(palette::PaletteCommand::Why(target)) => {
                 match views.analysis.pending.iter().find(|p| p.display_name() == target) {
                     Some(p) => {
+                        if self.pane != Pane::Pending {
+                            self.remember();
+                        }
                         self.switch(Pane::Pending);
                         self.selected.insert(Pane::Pending, p.display_name());
                         self.drill = Some(p.display_name());

@@ -132,7 +132,11 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, shown: &mut Viewport, view
 fn draw_nodes(frame: &mut Frame, area: Rect, app: &App, shown: &mut Viewport, views: &Views, theme: &Theme) {
     let rows = rows::nodes(views, app.filter(Pane::Fleet), app.fleet_sort);
     let selected = app.selected_position(Pane::Fleet, rows.iter().map(|r| r.name.as_str()));
-    let title = format!(" Nodes ({}) · sort: {} ", rows.len(), app.fleet_sort.label());
+    let here = if app.filter(Pane::Fleet).is_empty() { "nodes" } else { app.filter(Pane::Fleet) };
+    let title = match app.breadcrumb(here) {
+        Some(path) => format!(" {path} ({}) · sort: {} · esc: back ", rows.len(), app.fleet_sort.label()),
+        None => format!(" Nodes ({}) · sort: {} ", rows.len(), app.fleet_sort.label()),
+    };
     // A filter that matches nothing keeps the table's header (below).
     if views.nodes.is_empty() {
         widgets::empty(frame, area, block(title, true, theme), "no nodes (yet)", theme);

@@ -17,7 +17,11 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, shown: &mut Viewport, view
     if let Some(id) = app.drill.clone() {
         match views.analysis.pending.iter().find(|p| p.display_name() == id) {
             Some(item) => {
-                let title = format!(" Why pending: {} · esc back · R requeue ", item.display_name());
+                let name = item.display_name();
+                let title = match app.breadcrumb(&name) {
+                    Some(path) => format!(" {path} · esc: back · R requeue "),
+                    None => format!(" Why pending: {name} · esc back · R requeue "),
+                };
                 return drill(frame, area, app, shown, &docs::why(item), title, theme);
             }
             None => {
