@@ -500,3 +500,38 @@ fn esc_returns_to_where_the_jump_came_from() {
     key(&mut app, &v, KeyCode::Esc);
     assert!(app.filters.get(&Pane::Fleet).is_none() && app.aggregate.is_none());
 }
+
+/// An error stays on the status line until esc; one too long for the line
+/// is cut where it says so, and `:messages` has every message whole.
+#[test]
+fn errors_stay_until_dismissed_and_messages_keeps_them_whole() {
+    let v = views("default");
+    let mut app = App::new(false, "dark", true);
+    let long = format!(
+        "drain gpu-07: cordoned, 3 of 5 pod(s) evicted; {}",
+        "pod team-a/x blocked by a PodDisruptionBudget; ".repeat(3)
+    );
+    app.update(Msg::Notice { text: long.clone(), error: true }, &v);
+    key(&mut app, &v, KeyCode::Char('j'));
+    assert!(app.notice.is_some(), "an error outlives the next key");
+    let screen = format!("{}", render(&mut app, &v, "default", 80, 24).backend());
+    let status = screen.lines().last().unwrap();
+    assert!(status.contains("drain gpu-07: cordoned") && status.contains("(:messages)"), "{status}");
+    app.update(Msg::Notice { text: "theme light".into(), error: false }, &v);
+    type_text(&mut app, &v, ":messages\n");
+    let screen = format!("{}", render(&mut app, &v, "default", 200, 60).backend());
+    assert!(screen.contains("messages (2 of at most 200)"), "{screen}");
+    assert!(screen.contains("blocked by a PodDisruptionBudget; pod team-a/x blocked"), "whole: {screen}");
+    let newest = screen.find("theme light").unwrap();
+    let older = screen.find("drain gpu-07").unwrap();
+    assert!(newest < older, "newest first");
+    key(&mut app, &v, KeyCode::Esc);
+    assert!(app.overlay.is_none());
+    // An error is dismissed by esc before esc does anything else.
+    app.update(Msg::Notice { text: "the source stopped".into(), error: true }, &v);
+    app.filters.insert(Pane::Fleet, "h100".into());
+    key(&mut app, &v, KeyCode::Esc);
+    assert!(app.notice.is_none() && app.filters.contains_key(&Pane::Fleet));
+    key(&mut app, &v, KeyCode::Esc);
+    assert!(!app.filters.contains_key(&Pane::Fleet));
+}

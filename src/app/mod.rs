@@ -109,6 +109,10 @@ pub enum Overlay {
     CellDetail {
         scroll: u16,
     },
+    /// `:messages`: every notice of this session, newest first.
+    Messages {
+        scroll: u16,
+    },
     MigPicker {
         node: Sym,
         configs: Vec<String>,
@@ -178,9 +182,6 @@ pub struct Viewport {
     pub overlay_scroll: Option<u16>,
 }
 
-/// A line in the status bar. It lasts until the next key, as in vi: a
-/// message still on screen minutes later reads as news. A source failure
-/// stays until it is dismissed (Esc), since the data behind it is stale.
 /// An action started and not reported done yet.
 #[derive(Clone, Debug, PartialEq)]
 pub struct InFlight {
@@ -190,6 +191,9 @@ pub struct InFlight {
     pub label: String,
 }
 
+/// A line in the status bar. It lasts until the next key, as in vi: a
+/// message still on screen minutes later reads as news. An error (a failed
+/// action, a stopped source) stays until it is dismissed (esc).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Notice {
     pub text: String,
@@ -202,6 +206,17 @@ impl Notice {
         Notice { text: text.into(), error, sticky: false }
     }
 }
+
+/// A notice kept for `:messages`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Message {
+    pub text: String,
+    pub error: bool,
+    pub at: crate::model::Timestamp,
+}
+
+/// How many notices `:messages` keeps.
+pub const MESSAGES_KEPT: usize = 200;
 
 /// A view `esc` can return to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -249,6 +264,10 @@ pub struct App {
     /// on a gang opens its pending chain, enter on a pool lists its nodes,
     /// `:why`), cleared by moving to a pane directly.
     pub back: Vec<Place>,
+    /// Every notice of the session, oldest first (at most [`MESSAGES_KEPT`]).
+    pub messages: std::collections::VecDeque<Message>,
+    /// The views' time at the last update: when a notice was given.
+    clock: crate::model::Timestamp,
     /// What the runtime knows for the palette to complete: the kube
     /// contexts, the demo's scenarios.
     pub known: palette::Vocabulary,
@@ -282,6 +301,8 @@ impl App {
             demo,
             known: palette::Vocabulary::default(),
             back: Vec::new(),
+            messages: std::collections::VecDeque::new(),
+            clock: 0,
             quit: false,
         }
     }
@@ -304,8 +325,18 @@ impl App {
         self.aggregate.unwrap_or(views.nodes.len() > AGGREGATE_ABOVE)
     }
 
+    /// A notice on the status line, kept for `:messages`. An error stays
+    /// until it is dismissed (esc); other notices go with the next key.
     fn notify(&mut self, text: impl Into<String>, error: bool) {
-        self.notice = Some(Notice::new(text, error));
+        self.show(Notice { text: text.into(), error, sticky: error });
+    }
+
+    fn show(&mut self, notice: Notice) {
+        if self.messages.len() == MESSAGES_KEPT {
+            self.messages.pop_front();
+        }
+        self.messages.push_back(Message { text: notice.text.clone(), error: notice.error, at: self.clock });
+        self.notice = Some(notice);
     }
 
     /// Row ids of what the current pane (and section) lists, in order.
@@ -359,6 +390,7 @@ impl App {
     }
 
     pub fn update(&mut self, msg: Msg, views: &Views) -> Vec<Effect> {
+        self.clock = views.analysis.now;
         match msg {
             Msg::Key(key) => self.on_key(key, views),
             Msg::Action(Progress { id, text, error, done }) => {
@@ -369,7 +401,7 @@ impl App {
                 Vec::new()
             }
             Msg::Notice { text, error } => {
-                self.notice = Some(Notice { text, error, sticky: error });
+                self.notify(text, error);
                 Vec::new()
             }
             Msg::ThemeLoaded { name, warning } => {
@@ -379,11 +411,11 @@ impl App {
                 };
                 self.theme_name = name;
                 // A theme that fell back is worth a look, not a block on the status line.
-                self.notice = Some(Notice { text, error, sticky: false });
+                self.show(Notice { text, error, sticky: false });
                 Vec::new()
             }
             Msg::SourceStopped => {
-                self.notice = Some(Notice { text: "the source stopped".into(), error: true, sticky: true });
+                self.notify("the source stopped", true);
                 Vec::new()
             }
             Msg::Viewport(shown) => {
@@ -394,7 +426,10 @@ impl App {
                 if let (
                     Some(s),
                     Some(
-                        Overlay::Help { scroll } | Overlay::NodeDetail { scroll, .. } | Overlay::CellDetail { scroll },
+                        Overlay::Help { scroll }
+                        | Overlay::NodeDetail { scroll, .. }
+                        | Overlay::CellDetail { scroll }
+                        | Overlay::Messages { scroll },
                     ),
                 ) = (shown.overlay_scroll, self.overlay.as_mut())
                 {
@@ -465,6 +500,8 @@ impl App {
             Command::Bottom => self.move_selection(views, isize::MAX / 2),
             Command::Left | Command::Right => {}
             Command::Enter => self.enter(views),
+            // An error on the status line is dismissed first.
+            Command::Back if self.notice.as_ref().is_some_and(|n| n.sticky) => self.notice = None,
             Command::Back => {
                 let closed_drill = self.drill.take().is_some();
                 if let Some(place) = self.back.pop() {

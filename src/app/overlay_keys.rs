@@ -19,6 +19,10 @@ impl App {
                 self.overlay =
                     scroll_reader(command(Dialog::Reader), scroll).map(|scroll| Overlay::CellDetail { scroll });
             }
+            Overlay::Messages { scroll } => {
+                self.overlay =
+                    scroll_reader(command(Dialog::Reader), scroll).map(|scroll| Overlay::Messages { scroll });
+            }
             Overlay::Filter(mut area) => match command(Dialog::Filter) {
                 Some(DialogCommand::Close) => {
                     self.filters.remove(&self.pane);
@@ -196,12 +200,16 @@ impl App {
     /// What the status line says about a filter as it is typed: a regex
     /// taken as text, a label selector on a pane whose rows have no labels.
     fn explain_filter(&mut self, text: &str) {
+        // Said while typing, so gone with the next key rather than sticky.
         let filter = super::filter::Filter::parse(text);
-        if let Some(note) = filter.note() {
-            self.notify(note.to_string(), true);
+        let said = if let Some(note) = filter.note() {
+            note.to_string()
         } else if filter.is_label_selector() && matches!(self.pane, Pane::Pending | Pane::Gangs | Pane::Events) {
-            self.notify("label selectors match nodes: use them in Fleet, MIG or Drivers", true);
-        }
+            "label selectors match nodes: use them in Fleet, MIG or Drivers".to_string()
+        } else {
+            return;
+        };
+        self.show(Notice { text: said, error: true, sticky: false });
     }
 
     pub(super) fn run_palette(&mut self, line: &str, views: &Views) -> Vec<Effect> {
@@ -258,6 +266,7 @@ impl App {
                 }
             }
             Ok(palette::PaletteCommand::Help) => self.overlay = Some(Overlay::Help { scroll: 0 }),
+            Ok(palette::PaletteCommand::Messages) => self.overlay = Some(Overlay::Messages { scroll: 0 }),
             Err(e) => self.notify(e, true),
         }
         Vec::new()

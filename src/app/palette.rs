@@ -22,6 +22,7 @@ pub enum PaletteCommand {
     /// Another namespace (`None`: all of them).
     Namespace(Option<String>),
     Help,
+    Messages,
 }
 
 pub const COMMANDS: &[(&str, &str)] = &[
@@ -34,6 +35,7 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ("why NAMESPACE/NAME", "open the pending chain of an item"),
     ("filter TEXT", "filter this pane (empty clears)"),
     ("help", "the key help"),
+    ("messages", "every message of this session, newest first"),
     ("q | quit", "quit"),
 ];
 
@@ -71,6 +73,7 @@ pub fn parse(line: &str) -> Result<PaletteCommand, String> {
         "why" => PaletteCommand::Why(need("NAMESPACE/NAME")?),
         "filter" => PaletteCommand::Filter(rest.to_string()),
         "help" | "?" => PaletteCommand::Help,
+        "messages" | "msgs" | "log" => PaletteCommand::Messages,
         "" => return Err("empty command; try :help".into()),
         other => {
             return Err(format!(
@@ -93,7 +96,7 @@ pub struct Vocabulary {
 /// The words a command line starts with, in the order the hint lists them.
 pub const WORDS: &[&str] = &[
     "fleet", "pending", "gangs", "queues", "mig", "drivers", "events", "ctx", "ns", "scenario", "theme", "plan", "why",
-    "filter", "help", "quit",
+    "filter", "messages", "help", "quit",
 ];
 
 pub const THEMES: &[&str] = &["dark", "light", "high-contrast", "mono"];

@@ -149,9 +149,17 @@ fn status_bar(frame: &mut Frame, area: Rect, app: &App, views: &Views, theme: &T
     // The notice first: it answers the key just pressed, and at 80 columns
     // anything after the totals is cut.
     if let Some(n) = &app.notice {
-        spans
-            .push(Span::styled(format!(" {} ", n.text), theme.style(if n.error { Role::Error } else { Role::Accent })));
-        spans.push(Span::raw("│"));
+        // A message longer than the line is cut where it says so; the
+        // whole of it is in :messages.
+        let room = (area.width as usize).saturating_sub(2);
+        let text = if n.text.width() > room {
+            crate::ui::widgets::fit(&n.text, room.saturating_sub(14)) + " (:messages)"
+        } else {
+            n.text.clone()
+        };
+        let dismiss = if n.sticky { "esc " } else { "" };
+        spans.push(Span::styled(format!(" {text} "), theme.style(if n.error { Role::Error } else { Role::Accent })));
+        spans.push(Span::styled(format!("{dismiss}│"), theme.style(Role::Dim)));
     }
     spans.push(Span::styled(
         format!(" {} GPU · {} used · {} free · {} pending ", t.gpus, t.allocated, t.free, views.analysis.pending.len()),

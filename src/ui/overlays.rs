@@ -84,6 +84,7 @@ pub fn draw(
             let cell = docs::matrix_cell(&views.analysis.matrix, matrix_cell);
             shown.overlay_scroll = Some(cell_detail(frame, area, cell, *scroll, theme))
         }
+        Overlay::Messages { scroll } => shown.overlay_scroll = Some(messages(frame, area, app, views, theme, *scroll)),
         Overlay::MigPicker { node, configs, selected } => {
             let h = (configs.len() as u16 + 4).min(area.height);
             let rect = centered(area, 50, h);
@@ -272,6 +273,33 @@ fn cell_detail(frame: &mut Frame, area: Rect, detail: Doc, scroll: u16, theme: &
     let lines = widgets::doc(&detail, theme, rect.width.saturating_sub(2) as usize);
     frame.render_widget(Clear, rect);
     scrolled_text(frame, rect, lines, scroll, block(" matrix cell · esc close ", true, theme))
+}
+
+/// `:messages`: every notice of the session, newest first, whole.
+fn messages(frame: &mut Frame, area: Rect, app: &App, views: &Views, theme: &Theme, scroll: u16) -> u16 {
+    let [_, mid, _] = Layout::vertical([Constraint::Length(1), Constraint::Min(3), Constraint::Length(1)]).areas(area);
+    let rect = centered(mid, 100, mid.height);
+    let now = views.analysis.now;
+    let mut lines: Vec<Line> = app
+        .messages
+        .iter()
+        .rev()
+        .map(|m| {
+            Line::from(vec![
+                Span::styled(
+                    format!("{:>5} ago  ", crate::view_model::age((now - m.at).max(0))),
+                    theme.style(Role::Dim),
+                ),
+                Span::styled(m.text.clone(), theme.style(if m.error { Role::Error } else { Role::Text })),
+            ])
+        })
+        .collect();
+    if lines.is_empty() {
+        lines.push(Line::styled("no messages yet", theme.style(Role::Dim)));
+    }
+    frame.render_widget(Clear, rect);
+    let title = format!(" messages ({} of at most {}) · esc close ", app.messages.len(), crate::app::MESSAGES_KEPT);
+    scrolled_text(frame, rect, lines, scroll, block(title, true, theme))
 }
 
 /// What the palette suggests for `line` as it is typed: the commands whose
