@@ -535,3 +535,50 @@ fn errors_stay_until_dismissed_and_messages_keeps_them_whole() {
     key(&mut app, &v, KeyCode::Esc);
     assert!(!app.filters.contains_key(&Pane::Fleet));
 }
+
+/// Enter opens what a row cuts short: an event in full, a running gang, a
+/// queue; the node detail has conditions, allocated against allocatable,
+/// its agent's GPUs and its recent events.
+#[test]
+fn enter_opens_events_gangs_queues_and_full_node_details() {
+    let v = views("black-hole");
+    let mut app = App::new(false, "dark", true);
+    app.pane = Pane::Events;
+    app.filters.insert(Pane::Events, "warning".into());
+    key(&mut app, &v, KeyCode::Enter);
+    let screen = format!("{}", render(&mut app, &v, "black-hole", 200, 60).backend());
+    assert!(screen.contains(" event · esc close "), "{screen}");
+    assert!(screen.contains("which is unexpected"), "the whole message: {screen}");
+
+    // The node the pods bounce off: its conditions, allocation and events.
+    let mut app = App::new(false, "dark", true);
+    app.selected.insert(Pane::Fleet, "gpu-03".into());
+    key(&mut app, &v, KeyCode::Enter);
+    let screen = format!("{}", render(&mut app, &v, "black-hole", 200, 60).backend());
+    for part in [
+        "conditions: Ready=True",
+        "allocated (requests) of allocatable:",
+        "nvidia.com/gpu",
+        "recent events (",
+        "UnexpectedAdmissionError",
+        "agent:",
+    ] {
+        assert!(screen.contains(part), "node detail lacks '{part}':\n{screen}");
+    }
+    insta::assert_snapshot!("node_detail_of_a_black_hole_200x60", screen);
+
+    let v = views("default");
+    let running = v.analysis.gangs.iter().find(|g| g.state.as_str() == "running").expect("a running gang");
+    let mut app = App::new(false, "dark", true);
+    app.pane = Pane::Gangs;
+    app.selected.insert(Pane::Gangs, kgpu::app::gang_id(&running.key));
+    key(&mut app, &v, KeyCode::Enter);
+    let screen = format!("{}", render(&mut app, &v, "default", 200, 60).backend());
+    assert!(screen.contains(" gang · esc close ") && screen.contains(&running.display_name()), "{screen}");
+    assert!(screen.contains("nodes:") && screen.contains("kubectl get "), "{screen}");
+    key(&mut app, &v, KeyCode::Esc);
+    key(&mut app, &v, KeyCode::Tab);
+    key(&mut app, &v, KeyCode::Enter);
+    let screen = format!("{}", render(&mut app, &v, "default", 200, 60).backend());
+    assert!(screen.contains(" queue · esc close ") && screen.contains("nominal"), "{screen}");
+}

@@ -152,7 +152,7 @@ pub const BINDINGS: &[Binding] = &[
         keys: &[KeyCode::Enter],
         label: "enter",
         command: Command::Enter,
-        help: "drill down (why pending, node details, matrix cell)",
+        help: "drill down: why pending, node, matrix cell, event, gang, queue",
         panes: None,
     },
     Binding {

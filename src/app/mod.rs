@@ -113,6 +113,11 @@ pub enum Overlay {
     Messages {
         scroll: u16,
     },
+    /// An event in full, a running gang, a queue (enter on its row).
+    Detail {
+        detail: Detail,
+        scroll: u16,
+    },
     MigPicker {
         node: Sym,
         configs: Vec<String>,
@@ -205,6 +210,15 @@ impl Notice {
     pub fn new(text: impl Into<String>, error: bool) -> Self {
         Notice { text: text.into(), error, sticky: false }
     }
+}
+
+/// What a detail reader shows: an event as it was when opened; a gang
+/// (by id) and a queue as they are now.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Detail {
+    Event(Box<crate::view_model::panes::EventRow>),
+    Gang(String),
+    Queue(Box<crate::analysis::queues::QueueRow>),
 }
 
 /// A notice kept for `:messages`.
@@ -429,7 +443,8 @@ impl App {
                         Overlay::Help { scroll }
                         | Overlay::NodeDetail { scroll, .. }
                         | Overlay::CellDetail { scroll }
-                        | Overlay::Messages { scroll },
+                        | Overlay::Messages { scroll }
+                        | Overlay::Detail { scroll, .. },
                     ),
                 ) = (shown.overlay_scroll, self.overlay.as_mut())
                 {
@@ -623,7 +638,22 @@ impl App {
                         self.drill = Some(p.display_name());
                         self.drill_scroll = 0;
                     }
-                    None => self.notify("this gang is not pending: nothing blocks it", false),
+                    // Not pending: where it runs.
+                    None => self.overlay = Some(Overlay::Detail { detail: Detail::Gang(id), scroll: 0 }),
+                }
+            }
+            Pane::Gangs => {
+                let queues = rows::queues(views, self.filter(Pane::Gangs));
+                let ids = self.row_ids(Pane::Gangs, views);
+                if let Some(q) = queues.get(self.selected_index(Pane::Gangs, &ids)) {
+                    self.overlay = Some(Overlay::Detail { detail: Detail::Queue(Box::new((*q).clone())), scroll: 0 });
+                }
+            }
+            Pane::Events => {
+                let events = rows::events(views, self.filter(Pane::Events));
+                let ids = self.row_ids(Pane::Events, views);
+                if let Some(e) = events.get(self.selected_index(Pane::Events, &ids)) {
+                    self.overlay = Some(Overlay::Detail { detail: Detail::Event(Box::new((*e).clone())), scroll: 0 });
                 }
             }
             Pane::Drivers if self.section(Pane::Drivers) == Section::First => {

@@ -19,6 +19,10 @@ impl App {
                 self.overlay =
                     scroll_reader(command(Dialog::Reader), scroll).map(|scroll| Overlay::CellDetail { scroll });
             }
+            Overlay::Detail { detail, scroll } => {
+                self.overlay =
+                    scroll_reader(command(Dialog::Reader), scroll).map(|scroll| Overlay::Detail { detail, scroll });
+            }
             Overlay::Messages { scroll } => {
                 self.overlay =
                     scroll_reader(command(Dialog::Reader), scroll).map(|scroll| Overlay::Messages { scroll });

@@ -9,10 +9,10 @@ use ratatui::widgets::{Clear, Paragraph, Wrap};
 
 use crate::app::dialog_keys::{DIALOG_BINDINGS, Dialog};
 use crate::app::keys::BINDINGS;
-use crate::app::{App, Confirm, Overlay, Pane, Viewport, palette};
-use crate::view_model::docs;
+use crate::app::{App, Confirm, Detail, Overlay, Pane, Viewport, palette};
 use crate::view_model::panes::Views;
 use crate::view_model::style::Doc;
+use crate::view_model::{details, docs};
 
 use super::Context;
 use super::theme::{Role, Theme};
@@ -85,6 +85,24 @@ pub fn draw(
             shown.overlay_scroll = Some(cell_detail(frame, area, cell, *scroll, theme))
         }
         Overlay::Messages { scroll } => shown.overlay_scroll = Some(messages(frame, area, app, views, theme, *scroll)),
+        Overlay::Detail { detail, scroll } => {
+            let (title, doc) = match detail {
+                Detail::Event(e) => (" event · esc close ", details::event(e)),
+                Detail::Gang(id) => (
+                    " gang · esc close ",
+                    match views.analysis.gangs.iter().find(|g| crate::app::gang_id(&g.key) == *id) {
+                        Some(g) => details::gang(g, views),
+                        None => {
+                            let mut gone = Doc::default();
+                            gone.line(Role::Warn, format!("{id} is gone"));
+                            gone
+                        }
+                    },
+                ),
+                Detail::Queue(q) => (" queue · esc close ", details::queue(q)),
+            };
+            shown.overlay_scroll = Some(reader(frame, area, doc, title, *scroll, theme));
+        }
         Overlay::MigPicker { node, configs, selected } => {
             let h = (configs.len() as u16 + 4).min(area.height);
             let rect = centered(area, 50, h);
@@ -268,11 +286,16 @@ fn node_detail(frame: &mut Frame, area: Rect, node: &str, detail: Doc, scroll: u
 }
 
 fn cell_detail(frame: &mut Frame, area: Rect, detail: Doc, scroll: u16, theme: &Theme) -> u16 {
+    reader(frame, area, detail, " matrix cell · esc close ", scroll, theme)
+}
+
+/// A document over the pane, scrolled; returns the scroll clamped.
+fn reader(frame: &mut Frame, area: Rect, doc: Doc, title: &str, scroll: u16, theme: &Theme) -> u16 {
     let [_, mid, _] = Layout::vertical([Constraint::Length(1), Constraint::Min(3), Constraint::Length(1)]).areas(area);
     let rect = centered(mid, 100, mid.height);
-    let lines = widgets::doc(&detail, theme, rect.width.saturating_sub(2) as usize);
+    let lines = widgets::doc(&doc, theme, rect.width.saturating_sub(2) as usize);
     frame.render_widget(Clear, rect);
-    scrolled_text(frame, rect, lines, scroll, block(" matrix cell · esc close ", true, theme))
+    scrolled_text(frame, rect, lines, scroll, block(title.to_string(), true, theme))
 }
 
 /// `:messages`: every notice of the session, newest first, whole.

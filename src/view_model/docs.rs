@@ -147,11 +147,15 @@ pub fn node(views: &Views, node: Sym) -> Doc {
     for d in &r.issue_details {
         doc.line(Role::Error, format!("! {d}"));
     }
+    super::details::node_conditions(&mut doc, n);
     if !n.taints.is_empty() {
         let taints: Vec<String> =
             n.taints.iter().map(|t| format!("{}={}:{}", t.key, t.value, t.effect.as_str())).collect();
         doc.line(Role::Text, format!("taints: {}", taints.join(", ")));
     }
+    super::details::node_allocation(&mut doc, views, n);
+    super::details::node_agent(&mut doc, views, node);
+    super::details::node_events(&mut doc, views, node);
     doc.line(Role::Header, "pods:");
     let now = views.analysis.now;
     let mut pods: Vec<_> = views.snap.pods.values().filter(|p| p.node == Some(node)).collect();

@@ -1,6 +1,7 @@
 //! View models: what the screens and `kgpu snapshot` show, computed from a
 //! snapshot and its analysis. No terminal here, no kube, no clock.
 
+pub mod details;
 pub mod docs;
 pub mod feeds;
 pub mod json;

@@ -1,0 +1,233 @@
+//! What `enter` opens beyond the pending chain: a node's conditions, what
+//! its pods hold against what it offers, its recent events and its agent's
+//! GPUs; an event in full; a gang's members and nodes; a queue's quota.
+
+use crate::analysis::gangs::GangSummary;
+use crate::analysis::queues::QueueRow;
+use crate::model::time::age;
+use crate::model::{AgentStatus, EventType, GpuHealth, MigMode, Node, Resources, Sym, quantity};
+
+use super::panes::{EventRow, Views};
+use super::style::{Doc, Role};
+
+/// How many of a node's events the detail shows, newest first.
+const NODE_EVENTS: usize = 10;
+
+/// Ready, and every problem condition the node reports.
+pub fn node_conditions(doc: &mut Doc, n: &Node) {
+    let ready = match n.readiness {
+        crate::model::Readiness::Ready => "Ready=True",
+        crate::model::Readiness::NotReady => "Ready=False",
+        crate::model::Readiness::Unknown => "Ready=Unknown",
+    };
+    let mut parts = vec![ready.to_string()];
+    parts.extend(n.problems.iter().map(|c| format!("{}={} ({})", c.kind, c.status, c.reason)));
+    let role = if n.is_ready() && n.problems.is_empty() { Role::Ok } else { Role::Error };
+    doc.line(role, format!("conditions: {}", parts.join(", ")));
+}
+
+/// Requests of the pods bound there (not finished) against allocatable,
+/// resource by resource, as `kubectl describe node` sums them.
+pub fn node_allocation(doc: &mut Doc, views: &Views, n: &Node) {
+    let mut used = Resources::default();
+    for p in views.snap.pods.values().filter(|p| p.node == Some(n.name) && p.holds_resources()) {
+        used.cpu_milli += p.requests.cpu_milli;
+        used.memory += p.requests.memory;
+        used.pods += 1;
+        used.gpu += p.requests.gpu;
+    }
+    let row = |name: &str, used: u64, of: u64| {
+        let pct = if of > 0 { used.saturating_mul(100) / of } else { 0 };
+        format!("  {name:<16} {:>10} of {:>10}  {pct:>3}%", quantity::format(name, used), quantity::format(name, of))
+    };
+    doc.line(Role::Header, "allocated (requests) of allocatable:");
+    let a = &n.allocatable;
+    doc.line(Role::Text, row("cpu", used.cpu_milli, a.cpu_milli));
+    doc.line(Role::Text, row("memory", used.memory, a.memory));
+    doc.line(Role::Text, row("pods", used.pods, a.pods));
+    doc.line(Role::Text, row("nvidia.com/gpu", used.gpu, a.gpu));
+    for (name, of) in a.extended.iter() {
+        let used: u64 = views
+            .snap
+            .pods
+            .values()
+            .filter(|p| p.node == Some(n.name) && p.holds_resources())
+            .map(|p| p.requests.extended.iter().find(|(k, _)| k == name).map_or(0, |(_, v)| *v))
+            .sum();
+        doc.line(Role::Text, row(name.as_str(), used, *of));
+    }
+}
+
+/// The newest events about the node or a pod bound there.
+pub fn node_events(doc: &mut Doc, views: &Views, node: Sym) {
+    let pods: std::collections::HashSet<(&str, &str)> =
+        views.snap.pods.values().filter(|p| p.node == Some(node)).map(|p| (p.namespace.as_str(), &*p.name)).collect();
+    let mut events: Vec<_> = views
+        .snap
+        .events
+        .values()
+        .filter(|e| match e.object_kind.as_str() {
+            "Node" => &*e.object_name == node.as_str(),
+            "Pod" => pods.contains(&(e.namespace.as_str(), &*e.object_name)),
+            _ => false,
+        })
+        .collect();
+    events.sort_by(|a, b| b.last.cmp(&a.last));
+    doc.line(Role::Header, format!("recent events ({}):", events.len()));
+    if events.is_empty() {
+        doc.line(Role::Dim, "  none");
+    }
+    let now = views.analysis.now;
+    for e in events.iter().take(NODE_EVENTS) {
+        let role = if e.kind == EventType::Warning { Role::Warn } else { Role::Dim };
+        doc.line(
+            role,
+            format!(
+                "  {:>5}  {}  {}/{}: {}",
+                age((now - e.last).max(0)),
+                e.reason,
+                e.object_kind,
+                e.object_name,
+                e.message
+            ),
+        );
+    }
+}
+
+/// What the node's agent reports, GPU by GPU.
+pub fn node_agent(doc: &mut Doc, views: &Views, node: Sym) {
+    let Some(d) = views.snap.devices.get(&node) else {
+        doc.line(Role::Dim, "agent: none reporting for this node (kgpu agent, or --agents off)");
+        return;
+    };
+    match &d.status {
+        AgentStatus::Reporting => doc.line(
+            Role::Header,
+            format!(
+                "agent: {} GPU(s), driver {}, CUDA {}",
+                d.gpus.len(),
+                d.driver.as_ref().map_or("?".into(), |v| v.to_string()),
+                d.cuda_driver.as_ref().map_or("?".into(), |v| v.to_string())
+            ),
+        ),
+        AgentStatus::Unavailable(why) => doc.line(Role::Warn, format!("agent: unavailable: {why}")),
+    };
+    let now = views.analysis.now;
+    for g in d.gpus.iter() {
+        let health = match &g.health {
+            GpuHealth::Healthy => "healthy".to_string(),
+            GpuHealth::Unhealthy(why) => format!("UNHEALTHY: {why}"),
+        };
+        let mig = match g.mig_mode {
+            MigMode::Enabled => format!(", MIG {} instance(s)", g.instances.len()),
+            _ => String::new(),
+        };
+        let xids: Vec<String> =
+            g.xids.iter().map(|x| format!("Xid {} {} ago", x.code, age((now - x.at).max(0)))).collect();
+        let role =
+            if matches!(g.health, GpuHealth::Unhealthy(_)) || !xids.is_empty() { Role::Error } else { Role::Text };
+        doc.line(
+            role,
+            format!(
+                "  GPU {} {} {} MiB{}{}, {health}{}",
+                g.index,
+                g.product,
+                g.memory_mib,
+                mig,
+                g.utilization.map_or(String::new(), |u| format!(", {u}% busy")),
+                if xids.is_empty() { String::new() } else { format!("; {}", xids.join(", ")) }
+            ),
+        );
+    }
+}
+
+/// One event, whole: what the Events row cuts.
+pub fn event(e: &EventRow) -> Doc {
+    let mut doc = Doc::default();
+    doc.line(
+        if e.warning { Role::Warn } else { Role::Header },
+        format!("{} {}", if e.warning { "Warning" } else { "Normal" }, e.reason),
+    );
+    doc.line(Role::Text, format!("object: {}", e.object));
+    doc.line(
+        Role::Dim,
+        format!("last seen {} ago{}", e.age, if e.count > 1 { format!(", {} times", e.count) } else { String::new() }),
+    );
+    if !e.source.is_empty() {
+        doc.line(Role::Dim, format!("from: {}", e.source));
+    }
+    doc.line(Role::Text, "");
+    for line in e.message.lines() {
+        doc.line(Role::Text, line.to_string());
+    }
+    doc
+}
+
+/// A gang that is not pending (running, placed, finished): its members'
+/// placement and where it holds GPUs.
+pub fn gang(g: &GangSummary, views: &Views) -> Doc {
+    let mut doc = Doc::default();
+    doc.line(Role::Header, format!("{} {} — {}", g.key.kind.kind_name(), g.display_name(), g.state.as_str()));
+    doc.line(
+        Role::Text,
+        format!(
+            "members: {} placed, {} running of {} required; {} GPU(s) each, {} in all",
+            g.placed, g.running, g.required, g.gpus_per_pod, g.gpus_total
+        ),
+    );
+    if let Some(q) = g.queue {
+        doc.line(Role::Text, format!("queue: {q}"));
+    }
+    doc.line(Role::Dim, format!("age: {}", age((views.analysis.now - g.age).max(0))));
+    if g.gpus_held_idle > 0 {
+        doc.line(Role::Warn, format!("{} GPU(s) held by members waiting for the rest", g.gpus_held_idle));
+    }
+    if let Some(note) = g.topology_note() {
+        doc.line(Role::Warn, note);
+    }
+    for other in &g.deadlocked_with {
+        doc.line(Role::Error, format!("deadlocked with {other}"));
+    }
+    doc.line(Role::Header, "nodes:");
+    if g.nodes.is_empty() {
+        doc.line(Role::Dim, "  none yet");
+    }
+    for (node, gpus) in &g.nodes {
+        doc.line(Role::Text, format!("  {node}  {gpus} GPU(s)"));
+    }
+    let kind = match g.key.kind {
+        crate::model::GangKind::KueueWorkload => "workload",
+        crate::model::GangKind::VolcanoPodGroup => "podgroup",
+    };
+    doc.command("  $ ", format!("kubectl get {kind} -n {} {} -o yaml", g.key.namespace, g.key.name));
+    doc
+}
+
+/// A queue's quota and use.
+pub fn queue(q: &QueueRow) -> Doc {
+    let mut doc = Doc::default();
+    let scope = q.namespace.map_or(String::new(), |n| format!("{n}/"));
+    doc.line(
+        Role::Header,
+        format!("{} {scope}{}{}", q.kind.kind_name(), q.name, if q.active { "" } else { " (inactive)" }),
+    );
+    if let Some(c) = q.cohort {
+        doc.line(Role::Text, format!("cohort: {c}"));
+    }
+    if let Some(f) = q.flavor {
+        doc.line(Role::Text, format!("flavor: {f}"));
+    }
+    doc.line(
+        Role::Text,
+        format!(
+            "{}: {} used of {} nominal, {} borrowed{}",
+            q.resource,
+            q.amount(q.used),
+            q.amount(q.nominal),
+            q.amount(q.borrowed),
+            q.borrowing_limit.map_or(String::new(), |l| format!(" (borrowing limit {})", q.amount(l)))
+        ),
+    );
+    doc.line(Role::Text, format!("workloads: {} admitted, {} pending", q.admitted, q.pending));
+    doc
+}
