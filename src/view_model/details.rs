@@ -37,7 +37,7 @@ pub fn node_allocation(doc: &mut Doc, views: &Views, n: &Node) {
         used.gpu += p.requests.gpu;
     }
     let row = |name: &str, used: u64, of: u64| {
-        let pct = if of > 0 { used.saturating_mul(100) / of } else { 0 };
+        let pct = used.saturating_mul(100).checked_div(of).unwrap_or(0);
         format!("  {name:<16} {:>10} of {:>10}  {pct:>3}%", quantity::format(name, used), quantity::format(name, of))
     };
     doc.line(Role::Header, "allocated (requests) of allocatable:");
@@ -72,7 +72,7 @@ pub fn node_events(doc: &mut Doc, views: &Views, node: Sym) {
             _ => false,
         })
         .collect();
-    events.sort_by(|a, b| b.last.cmp(&a.last));
+    events.sort_by_key(|e| std::cmp::Reverse(e.last));
     doc.line(Role::Header, format!("recent events ({}):", events.len()));
     if events.is_empty() {
         doc.line(Role::Dim, "  none");
