@@ -582,3 +582,45 @@ fn enter_opens_events_gangs_queues_and_full_node_details() {
     let screen = format!("{}", render(&mut app, &v, "default", 200, 60).backend());
     assert!(screen.contains(" queue · esc close ") && screen.contains("nominal"), "{screen}");
 }
+
+/// Shift and a column's letter sorts a table by it, again reverses, and the
+/// title says so; every table has its letters.
+#[test]
+fn shift_letters_sort_every_table_and_the_title_says_how() {
+    let v = views("default");
+    let mut app = App::new(false, "dark", true);
+    key(&mut app, &v, KeyCode::Char('F'));
+    let screen = format!("{}", render(&mut app, &v, "default", 200, 60).backend());
+    assert!(screen.contains("Nodes (64) · sort: free GPUs"), "{screen}");
+    let names = node_names_on(&screen);
+    let free_of = |n: &str| v.nodes.iter().find(|r| r.name.as_str() == n).unwrap().free;
+    let frees: Vec<u64> = names.iter().map(|n| free_of(n)).collect();
+    assert!(frees.windows(2).all(|w| w[0] >= w[1]), "most free first: {frees:?}");
+    key(&mut app, &v, KeyCode::Char('F'));
+    let screen = format!("{}", render(&mut app, &v, "default", 200, 60).backend());
+    assert!(screen.contains("sort: free GPUs (reversed)"), "{screen}");
+    let frees: Vec<u64> = node_names_on(&screen).iter().map(|n| free_of(n)).collect();
+    assert!(frees.windows(2).all(|w| w[0] <= w[1]), "least free first: {frees:?}");
+
+    // Pending by age; the selection follows its row, not its place.
+    let mut app = App::new(false, "dark", true);
+    app.pane = Pane::Pending;
+    key(&mut app, &v, KeyCode::Char('A'));
+    let rows = kgpu::app::rows::pending(&v, "", app.sorting(Pane::Pending, kgpu::app::Section::First));
+    assert!(rows.windows(2).all(|w| w[0].age >= w[1].age), "oldest first");
+    let screen = format!("{}", render(&mut app, &v, "default", 200, 60).backend());
+    assert!(screen.contains("Pending (5) · sort: oldest"), "{screen}");
+
+    // Every table with columns answers to each of its letters.
+    for pane in Pane::ALL {
+        let mut app = App::new(false, "dark", true);
+        app.pane = pane;
+        if pane == Pane::Drivers {
+            key(&mut app, &v, KeyCode::Tab);
+        }
+        for column in app.sort_columns(&v) {
+            key(&mut app, &v, KeyCode::Char(column.letter));
+            assert_eq!(app.sorting(pane, app.section(pane)).map(|s| s.letter), Some(column.letter), "{pane:?}");
+        }
+    }
+}

@@ -10,6 +10,7 @@ pub mod keys;
 mod overlay_keys;
 pub mod palette;
 pub mod rows;
+pub mod sort;
 
 use std::collections::HashMap;
 
@@ -56,25 +57,8 @@ impl Pane {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FleetSort {
-    Name,
-    Free,
-    Problems,
-}
-
-impl FleetSort {
-    pub fn label(self) -> &'static str {
-        match self {
-            FleetSort::Name => "name",
-            FleetSort::Free => "free GPUs",
-            FleetSort::Problems => "problems first",
-        }
-    }
-}
-
 /// Which part of a two-part pane has the keys.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub enum Section {
     #[default]
     First,
@@ -257,7 +241,8 @@ pub struct App {
     /// First visible row per pane (the widgets keep the selection in view).
     pub offsets: HashMap<Pane, usize>,
     pub section: HashMap<Pane, Section>,
-    pub fleet_sort: FleetSort,
+    /// How each table is sorted (shift+letter); absent: its natural order.
+    pub sorts: HashMap<(Pane, Section), sort::Sort>,
     /// Per-pool map instead of per node; `None`: decide by fleet size.
     pub aggregate: Option<bool>,
     pub shape: usize,
@@ -300,7 +285,7 @@ impl App {
             selected: HashMap::new(),
             offsets: HashMap::new(),
             section: HashMap::new(),
-            fleet_sort: FleetSort::Name,
+            sorts: HashMap::new(),
             aggregate: None,
             shape: 0,
             drill: None,
@@ -325,6 +310,32 @@ impl App {
     pub fn with_production(mut self, production: bool) -> App {
         self.production = production;
         self
+    }
+
+    /// How the table of `pane`'s `section` is sorted, if it was asked.
+    pub fn sorting(&self, pane: Pane, section: Section) -> Option<sort::Sort> {
+        self.sorts.get(&(pane, section)).copied()
+    }
+
+    /// What a table's title says of its sort: ` · sort: free GPUs`, or
+    /// nothing in its natural order.
+    pub fn sort_title(&self, pane: Pane, section: Section, pools: bool) -> String {
+        self.sorting(pane, section)
+            .map_or(String::new(), |s| format!(" · sort: {}", s.label(sort::columns(pane, section, pools))))
+    }
+
+    /// The sortable columns of the table that has the keys.
+    pub fn sort_columns(&self, views: &Views) -> &'static [sort::Column] {
+        sort::columns(self.pane, self.section(self.pane), self.pane == Pane::Fleet && self.aggregated(views))
+    }
+
+    /// Shift+`letter`: sort the focused table by that column, or reverse it.
+    fn sort_by(&mut self, letter: char, views: &Views) {
+        let columns = self.sort_columns(views);
+        let key = (self.pane, self.section(self.pane));
+        let sort = sort::Sort::pressed(self.sorts.get(&key).copied(), letter);
+        self.sorts.insert(key, sort);
+        self.notify(format!("sorted by {}", sort.label(columns)), false);
     }
 
     pub fn filter(&self, pane: Pane) -> &str {
@@ -358,21 +369,32 @@ impl App {
         let f = self.filter(pane);
         match (pane, self.section(pane)) {
             (Pane::Fleet, _) if self.aggregated(views) => {
-                rows::pools(views, f).iter().map(|p| p.name.clone()).collect()
+                rows::pools(views, f, self.sorting(pane, Section::First)).iter().map(|p| p.name.clone()).collect()
             }
-            (Pane::Fleet, _) => rows::nodes(views, f, self.fleet_sort).iter().map(|r| r.id()).collect(),
-            (Pane::Pending, _) => rows::pending(views, f).iter().map(|p| p.display_name()).collect(),
-            (Pane::Gangs, Section::First) => rows::gangs(views, f).iter().map(|g| gang_id(&g.key)).collect(),
-            (Pane::Gangs, _) => {
-                rows::queues(views, f).iter().enumerate().map(|(i, q)| format!("{i}:{}", q.name)).collect()
+            (Pane::Fleet, _) => {
+                rows::nodes(views, f, self.sorting(pane, Section::First)).iter().map(|r| r.id()).collect()
             }
-            (Pane::Mig, _) => rows::mig(views, f).iter().map(|m| m.id()).collect(),
-            (Pane::Drivers, Section::Second) => rows::upgrades(views, f).iter().map(|u| u.node.to_string()).collect(),
+            (Pane::Pending, _) => {
+                rows::pending(views, f, self.sorting(pane, Section::First)).iter().map(|p| p.display_name()).collect()
+            }
+            (Pane::Gangs, Section::First) => {
+                rows::gangs(views, f, self.sorting(pane, Section::First)).iter().map(|g| gang_id(&g.key)).collect()
+            }
+            (Pane::Gangs, _) => rows::queues(views, f, self.sorting(pane, Section::Second))
+                .iter()
+                .enumerate()
+                .map(|(i, q)| format!("{i}:{}", q.name))
+                .collect(),
+            (Pane::Mig, _) => rows::mig(views, f, self.sorting(pane, Section::First)).iter().map(|m| m.id()).collect(),
+            (Pane::Drivers, Section::Second) => rows::upgrades(views, f, self.sorting(pane, Section::Second))
+                .iter()
+                .map(|u| u.node.to_string())
+                .collect(),
             (Pane::Drivers, Section::Third) => {
                 views.waves.as_ref().map(|w| w.waves.iter().map(|x| x.index.to_string()).collect()).unwrap_or_default()
             }
             (Pane::Drivers, Section::First) => Vec::new(),
-            (Pane::Events, _) => (0..rows::events(views, f).len()).map(|i| i.to_string()).collect(),
+            (Pane::Events, _) => (0..rows::events(views, f, None).len()).map(|i| i.to_string()).collect(),
         }
     }
 
@@ -467,6 +489,12 @@ impl App {
             return self.on_overlay_key(overlay, key, views);
         }
         let Some(command) = keys::command_for(key, self.pane) else {
+            // Shift and a column's letter sorts by it (keys bound above win).
+            if let KeyCode::Char(c) = key.code
+                && self.sort_columns(views).iter().any(|col| col.letter == c)
+            {
+                self.sort_by(c, views);
+            }
             return Vec::new();
         };
         self.on_command(command, views)
@@ -540,13 +568,14 @@ impl App {
                 };
                 self.section.insert(self.pane, next);
             }
+            // `s` on the Fleet: name → free GPUs → problems first.
             Command::Sort => {
-                self.fleet_sort = match self.fleet_sort {
-                    FleetSort::Name => FleetSort::Free,
-                    FleetSort::Free => FleetSort::Problems,
-                    FleetSort::Problems => FleetSort::Name,
+                let next = match self.sorting(Pane::Fleet, Section::First).map(|s| s.letter) {
+                    None | Some('N') => 'F',
+                    Some('F') => 'P',
+                    _ => 'N',
                 };
-                self.notify(format!("sorted by {}", self.fleet_sort.label()), false);
+                self.sort_by(next, views);
             }
             Command::Aggregate => {
                 let now = self.aggregated(views);
@@ -643,14 +672,14 @@ impl App {
                 }
             }
             Pane::Gangs => {
-                let queues = rows::queues(views, self.filter(Pane::Gangs));
+                let queues = rows::queues(views, self.filter(Pane::Gangs), self.sorting(Pane::Gangs, Section::Second));
                 let ids = self.row_ids(Pane::Gangs, views);
                 if let Some(q) = queues.get(self.selected_index(Pane::Gangs, &ids)) {
                     self.overlay = Some(Overlay::Detail { detail: Detail::Queue(Box::new((*q).clone())), scroll: 0 });
                 }
             }
             Pane::Events => {
-                let events = rows::events(views, self.filter(Pane::Events));
+                let events = rows::events(views, self.filter(Pane::Events), self.sorting(Pane::Events, Section::First));
                 let ids = self.row_ids(Pane::Events, views);
                 if let Some(e) = events.get(self.selected_index(Pane::Events, &ids)) {
                     self.overlay = Some(Overlay::Detail { detail: Detail::Event(Box::new((*e).clone())), scroll: 0 });

@@ -8,7 +8,7 @@ use crate::analysis::pending::PendingItem;
 use crate::analysis::queues::QueueRow;
 use crate::view_model::panes::{EventRow, MigNodeRow, NodeRow, PoolRow, Views};
 
-use super::FleetSort;
+use super::sort::Sort;
 
 use super::filter::Filter;
 
@@ -17,7 +17,12 @@ fn node_labels<'a>(views: &'a Views, name: &crate::model::Sym) -> Option<&'a cra
     views.snap.nodes.get(name).map(|n| &n.labels)
 }
 
-pub fn nodes<'a>(views: &'a Views, filter: &str, sort: FleetSort) -> Vec<&'a NodeRow> {
+/// Sorts `rows` stably by `key`'s natural order, or reversed.
+fn sorted<T, K: Ord>(rows: &mut [T], sort: Sort, key: impl Fn(&T) -> K) {
+    rows.sort_by(|a, b| sort.apply(key(a).cmp(&key(b))));
+}
+
+pub fn nodes<'a>(views: &'a Views, filter: &str, sort: Option<Sort>) -> Vec<&'a NodeRow> {
     let f = Filter::parse(filter);
     let mut rows: Vec<&NodeRow> = views
         .nodes
@@ -30,27 +35,35 @@ pub fn nodes<'a>(views: &'a Views, filter: &str, sort: FleetSort) -> Vec<&'a Nod
             f.matches(&columns, node_labels(views, &r.name))
         })
         .collect();
-    match sort {
-        FleetSort::Name => {}
-        FleetSort::Free => rows.sort_by(|a, b| b.free.cmp(&a.free).then(a.name.cmp(&b.name))),
-        FleetSort::Problems => rows.sort_by(|a, b| {
-            let rank = |r: &NodeRow| {
-                (std::cmp::Reverse(r.issues.iter().filter(|i| i.is_fault()).count()), std::cmp::Reverse(r.issues.len()))
-            };
-            rank(a).cmp(&rank(b)).then(a.name.cmp(&b.name))
-        }),
+    let Some(sort) = sort else { return rows };
+    let faults = |r: &NodeRow| {
+        (std::cmp::Reverse(r.issues.iter().filter(|i| i.is_fault()).count()), std::cmp::Reverse(r.issues.len()))
+    };
+    match sort.letter {
+        'F' => sorted(&mut rows, sort, |r| (std::cmp::Reverse(r.free), r.name)),
+        'P' => sorted(&mut rows, sort, |r| (faults(r), r.name)),
+        'U' => sorted(&mut rows, sort, |r| (std::cmp::Reverse(r.used), r.name)),
+        'D' => sorted(&mut rows, sort, |r| (r.driver.clone(), r.name)),
+        _ => sorted(&mut rows, sort, |r| r.name),
     }
     rows
 }
 
-pub fn pools<'a>(views: &'a Views, filter: &str) -> Vec<&'a PoolRow> {
+pub fn pools<'a>(views: &'a Views, filter: &str, sort: Option<Sort>) -> Vec<&'a PoolRow> {
     let f = Filter::parse(filter);
-    views.pools.iter().filter(|p| f.matches(&[&p.name], None)).collect()
+    let mut rows: Vec<&PoolRow> = views.pools.iter().filter(|p| f.matches(&[&p.name], None)).collect();
+    match sort {
+        Some(s) if s.letter == 'F' => sorted(&mut rows, s, |p| (std::cmp::Reverse(p.free), p.name.clone())),
+        Some(s) if s.letter == 'U' => sorted(&mut rows, s, |p| (std::cmp::Reverse(p.used), p.name.clone())),
+        Some(s) => sorted(&mut rows, s, |p| p.name.clone()),
+        None => {}
+    }
+    rows
 }
 
-pub fn pending<'a>(views: &'a Views, filter: &str) -> Vec<&'a PendingItem> {
+pub fn pending<'a>(views: &'a Views, filter: &str, sort: Option<Sort>) -> Vec<&'a PendingItem> {
     let f = Filter::parse(filter);
-    views
+    let mut rows: Vec<&PendingItem> = views
         .analysis
         .pending
         .iter()
@@ -59,12 +72,21 @@ pub fn pending<'a>(views: &'a Views, filter: &str) -> Vec<&'a PendingItem> {
             let queue = p.queue.map_or("", |q| q.as_str());
             f.matches(&[&name, p.blocking_str(), p.kind.as_str(), &p.shape, queue, &p.summary], None)
         })
-        .collect()
+        .collect();
+    match sort {
+        Some(s) if s.letter == 'A' => sorted(&mut rows, s, |p| (std::cmp::Reverse(p.age), p.display_name())),
+        Some(s) if s.letter == 'S' => sorted(&mut rows, s, |p| (std::cmp::Reverse(p.gpus), p.display_name())),
+        Some(s) if s.letter == 'Q' => sorted(&mut rows, s, |p| (p.queue, p.display_name())),
+        Some(s) if s.letter == 'B' => sorted(&mut rows, s, |p| (p.blocking, p.display_name())),
+        Some(s) => sorted(&mut rows, s, |p| p.display_name()),
+        None => {}
+    }
+    rows
 }
 
-pub fn gangs<'a>(views: &'a Views, filter: &str) -> Vec<&'a GangSummary> {
+pub fn gangs<'a>(views: &'a Views, filter: &str, sort: Option<Sort>) -> Vec<&'a GangSummary> {
     let f = Filter::parse(filter);
-    views
+    let mut rows: Vec<&GangSummary> = views
         .analysis
         .gangs
         .iter()
@@ -73,12 +95,20 @@ pub fn gangs<'a>(views: &'a Views, filter: &str) -> Vec<&'a GangSummary> {
             let queue = g.queue.map_or("", |q| q.as_str());
             f.matches(&[&name, g.state.as_str(), g.key.kind.kind_name(), g.key.kind.abbreviation(), queue], None)
         })
-        .collect()
+        .collect();
+    match sort {
+        Some(s) if s.letter == 'A' => sorted(&mut rows, s, |g| (g.age, g.display_name())),
+        Some(s) if s.letter == 'S' => sorted(&mut rows, s, |g| (g.state.as_str(), g.display_name())),
+        Some(s) if s.letter == 'Q' => sorted(&mut rows, s, |g| (g.queue, g.display_name())),
+        Some(s) => sorted(&mut rows, s, |g| g.display_name()),
+        None => {}
+    }
+    rows
 }
 
-pub fn queues<'a>(views: &'a Views, filter: &str) -> Vec<&'a QueueRow> {
+pub fn queues<'a>(views: &'a Views, filter: &str, sort: Option<Sort>) -> Vec<&'a QueueRow> {
     let f = Filter::parse(filter);
-    views
+    let mut rows: Vec<&QueueRow> = views
         .analysis
         .queues
         .iter()
@@ -92,35 +122,61 @@ pub fn queues<'a>(views: &'a Views, filter: &str) -> Vec<&'a QueueRow> {
             ];
             f.matches(&columns, None)
         })
-        .collect()
+        .collect();
+    match sort {
+        Some(s) if s.letter == 'U' => sorted(&mut rows, s, |q| (std::cmp::Reverse(q.used), q.name)),
+        Some(s) if s.letter == 'P' => sorted(&mut rows, s, |q| (std::cmp::Reverse(q.pending), q.name)),
+        Some(s) if s.letter == 'C' => sorted(&mut rows, s, |q| (q.cohort, q.name)),
+        Some(s) => sorted(&mut rows, s, |q| (q.name, q.namespace)),
+        None => {}
+    }
+    rows
 }
 
-pub fn mig<'a>(views: &'a Views, filter: &str) -> Vec<&'a MigNodeRow> {
+pub fn mig<'a>(views: &'a Views, filter: &str, sort: Option<Sort>) -> Vec<&'a MigNodeRow> {
     let f = Filter::parse(filter);
-    views
+    let mut rows: Vec<&MigNodeRow> = views
         .mig
         .iter()
         .filter(|m| {
             f.matches(&[m.node.as_str(), &m.product, &m.config, &m.state, &m.summary], node_labels(views, &m.node))
         })
-        .collect()
+        .collect();
+    match sort {
+        Some(s) if s.letter == 'C' => sorted(&mut rows, s, |m| (m.config.clone(), m.node)),
+        Some(s) if s.letter == 'S' => sorted(&mut rows, s, |m| (m.state.clone(), m.node)),
+        Some(s) => sorted(&mut rows, s, |m| m.node),
+        None => {}
+    }
+    rows
 }
 
-pub fn events<'a>(views: &'a Views, filter: &str) -> Vec<&'a EventRow> {
+pub fn events<'a>(views: &'a Views, filter: &str, sort: Option<Sort>) -> Vec<&'a EventRow> {
     let f = Filter::parse(filter);
-    views
+    let mut rows: Vec<&EventRow> = views
         .events
         .iter()
         .filter(|e| {
             let kind = if e.warning { "Warning" } else { "Normal" };
             f.matches(&[&e.age, kind, &e.reason, &e.object, &e.message, &e.source], None)
         })
-        .collect()
+        .collect();
+    // The rows come newest first: their index is the age order.
+    let mut indexed: Vec<(usize, &EventRow)> = rows.drain(..).enumerate().collect();
+    match sort {
+        Some(s) if s.letter == 'T' => sorted(&mut indexed, s, |(i, e)| (!e.warning, *i)),
+        Some(s) if s.letter == 'E' => sorted(&mut indexed, s, |(i, e)| (e.reason.clone(), *i)),
+        Some(s) if s.letter == 'O' => sorted(&mut indexed, s, |(i, e)| (e.object.clone(), *i)),
+        Some(s) if s.letter == 'C' => sorted(&mut indexed, s, |(i, e)| (std::cmp::Reverse(e.count), *i)),
+        Some(s) => sorted(&mut indexed, s, |(i, _)| *i),
+        None => {}
+    }
+    indexed.into_iter().map(|(_, e)| e).collect()
 }
 
-pub fn upgrades<'a>(views: &'a Views, filter: &str) -> Vec<&'a crate::analysis::waves::UpgradeRow> {
+pub fn upgrades<'a>(views: &'a Views, filter: &str, sort: Option<Sort>) -> Vec<&'a crate::analysis::waves::UpgradeRow> {
     let f = Filter::parse(filter);
-    views
+    let mut rows: Vec<&crate::analysis::waves::UpgradeRow> = views
         .analysis
         .upgrades
         .iter()
@@ -135,7 +191,15 @@ pub fn upgrades<'a>(views: &'a Views, filter: &str) -> Vec<&'a crate::analysis::
             };
             f.matches(&[u.node.as_str(), u.state_str(), &driver, flags], node_labels(views, &u.node))
         })
-        .collect()
+        .collect();
+    match sort {
+        Some(s) if s.letter == 'S' => sorted(&mut rows, s, |u| (u.state_str(), u.node)),
+        Some(s) if s.letter == 'F' => sorted(&mut rows, s, |u| (std::cmp::Reverse(u.seconds_in_state), u.node)),
+        Some(s) if s.letter == 'D' => sorted(&mut rows, s, |u| (u.driver.clone(), u.node)),
+        Some(s) => sorted(&mut rows, s, |u| u.node),
+        None => {}
+    }
+    rows
 }
 
 /// Issue codes for people: short words for narrow columns.

@@ -150,6 +150,15 @@ fn help(frame: &mut Frame, area: Rect, views: &Views, theme: &Theme, scroll: u16
         ]));
     }
     lines.push(Line::raw(""));
+    lines.push(Line::styled("sort (shift + letter; again reverses)", theme.style(Role::Header)));
+    for (table, columns) in crate::app::sort::all() {
+        let letters: Vec<String> = columns.iter().map(|c| format!("{} {}", c.letter, c.label)).collect();
+        lines.push(Line::from(vec![
+            Span::styled(format!("  {table:<12} "), theme.style(Role::KeyHint)),
+            Span::styled(letters.join(" · "), theme.style(Role::Text)),
+        ]));
+    }
+    lines.push(Line::raw(""));
     lines.push(Line::styled("command palette (:)", theme.style(Role::Header)));
     for (c, d) in palette::COMMANDS {
         lines.push(Line::from(vec![

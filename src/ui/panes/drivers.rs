@@ -89,10 +89,11 @@ fn draw_board(
     theme: &Theme,
     focused: bool,
 ) {
-    let rows_ = rows::upgrades(views, app.filter(Pane::Drivers));
+    let rows_ = rows::upgrades(views, app.filter(Pane::Drivers), app.sorting(Pane::Drivers, Section::Second));
     let labelled = rows_.iter().filter(|u| u.state.is_some()).count();
     let stuck = rows_.iter().filter(|u| u.stuck).count();
-    let title = format!(" Upgrade waves: {labelled} node(s) with a state, {stuck} stuck · :plan VERSION ");
+    let sort = app.sort_title(Pane::Drivers, Section::Second, false);
+    let title = format!(" Upgrade waves: {labelled} node(s) with a state, {stuck} stuck{sort} · :plan VERSION ");
     if views.analysis.upgrades.is_empty() {
         widgets::empty(frame, area, block(title, focused, theme), "no GPU nodes", theme);
         return;

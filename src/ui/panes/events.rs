@@ -4,19 +4,20 @@
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Rect};
 
-use crate::app::{App, Pane, Viewport, rows};
+use crate::app::{App, Pane, Section, Viewport, rows};
 use crate::ui::theme::{Role, Theme};
 use crate::ui::widgets::{self, block, fit};
 use crate::view_model::panes::Views;
 
 pub fn draw(frame: &mut Frame, area: Rect, app: &App, shown: &mut Viewport, views: &Views, theme: &Theme) {
-    let events = rows::events(views, app.filter(Pane::Events));
+    let events = rows::events(views, app.filter(Pane::Events), app.sorting(Pane::Events, Section::First));
     let selected = app.selected_position(Pane::Events, (0..events.len()).map(|i| i.to_string()));
     let filter = app.filter(Pane::Events);
+    let sort = app.sort_title(Pane::Events, Section::First, false);
     let title = if filter.is_empty() {
-        format!(" Events ({}) ", events.len())
+        format!(" Events ({}){sort} ", events.len())
     } else {
-        format!(" Events ({} of {}) · /{filter} ", events.len(), views.events.len())
+        format!(" Events ({} of {}) · /{filter}{sort} ", events.len(), views.events.len())
     };
     if views.events.is_empty() {
         widgets::empty(frame, area, block(title, true, theme), "no events (yet)", theme);

@@ -7,7 +7,7 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Paragraph, Wrap};
 
-use crate::app::{App, Pane, Viewport, rows};
+use crate::app::{App, Pane, Section, Viewport, rows};
 use crate::ui::theme::{Role, Theme};
 use crate::ui::widgets::{self, block, fit};
 use crate::view_model::docs;
@@ -130,12 +130,16 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, shown: &mut Viewport, view
 }
 
 fn draw_nodes(frame: &mut Frame, area: Rect, app: &App, shown: &mut Viewport, views: &Views, theme: &Theme) {
-    let rows = rows::nodes(views, app.filter(Pane::Fleet), app.fleet_sort);
+    let rows = rows::nodes(views, app.filter(Pane::Fleet), app.sorting(Pane::Fleet, Section::First));
     let selected = app.selected_position(Pane::Fleet, rows.iter().map(|r| r.name.as_str()));
     let here = if app.filter(Pane::Fleet).is_empty() { "nodes" } else { app.filter(Pane::Fleet) };
+    // The nodes' natural order is by name, and the title says so.
+    let sort = Some(app.sort_title(Pane::Fleet, Section::First, false))
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| " · sort: name".into());
     let title = match app.breadcrumb(here) {
-        Some(path) => format!(" {path} ({}) · sort: {} · esc: back ", rows.len(), app.fleet_sort.label()),
-        None => format!(" Nodes ({}) · sort: {} ", rows.len(), app.fleet_sort.label()),
+        Some(path) => format!(" {path} ({}){sort} · esc: back ", rows.len()),
+        None => format!(" Nodes ({}){sort} ", rows.len()),
     };
     // A filter that matches nothing keeps the table's header (below).
     if views.nodes.is_empty() {
@@ -212,10 +216,15 @@ fn draw_nodes(frame: &mut Frame, area: Rect, app: &App, shown: &mut Viewport, vi
 const SPARK: [&str; 8] = ["▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"];
 
 fn draw_pools(frame: &mut Frame, area: Rect, app: &App, shown: &mut Viewport, views: &Views, theme: &Theme) {
-    let pools = rows::pools(views, app.filter(Pane::Fleet));
+    let pools = rows::pools(views, app.filter(Pane::Fleet), app.sorting(Pane::Fleet, Section::First));
     let ids: Vec<String> = pools.iter().map(|p| p.name.clone()).collect();
     let selected = app.selected_index(Pane::Fleet, &ids);
-    let title = format!(" Pools ({} nodes in {} pools) · enter: list its nodes ", views.nodes.len(), pools.len());
+    let title = format!(
+        " Pools ({} nodes in {} pools){} · enter: list its nodes ",
+        views.nodes.len(),
+        pools.len(),
+        app.sort_title(Pane::Fleet, Section::First, true)
+    );
     let rows: Vec<Vec<Cell>> = pools
         .iter()
         .map(|p| {

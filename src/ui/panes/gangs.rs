@@ -30,8 +30,12 @@ fn draw_gangs(
     theme: &Theme,
     focused: bool,
 ) {
-    let gangs = rows::gangs(views, app.filter(Pane::Gangs));
-    let title = format!(" Gangs ({}) · enter: why pending · R requeue ", gangs.len());
+    let gangs = rows::gangs(views, app.filter(Pane::Gangs), app.sorting(Pane::Gangs, Section::First));
+    let title = format!(
+        " Gangs ({}){} · enter: why pending or details · R requeue ",
+        gangs.len(),
+        app.sort_title(Pane::Gangs, Section::First, false)
+    );
     if views.analysis.gangs.is_empty() {
         let text = feeds::gangs_note(&views.snap).unwrap_or_else(|| "no Kueue Workloads or Volcano PodGroups".into());
         widgets::empty(frame, area, block(title, focused, theme), &text, theme);
@@ -91,8 +95,8 @@ fn draw_queues(
     theme: &Theme,
     focused: bool,
 ) {
-    let queues = rows::queues(views, app.filter(Pane::Gangs));
-    let title = " Queues · quota per flavor ";
+    let queues = rows::queues(views, app.filter(Pane::Gangs), app.sorting(Pane::Gangs, Section::Second));
+    let title = format!(" Queues · quota per flavor{} ", app.sort_title(Pane::Gangs, Section::Second, false));
     if views.analysis.queues.is_empty() {
         let text = feeds::queues_note(&views.snap)
             .unwrap_or_else(|| "no Kueue ClusterQueues/LocalQueues or Volcano Queues".into());

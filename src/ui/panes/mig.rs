@@ -7,7 +7,7 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Paragraph};
 
-use crate::app::{App, Pane, Viewport, rows};
+use crate::app::{App, Pane, Section, Viewport, rows};
 use crate::ui::theme::{Role, Theme};
 use crate::ui::widgets::{self, block, fit};
 use crate::view_model::panes::{MigGpuRow, MigNodeRow, Views};
@@ -57,14 +57,18 @@ pub fn slice_bar(gpu: &MigGpuRow, theme: &Theme) -> Line<'static> {
 }
 
 pub fn draw(frame: &mut Frame, area: Rect, app: &App, shown: &mut Viewport, views: &Views, theme: &Theme) {
-    let nodes = rows::mig(views, app.filter(Pane::Mig));
+    let nodes = rows::mig(views, app.filter(Pane::Mig), app.sorting(Pane::Mig, Section::First));
     let capable_off = views
         .snap
         .nodes
         .values()
         .filter(|n| n.gpu.mig_capable == Some(true) && !views.mig.iter().any(|m| m.node == n.name))
         .count();
-    let title = format!(" MIG nodes ({}) · {capable_off} MIG-capable with MIG off · m repartition ", nodes.len());
+    let title = format!(
+        " MIG nodes ({}){} · {capable_off} MIG-capable with MIG off · m repartition ",
+        nodes.len(),
+        app.sort_title(Pane::Mig, Section::First, false)
+    );
     if views.mig.is_empty() {
         let text = if capable_off > 0 {
             "no node uses MIG; select a node in the Fleet pane and press m to repartition"

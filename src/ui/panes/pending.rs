@@ -5,7 +5,7 @@
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Rect};
 
-use crate::app::{App, Pane, Viewport, rows};
+use crate::app::{App, Pane, Section, Viewport, rows};
 use crate::ui::theme::{Role, Theme};
 use crate::ui::widgets::{self, block, fit, scrolled_text};
 use crate::view_model::docs;
@@ -31,13 +31,14 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, shown: &mut Viewport, view
             }
         }
     }
-    let items = rows::pending(views, app.filter(Pane::Pending));
+    let items = rows::pending(views, app.filter(Pane::Pending), app.sorting(Pane::Pending, Section::First));
     let selected = app.selected_position(Pane::Pending, items.iter().map(|p| p.display_name()));
     let raw = items.iter().filter(|p| p.scheduler_recognised == Some(false)).count();
+    let sort = app.sort_title(Pane::Pending, Section::First, false);
     let title = if raw > 0 {
-        format!(" Pending ({}) · enter: why · {raw} scheduler message(s) not recognised ", items.len())
+        format!(" Pending ({}){sort} · enter: why · {raw} scheduler message(s) not recognised ", items.len())
     } else {
-        format!(" Pending ({}) · enter: why ", items.len())
+        format!(" Pending ({}){sort} · enter: why ", items.len())
     };
     if views.analysis.pending.is_empty() {
         widgets::empty(frame, area, block(title, true, theme), "nothing is pending", theme);
