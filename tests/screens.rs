@@ -624,3 +624,23 @@ fn shift_letters_sort_every_table_and_the_title_says_how() {
         }
     }
 }
+
+/// PgDn moves by the rows the table shows, not a fixed ten.
+#[test]
+fn page_down_moves_a_screenful() {
+    let v = views("default");
+    for h in [24u16, 60] {
+        let mut app = App::new(false, "dark", true);
+        render(&mut app, &v, "default", 200, h);
+        key(&mut app, &v, KeyCode::PageDown);
+        let ids = app.row_ids(Pane::Fleet, &v);
+        let at = ids.iter().position(|id| Some(id) == app.selected.get(&Pane::Fleet)).unwrap();
+        let shown = render(&mut app, &v, "default", 200, h);
+        let rows = format!("{}", shown.backend())
+            .lines()
+            .filter(|l| l.contains("│a100-") || l.contains("│h100-") || l.contains("│cpu-") || l.contains("│l40s-"))
+            .count();
+        assert_eq!(at, rows, "at {h} lines PgDn moved {at}, the table shows {rows} rows");
+        assert_ne!(at, 10);
+    }
+}

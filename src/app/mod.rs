@@ -167,6 +167,8 @@ pub struct Viewport {
     pub offsets: Vec<(Pane, usize)>,
     /// The drilldown's scroll, clamped to its last page.
     pub drill_scroll: Option<u16>,
+    /// How many rows the focused table shows: a page for PgUp/PgDn.
+    pub page: Option<usize>,
     /// The open reader's (help, node or cell detail) scroll, clamped.
     pub overlay_scroll: Option<u16>,
 }
@@ -263,6 +265,8 @@ pub struct App {
     /// on a gang opens its pending chain, enter on a pool lists its nodes,
     /// `:why`), cleared by moving to a pane directly.
     pub back: Vec<Place>,
+    /// Rows of the focused table on screen (what PgUp/PgDn move).
+    page: usize,
     /// Every notice of the session, oldest first (at most [`MESSAGES_KEPT`]).
     pub messages: std::collections::VecDeque<Message>,
     /// The views' time at the last update: when a notice was given.
@@ -301,6 +305,7 @@ impl App {
             known: palette::Vocabulary::default(),
             back: Vec::new(),
             messages: std::collections::VecDeque::new(),
+            page: 10,
             clock: 0,
             quit: false,
         }
@@ -456,6 +461,9 @@ impl App {
             }
             Msg::Viewport(shown) => {
                 self.offsets.extend(shown.offsets);
+                if let Some(page) = shown.page {
+                    self.page = page.max(1);
+                }
                 if let Some(s) = shown.drill_scroll {
                     self.drill_scroll = s;
                 }
@@ -537,8 +545,8 @@ impl App {
             }
             Command::Up => self.move_selection(views, -1),
             Command::Down => self.move_selection(views, 1),
-            Command::PageUp => self.move_selection(views, -page),
-            Command::PageDown => self.move_selection(views, page),
+            Command::PageUp => self.move_selection(views, -(self.page as isize)),
+            Command::PageDown => self.move_selection(views, self.page as isize),
             Command::Top => self.move_selection(views, isize::MIN / 2),
             Command::Bottom => self.move_selection(views, isize::MAX / 2),
             Command::Left | Command::Right => {}

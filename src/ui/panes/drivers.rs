@@ -149,6 +149,7 @@ fn draw_board(
     );
     if focused {
         shown.offsets.push((Pane::Drivers, offset));
+        shown.page = Some(usize::from(area.height.saturating_sub(3)));
     }
 }
 

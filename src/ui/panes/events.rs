@@ -71,4 +71,5 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, shown: &mut Viewport, view
         theme,
     );
     shown.offsets.push((Pane::Events, offset));
+    shown.page = Some(usize::from(area.height.saturating_sub(3)));
 }

@@ -211,6 +211,7 @@ fn draw_nodes(frame: &mut Frame, area: Rect, app: &App, shown: &mut Viewport, vi
         theme,
     );
     shown.offsets.push((Pane::Fleet, offset));
+    shown.page = Some(usize::from(area.height.saturating_sub(3)));
 }
 
 const SPARK: [&str; 8] = ["▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"];
@@ -271,6 +272,7 @@ fn draw_pools(frame: &mut Frame, area: Rect, app: &App, shown: &mut Viewport, vi
         theme,
     );
     shown.offsets.push((Pane::Fleet, offset));
+    shown.page = Some(usize::from(area.height.saturating_sub(3)));
 }
 
 fn draw_panel(frame: &mut Frame, area: Rect, app: &App, views: &Views, theme: &Theme, tall: bool) {

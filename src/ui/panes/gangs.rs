@@ -83,6 +83,7 @@ fn draw_gangs(
         widgets::table(frame, area, block(title, focused, theme), &header, &widths, rows, selected, offset, theme);
     if focused {
         shown.offsets.push((Pane::Gangs, offset));
+        shown.page = Some(usize::from(area.height.saturating_sub(3)));
     }
 }
 
@@ -170,5 +171,6 @@ fn draw_queues(
         widgets::table(frame, area, block(title, focused, theme), &header, &widths, rows, selected, offset, theme);
     if focused {
         shown.offsets.push((key, offset));
+        shown.page = Some(usize::from(area.height.saturating_sub(3)));
     }
 }

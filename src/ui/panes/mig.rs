@@ -122,6 +122,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, shown: &mut Viewport, view
         theme,
     );
     shown.offsets.push((Pane::Mig, offset));
+    shown.page = Some(usize::from(area.height.saturating_sub(3)));
     if let Some(node) = nodes.get(selected) {
         detail(frame, detail_area, node, theme);
     }

@@ -97,6 +97,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, shown: &mut Viewport, view
         theme,
     );
     shown.offsets.push((Pane::Pending, offset));
+    shown.page = Some(usize::from(area.height.saturating_sub(3)));
 }
 
 fn drill(frame: &mut Frame, area: Rect, app: &App, shown: &mut Viewport, why: &Doc, title: String, theme: &Theme) {
