@@ -644,3 +644,25 @@ fn page_down_moves_a_screenful() {
         assert_ne!(at, 10);
     }
 }
+
+/// At 80 columns an identifying column keeps what tells rows apart: names
+/// whole where there is room, else cut in the middle, never to one prefix.
+#[test]
+fn narrow_identifying_columns_keep_names_apart() {
+    use kgpu::ui::widgets::fit_id;
+    let a = "team-research/long-running-queue-alpha";
+    let b = "team-research/long-running-queue-bravo";
+    for width in [8, 14, 20] {
+        assert_ne!(fit_id(a, width), fit_id(b, width), "at {width}");
+        assert!(fit_id(a, width).chars().count() <= width);
+    }
+    assert_eq!(fit_id("short", 20), "short");
+    // The default fleet's gangs at 80 columns: every name whole.
+    let v = views("default");
+    let mut app = App::new(false, "dark", true);
+    app.pane = Pane::Gangs;
+    let screen = format!("{}", render(&mut app, &v, "default", 80, 24).backend());
+    for g in &v.analysis.gangs {
+        assert!(screen.contains(&g.display_name()), "{} cut:\n{screen}", g.display_name());
+    }
+}

@@ -20,6 +20,15 @@ impl QueueKind {
             QueueKind::VolcanoQueue => "Queue",
         }
     }
+
+    /// Two letters for narrow columns (kubectl's short names where they exist).
+    pub fn abbreviation(self) -> &'static str {
+        match self {
+            QueueKind::ClusterQueue => "CQ",
+            QueueKind::LocalQueue => "LQ",
+            QueueKind::VolcanoQueue => "VQ",
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -88,6 +88,39 @@ pub fn fit(s: &str, width: usize) -> String {
     out
 }
 
+/// A name cut to `width` in the middle: its start and its end stay
+/// (`team-b/job-moe…ion-b5cf4`), so names that share a long prefix (pods of
+/// one Deployment, queues of one team) still look different.
+pub fn fit_id(s: &str, width: usize) -> String {
+    if s.width() <= width {
+        return s.to_string();
+    }
+    if width < 7 {
+        return fit(s, width);
+    }
+    let tail_w = (width - 1) / 2;
+    let head_w = width - 1 - tail_w;
+    let mut head = String::new();
+    for c in s.chars() {
+        if head.width() + c.to_string().width() > head_w {
+            break;
+        }
+        head.push(c);
+    }
+    let mut tail: Vec<char> = Vec::new();
+    let mut w = 0;
+    for c in s.chars().rev() {
+        let cw = c.to_string().width();
+        if w + cw > tail_w {
+            break;
+        }
+        w += cw;
+        tail.push(c);
+    }
+    tail.reverse();
+    format!("{head}…{}", tail.into_iter().collect::<String>())
+}
+
 /// A horizontal bar: `used` of `total` in `width` cells.
 pub fn bar(used: u64, total: u64, width: usize, theme: &Theme) -> Vec<Span<'static>> {
     if width == 0 {

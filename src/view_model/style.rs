@@ -167,6 +167,11 @@ impl Doc {
         self
     }
 
+    /// Columns its widest line needs (a panel's natural width).
+    pub fn width(&self) -> usize {
+        self.plain().lines().map(|l| l.chars().count()).max().unwrap_or(0)
+    }
+
     /// The text without roles, one line per `DocLine` (for tests and logs).
     pub fn plain(&self) -> String {
         let mut out = String::new();

@@ -111,7 +111,7 @@ fn draw_board(
             Role::Dim
         };
         vec![
-            widgets::styled(fit(u.node.as_str(), 16), theme.style(Role::Text)),
+            widgets::styled(widgets::fit_id(u.node.as_str(), 16), theme.style(Role::Text)),
             widgets::styled(u.state_str(), theme.style(role)),
             widgets::styled(u.seconds_in_state.map_or("unknown".into(), age), theme.style(Role::Dim)),
             widgets::styled(

@@ -33,7 +33,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, shown: &mut Viewport, view
                 theme.style(if e.warning { Role::Warn } else { Role::Dim }),
             ),
             widgets::styled(fit(&e.reason, 18), theme.style(Role::Text)),
-            widgets::styled(fit(&e.object, if wide { 44 } else { 26 }), theme.style(Role::Accent)),
+            widgets::styled(widgets::fit_id(&e.object, if wide { 44 } else { 26 }), theme.style(Role::Accent)),
         ];
         if wide {
             cells.push(widgets::styled(

@@ -111,7 +111,10 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, shown: &mut Viewport, view
 
     let wide = body.width >= 110;
     let (list_area, panel_area) = if wide {
-        let [l, r] = Layout::horizontal([Constraint::Min(60), Constraint::Length(46)]).areas(body);
+        // The panel as wide as its text, between 46 columns and a third of the screen.
+        let need = docs::fragmentation_panel(&views.analysis.fragmentation, app.shape, true).width() + 2;
+        let panel_w = need.clamp(46, usize::from(body.width / 3).max(46)) as u16;
+        let [l, r] = Layout::horizontal([Constraint::Min(60), Constraint::Length(panel_w)]).areas(body);
         (l, Some(r))
     } else if body.height >= 18 {
         let [l, r] = Layout::vertical([Constraint::Min(8), Constraint::Length(8)]).areas(body);
@@ -167,7 +170,7 @@ fn draw_nodes(frame: &mut Frame, area: Rect, app: &App, shown: &mut Viewport, vi
             Role::Text
         };
         let mut cells = vec![
-            widgets::styled(fit(r.name.as_str(), name_w), theme.style(status_role)),
+            widgets::styled(widgets::fit_id(r.name.as_str(), name_w), theme.style(status_role)),
             Cell::from(map_line(r, map_w, theme)),
             widgets::styled(format!("{}/{}", r.used, r.allocatable), theme.style(Role::Text)),
         ];

@@ -44,13 +44,18 @@ fn draw_gangs(
     let ids: Vec<String> = gangs.iter().map(|g| crate::app::gang_id(&g.key)).collect();
     let selected = focused.then(|| app.selected_index(Pane::Gangs, &ids));
     let wide = area.width >= 120;
+    // The name takes what the other columns leave (they need 45 at 80
+    // columns), up to the longest name.
+    let longest = gangs.iter().map(|g| g.display_name().chars().count()).max().unwrap_or(12);
+    let name_w =
+        if wide { 40 } else { longest.clamp(12, usize::from(area.width.saturating_sub(2)).saturating_sub(45).max(12)) };
     let rows: Vec<Vec<Cell>> = gangs
         .iter()
         .map(|g| {
             let r = view_rows::gang_row(g);
             let mut cells = vec![
                 widgets::styled(if wide { r.kind.0 } else { r.kind.1 }, theme.style(Role::Dim)),
-                widgets::styled(fit(&r.name, if wide { 40 } else { 26 }), theme.style(Role::Text)),
+                widgets::styled(widgets::fit_id(&r.name, name_w), theme.style(Role::Text)),
                 widgets::styled(r.placed, theme.style(Role::Text)),
                 widgets::styled(r.idle.0, theme.style(r.idle.1)),
                 widgets::styled(r.state.0, theme.style(r.state.1)),
@@ -66,7 +71,7 @@ fn draw_gangs(
     let mut header = vec!["KIND", "NAME", "PLACED", "IDLE", "STATE", "AGE"];
     let mut widths = vec![
         Constraint::Length(if wide { 8 } else { 2 }),
-        Constraint::Length(if wide { 40 } else { 26 }),
+        Constraint::Length(name_w as u16),
         Constraint::Length(6),
         Constraint::Length(4),
         Constraint::Length(16),
@@ -121,10 +126,11 @@ fn draw_queues(
             };
             let bar =
                 if q.nominal > 0 { Line::from(widgets::bar(q.used, q.nominal, bar_w, theme)) } else { Line::raw("") };
+            let kind = if area.width >= 110 { q.kind.kind_name() } else { q.kind.abbreviation() };
             vec![
-                widgets::styled(q.kind.kind_name(), theme.style(Role::Dim)),
+                widgets::styled(kind, theme.style(Role::Dim)),
                 widgets::styled(
-                    fit(&name, if area.width >= 110 { 22 } else { 14 }),
+                    widgets::fit_id(&name, if area.width >= 110 { 22 } else { 20 }),
                     theme.style(if q.active { Role::Text } else { Role::Error }),
                 ),
                 widgets::styled(q.cohort.map_or("-".into(), |c| c.to_string()), theme.style(Role::Dim)),
@@ -163,7 +169,7 @@ fn draw_queues(
         for r in &mut rows {
             r.remove(5);
         }
-        [8, 14, 8, 6, 8, 13, 6, 4, 3].into_iter().map(Constraint::Length).collect()
+        [2, 20, 8, 6, 8, 13, 6, 4, 3].into_iter().map(Constraint::Length).collect()
     };
     let key = Pane::Gangs;
     let offset = if focused { app.offsets.get(&key).copied().unwrap_or(0) } else { 0 };

@@ -52,7 +52,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, shown: &mut Viewport, view
         if wide {
             cells.push(widgets::styled(r.kind, theme.style(Role::Dim)));
         }
-        cells.push(widgets::styled(fit(&r.name, name_w), theme.style(Role::Text)));
+        cells.push(widgets::styled(widgets::fit_id(&r.name, name_w), theme.style(Role::Text)));
         if wide {
             cells.push(widgets::styled(r.age, theme.style(Role::Dim)));
         }
