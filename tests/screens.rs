@@ -666,3 +666,29 @@ fn narrow_identifying_columns_keep_names_apart() {
         assert!(screen.contains(&g.display_name()), "{} cut:\n{screen}", g.display_name());
     }
 }
+
+/// The README's key table names every key the handler binds (the help is
+/// generated from the same table, so it cannot drift; the README can).
+#[test]
+fn the_readme_key_table_names_every_bound_key() {
+    let readme = include_str!("../README.md");
+    let start = readme.find("## Keys").unwrap();
+    let end = start + readme[start..].find("\n## ").unwrap_or(readme.len() - start);
+    let section = &readme[start..end];
+    let mut tokens = std::collections::HashSet::new();
+    for quoted in section.split('`').skip(1).step_by(2) {
+        for t in quoted.split_whitespace() {
+            tokens.insert(t.to_string());
+            if t.chars().all(|c| "←→↑↓".contains(c)) {
+                tokens.extend(t.chars().map(String::from));
+            }
+        }
+    }
+    for binding in kgpu::app::keys::BINDINGS {
+        for token in binding.label.split_whitespace() {
+            let digit_range =
+                token.len() == 1 && token.chars().all(|c| c.is_ascii_digit()) && section.contains("`1`…`6`");
+            assert!(digit_range || tokens.contains(token), "README's key table lacks `{token}` ({})", binding.help);
+        }
+    }
+}
