@@ -75,7 +75,10 @@ fn the_text_snapshot_prints_every_section_a_pane_shows() {
     let json: serde_json::Value = serde_json::from_slice(&kgpu(&[&args[..], &["-o", "json"]].concat()).stdout).unwrap();
     let waves = json["drivers"]["waves"]["waves"].as_array().unwrap();
     assert!(!waves.is_empty());
-    assert!(text.contains(&format!("WAVES to driver 570.124.06: {} wave(s)", waves.len())), "{text}");
+    assert!(
+        text.contains(&format!("WAVES to driver 570.124.06 (from --target-driver): {} wave(s)", waves.len())),
+        "{text}"
+    );
     for wave in waves {
         let first = wave["nodes"][0].as_str().unwrap();
         assert!(text.contains(first), "wave {} node {first} missing:\n{text}", wave["index"]);

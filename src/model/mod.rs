@@ -8,7 +8,9 @@
 pub mod audit;
 pub mod build;
 pub mod devices;
+pub mod driver_policy;
 pub mod event;
+pub mod feed;
 pub mod gang;
 pub mod keys;
 pub mod node;
@@ -26,7 +28,9 @@ use std::sync::Arc;
 use imbl::OrdMap;
 
 pub use devices::{AgentStatus, Gpu, GpuHealth, MigInstance, MigMode, NodeDevices, XidEvent};
+pub use driver_policy::{DriverPolicy, DriverPolicyKind, DriverTarget};
 pub use event::{ClusterEvent, EventKey, EventType};
+pub use feed::{Feed, FeedProblem, FeedState, FeedStatus};
 pub use gang::{Admission, AdmissionCheckState, Gang, GangKey, GangKind, PodSet, PodSetAssignment, RequeueState};
 pub use node::{
     GpuLabels, MigStrategy, Node, NodeCondition, NodeSelectorTerm, OperatorLabels, Readiness, Requirement,
@@ -52,96 +56,6 @@ pub struct Condition {
     pub reason: Sym,
     pub message: Box<str>,
     pub since: Timestamp,
-}
-
-/// One stream of objects from a source. Each can be healthy or not on its own.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Feed {
-    Nodes,
-    Pods,
-    Events,
-    Workloads,
-    ClusterQueues,
-    LocalQueues,
-    ResourceFlavors,
-    PodGroups,
-    VolcanoQueues,
-    Agents,
-}
-
-impl Feed {
-    pub const ALL: [Feed; 10] = [
-        Feed::Nodes,
-        Feed::Pods,
-        Feed::Events,
-        Feed::Workloads,
-        Feed::ClusterQueues,
-        Feed::LocalQueues,
-        Feed::ResourceFlavors,
-        Feed::PodGroups,
-        Feed::VolcanoQueues,
-        Feed::Agents,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Feed::Nodes => "nodes",
-            Feed::Pods => "pods",
-            Feed::Events => "events",
-            Feed::Workloads => "kueue workloads",
-            Feed::ClusterQueues => "kueue clusterqueues",
-            Feed::LocalQueues => "kueue localqueues",
-            Feed::ResourceFlavors => "kueue resourceflavors",
-            Feed::PodGroups => "volcano podgroups",
-            Feed::VolcanoQueues => "volcano queues",
-            Feed::Agents => "node agents",
-        }
-    }
-}
-
-/// Why a feed has no data.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum FeedProblem {
-    /// The CRD is not installed (404 on the resource).
-    Missing(String),
-    /// RBAC said no (403).
-    Forbidden(String),
-    /// Anything else, with the error text.
-    Error(String),
-}
-
-impl FeedProblem {
-    pub fn describe(&self) -> &str {
-        match self {
-            FeedProblem::Missing(s) | FeedProblem::Forbidden(s) | FeedProblem::Error(s) => s,
-        }
-    }
-    pub fn label(&self) -> &'static str {
-        match self {
-            FeedProblem::Missing(_) => "not installed",
-            FeedProblem::Forbidden(_) => "forbidden",
-            FeedProblem::Error(_) => "error",
-        }
-    }
-}
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum FeedState {
-    /// Listing for the first time.
-    Syncing,
-    /// Watching; data is current.
-    Live,
-    /// Cannot be read at all; the rest of kgpu carries on.
-    Unavailable(FeedProblem),
-    /// Was live, lost the connection at `since`; data is stale and shown with its age.
-    Reconnecting { since: Timestamp, error: String },
-}
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FeedStatus {
-    pub state: FeedState,
-    /// When this feed last delivered data.
-    pub last_data: Option<Timestamp>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -187,6 +101,7 @@ pub enum Object {
     Flavor(Flavor),
     Event(ClusterEvent),
     Devices(NodeDevices),
+    DriverPolicy(DriverPolicy),
 }
 
 impl Object {
@@ -199,7 +114,15 @@ impl Object {
             Object::Flavor(_) => Feed::ResourceFlavors,
             Object::Event(_) => Feed::Events,
             Object::Devices(_) => Feed::Agents,
+            Object::DriverPolicy(p) => driver_policy_feed(p.kind),
         }
+    }
+}
+
+fn driver_policy_feed(kind: DriverPolicyKind) -> Feed {
+    match kind {
+        DriverPolicyKind::ClusterPolicy => Feed::ClusterPolicies,
+        DriverPolicyKind::NvidiaDriver => Feed::NvidiaDrivers,
     }
 }
 
@@ -227,6 +150,7 @@ pub enum ObjectKey {
     Flavor(Sym),
     Event(EventKey),
     Devices(Sym),
+    DriverPolicy(DriverPolicyKind, Sym),
 }
 
 // Events are moved through a channel and applied at once, never stored:
@@ -276,6 +200,8 @@ pub struct Snapshot {
     pub flavors: OrdMap<Sym, Arc<Flavor>>,
     pub devices: OrdMap<Sym, Arc<NodeDevices>>,
     pub events: OrdMap<EventKey, Arc<ClusterEvent>>,
+    /// The GPU Operator's ClusterPolicy and NVIDIADrivers.
+    pub driver_policies: OrdMap<(DriverPolicyKind, Sym), Arc<DriverPolicy>>,
     pub feeds: BTreeMap<Feed, FeedStatus>,
     /// Objects skipped as malformed, per feed, with the last reason.
     pub skipped: BTreeMap<Feed, (u64, String)>,
@@ -295,6 +221,7 @@ impl Snapshot {
             flavors: OrdMap::new(),
             devices: OrdMap::new(),
             events: OrdMap::new(),
+            driver_policies: OrdMap::new(),
             feeds: BTreeMap::new(),
             skipped: BTreeMap::new(),
         }
@@ -369,6 +296,10 @@ impl Cluster {
                     ObjectKey::Flavor(k) => {
                         s.flavors.remove(&k);
                         Feed::ResourceFlavors
+                    }
+                    ObjectKey::DriverPolicy(kind, name) => {
+                        s.driver_policies.remove(&(kind, name));
+                        driver_policy_feed(kind)
                     }
                     ObjectKey::Event(k) => {
                         s.events.remove(&k);
@@ -455,6 +386,14 @@ impl Cluster {
             }
             Feed::ResourceFlavors => s.flavors.clear(),
             Feed::Agents => s.devices.clear(),
+            Feed::ClusterPolicies | Feed::NvidiaDrivers => {
+                s.driver_policies = s
+                    .driver_policies
+                    .iter()
+                    .filter(|((kind, _), _)| driver_policy_feed(*kind) != feed)
+                    .map(|(k, v)| (*k, v.clone()))
+                    .collect()
+            }
         }
     }
 
@@ -487,6 +426,9 @@ impl Cluster {
             }
             Object::Pod(pod) => {
                 s.pods.insert(pod.key(), Arc::new(pod));
+            }
+            Object::DriverPolicy(p) => {
+                s.driver_policies.insert((p.kind, p.name), Arc::new(p));
             }
             Object::Gang(gang) => {
                 s.gangs.insert(gang.key(), Arc::new(gang));

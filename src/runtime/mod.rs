@@ -173,16 +173,28 @@ fn snapshot(args: &SnapshotArgs, source: &crate::cli::SourceArgs) -> anyhow::Res
     let (snap, now) = load::once(&Source::from_args(&args.from, args.advance, source))?;
     let thresholds = Thresholds::default();
     let analysis = analysis::analyze(&snap, now, &thresholds);
+    // Without --target-driver, the waves go to what the GPU Operator is told.
+    let operator = crate::model::driver_policy::target(snap.driver_policies.values().map(|p| &**p));
+    let (target, source) = match (target, operator) {
+        (Some(t), _) => (Some(t), "--target-driver".to_string()),
+        (None, Ok(Some(t))) => (Some(t.version), t.source),
+        (None, Err(why)) => {
+            eprintln!("kgpu: no single driver target: {why}");
+            (None, String::new())
+        }
+        (None, Ok(None)) => (None, String::new()),
+    };
     let plan = target.map(|t| {
         let index = analysis::index::Index::build(&snap, now);
-        waves::plan(&index, &t, policy)
+        (waves::plan(&index, &t, policy), source)
     });
+    let plan = plan.as_ref().map(|(p, s)| (p, s.as_str()));
     match args.output {
         Output::Json => {
-            let doc = json::document(&snap, &analysis, section, plan.as_ref());
+            let doc = json::document(&snap, &analysis, section, plan);
             emit(&format!("{}\n", serde_json::to_string_pretty(&doc)?))?;
         }
-        Output::Text => emit(&text::render(&snap, &analysis, section, plan.as_ref()))?,
+        Output::Text => emit(&text::render(&snap, &analysis, section, plan))?,
     }
     Ok(complete_or_failure(&snap))
 }

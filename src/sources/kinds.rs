@@ -4,7 +4,9 @@
 
 use serde_json::Value;
 
-use crate::model::{EventKey, Feed, GangKey, GangKind, Object, ObjectKey, PodKey, QueueKey, QueueKind, Sym};
+use crate::model::{
+    DriverPolicyKind, EventKey, Feed, GangKey, GangKind, Object, ObjectKey, PodKey, QueueKey, QueueKind, Sym,
+};
 
 use super::kube::convert;
 
@@ -24,6 +26,7 @@ pub struct Kind {
 
 const KUEUE: &str = "the Kueue CRDs (kueue.x-k8s.io/v1beta2)";
 const VOLCANO: &str = "the Volcano CRDs (scheduling.volcano.sh/v1beta1)";
+const GPU_OPERATOR: &str = "the NVIDIA GPU Operator CRDs (nvidia.com)";
 
 fn typed<T: serde::de::DeserializeOwned>(v: &Value, f: fn(&T) -> convert::Result<Object>) -> convert::Result<Object> {
     serde_json::from_value(v.clone()).map_err(|e| e.to_string()).and_then(|o| f(&o))
@@ -121,8 +124,39 @@ pub const VOLCANO_QUEUE: Kind = Kind {
 };
 
 /// Every kind kgpu reads from the API server (the agents' feed aside).
-pub const KINDS: [&Kind; 9] =
-    [&NODE, &POD, &EVENT, &WORKLOAD, &CLUSTER_QUEUE, &LOCAL_QUEUE, &RESOURCE_FLAVOR, &POD_GROUP, &VOLCANO_QUEUE];
+pub const CLUSTER_POLICY: Kind = Kind {
+    feed: Feed::ClusterPolicies,
+    group: "nvidia.com",
+    version: "v1",
+    kind: "ClusterPolicy",
+    plural: "clusterpolicies",
+    namespaced: false,
+    crd: Some(GPU_OPERATOR),
+    convert: |v| convert::cluster_policy(v).map(Object::DriverPolicy),
+};
+pub const NVIDIA_DRIVER: Kind = Kind {
+    feed: Feed::NvidiaDrivers,
+    group: "nvidia.com",
+    version: "v1alpha1",
+    kind: "NVIDIADriver",
+    plural: "nvidiadrivers",
+    namespaced: false,
+    crd: Some(GPU_OPERATOR),
+    convert: |v| convert::nvidia_driver(v).map(Object::DriverPolicy),
+};
+pub const KINDS: [&Kind; 11] = [
+    &NODE,
+    &POD,
+    &EVENT,
+    &WORKLOAD,
+    &CLUSTER_QUEUE,
+    &LOCAL_QUEUE,
+    &RESOURCE_FLAVOR,
+    &POD_GROUP,
+    &VOLCANO_QUEUE,
+    &CLUSTER_POLICY,
+    &NVIDIA_DRIVER,
+];
 
 impl Kind {
     /// `kueue.x-k8s.io/v1beta2`, or `v1` for the core group.
@@ -153,6 +187,8 @@ impl Kind {
             Feed::VolcanoQueues => queue(QueueKind::VolcanoQueue, None),
             Feed::ResourceFlavors => ObjectKey::Flavor(Sym::new(name)),
             Feed::Agents => ObjectKey::Devices(Sym::new(name)),
+            Feed::ClusterPolicies => ObjectKey::DriverPolicy(DriverPolicyKind::ClusterPolicy, Sym::new(name)),
+            Feed::NvidiaDrivers => ObjectKey::DriverPolicy(DriverPolicyKind::NvidiaDriver, Sym::new(name)),
         }
     }
 }

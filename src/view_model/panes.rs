@@ -379,6 +379,11 @@ pub struct Views {
     pub mig: Vec<MigNodeRow>,
     pub events: Vec<EventRow>,
     pub waves: Option<waves::WavePlan>,
+    /// Where the waves' target comes from: `None` when chosen (`:plan`),
+    /// else the GPU Operator object that asks for it.
+    pub waves_from: Option<String>,
+    /// Why the operator's objects give no single target, when they do not.
+    pub target_problem: Option<String>,
 }
 
 impl Views {
@@ -393,11 +398,22 @@ impl Views {
         let pools = pool_rows(&nodes);
         let mig = mig_rows(&snap, &analysis);
         let events = event_rows(&snap, now);
+        // Without a chosen target, the waves go to what the GPU Operator is told.
+        let operator = crate::model::driver_policy::target(snap.driver_policies.values().map(|p| &**p));
+        let (target_problem, operator) = match operator {
+            Ok(t) => (None, t),
+            Err(why) => (Some(why), None),
+        };
+        let (wave_target, waves_from) = match (wave_target, &operator) {
+            (Some(chosen), _) => (Some(chosen), None),
+            (None, Some(t)) => (Some((&t.version, waves::Policy::default())), Some(t.source.clone())),
+            (None, None) => (None, None),
+        };
         let waves = wave_target.map(|(t, policy)| {
             let index = analysis::index::Index::build(&snap, now);
             waves::plan(&index, t, policy)
         });
-        Views { snap, analysis, nodes, pools, mig, events, waves }
+        Views { snap, analysis, nodes, pools, mig, events, waves, waves_from, target_problem }
     }
 
     /// Puts kgpu's audit rows at the top of the events, in place of the

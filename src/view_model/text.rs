@@ -49,7 +49,7 @@ type WriteSection = fn(&mut String, &Snapshot, &Analysis);
 
 /// The text snapshot: every section, or only `section`; with `waves` (from
 /// `--target-driver`), the drivers section ends with the upgrade waves.
-pub fn render(snap: &Snapshot, a: &Analysis, section: Option<Section>, waves: Option<&WavePlan>) -> String {
+pub fn render(snap: &Snapshot, a: &Analysis, section: Option<Section>, waves: Option<(&WavePlan, &str)>) -> String {
     let want = |s: Section| section.is_none_or(|x| x == s);
     let mut out = String::new();
     let _ = writeln!(out, "kgpu snapshot — {} {}", snap.source.kind.as_str(), snap.source.name);
@@ -87,19 +87,19 @@ pub fn render(snap: &Snapshot, a: &Analysis, section: Option<Section>, waves: Op
         if want(section) {
             write(&mut out, snap, a);
             if section == Section::Drivers
-                && let Some(plan) = waves
+                && let Some((plan, source)) = waves
             {
-                wave_plan(&mut out, plan);
+                wave_plan(&mut out, plan, source);
             }
         }
     }
     out
 }
 
-fn wave_plan(out: &mut String, plan: &WavePlan) {
+fn wave_plan(out: &mut String, plan: &WavePlan, source: &str) {
     let _ = writeln!(
         out,
-        "WAVES to driver {}: {} wave(s) of at most {} node(s), canary first",
+        "WAVES to driver {} (from {source}): {} wave(s) of at most {} node(s), canary first",
         plan.target,
         plan.waves.len(),
         plan.wave_size

@@ -93,7 +93,8 @@ fn draw_board(
     let labelled = rows_.iter().filter(|u| u.state.is_some()).count();
     let stuck = rows_.iter().filter(|u| u.stuck).count();
     let sort = app.sort_title(Pane::Drivers, Section::Second, false);
-    let title = format!(" Upgrade waves: {labelled} node(s) with a state, {stuck} stuck{sort} · :plan VERSION ");
+    let title =
+        format!(" Upgrade waves: {labelled} node(s) with a state, {stuck} stuck{sort} · {} ", target_note(views));
     if views.analysis.upgrades.is_empty() {
         widgets::empty(frame, area, block(title, focused, theme), "no GPU nodes", theme);
         return;
@@ -153,13 +154,27 @@ fn draw_board(
     }
 }
 
+/// The driver the board plans to and what says so, for its title.
+fn target_note(views: &Views) -> String {
+    match (&views.waves, &views.waves_from, &views.target_problem) {
+        (Some(plan), Some(object), _) => format!("target {} from {object}", plan.target),
+        (Some(plan), None, _) => format!("target {} from :plan", plan.target),
+        (None, _, Some(problem)) => format!("no single target: {problem}"),
+        (None, _, None) => "no target · :plan VERSION".to_string(),
+    }
+}
+
 fn draw_waves(frame: &mut Frame, area: Rect, app: &App, views: &Views, theme: &Theme, focused: bool) {
     let Some(plan) = &views.waves else { return };
+    let from = match &views.waves_from {
+        Some(object) => format!("from {object}"),
+        None => ":plan off".to_string(),
+    };
     let title = match &plan.stalled {
         Some(_) => {
-            format!(" Waves to {} · STALLED: cordoned/NotReady nodes use up maxUnavailable · :plan off ", plan.target)
+            format!(" Waves to {} · STALLED: cordoned/NotReady nodes use up maxUnavailable · {from} ", plan.target)
         }
-        None => format!(" Waves to {} (≤{} node(s) each) · :plan off ", plan.target, plan.wave_size),
+        None => format!(" Waves to {} (≤{} node(s) each) · {from} ", plan.target, plan.wave_size),
     };
     let ids: Vec<String> = plan.waves.iter().map(|w| w.index.to_string()).collect();
     let selected = focused.then(|| app.selected_index(Pane::Drivers, &ids));

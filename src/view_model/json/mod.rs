@@ -35,7 +35,7 @@ pub fn document(
     snap: &Snapshot,
     a: &Analysis,
     section: Option<Section>,
-    waves: Option<&crate::analysis::waves::WavePlan>,
+    waves: Option<(&crate::analysis::waves::WavePlan, &str)>,
 ) -> Document {
     let want = |s: Section| section.is_none_or(|x| x == s);
     let now = a.now;
@@ -256,7 +256,7 @@ fn queues(a: &Analysis) -> Vec<QueueJson> {
         .collect()
 }
 
-fn drivers(a: &Analysis, waves: Option<&crate::analysis::waves::WavePlan>) -> Drivers {
+fn drivers(a: &Analysis, waves: Option<(&crate::analysis::waves::WavePlan, &str)>) -> Drivers {
     Drivers {
         matrix: a
             .matrix
@@ -284,8 +284,9 @@ fn drivers(a: &Analysis, waves: Option<&crate::analysis::waves::WavePlan>) -> Dr
                 driver: u.driver.as_ref().map(|d| d.to_string()),
             })
             .collect(),
-        waves: waves.map(|w| WavesJson {
+        waves: waves.map(|(w, source)| WavesJson {
             target: w.target.clone(),
+            source: source.to_string(),
             wave_size: w.wave_size,
             waves: w
                 .waves

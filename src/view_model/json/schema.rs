@@ -287,6 +287,9 @@ pub struct UpgradeJson {
 #[serde(rename_all = "camelCase")]
 pub struct WavesJson {
     pub target: String,
+    /// What asks for the target: `--target-driver`, or the GPU Operator's
+    /// `ClusterPolicy NAME` / `NVIDIADriver NAME`.
+    pub source: String,
     pub wave_size: u32,
     pub waves: Vec<WaveJson>,
     pub excluded: BTreeMap<String, String>,

@@ -19,8 +19,10 @@ use crate::model::{
 use super::manifest::{VALIDATION_START, WAIT_FOR_JOBS_START};
 
 mod crds;
+mod operator;
 
 pub use crds::*;
+pub use operator::{cluster_policy, nvidia_driver};
 
 pub type Result<T> = std::result::Result<T, String>;
 

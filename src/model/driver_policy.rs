@@ -1,0 +1,117 @@
+//! What the GPU Operator is told to install: the driver of its
+//! ClusterPolicy (`spec.driver`), or, when that says
+//! `useNvidiaDriverCRD: true`, one NVIDIADriver per node selector.
+
+use super::{DriverVersion, Labels, Sym};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum DriverPolicyKind {
+    ClusterPolicy,
+    NvidiaDriver,
+}
+
+impl DriverPolicyKind {
+    pub fn kind_name(self) -> &'static str {
+        match self {
+            DriverPolicyKind::ClusterPolicy => "ClusterPolicy",
+            DriverPolicyKind::NvidiaDriver => "NVIDIADriver",
+        }
+    }
+}
+
+/// One ClusterPolicy or NVIDIADriver, reduced to the driver it asks for.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DriverPolicy {
+    pub kind: DriverPolicyKind,
+    pub name: Sym,
+    /// `spec.driver.version` / `spec.version`: `None` when unset (the
+    /// operator's default) or not a driver version (a digest).
+    pub version: Option<DriverVersion>,
+    /// `spec.driver.enabled` (ClusterPolicy; an NVIDIADriver always is).
+    pub enabled: bool,
+    /// ClusterPolicy `spec.driver.useNvidiaDriverCRD`: the NVIDIADrivers decide.
+    pub defers_to_nvidia_drivers: bool,
+    /// NVIDIADriver `spec.nodeSelector` (empty: every GPU node).
+    pub node_selector: Labels,
+}
+
+/// The driver version the GPU Operator is moving the fleet to, and what says so.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DriverTarget {
+    pub version: DriverVersion,
+    /// `ClusterPolicy gpu-cluster-policy`, `NVIDIADriver default`.
+    pub source: String,
+}
+
+/// The operator's target from its policies, as the operator reads them: the
+/// ClusterPolicy's driver, unless it defers to NVIDIADrivers; then theirs,
+/// when they agree on one version (several selectors with several versions
+/// have no single target: `Err` says which).
+pub fn target<'a>(policies: impl IntoIterator<Item = &'a DriverPolicy>) -> Result<Option<DriverTarget>, String> {
+    let policies: Vec<&DriverPolicy> = policies.into_iter().collect();
+    let cluster = policies.iter().find(|p| p.kind == DriverPolicyKind::ClusterPolicy);
+    let from_crds = cluster.is_none_or(|c| c.defers_to_nvidia_drivers);
+    if !from_crds {
+        return Ok(cluster.filter(|c| c.enabled).and_then(|c| {
+            c.version.clone().map(|version| DriverTarget { version, source: format!("ClusterPolicy {}", c.name) })
+        }));
+    }
+    let drivers: Vec<&&DriverPolicy> =
+        policies.iter().filter(|p| p.kind == DriverPolicyKind::NvidiaDriver && p.version.is_some()).collect();
+    let mut versions: Vec<&DriverVersion> = drivers.iter().filter_map(|p| p.version.as_ref()).collect();
+    versions.sort();
+    versions.dedup();
+    match versions.as_slice() {
+        [] => Ok(None),
+        [one] => {
+            let names: Vec<&str> = drivers.iter().map(|p| p.name.as_str()).collect();
+            Ok(Some(DriverTarget { version: (*one).clone(), source: format!("NVIDIADriver {}", names.join(", ")) }))
+        }
+        several => Err(format!(
+            "NVIDIADrivers ask for {} versions ({}): plan each node pool with :plan VERSION",
+            several.len(),
+            drivers
+                .iter()
+                .filter_map(|p| p.version.as_ref().map(|v| format!("{} {v}", p.name)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn policy(kind: DriverPolicyKind, name: &str, version: Option<&str>) -> DriverPolicy {
+        DriverPolicy {
+            kind,
+            name: Sym::new(name),
+            version: version.and_then(DriverVersion::parse),
+            enabled: true,
+            defers_to_nvidia_drivers: false,
+            node_selector: Labels::default(),
+        }
+    }
+
+    #[test]
+    fn the_cluster_policy_decides_unless_it_defers_to_nvidia_drivers() {
+        let cp = policy(DriverPolicyKind::ClusterPolicy, "gpu-cluster-policy", Some("570.124.06"));
+        let nd = policy(DriverPolicyKind::NvidiaDriver, "default", Some("595.91.07"));
+        let t = target([&cp, &nd]).unwrap().unwrap();
+        assert_eq!(
+            (t.version.to_string().as_str(), t.source.as_str()),
+            ("570.124.06", "ClusterPolicy gpu-cluster-policy")
+        );
+        let deferring = DriverPolicy { defers_to_nvidia_drivers: true, ..cp.clone() };
+        let t = target([&deferring, &nd]).unwrap().unwrap();
+        assert_eq!(t.source, "NVIDIADriver default");
+        // A disabled driver, or no version: no target.
+        assert_eq!(target([&DriverPolicy { enabled: false, ..cp.clone() }]), Ok(None));
+        assert_eq!(target([&policy(DriverPolicyKind::ClusterPolicy, "p", None)]), Ok(None));
+        // Two NVIDIADrivers, two versions: no single target, said why.
+        let other = policy(DriverPolicyKind::NvidiaDriver, "a100-pool", Some("550.54.15"));
+        let err = target([&deferring, &nd, &other]).unwrap_err();
+        assert!(err.contains("2 versions") && err.contains("a100-pool 550.54.15"), "{err}");
+    }
+}

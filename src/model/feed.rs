@@ -1,0 +1,99 @@
+//! The feeds a source delivers, each with its own health.
+
+use super::Timestamp;
+
+/// One stream of objects from a source. Each can be healthy or not on its own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Feed {
+    Nodes,
+    Pods,
+    Events,
+    Workloads,
+    ClusterQueues,
+    LocalQueues,
+    ResourceFlavors,
+    PodGroups,
+    VolcanoQueues,
+    ClusterPolicies,
+    NvidiaDrivers,
+    Agents,
+}
+
+impl Feed {
+    pub const ALL: [Feed; 12] = [
+        Feed::Nodes,
+        Feed::Pods,
+        Feed::Events,
+        Feed::Workloads,
+        Feed::ClusterQueues,
+        Feed::LocalQueues,
+        Feed::ResourceFlavors,
+        Feed::PodGroups,
+        Feed::VolcanoQueues,
+        Feed::ClusterPolicies,
+        Feed::NvidiaDrivers,
+        Feed::Agents,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Feed::Nodes => "nodes",
+            Feed::Pods => "pods",
+            Feed::Events => "events",
+            Feed::Workloads => "kueue workloads",
+            Feed::ClusterQueues => "kueue clusterqueues",
+            Feed::LocalQueues => "kueue localqueues",
+            Feed::ResourceFlavors => "kueue resourceflavors",
+            Feed::PodGroups => "volcano podgroups",
+            Feed::VolcanoQueues => "volcano queues",
+            Feed::ClusterPolicies => "gpu operator clusterpolicies",
+            Feed::NvidiaDrivers => "gpu operator nvidiadrivers",
+            Feed::Agents => "node agents",
+        }
+    }
+}
+
+/// Why a feed has no data.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FeedProblem {
+    /// The CRD is not installed (404 on the resource).
+    Missing(String),
+    /// RBAC said no (403).
+    Forbidden(String),
+    /// Anything else, with the error text.
+    Error(String),
+}
+
+impl FeedProblem {
+    pub fn describe(&self) -> &str {
+        match self {
+            FeedProblem::Missing(s) | FeedProblem::Forbidden(s) | FeedProblem::Error(s) => s,
+        }
+    }
+    pub fn label(&self) -> &'static str {
+        match self {
+            FeedProblem::Missing(_) => "not installed",
+            FeedProblem::Forbidden(_) => "forbidden",
+            FeedProblem::Error(_) => "error",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FeedState {
+    /// Listing for the first time.
+    Syncing,
+    /// Watching; data is current.
+    Live,
+    /// Cannot be read at all; the rest of kgpu carries on.
+    Unavailable(FeedProblem),
+    /// Was live, lost the connection at `since`; data is stale and shown with its age.
+    Reconnecting { since: Timestamp, error: String },
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FeedStatus {
+    pub state: FeedState,
+    /// When this feed last delivered data.
+    pub last_data: Option<Timestamp>,
+}
