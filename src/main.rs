@@ -9,7 +9,7 @@ fn main() -> ExitCode {
     match kgpu::runtime::run(cli) {
         Ok(code) => code,
         Err(err) => {
-            eprintln!("kgpu: {}", kgpu::view_model::style::printable(&format!("{err:#}")));
+            kgpu::runtime::say(&format!("kgpu: {err:#}"));
             kgpu::runtime::exit_code(&err)
         }
     }

@@ -103,3 +103,71 @@ async fn read_only_has_no_executor_at_all() {
     let cockpit = Cockpit::start(&from, paths, "dark", false, true).await.unwrap();
     assert!(cockpit.session.executor.is_none(), "--read-only is enforced where actions run");
 }
+
+/// Keys as a terminal delivers them: like crossterm's event stream, this one
+/// keeps the first waker it is given while nothing is typed, and wakes only
+/// that one when a key comes.
+#[derive(Clone, Default)]
+struct Keyboard(std::sync::Arc<std::sync::Mutex<(std::collections::VecDeque<Event>, Option<std::task::Waker>)>>);
+
+impl Keyboard {
+    fn press(&self, c: char) {
+        let waker = {
+            let mut inner = self.0.lock().unwrap();
+            inner.0.push_back(Event::Key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE)));
+            inner.1.take()
+        };
+        if let Some(w) = waker {
+            w.wake();
+        }
+    }
+}
+
+impl futures::Stream for Keyboard {
+    type Item = std::io::Result<Event>;
+    fn poll_next(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        let mut inner = self.0.lock().unwrap();
+        if let Some(e) = inner.0.pop_front() {
+            return std::task::Poll::Ready(Some(Ok(e)));
+        }
+        if inner.1.is_none() {
+            inner.1 = Some(cx.waker().clone());
+        }
+        std::task::Poll::Pending
+    }
+}
+
+/// On a source that never changes (files), nothing but the key can wake
+/// the loop: each key must be handled when it comes, not on some later
+/// event. Before, the loop polled the input with a no-op waker after each
+/// batch of keys, and a key typed next waited for a tick that never came.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_key_wakes_the_loop_on_a_source_that_never_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    let paths = Paths { config_dir: None, data_dir: Some(dir.path().to_path_buf()) };
+    let dump =
+        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/verdicts/hand-made/black-hole.yaml");
+    let cockpit = Cockpit::start(&Source::File(vec![dump]), paths, "dark", false, true).await.unwrap();
+    let keyboard = Keyboard::default();
+    let input = keyboard.clone();
+    let task = tokio::spawn(async move {
+        let mut terminal = Terminal::new(TestBackend::new(120, 40)).unwrap();
+        let result = drive(&mut terminal, input, cockpit).await;
+        (result, terminal)
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Three keys one after another, each after the loop went idle: 2, 6, then q.
+    for c in ['2', '6', 'q'] {
+        keyboard.press(c);
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    let (result, terminal) = tokio::time::timeout(Duration::from_secs(10), task)
+        .await
+        .expect("q was handled: the loop woke for each key")
+        .unwrap();
+    result.unwrap();
+    assert!(format!("{}", terminal.backend()).contains("Events ("), "6 was handled before q");
+}

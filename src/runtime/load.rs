@@ -20,12 +20,12 @@ pub async fn kube(target: &client::Target, scope: &watch::Scope) -> anyhow::Resu
 async fn loaded(from: &Source) -> anyhow::Result<(Snapshot, Timestamp)> {
     let mut session = source::start(from, Run::Once).await?;
     for w in &session.warnings {
-        eprintln!("kgpu: {}", crate::view_model::style::printable(w));
+        super::say(&format!("kgpu: {w}"));
     }
     let snap = session.synced().await;
     let now = session.now(&snap);
     for line in crate::view_model::feeds::health(&snap, now).iter().filter_map(|h| h.skipped_line()) {
-        eprintln!("kgpu: {}", crate::view_model::style::printable(&line));
+        super::say(&format!("kgpu: {line}"));
     }
     Ok(((*snap).clone(), now))
 }

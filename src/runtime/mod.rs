@@ -58,6 +58,13 @@ pub fn emit(text: &str) -> anyhow::Result<()> {
     }
 }
 
+/// A line on stderr, scrubbed. Never a panic: after SIGHUP the terminal is
+/// gone (EIO), and `eprintln!` would panic on the way out.
+pub fn say(line: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "{}", crate::view_model::style::printable(line));
+}
+
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     if cli.print_paths {
         emit(&crate::config::Paths::from_env().describe())?;
@@ -179,7 +186,7 @@ fn snapshot(args: &SnapshotArgs, source: &crate::cli::SourceArgs) -> anyhow::Res
         (Some(t), _) => (Some(t), "--target-driver".to_string()),
         (None, Ok(Some(t))) => (Some(t.version), t.source),
         (None, Err(why)) => {
-            eprintln!("kgpu: no single driver target: {why}");
+            say(&format!("kgpu: no single driver target: {why}"));
             (None, String::new())
         }
         (None, Ok(None)) => (None, String::new()),
@@ -233,10 +240,10 @@ fn complete_or_failure(snap: &crate::model::Snapshot) -> ExitCode {
         return ExitCode::SUCCESS;
     }
     let names: Vec<&str> = missing.iter().map(|f| f.name()).collect();
-    eprintln!(
+    say(&format!(
         "kgpu: the data are incomplete: {} never listed within {} s (exit 1)",
         names.join(", "),
         source::SYNC_TIMEOUT.as_secs()
-    );
+    ));
     ExitCode::FAILURE
 }

@@ -7,7 +7,7 @@ use std::io::IsTerminal;
 use std::sync::Arc;
 
 use crossterm::event::{Event, EventStream, KeyEventKind};
-use futures::{FutureExt, Stream, StreamExt};
+use futures::{Stream, StreamExt};
 use ratatui::Terminal;
 use ratatui::backend::Backend;
 use tokio::sync::{mpsc, watch};
@@ -264,9 +264,13 @@ where
                         Some(Err(e)) => return Err(anyhow::anyhow!("reading the terminal: {e}")),
                         None => return Ok(()),
                     }
-                    match input.next().now_or_never() {
-                        Some(more) => next = more,
-                        None => break,
+                    // Polled with this task's own waker: a stream that keeps
+                    // the first waker it is given while pending (crossterm's
+                    // does) must not keep a no-op one, or a key waits for
+                    // the next tick to be noticed.
+                    match futures::poll!(input.next()) {
+                        std::task::Poll::Ready(more) => next = more,
+                        std::task::Poll::Pending => break,
                     }
                 }
             },
