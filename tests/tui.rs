@@ -137,3 +137,26 @@ fn an_action_lands_in_the_events_pane_and_the_audit_log() {
     t.keys(&["q"]);
     assert_restored(&t);
 }
+
+/// The terminal itself goes away (an SSH session dropped: the tmux server
+/// killed, the tty gone, SIGHUP): kgpu stops cleanly, without a panic on
+/// the way out. Before, ratatui's drop tried to show the cursor on the dead
+/// tty and `eprintln!`ed the failure, which panicked.
+#[test]
+fn losing_the_terminal_is_a_clean_stop_not_a_panic() {
+    let t = Tmux::start(100, 30, "hangup");
+    start_cockpit(&t, "--seed 4343");
+    std::thread::sleep(Duration::from_millis(500));
+    t.run(&["kill-server"]);
+    let log = t.path("kgpu.log");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        if text.contains("cockpit stopped") || text.contains("panic") {
+            assert!(!text.contains("panic"), "{text}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "the cockpit never said it stopped:\n{text}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}

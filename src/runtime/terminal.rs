@@ -30,7 +30,10 @@ pub fn install_panic_hook() {
 }
 
 pub struct Guard {
-    pub terminal: Term,
+    /// Never dropped: ratatui's `Terminal` drop `eprintln!`s when it cannot
+    /// show the cursor, which panics once SIGHUP took the terminal away.
+    /// [`restore`] shows the cursor instead.
+    pub terminal: std::mem::ManuallyDrop<Term>,
 }
 
 impl Guard {
@@ -44,7 +47,7 @@ impl Guard {
         match Terminal::new(CrosstermBackend::new(io::stdout())) {
             Ok(mut terminal) => {
                 let _ = terminal.clear();
-                Ok(Guard { terminal })
+                Ok(Guard { terminal: std::mem::ManuallyDrop::new(terminal) })
             }
             Err(e) => {
                 restore();

@@ -87,7 +87,7 @@ pub async fn run(opts: CockpitOptions) -> anyhow::Result<()> {
     }
     tracing::info!("kgpu cockpit starting on {}", cockpit.session.context.source);
     let mut guard = Guard::enter()?;
-    let result = drive(&mut guard.terminal, EventStream::new(), cockpit).await;
+    let result = drive(&mut *guard.terminal, EventStream::new(), cockpit).await;
     drop(guard);
     tracing::info!("kgpu cockpit stopped");
     result
