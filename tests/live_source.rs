@@ -151,9 +151,7 @@ async fn an_apiserver_restart_is_shown_and_recovered_from() {
 
 /// kgpu's source with a short stall timeout (4 s, so the server ends each
 /// watch after 3 s): a paused server is noticed within seconds.
-async fn quick_source(
-    cp: &ControlPlane,
-) -> (tokio::sync::watch::Receiver<std::sync::Arc<Snapshot>>, Vec<tokio::task::JoinHandle<()>>) {
+async fn quick_source(cp: &ControlPlane) -> (Snapshots, Vec<tokio::task::JoinHandle<()>>) {
     let scope = kgpu::sources::kube::watch::Scope {
         liveness: Liveness { stall_after: Duration::from_secs(4) },
         ..Default::default()
@@ -180,6 +178,22 @@ fn model_node_names(s: &Snapshot) -> Vec<String> {
     names
 }
 
+type Snapshots = tokio::sync::watch::Receiver<std::sync::Arc<Snapshot>>;
+
+/// A control plane of its own (the tests stop or pause it) with nodes
+/// `keep` and `doomed`, and kgpu's quick source showing them live.
+async fn two_nodes_live() -> (ControlPlane, kube::Client, Snapshots, Vec<tokio::task::JoinHandle<()>>) {
+    let cp = ControlPlane::start().unwrap();
+    let client = client(&cp).await;
+    let (snapshots, tasks) = quick_source(&cp).await;
+    for name in ["keep", "doomed"] {
+        gpu_node(&client, name, 8, json!({}), json!([])).await;
+    }
+    until(&snapshots, "nodes live", |s| s.nodes.len() == 2 && feed_state(s, Feed::Nodes) == Some(FeedState::Live))
+        .await;
+    (cp, client, snapshots, tasks)
+}
+
 /// The API server paused (SIGSTOP) for longer than a watch lasts: its
 /// connections stay open and silent. kgpu says so per feed within the stall
 /// timeout, keeps the data with its age, and once the server runs again
@@ -189,14 +203,7 @@ async fn a_paused_apiserver_is_shown_as_stale_and_then_followed_by_a_fresh_list(
     if !ControlPlane::enabled() {
         return;
     }
-    let cp = ControlPlane::start().unwrap();
-    let client = client(&cp).await;
-    let (snapshots, _tasks) = quick_source(&cp).await;
-    for name in ["keep", "doomed"] {
-        gpu_node(&client, name, 8, json!({}), json!([])).await;
-    }
-    until(&snapshots, "nodes live", |s| s.nodes.len() == 2 && feed_state(s, Feed::Nodes) == Some(FeedState::Live))
-        .await;
+    let (cp, client, snapshots, _tasks) = two_nodes_live().await;
     // A healthy server on a quiet cluster: watches end and start again
     // every 3 s, and no feed ever looks stalled.
     for _ in 0..50 {
@@ -248,14 +255,7 @@ async fn after_an_etcd_compaction_the_feeds_equal_a_fresh_list() {
     if !ControlPlane::enabled() {
         return;
     }
-    let cp = ControlPlane::start().unwrap();
-    let client = client(&cp).await;
-    let (snapshots, _tasks) = quick_source(&cp).await;
-    for name in ["keep", "doomed"] {
-        gpu_node(&client, name, 8, json!({}), json!([])).await;
-    }
-    until(&snapshots, "nodes live", |s| s.nodes.len() == 2 && feed_state(s, Feed::Nodes) == Some(FeedState::Live))
-        .await;
+    let (cp, client, snapshots, _tasks) = two_nodes_live().await;
     let seen = Api::<Node>::all(client.clone()).list(&Default::default()).await.unwrap().metadata.resource_version;
     let seen = seen.unwrap();
 

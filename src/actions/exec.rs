@@ -117,6 +117,14 @@ impl Executor {
         }
     }
 
+    /// Says why an eviction waits, waits `delay`, and doubles it (to 30 s at
+    /// most) for the next try.
+    async fn retry_after(&self, why: String, delay: &mut Duration) {
+        self.say(format!("{why}, retrying in {}s", delay.as_secs()), true, false).await;
+        tokio::time::sleep(*delay).await;
+        *delay = (*delay * 2).min(Duration::from_secs(30));
+    }
+
     /// Evicts each pod, retrying PDB refusals with backoff until the drain
     /// timeout. Each eviction is bound to the pod's uid in `seen` (what the
     /// action was decided on), so a pod recreated under the same name meanwhile
@@ -140,17 +148,8 @@ impl Executor {
                     // An API server restarting or overloaded: the drain goes on
                     // once it answers, within the same deadline.
                     Err(ActionError::Unanswered(why)) if tokio::time::Instant::now() + delay <= deadline => {
-                        self.say(
-                            format!(
-                                "{what}: {pod}: the API server did not answer ({why}), retrying in {}s",
-                                delay.as_secs()
-                            ),
-                            true,
-                            false,
-                        )
-                        .await;
-                        tokio::time::sleep(delay).await;
-                        delay = (delay * 2).min(Duration::from_secs(30));
+                        let text = format!("{what}: {pod}: the API server did not answer ({why})");
+                        self.retry_after(text, &mut delay).await;
                         continue;
                     }
                     other => other?,
@@ -186,17 +185,8 @@ impl Executor {
                             .await;
                             break;
                         }
-                        self.say(
-                            format!(
-                                "{what}: {pod}: PodDisruptionBudget refuses (429), retrying in {}s",
-                                delay.as_secs()
-                            ),
-                            true,
-                            false,
-                        )
-                        .await;
-                        tokio::time::sleep(delay).await;
-                        delay = (delay * 2).min(Duration::from_secs(30));
+                        let text = format!("{what}: {pod}: PodDisruptionBudget refuses (429)");
+                        self.retry_after(text, &mut delay).await;
                     }
                 }
             }
