@@ -7,6 +7,8 @@ mod actions;
 pub mod dialog_keys;
 pub mod filter;
 pub mod keys;
+mod navigate;
+mod notice;
 mod overlay_keys;
 pub mod palette;
 pub mod rows;
@@ -24,6 +26,10 @@ use crate::analysis::index::Index;
 use crate::model::{GangKey, GangKind, Sym};
 use crate::reference::mig;
 use crate::view_model::panes::Views;
+
+use navigate::gang_id_of_item;
+pub use navigate::{Place, gang_id};
+pub use notice::{MESSAGES_KEPT, Message, Notice};
 
 use keys::Command;
 use overlay_keys::single_line;
@@ -182,22 +188,6 @@ pub struct InFlight {
     pub label: String,
 }
 
-/// A line in the status bar. It lasts until the next key, as in vi: a
-/// message still on screen minutes later reads as news. An error (a failed
-/// action, a stopped source) stays until it is dismissed (esc).
-#[derive(Clone, Debug, PartialEq)]
-pub struct Notice {
-    pub text: String,
-    pub error: bool,
-    pub sticky: bool,
-}
-
-impl Notice {
-    pub fn new(text: impl Into<String>, error: bool) -> Self {
-        Notice { text: text.into(), error, sticky: false }
-    }
-}
-
 /// What a detail reader shows: an event as it was when opened; a gang
 /// (by id) and a queue as they are now.
 #[derive(Clone, Debug, PartialEq)]
@@ -205,34 +195,6 @@ pub enum Detail {
     Event(Box<crate::view_model::panes::EventRow>),
     Gang(String),
     Queue(Box<crate::analysis::queues::QueueRow>),
-}
-
-/// A notice kept for `:messages`.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Message {
-    pub text: String,
-    pub error: bool,
-    pub at: crate::model::Timestamp,
-}
-
-/// How many notices `:messages` keeps.
-pub const MESSAGES_KEPT: usize = 200;
-
-/// A view `esc` can return to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Place {
-    Pane(Pane, Section),
-    /// The Fleet's per-pool map, before enter listed one pool's nodes.
-    Pools,
-}
-
-impl Place {
-    pub fn label(self) -> &'static str {
-        match self {
-            Place::Pane(p, _) => p.title(),
-            Place::Pools => "Pools",
-        }
-    }
 }
 
 pub struct App {
@@ -353,20 +315,6 @@ impl App {
 
     pub fn aggregated(&self, views: &Views) -> bool {
         self.aggregate.unwrap_or(views.nodes.len() > AGGREGATE_ABOVE)
-    }
-
-    /// A notice on the status line, kept for `:messages`. An error stays
-    /// until it is dismissed (esc); other notices go with the next key.
-    fn notify(&mut self, text: impl Into<String>, error: bool) {
-        self.show(Notice { text: text.into(), error, sticky: error });
-    }
-
-    fn show(&mut self, notice: Notice) {
-        if self.messages.len() == MESSAGES_KEPT {
-            self.messages.pop_front();
-        }
-        self.messages.push_back(Message { text: notice.text.clone(), error: notice.error, at: self.clock });
-        self.notice = Some(notice);
     }
 
     /// Row ids of what the current pane (and section) lists, in order.
@@ -600,115 +548,4 @@ impl App {
         }
         Vec::new()
     }
-
-    fn switch(&mut self, pane: Pane) {
-        self.pane = pane;
-    }
-
-    /// Moving to a pane directly: there is no way back to retrace.
-    fn go(&mut self, pane: Pane) {
-        self.back.clear();
-        self.switch(pane);
-    }
-
-    /// A jump that leaves the current view: `esc` comes back here.
-    fn remember(&mut self) {
-        let here = if self.pane == Pane::Fleet && self.aggregate != Some(false) {
-            Place::Pools
-        } else {
-            Place::Pane(self.pane, self.section(self.pane))
-        };
-        self.back.push(here);
-    }
-
-    fn return_to(&mut self, place: Place) {
-        match place {
-            Place::Pane(pane, section) => {
-                self.pane = pane;
-                self.section.insert(pane, section);
-            }
-            Place::Pools => {
-                self.pane = Pane::Fleet;
-                self.filters.remove(&Pane::Fleet);
-                self.aggregate = None;
-            }
-        }
-    }
-
-    /// Where the view came from, for its title: `Gangs › team-a/job`.
-    pub fn breadcrumb(&self, here: &str) -> Option<String> {
-        (!self.back.is_empty()).then(|| {
-            let path: Vec<&str> = self.back.iter().map(|p| p.label()).collect();
-            format!("{} › {here}", path.join(" › "))
-        })
-    }
-
-    fn enter(&mut self, views: &Views) {
-        match self.pane {
-            Pane::Pending => {
-                if let Some(id) = self.selected_id(Pane::Pending, views) {
-                    self.drill = Some(id);
-                    self.drill_scroll = 0;
-                }
-            }
-            Pane::Fleet | Pane::Mig if !self.aggregated(views) || self.pane == Pane::Mig => {
-                if let Some(id) = self.selected_id(self.pane, views) {
-                    self.overlay = Some(Overlay::NodeDetail { node: Sym::new(&id), scroll: 0 });
-                }
-            }
-            Pane::Fleet => {
-                // Enter on a pool narrows the node list to it.
-                if let Some(pool) = self.selected_id(Pane::Fleet, views) {
-                    self.remember();
-                    self.aggregate = Some(false);
-                    self.filters.insert(Pane::Fleet, pool);
-                }
-            }
-            Pane::Gangs if self.section(Pane::Gangs) == Section::First => {
-                let Some(id) = self.selected_id(Pane::Gangs, views) else { return };
-                let item = views.analysis.pending.iter().find(|p| gang_id_of_item(p) == id);
-                match item {
-                    Some(p) => {
-                        self.remember();
-                        self.pane = Pane::Pending;
-                        self.selected.insert(Pane::Pending, p.display_name());
-                        self.drill = Some(p.display_name());
-                        self.drill_scroll = 0;
-                    }
-                    // Not pending: where it runs.
-                    None => self.overlay = Some(Overlay::Detail { detail: Detail::Gang(id), scroll: 0 }),
-                }
-            }
-            Pane::Gangs => {
-                let queues = rows::queues(views, self.filter(Pane::Gangs), self.sorting(Pane::Gangs, Section::Second));
-                let ids = self.row_ids(Pane::Gangs, views);
-                if let Some(q) = queues.get(self.selected_index(Pane::Gangs, &ids)) {
-                    self.overlay = Some(Overlay::Detail { detail: Detail::Queue(Box::new((*q).clone())), scroll: 0 });
-                }
-            }
-            Pane::Events => {
-                let events = rows::events(views, self.filter(Pane::Events), self.sorting(Pane::Events, Section::First));
-                let ids = self.row_ids(Pane::Events, views);
-                if let Some(e) = events.get(self.selected_index(Pane::Events, &ids)) {
-                    self.overlay = Some(Overlay::Detail { detail: Detail::Event(Box::new((*e).clone())), scroll: 0 });
-                }
-            }
-            Pane::Drivers if self.section(Pane::Drivers) == Section::First => {
-                self.overlay = Some(Overlay::CellDetail { scroll: 0 });
-            }
-            _ => {}
-        }
-    }
-}
-
-pub fn gang_id(key: &GangKey) -> String {
-    format!("{}/{}/{}", key.kind.kind_name(), key.namespace, key.name)
-}
-
-fn gang_id_of_item(p: &crate::analysis::pending::PendingItem) -> String {
-    let kind = match p.kind {
-        crate::analysis::pending::PendingKind::PodGroup => GangKind::VolcanoPodGroup.kind_name(),
-        _ => GangKind::KueueWorkload.kind_name(),
-    };
-    format!("{kind}/{}/{}", p.namespace, p.name)
 }
