@@ -164,6 +164,14 @@ fn the_data_age_is_how_old_the_data_may_be_and_the_bar_shows_the_oldest() {
     assert_eq!(age(Feed::Nodes), Some(0), "listed an hour ago and watched since");
     assert_eq!(age(Feed::Agents), Some(40));
     assert_eq!(feeds::summary(&snap, NOW).0, "data 40s");
+    // The demo's simulated agents are not polled: they are current.
+    let mut demo = Cluster::new(SourceInfo { kind: SourceKind::Demo, name: "default".into() });
+    demo.apply_all(vec![
+        ModelEvent::Clock(NOW - 40),
+        ModelEvent::Resync { feed: Feed::Agents, objects: Vec::new() },
+        ModelEvent::Clock(NOW),
+    ]);
+    assert_eq!(feeds::summary(&demo.snapshot(), NOW).0, "data 0s");
 }
 
 /// An API server that stops answering stalls every feed: the status bar

@@ -576,6 +576,8 @@ fn enter_opens_events_gangs_queues_and_full_node_details() {
     let screen = format!("{}", render(&mut app, &v, "default", 200, 60).backend());
     assert!(screen.contains(" gang · esc close ") && screen.contains(&running.display_name()), "{screen}");
     assert!(screen.contains("nodes:") && screen.contains("kubectl get "), "{screen}");
+    let age = kgpu::model::time::age(running.age);
+    assert!(screen.contains(&format!("age: {age}")), "the gang's age as its row says it ({age}): {screen}");
     key(&mut app, &v, KeyCode::Esc);
     key(&mut app, &v, KeyCode::Tab);
     key(&mut app, &v, KeyCode::Enter);
@@ -593,7 +595,8 @@ fn shift_letters_sort_every_table_and_the_title_says_how() {
     let screen = format!("{}", render(&mut app, &v, "default", 200, 60).backend());
     assert!(screen.contains("Nodes (64) · sort: free GPUs"), "{screen}");
     let names = node_names_on(&screen);
-    let free_of = |n: &str| v.nodes.iter().find(|r| r.name.as_str() == n).unwrap().free;
+    // Free as the totals count it: a cordoned node's GPUs are unavailable, not free.
+    let free_of = |n: &str| v.nodes.iter().find(|r| r.name.as_str() == n).unwrap().buckets.free;
     let frees: Vec<u64> = names.iter().map(|n| free_of(n)).collect();
     assert!(frees.windows(2).all(|w| w[0] >= w[1]), "most free first: {frees:?}");
     key(&mut app, &v, KeyCode::Char('F'));

@@ -302,7 +302,7 @@ impl App {
         let key = (self.pane, self.section(self.pane));
         let sort = sort::Sort::pressed(self.sorts.get(&key).copied(), letter);
         self.sorts.insert(key, sort);
-        self.notify(format!("sorted by {}", sort.label(columns)), false);
+        self.say_briefly(format!("sorted by {}", sort.label(columns)), false);
     }
 
     pub fn filter(&self, pane: Pane) -> &str {

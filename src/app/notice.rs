@@ -36,6 +36,12 @@ impl App {
         self.show(Notice { text: text.into(), error, sticky: error });
     }
 
+    /// A passing word that answers the key just typed (a sort, a hint while
+    /// typing a filter): on the status line, not kept for `:messages`.
+    pub(super) fn say_briefly(&mut self, text: impl Into<String>, error: bool) {
+        self.notice = Some(Notice { text: text.into(), error, sticky: false });
+    }
+
     pub(super) fn show(&mut self, notice: Notice) {
         if self.messages.len() == MESSAGES_KEPT {
             self.messages.pop_front();

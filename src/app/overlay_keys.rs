@@ -185,7 +185,12 @@ impl App {
     /// out of sight.
     fn switch_source(&mut self, switch: SourceSwitch, views: &Views) -> Vec<Effect> {
         if views.snap.source.kind != crate::model::SourceKind::Kube {
-            self.notify(":ctx and :ns work on a live cluster (this is a demo or a file)", true);
+            let here = if views.snap.source.kind == crate::model::SourceKind::Demo {
+                "the demo has one simulated cluster; :scenario NAME switches what it shows"
+            } else {
+                "files have no context or namespace to switch to"
+            };
+            self.notify(format!(":ctx and :ns switch a live cluster's scope: {here}"), true);
             return Vec::new();
         }
         if !self.in_flight.is_empty() {
@@ -213,7 +218,7 @@ impl App {
         } else {
             return;
         };
-        self.show(Notice { text: said, error: true, sticky: false });
+        self.say_briefly(said, true);
     }
 
     pub(super) fn run_palette(&mut self, line: &str, views: &Views) -> Vec<Effect> {

@@ -40,7 +40,8 @@ pub fn nodes<'a>(views: &'a Views, filter: &str, sort: Option<Sort>) -> Vec<&'a 
         (std::cmp::Reverse(r.issues.iter().filter(|i| i.is_fault()).count()), std::cmp::Reverse(r.issues.len()))
     };
     match sort.letter {
-        'F' => sorted(&mut rows, sort, |r| (std::cmp::Reverse(r.free), r.name)),
+        // Free as the totals count it: a cordoned node's GPUs are unavailable.
+        'F' => sorted(&mut rows, sort, |r| (std::cmp::Reverse(r.buckets.free), r.name)),
         'P' => sorted(&mut rows, sort, |r| (faults(r), r.name)),
         'U' => sorted(&mut rows, sort, |r| (std::cmp::Reverse(r.used), r.name)),
         'D' => sorted(&mut rows, sort, |r| (r.driver.clone(), r.name)),

@@ -50,7 +50,7 @@ pub fn draw(
             let hint_rect = Rect {
                 x: area.x,
                 y: rect.y.saturating_sub(hints.len() as u16 + 2),
-                width: area.width.min(80),
+                width: area.width.min(100),
                 height: (hints.len() as u16 + 2).min(rect.y.saturating_sub(area.y)),
             };
             frame.render_widget(Clear, hint_rect);
@@ -91,7 +91,7 @@ pub fn draw(
                 Detail::Gang(id) => (
                     " gang · esc close ",
                     match views.analysis.gangs.iter().find(|g| crate::app::gang_id(&g.key) == *id) {
-                        Some(g) => details::gang(g, views),
+                        Some(g) => details::gang(g),
                         None => {
                             let mut gone = Doc::default();
                             gone.line(Role::Warn, format!("{id} is gone"));
@@ -161,10 +161,7 @@ fn help(frame: &mut Frame, area: Rect, views: &Views, theme: &Theme, scroll: u16
     lines.push(Line::raw(""));
     lines.push(Line::styled("command palette (:)", theme.style(Role::Header)));
     for (c, d) in palette::COMMANDS {
-        lines.push(Line::from(vec![
-            Span::styled(format!("  :{c:<58}"), theme.style(Role::KeyHint)),
-            Span::styled(d.to_string(), theme.style(Role::Dim)),
-        ]));
+        lines.extend(command_lines("  ", c, d, theme));
     }
     for dialog in Dialog::ALL {
         lines.push(Line::raw(""));
@@ -334,23 +331,36 @@ fn messages(frame: &mut Frame, area: Rect, app: &App, views: &Views, theme: &The
     scrolled_text(frame, rect, lines, scroll, block(title, true, theme))
 }
 
+/// How wide a palette command may be to have its description beside it.
+const COMMAND_COLUMN: usize = 24;
+
+/// A palette command and what it does: side by side, or, for a long
+/// command, the description on the line under it.
+fn command_lines(indent: &str, command: &str, what: &str, theme: &Theme) -> Vec<Line<'static>> {
+    let command = format!("{indent}:{command}");
+    if command.chars().count() < COMMAND_COLUMN {
+        return vec![Line::from(vec![
+            Span::styled(format!("{command:<COMMAND_COLUMN$}"), theme.style(Role::KeyHint)),
+            Span::styled(what.to_string(), theme.style(Role::Dim)),
+        ])];
+    }
+    vec![
+        Line::styled(command, theme.style(Role::KeyHint)),
+        Line::styled(format!("{:COMMAND_COLUMN$}{what}", ""), theme.style(Role::Dim)),
+    ]
+}
+
 /// What the palette suggests for `line` as it is typed: the commands whose
 /// words start with it, then, once a command is typed, its arguments.
 fn palette_hints(app: &App, views: &Views, line: &str, theme: &Theme) -> Vec<Line<'static>> {
     let typed = line.trim_start().trim_start_matches(':');
-    let command_line = |(c, d): &(&str, &str)| {
-        Line::from(vec![
-            Span::styled(format!(":{c:<58}"), theme.style(Role::KeyHint)),
-            Span::styled(d.to_string(), theme.style(Role::Dim)),
-        ])
-    };
     if !typed.contains(' ') {
         let matching: Vec<Line> = palette::COMMANDS
             .iter()
             .filter(|(c, _)| {
                 typed.is_empty() || c.split(|ch: char| !ch.is_alphanumeric()).any(|w| w.starts_with(typed))
             })
-            .map(command_line)
+            .flat_map(|(c, d)| command_lines("", c, d, theme))
             .collect();
         if matching.is_empty() {
             return vec![Line::styled(format!("no command starts with '{typed}'"), theme.style(Role::Warn))];

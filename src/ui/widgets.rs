@@ -210,7 +210,7 @@ pub fn lazy_table(
         // Only a filter empties a table the pane draws: the header stays.
         let note = Rect { x: area.x + 2, y: area.y + 2, width: area.width.saturating_sub(4), height: 1 };
         frame.render_widget(
-            Paragraph::new(Line::styled("no match (esc in / clears the filter)", theme.style(Role::Warn))),
+            Paragraph::new(Line::styled("no match for the filter (esc clears it)", theme.style(Role::Warn))),
             note,
         );
     }

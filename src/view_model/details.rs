@@ -165,7 +165,7 @@ pub fn event(e: &EventRow) -> Doc {
 
 /// A gang that is not pending (running, placed, finished): its members'
 /// placement and where it holds GPUs.
-pub fn gang(g: &GangSummary, views: &Views) -> Doc {
+pub fn gang(g: &GangSummary) -> Doc {
     let mut doc = Doc::default();
     doc.line(Role::Header, format!("{} {} — {}", g.key.kind.kind_name(), g.display_name(), g.state.as_str()));
     doc.line(
@@ -178,7 +178,7 @@ pub fn gang(g: &GangSummary, views: &Views) -> Doc {
     if let Some(q) = g.queue {
         doc.line(Role::Text, format!("queue: {q}"));
     }
-    doc.line(Role::Dim, format!("age: {}", age((views.analysis.now - g.age).max(0))));
+    doc.line(Role::Dim, format!("age: {}", age(g.age)));
     if g.gpus_held_idle > 0 {
         doc.line(Role::Warn, format!("{} GPU(s) held by members waiting for the rest", g.gpus_held_idle));
     }

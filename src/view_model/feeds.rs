@@ -2,7 +2,7 @@
 //! `kgpu snapshot` text and its JSON read the same states.
 
 use crate::model::time::age;
-use crate::model::{Feed, FeedState, FeedStatus, Snapshot, Timestamp};
+use crate::model::{Feed, FeedState, FeedStatus, Snapshot, SourceKind, Timestamp};
 
 use super::style::Role;
 
@@ -72,7 +72,7 @@ pub fn health(snap: &Snapshot, now: Timestamp) -> Vec<FeedHealth> {
                 feed: *f,
                 state,
                 reason,
-                age: data_age(*f, status, now),
+                age: data_age(*f, status, now, snap.source.kind),
                 stale_since,
                 unavailable: matches!(status.state, FeedState::Unavailable(_)),
                 incomplete: match status.state {
@@ -86,13 +86,14 @@ pub fn health(snap: &Snapshot, now: Timestamp) -> Vec<FeedHealth> {
         .collect()
 }
 
-fn data_age(feed: Feed, status: &FeedStatus, now: Timestamp) -> Option<i64> {
+fn data_age(feed: Feed, status: &FeedStatus, now: Timestamp, source: SourceKind) -> Option<i64> {
     let last_data = status.last_data?;
     let current_at = match &status.state {
         // An unavailable feed is named as a problem of its own instead.
         FeedState::Syncing | FeedState::Unavailable(_) => return None,
-        // The agents are asked every few seconds: their data is as old as the last answer.
-        _ if feed == Feed::Agents => last_data,
+        // Real agents are asked every few seconds: their data is as old as
+        // the last answer. The demo's simulated ones are current.
+        _ if feed == Feed::Agents && source == SourceKind::Kube => last_data,
         FeedState::Live => now,
         FeedState::Reconnecting { since, .. } => *since,
     };
