@@ -117,6 +117,21 @@ pub enum Overlay {
     QuitWhileRunning,
 }
 
+impl Overlay {
+    /// A reader's scroll (help, details, `:messages`): the one thing its
+    /// keys move and the frame clamps. `None` for the other overlays.
+    fn reader_scroll(&mut self) -> Option<&mut u16> {
+        match self {
+            Overlay::Help { scroll }
+            | Overlay::NodeDetail { scroll, .. }
+            | Overlay::CellDetail { scroll }
+            | Overlay::Messages { scroll }
+            | Overlay::Detail { scroll, .. } => Some(scroll),
+            _ => None,
+        }
+    }
+}
+
 /// The source a palette command asks for, relative to the current one.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SourceSwitch {
@@ -415,16 +430,8 @@ impl App {
                 if let Some(s) = shown.drill_scroll {
                     self.drill_scroll = s;
                 }
-                if let (
-                    Some(s),
-                    Some(
-                        Overlay::Help { scroll }
-                        | Overlay::NodeDetail { scroll, .. }
-                        | Overlay::CellDetail { scroll }
-                        | Overlay::Messages { scroll }
-                        | Overlay::Detail { scroll, .. },
-                    ),
-                ) = (shown.overlay_scroll, self.overlay.as_mut())
+                if let (Some(s), Some(scroll)) =
+                    (shown.overlay_scroll, self.overlay.as_mut().and_then(Overlay::reader_scroll))
                 {
                     *scroll = s;
                 }

@@ -7,26 +7,22 @@ use super::*;
 impl App {
     pub(super) fn on_overlay_key(&mut self, overlay: Overlay, key: KeyEvent, views: &Views) -> Vec<Effect> {
         let command = |dialog| dialog_command(dialog, key.code);
+        let mut overlay = overlay;
+        if let Some(scroll) = overlay.reader_scroll() {
+            // Every reader scrolls alike; closing drops it.
+            if let Some(next) = scroll_reader(command(Dialog::Reader), *scroll) {
+                *scroll = next;
+                self.overlay = Some(overlay);
+            }
+            return Vec::new();
+        }
         match overlay {
-            Overlay::Help { scroll } => {
-                self.overlay = scroll_reader(command(Dialog::Reader), scroll).map(|scroll| Overlay::Help { scroll });
-            }
-            Overlay::NodeDetail { node, scroll } => {
-                self.overlay =
-                    scroll_reader(command(Dialog::Reader), scroll).map(|scroll| Overlay::NodeDetail { node, scroll });
-            }
-            Overlay::CellDetail { scroll } => {
-                self.overlay =
-                    scroll_reader(command(Dialog::Reader), scroll).map(|scroll| Overlay::CellDetail { scroll });
-            }
-            Overlay::Detail { detail, scroll } => {
-                self.overlay =
-                    scroll_reader(command(Dialog::Reader), scroll).map(|scroll| Overlay::Detail { detail, scroll });
-            }
-            Overlay::Messages { scroll } => {
-                self.overlay =
-                    scroll_reader(command(Dialog::Reader), scroll).map(|scroll| Overlay::Messages { scroll });
-            }
+            // Handled above.
+            Overlay::Help { .. }
+            | Overlay::NodeDetail { .. }
+            | Overlay::CellDetail { .. }
+            | Overlay::Detail { .. }
+            | Overlay::Messages { .. } => {}
             Overlay::Filter(mut area) => match command(Dialog::Filter) {
                 Some(DialogCommand::Close) => {
                     self.filters.remove(&self.pane);
