@@ -79,6 +79,32 @@ pub fn target<'a>(policies: impl IntoIterator<Item = &'a DriverPolicy>) -> Resul
     }
 }
 
+/// What the upgrade waves go to: the version chosen (`:plan`,
+/// `--target-driver`), else the operator's target.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WaveTarget {
+    pub version: Option<DriverVersion>,
+    /// The operator object that asks for it; `None` when chosen (or none).
+    pub from: Option<String>,
+    /// Why the operator's objects give no single target, when they do not.
+    pub problem: Option<String>,
+}
+
+pub fn wave_target<'a>(
+    chosen: Option<&DriverVersion>,
+    policies: impl IntoIterator<Item = &'a DriverPolicy>,
+) -> WaveTarget {
+    let (operator, problem) = match target(policies) {
+        Ok(t) => (t, None),
+        Err(why) => (None, Some(why)),
+    };
+    match (chosen, operator) {
+        (Some(v), _) => WaveTarget { version: Some(v.clone()), from: None, problem },
+        (None, Some(t)) => WaveTarget { version: Some(t.version), from: Some(t.source), problem },
+        (None, None) => WaveTarget { version: None, from: None, problem },
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

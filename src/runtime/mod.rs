@@ -181,17 +181,12 @@ fn snapshot(args: &SnapshotArgs, source: &crate::cli::SourceArgs) -> anyhow::Res
     let thresholds = Thresholds::default();
     let analysis = analysis::analyze(&snap, now, &thresholds);
     // Without --target-driver, the waves go to what the GPU Operator is told.
-    let operator = crate::model::driver_policy::target(snap.driver_policies.values().map(|p| &**p));
-    let (target, source) = match (target, operator) {
-        (Some(t), _) => (Some(t), "--target-driver".to_string()),
-        (None, Ok(Some(t))) => (Some(t.version), t.source),
-        (None, Err(why)) => {
-            say(&format!("kgpu: no single driver target: {why}"));
-            (None, String::new())
-        }
-        (None, Ok(None)) => (None, String::new()),
-    };
-    let plan = target.map(|t| {
+    let target = crate::model::driver_policy::wave_target(target.as_ref(), snap.driver_policies.values().map(|p| &**p));
+    if let (None, Some(why)) = (&target.version, &target.problem) {
+        say(&format!("kgpu: no single driver target: {why}"));
+    }
+    let source = target.from.unwrap_or_else(|| "--target-driver".to_string());
+    let plan = target.version.map(|t| {
         let index = analysis::index::Index::build(&snap, now);
         (waves::plan(&index, &t, policy), source)
     });

@@ -30,11 +30,15 @@ pub fn node_conditions(doc: &mut Doc, n: &Node) {
 /// resource by resource, as `kubectl describe node` sums them.
 pub fn node_allocation(doc: &mut Doc, views: &Views, n: &Node) {
     let mut used = Resources::default();
+    let mut extended: std::collections::HashMap<Sym, u64> = std::collections::HashMap::new();
     for p in views.snap.pods.values().filter(|p| p.node == Some(n.name) && p.holds_resources()) {
         used.cpu_milli += p.requests.cpu_milli;
         used.memory += p.requests.memory;
         used.pods += 1;
         used.gpu += p.requests.gpu;
+        for (name, v) in p.requests.extended.iter() {
+            *extended.entry(*name).or_default() += v;
+        }
     }
     let row = |name: &str, used: u64, of: u64| {
         let pct = used.saturating_mul(100).checked_div(of).unwrap_or(0);
@@ -47,14 +51,7 @@ pub fn node_allocation(doc: &mut Doc, views: &Views, n: &Node) {
     doc.line(Role::Text, row("pods", used.pods, a.pods));
     doc.line(Role::Text, row("nvidia.com/gpu", used.gpu, a.gpu));
     for (name, of) in a.extended.iter() {
-        let used: u64 = views
-            .snap
-            .pods
-            .values()
-            .filter(|p| p.node == Some(n.name) && p.holds_resources())
-            .map(|p| p.requests.extended.iter().find(|(k, _)| k == name).map_or(0, |(_, v)| *v))
-            .sum();
-        doc.line(Role::Text, row(name.as_str(), used, *of));
+        doc.line(Role::Text, row(name.as_str(), extended.get(name).copied().unwrap_or(0), *of));
     }
 }
 

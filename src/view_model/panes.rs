@@ -399,20 +399,16 @@ impl Views {
         let mig = mig_rows(&snap, &analysis);
         let events = event_rows(&snap, now);
         // Without a chosen target, the waves go to what the GPU Operator is told.
-        let operator = crate::model::driver_policy::target(snap.driver_policies.values().map(|p| &**p));
-        let (target_problem, operator) = match operator {
-            Ok(t) => (None, t),
-            Err(why) => (Some(why), None),
-        };
-        let (wave_target, waves_from) = match (wave_target, &operator) {
-            (Some(chosen), _) => (Some(chosen), None),
-            (None, Some(t)) => (Some((&t.version, waves::Policy::default())), Some(t.source.clone())),
-            (None, None) => (None, None),
-        };
-        let waves = wave_target.map(|(t, policy)| {
+        let policy = wave_target.map_or_else(waves::Policy::default, |(_, p)| p);
+        let target = crate::model::driver_policy::wave_target(
+            wave_target.map(|(t, _)| t),
+            snap.driver_policies.values().map(|p| &**p),
+        );
+        let waves = target.version.as_ref().map(|t| {
             let index = analysis::index::Index::build(&snap, now);
             waves::plan(&index, t, policy)
         });
+        let (waves_from, target_problem) = (target.from, target.problem);
         Views { snap, analysis, nodes, pools, mig, events, waves, waves_from, target_problem }
     }
 
