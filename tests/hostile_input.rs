@@ -190,7 +190,7 @@ async fn an_agent_that_sends_without_end_costs_the_cockpit_a_bounded_read() {
     });
     let got = tokio::time::timeout(
         std::time::Duration::from_secs(30),
-        kgpu::sources::agents::direct_get("127.0.0.1", port, "/v1/snapshot", "t"),
+        kgpu::sources::agents::direct_get("127.0.0.1", port, "/v1/snapshot", Some("t")),
     )
     .await
     .expect("the read ends by itself");

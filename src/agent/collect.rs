@@ -6,6 +6,7 @@ use std::collections::{HashMap, VecDeque};
 
 use super::backend::{Reading, XidSeen};
 use super::wire::{AgentSnapshot, Availability, GpuReport, PodRef, VERSION, XidReport};
+use crate::model::usage::IDLE_BELOW_PCT;
 use crate::reference::xid;
 
 /// XIDs kept per GPU (the newest).
@@ -37,6 +38,35 @@ impl XidHistory {
 
     pub fn of(&self, gpu: &str) -> Vec<XidReport> {
         self.per_gpu.get(gpu).map(|l| l.iter().cloned().collect()).unwrap_or_default()
+    }
+}
+
+/// Since when each GPU has been idle (under [`IDLE_BELOW_PCT`] busy), as
+/// this agent has seen it: the cockpit's own history begins only when it
+/// starts, the agent's when the node's agent did.
+#[derive(Default)]
+pub struct IdleClock {
+    since: HashMap<String, i64>,
+}
+
+impl IdleClock {
+    pub fn observe(&mut self, reading: &Reading, now: i64) {
+        self.since.retain(|uuid, _| reading.gpus.iter().any(|g| &g.uuid == uuid));
+        for g in &reading.gpus {
+            match g.utilization_pct {
+                Some(u) if (u as f32) < IDLE_BELOW_PCT => {
+                    self.since.entry(g.uuid.clone()).or_insert(now);
+                }
+                Some(_) => {
+                    self.since.remove(&g.uuid);
+                }
+                None => {}
+            }
+        }
+    }
+
+    pub fn of(&self, gpu: &str) -> Option<i64> {
+        self.since.get(gpu).copied()
     }
 }
 
@@ -104,6 +134,7 @@ pub struct Inputs<'a> {
     pub now: i64,
     pub reading: &'a Result<Reading, String>,
     pub xids: &'a XidHistory,
+    pub idle: &'a IdleClock,
     /// `Err`: why the kubelet's assignments are not known.
     pub devices: &'a Result<DeviceMap, String>,
 }
@@ -125,6 +156,7 @@ pub fn assemble(i: Inputs<'_>) -> AgentSnapshot {
                     g.xids = i.xids.of(&g.uuid);
                     g.health = health(&g, &g.xids, i.now);
                     g.pods = pods_of(&g, devices);
+                    g.idle_since = i.idle.of(&g.uuid);
                     g
                 })
                 .collect();
@@ -208,12 +240,31 @@ mod tests {
             now: 0,
             reading: &reading,
             xids: &XidHistory::default(),
+            idle: &IdleClock::default(),
             devices: &Ok(devices),
         });
         let names = |i: usize| snap.gpus[i].pods.iter().map(|p| p.name.as_str()).collect::<Vec<_>>();
         assert_eq!(names(0), ["a", "b"]);
         assert_eq!(names(1), ["c", "d"]);
         assert_eq!(snap.gpus[0].pods[0].device, "GPU-a", "suffix stripped");
+    }
+
+    #[test]
+    fn the_idle_clock_runs_while_a_gpu_is_idle_and_stops_when_it_works() {
+        let with = |util: Option<u32>| Reading {
+            gpus: vec![GpuReport { utilization_pct: util, ..gpu(0, "GPU-a") }],
+            ..Reading::default()
+        };
+        let mut idle = IdleClock::default();
+        idle.observe(&with(Some(0)), 100);
+        idle.observe(&with(Some(3)), 110);
+        idle.observe(&with(None), 120);
+        assert_eq!(idle.of("GPU-a"), Some(100), "an unknown reading neither ends nor begins a run");
+        idle.observe(&with(Some(40)), 130);
+        assert_eq!(idle.of("GPU-a"), None);
+        idle.observe(&with(Some(0)), 140);
+        idle.observe(&Reading::default(), 150);
+        assert_eq!(idle.of("GPU-a"), None, "a GPU gone is forgotten");
     }
 
     #[test]
@@ -224,6 +275,7 @@ mod tests {
             now: 5,
             reading: &Err("NVML not found".into()),
             xids: &XidHistory::default(),
+            idle: &IdleClock::default(),
             devices: &Err("no socket".into()),
         });
         assert_eq!(snap.nvml, Availability::no("NVML not found"));

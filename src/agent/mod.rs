@@ -24,7 +24,7 @@ use tokio::sync::{broadcast, mpsc, watch};
 use tokio::task::JoinHandle;
 
 use backend::{GpuBackend, Reading, XidSeen};
-use collect::{DeviceMap, Inputs, XidHistory};
+use collect::{DeviceMap, IdleClock, Inputs, XidHistory};
 use wire::{AgentSnapshot, Availability, StreamEvent};
 
 /// The agent's token from `path`, refused with the reason when anyone
@@ -137,6 +137,7 @@ pub fn start(
         now,
         reading: &Err("starting".into()),
         xids: &XidHistory::default(),
+        idle: &IdleClock::default(),
         devices: &Err("starting".into()),
     });
     let (latest_tx, latest) = watch::channel(Arc::new(starting));
@@ -204,10 +205,16 @@ async fn collector(
     let mut reading: Result<Reading, String> = Err("starting".into());
     let mut devices: Result<DeviceMap, String> = Err("not asked yet".into());
     let mut xids = XidHistory::default();
+    let mut idle = IdleClock::default();
     while let Some(input) = inputs.recv().await {
         let now = crate::clock::wall_clock();
         match input {
-            Input::Reading(r) => reading = r,
+            Input::Reading(r) => {
+                if let Ok(r) = &r {
+                    idle.observe(r, now);
+                }
+                reading = r;
+            }
             Input::Devices(d) => devices = d,
             Input::Xid(seen) => {
                 let xid = xids.record(&seen, now);
@@ -216,8 +223,15 @@ async fn collector(
                 let _ = events.send(StreamEvent::Xid { gpu: seen.gpu, xid });
             }
         }
-        let snap =
-            collect::assemble(Inputs { node: &node, backend, now, reading: &reading, xids: &xids, devices: &devices });
+        let snap = collect::assemble(Inputs {
+            node: &node,
+            backend,
+            now,
+            reading: &reading,
+            xids: &xids,
+            idle: &idle,
+            devices: &devices,
+        });
         let changed = !collect::same_content(&latest.borrow(), &snap);
         if changed {
             let _ = events.send(StreamEvent::Snapshot { snapshot: Box::new(snap.clone()) });

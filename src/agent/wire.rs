@@ -76,6 +76,10 @@ pub struct GpuReport {
     /// Percent; absent where NVML does not say (a MIG-enabled GPU).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub utilization_pct: Option<u32>,
+    /// Since when (seconds since the epoch) the agent has seen the GPU
+    /// under 5% utilization without a break; absent while busy or unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_since: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub temperature_c: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -13,6 +13,7 @@ pub mod queues;
 pub mod scheduler_msg;
 pub mod tally;
 pub mod testing;
+pub mod usage;
 pub mod waves;
 
 use crate::model::{Snapshot, Timestamp};
@@ -58,6 +59,7 @@ pub struct Analysis {
     pub queues: Vec<queues::QueueRow>,
     pub matrix: compat::Matrix,
     pub upgrades: Vec<waves::UpgradeRow>,
+    pub utilization: usage::Utilization,
 }
 
 pub fn analyze(snap: &Snapshot, now: Timestamp, thresholds: &Thresholds) -> Analysis {
@@ -85,7 +87,8 @@ pub fn analyze(snap: &Snapshot, now: Timestamp, thresholds: &Thresholds) -> Anal
         (fragmentation, nodes, matrix, upgrades, queues, pending)
     });
     let totals = fleet::totals(&nodes, fragmentation.stranded_total);
-    Analysis { now, nodes, totals, fragmentation, gangs, pending, queues, matrix, upgrades }
+    let utilization = usage::analyze(snap, now);
+    Analysis { now, nodes, totals, fragmentation, gangs, pending, queues, matrix, upgrades, utilization }
 }
 
 /// The defragmentation plan for one pending gang or pod (`namespace/name`)

@@ -47,7 +47,8 @@ pub struct Binding {
     pub panes: Option<&'static [Pane]>,
 }
 
-const ALL_LIST_PANES: &[Pane] = &[Pane::Fleet, Pane::Pending, Pane::Gangs, Pane::Mig, Pane::Drivers, Pane::Events];
+const ALL_LIST_PANES: &[Pane] =
+    &[Pane::Fleet, Pane::Pending, Pane::Gangs, Pane::Mig, Pane::Drivers, Pane::Events, Pane::Usage];
 
 pub const BINDINGS: &[Binding] = &[
     Binding {
@@ -90,6 +91,13 @@ pub const BINDINGS: &[Binding] = &[
         label: "6",
         command: Command::Pane(Pane::Events),
         help: "Events and the audit log",
+        panes: None,
+    },
+    Binding {
+        keys: &[KeyCode::Char('7')],
+        label: "7",
+        command: Command::Pane(Pane::Usage),
+        help: "Usage: who holds GPUs idle",
         panes: None,
     },
     Binding {

@@ -42,10 +42,12 @@ pub enum Pane {
     Mig,
     Drivers,
     Events,
+    Usage,
 }
 
 impl Pane {
-    pub const ALL: [Pane; 6] = [Pane::Fleet, Pane::Pending, Pane::Gangs, Pane::Mig, Pane::Drivers, Pane::Events];
+    pub const ALL: [Pane; 7] =
+        [Pane::Fleet, Pane::Pending, Pane::Gangs, Pane::Mig, Pane::Drivers, Pane::Events, Pane::Usage];
 
     pub fn title(self) -> &'static str {
         match self {
@@ -55,6 +57,7 @@ impl Pane {
             Pane::Mig => "MIG",
             Pane::Drivers => "Drivers",
             Pane::Events => "Events",
+            Pane::Usage => "Usage",
         }
     }
 
@@ -210,6 +213,8 @@ pub enum Detail {
     Event(Box<crate::view_model::panes::EventRow>),
     Gang(String),
     Queue(Box<crate::analysis::queues::QueueRow>),
+    /// A pod's GPU utilization, by its `namespace/name`.
+    Usage(String),
 }
 
 pub struct App {
@@ -363,6 +368,9 @@ impl App {
             }
             (Pane::Drivers, Section::First) => Vec::new(),
             (Pane::Events, _) => (0..rows::events(views, f, None).len()).map(|i| i.to_string()).collect(),
+            (Pane::Usage, _) => {
+                rows::usage(views, f, self.sorting(pane, Section::First)).iter().map(|u| u.id()).collect()
+            }
         }
     }
 
@@ -472,8 +480,8 @@ impl App {
                 return vec![Effect::Quit];
             }
             Command::Pane(p) => self.go(p),
-            Command::NextPane => self.go(Pane::ALL[self.pane.number() % 6]),
-            Command::PrevPane => self.go(Pane::ALL[(self.pane.number() + 4) % 6]),
+            Command::NextPane => self.go(Pane::ALL[self.pane.number() % Pane::ALL.len()]),
+            Command::PrevPane => self.go(Pane::ALL[(self.pane.number() + Pane::ALL.len() - 2) % Pane::ALL.len()]),
             Command::Up | Command::Down | Command::PageUp | Command::PageDown | Command::Top | Command::Bottom
                 if self.drill.is_some() && self.pane == Pane::Pending =>
             {

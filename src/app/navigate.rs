@@ -113,6 +113,11 @@ impl App {
                     self.overlay = Some(Overlay::Detail { detail: Detail::Event(Box::new((*e).clone())), scroll: 0 });
                 }
             }
+            Pane::Usage => {
+                if let Some(id) = self.selected_id(Pane::Usage, views) {
+                    self.overlay = Some(Overlay::Detail { detail: Detail::Usage(id), scroll: 0 });
+                }
+            }
             Pane::Drivers if self.section(Pane::Drivers) == Section::First => {
                 self.overlay = Some(Overlay::CellDetail { scroll: 0 });
             }

@@ -209,7 +209,9 @@ impl App {
         let filter = super::filter::Filter::parse(text);
         let said = if let Some(note) = filter.note() {
             note.to_string()
-        } else if filter.is_label_selector() && matches!(self.pane, Pane::Pending | Pane::Gangs | Pane::Events) {
+        } else if filter.is_label_selector()
+            && matches!(self.pane, Pane::Pending | Pane::Gangs | Pane::Events | Pane::Usage)
+        {
             "label selectors match nodes: use them in Fleet, MIG or Drivers".to_string()
         } else {
             return;

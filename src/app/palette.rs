@@ -53,6 +53,7 @@ pub fn parse(line: &str) -> Result<PaletteCommand, String> {
         "mig" | "4" => PaletteCommand::Pane(Pane::Mig),
         "drivers" | "5" => PaletteCommand::Pane(Pane::Drivers),
         "events" | "ev" | "audit" | "6" => PaletteCommand::Pane(Pane::Events),
+        "usage" | "idle" | "utilization" | "util" | "7" => PaletteCommand::Pane(Pane::Usage),
         "q" | "quit" | "q!" => PaletteCommand::Quit,
         "ctx" | "context" => PaletteCommand::Context(need("a context name (Tab lists them)")?),
         "ns" | "namespace" => match rest {

@@ -7,6 +7,7 @@ use crate::analysis::gangs::GangSummary;
 use crate::analysis::pending::PendingItem;
 use crate::analysis::queues::QueueRow;
 use crate::view_model::panes::{EventRow, MigNodeRow, NodeRow, PoolRow, Views};
+use crate::view_model::usage::UsageRow;
 
 use super::sort::Sort;
 
@@ -173,6 +174,32 @@ pub fn events<'a>(views: &'a Views, filter: &str, sort: Option<Sort>) -> Vec<&'a
         None => {}
     }
     indexed.into_iter().map(|(_, e)| e).collect()
+}
+
+pub fn usage<'a>(views: &'a Views, filter: &str, sort: Option<Sort>) -> Vec<&'a UsageRow> {
+    let f = Filter::parse(filter);
+    // The rows and the analysis's holders are in the same order: the
+    // numbers sort, the text is what the filter sees.
+    let mut rows: Vec<(usize, &UsageRow)> = views
+        .usage
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| f.matches(&[&r.pod, &r.node, &r.held, &r.idle, &r.workload, &r.queue, r.source], None))
+        .collect();
+    let holder = |i: usize| views.analysis.utilization.holders.get(i);
+    let milli = |x: Option<f64>| (x.unwrap_or(0.0) * 1000.0) as i64;
+    match sort {
+        Some(s) if s.letter == 'N' => sorted(&mut rows, s, |(_, r)| r.pod.clone()),
+        Some(s) if s.letter == 'M' => {
+            sorted(&mut rows, s, |(i, _)| (milli(holder(*i).and_then(|h| h.mean_pct.map(f64::from))), *i))
+        }
+        Some(s) if s.letter == 'S' => sorted(&mut rows, s, |(i, _)| (-milli(holder(*i).map(|h| h.gpus)), *i)),
+        Some(s) if s.letter == 'W' => sorted(&mut rows, s, |(i, r)| (r.workload.clone(), *i)),
+        Some(s) if s.letter == 'O' => sorted(&mut rows, s, |(i, r)| (r.node.clone(), *i)),
+        Some(s) => sorted(&mut rows, s, |(i, _)| *i),
+        None => {}
+    }
+    rows.into_iter().map(|(_, r)| r).collect()
 }
 
 pub fn upgrades<'a>(views: &'a Views, filter: &str, sort: Option<Sort>) -> Vec<&'a crate::analysis::waves::UpgradeRow> {

@@ -25,6 +25,14 @@ const GANGS: &[Column] = &[col('N', "name"), col('A', "oldest"), col('S', "state
 const QUEUES: &[Column] = &[col('N', "name"), col('U', "most used"), col('P', "most pending"), col('C', "cohort")];
 const MIG: &[Column] = &[col('N', "node"), col('C', "config"), col('S', "state")];
 const UPGRADES: &[Column] = &[col('N', "node"), col('S', "state"), col('F', "longest in state"), col('D', "driver")];
+const USAGE: &[Column] = &[
+    col('I', "idle GPU-hours"),
+    col('N', "pod"),
+    col('M', "least busy"),
+    col('S', "most GPUs"),
+    col('W', "workload"),
+    col('O', "node"),
+];
 const EVENTS: &[Column] = &[
     col('A', "newest"),
     col('T', "warnings first"),
@@ -46,11 +54,12 @@ pub fn columns(pane: Pane, section: Section, pools: bool) -> &'static [Column] {
         (Pane::Drivers, Section::Second) => UPGRADES,
         (Pane::Drivers, _) => &[],
         (Pane::Events, _) => EVENTS,
+        (Pane::Usage, _) => USAGE,
     }
 }
 
 /// Every table's letters, for the help.
-pub fn all() -> [(&'static str, &'static [Column]); 8] {
+pub fn all() -> [(&'static str, &'static [Column]); 9] {
     [
         ("Fleet nodes", NODES),
         ("Fleet pools", POOLS),
@@ -60,6 +69,7 @@ pub fn all() -> [(&'static str, &'static [Column]); 8] {
         ("MIG", MIG),
         ("Upgrades", UPGRADES),
         ("Events", EVENTS),
+        ("Usage", USAGE),
     ]
 }
 

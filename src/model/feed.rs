@@ -16,11 +16,12 @@ pub enum Feed {
     VolcanoQueues,
     ClusterPolicies,
     NvidiaDrivers,
+    DcgmExporter,
     Agents,
 }
 
 impl Feed {
-    pub const ALL: [Feed; 12] = [
+    pub const ALL: [Feed; 13] = [
         Feed::Nodes,
         Feed::Pods,
         Feed::Events,
@@ -32,6 +33,7 @@ impl Feed {
         Feed::VolcanoQueues,
         Feed::ClusterPolicies,
         Feed::NvidiaDrivers,
+        Feed::DcgmExporter,
         Feed::Agents,
     ];
 
@@ -49,6 +51,7 @@ impl Feed {
             Feed::ClusterPolicies => "gpu operator clusterpolicies",
             Feed::NvidiaDrivers => "gpu operator nvidiadrivers",
             Feed::Agents => "node agents",
+            Feed::DcgmExporter => "dcgm-exporter",
         }
     }
 }

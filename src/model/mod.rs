@@ -20,6 +20,7 @@ pub mod queue;
 pub mod resources;
 pub mod sym;
 pub mod time;
+pub mod usage;
 pub mod versions;
 
 use std::collections::BTreeMap;
@@ -40,6 +41,7 @@ pub use pod::{CudaNeed, Owner, Pod, PodKey, PodPhase, Uid, Unschedulable};
 pub use queue::{Flavor, Queue, QueueKey, QueueKind, QueueQuota};
 pub use resources::Resources;
 pub use sym::{Sym, SymHash, SymMap};
+pub use usage::{DeviceReading, MigSlice, NodeUsage, NodeUsageHistory, UsageSource};
 pub use versions::{CudaVersion, DriverVersion};
 
 /// Seconds since the Unix epoch.
@@ -102,6 +104,7 @@ pub enum Object {
     Event(ClusterEvent),
     Devices(NodeDevices),
     DriverPolicy(DriverPolicy),
+    Usage(NodeUsage),
 }
 
 impl Object {
@@ -115,7 +118,15 @@ impl Object {
             Object::Event(_) => Feed::Events,
             Object::Devices(_) => Feed::Agents,
             Object::DriverPolicy(p) => driver_policy_feed(p.kind),
+            Object::Usage(u) => usage_feed(u.source),
         }
+    }
+}
+
+fn usage_feed(source: UsageSource) -> Feed {
+    match source {
+        UsageSource::Agent => Feed::Agents,
+        UsageSource::DcgmExporter => Feed::DcgmExporter,
     }
 }
 
@@ -151,6 +162,7 @@ pub enum ObjectKey {
     Event(EventKey),
     Devices(Sym),
     DriverPolicy(DriverPolicyKind, Sym),
+    Usage(UsageSource, Sym),
 }
 
 // Events are moved through a channel and applied at once, never stored:
@@ -202,6 +214,8 @@ pub struct Snapshot {
     pub events: OrdMap<EventKey, Arc<ClusterEvent>>,
     /// The GPU Operator's ClusterPolicy and NVIDIADrivers.
     pub driver_policies: OrdMap<(DriverPolicyKind, Sym), Arc<DriverPolicy>>,
+    /// GPU utilization per reporter and node, with its bounded history.
+    pub usage: OrdMap<(UsageSource, Sym), Arc<NodeUsageHistory>>,
     pub feeds: BTreeMap<Feed, FeedStatus>,
     /// Objects skipped as malformed, per feed, with the last reason.
     pub skipped: BTreeMap<Feed, (u64, String)>,
@@ -222,6 +236,7 @@ impl Snapshot {
             devices: OrdMap::new(),
             events: OrdMap::new(),
             driver_policies: OrdMap::new(),
+            usage: OrdMap::new(),
             feeds: BTreeMap::new(),
             skipped: BTreeMap::new(),
         }
@@ -309,17 +324,32 @@ impl Cluster {
                         s.devices.remove(&k);
                         Feed::Agents
                     }
+                    ObjectKey::Usage(source, node) => {
+                        s.usage.remove(&(source, node));
+                        usage_feed(source)
+                    }
                 };
                 self.touch(feed);
             }
             ModelEvent::Resync { feed, objects } => {
                 self.clear_feed(feed);
+                let mut reported = std::collections::HashSet::new();
                 for object in objects {
                     if object.feed() == feed {
+                        if let Object::Usage(u) = &object {
+                            reported.insert((u.source, u.node));
+                        }
                         self.upsert(object);
                     }
                 }
                 let s = &mut self.state;
+                // Usage keeps its history across resyncs (every poll is
+                // one); only the nodes no longer reported are dropped.
+                let gone: Vec<(UsageSource, Sym)> =
+                    s.usage.keys().filter(|k| usage_feed(k.0) == feed && !reported.contains(*k)).copied().collect();
+                for key in gone {
+                    s.usage.remove(&key);
+                }
                 s.feeds.insert(feed, FeedStatus { state: FeedState::Live, last_data: Some(s.clock) });
                 s.generation += 1;
             }
@@ -386,6 +416,8 @@ impl Cluster {
             }
             Feed::ResourceFlavors => s.flavors.clear(),
             Feed::Agents => s.devices.clear(),
+            // Usage is folded into its history, not replaced: see Resync.
+            Feed::DcgmExporter => {}
             Feed::ClusterPolicies | Feed::NvidiaDrivers => {
                 s.driver_policies = s
                     .driver_policies
@@ -447,6 +479,11 @@ impl Cluster {
             }
             Object::Devices(devices) => {
                 s.devices.insert(devices.node, Arc::new(devices));
+            }
+            Object::Usage(usage) => {
+                let key = (usage.source, usage.node);
+                let history = NodeUsageHistory::fold(s.usage.get(&key).map(|h| &**h), usage);
+                s.usage.insert(key, Arc::new(history));
             }
         }
     }

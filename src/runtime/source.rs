@@ -159,8 +159,9 @@ impl Session {
             return self.snapshots.borrow().clone();
         };
         let deadline = tokio::time::Instant::now() + SYNC_TIMEOUT;
-        // The agents' first round too, when they are read at all.
-        let agents = (scope.agents.transport != Transport::Off).then_some(crate::model::Feed::Agents);
+        // The agents' and exporters' first rounds too, when they are read at all.
+        let polled = [crate::model::Feed::Agents, crate::model::Feed::DcgmExporter];
+        let agents = if scope.agents.transport == Transport::Off { &polled[..0] } else { &polled[..] };
         let synced = |s: &Snapshot| {
             kube_watch::FEEDS
                 .iter()

@@ -21,8 +21,8 @@ use tokio::task::JoinHandle;
 use crate::agent::server::TOKEN_HEADER;
 use crate::agent::wire::{AgentSnapshot, GpuReport, node_token};
 use crate::model::{
-    AgentStatus, CudaVersion, DriverVersion, Feed, FeedProblem, FeedState, Gpu, GpuHealth, MigInstance, MigMode,
-    ModelEvent, NodeDevices, Object, Sym, XidEvent,
+    AgentStatus, CudaVersion, DeviceReading, DriverVersion, Feed, FeedProblem, FeedState, Gpu, GpuHealth, MigInstance,
+    MigMode, MigSlice, ModelEvent, NodeDevices, NodeUsage, Object, PodKey, Sym, UsageSource, XidEvent,
 };
 use crate::reference::mig;
 
@@ -182,11 +182,12 @@ async fn round(client: &Client, config: &Config) -> Result<Vec<ModelEvent>, Stri
     let objects = agents
         .iter()
         .zip(results)
-        .map(|(a, r)| {
-            Object::Devices(match r {
-                Ok(snap) => of_node(&a.node, &a.name, &snap, now),
-                Err(why) => unreachable(&a.node, &why),
-            })
+        .flat_map(|(a, r)| match r {
+            Ok(snap) if snap.node == a.node => {
+                vec![Object::Devices(to_model(&snap, now)), Object::Usage(usage_of(&snap, now))]
+            }
+            Ok(snap) => vec![Object::Devices(of_node(&a.node, &a.name, &snap, now))],
+            Err(why) => vec![Object::Devices(unreachable(&a.node, &why))],
         })
         .collect();
     Ok(vec![
@@ -251,7 +252,7 @@ async fn fetch(client: &Client, config: &Config, agent: &AgentPod, token: &str) 
         let body = match config.transport {
             Transport::Direct => {
                 let ip = agent.ip.as_deref().ok_or_else(|| format!("agent pod {} has no IP yet", agent.name))?;
-                direct_get(ip, agent.port, "/v1/snapshot", token).await?
+                direct_get(ip, agent.port, "/v1/snapshot", Some(token)).await?
             }
             _ => {
                 let req =
@@ -280,8 +281,9 @@ async fn fetch(client: &Client, config: &Config, agent: &AgentPod, token: &str) 
         .map_err(|_| format!("agent {} did not answer within 5s", agent.name))?
 }
 
-/// `GET http://ip:port/path` with the token (HTTP/1.1, one connection).
-pub async fn direct_get(ip: &str, port: u16, path: &str, token: &str) -> Result<String, String> {
+/// `GET http://ip:port/path`, with the token when there is one (HTTP/1.1,
+/// one connection).
+pub async fn direct_get(ip: &str, port: u16, path: &str, token: Option<&str>) -> Result<String, String> {
     let stream = tokio::net::TcpStream::connect((ip, port)).await.map_err(|e| format!("{ip}:{port}: {e}"))?;
     let (mut sender, conn) = hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
         .await
@@ -290,11 +292,11 @@ pub async fn direct_get(ip: &str, port: u16, path: &str, token: &str) -> Result<
         // The connection ends with the response; its error is the request's.
         let _ = conn.await;
     });
-    let req = http::Request::get(path)
-        .header(http::header::HOST, format!("{ip}:{port}"))
-        .header(http::header::AUTHORIZATION, format!("Bearer {token}"))
-        .body(http_body_util::Empty::<bytes::Bytes>::new())
-        .map_err(|e| e.to_string())?;
+    let mut req = http::Request::get(path).header(http::header::HOST, format!("{ip}:{port}"));
+    if let Some(token) = token {
+        req = req.header(http::header::AUTHORIZATION, format!("Bearer {token}"));
+    }
+    let req = req.body(http_body_util::Empty::<bytes::Bytes>::new()).map_err(|e| e.to_string())?;
     let response = sender.send_request(req).await.map_err(|e| format!("{ip}:{port}: {e}"))?;
     let status = response.status();
     let text = read_limited(response.into_body(), &format!("{ip}:{port}")).await?;
@@ -306,7 +308,7 @@ pub async fn direct_get(ip: &str, port: u16, path: &str, token: &str) -> Result<
 pub const MAX_AGENT_BODY: usize = 8 << 20;
 
 /// A response body, refused past [`MAX_AGENT_BODY`] rather than read on.
-async fn read_limited<B>(body: B, from: &str) -> Result<String, String>
+pub async fn read_limited<B>(body: B, from: &str) -> Result<String, String>
 where
     B: hyper::body::Body,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
@@ -341,6 +343,57 @@ pub fn to_model(s: &AgentSnapshot, observed: i64) -> NodeDevices {
         cuda_driver: s.cuda_driver_version.as_deref().and_then(CudaVersion::parse),
         gpus: s.gpus.iter().map(gpu).collect(),
         observed: if s.collected_at > 0 { s.collected_at } else { observed },
+    }
+}
+
+/// What an agent says about how busy its GPUs are and who holds them. A MIG
+/// GPU is read per instance: NVML gives no utilization for one, so only
+/// its holders and not how busy it is are known from an agent.
+pub fn usage_of(s: &AgentSnapshot, observed: i64) -> NodeUsage {
+    let holders = |device: &dyn Fn(&str) -> bool, g: &GpuReport| -> Box<[PodKey]> {
+        let mut pods: Vec<PodKey> =
+            g.pods.iter().filter(|p| device(&p.device)).map(|p| PodKey::new(&p.namespace, &p.name)).collect();
+        pods.sort();
+        pods.dedup();
+        pods.into_boxed_slice()
+    };
+    let mut devices = Vec::new();
+    for g in &s.gpus {
+        let gpu = Sym::new(&g.uuid);
+        match g.mig.as_ref().filter(|m| m.enabled) {
+            Some(mig) => {
+                for (n, i) in mig.instances.iter().enumerate() {
+                    let uuid = i.uuid.as_deref();
+                    devices.push(DeviceReading {
+                        gpu,
+                        index: g.index,
+                        slice: Some(MigSlice {
+                            profile: Sym::new(&i.profile),
+                            id: i.gpu_instance_id.unwrap_or(u32::try_from(n).unwrap_or(u32::MAX)),
+                        }),
+                        holders: holders(&|d| Some(d) == uuid, g),
+                        busy_pct: None,
+                        memory_used_mib: None,
+                        idle_since: None,
+                    });
+                }
+            }
+            None => devices.push(DeviceReading {
+                gpu,
+                index: g.index,
+                slice: None,
+                holders: holders(&|_| true, g),
+                busy_pct: g.utilization_pct.map(|u| u.min(100) as f32),
+                memory_used_mib: Some(g.memory_used_mib),
+                idle_since: g.idle_since,
+            }),
+        }
+    }
+    NodeUsage {
+        node: Sym::new(&s.node),
+        source: UsageSource::Agent,
+        at: if s.collected_at > 0 { s.collected_at } else { observed },
+        devices: devices.into_boxed_slice(),
     }
 }
 

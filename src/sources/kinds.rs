@@ -187,6 +187,7 @@ impl Kind {
             Feed::VolcanoQueues => queue(QueueKind::VolcanoQueue, None),
             Feed::ResourceFlavors => ObjectKey::Flavor(Sym::new(name)),
             Feed::Agents => ObjectKey::Devices(Sym::new(name)),
+            Feed::DcgmExporter => ObjectKey::Usage(crate::model::UsageSource::DcgmExporter, Sym::new(name)),
             Feed::ClusterPolicies => ObjectKey::DriverPolicy(DriverPolicyKind::ClusterPolicy, Sym::new(name)),
             Feed::NvidiaDrivers => ObjectKey::DriverPolicy(DriverPolicyKind::NvidiaDriver, Sym::new(name)),
         }
@@ -211,7 +212,7 @@ mod tests {
 
     #[test]
     fn every_feed_of_the_api_server_has_one_kind() {
-        for feed in crate::model::Feed::ALL.iter().filter(|f| **f != Feed::Agents) {
+        for feed in crate::model::Feed::ALL.iter().filter(|f| !matches!(f, Feed::Agents | Feed::DcgmExporter)) {
             assert_eq!(KINDS.iter().filter(|k| k.feed == *feed).count(), 1, "{feed:?}");
         }
         assert_eq!(find("scheduling.incubator.k8s.io", "PodGroup").map(|k| k.feed), Some(Feed::PodGroups));

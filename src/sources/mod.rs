@@ -2,9 +2,11 @@
 //! converted here, at the edge, and never reach the model.
 //!
 //! - `sim`: the embedded demo cluster (`kgpu demo`).
-//! - `kube`, `file`, `agents`: live clusters, offline dumps and node agents.
+//! - `kube`, `file`, `agents`, `dcgm`: live clusters, offline dumps, node
+//!   agents and NVIDIA's dcgm-exporter.
 
 pub mod agents;
+pub mod dcgm;
 pub mod file;
 pub mod kinds;
 pub mod kube;

@@ -78,6 +78,7 @@ fn draw_panes(
         Pane::Mig => panes::mig::draw(frame, main, app, shown, views, theme),
         Pane::Drivers => panes::drivers::draw(frame, main, app, shown, views, theme),
         Pane::Events => panes::events::draw(frame, main, app, shown, views, theme),
+        Pane::Usage => panes::usage::draw(frame, main, app, shown, views, theme),
     }
     status_bar(frame, status, app, views, theme);
     overlays::draw(frame, main, app, shown, views, theme, ctx);
@@ -140,6 +141,7 @@ fn short_title(p: Pane) -> &'static str {
         Pane::Mig => "MIG",
         Pane::Drivers => "Drv",
         Pane::Events => "Evt",
+        Pane::Usage => "Use",
     }
 }
 

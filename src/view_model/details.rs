@@ -228,3 +228,64 @@ pub fn queue(q: &QueueRow) -> Doc {
     doc.line(Role::Text, format!("workloads: {} admitted, {} pending", q.admitted, q.pending));
     doc
 }
+
+/// A pod's GPU utilization: each device it holds, how busy, since when
+/// idle, and the command that shows the same from inside the pod.
+pub fn usage(views: &Views, pod: &str) -> Doc {
+    let mut doc = Doc::default();
+    let Some(h) = views.analysis.utilization.holders.iter().find(|h| h.pod.to_string() == pod) else {
+        doc.line(Role::Warn, format!("{pod} holds no reported GPU any more"));
+        return doc;
+    };
+    let state = match h.idle_seconds {
+        Some(_) => {
+            format!("idle for {} (under {}% busy)", super::usage::idle_for(h), crate::analysis::usage::idle_below_pct())
+        }
+        None => "working".into(),
+    };
+    doc.line(if h.is_idle() { Role::Warn } else { Role::Header }, format!("{pod} — {state}"));
+    doc.line(
+        Role::Text,
+        format!(
+            "holds {} GPU(s) on {}; now {}, mean {} over the last {} min; memory {}",
+            super::usage::gpus(h.gpus),
+            h.node,
+            super::usage::pct(h.recent_pct),
+            super::usage::pct(h.mean_pct),
+            crate::analysis::usage::window_minutes(),
+            h.memory_used_mib.map_or_else(|| "not reported".into(), |m| format!("{:.1} GiB", m as f64 / 1024.0)),
+        ),
+    );
+    if h.is_idle() {
+        doc.line(Role::Text, format!("{:.1} GPU-hours held idle", h.idle_gpu_hours));
+    }
+    if h.idle_at_least {
+        doc.line(Role::Dim, "idle since kgpu first saw it: at least that long");
+    }
+    let workload = h.workload.as_ref().map_or_else(|| "none (no controller)".into(), |w| w.to_string());
+    doc.line(Role::Text, format!("workload: {workload}"));
+    if let Some(q) = h.queue {
+        doc.line(Role::Text, format!("queue: {q}"));
+    }
+    if let Some(a) = h.age_seconds {
+        doc.line(Role::Dim, format!("pod age: {}", age(a)));
+    }
+    if h.unknown_to_api {
+        doc.line(Role::Warn, "the pod is not among the pods kgpu reads (another namespace, or gone)");
+    }
+    doc.line(Role::Text, "");
+    doc.line(Role::Header, "devices");
+    for d in &h.devices {
+        let what = d.profile.map_or_else(|| "whole GPU".to_string(), |p| format!("MIG {p}"));
+        let shared = if d.sharers > 1 { format!(", shared by {} pods", d.sharers) } else { String::new() };
+        doc.line(Role::Text, format!("  GPU {} {} ({what}{shared})", d.index, d.gpu));
+    }
+    doc.line(Role::Dim, format!("from: {}", h.source.as_str()));
+    doc.line(Role::Text, "");
+    doc.line(Role::Header, "see it from inside the pod");
+    doc.line(Role::Accent, format!("kubectl exec -n {} {} -- nvidia-smi", h.pod.namespace, h.pod.name));
+    if h.devices.iter().any(|d| d.profile.is_some()) {
+        doc.line(Role::Dim, "(nvidia-smi shows no utilization for a MIG device; dcgm-exporter measures it)");
+    }
+    doc
+}

@@ -91,9 +91,9 @@ fn data_age(feed: Feed, status: &FeedStatus, now: Timestamp, source: SourceKind)
     let current_at = match &status.state {
         // An unavailable feed is named as a problem of its own instead.
         FeedState::Syncing | FeedState::Unavailable(_) => return None,
-        // Real agents are asked every few seconds: their data is as old as
-        // the last answer. The demo's simulated ones are current.
-        _ if feed == Feed::Agents && source == SourceKind::Kube => last_data,
+        // Real agents and exporters are asked every few seconds: their data
+        // is as old as the last answer. The demo's simulated ones are current.
+        _ if matches!(feed, Feed::Agents | Feed::DcgmExporter) && source == SourceKind::Kube => last_data,
         FeedState::Live => now,
         FeedState::Reconnecting { since, .. } => *since,
     };

@@ -9,6 +9,7 @@ pub mod panes;
 pub mod rows;
 pub mod style;
 pub mod text;
+pub mod usage;
 
 use std::fmt;
 
@@ -41,10 +42,11 @@ pub enum Section {
     Drivers,
     Mig,
     Events,
+    Utilization,
 }
 
 impl Section {
-    pub const ALL: [Section; 8] = [
+    pub const ALL: [Section; 9] = [
         Section::Fleet,
         Section::Fragmentation,
         Section::Pending,
@@ -53,6 +55,7 @@ impl Section {
         Section::Drivers,
         Section::Mig,
         Section::Events,
+        Section::Utilization,
     ];
 
     pub fn name(self) -> &'static str {
@@ -65,6 +68,7 @@ impl Section {
             Section::Drivers => "drivers",
             Section::Mig => "mig",
             Section::Events => "events",
+            Section::Utilization => "utilization",
         }
     }
 }
@@ -76,7 +80,9 @@ impl fmt::Display for Section {
 }
 
 #[derive(Debug, thiserror::Error)]
-#[error("unknown pane '{0}'; valid panes: fleet, fragmentation, pending, gangs, queues, drivers, mig, events")]
+#[error(
+    "unknown pane '{0}'; valid panes: fleet, fragmentation, pending, gangs, queues, drivers, mig, events, utilization"
+)]
 pub struct UnknownSection(pub String);
 
 impl FromStr for Section {

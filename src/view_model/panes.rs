@@ -378,6 +378,8 @@ pub struct Views {
     pub pools: Vec<PoolRow>,
     pub mig: Vec<MigNodeRow>,
     pub events: Vec<EventRow>,
+    /// The Usage pane's rows: pods holding reported GPUs.
+    pub usage: Vec<super::usage::UsageRow>,
     pub waves: Option<waves::WavePlan>,
     /// Where the waves' target comes from: `None` when chosen (`:plan`),
     /// else the GPU Operator object that asks for it.
@@ -398,6 +400,7 @@ impl Views {
         let pools = pool_rows(&nodes);
         let mig = mig_rows(&snap, &analysis);
         let events = event_rows(&snap, now);
+        let usage = super::usage::rows(&analysis);
         // Without a chosen target, the waves go to what the GPU Operator is told.
         let policy = wave_target.map_or_else(waves::Policy::default, |(_, p)| p);
         let target = crate::model::driver_policy::wave_target(
@@ -409,7 +412,7 @@ impl Views {
             waves::plan(&index, t, policy)
         });
         let (waves_from, target_problem) = (target.from, target.problem);
-        Views { snap, analysis, nodes, pools, mig, events, waves, waves_from, target_problem }
+        Views { snap, analysis, nodes, pools, mig, events, usage, waves, waves_from, target_problem }
     }
 
     /// Puts kgpu's audit rows at the top of the events, in place of the

@@ -73,7 +73,7 @@ pub fn render(snap: &Snapshot, a: &Analysis, section: Option<Section>, waves: Op
         let _ = writeln!(out, "{line}");
     }
     out.push('\n');
-    let sections: [(Section, WriteSection); 8] = [
+    let sections: [(Section, WriteSection); 9] = [
         (Section::Fleet, fleet),
         (Section::Fragmentation, fragmentation),
         (Section::Pending, pending),
@@ -82,6 +82,7 @@ pub fn render(snap: &Snapshot, a: &Analysis, section: Option<Section>, waves: Op
         (Section::Drivers, drivers),
         (Section::Mig, mig),
         (Section::Events, events),
+        (Section::Utilization, utilization),
     ];
     for (section, write) in sections {
         if want(section) {
@@ -405,6 +406,42 @@ fn events(out: &mut String, snap: &Snapshot, a: &Analysis) {
         .collect();
     let _ = writeln!(out, "EVENTS  newest {} of {}", rows.len(), snap.events.len());
     out.push_str(&table(&["AGE", "TYPE", "REASON", "OBJECT", "MESSAGE"], &rows));
+    out.push('\n');
+}
+
+fn utilization(out: &mut String, _snap: &Snapshot, a: &Analysis) {
+    // The Usage pane's rows, in its order: the idle holders first.
+    let u = &a.utilization;
+    let _ = writeln!(out, "UTILIZATION  {}", super::usage::summary(u));
+    let rows: Vec<Vec<String>> = super::usage::rows(a)
+        .into_iter()
+        .map(|r| vec![r.pod, r.node, r.held, r.now, r.mean, r.memory, r.idle, r.idle_gpu_hours, r.workload, r.queue])
+        .collect();
+    if u.has_source() {
+        let header = ["POD", "NODE", "HELD", "NOW", "MEAN", "MEMORY", "IDLE", "IDLE-GPU-H", "WORKLOAD", "QUEUE"];
+        out.push_str(&table(&header, &rows));
+        let idle: Vec<Vec<String>> = u
+            .workloads
+            .iter()
+            .filter(|w| w.idle_pods > 0)
+            .map(|w| {
+                vec![
+                    super::usage::workload_name(w),
+                    format!("{}/{}", w.idle_pods, w.pods),
+                    super::usage::gpus(w.gpus),
+                    super::usage::pct(w.mean_pct),
+                    format!("{:.1}", w.idle_gpu_hours),
+                ]
+            })
+            .collect();
+        if !idle.is_empty() {
+            let _ = writeln!(out, "IDLE BY WORKLOAD");
+            out.push_str(&table(&["WORKLOAD", "IDLE PODS", "GPUS", "MEAN", "IDLE-GPU-H"], &idle));
+        }
+    }
+    for note in super::usage::notes(u) {
+        let _ = writeln!(out, "{note}");
+    }
     out.push('\n');
 }
 

@@ -235,6 +235,7 @@ fn json(o: &DynamicObject) -> Result<serde_json::Value, String> {
 pub fn spawn_all(client: Client, scope: Scope, tx: mpsc::Sender<Vec<ModelEvent>>) -> Vec<JoinHandle<()>> {
     let mut tasks = Vec::new();
     tasks.extend(crate::sources::agents::spawn(client.clone(), scope.agents.clone(), tx.clone()));
+    tasks.extend(crate::sources::dcgm::spawn(client.clone(), scope.agents.clone(), tx.clone()));
     // The core kinds decode into k8s-openapi types (no JSON round trip for
     // 100,000 pods); custom resources are read as JSON.
     tasks.push(tokio::spawn(run(
@@ -275,10 +276,11 @@ pub fn spawn_all(client: Client, scope: Scope, tx: mpsc::Sender<Vec<ModelEvent>>
     tasks
 }
 
-/// Feeds a live source runs: every feed but the agents' (they come later).
-pub const FEEDS: &[Feed] = match Feed::ALL.split_last() {
-    Some((Feed::Agents, from_the_api_server)) => from_the_api_server,
-    _ => panic!("Feed::ALL ends with the agents' feed"),
+/// Feeds a live source watches: every feed but the two polled from the
+/// nodes (dcgm-exporter and the agents, which come later).
+pub const FEEDS: &[Feed] = match Feed::ALL.split_last_chunk::<2>() {
+    Some((from_the_api_server, [Feed::DcgmExporter, Feed::Agents])) => from_the_api_server,
+    _ => panic!("Feed::ALL ends with the feeds polled from the nodes"),
 };
 
 #[cfg(test)]

@@ -13,13 +13,15 @@ mod kueue;
 pub mod rng;
 pub mod scenarios;
 mod scheduler;
+mod usage;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use crate::model::{
-    ClusterEvent, EventKey, EventType, Feed, Flavor, Gang, GangKey, ModelEvent, Node, NodeDevices, Object, ObjectKey,
-    Pod, PodKey, Queue, QueueKey, ScenarioInfo, SourceInfo, SourceKind, Sym, Taint, Timestamp, Toleration,
+    AgentStatus, ClusterEvent, EventKey, EventType, Feed, Flavor, Gang, GangKey, ModelEvent, Node, NodeDevices, Object,
+    ObjectKey, Pod, PodKey, PodPhase, Queue, QueueKey, ScenarioInfo, SourceInfo, SourceKind, Sym, Taint, Timestamp,
+    Toleration,
 };
 
 pub use catalog::NodeSpec;
@@ -123,6 +125,8 @@ pub struct SimCluster {
     pub churn_per_hour: f64,
     /// Driver the upgrade controller rolls out, when one is in progress.
     upgrade_target: Option<catalog::Driver>,
+    /// Pods that hold GPUs and do nothing, since when (the scenario's say).
+    idle_holders: BTreeMap<PodKey, Timestamp>,
     dirty: Dirty,
     seq: u64,
 }
@@ -147,6 +151,7 @@ impl SimCluster {
             mig_jobs: HashMap::new(),
             churn_per_hour: 0.0,
             upgrade_target: None,
+            idle_holders: BTreeMap::new(),
             dirty: Dirty::default(),
             seq: 0,
         }
@@ -234,6 +239,49 @@ impl SimCluster {
 
     pub fn set_upgrade_target(&mut self, driver: catalog::Driver) {
         self.upgrade_target = Some(driver);
+    }
+
+    /// The pod holds its GPUs idle from `since` on (its agent reads 0–2%).
+    pub fn idle_holder(&mut self, namespace: &str, name: &str, since: Timestamp) {
+        self.idle_holders.insert(PodKey::new(namespace, name), since);
+    }
+
+    /// What every node's simulated agent reads about utilization now.
+    fn usage_readings(&self) -> Vec<Object> {
+        // Members of a gang not all running wait at their rendezvous: they
+        // hold their GPUs and compute nothing, since they started.
+        let mut idle = self.idle_holders.clone();
+        for gang in self.gangs.values() {
+            let members: Vec<&Pod> = self
+                .pods
+                .values()
+                .filter(|p| p.namespace == gang.namespace && !p.phase.is_terminal())
+                .filter(|p| {
+                    p.group.is_some_and(|g| g.as_str() == &*gang.name)
+                        || gang.owner.as_ref().is_some_and(|o| p.owner.as_ref() == Some(o))
+                })
+                .collect();
+            let running = members.iter().filter(|p| p.phase == PodPhase::Running).count();
+            if running < gang.min_members as usize {
+                for p in members.iter().filter(|p| p.phase == PodPhase::Running) {
+                    idle.entry(p.key()).or_insert(p.transitioned);
+                }
+            }
+        }
+        let mut running: BTreeMap<Sym, Vec<&Pod>> = BTreeMap::new();
+        for p in self.pods.values().filter(|p| p.phase == PodPhase::Running) {
+            if let Some(node) = p.node {
+                running.entry(node).or_default().push(p);
+            }
+        }
+        self.devices
+            .values()
+            .filter(|d| d.status == AgentStatus::Reporting)
+            .map(|d| {
+                let pods = running.get(&d.node).map_or(&[][..], Vec::as_slice);
+                Object::Usage(usage::reading(d, pods, &idle, self.now))
+            })
+            .collect()
     }
 
     pub fn next_suffix(&mut self) -> String {
@@ -327,6 +375,7 @@ impl SimCluster {
 
     /// Advances the clock by `dt` seconds and runs every controller once.
     pub fn step(&mut self, dt: i64) -> Vec<ModelEvent> {
+        let before = self.now;
         self.now += dt.max(0);
         controllers::finish_work(self);
         controllers::replace_failed(self);
@@ -339,6 +388,9 @@ impl SimCluster {
         controllers::garbage_collect(self);
         let mut out = vec![ModelEvent::Clock(self.now)];
         out.extend(self.drain_changes());
+        if self.now / usage::READING_EVERY != before / usage::READING_EVERY {
+            out.extend(self.usage_readings().into_iter().map(ModelEvent::Upsert));
+        }
         out
     }
 
@@ -352,7 +404,8 @@ impl SimCluster {
         ];
         let resync = |feed: Feed, objects: Vec<Object>| ModelEvent::Resync { feed, objects };
         out.push(resync(Feed::Nodes, self.nodes.values().cloned().map(Object::Node).collect()));
-        out.push(resync(Feed::Agents, self.devices.values().cloned().map(Object::Devices).collect()));
+        let usage = self.usage_readings();
+        out.push(resync(Feed::Agents, self.devices.values().cloned().map(Object::Devices).chain(usage).collect()));
         out.push(resync(Feed::Pods, self.pods.values().cloned().map(Object::Pod).collect()));
         out.push(resync(Feed::Events, self.events.values().cloned().map(Object::Event).collect()));
         for feed in [Feed::Workloads, Feed::PodGroups] {

@@ -6,3 +6,4 @@ pub mod fleet;
 pub mod gangs;
 pub mod mig;
 pub mod pending;
+pub mod usage;

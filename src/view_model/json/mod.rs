@@ -58,6 +58,7 @@ pub fn document(
         drivers: want(Section::Drivers).then(|| drivers(a, waves)),
         mig: want(Section::Mig).then(|| mig(snap)),
         events: want(Section::Events).then(|| events(snap, now)),
+        utilization: want(Section::Utilization).then(|| utilization(a)),
     }
 }
 
@@ -371,4 +372,67 @@ fn events(snap: &Snapshot, now: i64) -> Vec<EventJson> {
             source: e.source.to_string(),
         })
         .collect()
+}
+
+fn workload_ref(w: &crate::analysis::usage::WorkloadRef) -> WorkloadRefJson {
+    WorkloadRefJson { kind: w.kind.to_string(), namespace: w.namespace.to_string(), name: w.name.to_string() }
+}
+
+fn utilization(a: &Analysis) -> UtilizationJson {
+    let u = &a.utilization;
+    UtilizationJson {
+        source: u.source_label(),
+        nodes_reporting: u.nodes_by_source.iter().map(|(s, n)| (s.as_str(), *n)).collect(),
+        nodes_unreported: u.nodes_unreported,
+        idle_below_percent: crate::analysis::usage::idle_below_pct(),
+        window_seconds: crate::model::usage::WINDOW_SECONDS,
+        gpus_held: round3(u.gpus_held),
+        gpus_idle: round3(u.gpus_idle),
+        idle_gpu_hours: round3(u.idle_gpu_hours),
+        unattributed_busy_devices: u.unattributed_busy,
+        pods: u
+            .holders
+            .iter()
+            .map(|h| PodUsageJson {
+                namespace: h.pod.namespace.to_string(),
+                name: h.pod.name.to_string(),
+                node: h.node.to_string(),
+                source: h.source.as_str(),
+                gpus: round3(h.gpus),
+                devices: h
+                    .devices
+                    .iter()
+                    .map(|d| HeldDeviceJson {
+                        gpu: d.gpu.to_string(),
+                        index: d.index,
+                        profile: d.profile.map(|p| p.to_string()),
+                        shared_by: d.sharers,
+                    })
+                    .collect(),
+                recent_percent: h.recent_pct,
+                mean_percent: h.mean_pct,
+                memory_used_mib: h.memory_used_mib,
+                idle_seconds: h.idle_seconds,
+                idle_at_least: h.idle_at_least,
+                idle_gpu_hours: round3(h.idle_gpu_hours),
+                workload: h.workload.as_ref().map(workload_ref),
+                queue: h.queue.map(|q| q.to_string()),
+                age_seconds: h.age_seconds,
+            })
+            .collect(),
+        workloads: u
+            .workloads
+            .iter()
+            .map(|w| WorkloadUsageJson {
+                workload: w.workload.as_ref().map(workload_ref),
+                pods: w.pods,
+                idle_pods: w.idle_pods,
+                gpus: round3(w.gpus),
+                mean_percent: w.mean_pct,
+                idle_gpu_hours: round3(w.idle_gpu_hours),
+                idle_seconds: w.idle_seconds,
+            })
+            .collect(),
+        hint: (!u.has_source()).then(|| super::usage::notes(u).join(" ")),
+    }
 }

@@ -31,6 +31,8 @@ pub struct Document {
     pub mig: Option<Vec<MigNode>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub events: Option<Vec<EventJson>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub utilization: Option<UtilizationJson>,
 }
 
 #[derive(Serialize)]
@@ -357,4 +359,85 @@ pub struct EventJson {
     pub count: u32,
     pub last_seen_seconds: i64,
     pub source: String,
+}
+
+/// Who holds GPUs and how busy they are (`analysis::usage`).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UtilizationJson {
+    /// `agent`, `dcgm-exporter`, `agent+dcgm-exporter` (per node, one) or `none`.
+    pub source: String,
+    /// Nodes read, per source.
+    pub nodes_reporting: BTreeMap<&'static str, usize>,
+    /// GPU nodes with no source.
+    pub nodes_unreported: usize,
+    /// A device under this is idle.
+    pub idle_below_percent: f32,
+    /// The window `meanPercent` is over, at most.
+    pub window_seconds: i64,
+    pub gpus_held: f64,
+    pub gpus_idle: f64,
+    pub idle_gpu_hours: f64,
+    /// Devices that work or hold memory with no pod named.
+    pub unattributed_busy_devices: usize,
+    /// Idle holders first, most idle GPU-hours first.
+    pub pods: Vec<PodUsageJson>,
+    pub workloads: Vec<WorkloadUsageJson>,
+    /// What to install, when there is no source.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PodUsageJson {
+    pub namespace: String,
+    pub name: String,
+    pub node: String,
+    pub source: &'static str,
+    /// GPU equivalents: a MIG instance counts its compute slices out of 7, a shared GPU 1/n.
+    pub gpus: f64,
+    pub devices: Vec<HeldDeviceJson>,
+    pub recent_percent: Option<f32>,
+    pub mean_percent: Option<f32>,
+    pub memory_used_mib: Option<u64>,
+    /// Idle (every device under `idleBelowPercent`) this long; null while busy.
+    pub idle_seconds: Option<i64>,
+    /// The idle time started before anyone watched: a lower bound.
+    pub idle_at_least: bool,
+    pub idle_gpu_hours: f64,
+    pub workload: Option<WorkloadRefJson>,
+    pub queue: Option<String>,
+    pub age_seconds: Option<i64>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HeldDeviceJson {
+    pub gpu: String,
+    pub index: u32,
+    pub profile: Option<String>,
+    /// Pods sharing the device (time-slicing, MPS), this one included.
+    pub shared_by: usize,
+}
+
+#[derive(Serialize)]
+pub struct WorkloadRefJson {
+    pub kind: String,
+    pub namespace: String,
+    pub name: String,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkloadUsageJson {
+    /// Null for a pod without a controller.
+    pub workload: Option<WorkloadRefJson>,
+    pub pods: usize,
+    pub idle_pods: usize,
+    pub gpus: f64,
+    pub mean_percent: Option<f32>,
+    pub idle_gpu_hours: f64,
+    /// Set when every pod is idle: the shortest of their idle times.
+    pub idle_seconds: Option<i64>,
 }

@@ -14,8 +14,8 @@ use super::blocks::*;
 pub const SCENARIO: Scenario = Scenario {
     name: "default",
     title: "A busy mixed fleet",
-    story: "64 nodes: H100 training pools behind Kueue, A100s mid driver upgrade, MIG inference nodes, L40S serving, a Volcano queue. Work arrives and finishes while you watch; one GPU has thrown Xid 48.",
-    signal: "a bit of everything: quota waits, a MIG slice shortage, an upgrade in progress, an unhealthy GPU",
+    story: "64 nodes: H100 training pools behind Kueue, A100s mid driver upgrade, MIG inference nodes, L40S serving, a Volcano queue. Work arrives and finishes while you watch; one GPU has thrown Xid 48; four notebooks and two inference replicas hold GPUs and do nothing.",
+    signal: "a bit of everything: quota waits, a MIG slice shortage, an upgrade in progress, an unhealthy GPU, idle holders",
     manifests: include_str!("../../../../assets/scenarios/default/scenario.yaml"),
     build,
 };
@@ -204,6 +204,14 @@ fn build(sim: &mut SimCluster) {
             Resources::from_pairs(n.capacity.iter().map(|(k, v)| (k, if k == keys::RESOURCE_GPU { 7 } else { v })));
         n.allocatable = n.capacity.clone();
     });
+    // Idle holders: four notebooks nobody has touched for a while, and two
+    // inference replicas that get no traffic, hold GPUs at 0–2%.
+    for (i, minutes) in [(0, 200), (1, 130), (2, 70), (3, 40)] {
+        sim.idle_holder("notebooks", &format!("notebooks-{i}"), ago(minutes));
+    }
+    for i in [3, 11] {
+        sim.idle_holder("inference", &format!("embed-1g.10gb-{i}"), ago(90));
+    }
     let _ = l40s;
     sim.settle();
     age_running(sim, 5, 60 * 20);

@@ -1,0 +1,337 @@
+//! NVIDIA's dcgm-exporter, which the GPU Operator runs on every GPU node:
+//! its `/metrics` read through the API server's pod proxy, turned into the
+//! model's per-device utilization with the pods that hold each device.
+//!
+//! The exporter's text is parsed by `prometheus-parse`. `openmetrics-parser`
+//! was tried first and rejects real exporter output: a MIG GPU's free slice
+//! has no pod labels, so one metric family mixes label sets, and the
+//! exporter may repeat a family after a blank line (both in
+//! `tests/fixtures/dcgm-exporter/`).
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::Client;
+use kube::api::{Api, ListParams};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+use crate::model::{DeviceReading, Feed, FeedProblem, FeedState, MigSlice, ModelEvent, NodeUsage, Object, PodKey, Sym};
+use crate::model::{UsageSource, usage::WINDOW_SAMPLES};
+use crate::sources::agents::{Transport, direct_get, read_limited};
+use crate::sources::kube::client::short_error;
+
+/// The GPU Operator's DaemonSet labels its pods `app=nvidia-dcgm-exporter`;
+/// the exporter's own Helm chart `app.kubernetes.io/name=dcgm-exporter`.
+pub const SELECTORS: [&str; 2] = ["app=nvidia-dcgm-exporter", "app.kubernetes.io/name=dcgm-exporter"];
+pub const DEFAULT_PORT: u16 = 9400;
+/// Devices kept per node: 8 GPUs of 7 MIG instances each fit many times over.
+const DEVICES_PER_NODE: usize = 256;
+/// Holders kept per device (time-slicing shares one GPU with many pods).
+const HOLDERS_PER_DEVICE: usize = 64;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct ExporterPod {
+    namespace: String,
+    name: String,
+    node: String,
+    ip: Option<String>,
+    port: u16,
+    running: bool,
+}
+
+fn exporter_pod(p: &Pod) -> Option<ExporterPod> {
+    let spec = p.spec.as_ref()?;
+    let port = spec
+        .containers
+        .iter()
+        .flat_map(|c| c.ports.iter().flatten())
+        .find(|port| port.name.as_deref() == Some("metrics") || port.container_port == i32::from(DEFAULT_PORT))
+        .and_then(|port| u16::try_from(port.container_port).ok())
+        .unwrap_or(DEFAULT_PORT);
+    let status = p.status.as_ref();
+    Some(ExporterPod {
+        namespace: p.metadata.namespace.clone()?,
+        name: p.metadata.name.clone()?,
+        node: spec.node_name.clone()?,
+        ip: status.and_then(|s| s.pod_ip.clone()),
+        port,
+        running: status.and_then(|s| s.phase.as_deref()) == Some("Running"),
+    })
+}
+
+/// Polls every exporter at the agents' interval, over the agents' transport.
+pub fn spawn(
+    client: Client,
+    config: crate::sources::agents::Config,
+    tx: mpsc::Sender<Vec<ModelEvent>>,
+) -> Option<JoinHandle<()>> {
+    (config.transport != Transport::Off).then(|| tokio::spawn(run(client, config, tx)))
+}
+
+async fn run(client: Client, config: crate::sources::agents::Config, tx: mpsc::Sender<Vec<ModelEvent>>) {
+    let feed = Feed::DcgmExporter;
+    if tx.send(vec![ModelEvent::Feed { feed, state: FeedState::Syncing }]).await.is_err() {
+        return;
+    }
+    let mut failing_since = None;
+    loop {
+        let events = match round(&client, config.transport).await {
+            Ok(events) => {
+                failing_since = None;
+                events
+            }
+            Err(error) => {
+                let since = *failing_since.get_or_insert_with(crate::clock::wall_clock);
+                vec![ModelEvent::Feed { feed, state: FeedState::Reconnecting { since, error } }]
+            }
+        };
+        if tx.send(events).await.is_err() {
+            return;
+        }
+        tokio::time::sleep(config.interval).await;
+    }
+}
+
+fn unavailable(problem: FeedProblem) -> Vec<ModelEvent> {
+    vec![
+        ModelEvent::Resync { feed: Feed::DcgmExporter, objects: Vec::new() },
+        ModelEvent::Feed { feed: Feed::DcgmExporter, state: FeedState::Unavailable(problem) },
+    ]
+}
+
+async fn round(client: &Client, transport: Transport) -> Result<Vec<ModelEvent>, String> {
+    let pods: Api<Pod> = Api::all(client.clone());
+    let mut exporters = Vec::new();
+    for selector in SELECTORS {
+        match pods.list(&ListParams::default().labels(selector)).await {
+            Ok(list) => exporters.extend(list.items.iter().filter_map(exporter_pod)),
+            Err(kube::Error::Api(s)) if s.code == 403 => {
+                return Ok(unavailable(FeedProblem::Forbidden(format!(
+                    "cannot list pods cluster-wide to find dcgm-exporter: {}",
+                    s.message
+                ))));
+            }
+            Err(e) => return Err(format!("listing dcgm-exporter pods: {}", short_error(&e))),
+        }
+    }
+    exporters.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
+    exporters.dedup();
+    if exporters.is_empty() {
+        return Ok(unavailable(FeedProblem::Missing(
+            "no dcgm-exporter pods (labels app=nvidia-dcgm-exporter or app.kubernetes.io/name=dcgm-exporter); \
+             the GPU Operator runs it with dcgmExporter.enabled=true"
+                .into(),
+        )));
+    }
+    let reads = exporters.iter().map(|e| scrape(client, transport, e));
+    let results = futures::future::join_all(reads).await;
+    let now = crate::clock::wall_clock();
+    let mut events = Vec::new();
+    let mut objects = Vec::new();
+    for (exporter, result) in exporters.iter().zip(results) {
+        match result.and_then(|text| parse(&exporter.node, &text, now)) {
+            Ok(usage) => objects.push(Object::Usage(usage)),
+            Err(why) => events.push(ModelEvent::Skipped {
+                feed: Feed::DcgmExporter,
+                reason: format!("{}/{} on {}: {why}", exporter.namespace, exporter.name, exporter.node),
+            }),
+        }
+    }
+    events.push(ModelEvent::Resync { feed: Feed::DcgmExporter, objects });
+    events.push(ModelEvent::Feed { feed: Feed::DcgmExporter, state: FeedState::Live });
+    Ok(events)
+}
+
+/// The request for one exporter's metrics through the pod proxy.
+pub fn proxy_request(namespace: &str, pod: &str, port: u16) -> Result<http::Request<Vec<u8>>, http::Error> {
+    http::Request::get(format!("/api/v1/namespaces/{namespace}/pods/{pod}:{port}/proxy/metrics"))
+        .header(http::header::ACCEPT, "text/plain")
+        .body(Vec::new())
+}
+
+async fn scrape(client: &Client, transport: Transport, e: &ExporterPod) -> Result<String, String> {
+    if !e.running {
+        return Err("the exporter pod is not running".into());
+    }
+    let read = async {
+        match transport {
+            Transport::Direct => {
+                let ip = e.ip.as_deref().ok_or("the exporter pod has no IP yet")?;
+                direct_get(ip, e.port, "/metrics", None).await
+            }
+            _ => {
+                let req = proxy_request(&e.namespace, &e.name, e.port).map_err(|e| e.to_string())?;
+                let response =
+                    client.send(req.map(kube::client::Body::from)).await.map_err(|e| short_error(&e).to_string())?;
+                let status = response.status();
+                let text = read_limited(response.into_body(), &e.name).await?;
+                match status.as_u16() {
+                    403 => Err(format!("forbidden: the cockpit needs 'get pods/proxy' in {}", e.namespace)),
+                    _ if !status.is_success() => {
+                        Err(format!("answered {status}: {}", text.lines().next().unwrap_or("")))
+                    }
+                    _ => Ok(text),
+                }
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(5), read).await.map_err(|_| "did not answer within 5s".to_string())?
+}
+
+/// The metrics that say how busy a device is and how much memory it uses.
+/// Names are matched without regard to case: relabelled setups lower-case them.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Metric {
+    /// Percent, whole GPUs only (not measured per MIG instance).
+    GpuUtil,
+    /// A ratio 0–1, per GPU or per MIG instance: the one MIG measure.
+    EngineActive,
+    /// MiB.
+    FramebufferUsed,
+}
+
+fn metric(name: &str) -> Option<Metric> {
+    [
+        ("DCGM_FI_DEV_GPU_UTIL", Metric::GpuUtil),
+        ("DCGM_FI_PROF_GR_ENGINE_ACTIVE", Metric::EngineActive),
+        ("DCGM_FI_DEV_FB_USED", Metric::FramebufferUsed),
+    ]
+    .into_iter()
+    .find(|(n, _)| n.eq_ignore_ascii_case(name))
+    .map(|(_, m)| m)
+}
+
+#[derive(Default)]
+struct Device {
+    index: u32,
+    profile: Option<String>,
+    holders: Vec<PodKey>,
+    util: Option<f32>,
+    engine: Option<f32>,
+    memory: Option<u64>,
+}
+
+/// One exporter's `/metrics` as the usage of the node it runs on (the
+/// node is the API server's word, never the `Hostname` label's).
+pub fn parse(node: &str, text: &str, at: i64) -> Result<NodeUsage, String> {
+    let lines = text.lines().map(|l| Ok(l.to_string()));
+    let scrape = prometheus_parse::Scrape::parse(lines).map_err(|e| format!("not Prometheus text: {e}"))?;
+    // (GPU UUID, GPU instance id) → what its lines say.
+    let mut devices: BTreeMap<(String, Option<u32>), Device> = BTreeMap::new();
+    let mut recognised = 0usize;
+    for sample in &scrape.samples {
+        let Some(metric) = metric(&sample.metric) else { continue };
+        let value = match sample.value {
+            prometheus_parse::Value::Gauge(v)
+            | prometheus_parse::Value::Untyped(v)
+            | prometheus_parse::Value::Counter(v) => v,
+            _ => continue,
+        };
+        if !value.is_finite() {
+            continue;
+        }
+        // Keys trimmed: the exporter's README prints `{gpu="0", UUID=…}`.
+        let labels: BTreeMap<&str, &str> = sample.labels.iter().map(|(k, v)| (k.trim(), v.as_str())).collect();
+        let label = |names: &[&str]| names.iter().find_map(|n| labels.get(n).copied()).filter(|v| !v.is_empty());
+        let Some(uuid) = label(&["UUID", "uuid", "gpu_uuid"]) else { continue };
+        let slice = label(&["GPU_I_ID"]).and_then(|id| id.parse::<u32>().ok());
+        let key = (uuid.to_string(), slice);
+        if !devices.contains_key(&key) && devices.len() >= DEVICES_PER_NODE {
+            continue;
+        }
+        recognised += 1;
+        let d = devices.entry(key).or_default();
+        d.index = label(&["gpu"]).and_then(|g| g.parse().ok()).unwrap_or(d.index);
+        if slice.is_some() {
+            d.profile = label(&["GPU_I_PROFILE"]).map(str::to_string);
+        }
+        let pod = label(&["pod", "pod_name", "exported_pod"]);
+        let namespace = label(&["namespace", "pod_namespace", "exported_namespace"]);
+        if let (Some(ns), Some(pod)) = (namespace, pod) {
+            let key = PodKey::new(ns, pod);
+            if !d.holders.contains(&key) && d.holders.len() < HOLDERS_PER_DEVICE {
+                d.holders.push(key);
+            }
+        }
+        // Several lines for one device (one per pod sharing it) carry the
+        // device's value: the highest is kept.
+        let keep = |old: Option<f32>, new: f32| Some(old.map_or(new, |o| o.max(new)));
+        match metric {
+            Metric::GpuUtil => d.util = keep(d.util, value.clamp(0.0, 100.0) as f32),
+            Metric::EngineActive => d.engine = keep(d.engine, (value.clamp(0.0, 1.0) * 100.0) as f32),
+            Metric::FramebufferUsed => d.memory = Some(d.memory.unwrap_or(0).max(value.max(0.0) as u64)),
+        }
+    }
+    if recognised == 0 && !scrape.samples.is_empty() {
+        return Err(format!(
+            "none of its {} samples is DCGM_FI_DEV_GPU_UTIL, DCGM_FI_PROF_GR_ENGINE_ACTIVE or DCGM_FI_DEV_FB_USED",
+            scrape.samples.len()
+        ));
+    }
+    // A MIG GPU's own lines (memory of the whole GPU) say nothing of one
+    // slice or its holder: its slices stand for it.
+    let mig_gpus: Vec<String> = devices.keys().filter(|(_, s)| s.is_some()).map(|(u, _)| u.clone()).collect();
+    let readings = devices
+        .into_iter()
+        .filter(|((uuid, slice), _)| slice.is_some() || !mig_gpus.contains(uuid))
+        .map(|((uuid, slice), mut d)| {
+            d.holders.sort();
+            DeviceReading {
+                gpu: Sym::new(&uuid),
+                index: d.index,
+                slice: slice.map(|id| MigSlice { profile: Sym::new(d.profile.as_deref().unwrap_or("mig")), id }),
+                holders: d.holders.into_boxed_slice(),
+                // Whole GPUs: the higher of the two, so that a GPU is never
+                // called idle while either says it works (engine-active can
+                // read 0 under full load when profiling stops; dcgm-exporter#662).
+                busy_pct: match (d.util, d.engine) {
+                    (Some(u), Some(e)) if slice.is_none() => Some(u.max(e)),
+                    (_, Some(e)) => Some(e),
+                    (u, None) if slice.is_none() => u,
+                    _ => None,
+                },
+                memory_used_mib: d.memory,
+                idle_since: None,
+            }
+        })
+        .collect();
+    Ok(NodeUsage { node: Sym::new(node), source: UsageSource::DcgmExporter, at, devices: readings })
+}
+
+// The window's bound is per device; a node's devices are bounded here.
+const _: () = assert!(DEVICES_PER_NODE * WINDOW_SAMPLES < 1 << 20);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_proxy_request_names_the_exporter_pod_and_port() {
+        let req = proxy_request("gpu-operator", "nvidia-dcgm-exporter-ml2wh", 9400).unwrap();
+        assert_eq!(
+            req.uri().path(),
+            "/api/v1/namespaces/gpu-operator/pods/nvidia-dcgm-exporter-ml2wh:9400/proxy/metrics"
+        );
+    }
+
+    #[test]
+    fn text_that_is_not_metrics_is_an_error_and_an_empty_page_is_no_devices() {
+        assert!(parse("n", "<html>502 Bad Gateway</html>", 0).is_ok_and(|u| u.devices.is_empty()));
+        let other = "# TYPE go_goroutines gauge\ngo_goroutines 12\n";
+        assert!(parse("n", other, 0).unwrap_err().contains("none of its 1 samples"));
+        assert!(parse("n", "", 0).is_ok_and(|u| u.devices.is_empty()));
+    }
+
+    #[test]
+    fn absurd_values_are_bounded() {
+        let text = "DCGM_FI_DEV_GPU_UTIL{gpu=\"0\",UUID=\"GPU-a\"} 1e9\nDCGM_FI_PROF_GR_ENGINE_ACTIVE{gpu=\"1\",UUID=\"GPU-b\"} NaN\nDCGM_FI_DEV_FB_USED{gpu=\"1\",UUID=\"GPU-b\"} -5\n";
+        let u = parse("n", text, 0).unwrap();
+        assert_eq!(u.devices[0].busy_pct, Some(100.0));
+        assert_eq!((u.devices[1].busy_pct, u.devices[1].memory_used_mib), (None, Some(0)));
+        let many: String =
+            (0..5000).map(|i| format!("DCGM_FI_DEV_GPU_UTIL{{gpu=\"{i}\",UUID=\"GPU-{i}\"}} 0\n")).collect();
+        assert_eq!(parse("n", &many, 0).unwrap().devices.len(), DEVICES_PER_NODE);
+    }
+}

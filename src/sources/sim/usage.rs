@@ -1,0 +1,90 @@
+//! What the simulated agents say about utilization: each running GPU pod is
+//! given the node's next free GPUs (or a MIG instance of its profile), busy
+//! at a level of its own that wanders a little per reading; the pods a
+//! scenario names as idle holders read 0–2% since the time it gave.
+
+use std::collections::BTreeMap;
+
+use crate::model::{
+    DeviceReading, MigMode, MigSlice, NodeDevices, NodeUsage, Pod, PodKey, Sym, Timestamp, UsageSource,
+};
+
+/// The simulated agents report this often (seconds), as real ones do.
+pub const READING_EVERY: i64 = 10;
+
+/// A number in `0..n` from a name and a time step: the same every run.
+fn jitter(name: &str, step: i64, n: u64) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in name.bytes().chain(step.to_le_bytes()) {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+    }
+    h % n.max(1)
+}
+
+/// How busy a working pod is: training near full, serving in the middle.
+fn busy_level(pod: &Pod, step: i64) -> f32 {
+    let training = pod.group.is_some() || pod.workload.is_some() || pod.owner_kind() == Some("Job");
+    let base = if training { 88 } else { 45 };
+    let name = format!("{}/{}", pod.namespace, pod.name);
+    (base + jitter(&name, 0, 10) as i64 + jitter(&name, step, 9) as i64 - 4).clamp(0, 100) as f32
+}
+
+pub fn reading(devices: &NodeDevices, pods: &[&Pod], idle: &BTreeMap<PodKey, Timestamp>, now: Timestamp) -> NodeUsage {
+    let step = now / READING_EVERY;
+    let mut out = Vec::new();
+    let mut whole = devices.gpus.iter().filter(|g| g.mig_mode == MigMode::Disabled);
+    let mut slices: Vec<(Sym, u32, MigSlice, bool)> = devices
+        .gpus
+        .iter()
+        .filter(|g| g.mig_mode == MigMode::Enabled)
+        .flat_map(|g| {
+            g.instances.iter().enumerate().map(move |(n, i)| {
+                (g.uuid, g.index, MigSlice { profile: i.profile, id: u32::try_from(n).unwrap_or(0) + 1 }, false)
+            })
+        })
+        .collect();
+    let mut held_whole = Vec::new();
+    for pod in pods {
+        let key = pod.key();
+        let idle_since = idle.get(&key).copied().filter(|&s| s <= now);
+        let name = key.to_string();
+        let busy = if idle_since.is_some() { jitter(&name, step, 3) as f32 } else { busy_level(pod, step) };
+        let memory = 20_000 + jitter(&name, 0, 40) * 1000;
+        let read = |gpu: Sym, index: u32, slice: Option<MigSlice>| DeviceReading {
+            gpu,
+            index,
+            slice,
+            holders: Box::new([key.clone()]),
+            busy_pct: Some(busy),
+            memory_used_mib: Some(memory),
+            idle_since,
+        };
+        for _ in 0..pod.requests.gpu {
+            if let Some(g) = whole.next() {
+                held_whole.push(g.uuid);
+                out.push(read(g.uuid, g.index, None));
+            }
+        }
+        for (profile, count) in pod.requests.mig() {
+            for _ in 0..count {
+                if let Some(s) = slices.iter_mut().find(|s| !s.3 && s.2.profile.as_str() == profile) {
+                    s.3 = true;
+                    out.push(DeviceReading { memory_used_mib: Some(memory / 8), ..read(s.0, s.1, Some(s.2.clone())) });
+                }
+            }
+        }
+    }
+    // Free devices read idle and empty.
+    let free = |gpu: Sym, index: u32, slice: Option<MigSlice>| DeviceReading {
+        gpu,
+        index,
+        slice,
+        holders: Box::new([]),
+        busy_pct: Some(0.0),
+        memory_used_mib: Some(0),
+        idle_since: None,
+    };
+    out.extend(whole.map(|g| free(g.uuid, g.index, None)));
+    out.extend(slices.into_iter().filter(|s| !s.3).map(|s| free(s.0, s.1, Some(s.2))));
+    NodeUsage { node: devices.node, source: UsageSource::Agent, at: now, devices: out.into_boxed_slice() }
+}

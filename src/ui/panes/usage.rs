@@ -1,0 +1,100 @@
+//! Usage pane: who holds GPUs and how busy they are, idle holders first,
+//! from the kgpu agents or dcgm-exporter; without either, what to install.
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::Line;
+use ratatui::widgets::{Paragraph, Wrap};
+
+use crate::app::{App, Pane, Section, Viewport, rows};
+use crate::ui::theme::{Role, Theme};
+use crate::ui::widgets::{self, block, fit};
+use crate::view_model::panes::Views;
+use crate::view_model::usage;
+
+pub fn draw(frame: &mut Frame, area: Rect, app: &App, shown: &mut Viewport, views: &Views, theme: &Theme) {
+    let u = &views.analysis.utilization;
+    let filter = app.filter(Pane::Usage);
+    let sort = app.sort_title(Pane::Usage, Section::First, false);
+    let shown_rows = rows::usage(views, filter, app.sorting(Pane::Usage, Section::First));
+    let title = if filter.is_empty() {
+        format!(" Usage ({} pods){sort} ", shown_rows.len())
+    } else {
+        format!(" Usage ({} of {} pods) · /{filter}{sort} ", shown_rows.len(), views.usage.len())
+    };
+    if !u.has_source() {
+        let b = block(title, true, theme);
+        let inner = b.inner(area);
+        frame.render_widget(b, area);
+        let lines: Vec<Line> = usage::notes(u).into_iter().map(|n| Line::styled(n, theme.style(Role::Text))).collect();
+        let inner = Rect { x: inner.x + 1, width: inner.width.saturating_sub(2), ..inner };
+        frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: true }), inner);
+        return;
+    }
+    let [summary, table] = Layout::vertical([Constraint::Length(1), Constraint::Min(3)]).areas(area);
+    let idle_style = if u.gpus_idle > 0.0 { Role::Warn } else { Role::Ok };
+    frame.render_widget(
+        Paragraph::new(Line::styled(
+            fit(&format!(" {}", usage::summary(u)), summary.width as usize),
+            theme.style(idle_style),
+        )),
+        summary,
+    );
+    if views.usage.is_empty() {
+        widgets::empty(frame, table, block(title, true, theme), "no pod holds a reported GPU", theme);
+        return;
+    }
+    let selected = app.selected_position(Pane::Usage, shown_rows.iter().map(|r| r.id()));
+    let wide = area.width >= 120;
+    let pod_width: u16 = if wide { 44 } else { 28 };
+    let make_row = |i: usize| {
+        let r = shown_rows[i];
+        let busy = if r.is_idle { Role::Warn } else { Role::Text };
+        let mut cells = vec![
+            widgets::styled(widgets::fit_id(&r.pod, pod_width as usize), theme.style(Role::Accent)),
+            widgets::styled(r.held.clone(), theme.style(Role::Text)),
+            widgets::styled(r.now.clone(), theme.style(busy)),
+            widgets::styled(r.mean.clone(), theme.style(busy)),
+            widgets::styled(r.idle.clone(), theme.style(if r.is_idle { Role::Warn } else { Role::Dim })),
+            widgets::styled(r.idle_gpu_hours.clone(), theme.style(if r.is_idle { Role::Warn } else { Role::Dim })),
+        ];
+        if wide {
+            cells.push(widgets::styled(r.memory.clone(), theme.style(Role::Text)));
+            cells.push(widgets::styled(r.node.clone(), theme.style(Role::Dim)));
+            cells.push(widgets::styled(r.queue.clone(), theme.style(Role::Dim)));
+            cells.push(widgets::styled(r.age.clone(), theme.style(Role::Dim)));
+        }
+        cells.push(widgets::styled(r.workload.clone(), theme.style(Role::Dim)));
+        cells
+    };
+    let mut header = vec!["POD", "HELD", "NOW", "MEAN", "IDLE", "IDLE-GPU-H"];
+    let mut widths = vec![
+        Constraint::Length(pod_width),
+        Constraint::Length(9),
+        Constraint::Length(4),
+        Constraint::Length(4),
+        Constraint::Length(6),
+        Constraint::Length(10),
+    ];
+    if wide {
+        header.extend(["MEMORY", "NODE", "QUEUE", "AGE"]);
+        widths.extend([Constraint::Length(7), Constraint::Length(16), Constraint::Length(12), Constraint::Length(6)]);
+    }
+    header.push("WORKLOAD");
+    widths.push(Constraint::Min(8));
+    let offset = app.offsets.get(&Pane::Usage).copied().unwrap_or(0);
+    let offset = widgets::lazy_table(
+        frame,
+        table,
+        block(title, true, theme),
+        &header,
+        &widths,
+        shown_rows.len(),
+        make_row,
+        Some(selected),
+        offset,
+        theme,
+    );
+    shown.offsets.push((Pane::Usage, offset));
+    shown.page = Some(usize::from(table.height.saturating_sub(3)));
+}

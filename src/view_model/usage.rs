@@ -1,0 +1,137 @@
+//! The idle-holders view: one row per pod that holds reported GPUs, as the
+//! Usage pane and `kgpu snapshot --pane utilization` print it.
+
+use crate::analysis::Analysis;
+use crate::analysis::usage::{Holder, Utilization, WorkloadUse, idle_below_pct, window_minutes};
+use crate::model::time::age;
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct UsageRow {
+    /// `namespace/name`: what the selection follows.
+    pub pod: String,
+    pub node: String,
+    /// `1`, `2`, `1g.10gb`, `1/2 (shared)`.
+    pub held: String,
+    pub now: String,
+    pub mean: String,
+    pub memory: String,
+    /// `3h20m`, `≥40m` (idle since kgpu first saw it), or `-` while busy.
+    pub idle: String,
+    pub idle_gpu_hours: String,
+    pub workload: String,
+    pub queue: String,
+    pub age: String,
+    pub is_idle: bool,
+    pub source: &'static str,
+}
+
+impl UsageRow {
+    pub fn id(&self) -> String {
+        self.pod.clone()
+    }
+}
+
+pub fn pct(p: Option<f32>) -> String {
+    p.map_or_else(|| "-".into(), |p| format!("{p:.0}%"))
+}
+
+pub fn gpus(g: f64) -> String {
+    if (g - g.round()).abs() < 0.005 { format!("{}", g.round() as i64) } else { format!("{g:.2}") }
+}
+
+fn held(h: &Holder) -> String {
+    let shared = h.devices.iter().map(|d| d.sharers).max().unwrap_or(1);
+    let profiles: Vec<&str> = h.devices.iter().filter_map(|d| d.profile.map(|p| p.as_str())).collect();
+    let what = match profiles.as_slice() {
+        [] => gpus(h.gpus),
+        [one] if h.devices.len() == 1 => (*one).to_string(),
+        [first, ..] => format!("{}×{first}", profiles.len()),
+    };
+    if shared > 1 { format!("{what} (1/{shared})") } else { what }
+}
+
+pub fn idle_for(h: &Holder) -> String {
+    match h.idle_seconds {
+        None => "-".into(),
+        Some(s) if h.idle_at_least => format!("≥{}", age(s)),
+        Some(s) => age(s),
+    }
+}
+
+pub fn rows(a: &Analysis) -> Vec<UsageRow> {
+    a.utilization
+        .holders
+        .iter()
+        .map(|h| UsageRow {
+            pod: h.pod.to_string(),
+            node: h.node.to_string(),
+            held: held(h),
+            now: pct(h.recent_pct),
+            mean: pct(h.mean_pct),
+            memory: h.memory_used_mib.map_or_else(|| "-".into(), |m| format!("{:.1}G", m as f64 / 1024.0)),
+            idle: idle_for(h),
+            idle_gpu_hours: if h.is_idle() { format!("{:.1}", h.idle_gpu_hours) } else { "-".into() },
+            workload: match (&h.workload, h.unknown_to_api) {
+                (Some(w), _) => format!("{} {}", w.kind, w.name),
+                (None, true) => "(pod not seen in the API)".into(),
+                (None, false) => "-".into(),
+            },
+            queue: h.queue.map_or_else(|| "-".into(), |q| q.to_string()),
+            age: h.age_seconds.map_or_else(|| "-".into(), age),
+            is_idle: h.is_idle(),
+            source: h.source.as_str(),
+        })
+        .collect()
+}
+
+/// One line: how much is held, how much of it idle, from where.
+pub fn summary(u: &Utilization) -> String {
+    if !u.has_source() {
+        return "no utilization source".into();
+    }
+    let nodes: Vec<String> = u.nodes_by_source.iter().map(|(s, n)| format!("{} on {n} node(s)", s.as_str())).collect();
+    let idle_pods = u.holders.iter().filter(|h| h.is_idle()).count();
+    format!(
+        "{} of {} GPUs held are idle ({idle_pods} pods under {}% busy) · {:.1} GPU-hours held idle · from {}",
+        gpus(u.gpus_idle),
+        gpus(u.gpus_held),
+        idle_below_pct(),
+        u.idle_gpu_hours,
+        nodes.join(", ")
+    )
+}
+
+/// What is not covered, and how to cover it.
+pub fn notes(u: &Utilization) -> Vec<String> {
+    let mut out = Vec::new();
+    if !u.has_source() {
+        out.push("No GPU utilization is read: neither kgpu agents nor dcgm-exporter answer.".into());
+        out.push(
+            "Install either: the agents (kubectl apply -f assets/agent/) or the GPU Operator's dcgm-exporter".into(),
+        );
+        out.push("(helm upgrade gpu-operator nvidia/gpu-operator --set dcgmExporter.enabled=true).".into());
+        out.push("The cockpit needs 'get pods/proxy' where they run; the rest of kgpu works without them.".into());
+        return out;
+    }
+    if u.nodes_unreported > 0 {
+        out.push(format!("{} GPU node(s) report no utilization (no agent or exporter there).", u.nodes_unreported));
+    }
+    if u.unattributed_busy > 0 {
+        out.push(format!(
+            "{} device(s) work or hold memory with no pod named: dcgm-exporter's pod mapping is off \
+             (DCGM_EXPORTER_KUBERNETES=true) or a process outside Kubernetes uses them.",
+            u.unattributed_busy
+        ));
+    }
+    out.push(format!(
+        "Idle: every device under {}% busy. NOW is the last reading, MEAN over the last {} min; \
+         IDLE-GPU-H = GPUs held × idle time.",
+        idle_below_pct(),
+        window_minutes()
+    ));
+    out
+}
+
+pub fn workload_name(w: &WorkloadUse) -> String {
+    w.workload.as_ref().map_or_else(|| "(no controller)".into(), |w| format!("{} {}/{}", w.kind, w.namespace, w.name))
+}
