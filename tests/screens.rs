@@ -64,6 +64,25 @@ pane_tests! {
     mig_slices_with_a_wedged_reconfiguration: "mig-mismatch", Pane::Mig;
     drivers_matrix_and_waves_mid_rollout: "driver-skew", Pane::Drivers;
     events_of_a_black_hole: "black-hole", Pane::Events;
+    usage_idle_holders_of_the_default_fleet: "default", Pane::Usage;
+    usage_of_a_gang_deadlock: "gang-deadlock", Pane::Usage;
+}
+
+#[test]
+fn usage_detail_and_the_view_without_a_source() {
+    let v = views("default");
+    let mut app = App::new(false, "dark", true);
+    app.pane = Pane::Usage;
+    render(&mut app, &v, "default", 80, 24);
+    key(&mut app, &v, KeyCode::Enter);
+    insta::assert_snapshot!("usage_detail_of_an_idle_notebook_80x24", format!("{}", render(&mut app, &v, "default", 80, 24).backend()));
+    // A cluster read without agents or an exporter: what to install, and the rest unaffected.
+    let (mut snap, now) = load::demo("default", 1, 0).unwrap();
+    snap.usage = Default::default();
+    let bare = Views::build(Arc::new(snap), now, &Thresholds::default(), None);
+    let mut app = App::new(false, "dark", true);
+    app.pane = Pane::Usage;
+    insta::assert_snapshot!("usage_without_a_source_80x24", format!("{}", render(&mut app, &bare, "default", 80, 24).backend()));
 }
 
 #[test]

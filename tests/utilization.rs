@@ -334,7 +334,7 @@ fn without_a_source_the_view_says_what_to_install() {
     assert_eq!(scenario_source, "agent", "the demo's simulated agents report in every scenario");
     let snap = kgpu::model::Snapshot::empty(SourceInfo { kind: SourceKind::File, name: "dump".into() });
     let u = usage::analyze(&snap, 0);
-    let notes = kgpu::view_model::usage::notes(&u).join(" ");
+    let notes = kgpu::view_model::usage::notes(&u, &snap).join(" ");
     assert!(notes.contains("kubectl apply -f assets/agent/") && notes.contains("dcgmExporter.enabled=true"), "{notes}");
 }
 

@@ -106,19 +106,34 @@ fn title_bar(frame: &mut Frame, area: Rect, app: &App, theme: &Theme, ctx: &Cont
     let source_style = if ctx.production { theme.style(Role::Production) } else { theme.style(Role::Title) };
     spans.push(Span::styled(format!(" {} ", ctx.source), source_style));
     let wide = area.width >= 110;
-    let tabs: Vec<Span> = Pane::ALL
-        .iter()
-        .flat_map(|p| {
-            let label = if wide || *p == app.pane { p.title().to_string() } else { short_title(*p).to_string() };
-            let style = if *p == app.pane { theme.style(Role::TabActive) } else { theme.style(Role::Tab) };
-            [
-                Span::styled(format!(" {}", p.number()), style.patch(theme.style(Role::KeyHint))),
-                Span::styled(format!(" {label} "), style),
-            ]
-        })
-        .collect();
-    let tabs_width: usize = tabs.iter().map(|s| s.width()).sum();
-    let used: usize = spans.iter().map(|s| s.width()).sum();
+    let tabs_with = |full_active: bool| -> Vec<Span> {
+        Pane::ALL
+            .iter()
+            .flat_map(|p| {
+                let full = wide || (full_active && *p == app.pane);
+                let label = if full { p.title() } else { short_title(*p) };
+                let style = if *p == app.pane { theme.style(Role::TabActive) } else { theme.style(Role::Tab) };
+                [
+                    Span::styled(format!(" {}", p.number()), style.patch(theme.style(Role::KeyHint))),
+                    Span::styled(format!(" {label} "), style),
+                ]
+            })
+            .collect()
+    };
+    let width = |spans: &[Span]| spans.iter().map(|s| s.width()).sum::<usize>();
+    // Every tab shows, whole: the active one is named in full where there is room.
+    let mut tabs = tabs_with(true);
+    if width(&spans) + width(&tabs) > area.width as usize {
+        tabs = tabs_with(false);
+    }
+    let tabs_width = width(&tabs);
+    if width(&spans) + tabs_width > area.width as usize
+        && let Some(source) = spans.last_mut()
+    {
+        let room = (area.width as usize).saturating_sub(tabs_width + 6 + 2).max(4);
+        *source = Span::styled(format!(" {} ", widgets::fit(&ctx.source, room)), source.style);
+    }
+    let used: usize = width(&spans);
     let room = (area.width as usize).saturating_sub(used + tabs_width + 1);
     if room > 4 && !ctx.subtitle.is_empty() {
         // Cut with an ellipsis: a server URL cut silently reads as another URL.

@@ -247,15 +247,16 @@ pub fn usage(views: &Views, pod: &str) -> Doc {
     doc.line(
         Role::Text,
         format!(
-            "holds {} GPU(s) on {}; now {}, mean {} over the last {} min; memory {}",
+            "holds {} GPU(s) on {}; now {}, mean {} over the last {} min",
             super::usage::gpus(h.gpus),
             h.node,
             super::usage::pct(h.recent_pct),
             super::usage::pct(h.mean_pct),
             crate::analysis::usage::window_minutes(),
-            h.memory_used_mib.map_or_else(|| "not reported".into(), |m| format!("{:.1} GiB", m as f64 / 1024.0)),
         ),
     );
+    let memory = h.memory_used_mib.map_or_else(|| "not reported".into(), |m| format!("{:.1} GiB", m as f64 / 1024.0));
+    doc.line(Role::Text, format!("GPU memory used: {memory}"));
     if h.is_idle() {
         doc.line(Role::Text, format!("{:.1} GPU-hours held idle", h.idle_gpu_hours));
     }

@@ -409,7 +409,7 @@ fn events(out: &mut String, snap: &Snapshot, a: &Analysis) {
     out.push('\n');
 }
 
-fn utilization(out: &mut String, _snap: &Snapshot, a: &Analysis) {
+fn utilization(out: &mut String, snap: &Snapshot, a: &Analysis) {
     // The Usage pane's rows, in its order: the idle holders first.
     let u = &a.utilization;
     let _ = writeln!(out, "UTILIZATION  {}", super::usage::summary(u));
@@ -439,7 +439,7 @@ fn utilization(out: &mut String, _snap: &Snapshot, a: &Analysis) {
             out.push_str(&table(&["WORKLOAD", "IDLE PODS", "GPUS", "MEAN", "IDLE-GPU-H"], &idle));
         }
     }
-    for note in super::usage::notes(u) {
+    for note in super::usage::notes(u, snap) {
         let _ = writeln!(out, "{note}");
     }
     out.push('\n');

@@ -4,6 +4,7 @@
 use crate::analysis::Analysis;
 use crate::analysis::usage::{Holder, Utilization, WorkloadUse, idle_below_pct, window_minutes};
 use crate::model::time::age;
+use crate::model::{Feed, FeedState, Snapshot};
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct UsageRow {
@@ -89,10 +90,10 @@ pub fn summary(u: &Utilization) -> String {
     if !u.has_source() {
         return "no utilization source".into();
     }
-    let nodes: Vec<String> = u.nodes_by_source.iter().map(|(s, n)| format!("{} on {n} node(s)", s.as_str())).collect();
+    let nodes: Vec<String> = u.nodes_by_source.iter().map(|(s, n)| format!("{}: {n} nodes", s.as_str())).collect();
     let idle_pods = u.holders.iter().filter(|h| h.is_idle()).count();
     format!(
-        "{} of {} GPUs held are idle ({idle_pods} pods under {}% busy) · {:.1} GPU-hours held idle · from {}",
+        "{} of {} GPUs held are idle · {idle_pods} pods under {}% · {:.1} GPU-hours idle · {}",
         gpus(u.gpus_idle),
         gpus(u.gpus_held),
         idle_below_pct(),
@@ -101,16 +102,32 @@ pub fn summary(u: &Utilization) -> String {
     )
 }
 
+/// What a utilization feed says about itself, when it has nothing.
+fn feed_state(snap: &Snapshot, feed: Feed) -> String {
+    match snap.feed(feed).map(|f| &f.state) {
+        None => "not read".into(),
+        Some(FeedState::Unavailable(p)) => format!("{}: {}", p.label(), p.describe()),
+        Some(FeedState::Reconnecting { error, .. }) => format!("reconnecting: {error}"),
+        Some(FeedState::Syncing) => "asking…".into(),
+        Some(FeedState::Live) => "answers, but reports no GPU use".into(),
+    }
+}
+
 /// What is not covered, and how to cover it.
-pub fn notes(u: &Utilization) -> Vec<String> {
+pub fn notes(u: &Utilization, snap: &Snapshot) -> Vec<String> {
     let mut out = Vec::new();
     if !u.has_source() {
-        out.push("No GPU utilization is read: neither kgpu agents nor dcgm-exporter answer.".into());
-        out.push(
-            "Install either: the agents (kubectl apply -f assets/agent/) or the GPU Operator's dcgm-exporter".into(),
-        );
-        out.push("(helm upgrade gpu-operator nvidia/gpu-operator --set dcgmExporter.enabled=true).".into());
-        out.push("The cockpit needs 'get pods/proxy' where they run; the rest of kgpu works without them.".into());
+        out.push("No GPU utilization is read.".into());
+        out.push(format!("  node agents: {}", feed_state(snap, Feed::Agents)));
+        out.push(format!("  dcgm-exporter: {}", feed_state(snap, Feed::DcgmExporter)));
+        out.push(String::new());
+        out.push("Install either (the cockpit needs 'get pods/proxy' where they run):".into());
+        out.push("  the kgpu agents: kubectl apply -f assets/agent/".into());
+        out.push("  the GPU Operator's dcgm-exporter:".into());
+        out.push("    helm upgrade gpu-operator nvidia/gpu-operator --reuse-values \\".into());
+        out.push("      --set dcgmExporter.enabled=true".into());
+        out.push(String::new());
+        out.push("The rest of kgpu works without them.".into());
         return out;
     }
     if u.nodes_unreported > 0 {

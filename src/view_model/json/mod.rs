@@ -58,7 +58,7 @@ pub fn document(
         drivers: want(Section::Drivers).then(|| drivers(a, waves)),
         mig: want(Section::Mig).then(|| mig(snap)),
         events: want(Section::Events).then(|| events(snap, now)),
-        utilization: want(Section::Utilization).then(|| utilization(a)),
+        utilization: want(Section::Utilization).then(|| utilization(snap, a)),
     }
 }
 
@@ -378,7 +378,7 @@ fn workload_ref(w: &crate::analysis::usage::WorkloadRef) -> WorkloadRefJson {
     WorkloadRefJson { kind: w.kind.to_string(), namespace: w.namespace.to_string(), name: w.name.to_string() }
 }
 
-fn utilization(a: &Analysis) -> UtilizationJson {
+fn utilization(snap: &Snapshot, a: &Analysis) -> UtilizationJson {
     let u = &a.utilization;
     UtilizationJson {
         source: u.source_label(),
@@ -433,6 +433,6 @@ fn utilization(a: &Analysis) -> UtilizationJson {
                 idle_seconds: w.idle_seconds,
             })
             .collect(),
-        hint: (!u.has_source()).then(|| super::usage::notes(u).join(" ")),
+        hint: (!u.has_source()).then(|| super::usage::notes(u, snap).join("\n")),
     }
 }
