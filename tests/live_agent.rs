@@ -88,6 +88,23 @@ fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
+fn kubectl_apply(cp: &ControlPlane, doc: &serde_json::Value) {
+    let status = Command::new(support::controlplane::build().unwrap().bin.join("kubectl"))
+        .args(["--kubeconfig"])
+        .arg(&cp.kubeconfig)
+        .args(["apply", "--server-side", "-f", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write;
+            child.stdin.take().unwrap().write_all(serde_json::to_string(doc).unwrap().as_bytes())?;
+            child.wait()
+        })
+        .unwrap();
+    assert!(status.success(), "kubectl apply {}", doc["kind"]);
+}
+
 /// The cockpit's live source with agents read directly.
 async fn cockpit(
     cp: &ControlPlane,
@@ -119,20 +136,7 @@ async fn the_cockpit_shows_the_gpus_of_a_running_agent_and_marks_an_unreachable_
     let client = client(cp).await;
     // The manifests apply to a real API server as they are.
     for doc in docs(MANIFEST).into_iter().chain(docs(RBAC)) {
-        let status = Command::new(support::controlplane::build().unwrap().bin.join("kubectl"))
-            .args(["--kubeconfig"])
-            .arg(&cp.kubeconfig)
-            .args(["apply", "--server-side", "-f", "-"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .spawn()
-            .and_then(|mut child| {
-                use std::io::Write;
-                child.stdin.take().unwrap().write_all(serde_json::to_string(&doc).unwrap().as_bytes())?;
-                child.wait()
-            })
-            .unwrap();
-        assert!(status.success(), "kubectl apply {}", doc["kind"]);
+        kubectl_apply(cp, &doc);
     }
     let secrets: Api<Secret> = Api::namespaced(client.clone(), DEFAULT_NAMESPACE);
     let secret: Secret =
@@ -197,4 +201,115 @@ async fn the_cockpit_shows_the_gpus_of_a_running_agent_and_marks_an_unreachable_
     let row =
         mig.iter().find(|r| r["node"] == "agent-node-0").unwrap_or_else(|| panic!("no MIG row: {}", doc["feeds"]));
     assert_eq!(row["gpus"][0]["instances"].as_array().unwrap().len(), 4, "{row}");
+}
+
+/// A dcgm-exporter stand-in: answers every request with `text` (verbatim
+/// exporter output) until the test ends.
+fn fake_exporter(text: String) -> u16 {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut s) = stream else { continue };
+            let mut buf = [0u8; 4096];
+            let _ = s.read(&mut buf);
+            let head = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                text.len()
+            );
+            let _ = s.write_all(head.as_bytes()).and_then(|_| s.write_all(text.as_bytes()));
+        }
+    });
+    port
+}
+
+#[tokio::test]
+async fn dcgm_exporter_output_makes_its_mig_pods_idle_holders_in_the_cockpit_and_the_snapshot() {
+    let Some(cp) = ControlPlane::shared_if_enabled() else { return };
+    let client = client(cp).await;
+    let text = std::fs::read_to_string(format!(
+        "{}/tests/fixtures/dcgm-exporter/h100-mig-kserve.prom",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap();
+    let port = fake_exporter(text);
+    let node = "dcgm-node-0";
+    gpu_node(&client, node, 0, json!({"nvidia.com/mig.strategy": "mixed"}), json!([])).await;
+    // The two KServe pods the exporter names, running on that node.
+    let ns = "model-playground-stg";
+    support::kube::namespace(&client, ns).await;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    for name in
+        ["text-embedding-predictor-00008-deployment-57946f6c67-vdtjl", "tts-predictor-00011-deployment-5554f75554-8j8pl"]
+    {
+        let pod: Pod = serde_json::from_value(json!({
+            "metadata": {"name": name},
+            "spec": {"nodeName": node, "containers": [{"name": "kserve-container", "image": "kserve:1",
+                "resources": {"limits": {"nvidia.com/mig-1g.10gb": "1"}}}]}
+        }))
+        .unwrap();
+        pods.create(&PostParams::default(), &pod).await.unwrap();
+        let status = json!({"status": {"phase": "Running", "startTime": "2026-01-01T00:00:00Z"}});
+        pods.patch_status(name, &PatchParams::default(), &Patch::Merge(&status)).await.unwrap();
+    }
+    // The exporter pod, as the GPU Operator labels it, "running" at the fake's port.
+    support::kube::namespace(&client, "gpu-operator").await;
+    for doc in docs(include_str!("../assets/agent/cockpit-rbac-dcgm.yaml")) {
+        kubectl_apply(cp, &doc);
+    }
+    let operator: Api<Pod> = Api::namespaced(client.clone(), "gpu-operator");
+    let exporter: Pod = serde_json::from_value(json!({
+        "metadata": {"name": "nvidia-dcgm-exporter-x7k2p", "labels": {"app": "nvidia-dcgm-exporter"}},
+        "spec": {"nodeName": node, "containers": [{"name": "nvidia-dcgm-exporter", "image": "dcgm-exporter:4",
+            "ports": [{"name": "metrics", "containerPort": port}]}]}
+    }))
+    .unwrap();
+    operator.create(&PostParams::default(), &exporter).await.unwrap();
+    let status = json!({"status": {"phase": "Running", "podIP": "127.0.0.1", "podIPs": [{"ip": "127.0.0.1"}]}});
+    operator.patch_status("nvidia-dcgm-exporter-x7k2p", &PatchParams::default(), &Patch::Merge(&status)).await.unwrap();
+
+    let (snapshots, _tasks) = cockpit(cp).await;
+    until(&snapshots, "two readings of the exporter's node", |s| {
+        s.usage
+            .get(&(kgpu::model::UsageSource::DcgmExporter, Sym::new(node)))
+            .is_some_and(|h| h.devices.first().is_some_and(|d| d.idle_seconds().is_some_and(|i| i >= 1)))
+    })
+    .await;
+    let snap = snapshots.borrow().clone();
+    assert_eq!(snap.feed(Feed::DcgmExporter).map(|f| f.state.clone()), Some(FeedState::Live));
+    let u = kgpu::analysis::usage::analyze(&snap, snap.clock);
+    let idle: Vec<(String, Option<kgpu::model::Sym>, bool)> = u
+        .holders
+        .iter()
+        .filter(|h| h.node.as_str() == node)
+        .map(|h| (h.pod.name.to_string(), h.devices[0].profile, h.is_idle()))
+        .collect();
+    let profile = Some(Sym::new("1g.10gb"));
+    assert_eq!(
+        idle,
+        [
+            ("text-embedding-predictor-00008-deployment-57946f6c67-vdtjl".to_string(), profile, true),
+            ("tts-predictor-00011-deployment-5554f75554-8j8pl".to_string(), profile, true),
+        ]
+    );
+    let h = u.holders.iter().find(|h| h.node.as_str() == node).unwrap();
+    assert!((h.gpus - 1.0 / 7.0).abs() < 1e-9, "a 1g slice is one seventh of a GPU");
+    assert_eq!(h.source, kgpu::model::UsageSource::DcgmExporter);
+    // The free slice 8 has no pod and does nothing: not counted as unattributed work.
+    assert_eq!(u.unattributed_busy, 0);
+
+    // The same through the CLI, one shot: the pods named, idle, from the exporter.
+    let out = Command::new(env!("CARGO_BIN_EXE_kgpu"))
+        .args(["snapshot", "--pane", "utilization", "-o", "json", "--agents", "direct", "--kubeconfig"])
+        .arg(&cp.kubeconfig)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows: Vec<&serde_json::Value> =
+        doc["utilization"]["pods"].as_array().unwrap().iter().filter(|p| p["node"] == node).collect();
+    assert_eq!(rows.len(), 2, "{}", doc["utilization"]);
+    assert!(rows.iter().all(|p| p["source"] == "dcgm-exporter" && p["recentPercent"] == 0.0), "{rows:?}");
+    assert_eq!(doc["feeds"]["dcgm-exporter"]["state"], "live", "{}", doc["feeds"]);
 }
