@@ -139,6 +139,8 @@ pub struct Index<'a> {
     /// distinct constraint set: this keeps per-node fit linear in nodes.
     placements: Mutex<HashMap<PlacementKey, Arc<OnceLock<Placement>>>>,
     placement_groups: OnceLock<Vec<u32>>,
+    /// Idle time per pod holding GPUs idle, worked out when first asked.
+    idle: OnceLock<HashMap<PodKey, i64>>,
     /// By label key, each node's value (in node position order).
     label_columns: Mutex<SymMap<Arc<[Option<Sym>]>>>,
     /// Nodes that fail every GPU pod at admission (`fleet::black_hole_nodes`):
@@ -267,6 +269,11 @@ impl<'a> PodPass<'a> {
 }
 
 impl<'a> Index<'a> {
+    /// How long the pod has held its GPUs idle, per the utilization read.
+    pub fn idle_seconds(&self, pod: &PodKey) -> Option<i64> {
+        self.idle.get_or_init(|| super::usage::idle_by_pod(self.snap, self.now)).get(pod).copied()
+    }
+
     pub fn build(snap: &'a Snapshot, now: Timestamp) -> Index<'a> {
         Index::build_walking_apart_from(snap, now, PARALLEL_WALK_FROM)
     }
@@ -354,6 +361,7 @@ impl<'a> Index<'a> {
             gang_of,
             placements: Mutex::default(),
             placement_groups: OnceLock::new(),
+            idle: OnceLock::new(),
             label_columns: Mutex::default(),
             black_holes: Default::default(),
             empty: Tally::default(),

@@ -285,12 +285,13 @@ pub fn fragmentation_panel(f: &Fragmentation, shape: usize, tall: bool) -> Doc {
                     doc.line(
                         Role::Text,
                         format!(
-                            " {} → {}  {} ({} GPU, {:.1} GPU-h)",
+                            " {} → {}  {} ({} GPU, {:.1} GPU-h{})",
                             step.from_node,
                             step.to_node.map_or("✗ evict, work lost".to_string(), |n| n.to_string()),
                             step.pod,
                             step.gpus,
-                            step.gpu_hours_disrupted
+                            step.gpu_hours_disrupted,
+                            step.idle_seconds.map_or(String::new(), |i| format!(", idle {}", super::age(i)))
                         ),
                     );
                 }

@@ -242,12 +242,13 @@ fn fragmentation(out: &mut String, _snap: &Snapshot, a: &Analysis) {
             for s in &p.steps {
                 let _ = writeln!(
                     out,
-                    "  {} {}/{} ({} GPU, {:.1} GPU-h) {} → {}{}",
+                    "  {} {}/{} ({} GPU, {:.1} GPU-h{}) {} → {}{}",
                     if s.to_node.is_some() { "move" } else { "evict" },
                     s.namespace,
                     s.pod,
                     s.gpus,
                     s.gpu_hours_disrupted,
+                    s.idle_seconds.map_or(String::new(), |i| format!(", idle {}", age(i))),
                     s.from_node,
                     s.to_node.map_or("nowhere (work lost)".to_string(), |n| n.to_string()),
                     s.gang.as_ref().map_or(String::new(), |g| format!(" [gang {g}]"))

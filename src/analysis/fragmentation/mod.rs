@@ -143,6 +143,8 @@ pub struct PlanStep {
     pub gpu_hours_disrupted: f64,
     /// Set when the pod is a member of a running gang (the whole gang moves).
     pub gang: Option<String>,
+    /// The pod has held its GPUs idle this long: the cheapest to move.
+    pub idle_seconds: Option<i64>,
 }
 
 #[derive(Clone, Debug, PartialEq)]

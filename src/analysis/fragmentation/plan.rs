@@ -6,7 +6,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use crate::model::{GangKey, Node, Pod, PodKey, Resources, Sym, Timestamp};
+use crate::model::{GangKey, Node, Pod, PodKey, Resources, Sym};
 
 use super::super::fit::{self, Shape};
 use super::super::index::Index;
@@ -33,9 +33,13 @@ struct Unit<'a> {
     priority: i32,
 }
 
-fn pod_gpu_hours(pod: &Pod, now: Timestamp) -> f64 {
+/// The work a move or an eviction throws away: GPUs × the time the pod
+/// has run, less the time it has held them idle (nothing computed then),
+/// so an idle holder is the cheapest to move.
+fn pod_gpu_hours(index: &Index<'_>, pod: &Pod) -> f64 {
     let gpus = pod.requests.gpu as f64 + pod.requests.mig_total() as f64;
-    let hours = (now - pod.transitioned).max(0) as f64 / 3600.0;
+    let idle = index.idle_seconds(&pod.key()).unwrap_or(0);
+    let hours = (index.now - pod.transitioned - idle).max(0) as f64 / 3600.0;
     gpus * hours
 }
 
@@ -226,7 +230,7 @@ pub fn plan(index: &Index<'_>, shapes: &[ShapeFit]) -> Plan {
                 have -= fleet.target_room(from) + room_of(&fleet, to);
                 fleet.move_pod(pod, from, to);
                 have += fleet.target_room(from) + room_of(&fleet, to);
-                let hours = pod_gpu_hours(pod, index.now);
+                let hours = pod_gpu_hours(index, pod);
                 result.gpu_hours += hours;
                 moved.insert(pod.key());
                 result.steps.push(PlanStep {
@@ -237,6 +241,7 @@ pub fn plan(index: &Index<'_>, shapes: &[ShapeFit]) -> Plan {
                     gpus: pod.requests.gpu,
                     gpu_hours_disrupted: hours,
                     gang: gang.clone(),
+                    idle_seconds: index.idle_seconds(&pod.key()),
                 });
             }
         }
@@ -537,7 +542,7 @@ fn units_on<'a>(index: &Index<'a>, target: &Demand, node: Sym, moved: &HashSet<P
                 if members.iter().any(|p| p.node != Some(node)) {
                     continue; // a gang spread over nodes moves as a whole elsewhere; not planned
                 }
-                let hours = members.iter().map(|p| pod_gpu_hours(p, index.now)).sum();
+                let hours = members.iter().map(|p| pod_gpu_hours(index, p)).sum();
                 let priority = members.iter().map(|p| p.priority).max().unwrap_or(pod.priority);
                 units.push(Unit {
                     pods: members,
@@ -549,7 +554,7 @@ fn units_on<'a>(index: &Index<'a>, target: &Demand, node: Sym, moved: &HashSet<P
             None => units.push(Unit {
                 pods: vec![pod],
                 gang: None,
-                gpu_hours: pod_gpu_hours(pod, index.now),
+                gpu_hours: pod_gpu_hours(index, pod),
                 priority: pod.priority,
             }),
         }

@@ -270,3 +270,37 @@ fn placement_rules_decide_where_free_gpus_count() {
     assert_eq!(f.stranded_by_node.keys().map(|n| n.as_str()).collect::<Vec<_>>(), ["open"]);
     assert_eq!(f.free_total, 10);
 }
+
+#[test]
+fn an_idle_holder_is_the_cheapest_to_move_and_the_plan_says_so() {
+    // The fleet of the test above, but b (1 GPU, 3 h) has held its GPU idle
+    // for the last 2 h 50 min: moving it loses 10 minutes of work, not 3 hours.
+    let nodes = (1..=8).map(|i| node(&format!("n{i}")).gpus(8).build()).collect();
+    let mut pods = vec![running("a", 1, "n1", 1), running("b", 1, "n2", 3), running("c", 2, "n3", 1)];
+    pods.extend((4..=8).map(|i| running(&format!("d{i}"), 4, &format!("n{i}"), 1)));
+    pods.extend((0..2).map(|i| pod(&format!("train-{i}")).gpus(8).group("train").build()));
+    let mut snap = snapshot(nodes, pods, vec![podgroup("train", 2, 8).phase("Inqueue").build()], NOW);
+    let mut cluster = crate::model::Cluster::new(snap.source.clone());
+    cluster.apply(crate::model::ModelEvent::Clock(NOW));
+    let idle_since = NOW - 170 * 60;
+    cluster.apply(crate::model::ModelEvent::Upsert(crate::model::Object::Usage(crate::model::NodeUsage {
+        node: Sym::new("n2"),
+        source: crate::model::UsageSource::Agent,
+        at: NOW,
+        devices: Box::new([crate::model::DeviceReading {
+            gpu: Sym::new("GPU-n2-0"),
+            index: 0,
+            slice: None,
+            holders: Box::new([PodKey::new("default", "b")]),
+            busy_pct: Some(0.0),
+            memory_used_mib: Some(20_000),
+            idle_since: Some(idle_since),
+        }]),
+    })));
+    snap.usage = cluster.snapshot().usage;
+    let f = analyze(&Index::build(&snap, NOW));
+    let moves: Vec<(&str, Option<i64>)> = f.plan.steps.iter().map(|s| (s.pod.as_str(), s.idle_seconds)).collect();
+    assert_eq!(moves, [("b", Some(170 * 60)), ("a", None)], "b first: the least work lost");
+    // 10 minutes of b's work and a's hour.
+    assert!((f.plan.gpu_hours - (10.0 / 60.0 + 1.0)).abs() < 1e-9, "{}", f.plan.gpu_hours);
+}

@@ -156,6 +156,7 @@ fn fragmentation(a: &Analysis) -> Fragmentation {
                 gpus: s.gpus,
                 gpu_hours_disrupted: round3(s.gpu_hours_disrupted),
                 gang: s.gang.clone(),
+                idle_seconds: s.idle_seconds,
             })
             .collect(),
         plan_summary: PlanSummary {

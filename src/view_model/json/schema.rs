@@ -168,6 +168,9 @@ pub struct PlanStepJson {
     pub gpu_hours_disrupted: f64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gang: Option<String>,
+    /// The pod holds its GPUs idle, this long: the cheapest to move.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub idle_seconds: Option<i64>,
 }
 
 #[derive(Serialize)]
