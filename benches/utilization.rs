@@ -54,7 +54,13 @@ fn round(r: usize) -> ModelEvent {
                     }
                 })
                 .collect();
-            Object::Usage(NodeUsage { node: Sym::new(&format!("gpu-node-{n:05}")), source: UsageSource::Agent, at, devices })
+            Object::Usage(NodeUsage {
+                problem: None,
+                node: Sym::new(&format!("gpu-node-{n:05}")),
+                source: UsageSource::Agent,
+                at,
+                devices,
+            })
         })
         .collect();
     ModelEvent::Resync { feed: Feed::Agents, objects }
@@ -95,10 +101,16 @@ fn main() {
         v.sort_by(f64::total_cmp);
         v[v.len() / 2]
     };
-    println!("{gpus} GPUs on {NODES} nodes, a reading every {INTERVAL}s for {ROUNDS} rounds ({} h), 1% new holders per round", ROUNDS as i64 * INTERVAL / 3600);
+    println!(
+        "{gpus} GPUs on {NODES} nodes, a reading every {INTERVAL}s for {ROUNDS} rounds ({} h), 1% new holders per round",
+        ROUNDS as i64 * INTERVAL / 3600
+    );
     println!("usage memory after the first reading:   {:.1} MB", first as f64 / 1e6);
     println!("usage memory with the window full ({window_rounds} readings): {:.1} MB", full as f64 / 1e6);
-    println!("usage memory at the end:                {:.1} MB ({per_gpu:.0} B per GPU; budget {BUDGET_PER_GPU:.0} B)", end as f64 / 1e6);
+    println!(
+        "usage memory at the end:                {:.1} MB ({per_gpu:.0} B per GPU; budget {BUDGET_PER_GPU:.0} B)",
+        end as f64 / 1e6
+    );
     println!("fold of one round (all nodes): median {:.1} ms", median(&mut fold_ms));
     println!("idle-holders analysis of {gpus} GPUs: median {:.1} ms", median(&mut analyze_ms));
     let bounded = (end as f64) <= full as f64 * 1.05;

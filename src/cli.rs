@@ -46,7 +46,7 @@ pub struct SourceArgs {
     /// Read `kubectl get ... -o json|yaml` dumps instead of a live cluster: files or directories.
     #[arg(long, global = true, value_name = "PATH", num_args = 1..)]
     pub file: Vec<PathBuf>,
-    /// How to read the node agents: proxy (through the API server), direct (pod IPs, in-cluster), off.
+    /// How to read the node agents and dcgm-exporter: proxy (through the API server), direct (pod IPs, in-cluster), off.
     #[arg(long, global = true, value_enum, default_value_t = AgentTransport::Proxy, value_name = "HOW")]
     pub agents: AgentTransport,
     /// Namespace of the agent DaemonSet.

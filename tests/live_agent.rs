@@ -240,9 +240,10 @@ async fn dcgm_exporter_output_makes_its_mig_pods_idle_holders_in_the_cockpit_and
     let ns = "model-playground-stg";
     support::kube::namespace(&client, ns).await;
     let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
-    for name in
-        ["text-embedding-predictor-00008-deployment-57946f6c67-vdtjl", "tts-predictor-00011-deployment-5554f75554-8j8pl"]
-    {
+    for name in [
+        "text-embedding-predictor-00008-deployment-57946f6c67-vdtjl",
+        "tts-predictor-00011-deployment-5554f75554-8j8pl",
+    ] {
         let pod: Pod = serde_json::from_value(json!({
             "metadata": {"name": name},
             "spec": {"nodeName": node, "containers": [{"name": "kserve-container", "image": "kserve:1",

@@ -75,14 +75,20 @@ fn usage_detail_and_the_view_without_a_source() {
     app.pane = Pane::Usage;
     render(&mut app, &v, "default", 80, 24);
     key(&mut app, &v, KeyCode::Enter);
-    insta::assert_snapshot!("usage_detail_of_an_idle_notebook_80x24", format!("{}", render(&mut app, &v, "default", 80, 24).backend()));
+    insta::assert_snapshot!(
+        "usage_detail_of_an_idle_notebook_80x24",
+        format!("{}", render(&mut app, &v, "default", 80, 24).backend())
+    );
     // A cluster read without agents or an exporter: what to install, and the rest unaffected.
     let (mut snap, now) = load::demo("default", 1, 0).unwrap();
     snap.usage = Default::default();
     let bare = Views::build(Arc::new(snap), now, &Thresholds::default(), None);
     let mut app = App::new(false, "dark", true);
     app.pane = Pane::Usage;
-    insta::assert_snapshot!("usage_without_a_source_80x24", format!("{}", render(&mut app, &bare, "default", 80, 24).backend()));
+    insta::assert_snapshot!(
+        "usage_without_a_source_80x24",
+        format!("{}", render(&mut app, &bare, "default", 80, 24).backend())
+    );
 }
 
 #[test]

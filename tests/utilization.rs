@@ -120,7 +120,13 @@ fn reading(gpu: &str, slice: Option<(&str, u32)>, pods: &[&str], busy: f32) -> D
 }
 
 fn usage(node: &str, source: UsageSource, at: i64, devices: Vec<DeviceReading>) -> ModelEvent {
-    ModelEvent::Upsert(Object::Usage(NodeUsage { node: Sym::new(node), source, at, devices: devices.into() }))
+    ModelEvent::Upsert(Object::Usage(NodeUsage {
+        problem: None,
+        node: Sym::new(node),
+        source,
+        at,
+        devices: devices.into(),
+    }))
 }
 
 #[test]
@@ -205,6 +211,7 @@ fn usage_history_survives_the_agents_resync_and_a_node_dropped_from_it_is_forgot
             .iter()
             .map(|n| {
                 Object::Usage(NodeUsage {
+                    problem: None,
                     node: Sym::new(n),
                     source: UsageSource::Agent,
                     at: t,
@@ -345,4 +352,29 @@ fn a_partly_placed_gangs_members_are_idle_holders_as_the_gangs_view_says() {
     let u = &doc["utilization"];
     assert_eq!(held_idle, 64.0);
     assert_eq!(u["gpusIdle"].as_f64().unwrap(), held_idle, "the gangs view and the usage view agree");
+}
+
+#[test]
+fn an_exporter_that_does_not_answer_keeps_its_history_and_its_node_falls_back_to_the_agent() {
+    let mut c = cluster();
+    c.apply(ModelEvent::Upsert(Object::Pod(pod("p").ns("ml").on("n1").running().build())));
+    c.apply(usage("n1", UsageSource::DcgmExporter, 100, vec![reading("GPU-a", None, &["p"], 0.0)]));
+    c.apply(usage("n1", UsageSource::Agent, 100, vec![reading("GPU-a", None, &["p"], 30.0)]));
+    c.apply(ModelEvent::Upsert(Object::Usage(NodeUsage {
+        node: Sym::new("n1"),
+        source: UsageSource::DcgmExporter,
+        at: 110,
+        devices: Box::new([]),
+        problem: Some("gpu-operator/nvidia-dcgm-exporter-x: did not answer within 5s".into()),
+    })));
+    let snap = c.snapshot();
+    let kept = &snap.usage[&(UsageSource::DcgmExporter, Sym::new("n1"))];
+    assert_eq!(kept.devices.len(), 1, "the history is kept for when it answers again");
+    let u = usage::analyze(&snap, 110);
+    assert_eq!(u.holders[0].source, UsageSource::Agent, "the node falls back to its agent");
+    let notes = kgpu::view_model::usage::notes(&u, &snap).join("\n");
+    assert!(
+        notes.contains("dcgm-exporter on n1 was not read: gpu-operator/nvidia-dcgm-exporter-x: did not answer"),
+        "{notes}"
+    );
 }

@@ -100,6 +100,9 @@ pub struct Utilization {
     pub gpus_held: f64,
     pub gpus_idle: f64,
     pub idle_gpu_hours: f64,
+    /// Reporters that did not answer at their last reading: node and why.
+    /// Their nodes fall back to the other source, if any.
+    pub unreadable: Vec<(Sym, UsageSource, String)>,
 }
 
 impl Utilization {
@@ -170,7 +173,7 @@ fn deployment_of(replica_set: &str) -> Option<&str> {
 fn believed(snap: &Snapshot) -> BTreeMap<Sym, &crate::model::NodeUsageHistory> {
     let mut out: BTreeMap<Sym, &crate::model::NodeUsageHistory> = BTreeMap::new();
     for ((source, node), history) in &snap.usage {
-        if history.devices.is_empty() {
+        if history.devices.is_empty() || history.problem.is_some() {
             continue;
         }
         let better = match out.get(node) {
@@ -193,6 +196,8 @@ struct Acc<'a> {
 pub fn analyze(snap: &Snapshot, now: Timestamp) -> Utilization {
     let believed = believed(snap);
     let mut util = Utilization::default();
+    util.unreadable =
+        snap.usage.values().filter_map(|h| h.problem.as_ref().map(|p| (h.node, h.source, p.to_string()))).collect();
     for h in believed.values() {
         *util.nodes_by_source.entry(h.source).or_default() += 1;
     }

@@ -74,6 +74,9 @@ pub struct NodeUsage {
     pub source: UsageSource,
     pub at: Timestamp,
     pub devices: Box<[DeviceReading]>,
+    /// Why the reporter could not be read this time (then `devices` is
+    /// empty and the history is kept as it was).
+    pub problem: Option<Box<str>>,
 }
 
 /// One past reading of one device, compact: a window of them per device.
@@ -221,12 +224,27 @@ pub struct NodeUsageHistory {
     pub source: UsageSource,
     pub at: Timestamp,
     pub devices: Box<[DeviceHistory]>,
+    /// The last reading failed: why. The devices are as last read.
+    pub problem: Option<Box<str>>,
 }
 
 impl NodeUsageHistory {
     /// The new reading folded into what was known: devices no longer
     /// reported are dropped, so memory follows the devices that exist.
     pub fn fold(old: Option<&NodeUsageHistory>, new: NodeUsage) -> NodeUsageHistory {
+        if let Some(problem) = new.problem {
+            // A failed read says nothing of the devices: keep what was known.
+            return match old {
+                Some(o) => NodeUsageHistory { problem: Some(problem), ..o.clone() },
+                None => NodeUsageHistory {
+                    node: new.node,
+                    source: new.source,
+                    at: new.at,
+                    devices: Box::new([]),
+                    problem: Some(problem),
+                },
+            };
+        }
         let at = new.at;
         let devices = new
             .devices
@@ -240,7 +258,7 @@ impl NodeUsageHistory {
                 }
             })
             .collect();
-        NodeUsageHistory { node: new.node, source: new.source, at, devices }
+        NodeUsageHistory { node: new.node, source: new.source, at, devices, problem: None }
     }
 }
 
@@ -263,7 +281,13 @@ mod tests {
     fn fold(old: Option<&NodeUsageHistory>, at: Timestamp, r: DeviceReading) -> NodeUsageHistory {
         NodeUsageHistory::fold(
             old,
-            NodeUsage { node: Sym::new("n"), source: UsageSource::DcgmExporter, at, devices: Box::new([r]) },
+            NodeUsage {
+                problem: None,
+                node: Sym::new("n"),
+                source: UsageSource::DcgmExporter,
+                at,
+                devices: Box::new([r]),
+            },
         )
     }
 

@@ -390,6 +390,7 @@ pub fn usage_of(s: &AgentSnapshot, observed: i64) -> NodeUsage {
         }
     }
     NodeUsage {
+        problem: None,
         node: Sym::new(&s.node),
         source: UsageSource::Agent,
         at: if s.collected_at > 0 { s.collected_at } else { observed },

@@ -120,28 +120,29 @@ async fn round(client: &Client, transport: Transport) -> Result<Vec<ModelEvent>,
     exporters.dedup();
     if exporters.is_empty() {
         return Ok(unavailable(FeedProblem::Missing(
-            "no dcgm-exporter pods (labels app=nvidia-dcgm-exporter or app.kubernetes.io/name=dcgm-exporter); \
-             the GPU Operator runs it with dcgmExporter.enabled=true"
-                .into(),
+            "no dcgm-exporter pods (app=nvidia-dcgm-exporter or app.kubernetes.io/name=dcgm-exporter)".into(),
         )));
     }
     let reads = exporters.iter().map(|e| scrape(client, transport, e));
     let results = futures::future::join_all(reads).await;
     let now = crate::clock::wall_clock();
-    let mut events = Vec::new();
     let mut objects = Vec::new();
     for (exporter, result) in exporters.iter().zip(results) {
         match result.and_then(|text| parse(&exporter.node, &text, now)) {
             Ok(usage) => objects.push(Object::Usage(usage)),
-            Err(why) => events.push(ModelEvent::Skipped {
-                feed: Feed::DcgmExporter,
-                reason: format!("{}/{} on {}: {why}", exporter.namespace, exporter.name, exporter.node),
-            }),
+            Err(why) => objects.push(Object::Usage(NodeUsage {
+                node: Sym::new(&exporter.node),
+                source: UsageSource::DcgmExporter,
+                at: now,
+                devices: Box::new([]),
+                problem: Some(format!("{}/{}: {why}", exporter.namespace, exporter.name).into()),
+            })),
         }
     }
-    events.push(ModelEvent::Resync { feed: Feed::DcgmExporter, objects });
-    events.push(ModelEvent::Feed { feed: Feed::DcgmExporter, state: FeedState::Live });
-    Ok(events)
+    Ok(vec![
+        ModelEvent::Resync { feed: Feed::DcgmExporter, objects },
+        ModelEvent::Feed { feed: Feed::DcgmExporter, state: FeedState::Live },
+    ])
 }
 
 /// The request for one exporter's metrics through the pod proxy.
@@ -297,7 +298,7 @@ pub fn parse(node: &str, text: &str, at: i64) -> Result<NodeUsage, String> {
             }
         })
         .collect();
-    Ok(NodeUsage { node: Sym::new(node), source: UsageSource::DcgmExporter, at, devices: readings })
+    Ok(NodeUsage { problem: None, node: Sym::new(node), source: UsageSource::DcgmExporter, at, devices: readings })
 }
 
 // The window's bound is per device; a node's devices are bounded here.

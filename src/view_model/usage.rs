@@ -113,6 +113,13 @@ fn feed_state(snap: &Snapshot, feed: Feed) -> String {
     }
 }
 
+/// The first reporter that did not answer, and how many more.
+fn unreadable(u: &Utilization) -> Option<String> {
+    let (node, source, why) = u.unreadable.first()?;
+    let more = if u.unreadable.len() > 1 { format!(" (and {} more)", u.unreadable.len() - 1) } else { String::new() };
+    Some(format!("{} on {node} was not read{more}: {why}", source.as_str()))
+}
+
 /// What is not covered, and how to cover it.
 pub fn notes(u: &Utilization, snap: &Snapshot) -> Vec<String> {
     let mut out = Vec::new();
@@ -120,6 +127,7 @@ pub fn notes(u: &Utilization, snap: &Snapshot) -> Vec<String> {
         out.push("No GPU utilization is read.".into());
         out.push(format!("  node agents: {}", feed_state(snap, Feed::Agents)));
         out.push(format!("  dcgm-exporter: {}", feed_state(snap, Feed::DcgmExporter)));
+        out.extend(unreadable(u).map(|line| format!("  {line}")));
         out.push(String::new());
         out.push("Install either (the cockpit needs 'get pods/proxy' where they run):".into());
         out.push("  the kgpu agents: kubectl apply -f assets/agent/".into());
@@ -130,6 +138,7 @@ pub fn notes(u: &Utilization, snap: &Snapshot) -> Vec<String> {
         out.push("The rest of kgpu works without them.".into());
         return out;
     }
+    out.extend(unreadable(u));
     if u.nodes_unreported > 0 {
         out.push(format!("{} GPU node(s) report no utilization (no agent or exporter there).", u.nodes_unreported));
     }

@@ -284,6 +284,7 @@ fn an_idle_holder_is_the_cheapest_to_move_and_the_plan_says_so() {
     cluster.apply(crate::model::ModelEvent::Clock(NOW));
     let idle_since = NOW - 170 * 60;
     cluster.apply(crate::model::ModelEvent::Upsert(crate::model::Object::Usage(crate::model::NodeUsage {
+        problem: None,
         node: Sym::new("n2"),
         source: crate::model::UsageSource::Agent,
         at: NOW,

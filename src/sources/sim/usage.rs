@@ -86,5 +86,11 @@ pub fn reading(devices: &NodeDevices, pods: &[&Pod], idle: &BTreeMap<PodKey, Tim
     };
     out.extend(whole.map(|g| free(g.uuid, g.index, None)));
     out.extend(slices.into_iter().filter(|s| !s.3).map(|s| free(s.0, s.1, Some(s.2))));
-    NodeUsage { node: devices.node, source: UsageSource::Agent, at: now, devices: out.into_boxed_slice() }
+    NodeUsage {
+        problem: None,
+        node: devices.node,
+        source: UsageSource::Agent,
+        at: now,
+        devices: out.into_boxed_slice(),
+    }
 }

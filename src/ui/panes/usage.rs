@@ -26,7 +26,8 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, shown: &mut Viewport, view
         let b = block(title, true, theme);
         let inner = b.inner(area);
         frame.render_widget(b, area);
-        let lines: Vec<Line> = usage::notes(u, &views.snap).into_iter().map(|n| Line::styled(n, theme.style(Role::Text))).collect();
+        let lines: Vec<Line> =
+            usage::notes(u, &views.snap).into_iter().map(|n| Line::styled(n, theme.style(Role::Text))).collect();
         let inner = Rect { x: inner.x + 1, width: inner.width.saturating_sub(2), ..inner };
         frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), inner);
         return;
