@@ -42,7 +42,7 @@ fn round(r: usize) -> ModelEvent {
                 .map(|i| {
                     let g = n * GPUS_PER_NODE + i;
                     // A quarter of the GPUs idle, the rest busy at a level that wanders.
-                    let busy = if g % 4 == 0 { (r % 3) as f32 } else { 40.0 + ((g * 7 + r * 13) % 60) as f32 };
+                    let busy = if g.is_multiple_of(4) { (r % 3) as f32 } else { 40.0 + ((g * 7 + r * 13) % 60) as f32 };
                     DeviceReading {
                         gpu: Sym::new(&format!("GPU-{g:08x}-0000-0000-0000-000000000000")),
                         index: i as u32,
@@ -81,7 +81,7 @@ fn main() {
         let t = Instant::now();
         cluster.apply(event);
         fold_ms.push(t.elapsed().as_secs_f64() * 1000.0);
-        if r % 60 == 59 {
+        if (r + 1).is_multiple_of(60) {
             let snap = cluster.snapshot();
             let t = Instant::now();
             let u = kgpu::analysis::usage::analyze(&snap, snap.clock);

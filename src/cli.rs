@@ -398,7 +398,7 @@ pub struct SnapshotArgs {
     /// Run the demo cluster this many seconds before taking the snapshot.
     #[arg(long, default_value_t = 0, value_name = "SECONDS")]
     pub advance: u64,
-    /// Limit the output to one section: fleet, fragmentation, pending, gangs, queues, drivers, mig, events.
+    /// Limit the output to one section: fleet, fragmentation, pending, gangs, queues, drivers, mig, events, utilization (or usage).
     #[arg(long, value_name = "PANE")]
     pub pane: Option<String>,
     /// Output format.

@@ -288,7 +288,7 @@ fn snapshot_json(scenario: &str) -> Value {
 fn the_demo_shows_its_idle_holders_and_the_numbers_agree_with_the_fleet() {
     let doc = snapshot_json("default");
     let u = &doc["utilization"];
-    assert_eq!(u["source"], "agent");
+    assert_eq!(u["source"], "agent+dcgm-exporter", "the MIG nodes are read by dcgm-exporter, the rest by agents");
     let idle: Vec<&str> = u["pods"]
         .as_array()
         .unwrap()

@@ -10,7 +10,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use crate::model::usage::{DeviceHistory, IDLE_BELOW_PCT, WINDOW_SECONDS};
-use crate::model::{Pod, PodKey, Snapshot, Sym, Timestamp, UsageSource};
+use crate::model::{Gang, GangKey, Pod, PodKey, Snapshot, Sym, Timestamp, UsageSource};
 
 /// A workload: what owns the pods, as an SRE names it.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -56,6 +56,9 @@ pub struct Holder {
     pub idle_at_least: bool,
     pub idle_gpu_hours: f64,
     pub workload: Option<WorkloadRef>,
+    /// The gang (Kueue Workload, Volcano PodGroup) the pod is a member of.
+    pub gang: Option<GangKey>,
+    /// The pod's queue, else its gang's.
     pub queue: Option<Sym>,
     /// Since the pod was created.
     pub age_seconds: Option<i64>,
@@ -195,9 +198,14 @@ struct Acc<'a> {
 
 pub fn analyze(snap: &Snapshot, now: Timestamp) -> Utilization {
     let believed = believed(snap);
-    let mut util = Utilization::default();
-    util.unreadable =
-        snap.usage.values().filter_map(|h| h.problem.as_ref().map(|p| (h.node, h.source, p.to_string()))).collect();
+    let mut util = Utilization {
+        unreadable: snap
+            .usage
+            .values()
+            .filter_map(|h| h.problem.as_ref().map(|p| (h.node, h.source, p.to_string())))
+            .collect(),
+        ..Utilization::default()
+    };
     for h in believed.values() {
         *util.nodes_by_source.entry(h.source).or_default() += 1;
     }
@@ -225,8 +233,9 @@ pub fn analyze(snap: &Snapshot, now: Timestamp) -> Utilization {
             }
         }
     }
+    let gangs = gangs_by_member_name(snap);
     for (key, acc) in by_pod {
-        util.holders.push(holder(snap, now, key, acc));
+        util.holders.push(holder(snap, now, &gangs, key, acc));
     }
     util.holders.sort_by(|a, b| {
         b.is_idle()
@@ -243,8 +252,27 @@ pub fn analyze(snap: &Snapshot, now: Timestamp) -> Utilization {
     util
 }
 
-fn holder(snap: &Snapshot, now: Timestamp, key: PodKey, acc: Acc<'_>) -> Holder {
+/// Gangs by what their member pods name them by: a Volcano group name,
+/// or the owner a Kueue Workload shares with its pods (the Job, the JobSet).
+fn gangs_by_member_name(snap: &Snapshot) -> HashMap<(Sym, Sym), &Gang> {
+    let mut out = HashMap::new();
+    for g in snap.gangs.values() {
+        out.insert((g.namespace, Sym::new(&g.name)), &**g);
+        if let Some(o) = &g.owner {
+            out.insert((g.namespace, o.name), &**g);
+        }
+    }
+    out
+}
+
+fn gang_of<'a>(pod: &Pod, gangs: &HashMap<(Sym, Sym), &'a Gang>) -> Option<&'a Gang> {
+    let names = [pod.group, pod.workload.as_ref().map(|w| w.name), pod.owner.as_ref().map(|o| o.name)];
+    names.into_iter().flatten().find_map(|n| gangs.get(&(pod.namespace, n)).copied())
+}
+
+fn holder(snap: &Snapshot, now: Timestamp, gangs: &HashMap<(Sym, Sym), &Gang>, key: PodKey, acc: Acc<'_>) -> Holder {
     let pod = snap.pods.get(&key);
+    let gang = pod.and_then(|p| gang_of(p, gangs));
     let gpus: f64 =
         acc.devices.iter().map(|(d, n)| equivalents(d.reading.slice.as_ref().map(|s| &s.profile)) / *n as f64).sum();
     let mean = |values: Vec<f32>| (!values.is_empty()).then(|| values.iter().sum::<f32>() / values.len() as f32);
@@ -285,7 +313,8 @@ fn holder(snap: &Snapshot, now: Timestamp, key: PodKey, acc: Acc<'_>) -> Holder 
         idle_at_least: shortest.is_some_and(|(_, at_least)| at_least),
         idle_gpu_hours: shortest.map_or(0.0, |(s, _)| gpus * s as f64 / 3600.0),
         workload: pod.and_then(|p| workload_of(p)),
-        queue: pod.and_then(|p| p.queue),
+        queue: pod.and_then(|p| p.queue).or_else(|| gang.and_then(|g| g.queue)),
+        gang: gang.map(|g| g.key()),
         age_seconds: pod.filter(|p| p.created > 0).map(|p| (now - p.created).max(0)),
         unknown_to_api: pod.is_none(),
         pod: key,

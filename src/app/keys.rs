@@ -160,7 +160,7 @@ pub const BINDINGS: &[Binding] = &[
         keys: &[KeyCode::Enter],
         label: "enter",
         command: Command::Enter,
-        help: "drill down: why pending, node, matrix cell, event, gang, queue",
+        help: "drill down: why pending, node, matrix cell, event, gang, queue, a pod's GPU use",
         panes: None,
     },
     Binding {
@@ -265,7 +265,7 @@ pub const BINDINGS: &[Binding] = &[
         keys: &[KeyCode::Char(':')],
         label: ":",
         command: Command::Palette,
-        help: "command palette (:fleet :pending :scenario NAME :theme NAME :q ...)",
+        help: "command palette (:fleet :pending :usage :scenario NAME :theme NAME :q ...)",
         panes: None,
     },
     Binding { keys: &[KeyCode::Char('?')], label: "?", command: Command::Help, help: "this help", panes: None },

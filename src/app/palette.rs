@@ -96,8 +96,8 @@ pub struct Vocabulary {
 
 /// The words a command line starts with, in the order the hint lists them.
 pub const WORDS: &[&str] = &[
-    "fleet", "pending", "gangs", "queues", "mig", "drivers", "events", "ctx", "ns", "scenario", "theme", "plan", "why",
-    "filter", "messages", "help", "quit",
+    "fleet", "pending", "gangs", "queues", "mig", "drivers", "events", "usage", "idle", "ctx", "ns", "scenario",
+    "theme", "plan", "why", "filter", "messages", "help", "quit",
 ];
 
 pub const THEMES: &[&str] = &["dark", "light", "high-contrast", "mono"];

@@ -100,7 +100,7 @@ pub fn draw(
                     },
                 ),
                 Detail::Queue(q) => (" queue · esc close ", details::queue(q)),
-                Detail::Usage(pod) => (" utilization · esc close ", details::usage(views, pod)),
+                Detail::Usage(pod) => (" usage · esc close ", details::usage(views, pod)),
             };
             shown.overlay_scroll = Some(reader(frame, area, doc, title, *scroll, theme));
         }

@@ -247,14 +247,18 @@ pub fn usage(views: &Views, pod: &str) -> Doc {
     doc.line(
         Role::Text,
         format!(
-            "holds {} GPU(s) on {}; now {}, mean {} over the last {} min",
+            "holds {} GPU{} on {}; now {}, mean {} over the last {} min",
             super::usage::gpus(h.gpus),
+            if h.gpus == 1.0 { "" } else { "s" },
             h.node,
             super::usage::pct(h.recent_pct),
             super::usage::pct(h.mean_pct),
             crate::analysis::usage::window_minutes(),
         ),
     );
+    if h.devices.iter().any(|d| d.profile.is_some()) {
+        doc.line(Role::Dim, "(a MIG slice counts its compute slices out of the GPU's 7: a 1g is 1/7)");
+    }
     let memory = h.memory_used_mib.map_or_else(|| "not reported".into(), |m| format!("{:.1} GiB", m as f64 / 1024.0));
     doc.line(Role::Text, format!("GPU memory used: {memory}"));
     if h.is_idle() {
@@ -265,6 +269,20 @@ pub fn usage(views: &Views, pod: &str) -> Doc {
     }
     let workload = h.workload.as_ref().map_or_else(|| "none (no controller)".into(), |w| w.to_string());
     doc.line(Role::Text, format!("workload: {workload}"));
+    // A member of a gang that is not all placed waits for the rest: the
+    // reason it is idle, from the Gangs view.
+    if let Some(g) = h.gang.as_ref().and_then(|k| views.analysis.gangs.iter().find(|g| &g.key == k)) {
+        let mut line =
+            format!("gang {}: {}, {} of {} members placed", g.display_name(), g.state.as_str(), g.placed, g.required);
+        if !g.deadlocked_with.is_empty() {
+            line.push_str(&format!(", deadlocked with {}", g.deadlocked_with.join(", ")));
+        }
+        let waiting = g.placed < g.required;
+        doc.line(if waiting { Role::Warn } else { Role::Text }, line);
+        if waiting {
+            doc.line(Role::Dim, "its members hold their GPUs and wait for the rest: see Gangs (3)");
+        }
+    }
     if let Some(q) = h.queue {
         doc.line(Role::Text, format!("queue: {q}"));
     }
@@ -277,15 +295,15 @@ pub fn usage(views: &Views, pod: &str) -> Doc {
     doc.line(Role::Text, "");
     doc.line(Role::Header, "devices");
     for d in &h.devices {
-        let what = d.profile.map_or_else(|| "whole GPU".to_string(), |p| format!("MIG {p}"));
+        let what = d.profile.map_or_else(|| "whole".to_string(), |p| format!("MIG {p} slice"));
         let shared = if d.sharers > 1 { format!(", shared by {} pods", d.sharers) } else { String::new() };
-        doc.line(Role::Text, format!("  GPU {} {} ({what}{shared})", d.index, d.gpu));
+        doc.line(Role::Text, format!("  GPU {} {}: {what}{shared}", d.index, d.gpu));
     }
     doc.line(Role::Dim, format!("from: {}", h.source.as_str()));
     doc.line(Role::Text, "");
     doc.line(Role::Header, "see it from inside the pod");
     doc.line(Role::Accent, format!("kubectl exec -n {} {} -- nvidia-smi", h.pod.namespace, h.pod.name));
-    if h.devices.iter().any(|d| d.profile.is_some()) {
+    if h.source == crate::model::UsageSource::Agent && h.devices.iter().any(|d| d.profile.is_some()) {
         doc.line(Role::Dim, "(nvidia-smi shows no utilization for a MIG device; dcgm-exporter measures it)");
     }
     doc

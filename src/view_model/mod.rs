@@ -88,6 +88,8 @@ pub struct UnknownSection(pub String);
 impl FromStr for Section {
     type Err = UnknownSection;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
+        // `usage`: what the cockpit's pane is called.
+        let s = if s == "usage" { "utilization" } else { s };
         Section::ALL.into_iter().find(|x| x.name() == s).ok_or_else(|| UnknownSection(s.to_string()))
     }
 }

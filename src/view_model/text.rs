@@ -414,6 +414,9 @@ fn utilization(out: &mut String, snap: &Snapshot, a: &Analysis) {
     // The Usage pane's rows, in its order: the idle holders first.
     let u = &a.utilization;
     let _ = writeln!(out, "UTILIZATION  {}", super::usage::summary(u));
+    if u.has_source() {
+        let _ = writeln!(out, "from {}", super::usage::sources(u));
+    }
     let rows: Vec<Vec<String>> = super::usage::rows(a)
         .into_iter()
         .map(|r| vec![r.pod, r.node, r.held, r.now, r.mean, r.memory, r.idle, r.idle_gpu_hours, r.workload, r.queue])

@@ -90,16 +90,21 @@ pub fn summary(u: &Utilization) -> String {
     if !u.has_source() {
         return "no utilization source".into();
     }
-    let nodes: Vec<String> = u.nodes_by_source.iter().map(|(s, n)| format!("{}: {n} nodes", s.as_str())).collect();
     let idle_pods = u.holders.iter().filter(|h| h.is_idle()).count();
     format!(
-        "{} of {} GPUs held are idle · {idle_pods} pods under {}% · {:.1} GPU-hours idle · {}",
+        "{} of {} GPUs held are idle · {idle_pods} {} under {}% · {:.1} GPU-hours idle",
         gpus(u.gpus_idle),
         gpus(u.gpus_held),
+        if idle_pods == 1 { "pod" } else { "pods" },
         idle_below_pct(),
         u.idle_gpu_hours,
-        nodes.join(", ")
     )
+}
+
+/// Where the numbers come from: `agent: 48 nodes, dcgm-exporter: 8 nodes`.
+pub fn sources(u: &Utilization) -> String {
+    let nodes: Vec<String> = u.nodes_by_source.iter().map(|(s, n)| format!("{}: {n} nodes", s.as_str())).collect();
+    nodes.join(", ")
 }
 
 /// What a utilization feed says about itself, when it has nothing.

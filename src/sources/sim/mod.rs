@@ -404,8 +404,13 @@ impl SimCluster {
         ];
         let resync = |feed: Feed, objects: Vec<Object>| ModelEvent::Resync { feed, objects };
         out.push(resync(Feed::Nodes, self.nodes.values().cloned().map(Object::Node).collect()));
-        let usage = self.usage_readings();
-        out.push(resync(Feed::Agents, self.devices.values().cloned().map(Object::Devices).chain(usage).collect()));
+        let (from_agents, from_exporters): (Vec<Object>, Vec<Object>) =
+            self.usage_readings().into_iter().partition(|o| o.feed() == Feed::Agents);
+        out.push(resync(
+            Feed::Agents,
+            self.devices.values().cloned().map(Object::Devices).chain(from_agents).collect(),
+        ));
+        out.push(resync(Feed::DcgmExporter, from_exporters));
         out.push(resync(Feed::Pods, self.pods.values().cloned().map(Object::Pod).collect()));
         out.push(resync(Feed::Events, self.events.values().cloned().map(Object::Event).collect()));
         for feed in [Feed::Workloads, Feed::PodGroups] {

@@ -1,7 +1,11 @@
-//! What the simulated agents say about utilization: each running GPU pod is
-//! given the node's next free GPUs (or a MIG instance of its profile), busy
-//! at a level of its own that wanders a little per reading; the pods a
-//! scenario names as idle holders read 0–2% since the time it gave.
+//! What the simulated agents and dcgm-exporter say about utilization: each
+//! running GPU pod is given the node's next free GPUs (or a MIG instance of
+//! its profile), busy at a level of its own that wanders a little per
+//! reading; the pods a scenario names as idle holders read 0–2%. As on a
+//! real cluster, a MIG node is read by dcgm-exporter (NVML measures no MIG
+//! instance, so an agent could not say), which keeps no idle-since: kgpu
+//! counts from its first reading there. Whole-GPU nodes are read by the
+//! agents, which say since when a GPU has been idle.
 
 use std::collections::BTreeMap;
 
@@ -31,6 +35,8 @@ fn busy_level(pod: &Pod, step: i64) -> f32 {
 
 pub fn reading(devices: &NodeDevices, pods: &[&Pod], idle: &BTreeMap<PodKey, Timestamp>, now: Timestamp) -> NodeUsage {
     let step = now / READING_EVERY;
+    let mig = devices.gpus.iter().any(|g| g.mig_mode == MigMode::Enabled);
+    let source = if mig { UsageSource::DcgmExporter } else { UsageSource::Agent };
     let mut out = Vec::new();
     let mut whole = devices.gpus.iter().filter(|g| g.mig_mode == MigMode::Disabled);
     let mut slices: Vec<(Sym, u32, MigSlice, bool)> = devices
@@ -49,6 +55,7 @@ pub fn reading(devices: &NodeDevices, pods: &[&Pod], idle: &BTreeMap<PodKey, Tim
         let idle_since = idle.get(&key).copied().filter(|&s| s <= now);
         let name = key.to_string();
         let busy = if idle_since.is_some() { jitter(&name, step, 3) as f32 } else { busy_level(pod, step) };
+        let idle_since = idle_since.filter(|_| source == UsageSource::Agent);
         let memory = 20_000 + jitter(&name, 0, 40) * 1000;
         let read = |gpu: Sym, index: u32, slice: Option<MigSlice>| DeviceReading {
             gpu,
@@ -86,11 +93,5 @@ pub fn reading(devices: &NodeDevices, pods: &[&Pod], idle: &BTreeMap<PodKey, Tim
     };
     out.extend(whole.map(|g| free(g.uuid, g.index, None)));
     out.extend(slices.into_iter().filter(|s| !s.3).map(|s| free(s.0, s.1, Some(s.2))));
-    NodeUsage {
-        problem: None,
-        node: devices.node,
-        source: UsageSource::Agent,
-        at: now,
-        devices: out.into_boxed_slice(),
-    }
+    NodeUsage { problem: None, node: devices.node, source, at: now, devices: out.into_boxed_slice() }
 }

@@ -17,10 +17,21 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, shown: &mut Viewport, view
     let filter = app.filter(Pane::Usage);
     let sort = app.sort_title(Pane::Usage, Section::First, false);
     let shown_rows = rows::usage(views, filter, app.sorting(Pane::Usage, Section::First));
-    let title = if filter.is_empty() {
-        format!(" Usage ({} pods){sort} ", shown_rows.len())
+    // What the numbers are, where they come from: the rules in a line.
+    let about = if u.has_source() {
+        format!(
+            "idle < {}% · mean over {} min · {}",
+            crate::analysis::usage::idle_below_pct(),
+            crate::analysis::usage::window_minutes(),
+            usage::sources(u)
+        )
     } else {
-        format!(" Usage ({} of {} pods) · /{filter}{sort} ", shown_rows.len(), views.usage.len())
+        "no source".to_string()
+    };
+    let title = if filter.is_empty() {
+        format!(" Usage ({} pods){sort} · {about} ", shown_rows.len())
+    } else {
+        format!(" Usage ({} of {} pods) · /{filter}{sort} · {about} ", shown_rows.len(), views.usage.len())
     };
     if !u.has_source() {
         let b = block(title, true, theme);

@@ -106,6 +106,8 @@ fn fleet(a: &Analysis) -> Fleet {
 }
 
 fn round3(x: f64) -> f64 {
+    // `+ 0.0`: an empty sum is -0.0, which JSON would print as such.
+    let x = x + 0.0;
     (x * 1000.0).round() / 1000.0
 }
 
