@@ -4,12 +4,15 @@
 //! agent on its node; the cockpit's agents source finds that pod, reads the
 //! token from the Secret, reads the agent and shows its GPUs.
 //!
-//! How the test reaches the agent: the API server's pod proxy needs a
-//! kubelet to forward to, and there is none here, so the cockpit uses its
-//! `direct` transport (the pod IP, which the test sets to 127.0.0.1 with
-//! the agent's port). The proxy path is covered by the unit test of the
-//! request it builds (`sources::agents`), and the agent accepts the token
-//! in the header that path uses (tests/agent.rs).
+//! How the tests reach the agent: a pod object's IP is set by the test. At
+//! 127.0.0.1 the cockpit uses its `direct` transport (the API server will
+//! not proxy to loopback). At this machine's network address the API
+//! server's pod proxy forwards to it as it would to a pod, so the default
+//! path (`/api/v1/namespaces/NS/pods/NAME:PORT/proxy/...`, the token in
+//! `X-Kgpu-Token`) is tried for real, for the agent and for dcgm-exporter;
+//! those two tests say so and stop where there is no network address.
+//! dcgm-exporter is a stand-in serving verbatim exporter output
+//! (tests/fixtures/dcgm-exporter/).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic on broken fixtures
 
@@ -206,8 +209,12 @@ async fn the_cockpit_shows_the_gpus_of_a_running_agent_and_marks_an_unreachable_
 /// A dcgm-exporter stand-in: answers every request with `text` (verbatim
 /// exporter output) until the test ends.
 fn fake_exporter(text: String) -> u16 {
+    fake_exporter_on("127.0.0.1", text)
+}
+
+fn fake_exporter_on(ip: &str, text: String) -> u16 {
     use std::io::{Read, Write};
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let listener = std::net::TcpListener::bind((ip, 0)).unwrap();
     let port = listener.local_addr().unwrap().port();
     std::thread::spawn(move || {
         for stream in listener.incoming() {
@@ -297,8 +304,10 @@ async fn dcgm_exporter_output_makes_its_mig_pods_idle_holders_in_the_cockpit_and
     let h = u.holders.iter().find(|h| h.node.as_str() == node).unwrap();
     assert!((h.gpus - 1.0 / 7.0).abs() < 1e-9, "a 1g slice is one seventh of a GPU");
     assert_eq!(h.source, kgpu::model::UsageSource::DcgmExporter);
-    // The free slice 8 has no pod and does nothing: not counted as unattributed work.
-    assert_eq!(u.unattributed_busy, 0);
+    // The free slice 8 has no pod and does nothing (no work charged to nobody).
+    let history = &snap.usage[&(kgpu::model::UsageSource::DcgmExporter, Sym::new(node))];
+    let free = history.devices.iter().find(|d| d.reading.slice.as_ref().is_some_and(|s| s.id == 8)).unwrap();
+    assert!(free.reading.holders.is_empty() && free.reading.busy_pct == Some(0.0), "{free:?}");
 
     // The same through the CLI, one shot: the pods named, idle, from the exporter.
     let out = Command::new(env!("CARGO_BIN_EXE_kgpu"))
@@ -313,4 +322,131 @@ async fn dcgm_exporter_output_makes_its_mig_pods_idle_holders_in_the_cockpit_and
     assert_eq!(rows.len(), 2, "{}", doc["utilization"]);
     assert!(rows.iter().all(|p| p["source"] == "dcgm-exporter" && p["recentPercent"] == 0.0), "{rows:?}");
     assert_eq!(doc["feeds"]["dcgm-exporter"]["state"], "live", "{}", doc["feeds"]);
+}
+
+/// This machine's address on its network (not loopback: the API server
+/// refuses to proxy to loopback), found by the route a UDP socket would
+/// take; nothing is sent.
+fn network_address() -> Option<String> {
+    let socket = std::net::UdpSocket::bind("0.0.0.0:0").ok()?;
+    socket.connect("192.0.2.1:9").ok()?;
+    let ip = socket.local_addr().ok()?.ip();
+    (!ip.is_loopback() && !ip.is_unspecified()).then(|| ip.to_string())
+}
+
+#[tokio::test]
+async fn dcgm_exporter_is_read_through_the_api_servers_pod_proxy() {
+    let Some(cp) = ControlPlane::shared_if_enabled() else { return };
+    let Some(ip) = network_address() else {
+        eprintln!("no network address here: the pod proxy cannot be tried (it refuses loopback)");
+        return;
+    };
+    let client = client(cp).await;
+    let text = std::fs::read_to_string(format!(
+        "{}/tests/fixtures/dcgm-exporter/gpu-util-no-pod.prom",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap();
+    let port = fake_exporter_on(&ip, text);
+    let node = "dcgm-proxy-node-0";
+    gpu_node(&client, node, 1, json!({}), json!([])).await;
+    support::kube::namespace(&client, "dcgm-standalone").await;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "dcgm-standalone");
+    // The exporter's own Helm chart labels its pods this way.
+    let exporter: Pod = serde_json::from_value(json!({
+        "metadata": {"name": "dcgm-exporter-q8v4n", "labels": {"app.kubernetes.io/name": "dcgm-exporter"}},
+        "spec": {"nodeName": node, "containers": [{"name": "exporter", "image": "dcgm-exporter:4",
+            "ports": [{"name": "metrics", "containerPort": port}]}]}
+    }))
+    .unwrap();
+    pods.create(&PostParams::default(), &exporter).await.unwrap();
+    let status = json!({"status": {"phase": "Running", "podIP": ip, "podIPs": [{"ip": ip}]}});
+    pods.patch_status("dcgm-exporter-q8v4n", &PatchParams::default(), &Patch::Merge(&status)).await.unwrap();
+
+    let scope = kgpu::sources::kube::watch::Scope {
+        namespace: None,
+        agents: Config { transport: Transport::PodProxy, interval: Duration::from_millis(500), ..Config::default() },
+        ..Default::default()
+    };
+    let (snapshots, _tasks) = source_with(cp, &cp.kubeconfig, scope).await;
+    let key = (kgpu::model::UsageSource::DcgmExporter, Sym::new(node));
+    until(&snapshots, "the exporter read through the proxy", |s| {
+        s.usage.get(&key).is_some_and(|h| !h.devices.is_empty() || h.problem.is_some())
+    })
+    .await;
+    let snap = snapshots.borrow().clone();
+    let h = &snap.usage[&key];
+    assert_eq!(
+        h.problem, None,
+        "read through /api/v1/namespaces/dcgm-standalone/pods/dcgm-exporter-q8v4n:{port}/proxy/metrics"
+    );
+    // The fixture's GPU at 44% with no pod named: work nobody is charged for.
+    assert_eq!(h.devices[0].reading.busy_pct, Some(44.0));
+    let u = kgpu::analysis::usage::analyze(&snap, snap.clock);
+    assert!(u.unattributed_busy >= 1, "{u:?}");
+}
+
+#[tokio::test]
+async fn an_agent_is_read_through_the_api_servers_pod_proxy_with_its_nodes_token() {
+    let Some(cp) = ControlPlane::shared_if_enabled() else { return };
+    let Some(ip) = network_address() else {
+        eprintln!("no network address here: the pod proxy cannot be tried (it refuses loopback)");
+        return;
+    };
+    let client = client(cp).await;
+    let dir = tempfile::tempdir().unwrap();
+    let key_file = dir.path().join("key");
+    let key = "proxy-test-key-3c9a1f7e5b2d4a68";
+    std::fs::write(&key_file, format!("{key}\n")).unwrap();
+    std::fs::set_permissions(&key_file, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    let port = free_port();
+    let node = "agent-proxy-node-0";
+    let fixture = format!("{}/tests/fixtures/agent/h100-mig-all-balanced.json", env!("CARGO_MANIFEST_DIR"));
+    let _agent = AgentProcess(
+        Command::new(env!("CARGO_BIN_EXE_kgpu"))
+            .args(["agent", "--listen", &format!("{ip}:{port}"), "--node-name", node])
+            .arg("--backend")
+            .arg(format!("fake:{fixture}"))
+            .arg("--token-file")
+            .arg(&key_file)
+            .env("KGPU_DATA_DIR", dir.path())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    gpu_node(&client, node, 0, json!({}), json!([])).await;
+    support::kube::namespace(&client, "kgpu-proxy-test").await;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "kgpu-proxy-test");
+    let pod: Pod = serde_json::from_value(json!({
+        "metadata": {"name": "kgpu-agent-proxied", "labels": {"app.kubernetes.io/name": "kgpu-agent"}},
+        "spec": {"nodeName": node, "containers": [{"name": "agent", "image": "kgpu:0.1.0",
+            "ports": [{"name": "http", "containerPort": port}]}]}
+    }))
+    .unwrap();
+    pods.create(&PostParams::default(), &pod).await.unwrap();
+    let status = json!({"status": {"phase": "Running", "podIP": ip, "podIPs": [{"ip": ip}]}});
+    pods.patch_status("kgpu-agent-proxied", &PatchParams::default(), &Patch::Merge(&status)).await.unwrap();
+
+    // Through the pod proxy, which drops Authorization: the node's token
+    // travels in X-Kgpu-Token, derived from the key file.
+    let scope = kgpu::sources::kube::watch::Scope {
+        namespace: None,
+        agents: Config {
+            namespace: "kgpu-proxy-test".into(),
+            transport: Transport::PodProxy,
+            token_file: Some(key_file.clone()),
+            interval: Duration::from_millis(500),
+        },
+        ..Default::default()
+    };
+    let (snapshots, _tasks) = source_with(cp, &cp.kubeconfig, scope).await;
+    let n = Sym::new(node);
+    until(&snapshots, "the agent read through the proxy", |s| {
+        s.devices.get(&n).is_some_and(|d| d.status == AgentStatus::Reporting && !d.gpus.is_empty())
+            || s.devices.get(&n).is_some_and(|d| matches!(d.status, AgentStatus::Unavailable(_)))
+    })
+    .await;
+    let snap = snapshots.borrow().clone();
+    assert_eq!(snap.devices[&n].status, AgentStatus::Reporting, "{:?}", snap.devices[&n].status);
+    assert_eq!(snap.devices[&n].gpus[0].uuid.as_str(), "GPU-b4895dbf-9350-2524-a89b-98161ddd9fe4");
 }
