@@ -101,6 +101,14 @@ pub fn summary(u: &Utilization) -> String {
     )
 }
 
+/// The rules and the sources in one line, for the pane's title.
+pub fn rules(u: &Utilization) -> String {
+    if !u.has_source() {
+        return "no source".into();
+    }
+    format!("idle < {}% · mean over {} min · {}", idle_below_pct(), window_minutes(), sources(u))
+}
+
 /// Where the numbers come from: `agent: 48 nodes, dcgm-exporter: 8 nodes`.
 pub fn sources(u: &Utilization) -> String {
     let nodes: Vec<String> = u.nodes_by_source.iter().map(|(s, n)| format!("{}: {n} nodes", s.as_str())).collect();

@@ -18,16 +18,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, shown: &mut Viewport, view
     let sort = app.sort_title(Pane::Usage, Section::First, false);
     let shown_rows = rows::usage(views, filter, app.sorting(Pane::Usage, Section::First));
     // What the numbers are, where they come from: the rules in a line.
-    let about = if u.has_source() {
-        format!(
-            "idle < {}% · mean over {} min · {}",
-            crate::analysis::usage::idle_below_pct(),
-            crate::analysis::usage::window_minutes(),
-            usage::sources(u)
-        )
-    } else {
-        "no source".to_string()
-    };
+    let about = usage::rules(u);
     let title = if filter.is_empty() {
         format!(" Usage ({} pods){sort} · {about} ", shown_rows.len())
     } else {
