@@ -92,6 +92,35 @@ fn usage_detail_and_the_view_without_a_source() {
 }
 
 #[test]
+fn usage_by_workload_and_back_to_a_workloads_pods() {
+    let v = views("default");
+    let mut app = App::new(false, "dark", true);
+    app.pane = Pane::Usage;
+    render(&mut app, &v, "default", 80, 24);
+    key(&mut app, &v, KeyCode::Tab);
+    insta::assert_snapshot!(
+        "usage_by_workload_80x24",
+        format!("{}", render(&mut app, &v, "default", 80, 24).backend())
+    );
+    insta::assert_snapshot!(
+        "usage_by_workload_200x60",
+        format!("{}", render(&mut app, &v, "default", 200, 60).backend())
+    );
+    // The first row is the notebooks StatefulSet: enter lists its pods, and only its pods.
+    key(&mut app, &v, KeyCode::Enter);
+    let pods = format!("{}", render(&mut app, &v, "default", 80, 24).backend());
+    assert!(pods.contains("Usage (6 of "), "{pods}");
+    assert_eq!(pods.matches("notebooks/notebooks-").count(), 6, "{pods}");
+    // Esc goes back to the workloads, unfiltered.
+    key(&mut app, &v, KeyCode::Esc);
+    let back = format!("{}", render(&mut app, &v, "default", 80, 24).backend());
+    assert!(back.contains("Workloads (12)"), "{back}");
+    key(&mut app, &v, KeyCode::Tab);
+    let all = format!("{}", render(&mut app, &v, "default", 80, 24).backend());
+    assert!(all.contains("Usage (141 pods)"), "the workload's filter went with it: {all}");
+}
+
+#[test]
 fn pending_drilldown_shows_the_chain() {
     let v = views("quota-starvation");
     let mut app = App::new(false, "dark", true);

@@ -331,6 +331,23 @@ fn the_demo_shows_its_idle_holders_and_the_numbers_agree_with_the_fleet() {
         kgpu::view_model::usage::gpus(u["gpusHeld"].as_f64().unwrap())
     );
     assert!(text.contains(&summary), "{summary} not in\n{text}");
+    // Per workload: the pods add up, and the text's IDLE BY WORKLOAD lists the JSON's idle workloads.
+    let workloads = u["workloads"].as_array().unwrap();
+    let pods: u64 = workloads.iter().map(|w| w["pods"].as_u64().unwrap()).sum();
+    assert_eq!(pods as usize, u["pods"].as_array().unwrap().len());
+    let notebooks = &workloads[0];
+    assert_eq!(notebooks["workload"]["name"], "notebooks");
+    assert_eq!((notebooks["idlePods"].as_u64(), notebooks["idleGpus"].as_f64()), (Some(4), Some(4.0)));
+    let idle_text = text.split("IDLE BY WORKLOAD").nth(1).expect("an IDLE BY WORKLOAD table");
+    for w in workloads.iter().filter(|w| w["idlePods"].as_u64() > Some(0)) {
+        let name = format!(
+            "{} {}/{}",
+            w["workload"]["kind"].as_str().unwrap(),
+            w["workload"]["namespace"].as_str().unwrap(),
+            w["workload"]["name"].as_str().unwrap()
+        );
+        assert!(idle_text.contains(&name), "{name} not in\n{idle_text}");
+    }
 }
 
 #[test]

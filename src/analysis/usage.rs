@@ -77,9 +77,15 @@ impl Holder {
 pub struct WorkloadUse {
     /// `None`: pods without a controller, each its own row.
     pub workload: Option<WorkloadRef>,
+    /// The pod, for a row of a pod without a controller.
+    pub lone_pod: Option<PodKey>,
     pub pods: usize,
     pub idle_pods: usize,
     pub gpus: f64,
+    /// GPU equivalents its idle pods hold: what reclaiming them frees.
+    pub idle_gpus: f64,
+    /// Its pods' queue (the first one known).
+    pub queue: Option<Sym>,
     /// GPU-weighted mean of its pods' means.
     pub mean_pct: Option<f32>,
     pub idle_gpu_hours: f64,
@@ -345,10 +351,13 @@ fn summarize(workload: Option<WorkloadRef>, pods: &[&Holder]) -> WorkloadUse {
     let weight: f64 = weighted.iter().map(|(g, _)| g).sum();
     let idle: Option<Vec<i64>> = pods.iter().map(|h| h.idle_seconds).collect();
     WorkloadUse {
+        lone_pod: if workload.is_none() { pods.first().map(|h| h.pod.clone()) } else { None },
         workload,
         pods: pods.len(),
         idle_pods: pods.iter().filter(|h| h.is_idle()).count(),
         gpus,
+        idle_gpus: pods.iter().filter(|h| h.is_idle()).map(|h| h.gpus).sum(),
+        queue: pods.iter().find_map(|h| h.queue),
         mean_pct: (weight > 0.0)
             .then(|| (weighted.iter().map(|(g, m)| g * f64::from(*m)).sum::<f64>() / weight) as f32),
         idle_gpu_hours: pods.iter().map(|h| h.idle_gpu_hours).sum(),

@@ -174,8 +174,8 @@ pub const BINDINGS: &[Binding] = &[
         keys: &[KeyCode::Tab],
         label: "tab",
         command: Command::Focus,
-        help: "switch section (gangs ↔ queues, matrix ↔ upgrades ↔ waves)",
-        panes: Some(&[Pane::Gangs, Pane::Drivers]),
+        help: "switch section (gangs ↔ queues, matrix ↔ upgrades ↔ waves, pods ↔ workloads)",
+        panes: Some(&[Pane::Gangs, Pane::Drivers, Pane::Usage]),
     },
     Binding {
         keys: &[KeyCode::Char('s')],

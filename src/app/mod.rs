@@ -368,6 +368,9 @@ impl App {
             }
             (Pane::Drivers, Section::First) => Vec::new(),
             (Pane::Events, _) => (0..rows::events(views, f, None).len()).map(|i| i.to_string()).collect(),
+            (Pane::Usage, Section::Second) => {
+                rows::usage_workloads(views, f, self.sorting(pane, Section::Second)).iter().map(|w| w.id()).collect()
+            }
             (Pane::Usage, _) => {
                 rows::usage(views, f, self.sorting(pane, Section::First)).iter().map(|u| u.id()).collect()
             }

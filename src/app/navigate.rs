@@ -44,6 +44,10 @@ impl App {
     pub(super) fn return_to(&mut self, place: Place) {
         match place {
             Place::Pane(pane, section) => {
+                // Back from a workload's pods: the filter was the jump's.
+                if pane == Pane::Usage && section == Section::Second {
+                    self.filters.remove(&Pane::Usage);
+                }
                 self.pane = pane;
                 self.section.insert(pane, section);
             }
@@ -112,6 +116,14 @@ impl App {
                 if let Some(e) = events.get(self.selected_index(Pane::Events, &ids)) {
                     self.overlay = Some(Overlay::Detail { detail: Detail::Event(Box::new((*e).clone())), scroll: 0 });
                 }
+            }
+            Pane::Usage if self.section(Pane::Usage) == Section::Second => {
+                // A workload's pods: the pods table, filtered to it.
+                let Some(id) = self.selected_id(Pane::Usage, views) else { return };
+                let Some(w) = views.usage_workloads.iter().find(|w| w.id() == id) else { return };
+                self.remember();
+                self.section.insert(Pane::Usage, Section::First);
+                self.filters.insert(Pane::Usage, w.pods_filter.clone());
             }
             Pane::Usage => {
                 if let Some(id) = self.selected_id(Pane::Usage, views) {

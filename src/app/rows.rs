@@ -7,7 +7,7 @@ use crate::analysis::gangs::GangSummary;
 use crate::analysis::pending::PendingItem;
 use crate::analysis::queues::QueueRow;
 use crate::view_model::panes::{EventRow, MigNodeRow, NodeRow, PoolRow, Views};
-use crate::view_model::usage::UsageRow;
+use crate::view_model::usage::{UsageRow, WorkloadRow};
 
 use super::sort::Sort;
 
@@ -184,7 +184,9 @@ pub fn usage<'a>(views: &'a Views, filter: &str, sort: Option<Sort>) -> Vec<&'a 
         .usage
         .iter()
         .enumerate()
-        .filter(|(_, r)| f.matches(&[&r.pod, &r.node, &r.held, &r.idle, &r.workload, &r.queue, r.source], None))
+        .filter(|(_, r)| {
+            f.matches(&[&r.pod, &r.node, &r.held, &r.idle, &r.workload, &r.workload_key, &r.queue, r.source], None)
+        })
         .collect();
     let holder = |i: usize| views.analysis.utilization.holders.get(i);
     let milli = |x: Option<f64>| (x.unwrap_or(0.0) * 1000.0) as i64;
@@ -196,6 +198,28 @@ pub fn usage<'a>(views: &'a Views, filter: &str, sort: Option<Sort>) -> Vec<&'a 
         Some(s) if s.letter == 'S' => sorted(&mut rows, s, |(i, _)| (-milli(holder(*i).map(|h| h.gpus)), *i)),
         Some(s) if s.letter == 'W' => sorted(&mut rows, s, |(i, r)| (r.workload.clone(), *i)),
         Some(s) if s.letter == 'O' => sorted(&mut rows, s, |(i, r)| (r.node.clone(), *i)),
+        Some(s) => sorted(&mut rows, s, |(i, _)| *i),
+        None => {}
+    }
+    rows.into_iter().map(|(_, r)| r).collect()
+}
+
+pub fn usage_workloads<'a>(views: &'a Views, filter: &str, sort: Option<Sort>) -> Vec<&'a WorkloadRow> {
+    let f = Filter::parse(filter);
+    let mut rows: Vec<(usize, &WorkloadRow)> = views
+        .usage_workloads
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| f.matches(&[&r.name, &r.idle_pods, &r.idle], None))
+        .collect();
+    let workload = |i: usize| views.analysis.utilization.workloads.get(i);
+    let milli = |x: Option<f64>| (x.unwrap_or(0.0) * 1000.0) as i64;
+    match sort {
+        Some(s) if s.letter == 'N' => sorted(&mut rows, s, |(_, r)| r.name.clone()),
+        Some(s) if s.letter == 'M' => {
+            sorted(&mut rows, s, |(i, _)| (milli(workload(*i).and_then(|w| w.mean_pct.map(f64::from))), *i))
+        }
+        Some(s) if s.letter == 'S' => sorted(&mut rows, s, |(i, _)| (-milli(workload(*i).map(|w| w.gpus)), *i)),
         Some(s) => sorted(&mut rows, s, |(i, _)| *i),
         None => {}
     }

@@ -33,6 +33,8 @@ const USAGE: &[Column] = &[
     col('W', "workload"),
     col('O', "node"),
 ];
+const USAGE_WORKLOADS: &[Column] =
+    &[col('I', "idle GPU-hours"), col('N', "workload"), col('M', "least busy"), col('S', "most GPUs")];
 const EVENTS: &[Column] = &[
     col('A', "newest"),
     col('T', "warnings first"),
@@ -54,12 +56,13 @@ pub fn columns(pane: Pane, section: Section, pools: bool) -> &'static [Column] {
         (Pane::Drivers, Section::Second) => UPGRADES,
         (Pane::Drivers, _) => &[],
         (Pane::Events, _) => EVENTS,
-        (Pane::Usage, _) => USAGE,
+        (Pane::Usage, Section::First) => USAGE,
+        (Pane::Usage, _) => USAGE_WORKLOADS,
     }
 }
 
 /// Every table's letters, for the help.
-pub fn all() -> [(&'static str, &'static [Column]); 9] {
+pub fn all() -> [(&'static str, &'static [Column]); 10] {
     [
         ("Fleet nodes", NODES),
         ("Fleet pools", POOLS),
@@ -69,7 +72,8 @@ pub fn all() -> [(&'static str, &'static [Column]); 9] {
         ("MIG", MIG),
         ("Upgrades", UPGRADES),
         ("Events", EVENTS),
-        ("Usage", USAGE),
+        ("Usage pods", USAGE),
+        ("Usage workloads", USAGE_WORKLOADS),
     ]
 }
 

@@ -380,6 +380,8 @@ pub struct Views {
     pub events: Vec<EventRow>,
     /// The Usage pane's rows: pods holding reported GPUs.
     pub usage: Vec<super::usage::UsageRow>,
+    /// Its second table: the same pods by workload.
+    pub usage_workloads: Vec<super::usage::WorkloadRow>,
     pub waves: Option<waves::WavePlan>,
     /// Where the waves' target comes from: `None` when chosen (`:plan`),
     /// else the GPU Operator object that asks for it.
@@ -401,6 +403,7 @@ impl Views {
         let mig = mig_rows(&snap, &analysis);
         let events = event_rows(&snap, now);
         let usage = super::usage::rows(&analysis);
+        let usage_workloads = super::usage::workload_rows(&analysis);
         // Without a chosen target, the waves go to what the GPU Operator is told.
         let policy = wave_target.map_or_else(waves::Policy::default, |(_, p)| p);
         let target = crate::model::driver_policy::wave_target(
@@ -412,7 +415,7 @@ impl Views {
             waves::plan(&index, t, policy)
         });
         let (waves_from, target_problem) = (target.from, target.problem);
-        Views { snap, analysis, nodes, pools, mig, events, usage, waves, waves_from, target_problem }
+        Views { snap, analysis, nodes, pools, mig, events, usage, usage_workloads, waves, waves_from, target_problem }
     }
 
     /// Puts kgpu's audit rows at the top of the events, in place of the

@@ -424,23 +424,18 @@ fn utilization(out: &mut String, snap: &Snapshot, a: &Analysis) {
     if u.has_source() {
         let header = ["POD", "NODE", "HELD", "NOW", "MEAN", "MEMORY", "IDLE", "IDLE-GPU-H", "WORKLOAD", "QUEUE"];
         out.push_str(&table(&header, &rows));
-        let idle: Vec<Vec<String>> = u
-            .workloads
-            .iter()
-            .filter(|w| w.idle_pods > 0)
-            .map(|w| {
-                vec![
-                    super::usage::workload_name(w),
-                    format!("{}/{}", w.idle_pods, w.pods),
-                    super::usage::gpus(w.gpus),
-                    super::usage::pct(w.mean_pct),
-                    format!("{:.1}", w.idle_gpu_hours),
-                ]
-            })
+        // The Usage pane's workloads table, those with idle pods.
+        let idle: Vec<Vec<String>> = super::usage::workload_rows(a)
+            .into_iter()
+            .filter(|w| w.any_idle)
+            .map(|w| vec![w.name, w.idle_pods, w.gpus, w.idle_gpus, w.mean, w.idle, w.idle_gpu_hours, w.queue])
             .collect();
         if !idle.is_empty() {
             let _ = writeln!(out, "IDLE BY WORKLOAD");
-            out.push_str(&table(&["WORKLOAD", "IDLE PODS", "GPUS", "MEAN", "IDLE-GPU-H"], &idle));
+            out.push_str(&table(
+                &["WORKLOAD", "IDLE PODS", "GPUS", "IDLE GPUS", "MEAN", "IDLE", "IDLE-GPU-H", "QUEUE"],
+                &idle,
+            ));
         }
     }
     for note in super::usage::notes(u, snap) {

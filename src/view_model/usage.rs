@@ -20,6 +20,9 @@ pub struct UsageRow {
     pub idle: String,
     pub idle_gpu_hours: String,
     pub workload: String,
+    /// `Job ns/name` (or the pod for one without a controller): what a
+    /// workload's `enter` filters the pods by, exactly.
+    pub workload_key: String,
     pub queue: String,
     pub age: String,
     pub is_idle: bool,
@@ -77,6 +80,10 @@ pub fn rows(a: &Analysis) -> Vec<UsageRow> {
                 (None, true) => "(pod not seen in the API)".into(),
                 (None, false) => "-".into(),
             },
+            workload_key: h
+                .workload
+                .as_ref()
+                .map_or_else(|| h.pod.to_string(), |w| format!("{} {}/{}", w.kind, w.namespace, w.name)),
             queue: h.queue.map_or_else(|| "-".into(), |q| q.to_string()),
             age: h.age_seconds.map_or_else(|| "-".into(), age),
             is_idle: h.is_idle(),
@@ -172,5 +179,59 @@ pub fn notes(u: &Utilization, snap: &Snapshot) -> Vec<String> {
 }
 
 pub fn workload_name(w: &WorkloadUse) -> String {
-    w.workload.as_ref().map_or_else(|| "(no controller)".into(), |w| format!("{} {}/{}", w.kind, w.namespace, w.name))
+    match (&w.workload, &w.lone_pod) {
+        (Some(w), _) => format!("{} {}/{}", w.kind, w.namespace, w.name),
+        (None, Some(p)) => format!("Pod {p} (no controller)"),
+        (None, None) => "(no controller)".into(),
+    }
+}
+
+/// One workload's row in the Usage pane's second table.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WorkloadRow {
+    pub name: String,
+    /// `2/6`: idle pods of all its pods that hold reported GPUs.
+    pub idle_pods: String,
+    pub gpus: String,
+    /// GPU equivalents its idle pods hold.
+    pub idle_gpus: String,
+    pub queue: String,
+    pub mean: String,
+    /// Set when every pod is idle: the shortest of their idle times.
+    pub idle: String,
+    pub idle_gpu_hours: String,
+    pub any_idle: bool,
+    /// What the pods table is filtered by to show its pods (`enter`).
+    pub pods_filter: String,
+}
+
+impl WorkloadRow {
+    pub fn id(&self) -> String {
+        self.name.clone()
+    }
+}
+
+pub fn workload_rows(a: &Analysis) -> Vec<WorkloadRow> {
+    a.utilization
+        .workloads
+        .iter()
+        .map(|w| WorkloadRow {
+            name: workload_name(w),
+            idle_pods: format!("{}/{}", w.idle_pods, w.pods),
+            gpus: gpus(w.gpus),
+            idle_gpus: if w.idle_pods > 0 { gpus(w.idle_gpus) } else { "-".into() },
+            queue: w.queue.map_or_else(|| "-".into(), |q| q.to_string()),
+            mean: pct(w.mean_pct),
+            idle: w.idle_seconds.map_or_else(|| "-".into(), age),
+            idle_gpu_hours: if w.idle_pods > 0 { format!("{:.1}", w.idle_gpu_hours) } else { "-".into() },
+            any_idle: w.idle_pods > 0,
+            // Anchored on the pods' workload key, so `train` does not also
+            // list `train-2`'s pods, nor another namespace's `train`.
+            pods_filter: match (&w.workload, &w.lone_pod) {
+                (Some(r), _) => format!("^{} {}/{}$", r.kind, r.namespace, r.name),
+                (None, Some(p)) => format!("^{p}$"),
+                (None, None) => String::new(),
+            },
+        })
+        .collect()
 }

@@ -20,7 +20,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, shown: &mut Viewport, view
     // What the numbers are, where they come from: the rules in a line.
     let about = usage::rules(u);
     let title = if filter.is_empty() {
-        format!(" Usage ({} pods){sort} · {about} ", shown_rows.len())
+        format!(" Usage ({} pods){sort} · tab: by workload · {about} ", shown_rows.len())
     } else {
         format!(" Usage ({} of {} pods) · /{filter}{sort} · {about} ", shown_rows.len(), views.usage.len())
     };
@@ -45,6 +45,10 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, shown: &mut Viewport, view
     );
     if views.usage.is_empty() {
         widgets::empty(frame, table, block(title, true, theme), "no pod holds a reported GPU", theme);
+        return;
+    }
+    if app.section(Pane::Usage) == Section::Second {
+        workloads(frame, table, app, shown, views, theme, &about);
         return;
     }
     let selected = app.selected_position(Pane::Usage, shown_rows.iter().map(|r| r.id()));
@@ -100,4 +104,83 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, shown: &mut Viewport, view
     );
     shown.offsets.push((Pane::Usage, offset));
     shown.page = Some(usize::from(table.height.saturating_sub(3)));
+}
+
+/// The second table: the same pods by workload, idle GPU-hours first;
+/// `enter` lists a workload's pods.
+fn workloads(
+    frame: &mut Frame,
+    area: Rect,
+    app: &App,
+    shown: &mut Viewport,
+    views: &Views,
+    theme: &Theme,
+    about: &str,
+) {
+    let filter = app.filter(Pane::Usage);
+    let sort = app.sort_title(Pane::Usage, Section::Second, false);
+    let rows = rows::usage_workloads(views, filter, app.sorting(Pane::Usage, Section::Second));
+    let count = if filter.is_empty() {
+        format!("{}", rows.len())
+    } else {
+        format!("{} of {} · /{filter}", rows.len(), views.usage_workloads.len())
+    };
+    let title = format!(" Workloads ({count}){sort} · tab: pods · enter: its pods · {about} ");
+    let selected = app.selected_position(Pane::Usage, rows.iter().map(|r| r.id()));
+    // At 80 columns the name keeps its room (embed-1g and embed-2g must
+    // read apart); the idle-for time waits for a wide terminal.
+    let wide = area.width >= 120;
+    let name_width: u16 = if wide { 56 } else { area.width.saturating_sub(2 + 38 + 5).max(16) };
+    let make_row = |i: usize| {
+        let r = rows[i];
+        let idle = if r.any_idle { Role::Warn } else { Role::Dim };
+        let mut cells = vec![
+            widgets::styled(widgets::fit_id(&r.name, name_width as usize), theme.style(Role::Accent)),
+            widgets::styled(r.idle_pods.clone(), theme.style(idle)),
+            widgets::styled(r.gpus.clone(), theme.style(Role::Text)),
+            widgets::styled(r.idle_gpus.clone(), theme.style(idle)),
+            widgets::styled(r.mean.clone(), theme.style(Role::Text)),
+        ];
+        if wide {
+            cells.push(widgets::styled(r.idle.clone(), theme.style(idle)));
+        }
+        cells.push(widgets::styled(r.idle_gpu_hours.clone(), theme.style(idle)));
+        if wide {
+            cells.push(widgets::styled(r.queue.clone(), theme.style(Role::Dim)));
+        }
+        cells
+    };
+    let mut header = vec!["WORKLOAD", "IDLE PODS", "GPUS", "IDLE GPUS", "MEAN"];
+    let mut widths = vec![
+        Constraint::Length(name_width),
+        Constraint::Length(9),
+        Constraint::Length(6),
+        Constraint::Length(9),
+        Constraint::Length(4),
+    ];
+    if wide {
+        header.push("IDLE");
+        widths.push(Constraint::Length(6));
+    }
+    header.push("IDLE-GPU-H");
+    widths.push(Constraint::Length(10));
+    if wide {
+        header.push("QUEUE");
+        widths.push(Constraint::Min(10));
+    }
+    let offset = app.offsets.get(&Pane::Usage).copied().unwrap_or(0);
+    let offset = widgets::lazy_table(
+        frame,
+        area,
+        block(title, true, theme),
+        &header,
+        &widths,
+        rows.len(),
+        make_row,
+        Some(selected),
+        offset,
+        theme,
+    );
+    shown.offsets.push((Pane::Usage, offset));
+    shown.page = Some(usize::from(area.height.saturating_sub(3)));
 }

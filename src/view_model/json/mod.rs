@@ -431,6 +431,8 @@ fn utilization(snap: &Snapshot, a: &Analysis) -> UtilizationJson {
                 pods: w.pods,
                 idle_pods: w.idle_pods,
                 gpus: round3(w.gpus),
+                idle_gpus: round3(w.idle_gpus),
+                queue: w.queue.map(|q| q.to_string()),
                 mean_percent: w.mean_pct,
                 idle_gpu_hours: round3(w.idle_gpu_hours),
                 idle_seconds: w.idle_seconds,

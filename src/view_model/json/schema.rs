@@ -439,6 +439,9 @@ pub struct WorkloadUsageJson {
     pub pods: usize,
     pub idle_pods: usize,
     pub gpus: f64,
+    /// GPU equivalents its idle pods hold.
+    pub idle_gpus: f64,
+    pub queue: Option<String>,
     pub mean_percent: Option<f32>,
     pub idle_gpu_hours: f64,
     /// Set when every pod is idle: the shortest of their idle times.
