@@ -98,6 +98,9 @@ pub struct UiArgs {
     /// Log level for the log file (error, warn, info, debug, trace).
     #[arg(long, global = true, value_name = "LEVEL", default_value = "info")]
     pub log_level: String,
+    /// Run a lesson (kgpu lesson list): in `kgpu demo` on its scenario, or on a cluster it was put on (kgpu lab up --scenario NAME).
+    #[arg(long, global = true, value_name = "NAME")]
+    pub lesson: Option<String>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -110,6 +113,8 @@ pub enum Command {
     Why(WhyArgs),
     /// Put a demo scenario onto a real cluster (a kind cluster, the test control plane), or take it off.
     Scenario(ScenarioArgs),
+    /// Lessons for trainees: each scenario as a question, with hints and the answer worked out.
+    Lesson(LessonArgs),
     /// Run the node agent: read the GPUs through NVML and serve them to cockpits (one per GPU node).
     Agent(AgentArgs),
     /// A living local cluster: real API server, scheduler and controllers, KWOK's fake GPU nodes.
@@ -152,6 +157,7 @@ const NOT_FOR_THE_AGENT: &[&str] = &[
     "read_only",
     "theme",
     "print_paths",
+    "lesson",
 ];
 
 /// Whether kgpu was started as a kubectl plugin (`kubectl gpu ...` runs an
@@ -375,12 +381,38 @@ pub struct DemoArgs {
     /// The failure scenario to run (see --list).
     #[arg(long, short = 's', default_value = "default", value_name = "NAME")]
     pub scenario: String,
-    /// Seed of the simulation: the same seed replays the same cluster.
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
+    /// Seed of the simulation: the same seed replays the same cluster (default 1; with --mystery, a new one each time, printed in the report).
+    #[arg(long)]
+    pub seed: Option<u64>,
     /// List the scenarios with their stories and exit.
     #[arg(long)]
     pub list: bool,
+    /// An interview: a scenario picked by --seed, its name and story hidden; answer with :answer CAUSE, graded, and a report for the interviewer on exit.
+    #[arg(long)]
+    pub mystery: bool,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct LessonArgs {
+    #[command(subcommand)]
+    pub command: LessonCommand,
+}
+
+#[derive(Subcommand, Debug, Clone)]
+pub enum LessonCommand {
+    /// Every lesson with its question (on the demo scenario's numbers).
+    List,
+    /// A lesson's question and hints; with --answer, the cause and its arithmetic.
+    Show {
+        /// The lesson (a scenario name).
+        name: String,
+        /// Also print the answer.
+        #[arg(long)]
+        answer: bool,
+        /// Read the cluster of the kube context (the lab, with the scenario put on it) instead of the demo.
+        #[arg(long)]
+        cluster: bool,
+    },
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]

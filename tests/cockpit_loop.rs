@@ -26,13 +26,13 @@ struct Running {
     dir: tempfile::TempDir,
     snapshots: tokio::sync::watch::Receiver<std::sync::Arc<kgpu::model::Snapshot>>,
     keys: mpsc::UnboundedSender<std::io::Result<Event>>,
-    task: tokio::task::JoinHandle<(anyhow::Result<()>, Terminal<TestBackend>)>,
+    task: tokio::task::JoinHandle<(anyhow::Result<Option<String>>, Terminal<TestBackend>)>,
 }
 
 async fn run_fragmented() -> Running {
     let dir = tempfile::tempdir().unwrap();
     let paths = Paths { config_dir: None, data_dir: Some(dir.path().to_path_buf()) };
-    let from = Source::Demo { scenario: "fragmented".into(), seed: 1, advance: 0 };
+    let from = Source::Demo { scenario: "fragmented".into(), seed: 1, advance: 0, hidden: false };
     let cockpit = Cockpit::start(&from, paths, "dark", false, false).await.unwrap();
     let snapshots = cockpit.session.snapshots.clone();
     let (keys, input) = mpsc::unbounded();
@@ -99,7 +99,7 @@ async fn leaving_while_a_plan_runs_stops_it_cleanly_and_records_where() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn read_only_has_no_executor_at_all() {
     let paths = Paths { config_dir: None, data_dir: None };
-    let from = Source::Demo { scenario: "default".into(), seed: 1, advance: 0 };
+    let from = Source::Demo { scenario: "default".into(), seed: 1, advance: 0, hidden: false };
     let cockpit = Cockpit::start(&from, paths, "dark", false, true).await.unwrap();
     assert!(cockpit.session.executor.is_none(), "--read-only is enforced where actions run");
 }

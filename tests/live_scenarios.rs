@@ -149,6 +149,10 @@ async fn every_scenario_applies_and_the_real_scheduler_agrees_with_its_story() {
             ),
             _ => unreachable!(),
         }
+        // The lesson reads the real cluster's numbers and finds its signal there,
+        // but for `default`'s idle holders: no agent or exporter reports here.
+        let lesson = kgpu(cp, &["lesson", "show", name, "--answer", "--cluster"]);
+        assert_eq!(lesson.contains("not on the cluster now"), name == "default", "{name}:\n{lesson}");
         let out = kgpu(cp, &["scenario", "delete", name]);
         assert!(out.contains("deleted"), "{out}");
     }

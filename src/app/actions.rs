@@ -109,7 +109,7 @@ impl App {
             format!("{}{} {}", action.verb(), if dry_run { " (dry run)" } else { "" }, action.targets().join(" "));
         self.next_action += 1;
         let id = self.next_action;
-        self.in_flight.push(InFlight { id, action: action.clone(), label: label.clone() });
+        self.in_flight.push(InFlight { id, action: action.clone(), label: label.clone(), dry_run });
         self.notify(format!("{label}…"), false);
         vec![Effect::Execute { id, request: ActionRequest { action, dry_run } }]
     }

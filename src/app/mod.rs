@@ -13,6 +13,7 @@ mod overlay_keys;
 pub mod palette;
 pub mod rows;
 pub mod sort;
+mod tutor;
 
 use std::collections::HashMap;
 
@@ -25,11 +26,13 @@ use crate::analysis::fragmentation::PlanStatus;
 use crate::analysis::index::Index;
 use crate::model::{GangKey, GangKind, Sym};
 use crate::reference::mig;
+use crate::view_model::lessons::Sighting;
 use crate::view_model::panes::Views;
 
 use navigate::gang_id_of_item;
 pub use navigate::{Place, gang_id};
 pub use notice::{MESSAGES_KEPT, Message, Notice};
+pub use tutor::{Mode as TutorMode, Tutor};
 
 use keys::Command;
 use overlay_keys::single_line;
@@ -180,6 +183,8 @@ pub enum Msg {
     SourceStopped,
     /// What the last frame showed: scroll positions as the renderer kept them in range.
     Viewport(Viewport),
+    /// The time on the wall (seconds since the epoch), for timing a lesson.
+    WallClock(crate::model::Timestamp),
 }
 
 /// What only the renderer knows (how tall each table and text is), as it
@@ -204,6 +209,8 @@ pub struct InFlight {
     pub action: Action,
     /// `drain (dry run) node/gpu-03`, for people.
     pub label: String,
+    /// A dry run changes nothing: it solves no lesson.
+    pub dry_run: bool,
 }
 
 /// What a detail reader shows: an event as it was when opened; a gang
@@ -215,6 +222,8 @@ pub enum Detail {
     Queue(Box<crate::analysis::queues::QueueRow>),
     /// A pod's GPU utilization, by its `namespace/name`.
     Usage(String),
+    /// The lesson or mystery running: question, hints, answer once solved.
+    Lesson,
 }
 
 pub struct App {
@@ -256,6 +265,11 @@ pub struct App {
     /// What the runtime knows for the palette to complete: the kube
     /// contexts, the demo's scenarios.
     pub known: palette::Vocabulary,
+    /// A lesson or mystery in progress (`kgpu demo --lesson`, `--mystery`).
+    pub tutor: Option<Tutor>,
+    /// The wall clock as the runtime last said (`Msg::WallClock`): what a
+    /// lesson is timed by.
+    pub wall: crate::model::Timestamp,
     pub quit: bool,
 }
 
@@ -289,6 +303,8 @@ impl App {
             messages: std::collections::VecDeque::new(),
             page: 10,
             clock: 0,
+            tutor: None,
+            wall: 0,
             quit: false,
         }
     }
@@ -406,13 +422,31 @@ impl App {
 
     pub fn update(&mut self, msg: Msg, views: &Views) -> Vec<Effect> {
         self.clock = views.analysis.now;
+        let effects = self.handle(msg, views);
+        self.observe(views);
+        effects
+    }
+
+    fn handle(&mut self, msg: Msg, views: &Views) -> Vec<Effect> {
         match msg {
             Msg::Key(key) => self.on_key(key, views),
             Msg::Action(Progress { id, text, error, done }) => {
+                let mut solved = None;
                 if done {
+                    let finished = self.in_flight.iter().find(|f| f.id == id && !f.dry_run && !error);
+                    let sighting = finished.map(|f| Sighting::Action {
+                        kind: f.action.verb(),
+                        target: f.action.targets().first().cloned().unwrap_or_default(),
+                    });
+                    if let (Some(sighting), Some(tutor)) = (sighting, self.tutor.as_mut()) {
+                        solved = tutor.see(sighting, &views.analysis, self.wall);
+                    }
                     self.in_flight.retain(|f| f.id != id);
                 }
                 self.notify(text, error);
+                if let Some(solved) = solved {
+                    self.notify(solved, false);
+                }
                 Vec::new()
             }
             Msg::Notice { text, error } => {
@@ -431,6 +465,10 @@ impl App {
             }
             Msg::SourceStopped => {
                 self.notify("the source stopped", true);
+                Vec::new()
+            }
+            Msg::WallClock(now) => {
+                self.wall = now;
                 Vec::new()
             }
             Msg::Viewport(shown) => {

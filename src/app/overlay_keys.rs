@@ -230,6 +230,9 @@ impl App {
                 self.quit = true;
                 return vec![Effect::Quit];
             }
+            Ok(palette::PaletteCommand::Scenario(_)) if self.tutor.is_some() => {
+                self.notify("a lesson runs on this scenario: quit, then start another (kgpu lesson list)", true);
+            }
             Ok(palette::PaletteCommand::Scenario(name)) => {
                 if !self.demo {
                     self.notify(":scenario only works in `kgpu demo`", true);
@@ -274,6 +277,28 @@ impl App {
             }
             Ok(palette::PaletteCommand::Help) => self.overlay = Some(Overlay::Help { scroll: 0 }),
             Ok(palette::PaletteCommand::Messages) => self.overlay = Some(Overlay::Messages { scroll: 0 }),
+            Ok(
+                palette::PaletteCommand::Lesson | palette::PaletteCommand::Hint | palette::PaletteCommand::Answer(_),
+            ) if self.tutor.is_none() => {
+                self.notify("no lesson runs: start one with kgpu demo --lesson NAME (kgpu lesson list)", true);
+            }
+            Ok(palette::PaletteCommand::Lesson) => {
+                self.overlay = Some(Overlay::Detail { detail: Detail::Lesson, scroll: 0 });
+            }
+            Ok(palette::PaletteCommand::Hint) => {
+                if let Some(tutor) = self.tutor.as_mut() {
+                    let hint = tutor.hint();
+                    self.notify(hint, false);
+                }
+            }
+            Ok(palette::PaletteCommand::Answer(text)) => {
+                if let Some(tutor) = self.tutor.as_mut() {
+                    match tutor.answer(&text, self.wall) {
+                        Ok(said) => self.notify(said, false),
+                        Err(why) => self.notify(why, true),
+                    }
+                }
+            }
             Err(e) => self.notify(e, true),
         }
         Vec::new()

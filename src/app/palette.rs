@@ -23,6 +23,11 @@ pub enum PaletteCommand {
     Namespace(Option<String>),
     Help,
     Messages,
+    /// The lesson or mystery running: its reader.
+    Lesson,
+    Hint,
+    /// `:answer CAUSE`.
+    Answer(String),
 }
 
 pub const COMMANDS: &[(&str, &str)] = &[
@@ -34,6 +39,7 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ("plan VERSION | plan off", "plan driver-upgrade waves to a version"),
     ("why NAMESPACE/NAME", "open the pending chain of an item"),
     ("filter TEXT", "filter this pane (empty clears)"),
+    ("lesson | hint | answer CAUSE", "a lesson or mystery: its question, the next hint, your answer"),
     ("help", "the key help"),
     ("messages", "every message of this session, newest first"),
     ("q | quit", "quit"),
@@ -73,6 +79,9 @@ pub fn parse(line: &str) -> Result<PaletteCommand, String> {
         },
         "why" => PaletteCommand::Why(need("NAMESPACE/NAME")?),
         "filter" => PaletteCommand::Filter(rest.to_string()),
+        "lesson" => PaletteCommand::Lesson,
+        "hint" => PaletteCommand::Hint,
+        "answer" => PaletteCommand::Answer(need("a cause (Tab lists them)")?),
         "help" | "?" => PaletteCommand::Help,
         "messages" | "msgs" | "log" => PaletteCommand::Messages,
         "" => return Err("empty command; try :help".into()),
@@ -97,7 +106,7 @@ pub struct Vocabulary {
 /// The words a command line starts with, in the order the hint lists them.
 pub const WORDS: &[&str] = &[
     "fleet", "pending", "gangs", "queues", "mig", "drivers", "events", "usage", "idle", "ctx", "ns", "scenario",
-    "theme", "plan", "why", "filter", "messages", "help", "quit",
+    "theme", "plan", "why", "filter", "messages", "lesson", "hint", "answer", "help", "quit",
 ];
 
 pub const THEMES: &[&str] = &["dark", "light", "high-contrast", "mono"];
@@ -126,6 +135,7 @@ pub fn complete(line: &str, vocabulary: &Vocabulary) -> Completion {
                 "theme" => THEMES.iter().map(|t| t.to_string()).collect(),
                 "plan" => vec!["off".to_string()],
                 "why" => vocabulary.pending.clone(),
+                "answer" => crate::view_model::lessons::Cause::ALL.iter().map(|c| c.word().to_string()).collect(),
                 _ => Vec::new(),
             };
             (format!("{word} "), rest, args)
@@ -149,7 +159,7 @@ pub fn complete(line: &str, vocabulary: &Vocabulary) -> Completion {
 }
 
 fn takes_argument(word: &str) -> bool {
-    matches!(word, "ctx" | "ns" | "scenario" | "theme" | "plan" | "why" | "filter")
+    matches!(word, "ctx" | "ns" | "scenario" | "theme" | "plan" | "why" | "filter" | "answer")
 }
 
 #[cfg(test)]

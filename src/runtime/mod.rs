@@ -76,6 +76,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Demo(args)) => demo(&args, &cli.ui),
+        Some(Command::Lesson(args)) => lessons(&args, &cli.source),
         Some(Command::Snapshot(args)) => snapshot(&args, &cli.source),
         Some(Command::Why(args)) => why(&args, &cli.source),
         Some(Command::Scenario(args)) => scenario::run(&args, &cli.source),
@@ -121,14 +122,37 @@ pub fn list_scenarios() -> String {
 }
 
 fn cockpit(source: Source, ui: &crate::cli::UiArgs) -> anyhow::Result<ExitCode> {
+    let tutor = match &ui.lesson {
+        Some(name) => Some((lesson(name)?, crate::app::TutorMode::Lesson)),
+        None => None,
+    };
+    cockpit_with(source, ui, tutor)
+}
+
+fn cockpit_with(
+    source: Source,
+    ui: &crate::cli::UiArgs,
+    tutor: Option<(&'static crate::view_model::lessons::Lesson, crate::app::TutorMode)>,
+) -> anyhow::Result<ExitCode> {
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
-    runtime.block_on(tui::run(tui::CockpitOptions {
+    let report = runtime.block_on(tui::run(tui::CockpitOptions {
         source,
+        tutor,
         theme: ui.theme.clone(),
         read_only: ui.read_only,
         log_level: ui.log_level.clone(),
     }))?;
+    if let Some(report) = report {
+        emit(&report)?;
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+fn lesson(name: &str) -> anyhow::Result<&'static crate::view_model::lessons::Lesson> {
+    crate::view_model::lessons::find(name).ok_or_else(|| {
+        let names: Vec<&str> = crate::view_model::lessons::LESSONS.iter().map(|l| l.scenario).collect();
+        UsageError(format!("no lesson '{name}'; lessons: {}", names.join(", "))).into()
+    })
 }
 
 fn agent(args: &crate::cli::AgentArgs, ui: &crate::cli::UiArgs) -> anyhow::Result<ExitCode> {
@@ -154,8 +178,65 @@ fn agent(args: &crate::cli::AgentArgs, ui: &crate::cli::UiArgs) -> anyhow::Resul
 }
 
 fn demo(args: &DemoArgs, ui: &crate::cli::UiArgs) -> anyhow::Result<ExitCode> {
-    scenarios::find(&args.scenario)?;
-    cockpit(Source::Demo { scenario: args.scenario.clone(), seed: args.seed, advance: 0 }, ui)
+    if args.mystery {
+        if ui.lesson.is_some() {
+            return Err(UsageError("--mystery picks its own scenario; leave out --lesson".into()).into());
+        }
+        // Without --seed, a new mystery each time; the report names the seed to replay it.
+        let seed = args.seed.unwrap_or_else(|| crate::clock::wall_clock().unsigned_abs());
+        let scenario = mystery_scenario(seed);
+        let tutor = Some((lesson(scenario)?, crate::app::TutorMode::Mystery { seed }));
+        let source = Source::Demo { scenario: scenario.into(), seed, advance: 0, hidden: true };
+        return cockpit_with(source, ui, tutor);
+    }
+    // A lesson plays its own scenario.
+    let scenario = match &ui.lesson {
+        Some(name) if args.scenario != "default" && args.scenario != *name => {
+            return Err(UsageError(format!("--lesson {name} runs on scenario {name}, not {}", args.scenario)).into());
+        }
+        Some(name) => name.clone(),
+        None => args.scenario.clone(),
+    };
+    scenarios::find(&scenario)?;
+    cockpit(Source::Demo { scenario, seed: args.seed.unwrap_or(1), advance: 0, hidden: false }, ui)
+}
+
+/// The scenario a mystery's seed picks: any but `default`, whose cause is
+/// a bit of everything.
+pub fn mystery_scenario(seed: u64) -> &'static str {
+    let names: Vec<&'static str> = scenarios::names().into_iter().filter(|n| *n != "default").collect();
+    // splitmix64: nearby seeds pick unrelated scenarios.
+    let mut z = seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^= z >> 31;
+    names[(z % names.len() as u64) as usize]
+}
+
+fn lessons(args: &crate::cli::LessonArgs, source: &crate::cli::SourceArgs) -> anyhow::Result<ExitCode> {
+    use crate::cli::LessonCommand;
+    use crate::view_model::lessons;
+    match &args.command {
+        LessonCommand::List => {
+            let mut out = String::new();
+            for l in lessons::LESSONS {
+                let (snap, now) = load::demo(l.scenario, 1, 0)?;
+                let a = analysis::analyze(&snap, now, &Thresholds::default());
+                out.push_str(&format!("{}\n    {}\n", l.scenario, l.question(&a)));
+            }
+            out.push_str(
+                "\nkgpu demo --lesson NAME opens one; kgpu lesson show NAME prints it; kgpu demo --mystery hides it.\n",
+            );
+            emit(&out)?;
+        }
+        LessonCommand::Show { name, answer, cluster } => {
+            let l = lesson(name)?;
+            let (snap, now) = if *cluster { load::once(&Source::kube(source))? } else { load::demo(l.scenario, 1, 0)? };
+            let a = analysis::analyze(&snap, now, &Thresholds::default());
+            emit(&lessons::text(l, &a, *answer))?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn snapshot(args: &SnapshotArgs, source: &crate::cli::SourceArgs) -> anyhow::Result<ExitCode> {

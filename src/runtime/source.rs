@@ -33,6 +33,8 @@ pub enum Source {
         scenario: String,
         seed: u64,
         advance: u64,
+        /// A mystery: the scenario's name and story are shown nowhere.
+        hidden: bool,
     },
     Kube {
         target: client::Target,
@@ -46,7 +48,7 @@ impl Source {
     /// `--demo`/`--scenario` → demo; `--file` → files; otherwise the kube context.
     pub fn from_args(from: &DemoChoice, advance: u64, source: &SourceArgs) -> Source {
         if let Some(scenario) = from.scenario() {
-            Source::Demo { scenario: scenario.to_string(), seed: from.seed, advance }
+            Source::Demo { scenario: scenario.to_string(), seed: from.seed, advance, hidden: false }
         } else if !source.file.is_empty() {
             Source::File(source.file.clone())
         } else {
@@ -58,8 +60,11 @@ impl Source {
     /// `:ns`), or why that makes no sense here.
     pub fn switched(&self, switch: &SourceSwitch) -> Result<Source, String> {
         Ok(match (self, switch) {
+            (Source::Demo { hidden: true, .. }, SourceSwitch::Scenario(_)) => {
+                return Err(":scenario would give the mystery away".into());
+            }
             (Source::Demo { seed, .. }, SourceSwitch::Scenario(name)) => {
-                Source::Demo { scenario: name.clone(), seed: *seed, advance: 0 }
+                Source::Demo { scenario: name.clone(), seed: *seed, advance: 0, hidden: false }
             }
             (Source::Kube { target, scope }, SourceSwitch::Context(context)) => Source::Kube {
                 target: client::Target { context: Some(context.clone()), ..target.clone() },
@@ -83,6 +88,7 @@ impl Source {
                 _ => Vec::new(),
             },
             scenarios: match self {
+                Source::Demo { hidden: true, .. } => Vec::new(),
                 Source::Demo { .. } => crate::sources::sim::scenarios::names().into_iter().map(String::from).collect(),
                 _ => Vec::new(),
             },
@@ -189,7 +195,7 @@ pub const SYNC_TIMEOUT: Duration = Duration::from_secs(60);
 /// terminal goes raw.
 pub async fn start(source: &Source, run: Run<'_>) -> anyhow::Result<Session> {
     match source {
-        Source::Demo { scenario, seed, advance } => start_demo(scenario, *seed, *advance, run),
+        Source::Demo { scenario, seed, advance, hidden } => start_demo(scenario, *seed, *advance, *hidden, run),
         Source::Kube { target, scope } => start_kube(target, scope, run).await,
         Source::File(paths) => start_file(paths),
     }
@@ -258,8 +264,9 @@ pub fn demo_snapshot(scenario: &str, seed: u64, advance: u64) -> anyhow::Result<
     Ok((cluster.snapshot(), sim.now))
 }
 
-fn start_demo(scenario: &str, seed: u64, advance: u64, run: Run<'_>) -> anyhow::Result<Session> {
-    let context = |title: String| Context { source: format!("demo:{scenario}"), subtitle: title, production: false };
+fn start_demo(scenario: &str, seed: u64, advance: u64, hidden: bool, run: Run<'_>) -> anyhow::Result<Session> {
+    let shown_as = if hidden { "mystery" } else { scenario };
+    let context = |title: String| Context { source: format!("demo:{shown_as}"), subtitle: title, production: false };
     let Run::Live(shared) = run else {
         let (snap, _) = demo_snapshot(scenario, seed, advance)?;
         let title = snap.scenario.as_ref().map(|s| s.title.to_string()).unwrap_or_default();
@@ -275,6 +282,9 @@ fn start_demo(scenario: &str, seed: u64, advance: u64, run: Run<'_>) -> anyhow::
         });
     };
     let mut sim = scenarios::build(scenario, seed).map_err(|e| UsageError(e.to_string()))?;
+    if hidden {
+        sim.hide_scenario();
+    }
     if advance > 0 {
         // The driver's first batch carries the state reached.
         sim.step(advance as i64);
@@ -282,10 +292,10 @@ fn start_demo(scenario: &str, seed: u64, advance: u64, run: Run<'_>) -> anyhow::
     let title = sim.scenario().title.clone();
     let (events_tx, events_rx) = mpsc::channel(1024);
     let (snapshots, model_task) =
-        spawn_model(SourceInfo { kind: SourceKind::Demo, name: scenario.to_string() }, events_rx);
+        spawn_model(SourceInfo { kind: SourceKind::Demo, name: shown_as.to_string() }, events_rx);
     let (handle, sim_task) = driver::spawn(sim, events_tx, Duration::from_secs(1));
     let user = std::env::var("USER").unwrap_or_else(|_| "demo".into());
-    let mut exec = executor(Backend::Sim(handle), &snapshots, shared, format!("demo:{scenario}"), user);
+    let mut exec = executor(Backend::Sim(handle), &snapshots, shared, format!("demo:{shown_as}"), user);
     exec.mig_timeout = Duration::from_secs(180);
     Ok(Session {
         tasks: vec![model_task, sim_task],

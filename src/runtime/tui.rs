@@ -14,11 +14,12 @@ use tokio::sync::{mpsc, watch};
 
 use crate::actions::{ActionId, Progress};
 use crate::analysis::{Thresholds, waves};
-use crate::app::{App, Effect, Msg, Viewport};
+use crate::app::{App, Effect, Msg, Tutor, TutorMode, Viewport};
 use crate::config::Paths;
 use crate::model::audit::AuditEntry;
 use crate::model::{DriverVersion, Snapshot, Timestamp};
 use crate::ui::{self, Theme};
+use crate::view_model::lessons::Lesson;
 use crate::view_model::panes::{Views, audit_rows};
 
 use super::UsageError;
@@ -27,6 +28,8 @@ use super::terminal::Guard;
 
 pub struct CockpitOptions {
     pub source: Source,
+    /// A lesson or mystery to run on it.
+    pub tutor: Option<(&'static Lesson, TutorMode)>,
     pub theme: Option<String>,
     pub read_only: bool,
     pub log_level: String,
@@ -69,7 +72,9 @@ fn show_audit(views: &mut Views, audit: &[AuditEntry]) {
     views.set_audit(&audit_rows(audit, crate::clock::wall_clock()));
 }
 
-pub async fn run(opts: CockpitOptions) -> anyhow::Result<()> {
+/// Runs the cockpit until it quits; a lesson's or mystery's report is
+/// returned for the terminal once the screen is restored.
+pub async fn run(opts: CockpitOptions) -> anyhow::Result<Option<String>> {
     if !std::io::stdout().is_terminal() {
         return Err(UsageError(
             "stdout is not a terminal: the cockpit needs one; for scripts use `kgpu snapshot`".into(),
@@ -82,6 +87,7 @@ pub async fn run(opts: CockpitOptions) -> anyhow::Result<()> {
     let theme_name = opts.theme.clone().unwrap_or_else(|| ui::theme::DEFAULT.to_string());
     // Problems with the source are reported before the terminal goes raw.
     let mut cockpit = Cockpit::start(&opts.source, paths, &theme_name, no_color, opts.read_only).await?;
+    cockpit.tutor = opts.tutor;
     if cockpit.first_notice.is_none() {
         cockpit.first_notice = log_note.err().map(|text| Msg::Notice { text, error: false });
     }
@@ -111,6 +117,8 @@ pub struct Cockpit {
     from: Source,
     /// What the status line says first (a theme that fell back, a log that did not open).
     pub first_notice: Option<Msg>,
+    /// The lesson or mystery each new app runs.
+    pub tutor: Option<(&'static Lesson, TutorMode)>,
 }
 
 impl Cockpit {
@@ -153,6 +161,7 @@ impl Cockpit {
             demo_seed,
             from: from.clone(),
             first_notice,
+            tutor: None,
         })
     }
 
@@ -162,6 +171,9 @@ impl Cockpit {
         let mut app = App::new(read_only, &self.theme.name, self.demo_seed.is_some())
             .with_production(self.session.context.production);
         app.known = self.from.vocabulary();
+        // Before any update: a lesson's clock starts at the first.
+        app.wall = crate::clock::wall_clock();
+        app.tutor = self.tutor.map(|(lesson, mode)| Tutor::new(lesson, mode));
         if let Some(why) = &self.session.read_only_reason {
             app.update(Msg::Notice { text: format!("read-only: {why}"), error: false }, views);
         }
@@ -221,7 +233,11 @@ fn on_input(app: &mut App, views: &Views, event: Event, effects: &mut VecDeque<E
 /// The cockpit's loop on `terminal`, reading `input`, until the app quits,
 /// the input ends or the process is told to stop. Draws only when
 /// something changed, and only after every key already typed is handled.
-pub async fn drive<B, S>(terminal: &mut Terminal<B>, mut input: S, mut cockpit: Cockpit) -> anyhow::Result<()>
+pub async fn drive<B, S>(
+    terminal: &mut Terminal<B>,
+    mut input: S,
+    mut cockpit: Cockpit,
+) -> anyhow::Result<Option<String>>
 where
     B: Backend,
     S: Stream<Item = std::io::Result<Event>> + Unpin,
@@ -233,6 +249,10 @@ where
     let mut app = cockpit.new_app(&views);
     if let Some(msg) = cockpit.first_notice.take() {
         app.update(msg, &views);
+    }
+    if app.tutor.is_some() {
+        // The question first.
+        app.overlay = Some(crate::app::Overlay::Detail { detail: crate::app::Detail::Lesson, scroll: 0 });
     }
     // Model changes are analysed off the input loop, so keys stay responsive
     // on a big fleet; only the newest snapshot is analysed, and a result
@@ -247,6 +267,9 @@ where
     loop {
         // Effects of nested updates join the queue: none is dropped.
         let mut effects = VecDeque::new();
+        if app.tutor.is_some() {
+            effects.extend(app.update(Msg::WallClock(crate::clock::wall_clock()), &views));
+        }
         if dirty {
             let mut shown = Viewport::default();
             terminal.draw(|f| shown = ui::draw(f, &app, &views, &cockpit.theme, &cockpit.session.context))?;
@@ -262,7 +285,7 @@ where
                     match next {
                         Some(Ok(event)) => dirty |= on_input(&mut app, &views, event, &mut effects),
                         Some(Err(e)) => return Err(anyhow::anyhow!("reading the terminal: {e}")),
-                        None => return Ok(()),
+                        None => return Ok(report(&app)),
                     }
                     // Polled with this task's own waker: a stream that keeps
                     // the first waker it is given while pending (crossterm's
@@ -362,8 +385,11 @@ where
                             audit = audit_entries(&cockpit.session);
                             show_audit(&mut views, &audit);
                             let pane = app.pane;
+                            let tutor = app.tutor.take();
                             app = cockpit.new_app(&views);
                             app.pane = pane;
+                            // A lesson's progress survives :ctx and :ns.
+                            app.tutor = tutor;
                             let now = format!(
                                 "now on {} {}",
                                 cockpit.session.context.source, cockpit.session.context.subtitle
@@ -395,7 +421,12 @@ where
             break;
         }
     }
-    stop_running_actions(terminal, &mut app, &views, &mut cockpit).await
+    stop_running_actions(terminal, &mut app, &views, &mut cockpit).await?;
+    Ok(report(&app))
+}
+
+fn report(app: &App) -> Option<String> {
+    app.tutor.as_ref().map(|t| t.report(crate::clock::wall_clock()))
 }
 
 /// How long leaving waits for running actions to stop at their next step.

@@ -187,6 +187,14 @@ fn status_bar(frame: &mut Frame, area: Rect, app: &App, views: &Views, theme: &T
     if app.read_only {
         spans.push(Span::styled("│ read-only ", theme.style(Role::Warn)));
     }
+    if let Some(t) = &app.tutor {
+        let kind = if t.mystery() { "mystery" } else { "lesson" };
+        if t.solved.is_some() {
+            spans.push(Span::styled(format!("│ {kind} solved :lesson "), theme.style(Role::Ok)));
+        } else {
+            spans.push(Span::styled(format!("│ {kind} :hint :answer "), theme.style(Role::Accent)));
+        }
+    }
     let filter = app.filter(app.pane);
     if !filter.is_empty() {
         spans.push(Span::styled(format!("│ /{filter} "), theme.style(Role::Accent)));

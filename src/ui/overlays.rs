@@ -10,6 +10,7 @@ use ratatui::widgets::{Clear, Paragraph, Wrap};
 use crate::app::dialog_keys::{DIALOG_BINDINGS, Dialog};
 use crate::app::keys::BINDINGS;
 use crate::app::{App, Confirm, Detail, Overlay, Pane, Viewport, palette};
+use crate::view_model::lessons::{self, Standing};
 use crate::view_model::panes::Views;
 use crate::view_model::style::Doc;
 use crate::view_model::{details, docs};
@@ -101,6 +102,16 @@ pub fn draw(
                 ),
                 Detail::Queue(q) => (" queue · esc close ", details::queue(q)),
                 Detail::Usage(pod) => (" usage · esc close ", details::usage(views, pod)),
+                Detail::Lesson => match &app.tutor {
+                    Some(t) => {
+                        let solved = t.solved_line();
+                        let standing =
+                            Standing { hints_shown: t.hints_shown, solved: solved.as_deref(), mystery: t.mystery() };
+                        let title = if t.mystery() { " mystery · esc close " } else { " lesson · esc close " };
+                        (title, lessons::doc(t.lesson, &views.analysis, &standing))
+                    }
+                    None => (" lesson · esc close ", Doc::default()),
+                },
             };
             shown.overlay_scroll = Some(reader(frame, area, doc, title, *scroll, theme));
         }
@@ -134,7 +145,9 @@ fn help(frame: &mut Frame, area: Rect, views: &Views, theme: &Theme, scroll: u16
     if let Some(s) = &views.snap.scenario {
         lines.push(Line::styled(format!("scenario {}: {}", s.name, s.title), theme.style(Role::Header)));
         lines.push(Line::styled(s.story.clone(), theme.style(Role::Text)));
-        lines.push(Line::styled(format!("look for: {}", s.signal), theme.style(Role::Accent)));
+        if !s.signal.is_empty() {
+            lines.push(Line::styled(format!("look for: {}", s.signal), theme.style(Role::Accent)));
+        }
         lines.push(Line::raw(""));
     }
     lines.push(Line::styled("keys", theme.style(Role::Header)));

@@ -5,6 +5,7 @@ pub mod details;
 pub mod docs;
 pub mod feeds;
 pub mod json;
+pub mod lessons;
 pub mod panes;
 pub mod rows;
 pub mod style;

@@ -161,6 +161,16 @@ impl SimCluster {
         &self.info
     }
 
+    /// A mystery: the cluster says nothing of the scenario it plays.
+    pub fn hide_scenario(&mut self) {
+        self.info = ScenarioInfo {
+            name: "mystery".into(),
+            title: "A cluster in trouble".into(),
+            story: "Something on this cluster is wrong. Find what with the cockpit and name it: :answer CAUSE.".into(),
+            signal: String::new(),
+        };
+    }
+
     // ---- building a scenario -------------------------------------------
 
     pub fn add_gpu_node(&mut self, spec: NodeSpec) -> Sym {
