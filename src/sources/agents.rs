@@ -111,19 +111,27 @@ pub fn spawn(client: Client, config: Config, tx: mpsc::Sender<Vec<ModelEvent>>) 
 }
 
 async fn run(client: Client, config: Config, tx: mpsc::Sender<Vec<ModelEvent>>) {
-    let feed = Feed::Agents;
+    poll(Feed::Agents, config.interval, &tx, || round(&client, &config)).await;
+}
+
+/// A polled feed (the agents, dcgm-exporter): a round every `interval`
+/// until the model is gone. A round the API server did not answer keeps
+/// what the feed said last, marked stale, rather than forget it.
+pub(crate) async fn poll<F, R>(feed: Feed, interval: Duration, tx: &mpsc::Sender<Vec<ModelEvent>>, mut round: F)
+where
+    F: FnMut() -> R,
+    R: std::future::Future<Output = Result<Vec<ModelEvent>, String>>,
+{
     if tx.send(vec![ModelEvent::Feed { feed, state: FeedState::Syncing }]).await.is_err() {
         return;
     }
     let mut failing_since = None;
     loop {
-        let events = match round(&client, &config).await {
+        let events = match round().await {
             Ok(events) => {
                 failing_since = None;
                 events
             }
-            // The API server did not answer: keep what the agents said last,
-            // marked stale, rather than forget it.
             Err(error) => {
                 let since = *failing_since.get_or_insert_with(crate::clock::wall_clock);
                 vec![ModelEvent::Feed { feed, state: FeedState::Reconnecting { since, error } }]
@@ -132,7 +140,7 @@ async fn run(client: Client, config: Config, tx: mpsc::Sender<Vec<ModelEvent>>) 
         if tx.send(events).await.is_err() {
             return;
         }
-        tokio::time::sleep(config.interval).await;
+        tokio::time::sleep(interval).await;
     }
 }
 

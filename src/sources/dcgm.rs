@@ -71,27 +71,7 @@ pub fn spawn(
 }
 
 async fn run(client: Client, config: crate::sources::agents::Config, tx: mpsc::Sender<Vec<ModelEvent>>) {
-    let feed = Feed::DcgmExporter;
-    if tx.send(vec![ModelEvent::Feed { feed, state: FeedState::Syncing }]).await.is_err() {
-        return;
-    }
-    let mut failing_since = None;
-    loop {
-        let events = match round(&client, config.transport).await {
-            Ok(events) => {
-                failing_since = None;
-                events
-            }
-            Err(error) => {
-                let since = *failing_since.get_or_insert_with(crate::clock::wall_clock);
-                vec![ModelEvent::Feed { feed, state: FeedState::Reconnecting { since, error } }]
-            }
-        };
-        if tx.send(events).await.is_err() {
-            return;
-        }
-        tokio::time::sleep(config.interval).await;
-    }
+    crate::sources::agents::poll(Feed::DcgmExporter, config.interval, &tx, || round(&client, config.transport)).await;
 }
 
 fn unavailable(problem: FeedProblem) -> Vec<ModelEvent> {
