@@ -5,12 +5,13 @@
 //! Per node one reporter is believed: dcgm-exporter where it reports the
 //! node (it measures MIG instances and names the pods itself), else the
 //! agent. GPU-hours held idle are GPU equivalents × idle time: a MIG
-//! instance counts its compute slices out of 7, a GPU shared by n pods 1/n.
+//! instance counts its compute slices out of its GPU's, a GPU shared by n pods 1/n.
 
 use std::collections::{BTreeMap, HashMap};
 
 use crate::model::usage::{DeviceHistory, IDLE_BELOW_PCT, WINDOW_SECONDS};
 use crate::model::{Gang, GangKey, Pod, PodKey, Snapshot, Sym, Timestamp, UsageSource};
+use crate::reference::mig;
 
 /// A workload: what owns the pods, as an SRE names it.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -137,15 +138,16 @@ pub fn idle_below_pct() -> f32 {
     IDLE_BELOW_PCT
 }
 
-/// GPU equivalents of one device: a MIG instance's compute slices out of 7.
-fn equivalents(profile: Option<&Sym>) -> f64 {
-    match profile {
-        None => 1.0,
-        Some(p) => {
-            let slices = p.as_str().split('g').next().and_then(|n| n.parse::<f64>().ok()).unwrap_or(1.0);
-            (slices / 7.0).clamp(0.0, 1.0)
-        }
+/// GPU equivalents of one device: a MIG instance's compute slices out of
+/// its GPU's (7; 4 on an A30), from the product's geometry where known,
+/// else read from the profile's name out of 7.
+fn equivalents(profile: Option<&Sym>, geometry: Option<&mig::Geometry>) -> f64 {
+    let Some(p) = profile else { return 1.0 };
+    if let Some((g, known)) = geometry.and_then(|g| Some((g, g.profile(p.as_str())?))) {
+        return (f64::from(known.compute) / f64::from(g.compute_slices.max(1))).clamp(0.0, 1.0);
     }
+    let slices = p.as_str().split('g').next().and_then(|n| n.parse::<f64>().ok()).unwrap_or(1.0);
+    (slices / 7.0).clamp(0.0, 1.0)
 }
 
 /// The workload a pod belongs to: the top-level owner its controllers
@@ -279,8 +281,13 @@ fn gang_of<'a>(pod: &Pod, gangs: &HashMap<(Sym, Sym), &'a Gang>) -> Option<&'a G
 fn holder(snap: &Snapshot, now: Timestamp, gangs: &HashMap<(Sym, Sym), &Gang>, key: PodKey, acc: Acc<'_>) -> Holder {
     let pod = snap.pods.get(&key);
     let gang = pod.and_then(|p| gang_of(p, gangs));
-    let gpus: f64 =
-        acc.devices.iter().map(|(d, n)| equivalents(d.reading.slice.as_ref().map(|s| &s.profile)) / *n as f64).sum();
+    let geometry =
+        snap.nodes.get(&acc.node).and_then(|n| n.gpu.product).and_then(|p| mig::geometry_for_product(p.as_str()));
+    let gpus: f64 = acc
+        .devices
+        .iter()
+        .map(|(d, n)| equivalents(d.reading.slice.as_ref().map(|s| &s.profile), geometry) / *n as f64)
+        .sum();
     let mean = |values: Vec<f32>| (!values.is_empty()).then(|| values.iter().sum::<f32>() / values.len() as f32);
     let recent = mean(acc.devices.iter().filter_map(|(d, _)| d.reading.busy_pct).collect());
     let mean_pct = mean(acc.devices.iter().filter_map(|(d, _)| d.mean_busy_pct()).collect());
@@ -389,11 +396,18 @@ mod tests {
 
     #[test]
     fn mig_instances_count_their_compute_slices() {
-        let p = |s: &str| equivalents(Some(&Sym::new(s)));
-        assert_eq!(equivalents(None), 1.0);
+        let p = |s: &str| equivalents(Some(&Sym::new(s)), None);
+        assert_eq!(equivalents(None, None), 1.0);
         assert!((p("1g.10gb") - 1.0 / 7.0).abs() < 1e-9);
         assert!((p("3g.40gb") - 3.0 / 7.0).abs() < 1e-9);
         assert_eq!(p("7g.80gb"), 1.0);
         assert!((p("weird") - 1.0 / 7.0).abs() < 1e-9);
+        // The product's geometry knows its compute slices: an A30 has 4.
+        let a30 = mig::geometry_for_product("NVIDIA-A30");
+        assert!(a30.is_some());
+        assert_eq!(equivalents(Some(&Sym::new("2g.12gb")), a30), 0.5);
+        assert_eq!(equivalents(Some(&Sym::new("1g.6gb")), a30), 0.25);
+        let h100 = mig::geometry_for_product("NVIDIA-H100-80GB-HBM3");
+        assert!((equivalents(Some(&Sym::new("3g.40gb")), h100) - 3.0 / 7.0).abs() < 1e-9);
     }
 }
