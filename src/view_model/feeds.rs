@@ -56,17 +56,27 @@ impl FeedHealth {
     }
 }
 
+/// A state as a word (`syncing`, `live`, `reconnecting`, or the problem's
+/// label) and why it cannot deliver, if it cannot.
+pub fn said(state: &FeedState) -> (&'static str, Option<String>) {
+    match state {
+        FeedState::Syncing => ("syncing", None),
+        FeedState::Live => ("live", None),
+        FeedState::Unavailable(p) => (p.label(), Some(p.describe().to_string())),
+        FeedState::Reconnecting { error, .. } => ("reconnecting", Some(error.clone())),
+    }
+}
+
 /// Every feed the source has, in `Feed::ALL` order.
 pub fn health(snap: &Snapshot, now: Timestamp) -> Vec<FeedHealth> {
     Feed::ALL
         .iter()
         .filter_map(|f| {
             let status = snap.feed(*f)?;
-            let (state, reason, stale_since) = match &status.state {
-                FeedState::Syncing => ("syncing", None, None),
-                FeedState::Live => ("live", None, None),
-                FeedState::Unavailable(p) => (p.label(), Some(p.describe().to_string()), None),
-                FeedState::Reconnecting { since, error } => ("reconnecting", Some(error.clone()), Some(*since)),
+            let (state, reason) = said(&status.state);
+            let stale_since = match status.state {
+                FeedState::Reconnecting { since, .. } => Some(since),
+                _ => None,
             };
             Some(FeedHealth {
                 feed: *f,

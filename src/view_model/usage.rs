@@ -126,10 +126,13 @@ pub fn sources(u: &Utilization) -> String {
 fn feed_state(snap: &Snapshot, feed: Feed) -> String {
     match snap.feed(feed).map(|f| &f.state) {
         None => "not read".into(),
-        Some(FeedState::Unavailable(p)) => format!("{}: {}", p.label(), p.describe()),
-        Some(FeedState::Reconnecting { error, .. }) => format!("reconnecting: {error}"),
         Some(FeedState::Syncing) => "asking…".into(),
         Some(FeedState::Live) => "answers, but reports no GPU use".into(),
+        // Unavailable or reconnecting: said as the status bar says it.
+        Some(state) => {
+            let (word, why) = super::feeds::said(state);
+            format!("{word}: {}", why.unwrap_or_default())
+        }
     }
 }
 
