@@ -86,8 +86,7 @@ impl Tutor {
     /// `:answer CAUSE`: graded, and said back.
     pub fn answer(&mut self, text: &str, now: Timestamp) -> Result<String, String> {
         let Some(cause) = Cause::parse(text) else {
-            let words: Vec<&str> = Cause::ALL.iter().map(|c| c.word()).collect();
-            return Err(format!("'{text}' is not a cause kgpu knows; one of: {}", words.join(", ")));
+            return Err(format!("'{text}' is not a cause kgpu knows; one of: {}", Cause::vocabulary()));
         };
         let right = self.lesson.accepts(cause);
         self.answers.push(Answer { said: cause.word().into(), right, at: now });
@@ -141,10 +140,7 @@ impl Tutor {
             }
             Mode::Lesson => format!("kgpu lesson: scenario {}\n", self.lesson.scenario),
         };
-        out.push_str(&format!(
-            "cause: {}\n",
-            self.lesson.causes.iter().map(|c| c.word()).collect::<Vec<_>>().join(" + ")
-        ));
+        out.push_str(&format!("cause: {}\n", self.lesson.cause_words()));
         match (self.mode, self.answers.first(), &self.solved) {
             (Mode::Mystery { .. }, Some(first), _) => out.push_str(&format!(
                 "first answer: {} ({}) after {}\n",

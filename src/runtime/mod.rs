@@ -205,12 +205,8 @@ fn demo(args: &DemoArgs, ui: &crate::cli::UiArgs) -> anyhow::Result<ExitCode> {
 /// a bit of everything.
 pub fn mystery_scenario(seed: u64) -> &'static str {
     let names: Vec<&'static str> = scenarios::names().into_iter().filter(|n| *n != "default").collect();
-    // splitmix64: nearby seeds pick unrelated scenarios.
-    let mut z = seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^= z >> 31;
-    names[(z % names.len() as u64) as usize]
+    // The demo's own generator: nearby seeds pick unrelated scenarios.
+    crate::sources::sim::rng::Rng::new(seed).pick(&names).copied().unwrap_or("fragmented")
 }
 
 fn lessons(args: &crate::cli::LessonArgs, source: &crate::cli::SourceArgs) -> anyhow::Result<ExitCode> {

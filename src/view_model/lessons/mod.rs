@@ -64,6 +64,11 @@ impl Cause {
         }
     }
 
+    /// Every word, for a list people read: `device-plugin, quota, …`.
+    pub fn vocabulary() -> String {
+        Cause::ALL.iter().map(|c| c.word()).collect::<Vec<_>>().join(", ")
+    }
+
     /// A word as people type it: `Quota`, `gang deadlock`, `mig_profile`.
     pub fn parse(text: &str) -> Option<Cause> {
         let word: String =
@@ -169,6 +174,11 @@ impl Lesson {
         (self.answer)(a)
     }
 
+    /// `taint + node-selector`: the causes a right answer names.
+    pub fn cause_words(&self) -> String {
+        self.causes.iter().map(|c| c.word()).collect::<Vec<_>>().join(" + ")
+    }
+
     pub fn accepts(&self, cause: Cause) -> bool {
         self.causes.contains(&cause)
     }
@@ -214,7 +224,7 @@ pub fn doc(lesson: &Lesson, a: &Analysis, standing: &Standing<'_>) -> Doc {
     match standing.solved {
         None => {
             d.line(Role::Text, "Answer with :answer CAUSE, one of:");
-            d.line(Role::Dim, Cause::ALL.iter().map(|c| c.word()).collect::<Vec<_>>().join(", "));
+            d.line(Role::Dim, Cause::vocabulary());
             if !standing.mystery {
                 // What proves it would give it away: said once it is found.
                 d.line(Role::Dim, "Opening what proves the cause, or running what fixes it, solves it too.");
@@ -222,10 +232,7 @@ pub fn doc(lesson: &Lesson, a: &Analysis, standing: &Standing<'_>) -> Doc {
         }
         Some(how) => {
             d.line(Role::Ok, format!("Solved: {how}."));
-            d.line(
-                Role::Text,
-                format!("The cause: {}.", lesson.causes.iter().map(|c| c.word()).collect::<Vec<_>>().join(" + ")),
-            );
+            d.line(Role::Text, format!("The cause: {}.", lesson.cause_words()));
             d.blank();
             for line in lesson.answer(a) {
                 d.line(Role::Text, line);
@@ -243,7 +250,7 @@ pub fn text(lesson: &Lesson, a: &Analysis, with_answer: bool) -> String {
     }
     out.push('\n');
     if with_answer {
-        out.push_str(&format!("cause: {}\n", lesson.causes.iter().map(|c| c.word()).collect::<Vec<_>>().join(" + ")));
+        out.push_str(&format!("cause: {}\n", lesson.cause_words()));
         for line in lesson.answer(a) {
             out.push_str(&format!("  {line}\n"));
         }
