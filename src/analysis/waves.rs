@@ -179,6 +179,67 @@ pub struct WavePlan {
     /// Why no wave can start now: maxUnavailable is already used by
     /// cordoned or NotReady nodes, as the GPU Operator counts them.
     pub stalled: Option<String>,
+    /// Nodes whose upgrade failed: the next wave should wait for them.
+    pub halted: Option<Halt>,
+}
+
+/// A failed upgrade in the rollout. The GPU Operator itself goes on while
+/// maxUnavailable allows (a failed node just stays cordoned), so an operator
+/// has to stop the waves: a node that failed on the target is a canary
+/// saying the target is bad on this hardware until shown otherwise.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Halt {
+    /// Nodes in `upgrade-failed`, longest first, with their driver now.
+    pub failed: Vec<(Sym, Option<DriverVersion>)>,
+    /// The driver most of the other GPU nodes run: what a rollback sets back.
+    pub rollback_to: Option<DriverVersion>,
+    /// GPU nodes on that driver.
+    pub nodes_on_rollback: usize,
+}
+
+impl Halt {
+    pub fn failed_names(&self) -> String {
+        self.failed.iter().map(|(n, _)| n.to_string()).collect::<Vec<_>>().join(", ")
+    }
+
+    /// One sentence: what failed, what to do.
+    pub fn summary(&self, target: &str) -> String {
+        let rollback = match &self.rollback_to {
+            Some(v) => format!(
+                "find why (the driver pod's and nvidia-operator-validator's logs) or roll back: set the driver back to {v} (the {} node(s) not yet moved run it), then label {} upgrade-required so the operator reinstalls it",
+                self.nodes_on_rollback,
+                self.failed_names()
+            ),
+            None => "find why in the driver pod's and nvidia-operator-validator's logs".to_string(),
+        };
+        format!("{} failed the upgrade to {target}; start no further wave: {rollback}", self.failed_names())
+    }
+}
+
+/// A halt when GPU nodes are in `upgrade-failed` (rows of the board, so
+/// longest in the state first). Without a target, the rollback driver is the
+/// most common one the failed nodes do not run.
+pub fn halt(rows: &[UpgradeRow], target: Option<&DriverVersion>) -> Option<Halt> {
+    let failed: Vec<&UpgradeRow> = rows.iter().filter(|r| r.failed()).collect();
+    if failed.is_empty() {
+        return None;
+    }
+    let new: Vec<&DriverVersion> = match target {
+        Some(t) => vec![t],
+        None => failed.iter().filter_map(|r| r.driver.as_ref()).collect(),
+    };
+    let mut drivers: BTreeMap<&DriverVersion, usize> = BTreeMap::new();
+    for r in rows.iter().filter(|r| !r.failed()) {
+        if let Some(d) = r.driver.as_ref().filter(|d| !new.contains(d)) {
+            *drivers.entry(d).or_default() += 1;
+        }
+    }
+    let most = drivers.iter().max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0))).map(|(d, n)| ((*d).clone(), *n));
+    Some(Halt {
+        failed: failed.iter().map(|r| (r.node, r.driver.clone())).collect(),
+        nodes_on_rollback: most.as_ref().map_or(0, |(_, n)| *n),
+        rollback_to: most.map(|(d, _)| d),
+    })
 }
 
 /// Waves that take every GPU node to `target`: a one-node canary first,
@@ -295,7 +356,8 @@ pub fn plan(index: &Index<'_>, target: &DriverVersion, policy: Policy) -> WavePl
         let idx = waves.len();
         waves.push(make_wave(index, target, idx, false, current, &gangs_of_node, false));
     }
-    WavePlan { target: target.to_string(), wave_size, waves, excluded, stalled }
+    let halted = halt(&board(gpu_nodes.iter().copied(), index.now, &Thresholds::default()), Some(target));
+    WavePlan { target: target.to_string(), wave_size, waves, excluded, stalled, halted }
 }
 
 fn make_wave(

@@ -108,6 +108,9 @@ fn wave_plan(out: &mut String, plan: &WavePlan, source: &str) {
     if let Some(why) = &plan.stalled {
         let _ = writeln!(out, "STALLED: {why}");
     }
+    if let Some(halt) = &plan.halted {
+        let _ = writeln!(out, "HALTED: {}", halt.summary(&plan.target));
+    }
     let rows: Vec<Vec<String>> = plan
         .waves
         .iter()

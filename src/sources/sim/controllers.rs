@@ -327,7 +327,8 @@ pub(super) fn upgrades(sim: &mut SimCluster) {
         let Some(node) = sim.nodes.get(&name) else { continue };
         let Some(state) = node.operator.upgrade_state.map(|s| s.as_str()) else { continue };
         let since = node.operator.upgrade_since.unwrap_or(now);
-        if sim.faults.get(&name) == Some(&Fault::UpgradeStuck) || now - since < UPGRADE_STEP_SECONDS {
+        let held = sim.faults.get(&name) == Some(&Fault::UpgradeStuck) || node.operator.upgrade_skip;
+        if held || now - since < UPGRADE_STEP_SECONDS {
             continue;
         }
         let Some(pos) = HAPPY_PATH.iter().position(|s| *s == state) else { continue };

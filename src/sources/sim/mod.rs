@@ -436,6 +436,10 @@ impl SimCluster {
             ));
         }
         out.push(resync(Feed::ResourceFlavors, self.flavors.values().cloned().map(Object::Flavor).collect()));
+        // The GPU Operator of a scenario with a rollout says where it goes.
+        if let Some(target) = self.upgrade_target {
+            out.push(resync(Feed::ClusterPolicies, vec![Object::DriverPolicy(cluster_policy(target))]));
+        }
         out
     }
 
@@ -512,4 +516,16 @@ pub(crate) fn set_label(node: &mut Node, key: &str, value: Option<&str>, now: Ti
     node.operator.upgrade_since = if node.operator.upgrade_state == old_state { upgrade_since } else { Some(now) };
     node.operator.mig_config_since =
         if (node.operator.mig_config, node.operator.mig_config_state) == old_mig { mig_since } else { Some(now) };
+}
+
+/// The ClusterPolicy the GPU Operator's Helm chart creates, asking for `driver`.
+fn cluster_policy(driver: catalog::Driver) -> crate::model::DriverPolicy {
+    crate::model::DriverPolicy {
+        kind: crate::model::DriverPolicyKind::ClusterPolicy,
+        name: Sym::new("gpu-cluster-policy"),
+        version: crate::model::DriverVersion::parse(driver.version),
+        enabled: true,
+        defers_to_nvidia_drivers: false,
+        node_selector: Default::default(),
+    }
 }

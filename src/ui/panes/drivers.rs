@@ -170,11 +170,17 @@ fn draw_waves(frame: &mut Frame, area: Rect, app: &App, views: &Views, theme: &T
         Some(object) => format!("from {object}"),
         None => ":plan off".to_string(),
     };
-    let title = match &plan.stalled {
-        Some(_) => {
+    let title = match (&plan.halted, &plan.stalled) {
+        (Some(halt), _) => format!(
+            " Waves to {} · HALTED: {} failed · {} ",
+            plan.target,
+            halt.failed_names(),
+            halt.rollback_to.as_ref().map_or_else(|| from.clone(), |v| format!("rollback: {v}"))
+        ),
+        (None, Some(_)) => {
             format!(" Waves to {} · STALLED: cordoned/NotReady nodes use up maxUnavailable · {from} ", plan.target)
         }
-        None => format!(" Waves to {} (≤{} node(s) each) · {from} ", plan.target, plan.wave_size),
+        (None, None) => format!(" Waves to {} (≤{} node(s) each) · {from} ", plan.target, plan.wave_size),
     };
     let ids: Vec<String> = plan.waves.iter().map(|w| w.index.to_string()).collect();
     let selected = focused.then(|| app.selected_index(Pane::Drivers, &ids));

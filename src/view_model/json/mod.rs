@@ -316,6 +316,11 @@ fn drivers(a: &Analysis, waves: Option<(&crate::analysis::waves::WavePlan, &str)
                 .collect(),
             excluded: w.excluded.iter().map(|(n, r)| (n.to_string(), r.clone())).collect(),
             stalled: w.stalled.clone(),
+            halted: w.halted.as_ref().map(|h| HaltJson {
+                failed: h.failed.iter().map(|(n, _)| n.to_string()).collect(),
+                rollback_to: h.rollback_to.as_ref().map(|v| v.to_string()),
+                summary: h.summary(&w.target),
+            }),
         }),
     }
 }

@@ -300,6 +300,16 @@ pub struct WavesJson {
     pub excluded: BTreeMap<String, String>,
     /// Why no wave can start now (maxUnavailable used up), when so.
     pub stalled: Option<String>,
+    /// A node's upgrade failed: stop the waves; what a rollback sets back.
+    pub halted: Option<HaltJson>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HaltJson {
+    pub failed: Vec<String>,
+    pub rollback_to: Option<String>,
+    pub summary: String,
 }
 
 #[derive(Serialize)]

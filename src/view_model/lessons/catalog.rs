@@ -10,6 +10,7 @@ use crate::analysis::pending::{PendingItem, Step};
 
 use crate::model::time::age;
 
+use super::answers;
 use super::{Cause, Evidence, Lesson};
 
 fn blocked_at(a: &Analysis, step: Step) -> Option<&PendingItem> {
@@ -41,7 +42,7 @@ fn with_hint<'a>(p: &'a PendingItem, code: &str) -> Option<&'a String> {
     p.hints.iter().find(|h| h.starts_with(code))
 }
 
-const GONE: &str =
+pub(super) const GONE: &str =
     "The signal this lesson is about is not on the cluster now (it was fixed, or the scenario moved on).";
 
 pub static LESSONS: &[Lesson] = &[
@@ -407,6 +408,30 @@ pub static LESSONS: &[Lesson] = &[
                 "Its all-reduce crosses the network instead of NVLink: requeue it with a required podAffinity or a topology-aware scheduler (Kueue TAS, Volcano network topology) so it lands on one node.".into(),
             ]
         },
+    },
+    Lesson {
+        scenario: "idle-holders",
+        causes: &[Cause::IdleHolders],
+        hints: &[
+            "Allocated is not the same as used.",
+            "The Usage pane (7) ranks the pods by GPU-hours held idle.",
+            "Look for a node where every holder is idle: reclaiming them frees it whole.",
+        ],
+        evidence: &[Evidence::Pane("Usage")],
+        question: answers::idle_holders_question,
+        answer: answers::idle_holders_answer,
+    },
+    Lesson {
+        scenario: "driver-canary",
+        causes: &[Cause::DriverRollout],
+        hints: &[
+            "The upgrade board (Drivers pane, 5) lists every node's upgrade state.",
+            "A failed canary means the target is bad on this hardware until you know why.",
+            "What did the other nodes run before? That is what a rollback sets back.",
+        ],
+        evidence: &[Evidence::Pane("Drivers"), Evidence::Node(IssueCode::UpgradeFailed)],
+        question: answers::driver_canary_question,
+        answer: answers::driver_canary_answer,
     },
 ];
 

@@ -4,6 +4,7 @@
 //! on screen, so it holds in the demo and on the lab alike). What the
 //! trainee did is the app's to keep; this says what counts as the answer.
 
+mod answers;
 mod catalog;
 
 use crate::analysis::Analysis;
@@ -29,10 +30,14 @@ pub enum Cause {
     Topology,
     Preemption,
     IdleHolders,
+    DriverRollout,
+    Spot,
+    TimeSlicing,
+    FairShare,
 }
 
 impl Cause {
-    pub const ALL: [Cause; 12] = [
+    pub const ALL: [Cause; 16] = [
         Cause::DevicePlugin,
         Cause::Quota,
         Cause::GangDeadlock,
@@ -45,6 +50,10 @@ impl Cause {
         Cause::Topology,
         Cause::Preemption,
         Cause::IdleHolders,
+        Cause::DriverRollout,
+        Cause::Spot,
+        Cause::TimeSlicing,
+        Cause::FairShare,
     ];
 
     pub fn word(self) -> &'static str {
@@ -61,6 +70,10 @@ impl Cause {
             Cause::Topology => "topology",
             Cause::Preemption => "preemption",
             Cause::IdleHolders => "idle-holders",
+            Cause::DriverRollout => "driver-rollout",
+            Cause::Spot => "spot",
+            Cause::TimeSlicing => "time-slicing",
+            Cause::FairShare => "fair-share",
         }
     }
 
@@ -83,6 +96,11 @@ impl Cause {
             "blackhole" => "black-hole",
             "nvlink" | "topology-split" => "topology",
             "idle" => "idle-holders",
+            "canary" | "rollback" | "upgrade" | "driver-upgrade" => "driver-rollout",
+            "spot-preemption" | "preemptible" => "spot",
+            "timeslicing" | "sharing" | "gpu-sharing" => "time-slicing",
+            "fairshare" | "borrowing" | "cohort" | "quota-gaming" => "fair-share",
+            "preempted" | "eviction" => "preemption",
             "plugin" => "device-plugin",
             w => w,
         };

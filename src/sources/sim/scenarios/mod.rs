@@ -11,9 +11,11 @@ use super::SimCluster;
 mod black_hole;
 mod blocks;
 mod default;
+mod driver_canary;
 mod driver_skew;
 mod fragmented;
 mod gang_deadlock;
+mod idle_holders;
 mod mig_mismatch;
 mod plugin_crash;
 mod quota_starvation;
@@ -46,6 +48,8 @@ pub const SCENARIOS: &[Scenario] = &[
     driver_skew::SCENARIO,
     black_hole::SCENARIO,
     topology_split::SCENARIO,
+    idle_holders::SCENARIO,
+    driver_canary::SCENARIO,
 ];
 
 #[derive(Debug, Error)]

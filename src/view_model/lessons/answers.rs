@@ -1,0 +1,116 @@
+//! Questions and answers of the lessons whose arithmetic takes more than a
+//! line or two: the catalog names them, this works them out.
+
+use std::collections::BTreeMap;
+
+use crate::analysis::Analysis;
+use crate::analysis::waves;
+use crate::model::Sym;
+use crate::model::time::age;
+
+use super::catalog::GONE;
+
+/// Per node: the GPUs its idle holders hold.
+fn idle_gpus_by_node(a: &Analysis) -> BTreeMap<Sym, f64> {
+    let mut out: BTreeMap<Sym, f64> = BTreeMap::new();
+    for h in a.utilization.holders.iter().filter(|h| h.is_idle()) {
+        *out.entry(h.node).or_default() += h.gpus;
+    }
+    out
+}
+
+/// Nodes that reclaiming their idle holders would leave empty: (node, GPUs).
+fn freed_by_reclaim(a: &Analysis) -> Vec<(Sym, u64)> {
+    let idle = idle_gpus_by_node(a);
+    a.nodes
+        .iter()
+        .filter(|n| n.gpu_allocated > 0 && !n.cordoned)
+        .filter_map(|n| {
+            let held_idle = idle.get(&n.name).copied().unwrap_or(0.0);
+            (held_idle + 0.01 >= n.gpu_allocated as f64).then_some((n.name, n.gpu_allocatable))
+        })
+        .collect()
+}
+
+pub fn idle_holders_question(a: &Analysis) -> String {
+    let waiting = a.pending.first().map_or_else(String::new, |p| {
+        format!("{} ({}) has been Pending {}; ", p.display_name(), p.shape, age(p.age))
+    });
+    format!(
+        "{waiting}{} of {} GPUs are allocated, so the cluster looks full. Is it? What would you reclaim first, and what does it free?",
+        a.totals.allocated, a.totals.gpus
+    )
+}
+
+pub fn idle_holders_answer(a: &Analysis) -> Vec<String> {
+    let u = &a.utilization;
+    let idle: Vec<_> = u.holders.iter().filter(|h| h.is_idle()).collect();
+    if idle.is_empty() {
+        return vec![GONE.into()];
+    }
+    let mut lines = vec![format!(
+        "Not full: {} pods hold {:.0} GPUs under {}% busy, {:.1} GPU-hours held idle so far (Usage pane, 7).",
+        idle.len(),
+        u.gpus_idle,
+        crate::analysis::usage::idle_below_pct(),
+        u.idle_gpu_hours
+    )];
+    for (node, gpus) in idle_gpus_by_node(a) {
+        let holders: Vec<String> =
+            idle.iter().filter(|h| h.node == node).map(|h| h.pod.name.to_string()).collect();
+        lines.push(format!("  {node}: {gpus:.0} GPU(s) idle, held by {}", holders.join(", ")));
+    }
+    let freed = freed_by_reclaim(a);
+    match (freed.first(), a.pending.first()) {
+        (Some((node, gpus)), Some(p)) => lines.push(format!(
+            "Every holder on {node} is idle: reclaiming them frees all {gpus} of its GPUs, and {} ({}) fits there.",
+            p.display_name(),
+            p.shape
+        )),
+        (Some((node, gpus)), None) => {
+            lines.push(format!("Every holder on {node} is idle: reclaiming them frees all {gpus} of its GPUs."))
+        }
+        _ => lines.push("No node holds only idle pods: reclaiming frees scattered GPUs (the defrag plan moves the rest).".into()),
+    }
+    lines.push("Reclaim the biggest idle-GPU-hours first (tab groups them by workload): scale the debug Deployment to 0, cull notebooks idle for hours (JupyterHub's idle culler), and give notebooks MIG slices instead of whole GPUs.".into());
+    lines
+}
+
+pub fn driver_canary_question(a: &Analysis) -> String {
+    let target = waves::halt(&a.upgrades, None)
+        .and_then(|h| h.failed.first().and_then(|(_, d)| d.clone()))
+        .map_or_else(|| "a new driver".to_string(), |d| d.to_string());
+    format!(
+        "The GPU Operator is rolling {target} out to {} GPU nodes, canary first. Should the next wave start? If not, what do you do?",
+        a.upgrades.len()
+    )
+}
+
+pub fn driver_canary_answer(a: &Analysis) -> Vec<String> {
+    let Some(halt) = waves::halt(&a.upgrades, None) else { return vec![GONE.into()] };
+    let mut lines = Vec::new();
+    for (node, driver) in &halt.failed {
+        let row = a.upgrades.iter().find(|r| r.node == *node);
+        lines.push(format!(
+            "{node} is in upgrade-failed for {} (driver now {}): the canary failed.",
+            row.and_then(|r| r.seconds_in_state).map_or_else(|| "-".into(), age),
+            driver.as_ref().map_or_else(|| "unknown".into(), |d| d.to_string())
+        ));
+    }
+    let held = a.upgrades.iter().filter(|r| r.skip).count();
+    lines.push(format!(
+        "No: the operator would go on while maxUnavailable allows ({held} node(s) are held back by nvidia.com/gpu-driver-upgrade.skip=true); keep them held. A canary exists to stop the wave."
+    ));
+    lines.push(format!(
+        "Find why: kubectl get events --field-selector involvedObject.name={} | grep GPUDriverUpgrade, and the logs of the driver pod and nvidia-operator-validator on the node.",
+        halt.failed.first().map_or_else(String::new, |(n, _)| n.to_string())
+    ));
+    if let Some(v) = &halt.rollback_to {
+        lines.push(format!(
+            "Rollback: set the ClusterPolicy back to the driver the other {} node(s) run: kubectl patch clusterpolicy gpu-cluster-policy --type merge -p '{{\"spec\":{{\"driver\":{{\"version\":\"{v}\"}}}}}}', then kubectl label node {} nvidia.com/gpu-driver-upgrade-state=upgrade-required --overwrite so the operator reinstalls {v} there and uncordons it when validated.",
+            halt.nodes_on_rollback,
+            halt.failed_names()
+        ));
+    }
+    lines
+}
