@@ -18,6 +18,8 @@ pub struct QueueRow {
     pub pending: u32,
     pub admitted: u32,
     pub active: bool,
+    /// A ClusterQueue in a cohort: its weighted fair share (`u64::MAX` for weight 0).
+    pub fair_share: Option<u64>,
 }
 
 impl QueueRow {
@@ -31,6 +33,11 @@ impl QueueRow {
 /// their own get one row with their counts.
 pub fn rows(snap: &Snapshot) -> Vec<QueueRow> {
     let mut out = Vec::new();
+    let mut shares: std::collections::HashMap<Sym, u64> = Default::default();
+    let cohorts: std::collections::BTreeSet<Sym> = snap.queues.values().filter_map(|q| q.cohort).collect();
+    for cohort in cohorts {
+        shares.extend(fair_shares(snap, cohort).into_iter().map(|s| (s.queue, s.weighted.unwrap_or(u64::MAX))));
+    }
     for q in snap.queues.values() {
         let base = |quota: Option<&QueueQuota>| QueueRow {
             kind: q.kind,
@@ -46,6 +53,7 @@ pub fn rows(snap: &Snapshot) -> Vec<QueueRow> {
             pending: q.pending,
             admitted: q.admitted,
             active: q.is_active(),
+            fair_share: (q.kind == QueueKind::ClusterQueue).then(|| shares.get(&q.name).copied()).flatten(),
         };
         if q.quotas.is_empty() {
             out.push(base(None));
@@ -131,6 +139,89 @@ pub fn cluster_queue_of(snap: &Snapshot, namespace: Sym, local: Sym) -> Option<&
     snap.queues.values().find(|q| q.kind == QueueKind::ClusterQueue && q.name == cq).map(|q| &**q)
 }
 
+/// A ClusterQueue's share of what its cohort lends, as Kueue's fair sharing
+/// orders and preempts by it (Kueue v0.17 `dominantResourceShare`): per
+/// resource, what it holds beyond its nominal quota over what the cohort's
+/// members lend; the largest of those (×1000), divided by its weight.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FairShare {
+    pub queue: Sym,
+    pub cohort: Sym,
+    pub weight_milli: u64,
+    /// The dominant resource, what the queue borrows of it and what the cohort lends.
+    pub resource: Sym,
+    pub borrowed: u64,
+    pub lendable: u64,
+    /// `None` with weight 0: an infinite share, always preempted first.
+    pub weighted: Option<u64>,
+    pub reclaim_within_cohort: Sym,
+}
+
+impl FairShare {
+    /// `300 (24 of 80 nvidia.com/gpu lent, weight 1)`.
+    pub fn explain(&self) -> String {
+        if self.borrowed == 0 {
+            return "0".into();
+        }
+        let fmt = |v| crate::model::quantity::format(self.resource.as_str(), v);
+        format!(
+            "{} ({} of the {} {} the cohort lends, weight {})",
+            self.weighted.map_or_else(|| "infinite".into(), |w| w.to_string()),
+            fmt(self.borrowed),
+            fmt(self.lendable),
+            self.resource,
+            crate::model::quantity::format("cpu", self.weight_milli)
+        )
+    }
+}
+
+/// The fair shares of every ClusterQueue in `cohort`, largest first.
+pub fn fair_shares(snap: &Snapshot, cohort: Sym) -> Vec<FairShare> {
+    let members: Vec<&Queue> = snap
+        .queues
+        .values()
+        .filter(|q| q.kind == QueueKind::ClusterQueue && q.cohort == Some(cohort))
+        .map(|q| &**q)
+        .collect();
+    let mut lendable: std::collections::BTreeMap<Sym, u64> = Default::default();
+    for q in &members {
+        for x in q.quotas.iter() {
+            *lendable.entry(x.resource).or_default() += x.lending_limit.unwrap_or(x.nominal);
+        }
+    }
+    let mut out: Vec<FairShare> = members
+        .iter()
+        .map(|q| {
+            let mut borrowed: std::collections::BTreeMap<Sym, u64> = Default::default();
+            for x in q.quotas.iter() {
+                *borrowed.entry(x.resource).or_default() += usage(x).saturating_sub(x.nominal);
+            }
+            // The dominant resource; ties go to the GPU, what people read.
+            let (resource, b, l, ratio) = lendable
+                .iter()
+                .map(|(r, l)| {
+                    let b = borrowed.get(r).copied().unwrap_or(0);
+                    (*r, b, *l, if *l == 0 { 0 } else { b * 1000 / l })
+                })
+                .max_by_key(|(r, _, _, ratio)| (*ratio, r.as_str().contains("gpu")))
+                .unwrap_or((Sym::new(crate::model::keys::RESOURCE_GPU), 0, 0, 0));
+            let weight_milli = q.fair_weight_milli.unwrap_or(1000);
+            FairShare {
+                queue: q.name,
+                cohort,
+                weight_milli,
+                resource,
+                borrowed: b,
+                lendable: l,
+                weighted: (weight_milli > 0).then(|| ratio * 1000 / weight_milli),
+                reclaim_within_cohort: q.reclaim_within_cohort.unwrap_or_else(|| Sym::new("Never")),
+            }
+        })
+        .collect();
+    out.sort_by(|a, b| b.weighted.unwrap_or(u64::MAX).cmp(&a.weighted.unwrap_or(u64::MAX)).then(a.queue.cmp(&b.queue)));
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -168,6 +259,8 @@ mod tests {
             stop_policy: None,
             state: None,
             flavor_order: Box::new([Sym::new("f")]),
+            fair_weight_milli: None,
+            reclaim_within_cohort: None,
         }
     }
 
@@ -178,6 +271,31 @@ mod tests {
         }
         let q = queues.iter().find(|q| q.name.as_str() == name).unwrap();
         room(&snap, q, &q.quotas[0])
+    }
+
+    #[test]
+    fn fair_share_is_borrowed_over_lent_by_weight_largest_first() {
+        // 80 GPUs nominal in the cohort; b holds 56 on 32: 24 borrowed of 80 = 300.
+        let mut b = cq("b", Some("c"), 32, None, None, 56);
+        let mut heavy = cq("heavy", Some("c"), 8, None, None, 8);
+        heavy.fair_weight_milli = Some(2000);
+        let mut snap = snapshot(vec![], vec![], vec![], 0);
+        for q in [cq("a", Some("c"), 24, None, None, 8), cq("z", Some("c"), 16, None, None, 16), heavy.clone()] {
+            snap.queues.insert(q.key(), std::sync::Arc::new(q));
+        }
+        snap.queues.insert(b.key(), std::sync::Arc::new(b.clone()));
+        let shares = fair_shares(&snap, Sym::new("c"));
+        let got: Vec<(&str, Option<u64>)> = shares.iter().map(|s| (s.queue.as_str(), s.weighted)).collect();
+        assert_eq!(got, [("b", Some(300)), ("a", Some(0)), ("heavy", Some(0)), ("z", Some(0))]);
+        assert_eq!(shares[0].explain(), "300 (24 of the 80 nvidia.com/gpu the cohort lends, weight 1)");
+        assert_eq!(shares[0].reclaim_within_cohort.as_str(), "Never", "Kueue's default");
+        // Weight 2 halves it; weight 0 is infinite and first.
+        b.fair_weight_milli = Some(2000);
+        snap.queues.insert(b.key(), std::sync::Arc::new(b.clone()));
+        assert_eq!(fair_shares(&snap, Sym::new("c"))[0].weighted, Some(150));
+        b.fair_weight_milli = Some(0);
+        snap.queues.insert(b.key(), std::sync::Arc::new(b));
+        assert_eq!(fair_shares(&snap, Sym::new("c"))[0].weighted, None);
     }
 
     #[test]

@@ -72,6 +72,10 @@ pub struct Queue {
     pub state: Option<Sym>,
     /// Flavor names in the order Kueue tries them.
     pub flavor_order: Box<[Sym]>,
+    /// ClusterQueue `spec.fairSharing.weight`, in thousandths (unset: 1000).
+    pub fair_weight_milli: Option<u64>,
+    /// ClusterQueue `spec.preemption.reclaimWithinCohort` (unset: `Never`).
+    pub reclaim_within_cohort: Option<Sym>,
 }
 
 impl Queue {

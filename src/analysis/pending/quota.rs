@@ -238,7 +238,14 @@ fn kueue_quota_arithmetic(
                         fmt(resource, short.1)
                     ));
                 }
-                details.extend(cohort_borrowers(snap, cq, flavor, resource));
+                let borrowers = cohort_borrowers(snap, cq, flavor, resource);
+                let within_nominal = quota.reserved.max(quota.used) + amount <= quota.nominal;
+                if !borrowers.is_empty() && within_nominal && keys::is_gpu_resource(resource) {
+                    details.extend(borrowers);
+                    details.extend(reclaim_lines(snap, cq));
+                } else {
+                    details.extend(borrowers);
+                }
                 let text = format!(
                     "unblock: {} more {resource} in flavor {name} of ClusterQueue {} (raise nominalQuota, lend from the cohort, or finish other work)",
                     fmt(resource, short.1),
@@ -304,6 +311,30 @@ fn cohort_borrowers(
             })
         })
         .collect()
+}
+
+/// A queue under its nominal quota while others borrow: the fair shares in
+/// the cohort, and whether Kueue will take the quota back by preemption.
+fn reclaim_lines(snap: &crate::model::Snapshot, cq: &crate::model::Queue) -> Vec<String> {
+    let Some(cohort) = cq.cohort else { return Vec::new() };
+    let shares = queues::fair_shares(snap, cohort);
+    let mut out = vec![format!(
+        "fair share in cohort {cohort} (borrowed ÷ lent ×1000 ÷ weight; Kueue reclaims from the largest): {}",
+        shares.iter().map(|s| format!("{} {}", s.queue, s.explain())).collect::<Vec<_>>().join("; ")
+    )];
+    let policy = shares.iter().find(|s| s.queue == cq.name).map_or("Never", |s| s.reclaim_within_cohort.as_str());
+    out.push(if policy == "Never" {
+        format!(
+            "it fits within {}'s own nominal quota, but reclaimWithinCohort is Never: Kueue preempts no borrower, so it waits until their workloads finish; set spec.preemption.reclaimWithinCohort: Any (or LowerPriority) on ClusterQueue {} to take the quota back",
+            cq.name, cq.name
+        )
+    } else {
+        format!(
+            "it fits within {}'s own nominal quota and reclaimWithinCohort is {policy}: Kueue preempts borrowers' workloads to take it back (if it does not, see the Workloads' Preempted conditions)",
+            cq.name
+        )
+    });
+    out
 }
 
 /// Kueue's admission checks: once quota is reserved, every check must say

@@ -87,10 +87,7 @@ pub(super) fn admit(sim: &mut SimCluster) {
                 else {
                     continue;
                 };
-                let in_use = used.get(&(cq.name, Some(*flavor), q.resource)).copied().unwrap_or(0);
-                let lendable = lendable(sim, &used, &cq, *flavor, q.resource);
-                let borrowable = q.borrowing_limit.map_or(lendable, |l| l.min(lendable));
-                let max = q.nominal + borrowable;
+                let (available, max) = room(sim, &used, &cq, q);
                 if amount > max {
                     reasons.push(format!(
                         "insufficient quota for {resource} in flavor {flavor}, previously considered podsets requests (0) + current podset request ({}) > maximum capacity ({})",
@@ -100,10 +97,10 @@ pub(super) fn admit(sim: &mut SimCluster) {
                     fits = false;
                     break;
                 }
-                if in_use + amount > max {
+                if amount > available {
                     reasons.push(format!(
                         "insufficient unused quota for {resource} in flavor {flavor}, {} more needed",
-                        quantity::format(resource, in_use + amount - max)
+                        quantity::format(resource, amount - available)
                     ));
                     fits = false;
                     break;
@@ -130,18 +127,31 @@ pub(super) fn admit(sim: &mut SimCluster) {
     refresh_queue_status(sim, &used);
 }
 
-fn lendable(sim: &SimCluster, used: &Usage, cq: &crate::model::Queue, flavor: Sym, resource: Sym) -> u64 {
-    let Some(cohort) = cq.cohort else { return 0 };
-    sim.queues
-        .values()
-        .filter(|q| q.kind == QueueKind::ClusterQueue && q.cohort == Some(cohort) && q.name != cq.name)
-        .filter_map(|q| {
-            let quota = q.quotas.iter().find(|x| x.flavor == Some(flavor) && x.resource == resource)?;
-            let in_use = used.get(&(q.name, Some(flavor), resource)).copied().unwrap_or(0);
-            let unused = quota.nominal.saturating_sub(in_use);
-            Some(quota.lending_limit.map_or(unused, |l| l.min(unused)))
-        })
-        .sum()
+/// What `q` of ClusterQueue `cq` may take now and at most, as Kueue counts
+/// it: the cohort pools every member's lendable quota (nominal, or its
+/// lendingLimit), so a queue's idle nominal quota is what the others borrow.
+fn room(sim: &SimCluster, used: &Usage, cq: &crate::model::Queue, q: &crate::model::QueueQuota) -> (u64, u64) {
+    let in_use = |name: Sym| used.get(&(name, q.flavor, q.resource)).copied().unwrap_or(0);
+    let kept = |x: &crate::model::QueueQuota| x.lending_limit.map_or(0, |l| x.nominal.saturating_sub(l));
+    let own_kept = kept(q);
+    let Some(cohort) = cq.cohort else {
+        return (q.nominal.saturating_sub(in_use(cq.name)), q.nominal);
+    };
+    let (mut pool, mut pool_used) = (0u64, 0u64);
+    for m in sim.queues.values().filter(|m| m.kind == QueueKind::ClusterQueue && m.cohort == Some(cohort)) {
+        let Some(x) = m.quotas.iter().find(|x| x.flavor == q.flavor && x.resource == q.resource) else { continue };
+        pool += x.nominal - kept(x);
+        pool_used += in_use(m.name).saturating_sub(kept(x));
+    }
+    let used_here = in_use(cq.name);
+    let mut from_cohort = pool.saturating_sub(pool_used);
+    let mut max = own_kept + pool;
+    if let Some(limit) = q.borrowing_limit {
+        let lent_up = q.nominal - own_kept;
+        from_cohort = from_cohort.min((lent_up + limit).saturating_sub(used_here.saturating_sub(own_kept)));
+        max = max.min(q.nominal + limit);
+    }
+    (own_kept.saturating_sub(used_here) + from_cohort, max)
 }
 
 fn update_pending(sim: &mut SimCluster, key: &GangKey, reason: &str, message: &str) {

@@ -256,6 +256,8 @@ fn queues(a: &Analysis) -> Vec<QueueJson> {
             admitted: q.admitted,
             cohort: q.cohort.map(|c| c.to_string()),
             active: q.active,
+            borrowed: q.borrowed,
+            fair_share: q.fair_share,
         })
         .collect()
 }

@@ -254,6 +254,12 @@ pub struct QueueJson {
     pub admitted: u32,
     pub cohort: Option<String>,
     pub active: bool,
+    /// What it holds beyond its nominal quota.
+    pub borrowed: u64,
+    /// A ClusterQueue in a cohort: Kueue's weighted fair share (borrowed of
+    /// what the cohort lends ×1000 ÷ weight, dominant resource).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fair_share: Option<u64>,
 }
 
 #[derive(Serialize)]

@@ -114,3 +114,48 @@ pub fn driver_canary_answer(a: &Analysis) -> Vec<String> {
     }
     lines
 }
+
+/// The first pending item blocked at quota whose queue is under its nominal
+/// quota while others in its cohort borrow.
+fn starved_by_borrowers(a: &Analysis) -> Option<&crate::analysis::pending::PendingItem> {
+    a.pending.iter().find(|p| {
+        p.blocking == Some(crate::analysis::pending::Step::Quota)
+            && p.steps.iter().any(|s| s.details.iter().any(|d| d.starts_with("it fits within")))
+    })
+}
+
+pub fn fair_share_question(a: &Analysis) -> String {
+    match starved_by_borrowers(a) {
+        Some(p) => format!(
+            "{}: its team has unused nominal quota, yet it has been Pending {}. Who has the GPUs, is that fair, and what makes Kueue give them back?",
+            p.display_name(),
+            age(p.age)
+        ),
+        None => "Three teams share a cohort. Is the quota shared fairly?".into(),
+    }
+}
+
+pub fn fair_share_answer(a: &Analysis) -> Vec<String> {
+    let Some(p) = starved_by_borrowers(a) else { return vec![GONE.into()] };
+    let mut lines = vec![format!("{} waits at the quota step: {}.", p.display_name(), p.summary)];
+    let gpu_rows = a.queues.iter().filter(|q| q.fair_share.is_some() && crate::model::keys::is_gpu_resource(q.resource.as_str()));
+    for q in gpu_rows {
+        lines.push(format!(
+            "  ClusterQueue {}: {} of {} nominal GPUs in use, borrowing {}, fair share {}",
+            q.name,
+            q.used,
+            q.nominal,
+            q.borrowed,
+            q.fair_share.map_or_else(|| "-".into(), |s| if s == u64::MAX { "infinite".into() } else { s.to_string() })
+        ));
+    }
+    let details: Vec<&String> = p.steps.iter().flat_map(|s| s.details.iter()).collect();
+    if let Some(share) = details.iter().find(|d| d.starts_with("fair share")) {
+        lines.push(format!("By hand: {share}."));
+    }
+    if let Some(policy) = details.iter().find(|d| d.starts_with("it fits within")) {
+        lines.push(format!("Why it stays so: {policy}."));
+    }
+    lines.push("Over-submitting let one team borrow the quota others left idle and keep it for as long as its jobs run. Reclaim (reclaimWithinCohort: Any), fair sharing with weights (Kueue's fairSharing), or a borrowingLimit on the hoarder make borrowing safe to allow.".into());
+    lines
+}

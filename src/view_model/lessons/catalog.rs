@@ -433,6 +433,18 @@ pub static LESSONS: &[Lesson] = &[
         question: answers::driver_canary_question,
         answer: answers::driver_canary_answer,
     },
+    Lesson {
+        scenario: "fair-share",
+        causes: &[Cause::FairShare],
+        hints: &[
+            "Compare each ClusterQueue's use with its nominal quota (Queues, pane 3).",
+            "Quota left idle in a cohort is lent: who borrowed it?",
+            "Kueue takes lent quota back only when the queue that lent it may reclaim it.",
+        ],
+        evidence: &[Evidence::Chain(Step::Quota)],
+        question: answers::fair_share_question,
+        answer: answers::fair_share_answer,
+    },
 ];
 
 #[cfg(test)]

@@ -232,6 +232,12 @@ pub fn cluster_queue(v: &Value) -> Result<Queue> {
         stop_policy: str_at(v, "/spec/stopPolicy").map(Sym::new),
         state: None,
         flavor_order: order.into_boxed_slice(),
+        fair_weight_milli: match v.pointer("/spec/fairSharing/weight") {
+            Some(Value::String(s)) => quantity::parse("cpu", s).ok(),
+            Some(Value::Number(n)) => quantity::parse("cpu", &n.to_string()).ok(),
+            _ => None,
+        },
+        reclaim_within_cohort: str_at(v, "/spec/preemption/reclaimWithinCohort").map(Sym::new),
     })
 }
 
@@ -251,6 +257,8 @@ pub fn local_queue(v: &Value) -> Result<Queue> {
         stop_policy: str_at(v, "/spec/stopPolicy").map(Sym::new),
         state: None,
         flavor_order: Box::new([]),
+        fair_weight_milli: None,
+        reclaim_within_cohort: None,
     })
 }
 
@@ -287,6 +295,8 @@ pub fn volcano_queue(v: &Value) -> Result<Queue> {
         stop_policy: None,
         state: str_at(v, "/status/state").map(Sym::new),
         flavor_order: Box::new([]),
+        fair_weight_milli: None,
+        reclaim_within_cohort: None,
     })
 }
 

@@ -264,6 +264,12 @@ fn queue_json(q: &Queue, scenario: &str) -> Value {
             if let Some(c) = q.cohort {
                 spec["cohortName"] = json!(c.as_str());
             }
+            if let Some(w) = q.fair_weight_milli {
+                spec["fairSharing"] = json!({"weight": quantity::format("cpu", w)});
+            }
+            if let Some(r) = q.reclaim_within_cohort {
+                spec["preemption"] = json!({"reclaimWithinCohort": r.as_str()});
+            }
             json!({
                 "apiVersion": kinds::CLUSTER_QUEUE.api_version(),
                 "kind": kinds::CLUSTER_QUEUE.kind,

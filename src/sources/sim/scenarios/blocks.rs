@@ -116,6 +116,8 @@ pub(super) fn cluster_queue(name: &str, cohort: Option<&str>, flavors: &[(&str, 
         stop_policy: None,
         state: None,
         flavor_order: flavors.iter().map(|(f, _, _)| Sym::new(f)).collect(),
+        fair_weight_milli: None,
+        reclaim_within_cohort: None,
     }
 }
 
@@ -134,6 +136,8 @@ pub(super) fn local_queue(ns: &str, name: &str, cq: &str) -> Queue {
         stop_policy: None,
         state: None,
         flavor_order: Box::new([]),
+        fair_weight_milli: None,
+        reclaim_within_cohort: None,
     }
 }
 

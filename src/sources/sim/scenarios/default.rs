@@ -133,6 +133,8 @@ fn build(sim: &mut SimCluster) {
         stop_policy: None,
         state: Some(Sym::new("Open")),
         flavor_order: Box::new([]),
+        fair_weight_milli: None,
+        reclaim_within_cohort: None,
     };
     sim.add_queue(vq);
     for (name, members, gpus, pool) in [("rl-sweep", 4u32, 2u64, "l40s"), ("rl-big", 4, 4, "l40s")] {

@@ -13,6 +13,7 @@ mod blocks;
 mod default;
 mod driver_canary;
 mod driver_skew;
+mod fair_share;
 mod fragmented;
 mod gang_deadlock;
 mod idle_holders;
@@ -50,6 +51,7 @@ pub const SCENARIOS: &[Scenario] = &[
     topology_split::SCENARIO,
     idle_holders::SCENARIO,
     driver_canary::SCENARIO,
+    fair_share::SCENARIO,
 ];
 
 #[derive(Debug, Error)]
