@@ -86,6 +86,10 @@ async fn every_scenario_applies_and_the_real_scheduler_agrees_with_its_story() {
         "driver-skew",
         "black-hole",
         "topology-split",
+        "idle-holders",
+        "driver-canary",
+        "fair-share",
+        "preemption-cost",
         "default",
     ] {
         eprintln!("scenario {name}");
@@ -143,6 +147,33 @@ async fn every_scenario_applies_and_the_real_scheduler_agrees_with_its_story() {
             // The emptiest node attracts the next pod: the black hole.
             "black-hole" => assert_eq!(node_of(&client, "serving", "serve-llama-64f9d-").await, "gpu-03"),
             "topology-split" => assert_eq!(node_of(&client, "serving", "tp-llama-70b-0-").await, "gpu-03"),
+            // Every GPU allocated: the 8-GPU fine-tune fits nowhere.
+            "idle-holders" => {
+                assert_all(&failed_scheduling(&client, "ml", "finetune-8x-", 1).await, "6 Insufficient nvidia.com/gpu")
+            }
+            // Nothing waits; the failed canary is cordoned.
+            "driver-canary" => {
+                let nodes: Api<k8s_openapi::api::core::v1::Node> = Api::all(client.clone());
+                let canary = nodes.get("h100-01").await.unwrap();
+                assert_eq!(canary.spec.and_then(|s| s.unschedulable), Some(true));
+            }
+            "fair-share" => {
+                let ar = ApiResource::from_gvk_with_plural(
+                    &GroupVersionKind::gvk("kueue.x-k8s.io", "v1beta2", "Workload"),
+                    "workloads",
+                );
+                let wl: Api<DynamicObject> = Api::namespaced_with(client.clone(), "team-a", &ar);
+                let list = wl.list(&ListParams::default()).await.unwrap();
+                let waiting = list.items.iter().filter(|w| w.data["status"]["admission"].is_null()).count();
+                assert_eq!(waiting, 3, "team-a's three new workloads wait");
+            }
+            // The real scheduler does not preempt for a non-preempting PriorityClass.
+            "preemption-cost" => {
+                let m = failed_scheduling(&client, "eval", "release-eval-0-", 1).await;
+                eprintln!("preemption-cost: the scheduler said {m:?}");
+                assert_all(&m, "8 Insufficient nvidia.com/gpu");
+                assert_all(&m, "preemptionPolicy=Never");
+            }
             "default" => assert_all(
                 &failed_scheduling(&client, "inference", "rerank-2g-", 4).await,
                 "Insufficient nvidia.com/mig-2g.20gb",
@@ -152,7 +183,8 @@ async fn every_scenario_applies_and_the_real_scheduler_agrees_with_its_story() {
         // The lesson reads the real cluster's numbers and finds its signal there,
         // but for `default`'s idle holders: no agent or exporter reports here.
         let lesson = kgpu(cp, &["lesson", "show", name, "--answer", "--cluster"]);
-        assert_eq!(lesson.contains("not on the cluster now"), name == "default", "{name}:\n{lesson}");
+        let no_usage_source = matches!(name, "default" | "idle-holders");
+        assert_eq!(lesson.contains("not on the cluster now"), no_usage_source, "{name}:\n{lesson}");
         let out = kgpu(cp, &["scenario", "delete", name]);
         assert!(out.contains("deleted"), "{out}");
     }

@@ -382,3 +382,80 @@ fn the_mig_views_list_the_same_nodes() {
         }
     }
 }
+
+#[test]
+fn idle_holders_fill_a_node_that_reclaiming_frees() {
+    let doc = snapshot("idle-holders", &[]);
+    let u = &doc["utilization"];
+    // gpu-05: 1+1+1+1+2+2 GPUs of idle notebooks; gpu-06: notebook-gus (1) and the debug pod (2).
+    assert_eq!(u["gpusIdle"].as_f64().unwrap().round() as u64, 11, "{u}");
+    let holders = u["pods"].as_array().unwrap();
+    let idle_on = |node: &str| -> f64 {
+        holders
+            .iter()
+            .filter(|h| h["node"] == node && h["idleSeconds"].is_i64())
+            .map(|h| h["gpus"].as_f64().unwrap())
+            .sum()
+    };
+    assert_eq!(idle_on("gpu-05"), 8.0);
+    assert_eq!(doc["fleet"]["totals"]["free"], 0, "every GPU is allocated");
+    assert!(pending(&doc, "finetune-8x-")["blockingStep"] == "fit");
+}
+
+#[test]
+fn driver_canary_halts_the_wave_and_names_the_rollback() {
+    let doc = snapshot("driver-canary", &[]);
+    let waves = &doc["drivers"]["waves"];
+    assert_eq!(waves["source"], "ClusterPolicy gpu-cluster-policy");
+    assert_eq!(waves["halted"]["failed"], serde_json::json!(["h100-01"]));
+    assert_eq!(waves["halted"]["rollbackTo"], "550.54.15");
+    let upgrades = doc["drivers"]["upgrades"].as_array().unwrap();
+    assert_eq!(upgrades[0]["node"], "h100-01");
+    assert_eq!(upgrades[0]["state"], "upgrade-failed");
+    assert_eq!(upgrades.iter().filter(|u| u["skip"] == true).count(), 11);
+    assert!(issues(node(&doc, "h100-01")).contains(&"upgrade-failed"));
+}
+
+#[test]
+fn fair_share_names_the_borrower_and_its_share() {
+    let doc = snapshot("fair-share", &[]);
+    let gpu_row = |name: &str| {
+        doc["queues"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|q| q["name"] == name && q["resource"] == "nvidia.com/gpu")
+            .unwrap()
+            .clone()
+    };
+    // By hand: team-b holds 56 on 32 nominal = 24 borrowed of the 80 the cohort lends: 300.
+    assert_eq!(gpu_row("team-b")["borrowed"], 24);
+    assert_eq!(gpu_row("team-b")["fairShare"], 300);
+    assert_eq!(gpu_row("team-a")["used"], 8);
+    assert_eq!(gpu_row("team-a")["fairShare"], 0);
+    let p = pending(&doc, "job-llama-sft-");
+    assert_eq!(p["blockingStep"], "quota");
+    let details = p["steps"].to_string();
+    assert!(details.contains("team-b 300 (24 of the 80 nvidia.com/gpu the cohort lends, weight 1)"), "{details}");
+    assert!(details.contains("reclaimWithinCohort is Never"), "{details}");
+}
+
+#[test]
+fn preemption_cost_prices_the_schedulers_pick_and_the_cheapest_node() {
+    let doc = snapshot("preemption-cost", &[]);
+    let p = pending(&doc, "release-eval-0-");
+    let c = &p["preemption"];
+    // kube-scheduler: equal priorities and counts everywhere, so the node whose
+    // victim started last: gpu-07's finetune-c (200 min, no checkpoint):
+    // 8 GPUs × (200 min + 10 min default restart) = 28.0 GPU-hours.
+    assert_eq!(c["node"], "gpu-07");
+    assert_eq!(c["gpuHours"], 28.0);
+    assert_eq!(c["victims"][0]["checkpointKnown"], false);
+    // gpu-08's finetune-d checkpointed 20 min ago, restarts in 5: 8 × 25 min = 3.3.
+    assert_eq!(c["cheapestNode"], "gpu-08");
+    assert!((c["cheapestGpuHours"].as_f64().unwrap() - 3.333).abs() < 0.01, "{c}");
+    assert_eq!(c["policyNever"], true);
+    assert!(
+        p["schedulerMessage"].as_str().unwrap().ends_with("preemption: not eligible due to preemptionPolicy=Never.")
+    );
+}

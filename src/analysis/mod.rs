@@ -8,6 +8,7 @@ pub mod fragmentation;
 pub mod gangs;
 pub mod index;
 pub mod pending;
+pub mod preemption;
 pub mod queue_msg;
 pub mod queues;
 pub mod scheduler_msg;
@@ -83,7 +84,8 @@ pub fn analyze(snap: &Snapshot, now: Timestamp, thresholds: &Thresholds) -> Anal
         let upgrades = waves::board(index.nodes(), now, thresholds);
         let queues = queues::rows(snap);
         let (pod_items, matrix) = side.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-        let pending = pending::complete(&index, &gangs, &fragmentation, pod_items);
+        let mut pending = pending::complete(&index, &gangs, &fragmentation, pod_items);
+        pending::add_preemption_costs(&index, &mut pending);
         (fragmentation, nodes, matrix, upgrades, queues, pending)
     });
     let totals = fleet::totals(&nodes, fragmentation.stranded_total);

@@ -256,6 +256,19 @@ impl PodBuilder {
         self
     }
 
+    /// A non-preempting PriorityClass (`preemptionPolicy: Never`).
+    pub fn preempt_never(mut self) -> Self {
+        self.pod.preempt_never = true;
+        self
+    }
+
+    /// `kgpu.dev/last-checkpoint` and `kgpu.dev/restart-seconds`.
+    pub fn checkpointed(mut self, at: Timestamp, restart_seconds: u32) -> Self {
+        self.pod.resume =
+            Some(Box::new(crate::model::Resume { last_checkpoint: Some(at), restart_seconds: Some(restart_seconds) }));
+        self
+    }
+
     /// An `emptyDir` volume.
     pub fn local_data(mut self) -> Self {
         self.pod.local_data = true;

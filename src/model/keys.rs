@@ -30,6 +30,10 @@ pub const CUDA_RUNTIME_MINOR_DEPRECATED: &str = "nvidia.com/cuda.runtime.minor";
 
 // GPU Operator
 pub const DRIVER_UPGRADE_STATE: &str = "nvidia.com/gpu-driver-upgrade-state";
+/// When a pod last wrote a checkpoint (RFC 3339), for the work a restart loses.
+pub const LAST_CHECKPOINT: &str = "kgpu.dev/last-checkpoint";
+/// Seconds from a restart until the pod computes again.
+pub const RESTART_SECONDS: &str = "kgpu.dev/restart-seconds";
 pub const DRIVER_UPGRADE_SKIP: &str = "nvidia.com/gpu-driver-upgrade.skip";
 pub const MIG_CONFIG: &str = "nvidia.com/mig.config";
 pub const MIG_CONFIG_STATE: &str = "nvidia.com/mig.config.state";

@@ -37,7 +37,7 @@ pub use node::{
     GpuLabels, MigStrategy, Node, NodeCondition, NodeSelectorTerm, OperatorLabels, Readiness, Requirement,
     SelectorOperator, Taint, TaintEffect, Toleration, TolerationOperator,
 };
-pub use pod::{CudaNeed, Owner, Pod, PodKey, PodPhase, Uid, Unschedulable};
+pub use pod::{CudaNeed, Owner, Pod, PodKey, PodPhase, Resume, Uid, Unschedulable};
 pub use queue::{Flavor, Queue, QueueKey, QueueKind, QueueQuota};
 pub use resources::Resources;
 pub use sym::{Sym, SymHash, SymMap};

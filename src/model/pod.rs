@@ -170,6 +170,9 @@ pub struct Pod {
     pub local_data: bool,
     /// Has `spec.schedulingGates` (e.g. Kueue's admission gate).
     pub gated: bool,
+    /// `spec.preemptionPolicy: Never` (from its PriorityClass): it waits
+    /// rather than preempt lower-priority pods.
+    pub preempt_never: bool,
     pub priority: i32,
     pub uid: Option<Uid>,
     pub name: Arc<str>,
@@ -189,6 +192,18 @@ pub struct Pod {
     pub created: Timestamp,
     /// Last status change known (start, failure or completion time).
     pub transitioned: Timestamp,
+    /// What restarting it costs, when its annotations say (rare: boxed).
+    pub resume: Option<Box<Resume>>,
+}
+
+/// How much work a restart loses, as the pod's owner tells kgpu by
+/// annotation (`kgpu.dev/last-checkpoint`, RFC 3339; `kgpu.dev/restart-seconds`:
+/// rescheduling, image pull, initialisation and checkpoint load until it
+/// computes again).
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct Resume {
+    pub last_checkpoint: Option<Timestamp>,
+    pub restart_seconds: Option<u32>,
 }
 
 impl Pod {
@@ -219,6 +234,8 @@ impl Pod {
             mirror: false,
             local_data: false,
             gated: false,
+            preempt_never: false,
+            resume: None,
         }
     }
 

@@ -119,6 +119,8 @@ pub struct PendingItem {
     pub hints: Vec<String>,
     /// The smallest changes that would unblock it.
     pub unblock: Vec<String>,
+    /// A pod that outranks pods holding what it needs: what preempting them costs.
+    pub preemption: Option<Box<crate::analysis::preemption::Preemption>>,
 }
 
 impl PendingItem {
@@ -154,6 +156,7 @@ impl PendingItem {
             disagreement: None,
             hints: Vec::new(),
             unblock: Vec::new(),
+            preemption: None,
         }
     }
 
@@ -264,6 +267,43 @@ fn hints_for(shape: &[String], pod: Option<&Pod>) -> Vec<String> {
         out.push(format!("scheduler: this pod is scheduled by '{s}', not default-scheduler"));
     }
     out
+}
+
+/// Pods this many at most get a preemption cost: a fleet with priorities
+/// everywhere has thousands of pending pods, and the first are the ones read.
+const PREEMPTION_COSTS_AT_MOST: usize = 64;
+
+/// Pending GPU pods blocked at the fit step that outrank pods on some node:
+/// what preempting them would lose (`analysis::preemption`), as a hint too.
+pub fn add_preemption_costs(index: &Index<'_>, items: &mut [PendingItem]) {
+    let mut done = 0;
+    for item in items.iter_mut() {
+        if done == PREEMPTION_COSTS_AT_MOST {
+            break;
+        }
+        if item.kind != PendingKind::Pod || item.blocking != Some(Step::Fit) || item.gpus == 0 {
+            continue;
+        }
+        let key = crate::model::PodKey::new(item.namespace.as_str(), &item.name);
+        let Some(pod) = index.snap.pods.get(&key) else { continue };
+        done += 1;
+        let Some(cost) = crate::analysis::preemption::cost(index, pod) else { continue };
+        item.hints.push(format!(
+            "preemption: {}{}",
+            cost.summary(),
+            if cost.policy_never {
+                " (its PriorityClass says preemptionPolicy: Never, so it waits instead)"
+            } else {
+                ""
+            }
+        ));
+        if let Some((node, hours)) = cost.cheapest {
+            item.hints.push(format!(
+                "preemption: on {node} it would lose {hours:.1} GPU-hours (the scheduler does not weigh lost work)"
+            ));
+        }
+        item.preemption = Some(Box::new(cost));
+    }
 }
 
 /// Every pending item, GPU work first, then oldest first.

@@ -32,6 +32,7 @@ pub fn resource(api_version: &str, kind: &str) -> Option<(ApiResource, bool)> {
         ("apps", "ReplicaSet") => ("replicasets", true),
         ("apps", "StatefulSet") => ("statefulsets", true),
         ("kwok.x-k8s.io", "Stage") => ("stages", false),
+        ("scheduling.k8s.io", "PriorityClass") => ("priorityclasses", false),
         // The kinds kgpu reads (nodes, pods, Kueue, Volcano).
         _ => crate::sources::kinds::find(group, kind).map(|k| (k.plural, k.namespaced))?,
     };

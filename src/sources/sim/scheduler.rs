@@ -74,6 +74,12 @@ fn choose_node(sim: &SimCluster, pod: &Pod, used: &HashMap<Sym, Tally>) -> Resul
     }
     match best {
         Some((_, node)) => Ok(node),
+        // A non-preempting PriorityClass: DefaultPreemption's eligibility check says so.
+        None if pod.preempt_never => Err(format!(
+            "{} {}, preemption: not eligible due to preemptionPolicy=Never.",
+            scheduler_msg::format(sim.nodes.len(), &reasons, &BTreeMap::new()),
+            scheduler_msg::DRA_POST_FILTER
+        )),
         None => Err(scheduler_msg::format(sim.nodes.len(), &reasons, &preemption)),
     }
 }

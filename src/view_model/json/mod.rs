@@ -201,6 +201,27 @@ fn pending(p: &crate::analysis::pending::PendingItem) -> Pending {
         queue: p.queue.map(|q| q.to_string()),
         shape: p.shape.clone(),
         unblock: p.unblock.clone(),
+        preemption: p.preemption.as_ref().map(|c| PreemptionJson {
+            node: c.node.to_string(),
+            gpu_hours: round3(c.gpu_hours),
+            victims: c
+                .victims
+                .iter()
+                .map(|v| VictimJson {
+                    name: v.name.clone(),
+                    gang: v.gang,
+                    pods: v.pods,
+                    gpus: v.gpus,
+                    seconds_since_checkpoint: v.since_checkpoint,
+                    checkpoint_known: v.checkpoint_known,
+                    restart_seconds: v.restart_seconds,
+                    gpu_hours: round3(v.gpu_hours),
+                })
+                .collect(),
+            cheapest_node: c.cheapest.map(|(n, _)| n.to_string()),
+            cheapest_gpu_hours: c.cheapest.map(|(_, h)| round3(h)),
+            policy_never: c.policy_never,
+        }),
         steps: p
             .steps
             .iter()

@@ -207,6 +207,36 @@ pub struct Pending {
     pub shape: String,
     pub unblock: Vec<String>,
     pub steps: Vec<StepJson>,
+    /// A pod that outranks pods holding what it needs: what preempting costs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub preemption: Option<PreemptionJson>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PreemptionJson {
+    /// The node kube-scheduler would preempt on.
+    pub node: String,
+    pub gpu_hours: f64,
+    pub victims: Vec<VictimJson>,
+    /// Where preempting would lose the least work, when elsewhere.
+    pub cheapest_node: Option<String>,
+    pub cheapest_gpu_hours: Option<f64>,
+    /// Its PriorityClass says `preemptionPolicy: Never`.
+    pub policy_never: bool,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct VictimJson {
+    pub name: String,
+    pub gang: bool,
+    pub pods: usize,
+    pub gpus: u64,
+    pub seconds_since_checkpoint: i64,
+    pub checkpoint_known: bool,
+    pub restart_seconds: i64,
+    pub gpu_hours: f64,
 }
 
 #[derive(Serialize)]

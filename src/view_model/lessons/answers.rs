@@ -33,9 +33,10 @@ fn freed_by_reclaim(a: &Analysis) -> Vec<(Sym, u64)> {
 }
 
 pub fn idle_holders_question(a: &Analysis) -> String {
-    let waiting = a.pending.first().map_or_else(String::new, |p| {
-        format!("{} ({}) has been Pending {}; ", p.display_name(), p.shape, age(p.age))
-    });
+    let waiting = a
+        .pending
+        .first()
+        .map_or_else(String::new, |p| format!("{} ({}) has been Pending {}; ", p.display_name(), p.shape, age(p.age)));
     format!(
         "{waiting}{} of {} GPUs are allocated, so the cluster looks full. Is it? What would you reclaim first, and what does it free?",
         a.totals.allocated, a.totals.gpus
@@ -56,8 +57,7 @@ pub fn idle_holders_answer(a: &Analysis) -> Vec<String> {
         u.idle_gpu_hours
     )];
     for (node, gpus) in idle_gpus_by_node(a) {
-        let holders: Vec<String> =
-            idle.iter().filter(|h| h.node == node).map(|h| h.pod.name.to_string()).collect();
+        let holders: Vec<String> = idle.iter().filter(|h| h.node == node).map(|h| h.pod.name.to_string()).collect();
         lines.push(format!("  {node}: {gpus:.0} GPU(s) idle, held by {}", holders.join(", ")));
     }
     let freed = freed_by_reclaim(a);
@@ -70,7 +70,9 @@ pub fn idle_holders_answer(a: &Analysis) -> Vec<String> {
         (Some((node, gpus)), None) => {
             lines.push(format!("Every holder on {node} is idle: reclaiming them frees all {gpus} of its GPUs."))
         }
-        _ => lines.push("No node holds only idle pods: reclaiming frees scattered GPUs (the defrag plan moves the rest).".into()),
+        _ => lines.push(
+            "No node holds only idle pods: reclaiming frees scattered GPUs (the defrag plan moves the rest).".into(),
+        ),
     }
     lines.push("Reclaim the biggest idle-GPU-hours first (tab groups them by workload): scale the debug Deployment to 0, cull notebooks idle for hours (JupyterHub's idle culler), and give notebooks MIG slices instead of whole GPUs.".into());
     lines
@@ -138,7 +140,8 @@ pub fn fair_share_question(a: &Analysis) -> String {
 pub fn fair_share_answer(a: &Analysis) -> Vec<String> {
     let Some(p) = starved_by_borrowers(a) else { return vec![GONE.into()] };
     let mut lines = vec![format!("{} waits at the quota step: {}.", p.display_name(), p.summary)];
-    let gpu_rows = a.queues.iter().filter(|q| q.fair_share.is_some() && crate::model::keys::is_gpu_resource(q.resource.as_str()));
+    let gpu_rows =
+        a.queues.iter().filter(|q| q.fair_share.is_some() && crate::model::keys::is_gpu_resource(q.resource.as_str()));
     for q in gpu_rows {
         lines.push(format!(
             "  ClusterQueue {}: {} of {} nominal GPUs in use, borrowing {}, fair share {}",
@@ -157,5 +160,39 @@ pub fn fair_share_answer(a: &Analysis) -> Vec<String> {
         lines.push(format!("Why it stays so: {policy}."));
     }
     lines.push("Over-submitting let one team borrow the quota others left idle and keep it for as long as its jobs run. Reclaim (reclaimWithinCohort: Any), fair sharing with weights (Kueue's fairSharing), or a borrowingLimit on the hoarder make borrowing safe to allow.".into());
+    lines
+}
+
+fn priced_preemption(
+    a: &Analysis,
+) -> Option<(&crate::analysis::pending::PendingItem, &crate::analysis::preemption::Preemption)> {
+    a.pending.iter().find_map(|p| p.preemption.as_deref().map(|c| (p, c)))
+}
+
+pub fn preemption_question(a: &Analysis) -> String {
+    match priced_preemption(a) {
+        Some((p, _)) => format!(
+            "{} (priority {}) has been Pending {} on a full cluster. A manager says: \"just let it preempt, eviction is free\". Is it? What would it cost, and where?",
+            p.display_name(),
+            p.priority,
+            age(p.age)
+        ),
+        None => "A high-priority job waits on a full cluster. What would preempting for it cost?".into(),
+    }
+}
+
+pub fn preemption_answer(a: &Analysis) -> Vec<String> {
+    let Some((p, c)) = priced_preemption(a) else { return vec![GONE.into()] };
+    let mut lines = vec![format!("{}: {}.", p.display_name(), c.summary())];
+    lines.extend(c.arithmetic().into_iter().map(|l| format!("  {l}")));
+    if c.policy_never {
+        lines.push("It waits because its PriorityClass says preemptionPolicy: Never (the scheduler: \"not eligible due to preemptionPolicy=Never\").".into());
+    }
+    lines.push("kube-scheduler picks the node by victims' priority, their count, then the latest-started victims: it never weighs work lost since a checkpoint.".into());
+    if let Some((node, hours)) = c.cheapest {
+        lines.push(format!(
+            "On {node} it would lose {hours:.1} GPU-hours instead: checkpoint before preempting, or place it there yourself (a nodeSelector or cordon the others briefly), and write checkpoints often enough that eviction is cheap."
+        ));
+    }
     lines
 }

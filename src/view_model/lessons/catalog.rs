@@ -445,6 +445,18 @@ pub static LESSONS: &[Lesson] = &[
         question: answers::fair_share_question,
         answer: answers::fair_share_answer,
     },
+    Lesson {
+        scenario: "preemption-cost",
+        causes: &[Cause::Preemption],
+        hints: &[
+            "Who would the scheduler evict, and how much work have they done since their last checkpoint?",
+            "The pending chain's hints price the preemption (Pending pane, enter).",
+            "A gang member's eviction restarts the whole gang.",
+        ],
+        evidence: &[Evidence::Chain(Step::Fit)],
+        question: answers::preemption_question,
+        answer: answers::preemption_answer,
+    },
 ];
 
 #[cfg(test)]

@@ -294,6 +294,16 @@ pub fn pod(p: &K8sPod) -> Result<Pod> {
         .map(|g| Sym::new(g));
     pod.queue = labels.and_then(|l| l.get(keys::KUEUE_QUEUE_NAME)).map(|q| Sym::new(q));
     pod.mirror = annotations.is_some_and(|a| a.contains_key(keys::MIRROR_POD_ANNOTATION));
+    pod.preempt_never = spec.preemption_policy.as_deref() == Some("Never");
+    let resume = crate::model::Resume {
+        last_checkpoint: annotations
+            .and_then(|a| a.get(keys::LAST_CHECKPOINT))
+            .and_then(|t| crate::model::time::parse_rfc3339(t)),
+        restart_seconds: annotations.and_then(|a| a.get(keys::RESTART_SECONDS)).and_then(|s| s.trim().parse().ok()),
+    };
+    if resume != crate::model::Resume::default() {
+        pod.resume = Some(Box::new(resume));
+    }
     pod.local_data = spec.volumes.iter().flatten().any(|v| v.empty_dir.is_some());
     pod.terminating = p.metadata.deletion_timestamp.is_some();
     pod.created = p.metadata.creation_timestamp.as_ref().map_or(0, ts);

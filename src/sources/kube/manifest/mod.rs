@@ -18,7 +18,7 @@ use crate::analysis::index::Index;
 use crate::model::time::{parse_rfc3339, rfc3339};
 use crate::model::{
     Condition, Gang, GangKind, Node, NodeSelectorTerm, PodPhase, Queue, QueueKind, Resources, SelectorOperator,
-    Snapshot, Taint, Toleration, TolerationOperator, quantity,
+    Snapshot, Taint, Toleration, TolerationOperator, keys, quantity,
 };
 use crate::sources::kinds;
 
@@ -353,6 +353,7 @@ pub fn manifests(snap: &Snapshot, life: &Life, scenario: &str) -> Vec<Value> {
     for kind in [QueueKind::ClusterQueue, QueueKind::LocalQueue, QueueKind::VolcanoQueue] {
         out.extend(snap.queues.values().filter(|q| q.kind == kind).map(|q| queue_json(q, scenario)));
     }
+    out.extend(pods::priority_classes(snap.pods.values().map(|p| &**p), scenario));
     out.extend(snap.nodes.values().map(|n| node_json(n, scenario)));
     for g in snap.gangs.values() {
         if g.is_finished() {
@@ -397,7 +398,12 @@ pub fn shift_times(v: &mut Value, delta: i64) {
             for (k, x) in m.iter_mut() {
                 match (k.as_str(), &*x) {
                     (
-                        "lastTransitionTime" | "startTime" | "startedAt" | "finishedAt" | COMPLETE_AFTER,
+                        "lastTransitionTime"
+                        | "startTime"
+                        | "startedAt"
+                        | "finishedAt"
+                        | COMPLETE_AFTER
+                        | keys::LAST_CHECKPOINT,
                         Value::String(s),
                     ) => {
                         if let Some(t) = parse_rfc3339(s) {

@@ -8,7 +8,7 @@
 //! the selector and have no owner): a controller created first would start
 //! pods of its own before kgpu's arrived.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde_json::{Map, Value, json};
 
@@ -119,7 +119,35 @@ fn pod_spec(p: &Pod) -> Value {
     if let Some(s) = p.scheduler {
         spec["schedulerName"] = json!(s.as_str());
     }
+    if p.priority != 0 {
+        spec["priorityClassName"] = json!(priority_class_name(p));
+    }
     spec
+}
+
+/// A PriorityClass per priority (and preemption policy) the pods use: the
+/// API server sets a pod's priority from its class only.
+fn priority_class_name(p: &Pod) -> String {
+    format!("kgpu-priority-{}{}", p.priority, if p.preempt_never { "-nonpreempting" } else { "" })
+}
+
+pub(super) fn priority_classes<'a>(pods: impl Iterator<Item = &'a Pod>, scenario: &str) -> Vec<Value> {
+    let classes: BTreeSet<(i32, bool)> =
+        pods.filter(|p| p.priority != 0).map(|p| (p.priority, p.preempt_never)).collect();
+    classes
+        .into_iter()
+        .map(|(value, never)| {
+            let probe = Pod { priority: value, preempt_never: never, ..Pod::new("", "") };
+            json!({
+                "apiVersion": "scheduling.k8s.io/v1",
+                "kind": "PriorityClass",
+                "metadata": meta(&priority_class_name(&probe), None, scenario, Vec::new(), Vec::new()),
+                "value": value,
+                "preemptionPolicy": if never { "Never" } else { "PreemptLowerPriority" },
+                "globalDefault": false,
+            })
+        })
+        .collect()
 }
 
 /// `key: value` pairs of labels or annotations, in order.
@@ -194,6 +222,14 @@ pub(super) fn pod_json(p: &Pod, index: &Index<'_>, life: &Life, scenario: &str) 
     }
     if let Some(t) = life.finishes.get(&p.key()) {
         annotations.push((COMPLETE_AFTER.into(), rfc3339(*t)));
+    }
+    if let Some(r) = &p.resume {
+        if let Some(t) = r.last_checkpoint {
+            annotations.push((keys::LAST_CHECKPOINT.into(), rfc3339(t)));
+        }
+        if let Some(s) = r.restart_seconds {
+            annotations.push((keys::RESTART_SECONDS.into(), s.to_string()));
+        }
     }
     match (p.node, p.phase, p.reason) {
         (Some(_), PodPhase::Pending, Some(_)) => annotations.push((KUBELET.into(), "hold".into())),

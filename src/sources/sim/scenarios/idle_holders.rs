@@ -84,6 +84,7 @@ fn build(sim: &mut SimCluster) {
         .build();
     sim.add_pod(p, PodPlan::default());
     sim.idle_holder("platform", "debug-nccl-7c9d4-x2k8p", ago(860));
-    let p = gpu_pod("ml", &format!("finetune-8x-0-{}", sim.next_suffix()), 8).owner("Job", "finetune-8x").created(ago(50));
+    let p =
+        gpu_pod("ml", &format!("finetune-8x-0-{}", sim.next_suffix()), 8).owner("Job", "finetune-8x").created(ago(50));
     sim.add_pod(p.build(), PodPlan::default());
 }

@@ -19,6 +19,7 @@ mod gang_deadlock;
 mod idle_holders;
 mod mig_mismatch;
 mod plugin_crash;
+mod preemption_cost;
 mod quota_starvation;
 mod taint_mismatch;
 mod topology_split;
@@ -52,6 +53,7 @@ pub const SCENARIOS: &[Scenario] = &[
     idle_holders::SCENARIO,
     driver_canary::SCENARIO,
     fair_share::SCENARIO,
+    preemption_cost::SCENARIO,
 ];
 
 #[derive(Debug, Error)]
