@@ -65,6 +65,7 @@ fn every_scenario_has_a_lesson_its_cluster_can_solve() {
             Evidence::Chain(step) => a.pending.iter().any(|p| p.blocking == Some(*step)),
             Evidence::Node(code) => a.nodes.iter().any(|n| n.issues.iter().any(|i| i.code == *code)),
             Evidence::SplitGang => a.gangs.iter().any(|g| g.topology_split),
+            Evidence::SpotGang => !a.spot.jobs.is_empty(),
             Evidence::Pane(_) => true,
             Evidence::Action(_) => false,
         });
@@ -152,6 +153,12 @@ fn open(app: &mut App, v: &Views, evidence: Evidence) {
             let node = a.nodes.iter().find(|n| n.issues.iter().any(|i| i.code == code)).unwrap();
             key(app, v, KeyCode::Char('1'));
             palette(app, v, &format!("filter ^{}$", node.name));
+            key(app, v, KeyCode::Enter);
+        }
+        Evidence::SpotGang => {
+            let gang = a.gangs.iter().find(|g| a.spot.job(&g.key).is_some()).unwrap();
+            key(app, v, KeyCode::Char('3'));
+            palette(app, v, &format!("filter {}", gang.key.name));
             key(app, v, KeyCode::Enter);
         }
         Evidence::SplitGang => {

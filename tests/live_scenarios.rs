@@ -90,6 +90,8 @@ async fn every_scenario_applies_and_the_real_scheduler_agrees_with_its_story() {
         "driver-canary",
         "fair-share",
         "preemption-cost",
+        "spot-breakeven",
+        "mig-vs-timeslicing",
         "default",
     ] {
         eprintln!("scenario {name}");
@@ -174,6 +176,10 @@ async fn every_scenario_applies_and_the_real_scheduler_agrees_with_its_story() {
                 assert_all(&m, "8 Insufficient nvidia.com/gpu");
                 assert_all(&m, "preemptionPolicy=Never");
             }
+            // All placed: the gang's four pods stay on their spot nodes.
+            "spot-breakeven" => assert!(node_of(&client, "research", "pretrain-13b-0-").await.starts_with("spot-")),
+            // The real scheduler places rerank replicas on the time-sliced node's 32.
+            "mig-vs-timeslicing" => assert_eq!(node_of(&client, "inference", "rerank-6b8f4-").await, "ts-01"),
             "default" => assert_all(
                 &failed_scheduling(&client, "inference", "rerank-2g-", 4).await,
                 "Insufficient nvidia.com/mig-2g.20gb",
@@ -183,7 +189,7 @@ async fn every_scenario_applies_and_the_real_scheduler_agrees_with_its_story() {
         // The lesson reads the real cluster's numbers and finds its signal there,
         // but for `default`'s idle holders: no agent or exporter reports here.
         let lesson = kgpu(cp, &["lesson", "show", name, "--answer", "--cluster"]);
-        let no_usage_source = matches!(name, "default" | "idle-holders");
+        let no_usage_source = matches!(name, "default" | "idle-holders" | "mig-vs-timeslicing");
         assert_eq!(lesson.contains("not on the cluster now"), no_usage_source, "{name}:\n{lesson}");
         let out = kgpu(cp, &["scenario", "delete", name]);
         assert!(out.contains("deleted"), "{out}");

@@ -459,3 +459,37 @@ fn preemption_cost_prices_the_schedulers_pick_and_the_cheapest_node() {
         p["schedulerMessage"].as_str().unwrap().ends_with("preemption: not eligible due to preemptionPolicy=Never.")
     );
 }
+
+#[test]
+fn spot_breakeven_works_the_loss_out_per_job() {
+    let doc = snapshot("spot-breakeven", &["--pane", "gangs"]);
+    let s = &doc["spot"];
+    // By hand: spot nodes aged 2, 5, 11, 20, 72 and 96 h: 4 created within
+    // 24 h over 2+5+11+20+24+24 = 86 node-hours: 4/86 = 0.0465 per node-hour.
+    assert_eq!(s["nodes"], 6);
+    assert_eq!(s["replacedLast24h"], 4);
+    assert_eq!(s["exposureHours"], 86.0);
+    let rate = 4.0 / 86.0;
+    let jobs = s["jobs"].as_array().unwrap();
+    let gang = jobs.iter().find(|j| j["gang"] == true).unwrap();
+    // 4 spot nodes × rate × (4h ÷ 2 + 20 min) = 0.434.
+    assert_eq!(gang["spotNodes"], 4);
+    assert!((gang["breakEvenDiscount"].as_f64().unwrap() - 4.0 * rate * (2.0 + 1.0 / 3.0)).abs() < 0.001, "{gang}");
+    let single = jobs.iter().find(|j| j["gang"] == false).unwrap();
+    assert!((single["breakEvenDiscount"].as_f64().unwrap() - rate * (0.25 + 5.0 / 60.0)).abs() < 0.001, "{single}");
+    // The largest loss first.
+    assert_eq!(jobs[0]["gang"], true);
+}
+
+#[test]
+fn mig_vs_timeslicing_flags_the_shared_memory_and_counts_physical_gpus() {
+    let doc = snapshot("mig-vs-timeslicing", &[]);
+    let ts = node(&doc, "ts-01");
+    assert_eq!(issues(ts), ["shared-gpu-memory-full"]);
+    // 8 physical GPUs behind 32 replicas; 24 replicas fill 6 GPUs.
+    let t = &doc["fleet"]["totals"];
+    assert_eq!(t["gpus"], 16, "8 time-sliced + 8 MIG GPUs, not 32 replicas: {t}");
+    let mig = &node(&doc, "mig-01")["mig"]["1g.10gb"];
+    assert_eq!((mig["allocated"].as_u64(), mig["allocatable"].as_u64()), (Some(42), Some(56)));
+    assert!(issues(node(&doc, "mig-01")).is_empty());
+}

@@ -27,6 +27,9 @@ pub enum IssueCode {
     /// GFD says the MIG configuration does not suit the `single` strategy
     /// (product `<gpu>-MIG-INVALID`, count 0): no GPU is usable.
     MigInvalid,
+    /// A time-sliced GPU whose pods together fill its memory: nothing
+    /// limits one pod's share, so the next allocation fails in whichever asks.
+    SharedMemoryFull,
 }
 
 impl IssueCode {
@@ -41,6 +44,7 @@ impl IssueCode {
             IssueCode::UpgradeStuck => "upgrade-stuck",
             IssueCode::UpgradeFailed => "upgrade-failed",
             IssueCode::XidErrors => "xid-errors",
+            IssueCode::SharedMemoryFull => "shared-gpu-memory-full",
             IssueCode::AgentUnavailable => "agent-unavailable",
             IssueCode::MigInvalid => "mig-invalid",
         }
@@ -196,6 +200,7 @@ pub fn summarize_node(index: &Index<'_>, node: &Node, thresholds: &Thresholds) -
         issues.push(NodeIssue { code: IssueCode::BlackHole, detail });
     }
     issues.extend(mig_config_issue(node, index.now, thresholds));
+    issues.extend(super::sharing::shared_memory_issue(index, node));
     issues.extend(upgrade_issue(node, index.now, thresholds));
     if let Some(AgentStatus::Unavailable(why)) = index.snap.devices.get(&node.name).map(|d| &d.status) {
         issues.push(NodeIssue { code: IssueCode::AgentUnavailable, detail: format!("agent: {why}") });
@@ -328,8 +333,14 @@ fn mig_gpus_busy(node: &Node, used: &super::tally::Tally, mig_gpus: u64) -> u64 
 /// mode is advertised as its slices, not as `nvidia.com/gpu`; without an
 /// agent, advertised slices are taken to cover the remaining GPUs.
 fn advertised_physical_gpus(node: &Node, devices: Option<&crate::model::NodeDevices>) -> u32 {
-    let whole = node.allocatable.gpu as u32;
     let shared = node.allocatable.get(crate::model::keys::RESOURCE_GPU_SHARED);
+    // Time-sliced under its own name: nvidia.com/gpu counts replicas, r per GPU.
+    let replicas = node
+        .label(crate::model::keys::GPU_REPLICAS)
+        .and_then(|r| r.as_str().trim().parse::<u32>().ok())
+        .filter(|r| *r > 1 && node.gpu.product.is_some_and(|p| p.as_str().ends_with("-SHARED")))
+        .unwrap_or(1);
+    let whole = (node.allocatable.gpu as u32).div_ceil(replicas);
     if node.gpu.mig_strategy == Some(MigStrategy::Single) || shared > 0 {
         // single: GFD's count is MIG devices, like nvidia.com/gpu;
         // time-slicing: replicas hide the physical count, compare presence only.
@@ -498,6 +509,28 @@ mod tests {
         let s = summarize_node(&index, index.snap.nodes.values().next().unwrap(), &Thresholds::default());
         assert_eq!(s.gpu_unadvertised, 1);
         assert!(s.issues[0].detail.contains("8 GPU(s) in hardware, 7 advertised"));
+    }
+
+    #[test]
+    fn a_time_sliced_node_counts_its_physical_gpus_not_its_replicas() {
+        // GFD under time-slicing (renameByDefault false): 8 GPUs, 4 replicas
+        // each, advertised as 32 nvidia.com/gpu, product -SHARED; 6 replicas used.
+        let n = node("ts")
+            .gpus(32)
+            .hardware(8)
+            .product("NVIDIA-H100-80GB-HBM3-SHARED")
+            .label("nvidia.com/gpu.replicas", "4")
+            .label("nvidia.com/mig.strategy", "single")
+            .build();
+        let pods: Vec<crate::model::Pod> =
+            (0..6).map(|i| pod(&format!("p{i}")).gpus(1).on("ts").running().build()).collect();
+        let snap = snapshot(vec![n], pods, vec![], 0);
+        let index = Index::build(&snap, 0);
+        let s = summarize(&index, &Thresholds::default());
+        assert_eq!(s[0].buckets.total(), 8, "{:?}", s[0].buckets);
+        // 6 replicas fill 2 GPUs (at least); the rest is free.
+        assert_eq!((s[0].buckets.used, s[0].buckets.free), (2, 6));
+        assert!(!s[0].has(IssueCode::DevicePluginNotAdvertising));
     }
 
     #[test]

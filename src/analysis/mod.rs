@@ -12,6 +12,8 @@ pub mod preemption;
 pub mod queue_msg;
 pub mod queues;
 pub mod scheduler_msg;
+pub mod sharing;
+pub mod spot;
 pub mod tally;
 pub mod testing;
 pub mod usage;
@@ -61,6 +63,7 @@ pub struct Analysis {
     pub matrix: compat::Matrix,
     pub upgrades: Vec<waves::UpgradeRow>,
     pub utilization: usage::Utilization,
+    pub spot: spot::Spot,
 }
 
 pub fn analyze(snap: &Snapshot, now: Timestamp, thresholds: &Thresholds) -> Analysis {
@@ -90,7 +93,8 @@ pub fn analyze(snap: &Snapshot, now: Timestamp, thresholds: &Thresholds) -> Anal
     });
     let totals = fleet::totals(&nodes, fragmentation.stranded_total);
     let utilization = usage::analyze(snap, now);
-    Analysis { now, nodes, totals, fragmentation, gangs, pending, queues, matrix, upgrades, utilization }
+    let spot = spot::analyze(&index, now);
+    Analysis { now, nodes, totals, fragmentation, gangs, pending, queues, matrix, upgrades, utilization, spot }
 }
 
 /// The defragmentation plan for one pending gang or pod (`namespace/name`)

@@ -268,5 +268,6 @@ pub fn issue_short(code: IssueCode) -> &'static str {
         IssueCode::XidErrors => "xid",
         IssueCode::AgentUnavailable => "agent?",
         IssueCode::MigInvalid => "mig-invalid",
+        IssueCode::SharedMemoryFull => "shared-mem",
     }
 }

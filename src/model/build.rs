@@ -264,8 +264,17 @@ impl PodBuilder {
 
     /// `kgpu.dev/last-checkpoint` and `kgpu.dev/restart-seconds`.
     pub fn checkpointed(mut self, at: Timestamp, restart_seconds: u32) -> Self {
-        self.pod.resume =
-            Some(Box::new(crate::model::Resume { last_checkpoint: Some(at), restart_seconds: Some(restart_seconds) }));
+        let resume = self.pod.resume.get_or_insert_with(Default::default);
+        resume.last_checkpoint = Some(at);
+        resume.restart_seconds = Some(restart_seconds);
+        self
+    }
+
+    /// `kgpu.dev/checkpoint-interval` and `kgpu.dev/restart-seconds`.
+    pub fn checkpoint_every(mut self, interval_seconds: u32, restart_seconds: u32) -> Self {
+        let resume = self.pod.resume.get_or_insert_with(Default::default);
+        resume.checkpoint_interval_seconds = Some(interval_seconds);
+        resume.restart_seconds = Some(restart_seconds);
         self
     }
 

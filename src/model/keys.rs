@@ -34,6 +34,8 @@ pub const DRIVER_UPGRADE_STATE: &str = "nvidia.com/gpu-driver-upgrade-state";
 pub const LAST_CHECKPOINT: &str = "kgpu.dev/last-checkpoint";
 /// Seconds from a restart until the pod computes again.
 pub const RESTART_SECONDS: &str = "kgpu.dev/restart-seconds";
+/// Seconds between a pod's checkpoints.
+pub const CHECKPOINT_INTERVAL: &str = "kgpu.dev/checkpoint-interval";
 pub const DRIVER_UPGRADE_SKIP: &str = "nvidia.com/gpu-driver-upgrade.skip";
 pub const MIG_CONFIG: &str = "nvidia.com/mig.config";
 pub const MIG_CONFIG_STATE: &str = "nvidia.com/mig.config.state";

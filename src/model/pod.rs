@@ -199,11 +199,13 @@ pub struct Pod {
 /// How much work a restart loses, as the pod's owner tells kgpu by
 /// annotation (`kgpu.dev/last-checkpoint`, RFC 3339; `kgpu.dev/restart-seconds`:
 /// rescheduling, image pull, initialisation and checkpoint load until it
-/// computes again).
+/// computes again; `kgpu.dev/checkpoint-interval`, seconds).
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub struct Resume {
     pub last_checkpoint: Option<Timestamp>,
     pub restart_seconds: Option<u32>,
+    /// `kgpu.dev/checkpoint-interval`: seconds between checkpoints.
+    pub checkpoint_interval_seconds: Option<u32>,
 }
 
 impl Pod {

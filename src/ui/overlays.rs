@@ -92,7 +92,7 @@ pub fn draw(
                 Detail::Gang(id) => (
                     " gang · esc close ",
                     match views.analysis.gangs.iter().find(|g| crate::app::gang_id(&g.key) == *id) {
-                        Some(g) => details::gang(g),
+                        Some(g) => details::gang(g, &views.analysis.spot),
                         None => {
                             let mut gone = Doc::default();
                             gone.line(Role::Warn, format!("{id} is gone"));

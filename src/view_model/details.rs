@@ -162,7 +162,7 @@ pub fn event(e: &EventRow) -> Doc {
 
 /// A gang that is not pending (running, placed, finished): its members'
 /// placement and where it holds GPUs.
-pub fn gang(g: &GangSummary) -> Doc {
+pub fn gang(g: &GangSummary, spot: &crate::analysis::spot::Spot) -> Doc {
     let mut doc = Doc::default();
     doc.line(Role::Header, format!("{} {} — {}", g.key.kind.kind_name(), g.display_name(), g.state.as_str()));
     doc.line(
@@ -184,6 +184,19 @@ pub fn gang(g: &GangSummary) -> Doc {
     }
     for other in &g.deadlocked_with {
         doc.line(Role::Error, format!("deadlocked with {other}"));
+    }
+    if let Some(job) = spot.job(&g.key) {
+        doc.line(Role::Header, "on spot nodes:");
+        doc.line(Role::Text, format!("  {}", spot.rate_explained()));
+        let role = if job.lost_fraction.is_none_or(|f| f > crate::analysis::spot::TARGET_LOSS) {
+            Role::Warn
+        } else {
+            Role::Ok
+        };
+        doc.line(role, format!("  {}", job.explain(spot.rate_per_node_hour)));
+        if let Some(t) = job.interval_for_target {
+            doc.line(Role::Text, format!("  checkpointing every {} keeps the loss at 10%", age(t)));
+        }
     }
     doc.line(Role::Header, "nodes:");
     if g.nodes.is_empty() {

@@ -314,6 +314,19 @@ fn gangs(out: &mut String, _snap: &Snapshot, a: &Analysis) {
         .collect();
     out.push_str(&table(&["KIND", "NAME", "PLACED", "IDLE GPU", "STATE", "AGE", "NODES", "NOTES"], &rows));
     out.push('\n');
+    spot(out, &a.spot);
+}
+
+/// Work on spot nodes: what preemptions cost it, and the discount it needs.
+fn spot(out: &mut String, s: &crate::analysis::spot::Spot) {
+    if s.nodes == 0 {
+        return;
+    }
+    let _ = writeln!(out, "SPOT  {}", s.rate_explained());
+    for j in &s.jobs {
+        let _ = writeln!(out, "  {} ({} GPUs): {}", j.name, j.gpus, j.explain(s.rate_per_node_hour));
+    }
+    out.push('\n');
 }
 
 fn queues(out: &mut String, _snap: &Snapshot, a: &Analysis) {

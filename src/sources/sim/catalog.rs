@@ -98,6 +98,8 @@ pub struct NodeSpec {
     pub cpu_cores: u64,
     pub memory_gi: u64,
     pub created: Timestamp,
+    /// The device plugin's time-slicing: replicas advertised per GPU.
+    pub time_slicing: Option<u32>,
 }
 
 impl NodeSpec {
@@ -114,6 +116,7 @@ impl NodeSpec {
             cpu_cores: 192,
             memory_gi: 2048,
             created: 0,
+            time_slicing: None,
         }
     }
 }
@@ -275,6 +278,14 @@ pub fn node(spec: &NodeSpec, devices: &NodeDevices) -> Node {
                 .label(&format!("nvidia.com/mig-{profile}.replicas"), "1")
                 .label(&format!("nvidia.com/mig-{profile}.sharing-strategy"), "none");
         }
+    }
+    if let Some(replicas) = spec.time_slicing {
+        // What GFD labels under a time-slicing config (renameByDefault false).
+        b = b
+            .product(&format!("{}-SHARED", gpu.product))
+            .label(keys::GPU_REPLICAS, &replicas.to_string())
+            .label(keys::GPU_SHARING, "time-slicing")
+            .advertise(keys::RESOURCE_GPU, u64::from(spec.gpus * replicas));
     }
     if spec.tainted {
         b = b.taint(keys::RESOURCE_GPU, GPU_TAINT_VALUE, TaintEffect::NoSchedule);

@@ -127,6 +127,8 @@ pub struct SimCluster {
     upgrade_target: Option<catalog::Driver>,
     /// Pods that hold GPUs and do nothing, since when (the scenario's say).
     idle_holders: BTreeMap<PodKey, Timestamp>,
+    /// GPU memory a pod uses (MiB), where a scenario says.
+    gpu_memory: BTreeMap<PodKey, u64>,
     dirty: Dirty,
     seq: u64,
 }
@@ -152,6 +154,7 @@ impl SimCluster {
             churn_per_hour: 0.0,
             upgrade_target: None,
             idle_holders: BTreeMap::new(),
+            gpu_memory: BTreeMap::new(),
             dirty: Dirty::default(),
             seq: 0,
         }
@@ -256,6 +259,11 @@ impl SimCluster {
         self.idle_holders.insert(PodKey::new(namespace, name), since);
     }
 
+    /// The pod uses this much GPU memory (MiB) in its agent's readings.
+    pub fn gpu_memory(&mut self, namespace: &str, name: &str, mib: u64) {
+        self.gpu_memory.insert(PodKey::new(namespace, name), mib);
+    }
+
     /// What every node's simulated agent reads about utilization now.
     fn usage_readings(&self) -> Vec<Object> {
         // Members of a gang not all running wait at their rendezvous: they
@@ -289,7 +297,13 @@ impl SimCluster {
             .filter(|d| d.status == AgentStatus::Reporting)
             .map(|d| {
                 let pods = running.get(&d.node).map_or(&[][..], Vec::as_slice);
-                Object::Usage(usage::reading(d, pods, &idle, self.now))
+                let replicas = self.specs.get(&d.node).and_then(|s| s.time_slicing).unwrap_or(1);
+                Object::Usage(usage::reading(
+                    d,
+                    pods,
+                    &usage::Said { idle: &idle, memory: &self.gpu_memory, replicas },
+                    self.now,
+                ))
             })
             .collect()
     }

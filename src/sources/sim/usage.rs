@@ -33,7 +33,19 @@ fn busy_level(pod: &Pod, step: i64) -> f32 {
     (base + jitter(&name, 0, 10) as i64 + jitter(&name, step, 9) as i64 - 4).clamp(0, 100) as f32
 }
 
-pub fn reading(devices: &NodeDevices, pods: &[&Pod], idle: &BTreeMap<PodKey, Timestamp>, now: Timestamp) -> NodeUsage {
+/// What the scenario says about a node's pods: who is idle since when, what
+/// memory they use, and how many pods share a GPU (time-slicing replicas).
+pub struct Said<'a> {
+    pub idle: &'a BTreeMap<PodKey, Timestamp>,
+    pub memory: &'a BTreeMap<PodKey, u64>,
+    pub replicas: u32,
+}
+
+pub fn reading(devices: &NodeDevices, pods: &[&Pod], said: &Said<'_>, now: Timestamp) -> NodeUsage {
+    if said.replicas > 1 {
+        return shared_reading(devices, pods, said, now);
+    }
+    let idle = said.idle;
     let step = now / READING_EVERY;
     let mig = devices.gpus.iter().any(|g| g.mig_mode == MigMode::Enabled);
     let source = if mig { UsageSource::DcgmExporter } else { UsageSource::Agent };
@@ -56,7 +68,7 @@ pub fn reading(devices: &NodeDevices, pods: &[&Pod], idle: &BTreeMap<PodKey, Tim
         let name = key.to_string();
         let busy = if idle_since.is_some() { jitter(&name, step, 3) as f32 } else { busy_level(pod, step) };
         let idle_since = idle_since.filter(|_| source == UsageSource::Agent);
-        let memory = 20_000 + jitter(&name, 0, 40) * 1000;
+        let memory = said.memory.get(&key).copied().unwrap_or_else(|| 20_000 + jitter(&name, 0, 40) * 1000);
         let read = |gpu: Sym, index: u32, slice: Option<MigSlice>| DeviceReading {
             gpu,
             index,
@@ -76,7 +88,9 @@ pub fn reading(devices: &NodeDevices, pods: &[&Pod], idle: &BTreeMap<PodKey, Tim
             for _ in 0..count {
                 if let Some(s) = slices.iter_mut().find(|s| !s.3 && s.2.profile.as_str() == profile) {
                     s.3 = true;
-                    out.push(DeviceReading { memory_used_mib: Some(memory / 8), ..read(s.0, s.1, Some(s.2.clone())) });
+                    // Unsaid, a slice holds a share of what a whole GPU would.
+                    let on_slice = if said.memory.contains_key(&key) { memory } else { memory / 8 };
+                    out.push(DeviceReading { memory_used_mib: Some(on_slice), ..read(s.0, s.1, Some(s.2.clone())) });
                 }
             }
         }
@@ -94,4 +108,42 @@ pub fn reading(devices: &NodeDevices, pods: &[&Pod], idle: &BTreeMap<PodKey, Tim
     out.extend(whole.map(|g| free(g.uuid, g.index, None)));
     out.extend(slices.into_iter().filter(|s| !s.3).map(|s| free(s.0, s.1, Some(s.2))));
     NodeUsage { problem: None, node: devices.node, source, at: now, devices: out.into_boxed_slice() }
+}
+
+/// A time-sliced node: each GPU's replicas go to pods in turn, and a GPU's
+/// reading lists every pod on it with their memory summed (NVML sees one
+/// device; it cannot tell the pods' shares of compute apart).
+fn shared_reading(devices: &NodeDevices, pods: &[&Pod], said: &Said<'_>, now: Timestamp) -> NodeUsage {
+    let step = now / READING_EVERY;
+    let per_gpu = said.replicas as usize;
+    let mut slots: Vec<(PodKey, f32, u64)> = Vec::new();
+    for pod in pods {
+        let key = pod.key();
+        let name = key.to_string();
+        let busy =
+            if said.idle.contains_key(&key) { jitter(&name, step, 3) as f32 } else { busy_level(pod, step) / 2.0 };
+        let memory = said.memory.get(&key).copied().unwrap_or(8_000);
+        for _ in 0..pod.requests.gpu {
+            slots.push((key.clone(), busy, memory));
+        }
+    }
+    let out = devices
+        .gpus
+        .iter()
+        .enumerate()
+        .map(|(i, g)| {
+            let on: &[(PodKey, f32, u64)] = slots.get(i * per_gpu..((i + 1) * per_gpu).min(slots.len())).unwrap_or(&[]);
+            let memory: u64 = on.iter().map(|s| s.2).sum();
+            DeviceReading {
+                gpu: g.uuid,
+                index: g.index,
+                slice: None,
+                holders: on.iter().map(|s| s.0.clone()).collect(),
+                busy_pct: Some(on.iter().map(|s| s.1).sum::<f32>().min(100.0)),
+                memory_used_mib: Some(memory.min(g.memory_mib)),
+                idle_since: None,
+            }
+        })
+        .collect();
+    NodeUsage { problem: None, node: devices.node, source: UsageSource::Agent, at: now, devices: out }
 }

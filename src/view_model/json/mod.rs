@@ -59,6 +59,27 @@ pub fn document(
         mig: want(Section::Mig).then(|| mig(snap)),
         events: want(Section::Events).then(|| events(snap, now)),
         utilization: want(Section::Utilization).then(|| utilization(snap, a)),
+        spot: (want(Section::Gangs) && a.spot.nodes > 0).then(|| SpotJson {
+            nodes: a.spot.nodes,
+            replaced_last_24h: a.spot.replaced,
+            exposure_hours: round3(a.spot.exposure_hours),
+            preemptions_per_node_hour: round3(a.spot.rate_per_node_hour),
+            jobs: a
+                .spot
+                .jobs
+                .iter()
+                .map(|j| SpotJobJson {
+                    name: j.name.clone(),
+                    gang: j.gang.is_some(),
+                    spot_nodes: j.spot_nodes,
+                    gpus: j.gpus,
+                    checkpoint_interval_seconds: j.interval_seconds,
+                    restart_seconds: j.restart_seconds,
+                    break_even_discount: j.lost_fraction.map(round3),
+                    interval_for_ten_percent_seconds: j.interval_for_target,
+                })
+                .collect(),
+        }),
     }
 }
 

@@ -33,6 +33,33 @@ pub struct Document {
     pub events: Option<Vec<EventJson>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub utilization: Option<UtilizationJson>,
+    /// With the gangs, when spot nodes exist.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spot: Option<SpotJson>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SpotJson {
+    pub nodes: usize,
+    pub replaced_last_24h: usize,
+    pub exposure_hours: f64,
+    pub preemptions_per_node_hour: f64,
+    pub jobs: Vec<SpotJobJson>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SpotJobJson {
+    pub name: String,
+    pub gang: bool,
+    pub spot_nodes: usize,
+    pub gpus: u64,
+    pub checkpoint_interval_seconds: Option<i64>,
+    pub restart_seconds: i64,
+    /// The share of its time preemptions cost: spot pays above this discount.
+    pub break_even_discount: Option<f64>,
+    pub interval_for_ten_percent_seconds: Option<i64>,
 }
 
 #[derive(Serialize)]

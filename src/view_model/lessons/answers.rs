@@ -196,3 +196,103 @@ pub fn preemption_answer(a: &Analysis) -> Vec<String> {
     }
     lines
 }
+
+pub fn spot_question(a: &Analysis) -> String {
+    match a.spot.jobs.iter().find(|j| j.gang.is_some()) {
+        Some(j) => format!(
+            "{} runs on {} spot nodes. Spot is a fraction of the on-demand price: is it a good deal for this job? At what discount does it break even, and what would change the answer?",
+            j.name, j.spot_nodes
+        ),
+        None => "Some GPU nodes are spot. Which jobs should run there?".into(),
+    }
+}
+
+pub fn spot_answer(a: &Analysis) -> Vec<String> {
+    let s = &a.spot;
+    if s.jobs.is_empty() || s.rate_per_node_hour == 0.0 {
+        return vec![GONE.into()];
+    }
+    let mut lines = vec![format!("Preemption rate: {}.", s.rate_explained())];
+    lines.push("Each preemption loses half a checkpoint interval on average plus the restart, and a gang loses it when any of its nodes goes:".into());
+    for j in &s.jobs {
+        lines.push(format!("  {}: {}", j.name, j.explain(s.rate_per_node_hour)));
+    }
+    if let Some(j) = s.jobs.iter().find(|j| j.lost_fraction.is_some_and(|f| f > crate::analysis::spot::TARGET_LOSS)) {
+        let fix = j.interval_for_target.map_or_else(
+            || "no checkpoint interval gets it under 10%: keep it on demand".to_string(),
+            |t| format!("checkpointing every {} brings it to 10%", age(t)),
+        );
+        lines.push(format!(
+            "{} pays only above its break-even discount; {fix}, or run it on demand and keep spot for single-node, often-checkpointed work.",
+            j.name
+        ));
+    }
+    lines
+}
+
+/// GB in a MIG profile's name (`2g.20gb` → 20).
+fn profile_gb(profile: &str) -> Option<u64> {
+    profile.split('.').nth(1)?.trim_end_matches("gb").parse().ok()
+}
+
+pub fn sharing_question(a: &Analysis) -> String {
+    let ts = a.nodes.iter().filter(|n| n.replicas.is_some()).count();
+    let mig = a.nodes.iter().filter(|n| !n.mig.is_empty()).count();
+    format!(
+        "{mig} node(s) share GPUs with MIG, {ts} by time-slicing. The rerank team says its latency is erratic and asks for MIG too. What does each isolate, what does each waste, and where does each service fit?"
+    )
+}
+
+pub fn sharing_answer(a: &Analysis) -> Vec<String> {
+    use crate::analysis::fleet::IssueCode;
+    let Some(ts) = a.nodes.iter().find(|n| n.issues.iter().any(|i| i.code == IssueCode::SharedMemoryFull)) else {
+        return vec![GONE.into()];
+    };
+    let mut lines = Vec::new();
+    if let Some(r) = ts.replicas {
+        lines.push(format!(
+            "Time-slicing on {}: {} replicas per GPU, {} of {} allocated. The pods take turns on the whole GPU (each gets about 1/{} when all are busy: latency follows the neighbours) and share its memory with no limit; an Xid or an OOM hits them all.",
+            ts.name, r.per_gpu, r.allocated, r.advertised, r.per_gpu
+        ));
+    }
+    lines.push(format!("  {}: {}", ts.name, issue_detail_of(ts, IssueCode::SharedMemoryFull)));
+    for n in a.nodes.iter().filter(|n| !n.mig.is_empty()) {
+        for m in &n.mig {
+            lines.push(format!(
+                "MIG on {}: {} of {} {} slices in use. Each slice has its own memory and compute (isolated, steady latency); {} slice(s) hold nothing, and only a pod that fits {} can use them.",
+                n.name,
+                m.allocated,
+                m.allocatable,
+                m.profile,
+                m.allocatable.saturating_sub(m.allocated),
+                m.profile
+            ));
+        }
+    }
+    // Where each service fits: its pods' GPU memory against the slice sizes.
+    let mut by_workload: BTreeMap<String, u64> = BTreeMap::new();
+    for h in &a.utilization.holders {
+        let name = h.workload.as_ref().map_or_else(|| h.pod.to_string(), |w| w.name.to_string());
+        let mib = h.memory_used_mib.unwrap_or(0) / h.devices.first().map_or(1, |d| d.sharers.max(1) as u64);
+        let e = by_workload.entry(name).or_default();
+        *e = (*e).max(mib);
+    }
+    // The profiles of the MIG nodes' GPUs, smallest memory first, then least compute.
+    let product = a.nodes.iter().find(|n| !n.mig.is_empty()).and_then(|n| n.product);
+    let mut profiles: Vec<(u64, u8, String)> = product
+        .and_then(|p| crate::reference::mig::geometry_for_product(p.as_str()))
+        .map(|g| g.plain_profiles().filter_map(|p| Some((profile_gb(&p.name)?, p.compute, p.name.clone()))).collect())
+        .unwrap_or_default();
+    profiles.sort();
+    for (workload, mib) in by_workload {
+        let gb = mib.div_ceil(1024);
+        let fits = profiles.iter().find(|(cap, _, _)| *cap >= gb).map_or("a whole GPU", |(_, _, name)| name.as_str());
+        lines.push(format!("  {workload}: about {gb} GB per pod: the smallest MIG slice that holds it is {fits}."));
+    }
+    lines.push("So: give each service the smallest slice that holds it (isolated memory, steady latency), or fewer replicas per time-sliced GPU with a memory cap in the app; time-slicing suits small, bursty, trusted work, MIG steady latency and hard isolation, at the price of slices no pod fits.".into());
+    lines
+}
+
+fn issue_detail_of(n: &crate::analysis::fleet::NodeSummary, code: crate::analysis::fleet::IssueCode) -> String {
+    n.issues.iter().find(|i| i.code == code).map(|i| i.detail.clone()).unwrap_or_default()
+}

@@ -457,6 +457,30 @@ pub static LESSONS: &[Lesson] = &[
         question: answers::preemption_question,
         answer: answers::preemption_answer,
     },
+    Lesson {
+        scenario: "spot-breakeven",
+        causes: &[Cause::Spot],
+        hints: &[
+            "How often are the spot nodes replaced? Look at their ages.",
+            "A gang restarts when any of its nodes is preempted: multiply by its nodes.",
+            "The gang's detail (Gangs pane 3, enter) works out what it loses per hour.",
+        ],
+        evidence: &[Evidence::SpotGang],
+        question: answers::spot_question,
+        answer: answers::spot_answer,
+    },
+    Lesson {
+        scenario: "mig-vs-timeslicing",
+        causes: &[Cause::TimeSlicing],
+        hints: &[
+            "Compare what a pod gets on a MIG slice and on a time-sliced replica: memory, compute, faults.",
+            "The Fleet pane flags a time-sliced node whose GPUs' memory is nearly full.",
+            "How much GPU memory does each service's pod use, and which slice holds that?",
+        ],
+        evidence: &[Evidence::Node(IssueCode::SharedMemoryFull)],
+        question: answers::sharing_question,
+        answer: answers::sharing_answer,
+    },
 ];
 
 #[cfg(test)]

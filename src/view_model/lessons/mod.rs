@@ -117,6 +117,8 @@ pub enum Evidence {
     Node(IssueCode),
     /// A gang spread over nodes when one could hold it, opened.
     SplitGang,
+    /// A gang on spot nodes, its detail opened.
+    SpotGang,
     /// This pane, looked at (`Drivers`, `Usage`).
     Pane(&'static str),
     /// This action, run for real and finished without error.
@@ -150,6 +152,9 @@ impl Evidence {
                 a.nodes.iter().any(|n| n.name.as_str() == node && n.issues.iter().any(|i| i.code == code))
             }
             (Evidence::SplitGang, Sighting::Gang(id)) => a.gangs.iter().any(|g| gang_id(g) == *id && g.topology_split),
+            (Evidence::SpotGang, Sighting::Gang(id)) => {
+                a.gangs.iter().any(|g| gang_id(g) == *id && a.spot.job(&g.key).is_some())
+            }
             (Evidence::Pane(pane), Sighting::Pane(seen)) => pane == *seen,
             (Evidence::Action(kind), Sighting::Action { kind: done, .. }) => kind == *done,
             _ => false,
@@ -162,6 +167,7 @@ impl Evidence {
             Evidence::Chain(step) => format!("opening the pending chain of an item blocked at {}", step.title()),
             Evidence::Node(code) => format!("opening the detail of a node flagged {}", code.as_str()),
             Evidence::SplitGang => "opening the detail of a gang split across nodes".into(),
+            Evidence::SpotGang => "opening the detail of a gang on spot nodes".into(),
             Evidence::Pane(pane) => format!("opening the {pane} pane"),
             Evidence::Action(kind) => format!("running {kind} to its end"),
         }

@@ -300,6 +300,9 @@ pub fn pod(p: &K8sPod) -> Result<Pod> {
             .and_then(|a| a.get(keys::LAST_CHECKPOINT))
             .and_then(|t| crate::model::time::parse_rfc3339(t)),
         restart_seconds: annotations.and_then(|a| a.get(keys::RESTART_SECONDS)).and_then(|s| s.trim().parse().ok()),
+        checkpoint_interval_seconds: annotations
+            .and_then(|a| a.get(keys::CHECKPOINT_INTERVAL))
+            .and_then(|s| s.trim().parse().ok()),
     };
     if resume != crate::model::Resume::default() {
         pod.resume = Some(Box::new(resume));

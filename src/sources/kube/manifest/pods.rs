@@ -230,6 +230,9 @@ pub(super) fn pod_json(p: &Pod, index: &Index<'_>, life: &Life, scenario: &str) 
         if let Some(s) = r.restart_seconds {
             annotations.push((keys::RESTART_SECONDS.into(), s.to_string()));
         }
+        if let Some(s) = r.checkpoint_interval_seconds {
+            annotations.push((keys::CHECKPOINT_INTERVAL.into(), s.to_string()));
+        }
     }
     match (p.node, p.phase, p.reason) {
         (Some(_), PodPhase::Pending, Some(_)) => annotations.push((KUBELET.into(), "hold".into())),

@@ -17,8 +17,11 @@ pub const SCENARIO: Scenario = Scenario {
     build,
 };
 
-/// Per node: (pod, GPUs, minutes running, minutes idle) of the small holders.
-const HOLDERS: [(&str, &[(&str, u64, i64, Option<i64>)]); 2] = [
+/// A small holder: pod, GPUs, minutes running, minutes idle (if idle).
+type Holder = (&'static str, u64, i64, Option<i64>);
+
+/// Per node, its small holders.
+const HOLDERS: [(&str, &[Holder]); 2] = [
     (
         "gpu-05",
         &[

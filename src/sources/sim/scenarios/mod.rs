@@ -18,9 +18,11 @@ mod fragmented;
 mod gang_deadlock;
 mod idle_holders;
 mod mig_mismatch;
+mod mig_vs_timeslicing;
 mod plugin_crash;
 mod preemption_cost;
 mod quota_starvation;
+mod spot_breakeven;
 mod taint_mismatch;
 mod topology_split;
 
@@ -54,6 +56,8 @@ pub const SCENARIOS: &[Scenario] = &[
     driver_canary::SCENARIO,
     fair_share::SCENARIO,
     preemption_cost::SCENARIO,
+    spot_breakeven::SCENARIO,
+    mig_vs_timeslicing::SCENARIO,
 ];
 
 #[derive(Debug, Error)]

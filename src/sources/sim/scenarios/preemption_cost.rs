@@ -18,7 +18,8 @@ pub const SCENARIO: Scenario = Scenario {
 fn build(sim: &mut SimCluster) {
     let nodes = gpu_pool(sim, "gpu", 8, pool("h100", H100, 8, R550, false));
     // (job, nodes, minutes running, minutes since the last checkpoint, restart seconds)
-    let gangs: [(&str, &[usize], i64, Option<i64>, u32); 4] = [
+    type Job = (&'static str, &'static [usize], i64, Option<i64>, u32);
+    let gangs: [Job; 4] = [
         ("pretrain-a", &[0, 1, 2], 420, Some(52), 900),
         ("pretrain-b", &[3, 4, 5], 300, Some(8), 900),
         ("finetune-c", &[6], 200, None, 300),
