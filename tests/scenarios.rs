@@ -455,6 +455,8 @@ fn preemption_cost_prices_the_schedulers_pick_and_the_cheapest_node() {
     assert_eq!(c["cheapestNode"], "gpu-08");
     assert!((c["cheapestGpuHours"].as_f64().unwrap() - 3.333).abs() < 0.01, "{c}");
     assert_eq!(c["policyNever"], true);
+    // The defrag plan counts work lost from the same checkpoints: it frees gpu-08 too.
+    assert!(p["unblock"].to_string().contains("frees gpu-08"), "{}", p["unblock"]);
     assert!(
         p["schedulerMessage"].as_str().unwrap().ends_with("preemption: not eligible due to preemptionPolicy=Never.")
     );

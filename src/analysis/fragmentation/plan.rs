@@ -34,12 +34,15 @@ struct Unit<'a> {
 }
 
 /// The work a move or an eviction throws away: GPUs × the time the pod
-/// has run, less the time it has held them idle (nothing computed then),
-/// so an idle holder is the cheapest to move.
+/// has run since its last checkpoint (`kgpu.dev/last-checkpoint`, as the
+/// preemption cost counts it), less the time it has held them idle (nothing
+/// computed then), so an idle holder is the cheapest to move.
 fn pod_gpu_hours(index: &Index<'_>, pod: &Pod) -> f64 {
     let gpus = pod.requests.gpu as f64 + pod.requests.mig_total() as f64;
+    let since =
+        pod.resume.as_ref().and_then(|r| r.last_checkpoint).map_or(pod.transitioned, |c| c.max(pod.transitioned));
     let idle = index.idle_seconds(&pod.key()).unwrap_or(0);
-    let hours = (index.now - pod.transitioned - idle).max(0) as f64 / 3600.0;
+    let hours = (index.now - since - idle).max(0) as f64 / 3600.0;
     gpus * hours
 }
 
