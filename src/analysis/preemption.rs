@@ -95,12 +95,10 @@ pub fn cost(index: &Index<'_>, pod: &Pod) -> Option<Preemption> {
     let shape = Shape::of(pod);
     let mut candidates: Vec<(Sym, Vec<&Pod>)> = Vec::new();
     for node in index.nodes() {
-        if !fit::placement_verdicts(&shape, node).is_empty() {
-            continue;
-        }
         let on_node: Vec<&Pod> = index.pods_on(node.name).iter().copied().filter(|p| p.holds_resources()).collect();
         let mut lower: Vec<&Pod> = on_node.iter().copied().filter(|p| p.priority < pod.priority).collect();
-        if lower.is_empty() {
+        // Cheap first: a node without lower-priority pods offers no victims.
+        if lower.is_empty() || !fit::placement_verdicts(&shape, node).is_empty() {
             continue;
         }
         let mut kept = Tally::default();

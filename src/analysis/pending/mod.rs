@@ -276,12 +276,21 @@ const PREEMPTION_COSTS_AT_MOST: usize = 64;
 /// Pending GPU pods blocked at the fit step that outrank pods on some node:
 /// what preempting them would lose (`analysis::preemption`), as a hint too.
 pub fn add_preemption_costs(index: &Index<'_>, items: &mut [PendingItem]) {
+    // Only a pod above the lowest running priority can have victims: in a
+    // fleet without priorities that is none, and the nodes are not walked.
+    let Some(lowest) = index.snap.pods.values().filter(|p| p.holds_resources()).map(|p| p.priority).min() else {
+        return;
+    };
     let mut done = 0;
     for item in items.iter_mut() {
         if done == PREEMPTION_COSTS_AT_MOST {
             break;
         }
-        if item.kind != PendingKind::Pod || item.blocking != Some(Step::Fit) || item.gpus == 0 {
+        if item.kind != PendingKind::Pod
+            || item.blocking != Some(Step::Fit)
+            || item.gpus == 0
+            || item.priority <= lowest
+        {
             continue;
         }
         let key = crate::model::PodKey::new(item.namespace.as_str(), &item.name);

@@ -240,11 +240,10 @@ fn kueue_quota_arithmetic(
                 }
                 let borrowers = cohort_borrowers(snap, cq, flavor, resource);
                 let within_nominal = quota.reserved.max(quota.used) + amount <= quota.nominal;
-                if !borrowers.is_empty() && within_nominal && keys::is_gpu_resource(resource) {
-                    details.extend(borrowers);
+                let reclaimable = !borrowers.is_empty() && within_nominal && keys::is_gpu_resource(resource);
+                details.extend(borrowers);
+                if reclaimable {
                     details.extend(reclaim_lines(snap, cq));
-                } else {
-                    details.extend(borrowers);
                 }
                 let text = format!(
                     "unblock: {} more {resource} in flavor {name} of ClusterQueue {} (raise nominalQuota, lend from the cohort, or finish other work)",
