@@ -331,7 +331,7 @@ async fn an_agent_accepts_only_its_own_nodes_token() {
     let key_file = dir.path().join("token");
     std::fs::write(&key_file, format!("{KEY}\n")).unwrap();
     std::fs::set_permissions(&key_file, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = kgpu::lab::cluster::free_port().unwrap();
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/agent/h100-mig-all-balanced.json");
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_kgpu"))
         .args(["agent", "--listen", &format!("127.0.0.1:{port}"), "--node-name", "gpu-a", "--backend"])

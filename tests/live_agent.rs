@@ -87,8 +87,10 @@ impl Drop for AgentProcess {
     }
 }
 
+/// A port outside the ephemeral range, so nothing else takes it before
+/// the agent binds it.
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    kgpu::lab::cluster::free_port().unwrap()
 }
 
 fn kubectl_apply(cp: &ControlPlane, doc: &serde_json::Value) {

@@ -18,6 +18,9 @@ use super::binaries::Binaries;
 use super::{LabError, http, kwok, pki};
 
 mod objects;
+mod ports;
+
+pub use ports::free_port;
 
 /// The processes a lab may run, in start order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -131,15 +134,6 @@ struct Ports {
     kueue_health: u16,
     kueue_metrics: u16,
     kueue_webhook: u16,
-}
-
-fn free_port() -> Result<u16, LabError> {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0")
-        .map_err(|e| LabError::Start { component: "ports".into(), message: format!("no free port: {e}") })?;
-    listener
-        .local_addr()
-        .map(|a| a.port())
-        .map_err(|e| LabError::Start { component: "ports".into(), message: e.to_string() })
 }
 
 /// A running lab cluster. Dropping it stops every process it started.
