@@ -25,9 +25,15 @@ impl std::borrow::Borrow<str> for Entry {
     }
 }
 
-fn table() -> &'static Mutex<HashSet<Entry>> {
-    static TABLE: OnceLock<Mutex<HashSet<Entry>>> = OnceLock::new();
-    TABLE.get_or_init(|| Mutex::new(HashSet::new()))
+/// foldhash rather than SipHash: interning is on the path of every label of
+/// every node and pod decoded (two million labels for 10,000 real nodes), and
+/// what is hashed is a cluster's own names, not an attacker's choice of keys
+/// into a table whose lookups they time.
+type Table = HashSet<Entry, foldhash::fast::RandomState>;
+
+fn table() -> &'static Mutex<Table> {
+    static TABLE: OnceLock<Mutex<Table>> = OnceLock::new();
+    TABLE.get_or_init(|| Mutex::new(Table::default()))
 }
 
 impl Sym {

@@ -3,5 +3,6 @@
 pub mod apply;
 pub mod client;
 pub mod convert;
+pub mod lean;
 pub mod manifest;
 pub mod watch;

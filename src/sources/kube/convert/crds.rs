@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::PodSpec;
+use crate::sources::kube::lean::PodSpec;
 use serde_json::Value;
 
 use crate::model::node::labels_from;

@@ -5,17 +5,18 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{Container, Event as K8sEvent, Node as K8sNode, Pod as K8sPod, PodSpec};
+use k8s_openapi::api::core::v1::Event as K8sEvent;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use serde_json::Value;
 
-use crate::model::node::labels_from;
+use crate::model::node::{label_value, labels_from};
 use crate::model::{
     ClusterEvent, CudaNeed, EventType, Labels, Node, NodeCondition, NodeSelectorTerm, Owner, Pod, PodPhase, Readiness,
     Requirement, Resources, SelectorOperator, Sym, Taint, TaintEffect, Timestamp, Toleration, TolerationOperator, Uid,
     Unschedulable, keys, quantity,
 };
 
+use super::lean::{Container, Node as K8sNode, Pod as K8sPod, PodSpec};
 use super::manifest::{VALIDATION_START, WAIT_FOR_JOBS_START};
 
 mod crds;
@@ -203,18 +204,19 @@ fn cuda_need(spec: &PodSpec) -> Option<&'static CudaNeed> {
 }
 
 /// The top-level workload a pod's labels name (see `Pod::workload`).
-fn workload_of_labels(labels: &BTreeMap<String, String>) -> Option<Owner> {
-    let owner = |kind: &str, name: &String| Some(Owner { kind: Sym::new(kind), name: Sym::new(name) });
-    if let Some(name) = labels.get(keys::JOBSET_NAME) {
-        return owner("JobSet", name);
+fn workload_of_labels(labels: &Labels) -> Option<Owner> {
+    let get = |k: &str| label_value(labels, k);
+    let owner = |kind: Sym, name: Sym| Some(Owner { kind, name });
+    if let Some(name) = get(keys::JOBSET_NAME) {
+        return owner(Sym::new("JobSet"), name);
     }
-    if let Some(name) = labels.get(keys::LWS_NAME) {
-        return owner("LeaderWorkerSet", name);
+    if let Some(name) = get(keys::LWS_NAME) {
+        return owner(Sym::new("LeaderWorkerSet"), name);
     }
-    if let (Some(kind), Some(name)) = (labels.get(keys::RAY_ORIGIN_KIND), labels.get(keys::RAY_ORIGIN_NAME)) {
+    if let (Some(kind), Some(name)) = (get(keys::RAY_ORIGIN_KIND), get(keys::RAY_ORIGIN_NAME)) {
         return owner(kind, name);
     }
-    labels.get(keys::RAY_CLUSTER).and_then(|name| owner("RayCluster", name))
+    get(keys::RAY_CLUSTER).and_then(|name| owner(Sym::new("RayCluster"), name))
 }
 
 fn owner_of(refs: Option<&Vec<k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference>>) -> Option<Owner> {
@@ -227,8 +229,7 @@ fn owner_of(refs: Option<&Vec<k8s_openapi::apimachinery::pkg::apis::meta::v1::Ow
 
 pub fn node(n: &K8sNode) -> Result<Node> {
     let name = n.metadata.name.as_deref().ok_or("node without metadata.name")?;
-    let labels: Labels = labels_from(n.metadata.labels.iter().flatten().map(|(k, v)| (k.as_str(), v.as_str())));
-    let mut node = Node::new(name, labels);
+    let mut node = Node::new(name, n.labels.clone());
     let spec = n.spec.as_ref();
     node.unschedulable = spec.and_then(|s| s.unschedulable).unwrap_or(false);
     node.taints = spec
@@ -259,8 +260,7 @@ pub fn node(n: &K8sNode) -> Result<Node> {
     node.created = n.metadata.creation_timestamp.as_ref().map_or(0, ts);
     // The operator records when some states began; otherwise the model
     // tracks the time it first saw the state.
-    let annotation =
-        |k: &str| n.metadata.annotations.as_ref().and_then(|a| a.get(k)).and_then(|v| v.parse::<i64>().ok());
+    let annotation = |k: &str| n.annotations.get(k).and_then(|v| v.parse::<i64>().ok());
     node.operator.upgrade_since = match node.operator.upgrade_state.map(|s| s.as_str()) {
         Some("validation-required") => annotation(VALIDATION_START),
         Some("wait-for-jobs-required") => annotation(WAIT_FOR_JOBS_START),
@@ -284,25 +284,19 @@ pub fn pod(p: &K8sPod) -> Result<Pod> {
     pod.gated = spec.scheduling_gates.as_ref().is_some_and(|g| !g.is_empty());
     pod.owner = owner_of(p.metadata.owner_references.as_ref());
     pod.uid = p.metadata.uid.as_deref().and_then(Uid::parse);
-    let labels = p.metadata.labels.as_ref();
-    pod.workload = labels.and_then(workload_of_labels);
-    let annotations = p.metadata.annotations.as_ref();
-    pod.group = labels
-        .and_then(|l| l.get(keys::KUEUE_POD_GROUP_NAME))
-        .or_else(|| annotations.and_then(|a| a.get(keys::VOLCANO_GROUP_NAME)))
-        .or_else(|| annotations.and_then(|a| a.get(keys::VOLCANO_GROUP_NAME_NEW)))
-        .map(|g| Sym::new(g));
-    pod.queue = labels.and_then(|l| l.get(keys::KUEUE_QUEUE_NAME)).map(|q| Sym::new(q));
-    pod.mirror = annotations.is_some_and(|a| a.contains_key(keys::MIRROR_POD_ANNOTATION));
+    let labels = &p.labels;
+    pod.workload = workload_of_labels(labels);
+    let annotations = &p.annotations;
+    pod.group = label_value(labels, keys::KUEUE_POD_GROUP_NAME)
+        .or_else(|| annotations.get(keys::VOLCANO_GROUP_NAME).map(Sym::new))
+        .or_else(|| annotations.get(keys::VOLCANO_GROUP_NAME_NEW).map(Sym::new));
+    pod.queue = label_value(labels, keys::KUEUE_QUEUE_NAME);
+    pod.mirror = annotations.get(keys::MIRROR_POD_ANNOTATION).is_some();
     pod.preempt_never = spec.preemption_policy.as_deref() == Some("Never");
     let resume = crate::model::Resume {
-        last_checkpoint: annotations
-            .and_then(|a| a.get(keys::LAST_CHECKPOINT))
-            .and_then(|t| crate::model::time::parse_rfc3339(t)),
-        restart_seconds: annotations.and_then(|a| a.get(keys::RESTART_SECONDS)).and_then(|s| s.trim().parse().ok()),
-        checkpoint_interval_seconds: annotations
-            .and_then(|a| a.get(keys::CHECKPOINT_INTERVAL))
-            .and_then(|s| s.trim().parse().ok()),
+        last_checkpoint: annotations.get(keys::LAST_CHECKPOINT).and_then(crate::model::time::parse_rfc3339),
+        restart_seconds: annotations.get(keys::RESTART_SECONDS).and_then(|s| s.trim().parse().ok()),
+        checkpoint_interval_seconds: annotations.get(keys::CHECKPOINT_INTERVAL).and_then(|s| s.trim().parse().ok()),
     };
     if resume != crate::model::Resume::default() {
         pod.resume = Some(Box::new(resume));
