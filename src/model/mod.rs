@@ -203,6 +203,8 @@ pub struct Snapshot {
     pub scenario: Option<ScenarioInfo>,
     /// Bumped by every applied event that changed something.
     pub generation: u64,
+    /// The part of `generation` that only moved the clock.
+    pub ticks: u64,
     /// The source's clock at the last `Clock` event.
     pub clock: Timestamp,
     pub nodes: OrdMap<Sym, Arc<Node>>,
@@ -227,6 +229,7 @@ impl Snapshot {
             source,
             scenario: None,
             generation: 0,
+            ticks: 0,
             clock: 0,
             nodes: OrdMap::new(),
             pods: OrdMap::new(),
@@ -240,6 +243,11 @@ impl Snapshot {
             feeds: BTreeMap::new(),
             skipped: BTreeMap::new(),
         }
+    }
+
+    /// Changes to what the cluster holds: `generation` without the clock's ticks.
+    pub fn content_generation(&self) -> u64 {
+        self.generation - self.ticks
     }
 
     pub fn feed(&self, feed: Feed) -> Option<&FeedStatus> {
@@ -365,6 +373,7 @@ impl Cluster {
                 if now != s.clock {
                     s.clock = now;
                     s.generation += 1;
+                    s.ticks += 1;
                 }
             }
             ModelEvent::Skipped { feed, reason } => {

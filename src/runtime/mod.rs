@@ -6,6 +6,7 @@ pub mod act;
 pub mod lab;
 pub mod load;
 pub mod logging;
+pub mod pacing;
 pub mod scenario;
 pub mod source;
 pub mod terminal;

@@ -5,6 +5,7 @@
 use std::collections::{BTreeSet, VecDeque};
 use std::io::IsTerminal;
 use std::sync::Arc;
+use std::time::Instant;
 
 use crossterm::event::{Event, EventStream, KeyEventKind};
 use futures::{Stream, StreamExt};
@@ -23,6 +24,7 @@ use crate::view_model::lessons::Lesson;
 use crate::view_model::panes::{Views, audit_rows};
 
 use super::UsageError;
+use super::pacing::Pacing;
 use super::source::{self, Run, Session, Shared, Source};
 use super::terminal::Guard;
 
@@ -40,19 +42,33 @@ fn build_views(snap: Arc<Snapshot>, now: Timestamp, thresholds: &Thresholds, tar
 }
 
 /// Analyses `snap` on the blocking pool and sends the views back, tagged.
+/// Views built off the input loop, and what they cost.
+struct Built {
+    /// The cockpit's generation (scenario, wave target) they were built for.
+    generation: u64,
+    /// The snapshot's content generation.
+    content: u64,
+    started: Instant,
+    finished: Instant,
+    views: Views,
+}
+
 fn spawn_build(
     snap: Arc<Snapshot>,
     now: Timestamp,
     thresholds: &Thresholds,
     target: &Option<DriverVersion>,
     generation: u64,
-    tx: &mpsc::Sender<(u64, Views)>,
+    tx: &mpsc::Sender<Built>,
 ) {
     let (thresholds, target, tx) = (thresholds.clone(), target.clone(), tx.clone());
     tokio::task::spawn_blocking(move || {
+        let started = Instant::now();
+        let content = snap.content_generation();
         let views = build_views(snap, now, &thresholds, &target);
+        let built = Built { generation, content, started, finished: Instant::now(), views };
         // The receiver is gone only when the cockpit is closing.
-        let _ = tx.blocking_send((generation, views));
+        let _ = tx.blocking_send(built);
     });
 }
 
@@ -255,12 +271,15 @@ where
         app.overlay = Some(crate::app::Overlay::Detail { detail: crate::app::Detail::Lesson, scroll: 0 });
     }
     // Model changes are analysed off the input loop, so keys stay responsive
-    // on a big fleet; only the newest snapshot is analysed, and a result
-    // from before a scenario switch or a new wave target is dropped.
-    let (built_tx, mut built_rx) = mpsc::channel::<(u64, Views)>(1);
+    // on a big fleet; only the newest snapshot is analysed, paced by what
+    // the last analysis cost (runtime::pacing), and a result from before a
+    // scenario switch or a new wave target is dropped.
+    let (built_tx, mut built_rx) = mpsc::channel::<Built>(1);
     let mut generation = 0u64;
     let mut building = false;
-    let mut stale = false;
+    // A snapshot newer than the one last analysed is waiting.
+    let mut wanted = false;
+    let mut pacing = Pacing::new(Instant::now(), views.snap.content_generation());
     let mut stop = StopSignals::new()?;
     let mut dirty = true;
     let mut source_gone = false;
@@ -277,6 +296,7 @@ where
             dirty = false;
         }
         let session = &mut cockpit.session;
+        let analyse_at = pacing.ready_at(session.snapshots.borrow().content_generation());
         tokio::select! {
             event = input.next() => {
                 let mut next = event;
@@ -305,28 +325,26 @@ where
                         effects.extend(app.update(Msg::SourceStopped, &views));
                         dirty = true;
                     }
-                } else if building {
-                    stale = true;
                 } else {
-                    let snap = session.snapshots.borrow_and_update().clone();
-                    spawn_build(snap.clone(), session.now(&snap), &cockpit.thresholds, &wave_target, generation, &built_tx);
-                    building = true;
+                    session.snapshots.borrow_and_update();
+                    wanted = true;
                 }
             },
-            Some((built_for, built)) = built_rx.recv() => {
+            () = tokio::time::sleep_until(analyse_at.into()), if wanted && !building => {
+                wanted = false;
+                let snap = session.snapshots.borrow_and_update().clone();
+                spawn_build(snap.clone(), session.now(&snap), &cockpit.thresholds, &wave_target, generation, &built_tx);
+                building = true;
+            },
+            Some(built) = built_rx.recv() => {
                 building = false;
-                if built_for == generation {
+                pacing.analysed(built.started, built.finished, built.content);
+                if built.generation == generation {
                     // Freeing a big fleet's analysis takes milliseconds: not on the input loop.
-                    let old = std::mem::replace(&mut views, built);
+                    let old = std::mem::replace(&mut views, built.views);
                     tokio::task::spawn_blocking(move || drop(old));
                     show_audit(&mut views, &audit);
                     dirty = true;
-                }
-                if stale {
-                    stale = false;
-                    let snap = session.snapshots.borrow_and_update().clone();
-                    spawn_build(snap.clone(), session.now(&snap), &cockpit.thresholds, &wave_target, generation, &built_tx);
-                    building = true;
                 }
             },
             Some(progress) = cockpit.progress.recv() => {
@@ -381,6 +399,7 @@ where
                             cockpit.from = from;
                             generation += 1;
                             let snap = cockpit.session.snapshots.borrow_and_update().clone();
+                            pacing = Pacing::new(Instant::now(), snap.content_generation());
                             views = cockpit.views(snap, &wave_target);
                             audit = audit_entries(&cockpit.session);
                             show_audit(&mut views, &audit);
