@@ -12,22 +12,20 @@ mod counting;
 
 #[path = "../tests/support/controlplane.rs"]
 mod controlplane;
+#[path = "support/populate.rs"]
+mod populate;
 
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::Instant;
 
-use futures::StreamExt;
-use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
-use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
-use serde_json::json;
+use kube::api::{Api, ListParams};
 
 #[global_allocator]
 static ALLOC: counting::Counting = counting::Counting;
 
 const NODES: usize = 2_000;
 const PODS: usize = 20_000;
-const REQUIRE: &str = include_str!("../tests/fixtures/compat/nvidia-require-cuda-12.4.1.env");
 
 fn main() {
     let cp = controlplane::ControlPlane::start().expect("control plane");
@@ -36,7 +34,7 @@ fn main() {
         let target = kgpu::sources::kube::client::Target { kubeconfig: Some(cp.kubeconfig.clone()), context: None };
         let (client, _) = kgpu::sources::kube::client::connect(&target).await.unwrap();
         let t0 = Instant::now();
-        populate(&client).await;
+        populate::fleet(&client, NODES, PODS).await;
         eprintln!("created {NODES} nodes and {PODS} pods in {:.1}s", t0.elapsed().as_secs_f64());
 
         // kubectl, the baseline.
@@ -77,7 +75,7 @@ fn main() {
         let (k, g) = (median(&mut kubectl_times), median(&mut kgpu_times));
 
         // Bytes per pod: real API objects converted into the model.
-        let pods: Api<Pod> = Api::all(client.clone());
+        let pods: Api<kgpu::sources::kube::lean::Pod> = Api::all(client.clone());
         let list = pods.list(&ListParams::default().limit(5000)).await.unwrap();
         let mut cluster = kgpu::model::Cluster::new(kgpu::model::SourceInfo {
             kind: kgpu::model::SourceKind::Kube,
@@ -104,53 +102,4 @@ fn main() {
             std::process::exit(1);
         }
     });
-}
-
-async fn populate(client: &kube::Client) {
-    let nodes: Api<Node> = Api::all(client.clone());
-    futures::stream::iter(0..NODES)
-        .for_each_concurrent(32, |i| {
-            let nodes = nodes.clone();
-            async move {
-                let name = format!("bench-{i:05}");
-                let node: Node = serde_json::from_value(json!({"metadata": {"name": name, "labels": {
-                    "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3", "nvidia.com/gpu.count": "8", "nvidia.com/gpu.present": "true",
-                    "nvidia.com/cuda.driver-version.full": "550.54.15", "nvidia.com/cuda.runtime-version.major": "12",
-                    "nvidia.com/cuda.runtime-version.minor": "4", "kubernetes.io/hostname": name}},
-                    "spec": {"taints": [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]}}))
-                .unwrap();
-                nodes.create(&PostParams::default(), &node).await.unwrap();
-                let status = json!({"status": {"capacity": {"cpu": "192", "memory": "2Ti", "pods": "110", "nvidia.com/gpu": "8"},
-                    "allocatable": {"cpu": "192", "memory": "2Ti", "pods": "110", "nvidia.com/gpu": "8"},
-                    "conditions": [{"type": "Ready", "status": "True"}]}});
-                nodes.patch_status(&name, &PatchParams::default(), &Patch::Merge(&status)).await.unwrap();
-            }
-        })
-        .await;
-    let namespaces: Api<Namespace> = Api::all(client.clone());
-    for t in 0..10 {
-        let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": format!("team-{t}")}})).unwrap();
-        namespaces.create(&PostParams::default(), &ns).await.unwrap();
-    }
-    let require = REQUIRE.lines().find_map(|l| l.strip_prefix("NVIDIA_REQUIRE_CUDA=")).unwrap();
-    futures::stream::iter(0..PODS)
-        .for_each_concurrent(32, |i| {
-            let client = client.clone();
-            async move {
-                let ns = format!("team-{}", i % 10);
-                let pods: Api<Pod> = Api::namespaced(client, &ns);
-                let pod: Pod = serde_json::from_value(json!({
-                    "metadata": {"name": format!("train-{i:05}-0-x7k2q"), "labels": {"batch.kubernetes.io/job-name": format!("train-{:05}", i / 8),
-                        "kueue.x-k8s.io/queue-name": "research"}},
-                    "spec": {"nodeName": format!("bench-{:05}", i % NODES), "terminationGracePeriodSeconds": 0,
-                        "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
-                        "containers": [{"name": "main", "image": "nvcr.io/nvidia/pytorch:24.03-py3",
-                            "env": [{"name": "NVIDIA_REQUIRE_CUDA", "value": require}, {"name": "NCCL_DEBUG", "value": "INFO"}],
-                            "resources": {"requests": {"cpu": "12", "memory": "120Gi"}, "limits": {"nvidia.com/gpu": "1"}}}]}
-                }))
-                .unwrap();
-                pods.create(&PostParams::default(), &pod).await.unwrap();
-            }
-        })
-        .await;
 }

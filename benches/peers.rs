@@ -1,0 +1,285 @@
+//! Peer benchmark: kgpu next to k9s on one real API server (the test
+//! control plane) holding 2,000 GPU nodes (the 197 labels of a real H100
+//! node, status through the status subresource) and 20,000 bound pods. Each
+//! tool runs in tmux at 200×60, three times, and is measured the same way:
+//!
+//! - first complete view: every pod counted on screen (k9s: the pod view's
+//!   `[N]`; kgpu: the header's GPUs and GPUs in use), from the tool's start;
+//! - resident memory once loaded, and its peak;
+//! - idle CPU over 30 s;
+//! - under a steady stream of pod changes (a label patched, 50 a second):
+//!   CPU, and the change-to-screen latency of a deleted pod (every 2 s);
+//! - key latency: a cursor move (`j`) until the screen changes (tmux's own
+//!   capture included, a few milliseconds).
+//!
+//! Next to them, the floor: the raw paginated LIST of the same pods and
+//! nodes, read and dropped. k9s is built once from the Go module proxy into
+//! ~/.cache/kgpu/peers (a few minutes); a peer that does not build or load
+//! within 5 minutes is reported so.
+//!
+//! `cargo bench --bench peers`; `KGPU_BENCH_NODES`, `KGPU_BENCH_PODS`,
+//! `KGPU_BENCH_RUNS`, `KGPU_BENCH_WINDOW` (seconds of idle and of changes),
+//! `KGPU_BENCH_CHURN` (changes/s).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a benchmark may panic on setup failure
+
+#[path = "../tests/support/controlplane.rs"]
+mod controlplane;
+#[path = "support/floor.rs"]
+mod floor;
+#[path = "support/populate.rs"]
+mod populate;
+#[path = "support/terminal.rs"]
+mod terminal;
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, DeleteParams, Patch, PatchParams};
+use terminal::Terminal;
+
+const K9S: &str = "v0.50.16";
+const LOAD_LIMIT: Duration = Duration::from_secs(300);
+
+fn env(name: &str, default: u64) -> u64 {
+    std::env::var(name).ok().and_then(|v| v.replace(['_', ','], "").parse().ok()).unwrap_or(default)
+}
+
+/// A tool under test: how to start it and how to read its pod count.
+struct Tool {
+    name: &'static str,
+    command: String,
+    /// The count on screen that is complete when it equals the fleet's.
+    count: fn(&str) -> Option<u64>,
+}
+
+/// kgpu's header: "N GPUs · U used · …".
+fn kgpu_used(screen: &str) -> Option<u64> {
+    let line = screen.lines().nth(1)?;
+    let (_, rest) = line.split_once(" GPUs · ")?;
+    rest.split(" used").next()?.trim().replace(',', "").parse().ok()
+}
+
+/// k9s's table title: "Pods(all)[20000]".
+fn k9s_pods(screen: &str) -> Option<u64> {
+    let (_, rest) = screen.split_once("Pods(all)[")?;
+    rest.split(']').next()?.trim().parse().ok()
+}
+
+#[derive(Default)]
+struct Figures {
+    first_view: Vec<f64>,
+    rss: Vec<f64>,
+    peak: Vec<f64>,
+    idle: Vec<f64>,
+    busy: Vec<f64>,
+    latency: Vec<f64>,
+    keys: Vec<f64>,
+    failed: Option<String>,
+}
+
+fn median(v: &[f64]) -> f64 {
+    let mut v = v.to_vec();
+    v.sort_by(|a, b| a.total_cmp(b));
+    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+fn main() {
+    let nodes = env("KGPU_BENCH_NODES", 2_000) as usize;
+    let pods = env("KGPU_BENCH_PODS", 20_000) as usize;
+    let runs = env("KGPU_BENCH_RUNS", 3);
+    let window = Duration::from_secs(env("KGPU_BENCH_WINDOW", 30));
+    let rate = env("KGPU_BENCH_CHURN", 50);
+    let cp = controlplane::ControlPlane::start().expect("control plane");
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let target = kgpu::sources::kube::client::Target { kubeconfig: Some(cp.kubeconfig.clone()), context: None };
+    let (client, _) = rt.block_on(kgpu::sources::kube::client::connect(&target)).unwrap();
+    let t0 = Instant::now();
+    let mut gpu_pods = rt.block_on(populate::fleet(&client, nodes, pods));
+    eprintln!("created {nodes} nodes and {pods} pods in {:.0} s", t0.elapsed().as_secs_f64());
+
+    let floor = median(&(0..runs).map(|_| rt.block_on(floor::raw_list(&cp.kubeconfig))).collect::<Vec<_>>());
+    eprintln!("raw paginated LIST: {floor:.2} s");
+
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = cp.kubeconfig.display().to_string();
+    let mut tools = vec![Tool {
+        name: "kgpu",
+        command: format!(
+            "env KGPU_DATA_DIR={d} KGPU_CONFIG_DIR={d} {} --kubeconfig {kubeconfig} 2>/dev/null",
+            env!("CARGO_BIN_EXE_kgpu"),
+            d = dir.path().display()
+        ),
+        count: kgpu_used,
+    }];
+    match build_k9s() {
+        Ok(k9s) => tools.push(Tool {
+            name: "k9s",
+            command: format!(
+                "env K9S_CONFIG_DIR={d}/k9s XDG_STATE_HOME={d} XDG_DATA_HOME={d} {} --kubeconfig {kubeconfig} -A -c pods --logoless --readonly",
+                k9s.display(),
+                d = dir.path().display()
+            ),
+            count: k9s_pods,
+        }),
+        Err(e) => eprintln!("k9s: {e}"),
+    }
+
+    let pods_api: Api<Pod> = Api::all(client.clone());
+    let listed: Vec<(String, String)> = rt
+        .block_on(pods_api.list(&Default::default()))
+        .unwrap()
+        .items
+        .iter()
+        .map(|p| (p.metadata.namespace.clone().unwrap(), p.metadata.name.clone().unwrap()))
+        .collect();
+    let mut victims = listed.iter().filter(|(_, n)| n.starts_with("train-")).cloned();
+    let mut total_pods = pods;
+    let mut results = Vec::new();
+    for tool in &tools {
+        let mut f = Figures::default();
+        for run in 0..runs {
+            let want_count = if tool.name == "kgpu" { gpu_pods } else { total_pods } as u64;
+            let term = Terminal::start(tool.name, 200, 60, &tool.command);
+            let Some(first) = term.wait(LOAD_LIMIT, |s| (tool.count)(s) == Some(want_count)) else {
+                f.failed = Some(format!("no complete view within {} s", LOAD_LIMIT.as_secs()));
+                eprintln!("{}: {}; screen:\n{}", tool.name, f.failed.as_deref().unwrap(), term.screen());
+                break;
+            };
+            std::thread::sleep(Duration::from_secs(5));
+            f.first_view.push(first.as_secs_f64());
+            f.rss.push(term.rss_mib());
+            f.idle.push(term.cpu_share(window));
+
+            // Changes: `rate` label patches a second, spread over the pods.
+            let stop = Arc::new(AtomicBool::new(false));
+            let churn = {
+                let (api, stop, listed) = (pods_api.clone(), stop.clone(), listed.clone());
+                rt.spawn(async move {
+                    let mut tick = tokio::time::interval(Duration::from_secs_f64(1.0 / rate.max(1) as f64));
+                    let mut k = run as usize * 7_919;
+                    while !stop.load(Ordering::Relaxed) {
+                        tick.tick().await;
+                        let (ns, name) = &listed[k % listed.len()];
+                        k += 104_729;
+                        let patch = serde_json::json!({"metadata": {"labels": {"kgpu.dev/bench-tick": k.to_string()}}});
+                        let api: Api<Pod> = Api::namespaced(api.clone().into_client(), ns);
+                        let _ = api.patch(name, &PatchParams::default(), &Patch::Merge(&patch)).await;
+                    }
+                })
+            };
+            let cpu_before = term.cpu_seconds();
+            let start = Instant::now();
+            while start.elapsed() + Duration::from_secs(3) <= window {
+                std::thread::sleep(Duration::from_secs(2));
+                let Some((ns, name)) = victims.next() else { break };
+                let api: Api<Pod> = Api::namespaced(client.clone(), &ns);
+                rt.block_on(api.delete(&name, &DeleteParams { grace_period_seconds: Some(0), ..Default::default() }))
+                    .unwrap();
+                gpu_pods -= 1;
+                total_pods -= 1;
+                let want = if tool.name == "kgpu" { gpu_pods } else { total_pods } as u64;
+                let seen = term.wait(Duration::from_secs(30), |s| (tool.count)(s) == Some(want));
+                f.latency.push(seen.map_or(f64::INFINITY, |d| d.as_secs_f64()));
+            }
+            f.busy.push((term.cpu_seconds() - cpu_before) / start.elapsed().as_secs_f64());
+            stop.store(true, Ordering::Relaxed);
+            rt.block_on(churn).unwrap();
+            f.peak.push(term.peak_mib());
+
+            // Keys: a cursor move, until the screen (with its colours) changes.
+            for _ in 0..10 {
+                let before = term.styled_screen();
+                let t = Instant::now();
+                term.keys("j");
+                if term.wait(Duration::from_secs(5), |_| term.styled_screen() != before).is_some() {
+                    f.keys.push(t.elapsed().as_secs_f64());
+                }
+                std::thread::sleep(Duration::from_millis(200));
+            }
+            eprintln!(
+                "{} run {}: first view {:.2} s, {:.0} MiB (peak {:.0}), idle {:.2}%, under changes {:.0}% and {:.2} s to the screen, keys {:.1} ms",
+                tool.name,
+                run + 1,
+                first.as_secs_f64(),
+                f.rss.last().unwrap(),
+                f.peak.last().unwrap(),
+                f.idle.last().unwrap() * 100.0,
+                f.busy.last().unwrap() * 100.0,
+                median(&f.latency),
+                median(&f.keys) * 1000.0
+            );
+        }
+        results.push((tool.name, f));
+    }
+    report(nodes, pods, floor, rate, &results);
+}
+
+fn report(nodes: usize, pods: usize, floor: f64, rate: u64, results: &[(&str, Figures)]) {
+    println!("{nodes} nodes, {pods} pods on one real API server (medians); raw paginated LIST: {floor:.2} s");
+    println!(
+        "| tool | first complete view | resident (peak) | idle CPU | CPU under {rate} changes/s | change to screen | key |"
+    );
+    println!("|---|---|---|---|---|---|---|");
+    let kgpu = results.iter().find(|(n, _)| *n == "kgpu").map(|(_, f)| f);
+    for (name, f) in results {
+        if let Some(why) = &f.failed {
+            println!("| {name} | {why} | | | | | |");
+            continue;
+        }
+        println!(
+            "| {name} | {:.2} s ({:.2}× the LIST) | {:.0} MiB ({:.0}) | {:.2}% | {:.0}% | {:.2} s | {:.1} ms |",
+            median(&f.first_view),
+            median(&f.first_view) / floor,
+            median(&f.rss),
+            median(&f.peak),
+            median(&f.idle) * 100.0,
+            median(&f.busy) * 100.0,
+            median(&f.latency),
+            median(&f.keys) * 1000.0
+        );
+    }
+    if let Some(k) = kgpu {
+        for (name, f) in results.iter().filter(|(n, f)| *n != "kgpu" && f.failed.is_none()) {
+            let ratio = |a: &[f64], b: &[f64]| median(a) / median(b);
+            println!(
+                "{name} ÷ kgpu: first view {:.1}×, resident {:.1}×, idle CPU {:.1}×, CPU under changes {:.1}×, change to screen {:.1}×, key {:.1}×",
+                ratio(&f.first_view, &k.first_view),
+                ratio(&f.rss, &k.rss),
+                ratio(&f.idle, &k.idle),
+                ratio(&f.busy, &k.busy),
+                ratio(&f.latency, &k.latency),
+                ratio(&f.keys, &k.keys)
+            );
+        }
+    }
+}
+
+/// k9s from the Go module proxy, built once into ~/.cache/kgpu/peers.
+fn build_k9s() -> Result<PathBuf, String> {
+    let home = std::env::var("HOME").map_err(|_| "no $HOME for the build cache".to_string())?;
+    let dir = PathBuf::from(home).join(format!(".cache/kgpu/peers/k9s-{K9S}"));
+    let bin = dir.join("k9s");
+    if bin.exists() {
+        return Ok(bin);
+    }
+    eprintln!("building k9s {K9S} from the Go module proxy into {} (a few minutes, once)", dir.display());
+    let out = Command::new("go")
+        .args(["install", "-p", "2", &format!("github.com/derailed/k9s@{K9S}")])
+        .env("GOBIN", &dir)
+        .env("GOTOOLCHAIN", "local")
+        .env("GOWORK", "off")
+        .env("CGO_ENABLED", "0")
+        .env("GOFLAGS", "-trimpath")
+        .output()
+        .map_err(|e| format!("not built: cannot run go ({e})"))?;
+    if !out.status.success() || !bin.exists() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        return Err(format!("not built: {}", err.lines().last().unwrap_or("go install failed")));
+    }
+    Ok(bin)
+}

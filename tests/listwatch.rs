@@ -1,0 +1,82 @@
+//! The benchmarks' loopback list/watch server (benches/support/listwatch.rs)
+//! speaks the protocol the way kube-apiserver does, as the real kube source
+//! and kube-rs's watcher read it: a figure measured against it is a figure
+//! of the product's own code path.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
+
+#[allow(dead_code)]
+#[path = "../benches/support/listwatch.rs"]
+mod listwatch;
+
+use futures::StreamExt;
+use kgpu::sources::kube::client::{Target, connect};
+use kube::runtime::watcher::{self, Event};
+
+async fn serve(nodes: usize, pods: usize) -> (std::sync::Arc<listwatch::Fleet>, tempfile::TempDir, Target) {
+    let fleet = listwatch::Fleet::new(nodes, pods);
+    let port = listwatch::serve(fleet.clone()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("kubeconfig");
+    std::fs::write(&path, listwatch::kubeconfig(port)).unwrap();
+    (fleet, dir, Target { kubeconfig: Some(path), context: None })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_kube_source_loads_the_generated_fleet_page_by_page() {
+    let (fleet, _dir, target) = serve(30, 1_234).await;
+    let (snap, _) = kgpu::runtime::load::kube(&target, &Default::default()).await.unwrap();
+    assert_eq!(snap.nodes.len(), 30);
+    assert_eq!(snap.pods.len(), 1_234, "three pages of 500");
+    let (_, gpus_held) = fleet.counts();
+    let held: u64 = snap.pods.values().filter(|p| p.node.is_some()).map(|p| p.requests.get("nvidia.com/gpu")).sum();
+    assert_eq!(held as usize, gpus_held);
+    // Real shapes: the node's 197 labels, the pod's CUDA requirement.
+    let node = snap.nodes.values().next().unwrap();
+    assert!(node.labels.len() >= 190, "{}", node.labels.len());
+    assert!(snap.pods.values().any(|p| p.cuda.is_some_and(|c| c.require_cuda.is_some())));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watch_follows_changes_and_a_compaction_answers_410_gone() {
+    let (fleet, _dir, target) = serve(4, 20).await;
+    let (client, _) = connect(&target).await.unwrap();
+    let api: kube::Api<kgpu::sources::kube::lean::Pod> = kube::Api::all(client.clone());
+    let stream = watcher::watcher(api, watcher::Config::default().page_size(7));
+    futures::pin_mut!(stream);
+    let mut listed = 0;
+    loop {
+        match stream.next().await.unwrap().unwrap() {
+            Event::InitApply(_) => listed += 1,
+            Event::InitDone => break,
+            _ => {}
+        }
+    }
+    assert_eq!(listed, 20);
+    fleet.churn_pod(3);
+    match stream.next().await.unwrap().unwrap() {
+        Event::Delete(p) => assert!(p.metadata.name.unwrap().starts_with("train-")),
+        other => panic!("expected the delete, got {other:?}"),
+    }
+    fleet.churn_pod(3);
+    assert!(matches!(stream.next().await.unwrap().unwrap(), Event::Apply(_)));
+
+    // A continue token and a watch from before a compaction are too old.
+    let first =
+        client.request_text(http::Request::get("/api/v1/pods?limit=5").body(Vec::new()).unwrap()).await.unwrap();
+    let token = first.split_once(r#""continue":""#).unwrap().1.split_once('"').unwrap().0.to_string();
+    // etcd compacts up to the newest revision: reading at it stays valid, before it not.
+    fleet.churn_pod(4);
+    fleet.compact();
+    let expired = client
+        .request_text(http::Request::get(format!("/api/v1/pods?limit=5&continue={token}")).body(Vec::new()).unwrap())
+        .await;
+    assert!(matches!(&expired, Err(kube::Error::Api(s)) if s.code == 410), "{expired:?}");
+    let old = client
+        .request_text(
+            http::Request::get("/api/v1/pods?watch=true&resourceVersion=1&timeoutSeconds=1").body(Vec::new()).unwrap(),
+        )
+        .await
+        .unwrap();
+    assert!(old.contains(r#""type":"ERROR""#) && old.contains(r#""code":410"#), "{old}");
+}
