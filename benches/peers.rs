@@ -4,13 +4,13 @@
 //! tool runs in tmux at 200×60, three times, and is measured the same way:
 //!
 //! - first complete view: every pod counted on screen (k9s: the pod view's
-//!   `[N]`; kgpu: the header's GPUs and GPUs in use), from the tool's start;
+//!   `pods(all)[N]`; kgpu: the header's GPUs in use), from the tool's start;
 //! - resident memory once loaded, and its peak;
 //! - idle CPU over 30 s;
 //! - under a steady stream of pod changes (a label patched, 50 a second):
 //!   CPU, and the change-to-screen latency of a deleted pod (every 2 s);
-//! - key latency: a cursor move (`j`) until the screen changes (tmux's own
-//!   capture included, a few milliseconds).
+//! - key latency: a cursor move (`j`) in a long list (kgpu: the pool's
+//!   nodes) until the screen changes (tmux's own capture included).
 //!
 //! Next to them, the floor: the raw paginated LIST of the same pods and
 //! nodes, read and dropped. k9s is built once from the Go module proxy into
@@ -55,6 +55,8 @@ struct Tool {
     command: String,
     /// The count on screen that is complete when it equals the fleet's.
     count: fn(&str) -> Option<u64>,
+    /// Keys that open a long list for the cursor to move in.
+    to_a_list: &'static [&'static str],
 }
 
 /// kgpu's header: "N GPUs · U used · …".
@@ -64,10 +66,10 @@ fn kgpu_used(screen: &str) -> Option<u64> {
     rest.split(" used").next()?.trim().replace(',', "").parse().ok()
 }
 
-/// k9s's table title: "Pods(all)[20000]".
+/// k9s's table title: "pods(all)[19,991]".
 fn k9s_pods(screen: &str) -> Option<u64> {
-    let (_, rest) = screen.split_once("Pods(all)[")?;
-    rest.split(']').next()?.trim().parse().ok()
+    let (_, rest) = screen.split_once("pods(all)[")?;
+    rest.split(']').next()?.trim().replace(',', "").parse().ok()
 }
 
 #[derive(Default)]
@@ -115,6 +117,8 @@ fn main() {
             d = dir.path().display()
         ),
         count: kgpu_used,
+        // The fleet is one pool: enter lists its 2,000 nodes.
+        to_a_list: &["Enter"],
     }];
     match build_k9s() {
         Ok(k9s) => tools.push(Tool {
@@ -125,6 +129,7 @@ fn main() {
                 d = dir.path().display()
             ),
             count: k9s_pods,
+            to_a_list: &[],
         }),
         Err(e) => eprintln!("k9s: {e}"),
     }
@@ -192,6 +197,10 @@ fn main() {
             f.peak.push(term.peak_mib());
 
             // Keys: a cursor move, until the screen (with its colours) changes.
+            for key in tool.to_a_list {
+                term.keys(key);
+                std::thread::sleep(Duration::from_secs(1));
+            }
             for _ in 0..10 {
                 let before = term.styled_screen();
                 let t = Instant::now();
