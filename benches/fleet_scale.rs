@@ -8,7 +8,8 @@
 //!   objects (pages of 500, bodies read and dropped);
 //! - resident memory once loaded, and its peak;
 //! - idle CPU over 30 s;
-//! - under a steady stream of pod changes (a pod finishes, a pod comes):
+//! - under a steady stream of pod changes (a pod finishes, its replacement
+//!   comes):
 //!   CPU, and the data age: a node joins every 2 s and the time until the
 //!   header counts its GPUs.
 //!
@@ -132,9 +133,12 @@ fn main() {
                 while !stop.load(Ordering::Relaxed) {
                     let due = (start.elapsed().as_secs_f64() * rate as f64) as u64;
                     while done < due {
+                        // A pod finishes, and its replacement comes: the fleet keeps its size.
                         fleet.churn_pod(next);
-                        next += 104_729; // a prime stride: changes spread over the fleet
                         done += 1;
+                        if done % 2 == 0 {
+                            next += 104_729; // a prime stride: changes spread over the fleet
+                        }
                     }
                     std::thread::sleep(Duration::from_millis(10));
                 }
