@@ -136,7 +136,7 @@ fn main() {
                         // A pod finishes, and its replacement comes: the fleet keeps its size.
                         fleet.churn_pod(next);
                         done += 1;
-                        if done % 2 == 0 {
+                        if done.is_multiple_of(2) {
                             next += 104_729; // a prime stride: changes spread over the fleet
                         }
                     }
