@@ -209,8 +209,17 @@ pub fn spot_question(a: &Analysis) -> String {
 
 pub fn spot_answer(a: &Analysis) -> Vec<String> {
     let s = &a.spot;
-    if s.jobs.is_empty() || s.rate_per_node_hour == 0.0 {
+    if s.jobs.is_empty() {
         return vec![GONE.into()];
+    }
+    if s.rate_per_node_hour == 0.0 {
+        // Spot nodes just created (a lab applied this second) or none replaced
+        // in a day: the job is on spot, its price is not known yet.
+        return vec![format!(
+            "{} runs on spot nodes, but no preemption rate can be estimated yet: {}. Price it once the nodes have been observed for a while.",
+            s.jobs[0].name,
+            s.rate_explained()
+        )];
     }
     let mut lines = vec![format!("Preemption rate: {}.", s.rate_explained())];
     lines.push("Each preemption loses half a checkpoint interval on average plus the restart, and a gang loses it when any of its nodes goes:".into());
