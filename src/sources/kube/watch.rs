@@ -23,7 +23,7 @@ use crate::sources::kinds::{self, Kind};
 
 use super::client::Liveness;
 use super::convert;
-use super::lean::{Node as K8sNode, Pod as K8sPod};
+use super::lean::{Node as ApiNode, Pod as ApiPod};
 
 fn http_code(e: &watcher::Error) -> Option<u16> {
     match e {
@@ -241,14 +241,14 @@ pub fn spawn_all(client: Client, scope: Scope, tx: mpsc::Sender<Vec<ModelEvent>>
     // no JSON round trip, nothing unread allocated, for 100,000 pods);
     // events into k8s-openapi's type; custom resources are read as JSON.
     tasks.push(tokio::spawn(run(
-        Api::<K8sNode>::all(client.clone()),
+        Api::<ApiNode>::all(client.clone()),
         &kinds::NODE,
         scope.liveness,
         |n| convert::node(n).map(Object::Node),
         tx.clone(),
     )));
     tasks.push(tokio::spawn(run(
-        namespaced::<K8sPod>(&client, &scope),
+        namespaced::<ApiPod>(&client, &scope),
         &kinds::POD,
         scope.liveness,
         |p| convert::pod(p).map(Object::Pod),

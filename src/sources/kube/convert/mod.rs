@@ -16,7 +16,7 @@ use crate::model::{
     Unschedulable, keys, quantity,
 };
 
-use super::lean::{Container, Node as K8sNode, Pod as K8sPod, PodSpec};
+use super::lean::{Container, Node as ApiNode, Pod as ApiPod, PodSpec};
 use super::manifest::{VALIDATION_START, WAIT_FOR_JOBS_START};
 
 mod crds;
@@ -227,7 +227,7 @@ fn owner_of(refs: Option<&Vec<k8s_openapi::apimachinery::pkg::apis::meta::v1::Ow
         .map(|r| Owner { kind: Sym::new(&r.kind), name: Sym::new(&r.name) })
 }
 
-pub fn node(n: &K8sNode) -> Result<Node> {
+pub fn node(n: &ApiNode) -> Result<Node> {
     let name = n.metadata.name.as_deref().ok_or("node without metadata.name")?;
     let mut node = Node::new(name, n.labels.clone());
     let spec = n.spec.as_ref();
@@ -269,7 +269,7 @@ pub fn node(n: &K8sNode) -> Result<Node> {
     Ok(node)
 }
 
-pub fn pod(p: &K8sPod) -> Result<Pod> {
+pub fn pod(p: &ApiPod) -> Result<Pod> {
     let name = p.metadata.name.as_deref().ok_or("pod without metadata.name")?;
     let namespace = p.metadata.namespace.as_deref().unwrap_or("default");
     let spec = p.spec.as_ref().ok_or_else(|| format!("pod {namespace}/{name} without spec"))?;
