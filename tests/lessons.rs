@@ -14,7 +14,9 @@ use std::sync::Arc;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use kgpu::analysis::Thresholds;
 use kgpu::app::{App, Msg, Pane, Tutor, TutorMode};
+use kgpu::model::{Cluster, SourceInfo, SourceKind, Sym};
 use kgpu::runtime::load;
+use kgpu::sources::sim::disguise::Renames;
 use kgpu::view_model::lessons::{self, Cause, Evidence, LESSONS};
 use kgpu::view_model::panes::Views;
 use serde_json::Value;
@@ -230,6 +232,122 @@ fn a_mystery_grades_the_first_answer_and_never_names_the_scenario_before() {
     assert!(report.contains("panes visited: Fleet, Gangs & Queues, Pending"), "{report}");
     assert_eq!(app.pane, Pane::Pending);
     assert_eq!(Cause::parse("Gang Deadlock"), Some(Cause::GangDeadlock));
+}
+
+/// The snapshot JSON of a scenario as built, or disguised as a mystery with
+/// this seed, with the renames made.
+fn built_json(scenario: &str, seed: u64, disguised: bool) -> (String, Renames) {
+    let mut sim = kgpu::sources::sim::scenarios::build(scenario, seed).unwrap();
+    let renames = if disguised {
+        sim.hide_scenario();
+        sim.disguise(seed)
+    } else {
+        Renames::default()
+    };
+    let mut cluster = Cluster::new(SourceInfo { kind: SourceKind::Demo, name: "demo".into() });
+    cluster.apply_all(sim.initial_events());
+    let snap = cluster.snapshot();
+    let analysis = kgpu::analysis::analyze(&snap, snap.clock, &Thresholds::default());
+    let doc = kgpu::view_model::json::document(&snap, &analysis, None, None);
+    (serde_json::to_string(&doc).unwrap(), renames)
+}
+
+/// `text` with each name in `renames` replaced where it stands as a name:
+/// a node's also inside other names (`train-gpu-05-0`) but not as the start
+/// of a longer number (`gpu-1` in `gpu-10`); a namespace only as a whole
+/// word (not `ads` in `loads` or `ads-ranking`).
+fn replace_names(text: &str, renames: &[(String, String)], node: bool) -> String {
+    if renames.is_empty() {
+        return text.to_string();
+    }
+    let (before, after) = if node { ("[^A-Za-z0-9]", "[^0-9]") } else { ("[^A-Za-z0-9_-]", "[^A-Za-z0-9_-]") };
+    let mut froms: Vec<&str> = renames.iter().map(|(from, _)| from.as_str()).collect();
+    froms.sort_by_key(|f| std::cmp::Reverse(f.len()));
+    let alternatives: Vec<String> = froms.iter().map(|f| regex::escape(f)).collect();
+    let re = regex::Regex::new(&format!("(^|{before})({})($|{after})", alternatives.join("|"))).unwrap();
+    let to = |c: &regex::Captures| {
+        let new = renames.iter().find(|(from, _)| *from == c[2]).map_or("", |(_, to)| to.as_str());
+        format!("{}{new}{}", &c[1], &c[3])
+    };
+    // Twice: a match consumes the character after it, which may start the next.
+    let once = re.replace_all(text, to);
+    re.replace_all(&once, to).into_owned()
+}
+
+/// Arrays sorted, so that two documents that differ only in the order of
+/// names compare equal.
+fn canonical(v: &mut Value) {
+    match v {
+        Value::Array(items) => {
+            items.iter_mut().for_each(canonical);
+            items.sort_by_cached_key(|i| i.to_string());
+        }
+        Value::Object(map) => map.values_mut().for_each(canonical),
+        _ => {}
+    }
+}
+
+fn forget(v: &mut Value, keys: &[&str]) {
+    match v {
+        Value::Array(items) => items.iter_mut().for_each(|i| forget(i, keys)),
+        Value::Object(map) => {
+            map.retain(|k, _| !keys.contains(&k.as_str()));
+            map.values_mut().for_each(|i| forget(i, keys));
+        }
+        _ => {}
+    }
+}
+
+#[test]
+fn a_mystery_disguises_every_name_and_keeps_every_number() {
+    let scenarios = kgpu::sources::sim::scenarios::names().into_iter().filter(|s| *s != "default");
+    for (i, scenario) in scenarios.enumerate() {
+        // A seed of its own per scenario: other sites, offsets and namespaces each time.
+        for seed in [1, 7 + i as u64] {
+            let (plain, _) = built_json(scenario, seed, false);
+            let (hidden, renames) = built_json(scenario, seed, true);
+            assert!(!renames.nodes.is_empty() && !renames.namespaces.is_empty(), "{scenario}: {renames:?}");
+            let pairs = |of: &[(Sym, Sym)], back: bool| -> Vec<(String, String)> {
+                of.iter()
+                    .map(
+                        |(old, new)| {
+                            if back { (new.to_string(), old.to_string()) } else { (old.to_string(), "<LEFT>".into()) }
+                        },
+                    )
+                    .collect()
+            };
+            // No old name is left anywhere in what the cockpit shows.
+            let mut shown = hidden.clone();
+            for (_, new) in renames.nodes.iter().chain(&renames.namespaces) {
+                shown = shown.replace(new.as_str(), "");
+            }
+            let marked = replace_names(&shown, &pairs(&renames.nodes, false), true);
+            let marked = replace_names(&marked, &pairs(&renames.namespaces, false), false);
+            if let Some(at) = marked.find("<LEFT>") {
+                let around =
+                    &marked[marked.floor_char_boundary(at.saturating_sub(200))..marked.ceil_char_boundary(at + 60)];
+                panic!("{scenario} seed {seed}: an old name is left: …{around}…");
+            }
+            // Named back, it is the same cluster with the same verdicts.
+            let back = replace_names(&hidden, &pairs(&renames.nodes, true), true);
+            let back = replace_names(&back, &pairs(&renames.namespaces, true), false);
+            let (mut back, mut plain): (Value, Value) =
+                (serde_json::from_str(&back).unwrap(), serde_json::from_str(&plain).unwrap());
+            // The simulated agents' readings jitter by pod name: a renamed
+            // pod reads a little differently; whether it is idle does not change.
+            for doc in [&mut back, &mut plain] {
+                forget(&mut doc["utilization"], &["meanPercent", "recentPercent", "memoryUsedMib"]);
+                // What a mystery hides on purpose.
+                if let Some(top) = doc.as_object_mut() {
+                    top.remove("scenario");
+                    top.remove("source");
+                }
+            }
+            canonical(&mut back);
+            canonical(&mut plain);
+            assert!(back == plain, "{scenario} seed {seed}: the disguise changed more than names");
+        }
+    }
 }
 
 #[test]

@@ -9,7 +9,13 @@ use super::source::{self, Run, Source};
 
 /// The demo cluster after `advance` seconds of simulated time.
 pub fn demo(scenario: &str, seed: u64, advance: u64) -> anyhow::Result<(Snapshot, Timestamp)> {
-    source::demo_snapshot(scenario, seed, advance)
+    source::demo_snapshot(scenario, seed, advance, false)
+}
+
+/// The demo cluster as a mystery with this seed shows it: the scenario's
+/// name and story hidden, its namespaces and nodes renamed.
+pub fn mystery(scenario: &str, seed: u64) -> anyhow::Result<(Snapshot, Timestamp)> {
+    source::demo_snapshot(scenario, seed, 0, true)
 }
 
 /// A live cluster, once every feed has listed (or is unavailable).

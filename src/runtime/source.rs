@@ -251,9 +251,17 @@ fn executor(
 
 /// The demo cluster after `advance` seconds of simulated time, and its
 /// "now". Deterministic: the same scenario and seed give the same snapshot.
-pub fn demo_snapshot(scenario: &str, seed: u64, advance: u64) -> anyhow::Result<(Snapshot, Timestamp)> {
+/// `hidden`: as a mystery shows it (no name or story, names disguised).
+pub fn demo_snapshot(scenario: &str, seed: u64, advance: u64, hidden: bool) -> anyhow::Result<(Snapshot, Timestamp)> {
     let mut sim = scenarios::build(scenario, seed).map_err(|e| UsageError(e.to_string()))?;
-    let mut cluster = Cluster::new(SourceInfo { kind: SourceKind::Demo, name: scenario.to_string() });
+    if hidden {
+        sim.hide_scenario();
+        sim.disguise(seed);
+    }
+    let mut cluster = Cluster::new(SourceInfo {
+        kind: SourceKind::Demo,
+        name: if hidden { "mystery".into() } else { scenario.to_string() },
+    });
     cluster.apply_all(sim.initial_events());
     let mut left = advance as i64;
     while left > 0 {
@@ -268,7 +276,7 @@ fn start_demo(scenario: &str, seed: u64, advance: u64, hidden: bool, run: Run<'_
     let shown_as = if hidden { "mystery" } else { scenario };
     let context = |title: String| Context { source: format!("demo:{shown_as}"), subtitle: title, production: false };
     let Run::Live(shared) = run else {
-        let (snap, _) = demo_snapshot(scenario, seed, advance)?;
+        let (snap, _) = demo_snapshot(scenario, seed, advance, hidden)?;
         let title = snap.scenario.as_ref().map(|s| s.title.to_string()).unwrap_or_default();
         let (_tx, snapshots) = watch::channel(Arc::new(snap));
         return Ok(Session {
@@ -284,6 +292,7 @@ fn start_demo(scenario: &str, seed: u64, advance: u64, hidden: bool, run: Run<'_
     let mut sim = scenarios::build(scenario, seed).map_err(|e| UsageError(e.to_string()))?;
     if hidden {
         sim.hide_scenario();
+        sim.disguise(seed);
     }
     if advance > 0 {
         // The driver's first batch carries the state reached.

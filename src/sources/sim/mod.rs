@@ -8,6 +8,7 @@
 
 pub mod catalog;
 mod controllers;
+pub mod disguise;
 pub mod driver;
 mod kueue;
 pub mod rng;
