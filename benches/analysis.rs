@@ -15,7 +15,7 @@ use kgpu::model::{Cluster, ModelEvent, Object, Snapshot, SourceInfo, SourceKind,
 /// A big fleet: 10k 8-GPU nodes in 5 pools (one tainted), 100k pods: 95k
 /// running (1-8 GPUs), 5k pending pods in 40 shapes (5 pools × 4 sizes × 2
 /// toleration sets): a bad day on a big fleet.
-pub fn fleet(scale: usize, pending: usize) -> Snapshot {
+fn fleet_cluster(scale: usize, pending: usize) -> Cluster {
     let nodes = 10_000 / scale;
     let mut c = Cluster::new(SourceInfo { kind: SourceKind::Kube, name: "bench".into() });
     c.apply(ModelEvent::Clock(1_796_029_200));
@@ -62,6 +62,21 @@ pub fn fleet(scale: usize, pending: usize) -> Snapshot {
         events.push(ModelEvent::Upsert(Object::Pod(p)));
     }
     c.apply_all(events);
+    c
+}
+
+/// The cluster's next snapshot after 50 running pods finished and 50 new
+/// ones were bound (sharing the unchanged pods with the one before).
+fn with_100_pods_changed(c: &mut Cluster) -> Snapshot {
+    let base = c.snapshot();
+    let running: Vec<_> = base.pods.values().filter(|p| p.holds_resources()).step_by(997).take(50).cloned().collect();
+    for (i, p) in running.iter().enumerate() {
+        let mut done = (**p).clone();
+        done.phase = kgpu::model::PodPhase::Succeeded;
+        c.apply(ModelEvent::Upsert(Object::Pod(done)));
+        let node = p.node.map(|n| n.to_string()).unwrap_or_default();
+        c.apply(ModelEvent::Upsert(Object::Pod(pod(&format!("new-{i}")).ns("a").gpus(1).on(&node).running().build())));
+    }
     c.snapshot()
 }
 
@@ -70,13 +85,36 @@ fn bench(crit: &mut Criterion) {
     let scale = std::env::var("KGPU_BENCH_SCALE").ok().and_then(|s| s.parse().ok()).unwrap_or(1);
     // KGPU_BENCH_PENDING sets the pending pods (default 5,000).
     let pending = std::env::var("KGPU_BENCH_PENDING").ok().and_then(|s| s.parse().ok()).unwrap_or(5_000);
-    let snap = fleet(scale, pending);
+    let mut cluster = fleet_cluster(scale, pending);
+    let snap = cluster.snapshot();
     let now = snap.clock;
     let thresholds = Thresholds::default();
     let mut g = crit.benchmark_group("budgets");
     g.sample_size(10);
     g.bench_function("analysis 10k nodes 100k pods (budget 50 ms)", |b| {
         b.iter(|| analysis::analyze(&snap, now, &thresholds))
+    });
+    // The cockpit's way: an analyzer that keeps the pods' ledger between
+    // snapshots, here alternating between two that differ in 100 pods
+    // (50 finished, 50 new), as a busy cluster's next snapshot does.
+    let changed = with_100_pods_changed(&mut cluster);
+    drop(cluster);
+    let mut analyzer = analysis::Analyzer::new();
+    let mut flip = false;
+    g.bench_function("incremental analysis, 100 pods changed", |b| {
+        b.iter(|| {
+            flip = !flip;
+            analyzer.analyze(if flip { &changed } else { &snap }, now, &thresholds)
+        })
+    });
+    let mut ledger = analysis::index::PodLedger::new();
+    g.bench_function("stage: index from the ledger, 100 pods changed", |b| {
+        b.iter(|| {
+            flip = !flip;
+            let s = if flip { &changed } else { &snap };
+            ledger.update(s);
+            analysis::index::Index::with_ledger(s, now, &ledger).pending_pods().len()
+        })
     });
     // The stages, to see where the time goes; first the floor: one pass over every pod.
     g.bench_function("floor: one pass over the pods", |b| {

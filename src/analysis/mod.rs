@@ -66,8 +66,45 @@ pub struct Analysis {
     pub spot: spot::Spot,
 }
 
+/// Every analysis of `snap` at `now`, from a walk over every pod: the
+/// reference [`Analyzer`] is checked against.
 pub fn analyze(snap: &Snapshot, now: Timestamp, thresholds: &Thresholds) -> Analysis {
-    let mut index = index::Index::build(snap, now);
+    analyze_index(snap, index::Index::build(snap, now), thresholds)
+}
+
+/// Analyses the snapshots of one source in turn, keeping what the pods add
+/// up to between them ([`index::PodLedger`]): a snapshot where a few pods
+/// changed costs those pods, not a walk over the fleet's, before the
+/// analyses run on the index. Gives what [`analyze`] gives.
+#[derive(Default)]
+pub struct Analyzer {
+    ledger: index::PodLedger,
+}
+
+impl Analyzer {
+    pub fn new() -> Analyzer {
+        Analyzer::default()
+    }
+
+    pub fn analyze(&mut self, snap: &Snapshot, now: Timestamp, thresholds: &Thresholds) -> Analysis {
+        self.ledger.update(snap);
+        analyze_index(snap, index::Index::with_ledger(snap, now, &self.ledger), thresholds)
+    }
+
+    /// The index of the snapshot last analysed (any other is walked).
+    pub fn index<'a>(&'a self, snap: &'a Snapshot, now: Timestamp) -> index::Index<'a> {
+        index::Index::with_ledger(snap, now, &self.ledger)
+    }
+
+    /// Pods taken out or put in by the last analysis (all of them when it
+    /// started over).
+    pub fn last_changes(&self) -> usize {
+        self.ledger.last_changes()
+    }
+}
+
+fn analyze_index(snap: &Snapshot, mut index: index::Index<'_>, thresholds: &Thresholds) -> Analysis {
+    let now = index.now;
     // A black hole is schedulable but runs nothing: not usable capacity.
     let black_holes = fleet::black_hole_nodes(&index, thresholds);
     index.mark_black_holes(black_holes);

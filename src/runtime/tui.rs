@@ -14,7 +14,7 @@ use ratatui::backend::Backend;
 use tokio::sync::{mpsc, watch};
 
 use crate::actions::{ActionId, Progress};
-use crate::analysis::{Thresholds, waves};
+use crate::analysis::{Analyzer, Thresholds, waves};
 use crate::app::{App, Effect, Msg, Tutor, TutorMode, Viewport};
 use crate::config::Paths;
 use crate::model::audit::AuditEntry;
@@ -37,8 +37,24 @@ pub struct CockpitOptions {
     pub log_level: String,
 }
 
-fn build_views(snap: Arc<Snapshot>, now: Timestamp, thresholds: &Thresholds, target: &Option<DriverVersion>) -> Views {
-    Views::build(snap, now, thresholds, target.as_ref().map(|t| (t, waves::Policy::default())))
+/// The analyzer of the cockpit's snapshots: one analysis runs at a time
+/// (off the input loop, or on it at a switch), each from what the last kept.
+type SharedAnalyzer = Arc<std::sync::Mutex<Analyzer>>;
+
+fn build_views(
+    analyzer: &SharedAnalyzer,
+    snap: Arc<Snapshot>,
+    now: Timestamp,
+    thresholds: &Thresholds,
+    target: &Option<DriverVersion>,
+) -> Views {
+    // A build that panicked left the ledger half-updated: start it over.
+    let mut analyzer = analyzer.lock().unwrap_or_else(|poisoned| {
+        let mut analyzer = poisoned.into_inner();
+        *analyzer = Analyzer::new();
+        analyzer
+    });
+    Views::build_with(&mut analyzer, snap, now, thresholds, target.as_ref().map(|t| (t, waves::Policy::default())))
 }
 
 /// Analyses `snap` on the blocking pool and sends the views back, tagged.
@@ -54,6 +70,7 @@ struct Built {
 }
 
 fn spawn_build(
+    analyzer: &SharedAnalyzer,
     snap: Arc<Snapshot>,
     now: Timestamp,
     thresholds: &Thresholds,
@@ -61,11 +78,11 @@ fn spawn_build(
     generation: u64,
     tx: &mpsc::Sender<Built>,
 ) {
-    let (thresholds, target, tx) = (thresholds.clone(), target.clone(), tx.clone());
+    let (analyzer, thresholds, target, tx) = (analyzer.clone(), thresholds.clone(), target.clone(), tx.clone());
     tokio::task::spawn_blocking(move || {
         let started = Instant::now();
         let content = snap.content_generation();
-        let views = build_views(snap, now, &thresholds, &target);
+        let views = build_views(&analyzer, snap, now, &thresholds, &target);
         let built = Built { generation, content, started, finished: Instant::now(), views };
         // The receiver is gone only when the cockpit is closing.
         let _ = tx.blocking_send(built);
@@ -133,6 +150,7 @@ pub struct Cockpit {
     from: Source,
     /// What the status line says first (a theme that fell back, a log that did not open).
     pub first_notice: Option<Msg>,
+    analyzer: SharedAnalyzer,
     /// The lesson or mystery each new app runs.
     pub tutor: Option<(&'static Lesson, TutorMode)>,
 }
@@ -177,6 +195,7 @@ impl Cockpit {
             demo_seed,
             from: from.clone(),
             first_notice,
+            analyzer: SharedAnalyzer::default(),
             tutor: None,
         })
     }
@@ -198,7 +217,7 @@ impl Cockpit {
 
     fn views(&self, snap: Arc<Snapshot>, target: &Option<DriverVersion>) -> Views {
         let now = self.session.now(&snap);
-        build_views(snap, now, &self.thresholds, target)
+        build_views(&self.analyzer, snap, now, &self.thresholds, target)
     }
 }
 
@@ -333,7 +352,7 @@ where
             () = tokio::time::sleep_until(analyse_at.into()), if wanted && !building => {
                 wanted = false;
                 let snap = session.snapshots.borrow_and_update().clone();
-                spawn_build(snap.clone(), session.now(&snap), &cockpit.thresholds, &wave_target, generation, &built_tx);
+                spawn_build(&cockpit.analyzer, snap.clone(), session.now(&snap), &cockpit.thresholds, &wave_target, generation, &built_tx);
                 building = true;
             },
             Some(built) = built_rx.recv() => {

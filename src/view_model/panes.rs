@@ -391,6 +391,7 @@ pub struct Views {
 }
 
 impl Views {
+    /// The views of `snap` at `now`, from a full analysis.
     pub fn build(
         snap: Arc<Snapshot>,
         now: Timestamp,
@@ -398,10 +399,37 @@ impl Views {
         wave_target: Option<(&crate::model::DriverVersion, waves::Policy)>,
     ) -> Views {
         let analysis = analysis::analyze(&snap, now, thresholds);
+        Views::assemble(snap, analysis, wave_target, |snap, target, policy| {
+            waves::plan(&analysis::index::Index::build(snap, now), target, policy)
+        })
+    }
+
+    /// [`Views::build`] by an analyzer that keeps what it can between the
+    /// snapshots of one source.
+    pub fn build_with(
+        analyzer: &mut analysis::Analyzer,
+        snap: Arc<Snapshot>,
+        now: Timestamp,
+        thresholds: &Thresholds,
+        wave_target: Option<(&crate::model::DriverVersion, waves::Policy)>,
+    ) -> Views {
+        let analysis = analyzer.analyze(&snap, now, thresholds);
+        let analyzer = &*analyzer;
+        Views::assemble(snap, analysis, wave_target, |snap, target, policy| {
+            waves::plan(&analyzer.index(snap, now), target, policy)
+        })
+    }
+
+    fn assemble(
+        snap: Arc<Snapshot>,
+        analysis: Analysis,
+        wave_target: Option<(&crate::model::DriverVersion, waves::Policy)>,
+        plan_waves: impl FnOnce(&Snapshot, &crate::model::DriverVersion, waves::Policy) -> waves::WavePlan,
+    ) -> Views {
         let nodes = node_rows(&snap, &analysis);
         let pools = pool_rows(&nodes);
         let mig = mig_rows(&snap, &analysis);
-        let events = event_rows(&snap, now);
+        let events = event_rows(&snap, analysis.now);
         let usage = super::usage::rows(&analysis);
         let usage_workloads = super::usage::workload_rows(&analysis);
         // Without a chosen target, the waves go to what the GPU Operator is told.
@@ -410,10 +438,7 @@ impl Views {
             wave_target.map(|(t, _)| t),
             snap.driver_policies.values().map(|p| &**p),
         );
-        let waves = target.version.as_ref().map(|t| {
-            let index = analysis::index::Index::build(&snap, now);
-            waves::plan(&index, t, policy)
-        });
+        let waves = target.version.as_ref().map(|t| plan_waves(&snap, t, policy));
         let (waves_from, target_problem) = (target.from, target.problem);
         Views { snap, analysis, nodes, pools, mig, events, usage, usage_workloads, waves, waves_from, target_problem }
     }

@@ -90,7 +90,7 @@ pub fn matrix(index: &Index<'_>, now: Timestamp) -> Matrix {
     let mut columns: Vec<(Need, Vec<RowAndPod>)> = Vec::new();
     let mut column_of: HashMap<*const CudaNeed, Option<usize>> = HashMap::new();
     let mut unknown_need = 0;
-    for w in &index.gpu_workloads {
+    for w in index.gpu_workloads() {
         let column = w.cuda.and_then(|c| {
             *column_of.entry(std::ptr::from_ref(c)).or_insert_with(|| {
                 let need = need_of(c)?;

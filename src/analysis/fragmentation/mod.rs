@@ -210,7 +210,7 @@ pub fn pending_demands(index: &Index<'_>) -> Vec<Demand> {
             out.push(d);
         }
     }
-    for pod in &index.pending_pods {
+    for pod in index.pending_pods() {
         if in_gang.contains(&pod.key()) || !pod.wants_gpu() {
             continue;
         }

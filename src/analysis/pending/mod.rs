@@ -278,7 +278,7 @@ const PREEMPTION_COSTS_AT_MOST: usize = 64;
 pub fn add_preemption_costs(index: &Index<'_>, items: &mut [PendingItem]) {
     // Only a pod above the lowest running priority can have victims: in a
     // fleet without priorities that is none, and the nodes are not walked.
-    let Some(lowest) = index.snap.pods.values().filter(|p| p.holds_resources()).map(|p| p.priority).min() else {
+    let Some(lowest) = index.lowest_holder_priority() else {
         return;
     };
     let mut done = 0;
@@ -338,7 +338,7 @@ pub fn pod_items<'a>(index: &Index<'a>, gangs: &[GangSummary]) -> Vec<PendingIte
     let gang_keys: std::collections::HashSet<&GangKey> = waiting_gangs(index, gangs).map(|(s, _)| &s.key).collect();
     let mut memo = Memo::default();
     let mut items: Vec<PendingItem> = index
-        .pending_pods
+        .pending_pods()
         .iter()
         .filter(|pod| !index.gang_of(&pod.key()).is_some_and(|g| gang_keys.contains(g)))
         .map(|pod| {

@@ -1,15 +1,20 @@
 //! Lookups every analysis needs, built once per snapshot: what each node
-//! has in use, which pods sit where, which pods belong to which gang.
+//! has in use, which pods sit where, which pods belong to which gang. From
+//! a walk over every pod ([`walk`]), or from a [`PodLedger`] kept between
+//! snapshots, which gives the same.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
-use crate::model::{
-    CudaNeed, GangKey, GangKind, Node, Pod, PodKey, PodPhase, Snapshot, Sym, SymHash, SymMap, Taint, Timestamp,
-};
+use crate::model::{CudaNeed, GangKey, Node, Pod, PodKey, Snapshot, Sym, SymHash, SymMap, Taint, Timestamp};
 
 use super::fit::{self, NodeReason, PlacementKey, Shape};
 use super::tally::Tally;
+
+mod ledger;
+mod walk;
+
+pub use ledger::PodLedger;
 
 /// Per node (in [`Index::node_list`] order), the static reasons a pod with
 /// given placement constraints cannot go there; empty where it may.
@@ -116,24 +121,8 @@ pub struct Index<'a> {
     node_list: Vec<&'a Node>,
     /// A node's place in `node_list`, by name.
     position: SymMap<u32>,
-    /// By node position: what its pods use, and how many of them want a GPU.
-    usage_list: Vec<Tally>,
-    gpu_pods: Vec<u32>,
-    /// Pods bound to each node, in node position order: node `i`'s pods are
-    /// `bound[bound_ends[i - 1]..bound_ends[i]]` (one buffer, not a vector per node).
-    bound: Vec<&'a Pod>,
-    bound_ends: Vec<u32>,
-    /// Pods bound to nodes the snapshot no longer holds.
-    stray: SymMap<(Tally, Vec<&'a Pod>)>,
-    failed_on: SymMap<Vec<&'a Pod>>,
-    /// Unbound, not finished, not being deleted; oldest first.
-    pub pending_pods: Vec<&'a Pod>,
-    /// Unfinished pods that want a GPU, with what the compatibility matrix
-    /// reads of them: walking every pod costs a cache miss per pod, so the
-    /// index walks them once for all analyses.
-    pub gpu_workloads: Vec<GpuWorkload<'a>>,
-    members: HashMap<GangKey, Vec<&'a Pod>>,
-    gang_of: HashMap<PodKey, GangKey>,
+    /// What the pods add up to, by node position.
+    pods: PodParts<'a>,
     /// Pods share placement constraints far more often than not (a Job's
     /// pods, a pool's workloads), so static verdicts are computed once per
     /// distinct constraint set: this keeps per-node fit linear in nodes.
@@ -149,6 +138,27 @@ pub struct Index<'a> {
     empty: Tally,
 }
 
+/// What the index gathers from the pods, by node position: from a walk
+/// over every pod ([`walk`]) or from a [`PodLedger`].
+struct PodParts<'a> {
+    /// By node position: what its pods use, and how many of them want a GPU.
+    usage_list: Vec<Tally>,
+    gpu_pods: Vec<u32>,
+    /// Pods bound to each node, in node position order: node `i`'s pods are
+    /// `bound[bound_ends[i - 1]..bound_ends[i]]` (one buffer, not a vector per node).
+    bound: Vec<&'a Pod>,
+    bound_ends: Vec<u32>,
+    /// Pods bound to nodes the snapshot no longer holds.
+    stray: SymMap<(Tally, Vec<&'a Pod>)>,
+    failed_on: SymMap<Vec<&'a Pod>>,
+    /// Unbound, not finished, not being deleted; oldest first.
+    pending_pods: Vec<&'a Pod>,
+    gpu_workloads: Vec<GpuWorkload<'a>>,
+    members: HashMap<GangKey, Vec<&'a Pod>>,
+    gang_of: HashMap<PodKey, GangKey>,
+    lowest_holder_priority: Option<i32>,
+}
+
 /// An unfinished pod that wants a GPU.
 #[derive(Clone, Copy, Debug)]
 pub struct GpuWorkload<'a> {
@@ -158,116 +168,6 @@ pub struct GpuWorkload<'a> {
     pub node: Option<usize>,
 }
 
-/// Below this many pods one thread walks them all.
-const PARALLEL_WALK_FROM: usize = 20_000;
-
-/// Gangs by what their pods name: (namespace, owner kind, owner name) for
-/// Kueue workloads — the pod's own owner, or the top-level workload its
-/// labels name (JobSet → Job → Pod) — and (namespace, group name) for the rest.
-struct GangLookup<'a> {
-    by_owner: HashMap<(Sym, Sym, Sym), GangKey, SymHash>,
-    by_name: HashMap<(Sym, &'a str), GangKey, SymHash>,
-}
-
-impl GangLookup<'_> {
-    fn of(&self, pod: &Pod) -> Option<&GangKey> {
-        let owned = |o: &crate::model::Owner| self.by_owner.get(&(pod.namespace, o.kind, o.name));
-        pod.group
-            .and_then(|g| self.by_name.get(&(pod.namespace, g.as_str())))
-            .or_else(|| pod.owner.as_ref().and_then(owned))
-            .or_else(|| pod.workload.as_ref().and_then(owned))
-    }
-}
-
-/// What one walk over (a range of) the pods gathers.
-struct PodPass<'a> {
-    usage_list: Vec<Tally>,
-    gpu_pods: Vec<u32>,
-    bound_by_node: Vec<(u32, &'a Pod)>,
-    stray: SymMap<(Tally, Vec<&'a Pod>)>,
-    failed_on: SymMap<Vec<&'a Pod>>,
-    pending_pods: Vec<&'a Pod>,
-    gpu_workloads: Vec<GpuWorkload<'a>>,
-    members: HashMap<GangKey, Vec<&'a Pod>>,
-    gang_of: HashMap<PodKey, GangKey>,
-}
-
-impl<'a> PodPass<'a> {
-    fn new(nodes: usize) -> PodPass<'a> {
-        PodPass {
-            usage_list: vec![Tally::default(); nodes],
-            gpu_pods: vec![0; nodes],
-            bound_by_node: Vec::new(),
-            stray: SymMap::default(),
-            failed_on: SymMap::default(),
-            pending_pods: Vec::new(),
-            gpu_workloads: Vec::new(),
-            members: HashMap::new(),
-            gang_of: HashMap::new(),
-        }
-    }
-
-    fn add(&mut self, pod: &'a Pod, position: &SymMap<u32>, gangs: &GangLookup<'_>) {
-        let at = pod.node.and_then(|n| position.get(&n)).copied();
-        let wants_gpu = pod.wants_gpu();
-        if pod.holds_resources()
-            && let Some(node) = pod.node
-        {
-            match at {
-                Some(i) => {
-                    self.usage_list[i as usize].add_pod(&pod.requests);
-                    self.gpu_pods[i as usize] += u32::from(wants_gpu);
-                    self.bound_by_node.push((i, pod));
-                }
-                None => {
-                    let (used, pods) = self.stray.entry(node).or_default();
-                    used.add_pod(&pod.requests);
-                    pods.push(pod);
-                }
-            }
-        } else if pod.is_pending() {
-            self.pending_pods.push(pod);
-        } else if pod.phase == PodPhase::Failed
-            && let Some(node) = pod.node
-        {
-            self.failed_on.entry(node).or_default().push(pod);
-        }
-        if wants_gpu && !pod.phase.is_terminal() {
-            self.gpu_workloads.push(GpuWorkload { pod, cuda: pod.cuda, node: at.map(|i| i as usize) });
-        }
-        if let Some(gang) = gangs.of(pod) {
-            self.members.entry(gang.clone()).or_default().push(pod);
-            self.gang_of.insert(pod.key(), gang.clone());
-        }
-    }
-
-    /// This walk, then `later` (a walk over the keys after this one's).
-    fn then(mut self, later: PodPass<'a>) -> PodPass<'a> {
-        for (mine, theirs) in self.usage_list.iter_mut().zip(&later.usage_list) {
-            mine.add_tally(theirs);
-        }
-        for (mine, theirs) in self.gpu_pods.iter_mut().zip(&later.gpu_pods) {
-            *mine += theirs;
-        }
-        self.bound_by_node.extend(later.bound_by_node);
-        for (node, (used, pods)) in later.stray {
-            let (mine, my_pods) = self.stray.entry(node).or_default();
-            mine.add_tally(&used);
-            my_pods.extend(pods);
-        }
-        for (node, pods) in later.failed_on {
-            self.failed_on.entry(node).or_default().extend(pods);
-        }
-        self.pending_pods.extend(later.pending_pods);
-        self.gpu_workloads.extend(later.gpu_workloads);
-        for (gang, pods) in later.members {
-            self.members.entry(gang).or_default().extend(pods);
-        }
-        self.gang_of.extend(later.gang_of);
-        self
-    }
-}
-
 impl<'a> Index<'a> {
     /// How long the pod has held its GPUs idle, per the utilization read.
     pub fn idle_seconds(&self, pod: &PodKey) -> Option<i64> {
@@ -275,90 +175,47 @@ impl<'a> Index<'a> {
     }
 
     pub fn build(snap: &'a Snapshot, now: Timestamp) -> Index<'a> {
-        Index::build_walking_apart_from(snap, now, PARALLEL_WALK_FROM)
+        Index::build_walking_apart_from(snap, now, walk::PARALLEL_WALK_FROM)
     }
 
     /// [`Index::build`], walking the pods in two halves from `parallel_from` pods.
     fn build_walking_apart_from(snap: &'a Snapshot, now: Timestamp, parallel_from: usize) -> Index<'a> {
-        // (namespace, owner kind, owner name) → Kueue workload; (namespace, name) → gang
-        let mut by_owner: HashMap<(Sym, Sym, Sym), GangKey, SymHash> = HashMap::default();
-        let mut by_name: HashMap<(Sym, &str), GangKey, SymHash> = HashMap::default();
-        for (key, gang) in snap.gangs.iter() {
-            if let Some(owner) = &gang.owner {
-                by_owner.insert((gang.namespace, owner.kind, owner.name), key.clone());
-            }
-            let entry = by_name.entry((gang.namespace, &*gang.name)).or_insert_with(|| key.clone());
-            // A PodGroup wins a name clash: Volcano pods name their group.
-            if key.kind == GangKind::VolcanoPodGroup {
-                *entry = key.clone();
-            }
-        }
+        let (node_list, position) = Index::nodes_of(snap);
+        let parts = walk::walk(snap, &position, parallel_from);
+        Index::assemble(snap, now, node_list, position, parts)
+    }
 
+    /// [`Index::build`] from a ledger of the pods kept between snapshots:
+    /// no walk over every pod. A ledger not brought up to date with `snap`
+    /// (see [`PodLedger::update`]) is not used: the pods are walked instead.
+    pub fn with_ledger(snap: &'a Snapshot, now: Timestamp, ledger: &'a PodLedger) -> Index<'a> {
+        if !ledger.is_current(snap) {
+            return Index::build(snap, now);
+        }
+        let (node_list, position) = Index::nodes_of(snap);
+        let parts = ledger.parts(&node_list, &position);
+        Index::assemble(snap, now, node_list, position, parts)
+    }
+
+    fn nodes_of(snap: &'a Snapshot) -> (Vec<&'a Node>, SymMap<u32>) {
         let node_list: Vec<&Node> = snap.nodes.values().map(|n| &**n).collect();
         let position: SymMap<u32> = node_list.iter().enumerate().map(|(i, n)| (n.name, i as u32)).collect();
-        // Walking the pods is a cache miss per pod: on a big fleet, the two
-        // halves of the key range are walked side by side, then joined in order.
-        let gangs = GangLookup { by_owner, by_name };
-        let walk = |pods: &mut dyn Iterator<Item = &'a Pod>| {
-            let mut pass = PodPass::new(node_list.len());
-            for pod in pods {
-                pass.add(pod, &position, &gangs);
-            }
-            pass
-        };
-        let middle = (snap.pods.len() >= parallel_from).then(|| snap.pods.keys().nth(snap.pods.len() / 2)).flatten();
-        let pass = match middle {
-            Some(middle) => std::thread::scope(|scope| {
-                let first = scope.spawn(|| walk(&mut snap.pods.range::<_, PodKey>(..middle).map(|(_, p)| &**p)));
-                let second = walk(&mut snap.pods.range::<_, PodKey>(middle..).map(|(_, p)| &**p));
-                let first = first.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-                first.then(second)
-            }),
-            None => walk(&mut snap.pods.values().map(|p| &**p)),
-        };
-        let PodPass {
-            usage_list,
-            gpu_pods,
-            bound_by_node,
-            stray,
-            failed_on,
-            mut pending_pods,
-            gpu_workloads,
-            members,
-            gang_of,
-        } = pass;
-        pending_pods.sort_by(|a, b| a.created.cmp(&b.created).then_with(|| a.name.cmp(&b.name)));
-        // Bound pods grouped by node, keeping each node's pods in snapshot order.
-        let mut bound_ends = vec![0u32; node_list.len()];
-        for &(i, _) in &bound_by_node {
-            bound_ends[i as usize] += 1;
-        }
-        let mut end = 0;
-        for e in bound_ends.iter_mut() {
-            end += *e;
-            *e = end;
-        }
-        let mut next: Vec<u32> = std::iter::once(0).chain(bound_ends.iter().copied()).collect();
-        let mut bound: Vec<&Pod> = bound_by_node.iter().map(|&(_, p)| p).collect();
-        for &(i, pod) in &bound_by_node {
-            bound[next[i as usize] as usize] = pod;
-            next[i as usize] += 1;
-        }
+        (node_list, position)
+    }
+
+    fn assemble(
+        snap: &'a Snapshot,
+        now: Timestamp,
+        node_list: Vec<&'a Node>,
+        position: SymMap<u32>,
+        pods: PodParts<'a>,
+    ) -> Index<'a> {
         Index {
             snap,
             now,
             node_list,
             position,
-            usage_list,
-            gpu_pods,
-            bound,
-            bound_ends,
-            stray,
-            failed_on,
-            pending_pods,
-            gpu_workloads,
-            members,
-            gang_of,
+            pods,
             placements: Mutex::default(),
             placement_groups: OnceLock::new(),
             idle: OnceLock::new(),
@@ -368,6 +225,24 @@ impl<'a> Index<'a> {
         }
     }
 
+    /// The lowest priority of a pod holding resources on a node: only a
+    /// pod above it can have preemption victims.
+    pub fn lowest_holder_priority(&self) -> Option<i32> {
+        self.pods.lowest_holder_priority
+    }
+
+    /// Unbound, not finished, not being deleted; oldest first.
+    pub fn pending_pods(&self) -> &[&'a Pod] {
+        &self.pods.pending_pods
+    }
+
+    /// Unfinished pods that want a GPU, in key order, with what the
+    /// compatibility matrix reads of them: walking every pod costs a cache
+    /// miss per pod, so the index walks them once for all analyses.
+    pub fn gpu_workloads(&self) -> &[GpuWorkload<'a>] {
+        &self.pods.gpu_workloads
+    }
+
     /// Every node, in name order; the order of [`Index::placement`].
     pub fn node_list(&self) -> &[&'a Node] {
         &self.node_list
@@ -375,7 +250,7 @@ impl<'a> Index<'a> {
 
     /// Every node with what it has in use, in name order.
     pub fn nodes_with_usage(&self) -> impl Iterator<Item = (&'a Node, &Tally)> + '_ {
-        self.node_list.iter().copied().zip(&self.usage_list)
+        self.node_list.iter().copied().zip(&self.pods.usage_list)
     }
 
     /// The static verdicts of every node for `shape`'s placement constraints.
@@ -421,8 +296,8 @@ impl<'a> Index<'a> {
     /// Resources in use on a node (pods bound and not finished).
     pub fn used(&self, node: Sym) -> &Tally {
         match self.position.get(&node) {
-            Some(&i) => &self.usage_list[i as usize],
-            None => self.stray.get(&node).map_or(&self.empty, |(used, _)| used),
+            Some(&i) => &self.pods.usage_list[i as usize],
+            None => self.pods.stray.get(&node).map_or(&self.empty, |(used, _)| used),
         }
     }
 
@@ -430,40 +305,40 @@ impl<'a> Index<'a> {
     pub fn pods_on(&self, node: Sym) -> &[&'a Pod] {
         match self.position.get(&node) {
             Some(&i) => self.pods_at(i as usize),
-            None => self.stray.get(&node).map_or(&[], |(_, pods)| pods.as_slice()),
+            None => self.pods.stray.get(&node).map_or(&[], |(_, pods)| pods.as_slice()),
         }
     }
 
     /// [`Index::pods_on`] by node position.
     pub fn pods_at(&self, position: usize) -> &[&'a Pod] {
-        let start = if position == 0 { 0 } else { self.bound_ends[position - 1] as usize };
-        &self.bound[start..self.bound_ends[position] as usize]
+        let start = if position == 0 { 0 } else { self.pods.bound_ends[position - 1] as usize };
+        &self.pods.bound[start..self.pods.bound_ends[position] as usize]
     }
 
     /// How many of [`Index::pods_on`] want a GPU.
     /// Pods bound to nodes that are not in the snapshot (deleted, or not listed).
     pub fn stray_pods(&self) -> impl Iterator<Item = (Sym, &[&'a Pod])> + '_ {
-        self.stray.iter().map(|(node, (_, pods))| (*node, pods.as_slice()))
+        self.pods.stray.iter().map(|(node, (_, pods))| (*node, pods.as_slice()))
     }
 
     pub fn gpu_pods_on(&self, node: Sym) -> usize {
         match self.position.get(&node) {
-            Some(&i) => self.gpu_pods[i as usize] as usize,
-            None => self.stray.get(&node).map_or(0, |(_, pods)| pods.iter().filter(|p| p.wants_gpu()).count()),
+            Some(&i) => self.pods.gpu_pods[i as usize] as usize,
+            None => self.pods.stray.get(&node).map_or(0, |(_, pods)| pods.iter().filter(|p| p.wants_gpu()).count()),
         }
     }
 
     /// Failed pods that had been bound to the node.
     pub fn failed_on(&self, node: Sym) -> &[&'a Pod] {
-        self.failed_on.get(&node).map_or(&[], |v| v.as_slice())
+        self.pods.failed_on.get(&node).map_or(&[], |v| v.as_slice())
     }
 
     pub fn members(&self, gang: &GangKey) -> &[&'a Pod] {
-        self.members.get(gang).map_or(&[], |v| v.as_slice())
+        self.pods.members.get(gang).map_or(&[], |v| v.as_slice())
     }
 
     pub fn gang_of(&self, pod: &PodKey) -> Option<&GangKey> {
-        self.gang_of.get(pod)
+        self.pods.gang_of.get(pod)
     }
 
     pub fn nodes(&self) -> impl Iterator<Item = &'a Node> + '_ {
@@ -608,9 +483,9 @@ mod tests {
             assert_eq!(one.gpu_pods_on(n), two.gpu_pods_on(n), "{n}");
         }
         assert!(!one.pods_on(Sym::new("gone")).is_empty() && !one.failed_on(Sym::new("n2")).is_empty());
-        assert_eq!(names(&one.pending_pods), names(&two.pending_pods));
+        assert_eq!(names(one.pending_pods()), names(two.pending_pods()));
         let workloads = |i: &Index<'_>| {
-            i.gpu_workloads.iter().map(|w| (w.pod.name.to_string(), w.node, w.cuda.cloned())).collect::<Vec<_>>()
+            i.gpu_workloads().iter().map(|w| (w.pod.name.to_string(), w.node, w.cuda.cloned())).collect::<Vec<_>>()
         };
         assert_eq!(workloads(&one), workloads(&two));
         for (key, _) in snap.gangs.iter() {

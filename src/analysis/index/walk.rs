@@ -1,0 +1,227 @@
+//! The full walk over a snapshot's pods: what each node has in use, which
+//! pods wait, which belong to which gang. [`super::ledger`] keeps the same
+//! between snapshots instead.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use imbl::OrdMap;
+
+use crate::analysis::tally::Tally;
+use crate::model::{Gang, GangKey, GangKind, Pod, PodKey, PodPhase, Snapshot, Sym, SymHash, SymMap};
+
+use super::{GpuWorkload, PodParts};
+
+/// Below this many pods one thread walks them all.
+pub(super) const PARALLEL_WALK_FROM: usize = 20_000;
+
+/// Gangs by what their pods name: (namespace, owner kind, owner name) for
+/// Kueue workloads — the pod's own owner, or the top-level workload its
+/// labels name (JobSet → Job → Pod) — and (namespace, group name) for the rest.
+pub(super) struct GangLookup<'a> {
+    by_owner: HashMap<(Sym, Sym, Sym), GangKey, SymHash>,
+    by_name: HashMap<(Sym, &'a str), GangKey, SymHash>,
+}
+
+impl<'a> GangLookup<'a> {
+    pub(super) fn new(gangs: &'a OrdMap<GangKey, Arc<Gang>>) -> GangLookup<'a> {
+        let mut by_owner: HashMap<(Sym, Sym, Sym), GangKey, SymHash> = HashMap::default();
+        let mut by_name: HashMap<(Sym, &str), GangKey, SymHash> = HashMap::default();
+        for (key, gang) in gangs.iter() {
+            if let Some(owner) = &gang.owner {
+                by_owner.insert((gang.namespace, owner.kind, owner.name), key.clone());
+            }
+            let entry = by_name.entry((gang.namespace, &*gang.name)).or_insert_with(|| key.clone());
+            // A PodGroup wins a name clash: Volcano pods name their group.
+            if key.kind == GangKind::VolcanoPodGroup {
+                *entry = key.clone();
+            }
+        }
+        GangLookup { by_owner, by_name }
+    }
+
+    pub(super) fn of(&self, pod: &Pod) -> Option<&GangKey> {
+        let owned = |o: &crate::model::Owner| self.by_owner.get(&(pod.namespace, o.kind, o.name));
+        pod.group
+            .and_then(|g| self.by_name.get(&(pod.namespace, g.as_str())))
+            .or_else(|| pod.owner.as_ref().and_then(owned))
+            .or_else(|| pod.workload.as_ref().and_then(owned))
+    }
+}
+
+/// What one walk over (a range of) the pods gathers.
+struct PodPass<'a> {
+    usage_list: Vec<Tally>,
+    gpu_pods: Vec<u32>,
+    bound_by_node: Vec<(u32, &'a Pod)>,
+    stray: SymMap<(Tally, Vec<&'a Pod>)>,
+    failed_on: SymMap<Vec<&'a Pod>>,
+    pending_pods: Vec<&'a Pod>,
+    gpu_workloads: Vec<GpuWorkload<'a>>,
+    members: HashMap<GangKey, Vec<&'a Pod>>,
+    gang_of: HashMap<PodKey, GangKey>,
+    lowest_holder_priority: Option<i32>,
+}
+
+impl<'a> PodPass<'a> {
+    fn new(nodes: usize) -> PodPass<'a> {
+        PodPass {
+            usage_list: vec![Tally::default(); nodes],
+            gpu_pods: vec![0; nodes],
+            bound_by_node: Vec::new(),
+            stray: SymMap::default(),
+            failed_on: SymMap::default(),
+            pending_pods: Vec::new(),
+            gpu_workloads: Vec::new(),
+            members: HashMap::new(),
+            gang_of: HashMap::new(),
+            lowest_holder_priority: None,
+        }
+    }
+
+    fn add(&mut self, pod: &'a Pod, position: &SymMap<u32>, gangs: &GangLookup<'_>) {
+        let at = pod.node.and_then(|n| position.get(&n)).copied();
+        let wants_gpu = pod.wants_gpu();
+        if pod.holds_resources()
+            && let Some(node) = pod.node
+        {
+            self.lowest_holder_priority =
+                Some(self.lowest_holder_priority.map_or(pod.priority, |p| p.min(pod.priority)));
+            match at {
+                Some(i) => {
+                    self.usage_list[i as usize].add_pod(&pod.requests);
+                    self.gpu_pods[i as usize] += u32::from(wants_gpu);
+                    self.bound_by_node.push((i, pod));
+                }
+                None => {
+                    let (used, pods) = self.stray.entry(node).or_default();
+                    used.add_pod(&pod.requests);
+                    pods.push(pod);
+                }
+            }
+        } else if pod.is_pending() {
+            self.pending_pods.push(pod);
+        } else if pod.phase == PodPhase::Failed
+            && let Some(node) = pod.node
+        {
+            self.failed_on.entry(node).or_default().push(pod);
+        }
+        if wants_gpu && !pod.phase.is_terminal() {
+            self.gpu_workloads.push(GpuWorkload { pod, cuda: pod.cuda, node: at.map(|i| i as usize) });
+        }
+        if let Some(gang) = gangs.of(pod) {
+            self.members.entry(gang.clone()).or_default().push(pod);
+            self.gang_of.insert(pod.key(), gang.clone());
+        }
+    }
+
+    /// This walk, then `later` (a walk over the keys after this one's).
+    fn then(mut self, later: PodPass<'a>) -> PodPass<'a> {
+        for (mine, theirs) in self.usage_list.iter_mut().zip(&later.usage_list) {
+            mine.add_tally(theirs);
+        }
+        for (mine, theirs) in self.gpu_pods.iter_mut().zip(&later.gpu_pods) {
+            *mine += theirs;
+        }
+        self.bound_by_node.extend(later.bound_by_node);
+        for (node, (used, pods)) in later.stray {
+            let (mine, my_pods) = self.stray.entry(node).or_default();
+            mine.add_tally(&used);
+            my_pods.extend(pods);
+        }
+        for (node, pods) in later.failed_on {
+            self.failed_on.entry(node).or_default().extend(pods);
+        }
+        self.pending_pods.extend(later.pending_pods);
+        self.gpu_workloads.extend(later.gpu_workloads);
+        for (gang, pods) in later.members {
+            self.members.entry(gang).or_default().extend(pods);
+        }
+        self.gang_of.extend(later.gang_of);
+        self.lowest_holder_priority = match (self.lowest_holder_priority, later.lowest_holder_priority) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        self
+    }
+
+    /// The parts of an index: bound pods grouped by node (each node's in
+    /// snapshot order), pending pods oldest first.
+    fn into_parts(self) -> PodParts<'a> {
+        let PodPass {
+            usage_list,
+            gpu_pods,
+            bound_by_node,
+            stray,
+            failed_on,
+            mut pending_pods,
+            gpu_workloads,
+            members,
+            gang_of,
+            lowest_holder_priority,
+        } = self;
+        sort_pending(&mut pending_pods);
+        let mut bound_ends = vec![0u32; usage_list.len()];
+        for &(i, _) in &bound_by_node {
+            bound_ends[i as usize] += 1;
+        }
+        let mut end = 0;
+        for e in bound_ends.iter_mut() {
+            end += *e;
+            *e = end;
+        }
+        let mut next: Vec<u32> = std::iter::once(0).chain(bound_ends.iter().copied()).collect();
+        let mut bound: Vec<&Pod> = bound_by_node.iter().map(|&(_, p)| p).collect();
+        for &(i, pod) in &bound_by_node {
+            bound[next[i as usize] as usize] = pod;
+            next[i as usize] += 1;
+        }
+        PodParts {
+            usage_list,
+            gpu_pods,
+            bound,
+            bound_ends,
+            stray,
+            failed_on,
+            pending_pods,
+            gpu_workloads,
+            members,
+            gang_of,
+            lowest_holder_priority,
+        }
+    }
+}
+
+/// Pending pods as the index lists them: oldest first, then by name (a
+/// stable sort of key order, so ties fall to the namespace).
+fn sort_pending(pods: &mut [&Pod]) {
+    pods.sort_by(|a, b| in_pending_order(a, b));
+}
+
+pub(super) fn in_pending_order(a: &Pod, b: &Pod) -> std::cmp::Ordering {
+    a.created.cmp(&b.created).then_with(|| a.name.cmp(&b.name))
+}
+
+/// Walks every pod of `snap`: in two halves side by side from
+/// `parallel_from` pods (a cache miss per pod), joined in key order.
+pub(super) fn walk<'a>(snap: &'a Snapshot, position: &SymMap<u32>, parallel_from: usize) -> PodParts<'a> {
+    let gangs = GangLookup::new(&snap.gangs);
+    let walk = |pods: &mut dyn Iterator<Item = &'a Pod>| {
+        let mut pass = PodPass::new(position.len());
+        for pod in pods {
+            pass.add(pod, position, &gangs);
+        }
+        pass
+    };
+    let middle = (snap.pods.len() >= parallel_from).then(|| snap.pods.keys().nth(snap.pods.len() / 2)).flatten();
+    let pass = match middle {
+        Some(middle) => std::thread::scope(|scope| {
+            let first = scope.spawn(|| walk(&mut snap.pods.range::<_, PodKey>(..middle).map(|(_, p)| &**p)));
+            let second = walk(&mut snap.pods.range::<_, PodKey>(middle..).map(|(_, p)| &**p));
+            let first = first.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            first.then(second)
+        }),
+        None => walk(&mut snap.pods.values().map(|p| &**p)),
+    };
+    pass.into_parts()
+}
