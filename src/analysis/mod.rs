@@ -95,12 +95,6 @@ impl Analyzer {
     pub fn index<'a>(&'a self, snap: &'a Snapshot, now: Timestamp) -> index::Index<'a> {
         index::Index::with_ledger(snap, now, &self.ledger)
     }
-
-    /// Pods taken out or put in by the last analysis (all of them when it
-    /// started over).
-    pub fn last_changes(&self) -> usize {
-        self.ledger.last_changes()
-    }
 }
 
 fn analyze_index(snap: &Snapshot, mut index: index::Index<'_>, thresholds: &Thresholds) -> Analysis {

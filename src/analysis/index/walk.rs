@@ -49,33 +49,30 @@ impl<'a> GangLookup<'a> {
     }
 }
 
-/// What one walk over (a range of) the pods gathers.
+/// What one walk over (a range of) the pods gathers: the index's parts,
+/// with the bound pods in walk order until they are grouped by node.
 struct PodPass<'a> {
-    usage_list: Vec<Tally>,
-    gpu_pods: Vec<u32>,
+    parts: PodParts<'a>,
     bound_by_node: Vec<(u32, &'a Pod)>,
-    stray: SymMap<(Tally, Vec<&'a Pod>)>,
-    failed_on: SymMap<Vec<&'a Pod>>,
-    pending_pods: Vec<&'a Pod>,
-    gpu_workloads: Vec<GpuWorkload<'a>>,
-    members: HashMap<GangKey, Vec<&'a Pod>>,
-    gang_of: HashMap<PodKey, GangKey>,
-    lowest_holder_priority: Option<i32>,
 }
 
 impl<'a> PodPass<'a> {
     fn new(nodes: usize) -> PodPass<'a> {
         PodPass {
-            usage_list: vec![Tally::default(); nodes],
-            gpu_pods: vec![0; nodes],
+            parts: PodParts {
+                usage_list: vec![Tally::default(); nodes],
+                gpu_pods: vec![0; nodes],
+                bound: Vec::new(),
+                bound_ends: Vec::new(),
+                stray: SymMap::default(),
+                failed_on: SymMap::default(),
+                pending_pods: Vec::new(),
+                gpu_workloads: Vec::new(),
+                members: HashMap::new(),
+                gang_of: HashMap::new(),
+                lowest_holder_priority: None,
+            },
             bound_by_node: Vec::new(),
-            stray: SymMap::default(),
-            failed_on: SymMap::default(),
-            pending_pods: Vec::new(),
-            gpu_workloads: Vec::new(),
-            members: HashMap::new(),
-            gang_of: HashMap::new(),
-            lowest_holder_priority: None,
         }
     }
 
@@ -85,60 +82,61 @@ impl<'a> PodPass<'a> {
         if pod.holds_resources()
             && let Some(node) = pod.node
         {
-            self.lowest_holder_priority =
-                Some(self.lowest_holder_priority.map_or(pod.priority, |p| p.min(pod.priority)));
+            self.parts.lowest_holder_priority =
+                Some(self.parts.lowest_holder_priority.map_or(pod.priority, |p| p.min(pod.priority)));
             match at {
                 Some(i) => {
-                    self.usage_list[i as usize].add_pod(&pod.requests);
-                    self.gpu_pods[i as usize] += u32::from(wants_gpu);
+                    self.parts.usage_list[i as usize].add_pod(&pod.requests);
+                    self.parts.gpu_pods[i as usize] += u32::from(wants_gpu);
                     self.bound_by_node.push((i, pod));
                 }
                 None => {
-                    let (used, pods) = self.stray.entry(node).or_default();
+                    let (used, pods) = self.parts.stray.entry(node).or_default();
                     used.add_pod(&pod.requests);
                     pods.push(pod);
                 }
             }
         } else if pod.is_pending() {
-            self.pending_pods.push(pod);
+            self.parts.pending_pods.push(pod);
         } else if pod.phase == PodPhase::Failed
             && let Some(node) = pod.node
         {
-            self.failed_on.entry(node).or_default().push(pod);
+            self.parts.failed_on.entry(node).or_default().push(pod);
         }
         if wants_gpu && !pod.phase.is_terminal() {
-            self.gpu_workloads.push(GpuWorkload { pod, cuda: pod.cuda, node: at.map(|i| i as usize) });
+            self.parts.gpu_workloads.push(GpuWorkload { pod, cuda: pod.cuda, node: at.map(|i| i as usize) });
         }
         if let Some(gang) = gangs.of(pod) {
-            self.members.entry(gang.clone()).or_default().push(pod);
-            self.gang_of.insert(pod.key(), gang.clone());
+            self.parts.members.entry(gang.clone()).or_default().push(pod);
+            self.parts.gang_of.insert(pod.key(), gang.clone());
         }
     }
 
     /// This walk, then `later` (a walk over the keys after this one's).
     fn then(mut self, later: PodPass<'a>) -> PodPass<'a> {
-        for (mine, theirs) in self.usage_list.iter_mut().zip(&later.usage_list) {
+        let (mine, theirs) = (&mut self.parts, later.parts);
+        for (mine, theirs) in mine.usage_list.iter_mut().zip(&theirs.usage_list) {
             mine.add_tally(theirs);
         }
-        for (mine, theirs) in self.gpu_pods.iter_mut().zip(&later.gpu_pods) {
+        for (mine, theirs) in mine.gpu_pods.iter_mut().zip(&theirs.gpu_pods) {
             *mine += theirs;
         }
         self.bound_by_node.extend(later.bound_by_node);
-        for (node, (used, pods)) in later.stray {
-            let (mine, my_pods) = self.stray.entry(node).or_default();
-            mine.add_tally(&used);
+        for (node, (used, pods)) in theirs.stray {
+            let (my_used, my_pods) = mine.stray.entry(node).or_default();
+            my_used.add_tally(&used);
             my_pods.extend(pods);
         }
-        for (node, pods) in later.failed_on {
-            self.failed_on.entry(node).or_default().extend(pods);
+        for (node, pods) in theirs.failed_on {
+            mine.failed_on.entry(node).or_default().extend(pods);
         }
-        self.pending_pods.extend(later.pending_pods);
-        self.gpu_workloads.extend(later.gpu_workloads);
-        for (gang, pods) in later.members {
-            self.members.entry(gang).or_default().extend(pods);
+        mine.pending_pods.extend(theirs.pending_pods);
+        mine.gpu_workloads.extend(theirs.gpu_workloads);
+        for (gang, pods) in theirs.members {
+            mine.members.entry(gang).or_default().extend(pods);
         }
-        self.gang_of.extend(later.gang_of);
-        self.lowest_holder_priority = match (self.lowest_holder_priority, later.lowest_holder_priority) {
+        mine.gang_of.extend(theirs.gang_of);
+        mine.lowest_holder_priority = match (mine.lowest_holder_priority, theirs.lowest_holder_priority) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
@@ -148,20 +146,9 @@ impl<'a> PodPass<'a> {
     /// The parts of an index: bound pods grouped by node (each node's in
     /// snapshot order), pending pods oldest first.
     fn into_parts(self) -> PodParts<'a> {
-        let PodPass {
-            usage_list,
-            gpu_pods,
-            bound_by_node,
-            stray,
-            failed_on,
-            mut pending_pods,
-            gpu_workloads,
-            members,
-            gang_of,
-            lowest_holder_priority,
-        } = self;
-        sort_pending(&mut pending_pods);
-        let mut bound_ends = vec![0u32; usage_list.len()];
+        let PodPass { mut parts, bound_by_node } = self;
+        sort_pending(&mut parts.pending_pods);
+        let mut bound_ends = vec![0u32; parts.usage_list.len()];
         for &(i, _) in &bound_by_node {
             bound_ends[i as usize] += 1;
         }
@@ -176,19 +163,7 @@ impl<'a> PodPass<'a> {
             bound[next[i as usize] as usize] = pod;
             next[i as usize] += 1;
         }
-        PodParts {
-            usage_list,
-            gpu_pods,
-            bound,
-            bound_ends,
-            stray,
-            failed_on,
-            pending_pods,
-            gpu_workloads,
-            members,
-            gang_of,
-            lowest_holder_priority,
-        }
+        PodParts { bound, bound_ends, ..parts }
     }
 }
 
