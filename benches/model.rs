@@ -32,7 +32,12 @@ fn real_node(i: usize) -> kgpu::model::Node {
         kgpu::model::TaintEffect::NoSchedule,
     );
     for (k, v) in &labels {
-        let v = if k == "kubernetes.io/hostname" { format!("gpu-node-{i:05}") } else { v.clone() };
+        // Each node's own: its hostname and the time GFD labelled it.
+        let v = match k.as_str() {
+            "kubernetes.io/hostname" => format!("gpu-node-{i:05}"),
+            "nvidia.com/gfd.timestamp" => (1_715_709_242 + 7 * i).to_string(),
+            _ => v.clone(),
+        };
         b = b.label(k, &v);
     }
     b.build()

@@ -88,7 +88,8 @@ impl Fleet {
         let labels: serde_json::Map<String, serde_json::Value> = serde_json::from_str(LABELS).unwrap();
         let node_labels = labels
             .iter()
-            .filter(|(k, _)| *k != "kubernetes.io/hostname")
+            // Each node's own: its hostname and the time GFD labelled it.
+            .filter(|(k, _)| *k != "kubernetes.io/hostname" && *k != "nvidia.com/gfd.timestamp")
             .map(|(k, v)| format!("{}:{}", serde_json::Value::from(k.as_str()), v))
             .collect::<Vec<_>>()
             .join(",");
@@ -146,7 +147,7 @@ impl Fleet {
         format!(
             concat!(
                 r#"{{"kind":"Node","apiVersion":"v1","metadata":{{"name":"{name}","uid":"00000000-0000-4000-8000-{i:012}","resourceVersion":"{rv}","#,
-                r#""creationTimestamp":"{created}","labels":{labels},"kubernetes.io/hostname":"{name}"}},"annotations":{{"node.alpha.kubernetes.io/ttl":"0","volumes.kubernetes.io/controller-managed-attach-detach":"true"}}}},"#,
+                r#""creationTimestamp":"{created}","labels":{labels},"kubernetes.io/hostname":"{name}","nvidia.com/gfd.timestamp":"{labelled}"}},"annotations":{{"node.alpha.kubernetes.io/ttl":"0","volumes.kubernetes.io/controller-managed-attach-detach":"true"}}}},"#,
                 r#""spec":{{"taints":[{{"key":"nvidia.com/gpu","value":"present","effect":"NoSchedule"}}]}},"#,
                 r#""status":{{"capacity":{{"cpu":"192","memory":"2113356452Ki","pods":"110","nvidia.com/gpu":"8","ephemeral-storage":"3750330308Ki"}},"#,
                 r#""allocatable":{{"cpu":"191500m","memory":"2102870692Ki","pods":"110","nvidia.com/gpu":"8","ephemeral-storage":"3456283749826"}},"#,
@@ -159,6 +160,7 @@ impl Fleet {
             rv = rv,
             created = rfc3339(created),
             labels = self.node_labels,
+            labelled = gfd_timestamp(i),
         )
     }
 
@@ -490,4 +492,9 @@ pub fn kubeconfig(port: u16) -> String {
     format!(
         "apiVersion: v1\nkind: Config\nclusters:\n- name: listwatch\n  cluster:\n    server: http://127.0.0.1:{port}\ncontexts:\n- name: listwatch\n  context:\n    cluster: listwatch\n    user: bench\ncurrent-context: listwatch\nusers:\n- name: bench\n  user:\n    token: bench\n"
     )
+}
+
+/// GFD's `gfd.timestamp` of node `i`: each node was labelled at its own time.
+fn gfd_timestamp(i: usize) -> u64 {
+    1_715_709_242 + 7 * i as u64
 }

@@ -10,11 +10,13 @@ const REQUIRE: &str = include_str!("../../tests/fixtures/compat/nvidia-require-c
 const LABELS: &str = include_str!("../../tests/fixtures/nodes/h100-80gb-mig-mixed-all-balanced.labels.json");
 
 /// The node `bench-{i:05}`: the 197 labels of a real H100 node (its own
-/// hostname), the GPU taint, Ready, 8 GPUs.
+/// hostname and GFD timestamp), the GPU taint, Ready, 8 GPUs.
 pub fn node(i: usize) -> Node {
     let name = format!("bench-{i:05}");
     let mut labels: serde_json::Map<String, serde_json::Value> = serde_json::from_str(LABELS).unwrap();
     labels.insert("kubernetes.io/hostname".into(), name.clone().into());
+    // GFD stamps each node with the time it labelled it.
+    labels.insert("nvidia.com/gfd.timestamp".into(), (1_715_709_242 + 7 * i).to_string().into());
     serde_json::from_value(json!({"metadata": {"name": name, "labels": labels},
         "spec": {"taints": [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]}}))
     .unwrap()
