@@ -83,6 +83,43 @@ fn real_gfd_label_sets() {
 }
 
 #[test]
+fn the_nodes_of_a_pool_share_one_copy_of_their_labels() {
+    // The real H100 label set on three nodes of one pool, each with its own
+    // hostname and GFD timestamp as GFD writes them, and one more node
+    // mid-upgrade (its driver upgrade state differs).
+    let real: serde_json::Map<String, Value> =
+        serde_json::from_str(&fixture("nodes/h100-80gb-mig-mixed-all-balanced.labels.json")).unwrap();
+    let node = |name: &str, stamp: &str, upgrade: &str| {
+        let mut labels = real.clone();
+        labels.insert("kubernetes.io/hostname".into(), json!(name));
+        labels.insert("nvidia.com/gfd.timestamp".into(), json!(stamp));
+        labels.insert("nvidia.com/gpu-driver-upgrade-state".into(), json!(upgrade));
+        let decoded =
+            convert::node(&serde_json::from_value(json!({"metadata": {"name": name, "labels": labels}})).unwrap())
+                .unwrap();
+        (decoded, labels)
+    };
+    let (a, a_labels) = node("s4124-0073", "1715709242", "upgrade-done");
+    let (b, _) = node("s4124-0074", "1715709255", "upgrade-done");
+    let (c, _) = node("s4124-0075", "1715709261", "upgrade-done");
+    let (upgrading, _) = node("s4124-0076", "1715709270", "pod-restart-required");
+    assert!(a.labels.shares_with(&b.labels) && b.labels.shares_with(&c.labels));
+    assert!(!upgrading.labels.shares_with(&a.labels));
+    // Each reads as its own complete, sorted label set.
+    let mut expected: Vec<(String, String)> =
+        a_labels.iter().map(|(k, v)| (k.clone(), v.as_str().unwrap().to_string())).collect();
+    expected.sort();
+    let read: Vec<(String, String)> = a.labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    assert_eq!(read, expected);
+    assert_eq!(a.labels.len(), real.len());
+    assert_eq!(b.label("kubernetes.io/hostname").unwrap().as_str(), "s4124-0074");
+    assert_eq!(c.label("nvidia.com/gfd.timestamp").unwrap().as_str(), "1715709261");
+    assert_eq!(upgrading.operator.upgrade_state.unwrap().as_str(), "pod-restart-required");
+    assert_eq!(b.operator.upgrade_state.unwrap().as_str(), "upgrade-done");
+    assert_ne!(a.labels, b.labels);
+}
+
+#[test]
 fn kueue_workload_status_blocks() {
     let blocks = docs("kueue/workload-status-examples-troubleshooting.yaml");
     let wl =

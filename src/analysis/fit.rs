@@ -250,7 +250,7 @@ pub fn first_filter_reasons(reasons: &[NodeReason]) -> impl Iterator<Item = &Nod
 }
 
 pub fn selector_matches(selector: &[(Sym, Sym)], node: &Node) -> bool {
-    selector.iter().all(|(k, v)| node.labels.iter().any(|(nk, nv)| nk == k && nv == v))
+    selector.iter().all(|(k, v)| node.labels.get(*k) == Some(*v))
 }
 
 /// Whether every term pins node names (`matchFields metadata.name In`, the
@@ -287,7 +287,7 @@ fn term_matches(term: &NodeSelectorTerm, node: &Node) -> bool {
         return false;
     }
     term.expressions.iter().all(|r| {
-        let value = node.labels.iter().find(|(k, _)| *k == r.key).map(|(_, v)| *v);
+        let value = node.labels.get(r.key);
         requirement_matches(r.operator, &r.values, value)
     }) && term.fields.iter().all(|r| {
         let value = (r.key.as_str() == "metadata.name").then_some(node.name);

@@ -6,7 +6,7 @@
 
 use regex::{Regex, RegexBuilder};
 
-use crate::model::Labels;
+use crate::model::NodeLabels;
 
 #[derive(Clone, Debug)]
 enum Pattern {
@@ -73,7 +73,7 @@ impl Filter {
 
     /// Whether a row with these visible `columns` (and `labels`, where rows
     /// have them) passes.
-    pub fn matches(&self, columns: &[&str], labels: Option<&Labels>) -> bool {
+    pub fn matches(&self, columns: &[&str], labels: Option<&NodeLabels>) -> bool {
         let hit = match &self.pattern {
             Pattern::Everything => return true,
             Pattern::Text(t) => columns.iter().any(|c| c.to_lowercase().contains(t.as_str())),
@@ -106,8 +106,8 @@ fn requirement(term: &str) -> Requirement {
 
 impl Requirement {
     /// As Kubernetes reads a label selector: `k!=v` holds when the label is absent too.
-    fn holds(&self, labels: &Labels) -> bool {
-        let get = |k: &str| labels.iter().find(|(key, _)| key.as_str() == k).map(|(_, v)| v.as_str());
+    fn holds(&self, labels: &NodeLabels) -> bool {
+        let get = |k: &str| labels.value(k).map(|v| v.as_str());
         match self {
             Requirement::Equals(k, v) => get(k) == Some(v.as_str()),
             Requirement::NotEquals(k, v) => get(k) != Some(v.as_str()),
@@ -122,8 +122,8 @@ mod tests {
     use super::*;
     use crate::model::Sym;
 
-    fn labels(pairs: &[(&str, &str)]) -> Labels {
-        pairs.iter().map(|(k, v)| (Sym::new(k), Sym::new(v))).collect()
+    fn labels(pairs: &[(&str, &str)]) -> NodeLabels {
+        NodeLabels::new(Sym::new("h100-01"), &crate::model::node::labels_from(pairs.iter().copied()))
     }
 
     #[test]

@@ -14,7 +14,7 @@ use super::sort::Sort;
 use super::filter::Filter;
 
 /// The labels of node `name`, for a label selector.
-fn node_labels<'a>(views: &'a Views, name: &crate::model::Sym) -> Option<&'a crate::model::Labels> {
+fn node_labels<'a>(views: &'a Views, name: &crate::model::Sym) -> Option<&'a crate::model::NodeLabels> {
     views.snap.nodes.get(name).map(|n| &n.labels)
 }
 

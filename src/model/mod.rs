@@ -14,6 +14,7 @@ pub mod feed;
 pub mod gang;
 pub mod keys;
 pub mod node;
+pub mod node_labels;
 pub mod pod;
 pub mod quantity;
 pub mod queue;
@@ -37,6 +38,7 @@ pub use node::{
     GpuLabels, MigStrategy, Node, NodeCondition, NodeSelectorTerm, OperatorLabels, Readiness, Requirement,
     SelectorOperator, Taint, TaintEffect, Toleration, TolerationOperator,
 };
+pub use node_labels::NodeLabels;
 pub use pod::{CudaNeed, Owner, Pod, PodKey, PodPhase, Resume, Uid, Unschedulable};
 pub use queue::{Flavor, Queue, QueueKey, QueueKind, QueueQuota};
 pub use resources::Resources;

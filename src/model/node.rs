@@ -6,7 +6,7 @@ use super::keys;
 use super::resources::Resources;
 use super::sym::Sym;
 use super::versions::{CudaVersion, DriverVersion};
-use super::{Labels, Timestamp};
+use super::{Labels, NodeLabels, Timestamp};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum TaintEffect {
@@ -190,7 +190,7 @@ pub struct NodeCondition {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Node {
     pub name: Sym,
-    pub labels: Labels,
+    pub labels: NodeLabels,
     pub taints: Box<[Taint]>,
     pub unschedulable: bool,
     pub readiness: Readiness,
@@ -209,9 +209,10 @@ impl Node {
     pub fn new(name: &str, labels: Labels) -> Node {
         let gpu = decode_gpu_labels(&labels);
         let operator = decode_operator_labels(&labels);
+        let name = Sym::new(name);
         Node {
-            name: Sym::new(name),
-            labels,
+            name,
+            labels: NodeLabels::new(name, &labels),
             taints: Box::new([]),
             unschedulable: false,
             readiness: Readiness::Ready,
@@ -225,7 +226,7 @@ impl Node {
     }
 
     pub fn label(&self, key: &str) -> Option<Sym> {
-        label_value(&self.labels, key)
+        self.labels.value(key)
     }
 
     pub fn is_ready(&self) -> bool {

@@ -285,12 +285,7 @@ impl<'a> Index<'a> {
     /// Every node's value of one label, in position order.
     fn label_column(&self, key: Sym) -> Arc<[Option<Sym>]> {
         let mut columns = self.label_columns.lock().unwrap_or_else(PoisonError::into_inner);
-        columns
-            .entry(key)
-            .or_insert_with(|| {
-                self.node_list.iter().map(|n| n.labels.iter().find(|(k, _)| *k == key).map(|(_, v)| *v)).collect()
-            })
-            .clone()
+        columns.entry(key).or_insert_with(|| self.node_list.iter().map(|n| n.labels.get(key)).collect()).clone()
     }
 
     /// Resources in use on a node (pods bound and not finished).

@@ -248,7 +248,7 @@ impl Disguise {
     fn node_object(&self, n: &Node) -> Node {
         let mut n = n.clone();
         n.name = self.node(n.name);
-        n.labels = self.labels(&n.labels);
+        n.labels = crate::model::NodeLabels::new(n.name, &self.labels(&n.labels.to_labels()));
         n
     }
 
