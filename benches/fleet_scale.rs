@@ -6,7 +6,8 @@
 //! - time to the first complete view (the header counts every node's GPUs
 //!   and every pod), next to the floor: the raw paginated LIST of the same
 //!   objects (pages of 500, bodies read and dropped);
-//! - resident memory once loaded, and its peak;
+//! - resident memory 5 s after the first view and at the end of the idle
+//!   window, and its peak;
 //! - idle CPU over 30 s;
 //! - under a steady stream of pod changes (a pod finishes, its replacement
 //!   comes):
@@ -60,6 +61,8 @@ fn used_shown(screen: &str) -> Option<u64> {
 struct Run {
     first_view: f64,
     rss: f64,
+    /// At the end of the idle window: what stays.
+    idle_rss: f64,
     peak: f64,
     idle_cpu: f64,
     churn_cpu: f64,
@@ -120,6 +123,7 @@ fn main() {
         std::thread::sleep(Duration::from_secs(5));
         let rss = term.rss_mib();
         let idle_cpu = term.cpu_share(window);
+        let idle_rss = term.rss_mib();
 
         // Churn: `rate` pod changes a second in batches every 10 ms, and a
         // node joining every 2 s whose GPUs the header must show.
@@ -163,14 +167,14 @@ fn main() {
         let churn_rss = term.rss_mib();
         let peak = term.peak_mib();
         eprintln!(
-            "run {}: first complete view {first_view:.2} s; {rss:.0} MiB resident (peak {peak:.0}); idle CPU {:.2}%; \
+            "run {}: first complete view {first_view:.2} s; {rss:.0} MiB resident, {idle_rss:.0} MiB idle (peak {peak:.0}); idle CPU {:.2}%; \
              under {achieved:.0} changes/s: CPU {:.0}%, data age {} s, {churn_rss:.0} MiB",
             run + 1,
             idle_cpu * 100.0,
             churn_cpu * 100.0,
             ages.iter().map(|a| format!("{a:.2}")).collect::<Vec<_>>().join(" ")
         );
-        results.push(Run { first_view, rss, peak, idle_cpu, churn_cpu, ages, churn_rss });
+        results.push(Run { first_view, rss, idle_rss, peak, idle_cpu, churn_cpu, ages, churn_rss });
         drop(term);
         // Let the server's watches notice the client is gone.
         std::thread::sleep(Duration::from_secs(1));
@@ -186,7 +190,13 @@ fn main() {
     );
     println!("raw paginated LIST: {floor:.2} s (median of {runs})");
     println!("first complete view: {first:.2} s = {:.2}× the raw LIST (median of {runs})", first / floor);
-    println!("resident once loaded: {:.0} MiB (peak {:.0} MiB)", m(|r| r.rss), m(|r| r.peak));
+    println!(
+        "resident once loaded: {:.0} MiB 5 s after the first view, {:.0} MiB after {} s idle (peak {:.0} MiB)",
+        m(|r| r.rss),
+        m(|r| r.idle_rss),
+        window.as_secs(),
+        m(|r| r.peak)
+    );
     println!("{split}");
     println!("idle CPU: {:.2}% of a core over {} s", m(|r| r.idle_cpu) * 100.0, window.as_secs());
     println!(

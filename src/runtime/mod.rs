@@ -6,6 +6,7 @@ pub mod act;
 pub mod lab;
 pub mod load;
 pub mod logging;
+pub mod memory;
 pub mod pacing;
 pub mod scenario;
 pub mod source;
@@ -135,7 +136,7 @@ fn cockpit_with(
     ui: &crate::cli::UiArgs,
     tutor: Option<(&'static crate::view_model::lessons::Lesson, crate::app::TutorMode)>,
 ) -> anyhow::Result<ExitCode> {
-    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    let runtime = memory::cockpit_runtime()?;
     let report = runtime.block_on(tui::run(tui::CockpitOptions {
         source,
         tutor,

@@ -18,12 +18,13 @@ use crate::analysis::{Analyzer, Thresholds, waves};
 use crate::app::{App, Effect, Msg, Tutor, TutorMode, Viewport};
 use crate::config::Paths;
 use crate::model::audit::AuditEntry;
-use crate::model::{DriverVersion, Snapshot, Timestamp};
+use crate::model::{DriverVersion, FeedState, Snapshot, Timestamp};
 use crate::ui::{self, Theme};
 use crate::view_model::lessons::Lesson;
 use crate::view_model::panes::{Views, audit_rows};
 
 use super::UsageError;
+use super::memory;
 use super::pacing::Pacing;
 use super::source::{self, Run, Session, Shared, Source};
 use super::terminal::Guard;
@@ -86,7 +87,21 @@ fn spawn_build(
         let built = Built { generation, content, started, finished: Instant::now(), views };
         // The receiver is gone only when the cockpit is closing.
         let _ = tx.blocking_send(built);
+        memory::on_idle();
     });
+}
+
+/// Whether some feed is still on its first list.
+fn feeds_listing(snap: &Snapshot) -> bool {
+    snap.feeds.values().any(|f| f.state == FeedState::Syncing)
+}
+
+/// Runs a no-op on the runtime's workers, so that a parked one wakes, and
+/// answers `memory`'s ask as it parks again instead of at its next event.
+fn wake_workers() {
+    for _ in 0..4 {
+        tokio::spawn(tokio::task::yield_now());
+    }
 }
 
 /// Audit entries the Events pane shows.
@@ -302,6 +317,8 @@ where
     let mut stop = StopSignals::new()?;
     let mut dirty = true;
     let mut source_gone = false;
+    // Some feed is still on its first list (see `memory`).
+    let mut listing = feeds_listing(&views.snap);
     loop {
         // Effects of nested updates join the queue: none is dropped.
         let mut effects = VecDeque::new();
@@ -359,9 +376,19 @@ where
                 building = false;
                 pacing.analysed(built.started, built.finished, built.content);
                 if built.generation == generation {
+                    let was_listing = listing;
+                    listing = feeds_listing(&built.views.snap);
+                    if was_listing && !listing {
+                        // The first list is in: what decoding it freed goes back.
+                        memory::release_everywhere();
+                        wake_workers();
+                    }
                     // Freeing a big fleet's analysis takes milliseconds: not on the input loop.
                     let old = std::mem::replace(&mut views, built.views);
-                    tokio::task::spawn_blocking(move || drop(old));
+                    tokio::task::spawn_blocking(move || {
+                        drop(old);
+                        memory::on_idle();
+                    });
                     show_audit(&mut views, &audit);
                     dirty = true;
                 }
@@ -420,6 +447,7 @@ where
                             let snap = cockpit.session.snapshots.borrow_and_update().clone();
                             pacing = Pacing::new(Instant::now(), snap.content_generation());
                             views = cockpit.views(snap, &wave_target);
+                            listing = feeds_listing(&views.snap);
                             audit = audit_entries(&cockpit.session);
                             show_audit(&mut views, &audit);
                             let pane = app.pane;
