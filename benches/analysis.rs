@@ -122,6 +122,17 @@ fn bench(crit: &mut Criterion) {
     });
     use analysis::{compat, fleet, fragmentation, gangs, index::Index, pending};
     g.bench_function("stage: index", |b| b.iter(|| Index::build(&snap, now)));
+    // What the first complete view (and any change in bulk) costs: the
+    // ledger gathered anew (dropping it is not counted: the first one has
+    // nothing to drop).
+    g.bench_function("stage: index from a ledger started over", |b| {
+        b.iter_with_large_drop(|| {
+            let mut ledger = analysis::index::PodLedger::new();
+            ledger.update(&snap);
+            assert_eq!(ledger.last_changes(), snap.pods.len(), "started over");
+            ledger
+        })
+    });
     let index = Index::build(&snap, now);
     g.bench_function("stage: fleet", |b| b.iter(|| fleet::summarize(&index, &thresholds)));
     g.bench_function("stage: fragmentation", |b| b.iter(|| fragmentation::analyze(&Index::build(&snap, now))));

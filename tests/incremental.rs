@@ -9,8 +9,8 @@ use kgpu::analysis::index::{Index, PodLedger};
 use kgpu::analysis::{self, Analyzer, Thresholds};
 use kgpu::model::build::{node, pod, podgroup};
 use kgpu::model::{
-    Cluster, Feed, FeedState, GangKey, GangKind, ModelEvent, Object, ObjectKey, PodKey, PodPhase, Snapshot, SourceInfo,
-    SourceKind, Sym, TaintEffect,
+    Cluster, Feed, FeedState, GangKey, GangKind, ModelEvent, Object, ObjectKey, Owner, PodKey, PodPhase, Snapshot,
+    SourceInfo, SourceKind, Sym, TaintEffect,
 };
 use kgpu::sources::sim::scenarios;
 use proptest::prelude::*;
@@ -93,29 +93,54 @@ fn every_scenario_run_forward_is_analysed_alike_both_ways() {
     }
 }
 
-/// A first list (pods in bulk) is walked, not kept; the ledger is built
-/// once pods change a few at a time, and then kept.
+/// Pods still listing are walked, nothing kept; once the list is complete
+/// the ledger starts over at once (not at the first change after it), then
+/// keeps up a few pods at a time — a gang's status redoes no pod, a new
+/// gang only the pods of its namespace — and starts over after a change in bulk.
 #[test]
-fn pods_in_bulk_are_walked_and_the_ledger_kept_once_they_change_a_few_at_a_time() {
+fn pods_listing_are_walked_and_the_ledger_started_over_once_the_list_is_complete() {
     let mut cluster = Cluster::new(SourceInfo { kind: SourceKind::Kube, name: "bulk".into() });
     cluster.apply(ModelEvent::Clock(1_796_029_200));
     cluster.apply_all((0..40).map(|i| ModelEvent::Upsert(Object::Node(node(&format!("n{i}")).gpus(8).build()))));
     let bound = |i: usize| pod(&format!("p{i:04}")).gpus(1).on(&format!("n{}", i % 40)).running().build();
-    cluster.apply_all((0..1_200).map(|i| ModelEvent::Upsert(Object::Pod(bound(i)))));
     let (mut analyzer, mut ledger) = (Analyzer::new(), PodLedger::new());
-    let snap = cluster.snapshot();
-    ledger.update(&snap);
-    assert!(!ledger.is_current(&snap), "1,200 new pods are a bulk change: walked");
     let thresholds = Thresholds::default();
-    let full = analysis::analyze(&snap, snap.clock, &thresholds);
-    assert_eq!(document(&snap, &analyzer.analyze(&snap, snap.clock, &thresholds)), document(&snap, &full));
-    // A few changes: the ledger starts over once, then keeps up.
+    cluster.apply(ModelEvent::Feed { feed: Feed::Pods, state: FeedState::Syncing });
+    for page in 0..3 {
+        cluster.apply_all((page * 500..page * 500 + 500).map(|i| ModelEvent::Upsert(Object::Pod(bound(i)))));
+        let snap = cluster.snapshot();
+        ledger.update(&snap);
+        assert!(!ledger.is_current(&snap), "page {page}: pods still listing are walked");
+        assert_eq!(ledger.last_changes(), 0);
+        let full = analysis::analyze(&snap, snap.clock, &thresholds);
+        assert_eq!(document(&snap, &analyzer.analyze(&snap, snap.clock, &thresholds)), document(&snap, &full));
+    }
+    cluster.apply(ModelEvent::Feed { feed: Feed::Pods, state: FeedState::Live });
+    agree(&mut analyzer, &mut ledger, &cluster.snapshot(), "the first list complete");
+    assert_eq!(ledger.last_changes(), 1_500, "started over with the list complete");
     cluster.apply(ModelEvent::Delete(ObjectKey::Pod(PodKey::new("default", "p0007"))));
-    agree(&mut analyzer, &mut ledger, &cluster.snapshot(), "a pod deleted after the bulk");
-    assert_eq!(ledger.last_changes(), cluster.snapshot().pods.len(), "started over");
+    agree(&mut analyzer, &mut ledger, &cluster.snapshot(), "a pod deleted");
+    assert_eq!(ledger.last_changes(), 1, "kept: one pod taken out");
     cluster.apply(ModelEvent::Upsert(Object::Pod(bound(5_000))));
     agree(&mut analyzer, &mut ledger, &cluster.snapshot(), "a pod added");
     assert_eq!(ledger.last_changes(), 1, "kept: one pod put in");
+    // A gang's status changes (Volcano's phase): no pod moves, none is redone.
+    let team = |i: usize| pod(&format!("t{i}")).ns("team-x").group("train").gpus(8).on(&format!("n{i}")).build();
+    cluster.apply_all((0..10).map(|i| ModelEvent::Upsert(Object::Pod(team(i)))));
+    cluster.apply(ModelEvent::Upsert(Object::Gang(podgroup("other", 2, 8).ns("team-y").build())));
+    agree(&mut analyzer, &mut ledger, &cluster.snapshot(), "ten pods and a gang in another namespace");
+    assert_eq!(ledger.last_changes(), 10, "kept: ten pods put in, none of team-x redone");
+    cluster.apply(ModelEvent::Upsert(Object::Gang(podgroup("other", 2, 8).ns("team-y").phase("Running").build())));
+    agree(&mut analyzer, &mut ledger, &cluster.snapshot(), "a gang's phase changed");
+    assert_eq!(ledger.last_changes(), 0, "kept: a gang's status moves no pod");
+    // A gang comes that the pods of team-x name: they are redone, the rest are not.
+    cluster.apply(ModelEvent::Upsert(Object::Gang(podgroup("train", 10, 8).ns("team-x").build())));
+    agree(&mut analyzer, &mut ledger, &cluster.snapshot(), "the gang team-x's pods name");
+    assert_eq!(ledger.last_changes(), 20, "kept: team-x's ten pods taken out and put back in");
+    // A burst larger than an eighth of the fleet (and 1,000 pods): started over.
+    cluster.apply_all((1_500..2_700).map(|i| ModelEvent::Upsert(Object::Pod(bound(i)))));
+    agree(&mut analyzer, &mut ledger, &cluster.snapshot(), "a burst of 1,200 new pods");
+    assert_eq!(ledger.last_changes(), 2_710, "started over after a burst");
     // A relist after a lost watch: walked while its pages arrive, however few.
     cluster.apply(ModelEvent::Feed { feed: Feed::Pods, state: FeedState::Syncing });
     cluster.apply(ModelEvent::Upsert(Object::Pod(bound(5_001))));
@@ -123,7 +148,8 @@ fn pods_in_bulk_are_walked_and_the_ledger_kept_once_they_change_a_few_at_a_time(
     ledger.update(&snap);
     assert!(!ledger.is_current(&snap), "pods still listing: walked");
     cluster.apply(ModelEvent::Feed { feed: Feed::Pods, state: FeedState::Live });
-    agree(&mut analyzer, &mut ledger, &cluster.snapshot(), "the list complete");
+    agree(&mut analyzer, &mut ledger, &cluster.snapshot(), "the relist complete");
+    assert_eq!(ledger.last_changes(), 2_711, "started over with the relist complete");
 }
 
 /// One change to a small fleet, as the API server would send it.
@@ -138,6 +164,8 @@ enum Change {
         gpus: u8,
         priority: i8,
         gang: Option<u8>,
+        /// A Job of that number owns it (a Kueue workload may name it).
+        job: Option<u8>,
         created: u8,
     },
     DeletePod {
@@ -152,12 +180,17 @@ enum Change {
     DeleteNode {
         id: u8,
     },
+    /// A Volcano PodGroup, or with `job` a Kueue Workload owned by that Job.
     Gang {
         id: u8,
+        namespace: u8,
         min: u8,
+        job: Option<u8>,
     },
     DeleteGang {
         id: u8,
+        namespace: u8,
+        kueue: bool,
     },
     Clock {
         advance: u8,
@@ -166,15 +199,19 @@ enum Change {
 
 fn change() -> impl Strategy<Value = Change> {
     prop_oneof![
-        6 => (0u8..24, 0u8..2, proptest::option::of(0u8..6), 0u8..5, 0u8..4, -2i8..3, proptest::option::of(0u8..3), 0u8..4)
-            .prop_map(|(id, namespace, node, state, gpus, priority, gang, created)| Change::Pod {
-                id, namespace, node, state, gpus, priority, gang, created
+        6 => (
+            (0u8..24, 0u8..2, proptest::option::of(0u8..6), 0u8..5, 0u8..4, -2i8..3),
+            (proptest::option::of(0u8..3), proptest::option::of(0u8..3), 0u8..4),
+        )
+            .prop_map(|((id, namespace, node, state, gpus, priority), (gang, job, created))| Change::Pod {
+                id, namespace, node, state, gpus, priority, gang, job, created
             }),
         2 => (0u8..24, 0u8..2).prop_map(|(id, namespace)| Change::DeletePod { id, namespace }),
         1 => (0u8..6, 0u8..9, any::<bool>()).prop_map(|(id, gpus, tainted)| Change::Node { id, gpus, tainted }),
         1 => (0u8..6).prop_map(|id| Change::DeleteNode { id }),
-        1 => (0u8..3, 1u8..4).prop_map(|(id, min)| Change::Gang { id, min }),
-        1 => (0u8..3).prop_map(|id| Change::DeleteGang { id }),
+        2 => (0u8..3, 0u8..2, 1u8..4, proptest::option::of(0u8..3))
+            .prop_map(|(id, namespace, min, job)| Change::Gang { id, namespace, min, job }),
+        1 => (0u8..3, 0u8..2, any::<bool>()).prop_map(|(id, namespace, kueue)| Change::DeleteGang { id, namespace, kueue }),
         1 => (1u8..120).prop_map(|advance| Change::Clock { advance }),
     ]
 }
@@ -183,7 +220,7 @@ const NAMESPACES: [&str; 2] = ["team-a", "team-b"];
 
 fn event(change: &Change, now: i64) -> ModelEvent {
     match *change {
-        Change::Pod { id, namespace, node, state, gpus, priority, gang, created } => {
+        Change::Pod { id, namespace, node, state, gpus, priority, gang, job, created } => {
             let mut b = pod(&format!("p{id:02}"))
                 .ns(NAMESPACES[namespace as usize])
                 .gpus(u64::from(gpus))
@@ -192,6 +229,9 @@ fn event(change: &Change, now: i64) -> ModelEvent {
                 .cuda_require(["cuda>=12.4", "cuda>=12.8"][id as usize % 2]);
             if let Some(g) = gang {
                 b = b.group(&format!("g{g}"));
+            }
+            if let Some(j) = job {
+                b = b.owner("Job", &format!("job-{j}"));
             }
             // Bound: running, failed, succeeded; unbound: pending or failed.
             let node_name = node.map(|n| format!("n{n}"));
@@ -216,12 +256,20 @@ fn event(change: &Change, now: i64) -> ModelEvent {
             ModelEvent::Upsert(Object::Node(b.build()))
         }
         Change::DeleteNode { id } => ModelEvent::Delete(ObjectKey::Node(Sym::new(&format!("n{id}")))),
-        Change::Gang { id, min } => {
-            ModelEvent::Upsert(Object::Gang(podgroup(&format!("g{id}"), u32::from(min), 1).ns("team-a").build()))
+        Change::Gang { id, namespace, min, job } => {
+            let mut gang = podgroup(&format!("g{id}"), u32::from(min), 1).ns(NAMESPACES[namespace as usize]).build();
+            if let Some(j) = job {
+                // A Workload is named after its Job; here its name may clash
+                // with a PodGroup's, which then wins the pods naming it.
+                gang.kind = GangKind::KueueWorkload;
+                gang.owner = Some(Owner { kind: Sym::new("Job"), name: Sym::new(&format!("job-{j}")) });
+                gang.phase = None;
+            }
+            ModelEvent::Upsert(Object::Gang(gang))
         }
-        Change::DeleteGang { id } => ModelEvent::Delete(ObjectKey::Gang(GangKey {
-            kind: GangKind::VolcanoPodGroup,
-            namespace: Sym::new("team-a"),
+        Change::DeleteGang { id, namespace, kueue } => ModelEvent::Delete(ObjectKey::Gang(GangKey {
+            kind: if kueue { GangKind::KueueWorkload } else { GangKind::VolcanoPodGroup },
+            namespace: Sym::new(NAMESPACES[namespace as usize]),
             name: format!("g{id}").into(),
         })),
         Change::Clock { advance } => ModelEvent::Clock(now + i64::from(advance)),

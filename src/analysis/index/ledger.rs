@@ -13,11 +13,9 @@ use imbl::OrdMap;
 use imbl::ordmap::DiffItem;
 
 use crate::analysis::tally::Tally;
-use crate::model::{
-    CudaNeed, Feed, FeedState, Gang, GangKey, Node, Pod, PodKey, PodPhase, Snapshot, Sym, SymHash, SymMap,
-};
+use crate::model::{CudaNeed, Feed, FeedState, Gang, GangKey, Node, Pod, PodKey, Snapshot, Sym, SymHash, SymMap};
 
-use super::walk::{GangLookup, in_pending_order};
+use super::walk::{GangLookup, PARALLEL_WALK_FROM, Place, in_halves, in_pending_order, is_gpu_workload};
 use super::{GpuWorkload, PodParts};
 
 /// A pod, in the order of its key (namespace, name), as the snapshot keeps them.
@@ -83,21 +81,30 @@ impl NodePods {
         }
         self.gpu_pods = self.holders.iter().filter(|p| p.wants_gpu()).count() as u32;
     }
+
+    /// Holds `pod`, which comes after every pod it holds in key order.
+    fn push_holder(&mut self, pod: &Arc<Pod>) {
+        self.holders.push(pod.clone());
+        self.used.add_pod(&pod.requests);
+        self.gpu_pods += u32::from(pod.wants_gpu());
+    }
+
+    /// Then the pods of `later`, whose keys all come after this one's.
+    fn then(&mut self, later: NodePods) {
+        self.holders.extend(later.holders);
+        self.used.add_tally(&later.used);
+        self.gpu_pods += later.gpu_pods;
+        self.failed.extend(later.failed);
+    }
 }
 
 fn by_key(a: &Pod, b: &Pod) -> std::cmp::Ordering {
     a.namespace.cmp(&b.namespace).then_with(|| a.name.cmp(&b.name))
 }
 
-/// Puts `pod` in its place in a list in key order; at the end, when the
-/// pods come in key order.
-fn insert_in_order(list: &mut Vec<Arc<Pod>>, pod: &Arc<Pod>, in_key_order: bool) {
-    if in_key_order {
-        list.push(pod.clone());
-    } else {
-        let at = list.binary_search_by(|p| by_key(p, pod)).unwrap_or_else(|at| at);
-        list.insert(at, pod.clone());
-    }
+fn insert_in_order(list: &mut Vec<Arc<Pod>>, pod: &Arc<Pod>) {
+    let at = list.binary_search_by(|p| by_key(p, pod)).unwrap_or_else(|at| at);
+    list.insert(at, pod.clone());
 }
 
 fn remove_in_order(list: &mut Vec<Arc<Pod>>, pod: &Pod) {
@@ -107,35 +114,210 @@ fn remove_in_order(list: &mut Vec<Arc<Pod>>, pod: &Pod) {
 }
 
 /// A snapshot whose pods differ from the last one's in more than this
-/// share of the fleet (a first list, a resync, a switch of source) is
-/// walked instead: a ledger of pods that keep arriving in bulk costs more
-/// to keep than the walk, in time and in memory.
+/// share of the fleet (a resync, a burst) starts over: cheaper than taking
+/// each pod out and putting it back.
 const BULK_SHARE: usize = 8;
 /// ... and in more than this many, so a small cluster is always kept.
 const BULK_AT_LEAST: usize = 1_000;
+
+/// What the index reads of a GPU workload (its CUDA need, its node), so
+/// that listing them reads no pod.
+type Workload = (Option<&'static CudaNeed>, Option<Sym>);
 
 /// The pods of the last snapshot it was brought up to date with, gathered
 /// as the index needs them.
 #[derive(Default)]
 pub struct PodLedger {
-    /// The last snapshot's pods and gangs: the next update diffs against
-    /// them, and the structure they share with it is skipped at no cost.
+    /// The last snapshot's pods and gangs, while kept: the next update
+    /// diffs against them, and the structure they share with it is skipped
+    /// at no cost.
     pods: OrdMap<PodKey, Arc<Pod>>,
     gangs: OrdMap<GangKey, Arc<Gang>>,
-    /// Whether the parts below hold `pods` (not while pods change in bulk).
+    /// Whether `parts` hold `pods` (not while pods are still listing).
     kept: bool,
+    parts: Parts,
+    /// Pods taken out or put in by the last update.
+    last_changes: usize,
+}
+
+/// The pods gathered as the index needs them.
+#[derive(Default)]
+struct Parts {
     nodes: SymMap<NodePods>,
     pending: BTreeSet<ByAge>,
-    /// With what the index reads of them (its CUDA need, its node), so
-    /// that listing them reads no pod.
-    gpu_workloads: BTreeMap<ByKey, (Option<&'static CudaNeed>, Option<Sym>)>,
+    gpu_workloads: BTreeMap<ByKey, Workload>,
     /// Each gang's pods, in key order.
     members: HashMap<GangKey, Vec<Arc<Pod>>>,
     gang_of: HashMap<PodKey, GangKey>,
     /// Priorities of pods holding resources, with how many hold each.
     holder_priorities: BTreeMap<i32, u32>,
-    /// Pods taken out or put in by the last update.
-    last_changes: usize,
+}
+
+/// What a start over gathers from pods in key order: the parts but their
+/// two ordered sets, which wait in lists to be built at once (a tree built
+/// from sorted items costs a fraction of inserting them one by one).
+#[derive(Default)]
+struct Gathered {
+    parts: Parts,
+    pending: Vec<ByAge>,
+    gpu_workloads: Vec<(ByKey, Workload)>,
+}
+
+impl Gathered {
+    /// Counts a pod where the walk would ([`super::walk`]'s `PodPass::add`);
+    /// it comes after every pod gathered so far in key order.
+    fn add(&mut self, pod: &Arc<Pod>, lookup: &GangLookup<'_>) {
+        let parts = &mut self.parts;
+        match Place::of(pod) {
+            Place::Holds(node) => {
+                parts.nodes.entry(node).or_default().push_holder(pod);
+                *parts.holder_priorities.entry(pod.priority).or_default() += 1;
+            }
+            Place::Waits => self.pending.push(ByAge(pod.clone())),
+            Place::FailedOn(node) => parts.nodes.entry(node).or_default().failed.push(pod.clone()),
+            Place::Nowhere => {}
+        }
+        if is_gpu_workload(pod) {
+            self.gpu_workloads.push((ByKey(pod.clone()), (pod.cuda, pod.node)));
+        }
+        if let Some(gang) = lookup.of(pod) {
+            parts.members.entry(gang.clone()).or_default().push(pod.clone());
+            parts.gang_of.insert(pod.key(), gang.clone());
+        }
+    }
+
+    /// These pods, then those of `later` (whose keys come after).
+    fn then(mut self, later: Gathered) -> Gathered {
+        let (mine, theirs) = (&mut self.parts, later.parts);
+        for (node, pods) in theirs.nodes {
+            mine.nodes.entry(node).or_default().then(pods);
+        }
+        for (gang, pods) in theirs.members {
+            mine.members.entry(gang).or_default().extend(pods);
+        }
+        mine.gang_of.extend(theirs.gang_of);
+        for (priority, n) in theirs.holder_priorities {
+            *mine.holder_priorities.entry(priority).or_default() += n;
+        }
+        self.pending.extend(later.pending);
+        self.gpu_workloads.extend(later.gpu_workloads);
+        self
+    }
+
+    fn into_parts(self) -> Parts {
+        // Both sort what they are given; the workloads come sorted already.
+        Parts {
+            pending: self.pending.into_iter().collect(),
+            gpu_workloads: self.gpu_workloads.into_iter().collect(),
+            ..self.parts
+        }
+    }
+}
+
+impl Parts {
+    /// Counts a pod where [`Gathered::add`] would, in its place among the
+    /// pods already there; its node, if it holds one, is `touched`.
+    fn put_in(&mut self, pod: &Arc<Pod>, lookup: &GangLookup<'_>, touched: &mut HashSet<Sym, SymHash>) {
+        match Place::of(pod) {
+            Place::Holds(node) => {
+                insert_in_order(&mut self.nodes.entry(node).or_default().holders, pod);
+                touched.insert(node);
+                *self.holder_priorities.entry(pod.priority).or_default() += 1;
+            }
+            Place::Waits => {
+                self.pending.insert(ByAge(pod.clone()));
+            }
+            Place::FailedOn(node) => insert_in_order(&mut self.nodes.entry(node).or_default().failed, pod),
+            Place::Nowhere => {}
+        }
+        if is_gpu_workload(pod) {
+            self.gpu_workloads.insert(ByKey(pod.clone()), (pod.cuda, pod.node));
+        }
+        if let Some(gang) = lookup.of(pod) {
+            insert_in_order(self.members.entry(gang.clone()).or_default(), pod);
+            self.gang_of.insert(pod.key(), gang.clone());
+        }
+    }
+
+    /// Undoes [`Parts::put_in`] of the same pod.
+    fn take_out(&mut self, pod: &Arc<Pod>, touched: &mut HashSet<Sym, SymHash>) {
+        match Place::of(pod) {
+            Place::Holds(node) => {
+                if let Some(pods) = self.nodes.get_mut(&node) {
+                    remove_in_order(&mut pods.holders, pod);
+                }
+                if let Some(n) = self.holder_priorities.get_mut(&pod.priority) {
+                    *n -= 1;
+                    if *n == 0 {
+                        self.holder_priorities.remove(&pod.priority);
+                    }
+                }
+                touched.insert(node);
+            }
+            Place::Waits => {
+                self.pending.remove(&ByAge(pod.clone()));
+            }
+            Place::FailedOn(node) => {
+                if let Some(pods) = self.nodes.get_mut(&node) {
+                    remove_in_order(&mut pods.failed, pod);
+                }
+                touched.insert(node);
+            }
+            Place::Nowhere => {}
+        }
+        if is_gpu_workload(pod) {
+            self.gpu_workloads.remove(&ByKey(pod.clone()));
+        }
+        if let Some(gang) = self.gang_of.remove(&pod.key())
+            && let Some(members) = self.members.get_mut(&gang)
+        {
+            remove_in_order(members, pod);
+            if members.is_empty() {
+                self.members.remove(&gang);
+            }
+        }
+    }
+
+    /// Recounts the nodes whose pods changed; drops those left with none.
+    fn recount(&mut self, touched: HashSet<Sym, SymHash>) {
+        for node in touched {
+            if let Some(pods) = self.nodes.get_mut(&node) {
+                if pods.holders.is_empty() && pods.failed.is_empty() {
+                    self.nodes.remove(&node);
+                } else {
+                    pods.recount();
+                }
+            }
+        }
+    }
+}
+
+/// The namespaces where a pod may belong to another gang in `now` than in
+/// `was`: a gang came, went, or names another owner ([`GangLookup`] finds
+/// a pod's gang among its namespace's only). A gang's status (admission,
+/// conditions, counts), what changes most, moves no pod.
+fn regrouped(was: &OrdMap<GangKey, Arc<Gang>>, now: &OrdMap<GangKey, Arc<Gang>>) -> Vec<Sym> {
+    let mut namespaces = Vec::new();
+    for change in was.diff(now) {
+        let moved = match change {
+            DiffItem::Add(key, _) | DiffItem::Remove(key, _) => Some(key.namespace),
+            DiffItem::Update { old: (key, a), new: (_, b) } => {
+                (a.owner != b.owner || a.namespace != b.namespace || a.name != b.name).then_some(key.namespace)
+            }
+        };
+        if let Some(namespace) = moved
+            && !namespaces.contains(&namespace)
+        {
+            namespaces.push(namespace);
+        }
+    }
+    namespaces
+}
+
+/// The pods of one namespace, in key order.
+fn in_namespace(pods: &OrdMap<PodKey, Arc<Pod>>, namespace: Sym) -> impl Iterator<Item = &Arc<Pod>> {
+    let first = PodKey { namespace, name: Arc::from("") };
+    pods.range(first..).take_while(move |(key, _)| key.namespace == namespace).map(|(_, pod)| pod)
 }
 
 impl PodLedger {
@@ -149,147 +331,89 @@ impl PodLedger {
     }
 
     /// Pods taken out or put in by the last [`PodLedger::update`]: all of
-    /// them when it started over, none when it let a bulk change be walked.
+    /// them when it started over, none while pods are listing.
     pub fn last_changes(&self) -> usize {
         self.last_changes
     }
 
     /// Brings the ledger up to date with `snap`: the pods that differ from
-    /// the last snapshot's are taken out and put back in. A change to the
-    /// gangs can move any pod in or out of one, so it starts over; a change
-    /// in bulk (or the first list still arriving) is left to the walk: the
-    /// ledger is not current until pods change a few at a time again.
+    /// the last snapshot's are taken out and put back in, and so are all the
+    /// pods of a namespace where a gang came, went or changed owner. A
+    /// change in bulk costs more that way than gathering every pod again:
+    /// it starts over. While the pods are listing (a first list, a relist)
+    /// nothing is kept: they are walked until the list is complete.
     pub fn update(&mut self, snap: &Snapshot) {
+        self.update_in_halves_from(snap, PARALLEL_WALK_FROM);
+    }
+
+    /// [`PodLedger::update`], starting over in two halves from `parallel_from` pods.
+    pub(super) fn update_in_halves_from(&mut self, snap: &Snapshot, parallel_from: usize) {
         if self.is_current(snap) {
             self.last_changes = 0;
             return;
         }
+        if snap.feed(Feed::Pods).is_some_and(|f| f.state == FeedState::Syncing) {
+            // Nothing kept, not even the last pods: an old version of the
+            // map holds nodes the new one has copied.
+            *self = PodLedger::default();
+            return;
+        }
         let bulk = (snap.pods.len() / BULK_SHARE).max(BULK_AT_LEAST);
-        // The first list arrives page by page: walked until it is complete.
-        let listing = snap.feed(Feed::Pods).is_some_and(|f| f.state == FeedState::Syncing);
-        let in_bulk = listing || self.pods.diff(&snap.pods).take(bulk + 1).count() > bulk;
+        // Pods of these namespaces are taken out and put back in whether
+        // they changed or not: their gangs may have.
+        let regrouped = if self.kept { regrouped(&self.gangs, &snap.gangs) } else { Vec::new() };
+        let few = self.kept && {
+            let changed = self.pods.diff(&snap.pods).take(bulk + 1).count();
+            let again = |pods| regrouped.iter().map(|ns| in_namespace(pods, *ns).take(bulk + 1).count()).sum::<usize>();
+            changed + again(&self.pods) + again(&snap.pods) <= bulk
+        };
         let lookup = GangLookup::new(&snap.gangs);
-        if in_bulk {
-            self.forget();
-        } else if self.kept && self.gangs.ptr_eq(&snap.gangs) {
+        if few {
             let mut touched: HashSet<Sym, SymHash> = HashSet::default();
             let mut changed = 0;
-            let old = std::mem::take(&mut self.pods);
-            for change in old.diff(&snap.pods) {
+            for change in self.pods.diff(&snap.pods) {
+                let (DiffItem::Add(key, _) | DiffItem::Update { new: (key, _), .. } | DiffItem::Remove(key, _)) =
+                    change;
+                if regrouped.contains(&key.namespace) {
+                    continue;
+                }
                 match change {
-                    DiffItem::Add(_, pod) => self.put_in(pod, &lookup, &mut touched, false),
+                    DiffItem::Add(_, pod) => self.parts.put_in(pod, &lookup, &mut touched),
                     DiffItem::Update { old: (_, was), new: (_, pod) } => {
-                        self.take_out(was, &mut touched);
-                        self.put_in(pod, &lookup, &mut touched, false);
+                        self.parts.take_out(was, &mut touched);
+                        self.parts.put_in(pod, &lookup, &mut touched);
                     }
-                    DiffItem::Remove(_, was) => self.take_out(was, &mut touched),
+                    DiffItem::Remove(_, was) => self.parts.take_out(was, &mut touched),
                 }
                 changed += 1;
             }
-            for node in touched {
-                if let Some(pods) = self.nodes.get_mut(&node) {
-                    if pods.holders.is_empty() && pods.failed.is_empty() {
-                        self.nodes.remove(&node);
-                    } else {
-                        pods.recount();
-                    }
+            for &namespace in &regrouped {
+                for was in in_namespace(&self.pods, namespace) {
+                    self.parts.take_out(was, &mut touched);
+                    changed += 1;
+                }
+                for pod in in_namespace(&snap.pods, namespace) {
+                    self.parts.put_in(pod, &lookup, &mut touched);
+                    changed += 1;
                 }
             }
+            self.parts.recount(touched);
             self.last_changes = changed;
         } else {
-            self.forget();
-            let mut untouched = HashSet::default();
-            for pod in snap.pods.values() {
-                self.put_in(pod, &lookup, &mut untouched, true);
-            }
-            self.kept = true;
+            self.parts = Parts::default();
+            let gather = |pods: &mut dyn Iterator<Item = &Arc<Pod>>| {
+                let mut gathered = Gathered::default();
+                for pod in pods {
+                    gathered.add(pod, &lookup);
+                }
+                gathered
+            };
+            self.parts = in_halves(snap, parallel_from, gather, Gathered::then).into_parts();
             self.last_changes = snap.pods.len();
         }
+        self.kept = true;
         self.pods = snap.pods.clone();
         self.gangs = snap.gangs.clone();
-    }
-
-    /// Empties the parts (the last snapshot's maps stay, to diff against).
-    fn forget(&mut self) {
-        let (pods, gangs) = (std::mem::take(&mut self.pods), std::mem::take(&mut self.gangs));
-        *self = PodLedger { pods, gangs, ..PodLedger::default() };
-    }
-
-    /// Counts a pod where the walk would ([`super::walk`]'s `PodPass::add`);
-    /// `in_key_order` when the pods come in key order (a start over): its
-    /// node's tally is summed at once, else the node is `touched` (recounted).
-    fn put_in(
-        &mut self,
-        pod: &Arc<Pod>,
-        lookup: &GangLookup<'_>,
-        touched: &mut HashSet<Sym, SymHash>,
-        in_key_order: bool,
-    ) {
-        if pod.holds_resources()
-            && let Some(node) = pod.node
-        {
-            let pods = self.nodes.entry(node).or_default();
-            insert_in_order(&mut pods.holders, pod, in_key_order);
-            if in_key_order {
-                // Summed as they come, in key order: what a recount would give.
-                pods.used.add_pod(&pod.requests);
-                pods.gpu_pods += u32::from(pod.wants_gpu());
-            } else {
-                touched.insert(node);
-            }
-            *self.holder_priorities.entry(pod.priority).or_default() += 1;
-        } else if pod.is_pending() {
-            self.pending.insert(ByAge(pod.clone()));
-        } else if pod.phase == PodPhase::Failed
-            && let Some(node) = pod.node
-        {
-            insert_in_order(&mut self.nodes.entry(node).or_default().failed, pod, in_key_order);
-        }
-        if pod.wants_gpu() && !pod.phase.is_terminal() {
-            self.gpu_workloads.insert(ByKey(pod.clone()), (pod.cuda, pod.node));
-        }
-        if let Some(gang) = lookup.of(pod) {
-            insert_in_order(self.members.entry(gang.clone()).or_default(), pod, in_key_order);
-            self.gang_of.insert(pod.key(), gang.clone());
-        }
-    }
-
-    /// Undoes [`PodLedger::put_in`] of the same pod.
-    fn take_out(&mut self, pod: &Arc<Pod>, touched: &mut HashSet<Sym, SymHash>) {
-        if pod.holds_resources()
-            && let Some(node) = pod.node
-        {
-            if let Some(pods) = self.nodes.get_mut(&node) {
-                remove_in_order(&mut pods.holders, pod);
-            }
-            if let Some(n) = self.holder_priorities.get_mut(&pod.priority) {
-                *n -= 1;
-                if *n == 0 {
-                    self.holder_priorities.remove(&pod.priority);
-                }
-            }
-            touched.insert(node);
-        } else if pod.is_pending() {
-            self.pending.remove(&ByAge(pod.clone()));
-        } else if pod.phase == PodPhase::Failed
-            && let Some(node) = pod.node
-        {
-            if let Some(pods) = self.nodes.get_mut(&node) {
-                remove_in_order(&mut pods.failed, pod);
-            }
-            touched.insert(node);
-        }
-        if pod.wants_gpu() && !pod.phase.is_terminal() {
-            self.gpu_workloads.remove(&ByKey(pod.clone()));
-        }
-        if let Some(gang) = self.gang_of.remove(&pod.key())
-            && let Some(members) = self.members.get_mut(&gang)
-        {
-            remove_in_order(members, pod);
-            if members.is_empty() {
-                self.members.remove(&gang);
-            }
-        }
     }
 
     /// The index's parts for the snapshot's nodes: what the walk would
@@ -297,10 +421,10 @@ impl PodLedger {
     pub(super) fn parts<'a>(&'a self, node_list: &[&Node], position: &SymMap<u32>) -> PodParts<'a> {
         let mut usage_list = Vec::with_capacity(node_list.len());
         let mut gpu_pods = Vec::with_capacity(node_list.len());
-        let mut bound: Vec<&Pod> = Vec::with_capacity(self.holder_priorities.values().sum::<u32>() as usize);
+        let mut bound: Vec<&Pod> = Vec::with_capacity(self.parts.holder_priorities.values().sum::<u32>() as usize);
         let mut bound_ends = Vec::with_capacity(node_list.len());
         for node in node_list {
-            match self.nodes.get(&node.name) {
+            match self.parts.nodes.get(&node.name) {
                 Some(pods) => {
                     usage_list.push(pods.used.clone());
                     gpu_pods.push(pods.gpu_pods);
@@ -315,7 +439,7 @@ impl PodLedger {
         }
         let mut stray = SymMap::default();
         let mut failed_on = SymMap::default();
-        for (node, pods) in &self.nodes {
+        for (node, pods) in &self.parts.nodes {
             if !pods.holders.is_empty() && !position.contains_key(node) {
                 stray.insert(*node, (pods.used.clone(), pods.holders.iter().map(|p| &**p).collect()));
             }
@@ -323,9 +447,10 @@ impl PodLedger {
                 failed_on.insert(*node, pods.failed.iter().map(|p| &**p).collect());
             }
         }
-        let pending_pods: Vec<&Pod> = self.pending.iter().map(|p| &*p.0).collect();
+        let pending_pods: Vec<&Pod> = self.parts.pending.iter().map(|p| &*p.0).collect();
         debug_assert!(pending_pods.is_sorted_by(|a, b| in_pending_order(a, b).is_le()));
         let gpu_workloads = self
+            .parts
             .gpu_workloads
             .iter()
             .map(|(p, (cuda, node))| GpuWorkload {
@@ -335,7 +460,7 @@ impl PodLedger {
             })
             .collect();
         let members =
-            self.members.iter().map(|(gang, pods)| (gang.clone(), pods.iter().map(|p| &**p).collect())).collect();
+            self.parts.members.iter().map(|(gang, pods)| (gang.clone(), pods.iter().map(|p| &**p).collect())).collect();
         PodParts {
             usage_list,
             gpu_pods,
@@ -346,8 +471,8 @@ impl PodLedger {
             pending_pods,
             gpu_workloads,
             members,
-            gang_of: self.gang_of.clone(),
-            lowest_holder_priority: self.holder_priorities.keys().next().copied(),
+            gang_of: self.parts.gang_of.clone(),
+            lowest_holder_priority: self.parts.holder_priorities.keys().next().copied(),
         }
     }
 }

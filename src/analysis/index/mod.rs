@@ -447,7 +447,8 @@ mod tests {
         }
     }
 
-    /// Two half walks joined say what one walk says, in the same order.
+    /// Two half walks joined say what one walk says, in the same order; so
+    /// does a ledger started over in one pass or in two halves.
     #[test]
     fn walking_the_pods_in_halves_changes_nothing() {
         let nodes: Vec<_> = (0..6).map(|i| node(&format!("n{i}")).gpus(8).build()).collect();
@@ -469,23 +470,33 @@ mod tests {
         let gang = crate::analysis::testing::podgroup("train", 4, 1).build();
         let snap = snapshot(nodes, pods, vec![gang], 100);
         let one = Index::build_walking_apart_from(&snap, 100, usize::MAX);
-        let two = Index::build_walking_apart_from(&snap, 100, 0);
+        let (mut kept_whole, mut kept_in_halves) = (PodLedger::new(), PodLedger::new());
+        kept_whole.update_in_halves_from(&snap, usize::MAX);
+        kept_in_halves.update_in_halves_from(&snap, 0);
         let names = |pods: &[&Pod]| pods.iter().map(|p| p.name.to_string()).collect::<Vec<_>>();
-        for n in ["n0", "n1", "n2", "n3", "n4", "n5", "gone"].map(Sym::new) {
-            assert_eq!(one.used(n), two.used(n), "{n}");
-            assert_eq!(names(one.pods_on(n)), names(two.pods_on(n)), "{n}");
-            assert_eq!(names(one.failed_on(n)), names(two.failed_on(n)), "{n}");
-            assert_eq!(one.gpu_pods_on(n), two.gpu_pods_on(n), "{n}");
-        }
-        assert!(!one.pods_on(Sym::new("gone")).is_empty() && !one.failed_on(Sym::new("n2")).is_empty());
-        assert_eq!(names(one.pending_pods()), names(two.pending_pods()));
         let workloads = |i: &Index<'_>| {
             i.gpu_workloads().iter().map(|w| (w.pod.name.to_string(), w.node, w.cuda.cloned())).collect::<Vec<_>>()
         };
-        assert_eq!(workloads(&one), workloads(&two));
-        for (key, _) in snap.gangs.iter() {
-            assert_eq!(names(one.members(key)), names(two.members(key)));
-            assert!(!one.members(key).is_empty());
+        let others = [
+            ("two half walks", Index::build_walking_apart_from(&snap, 100, 0)),
+            ("a ledger", Index::with_ledger(&snap, 100, &kept_whole)),
+            ("a ledger in halves", Index::with_ledger(&snap, 100, &kept_in_halves)),
+        ];
+        for (way, two) in &others {
+            for n in ["n0", "n1", "n2", "n3", "n4", "n5", "gone"].map(Sym::new) {
+                assert_eq!(one.used(n), two.used(n), "{way}: {n}");
+                assert_eq!(names(one.pods_on(n)), names(two.pods_on(n)), "{way}: {n}");
+                assert_eq!(names(one.failed_on(n)), names(two.failed_on(n)), "{way}: {n}");
+                assert_eq!(one.gpu_pods_on(n), two.gpu_pods_on(n), "{way}: {n}");
+            }
+            assert_eq!(names(one.pending_pods()), names(two.pending_pods()), "{way}");
+            assert_eq!(workloads(&one), workloads(two), "{way}");
+            for (key, _) in snap.gangs.iter() {
+                assert_eq!(names(one.members(key)), names(two.members(key)), "{way}");
+            }
+            assert_eq!(one.lowest_holder_priority(), two.lowest_holder_priority(), "{way}");
         }
+        assert!(!one.pods_on(Sym::new("gone")).is_empty() && !one.failed_on(Sym::new("n2")).is_empty());
+        assert!(snap.gangs.iter().all(|(key, _)| !one.members(key).is_empty()));
     }
 }

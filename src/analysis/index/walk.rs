@@ -78,32 +78,28 @@ impl<'a> PodPass<'a> {
 
     fn add(&mut self, pod: &'a Pod, position: &SymMap<u32>, gangs: &GangLookup<'_>) {
         let at = pod.node.and_then(|n| position.get(&n)).copied();
-        let wants_gpu = pod.wants_gpu();
-        if pod.holds_resources()
-            && let Some(node) = pod.node
-        {
-            self.parts.lowest_holder_priority =
-                Some(self.parts.lowest_holder_priority.map_or(pod.priority, |p| p.min(pod.priority)));
-            match at {
-                Some(i) => {
-                    self.parts.usage_list[i as usize].add_pod(&pod.requests);
-                    self.parts.gpu_pods[i as usize] += u32::from(wants_gpu);
-                    self.bound_by_node.push((i, pod));
-                }
-                None => {
-                    let (used, pods) = self.parts.stray.entry(node).or_default();
-                    used.add_pod(&pod.requests);
-                    pods.push(pod);
+        match Place::of(pod) {
+            Place::Holds(node) => {
+                self.parts.lowest_holder_priority =
+                    Some(self.parts.lowest_holder_priority.map_or(pod.priority, |p| p.min(pod.priority)));
+                match at {
+                    Some(i) => {
+                        self.parts.usage_list[i as usize].add_pod(&pod.requests);
+                        self.parts.gpu_pods[i as usize] += u32::from(pod.wants_gpu());
+                        self.bound_by_node.push((i, pod));
+                    }
+                    None => {
+                        let (used, pods) = self.parts.stray.entry(node).or_default();
+                        used.add_pod(&pod.requests);
+                        pods.push(pod);
+                    }
                 }
             }
-        } else if pod.is_pending() {
-            self.parts.pending_pods.push(pod);
-        } else if pod.phase == PodPhase::Failed
-            && let Some(node) = pod.node
-        {
-            self.parts.failed_on.entry(node).or_default().push(pod);
+            Place::Waits => self.parts.pending_pods.push(pod),
+            Place::FailedOn(node) => self.parts.failed_on.entry(node).or_default().push(pod),
+            Place::Nowhere => {}
         }
-        if wants_gpu && !pod.phase.is_terminal() {
+        if is_gpu_workload(pod) {
             self.parts.gpu_workloads.push(GpuWorkload { pod, cuda: pod.cuda, node: at.map(|i| i as usize) });
         }
         if let Some(gang) = gangs.of(pod) {
@@ -177,26 +173,63 @@ pub(super) fn in_pending_order(a: &Pod, b: &Pod) -> std::cmp::Ordering {
     a.created.cmp(&b.created).then_with(|| a.name.cmp(&b.name))
 }
 
-/// Walks every pod of `snap`: in two halves side by side from
-/// `parallel_from` pods (a cache miss per pod), joined in key order.
+/// Where a pod counts in the index (the walk and the ledger both ask).
+pub(super) enum Place {
+    /// Bound and unfinished: it holds what it requests on its node.
+    Holds(Sym),
+    /// Unbound, not finished, not being deleted.
+    Waits,
+    /// Failed on its node (kept apart: admission errors say much about a node).
+    FailedOn(Sym),
+    Nowhere,
+}
+
+impl Place {
+    pub(super) fn of(pod: &Pod) -> Place {
+        match pod.node {
+            Some(node) if pod.holds_resources() => Place::Holds(node),
+            _ if pod.is_pending() => Place::Waits,
+            Some(node) if pod.phase == PodPhase::Failed => Place::FailedOn(node),
+            _ => Place::Nowhere,
+        }
+    }
+}
+
+/// An unfinished pod that wants a GPU: the matrix and the waves list it.
+pub(super) fn is_gpu_workload(pod: &Pod) -> bool {
+    pod.wants_gpu() && !pod.phase.is_terminal()
+}
+
+/// `gather` over every pod of `snap` in key order: from `parallel_from`
+/// pods in two halves side by side (a cache miss per pod), the first
+/// half's result then `join`ed with the second's.
+pub(super) fn in_halves<'a, T: Send>(
+    snap: &'a Snapshot,
+    parallel_from: usize,
+    gather: impl Fn(&mut dyn Iterator<Item = &'a Arc<Pod>>) -> T + Sync,
+    join: impl FnOnce(T, T) -> T,
+) -> T {
+    let middle = (snap.pods.len() >= parallel_from).then(|| snap.pods.keys().nth(snap.pods.len() / 2)).flatten();
+    match middle {
+        Some(middle) => std::thread::scope(|scope| {
+            let first = scope.spawn(|| gather(&mut snap.pods.range::<_, PodKey>(..middle).map(|(_, p)| p)));
+            let second = gather(&mut snap.pods.range::<_, PodKey>(middle..).map(|(_, p)| p));
+            let first = first.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            join(first, second)
+        }),
+        None => gather(&mut snap.pods.values()),
+    }
+}
+
+/// Walks every pod of `snap` (in halves from `parallel_from` pods).
 pub(super) fn walk<'a>(snap: &'a Snapshot, position: &SymMap<u32>, parallel_from: usize) -> PodParts<'a> {
     let gangs = GangLookup::new(&snap.gangs);
-    let walk = |pods: &mut dyn Iterator<Item = &'a Pod>| {
+    let walk = |pods: &mut dyn Iterator<Item = &'a Arc<Pod>>| {
         let mut pass = PodPass::new(position.len());
         for pod in pods {
             pass.add(pod, position, &gangs);
         }
         pass
     };
-    let middle = (snap.pods.len() >= parallel_from).then(|| snap.pods.keys().nth(snap.pods.len() / 2)).flatten();
-    let pass = match middle {
-        Some(middle) => std::thread::scope(|scope| {
-            let first = scope.spawn(|| walk(&mut snap.pods.range::<_, PodKey>(..middle).map(|(_, p)| &**p)));
-            let second = walk(&mut snap.pods.range::<_, PodKey>(middle..).map(|(_, p)| &**p));
-            let first = first.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-            first.then(second)
-        }),
-        None => walk(&mut snap.pods.values().map(|p| &**p)),
-    };
-    pass.into_parts()
+    in_halves(snap, parallel_from, walk, PodPass::then).into_parts()
 }
