@@ -18,7 +18,8 @@
 //! changes/s); `KGPU_BENCH_NODES=65000 KGPU_BENCH_PODS=1000000` for the
 //! largest fleet; `KGPU_BENCH_CHURN`, `KGPU_BENCH_RUNS`, `KGPU_BENCH_WINDOW`
 //! (seconds of idle and of churn); `KGPU_BENCH_SERVE=1` only serves the fleet
-//! (kubeconfig in $TMPDIR/kgpu-fleet.kubeconfig) for a session by hand.
+//! (kubeconfig in $TMPDIR/kgpu-fleet.kubeconfig) for a session by hand;
+//! `KGPU_BENCH_LOG=DIR` keeps kgpu's debug log (each analysis's cost) in DIR.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a benchmark may panic on setup failure
 
@@ -80,6 +81,9 @@ fn main() {
     let fleet = listwatch::Fleet::new(nodes, pods);
     let port = rt.block_on(listwatch::serve(fleet.clone()));
     let dir = tempfile::tempdir().unwrap();
+    // KGPU_BENCH_LOG=DIR: kgpu logs each analysis's cost there (DIR/kgpu.log).
+    let log_dir = std::env::var_os("KGPU_BENCH_LOG").map(std::path::PathBuf::from);
+    let log_level = if log_dir.is_some() { "debug" } else { "info" };
     let kubeconfig = dir.path().join("kubeconfig");
     std::fs::write(&kubeconfig, listwatch::kubeconfig(port)).unwrap();
     eprintln!("list/watch server on 127.0.0.1:{port}: {nodes} nodes, {pods} pods");
@@ -109,9 +113,9 @@ fn main() {
             200,
             60,
             &format!(
-                "env KGPU_DATA_DIR={d} KGPU_CONFIG_DIR={d} {kgpu} --kubeconfig {} 2>/dev/null",
+                "env KGPU_DATA_DIR={d} KGPU_CONFIG_DIR={d} {kgpu} --kubeconfig {} --log-level {log_level} 2>/dev/null",
                 kubeconfig.display(),
-                d = dir.path().display()
+                d = log_dir.as_deref().unwrap_or(dir.path()).display()
             ),
         );
         let (now_nodes, now_used) = fleet.counts();

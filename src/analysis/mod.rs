@@ -91,6 +91,12 @@ impl Analyzer {
         analyze_index(snap, index::Index::with_ledger(snap, now, &self.ledger), thresholds)
     }
 
+    /// Pods the last analysis took out of its ledger or put in: all of
+    /// them when it started over, none while pods were listing.
+    pub fn pods_redone(&self) -> usize {
+        self.ledger.last_changes()
+    }
+
     /// The index of the snapshot last analysed (any other is walked).
     pub fn index<'a>(&'a self, snap: &'a Snapshot, now: Timestamp) -> index::Index<'a> {
         index::Index::with_ledger(snap, now, &self.ledger)

@@ -55,7 +55,16 @@ fn build_views(
         *analyzer = Analyzer::new();
         analyzer
     });
-    Views::build_with(&mut analyzer, snap, now, thresholds, target.as_ref().map(|t| (t, waves::Policy::default())))
+    let started = Instant::now();
+    let generation = snap.content_generation();
+    let views =
+        Views::build_with(&mut analyzer, snap, now, thresholds, target.as_ref().map(|t| (t, waves::Policy::default())));
+    tracing::debug!(
+        "analysed content {generation} in {:.0} ms ({} pods redone in the ledger)",
+        started.elapsed().as_secs_f64() * 1e3,
+        analyzer.pods_redone()
+    );
+    views
 }
 
 /// Analyses `snap` on the blocking pool and sends the views back, tagged.
