@@ -31,7 +31,7 @@ pub fn nodes<'a>(views: &'a Views, filter: &str, sort: Option<Sort>) -> Vec<&'a 
         .filter(|r| {
             let used = format!("{}/{}", r.used, r.allocatable);
             let issues: Vec<&str> = r.issues.iter().flat_map(|i| [i.as_str(), issue_short(*i)]).collect();
-            let mut columns = vec![r.name.as_str(), &r.product, &r.driver, &r.pool, &r.mig, &used];
+            let mut columns = vec![r.name.as_str(), &r.product, &r.driver, r.pool.as_str(), &r.mig, &used];
             columns.extend(issues);
             f.matches(&columns, node_labels(views, &r.name))
         })

@@ -8,7 +8,7 @@ use crate::analysis::fleet::{IssueCode, NodeSummary};
 use crate::analysis::{self, Analysis, Thresholds, waves};
 use crate::model::audit::AuditEntry;
 use crate::model::time::age;
-use crate::model::{EventType, GpuHealth, MigMode, Snapshot, Sym, Timestamp, keys};
+use crate::model::{EventType, GpuHealth, MigMode, Node, Snapshot, Sym, Timestamp, keys};
 
 /// One GPU (or MIG slice) cell of the fleet map.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,7 +46,7 @@ pub struct NodeRow {
     pub mig: String,
     pub issues: Vec<IssueCode>,
     pub issue_details: Vec<String>,
-    pub pool: String,
+    pub pool: Sym,
     /// Physical GPUs by bucket (as the totals count them).
     pub buckets: crate::analysis::fleet::GpuBuckets,
 }
@@ -81,14 +81,10 @@ const POOL_LABELS: [&str; 6] = [
     "node.kubernetes.io/instance-type",
 ];
 
-pub fn pool_of(snap: &Snapshot, node: Sym) -> String {
-    let Some(n) = snap.nodes.get(&node) else { return "-".into() };
-    POOL_LABELS
-        .iter()
-        .find_map(|k| n.label(k))
-        .map(|v| v.to_string())
-        .or_else(|| n.gpu.product.map(|p| p.to_string()))
-        .unwrap_or_else(|| "cpu".into())
+/// A node's pool: the first of [`POOL_LABELS`] it carries, else its GPU
+/// product, else `cpu`.
+pub fn pool_of(node: &Node) -> Sym {
+    POOL_LABELS.iter().find_map(|k| node.label(k)).or(node.gpu.product).unwrap_or_else(|| Sym::new("cpu"))
 }
 
 /// Shortens `NVIDIA-H100-80GB-HBM3` to `H100-80GB-HBM3`.
@@ -173,9 +169,13 @@ fn cells(snap: &Snapshot, n: &NodeSummary, stranded: u64) -> Vec<Cell> {
 }
 
 pub fn node_rows(snap: &Snapshot, a: &Analysis) -> Vec<NodeRow> {
+    // The summaries come in the snapshot's node order: each node is the
+    // next one, not looked up by name (a string compare per tree level).
+    let mut in_order = snap.nodes.values();
     a.nodes
         .iter()
         .map(|n| {
+            let node = in_order.next().filter(|node| node.name == n.name).or_else(|| snap.nodes.get(&n.name));
             let stranded = a.fragmentation.stranded_by_node.get(&n.name).copied().unwrap_or(0);
             NodeRow {
                 name: n.name,
@@ -197,7 +197,7 @@ pub fn node_rows(snap: &Snapshot, a: &Analysis) -> Vec<NodeRow> {
                     .join(" "),
                 issues: n.issues.iter().map(|i| i.code).collect(),
                 issue_details: n.issues.iter().map(|i| format!("{}: {}", i.code.as_str(), i.detail)).collect(),
-                pool: pool_of(snap, n.name),
+                pool: node.map_or_else(|| Sym::new("-"), |node| pool_of(node)),
                 buckets: n.buckets,
             }
         })
@@ -205,10 +205,11 @@ pub fn node_rows(snap: &Snapshot, a: &Analysis) -> Vec<NodeRow> {
 }
 
 pub fn pool_rows(rows: &[NodeRow]) -> Vec<PoolRow> {
-    let mut pools: BTreeMap<String, PoolRow> = BTreeMap::new();
+    // Keyed by symbol (ordered by its text): no copy of the name per node.
+    let mut pools: BTreeMap<Sym, PoolRow> = BTreeMap::new();
     for r in rows {
-        let p = pools.entry(r.pool.clone()).or_insert_with(|| PoolRow {
-            name: r.pool.clone(),
+        let p = pools.entry(r.pool).or_insert_with(|| PoolRow {
+            name: r.pool.to_string(),
             nodes: 0,
             gpus: 0,
             used: 0,
@@ -452,5 +453,39 @@ impl Views {
 
     pub fn gpu_resource_name() -> &'static str {
         keys::RESOURCE_GPU
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::testing::{node, snapshot};
+
+    fn pools(rows: &[NodeRow]) -> Vec<(String, String)> {
+        rows.iter().map(|r| (r.name.to_string(), r.pool.to_string())).collect()
+    }
+
+    /// Each row names its own node's pool, whether the analysis lists the
+    /// nodes in the snapshot's order (the rows then read them in turn) or not.
+    #[test]
+    fn each_node_row_names_its_own_pool() {
+        let nodes = vec![
+            node("a1").gpus(8).label("kgpu.dev/pool", "train").build(),
+            node("b1").gpus(8).label("node.kubernetes.io/instance-type", "p5.48xlarge").build(),
+            node("c1").gpus(8).product("NVIDIA-H100-80GB-HBM3").build(),
+            node("d1").build(),
+        ];
+        let snap = snapshot(nodes.clone(), vec![], vec![], 0);
+        let thresholds = Thresholds::default();
+        let want = [("a1", "train"), ("b1", "p5.48xlarge"), ("c1", "NVIDIA-H100-80GB-HBM3"), ("d1", "cpu")]
+            .map(|(n, p)| (n.to_string(), p.to_string()));
+        let analysis = analysis::analyze(&snap, 0, &thresholds);
+        assert_eq!(pools(&node_rows(&snap, &analysis)), want);
+        // An analysis one node short, and in another order: found by name.
+        let mut fewer = analysis::analyze(&snapshot(nodes[1..].to_vec(), vec![], vec![], 0), 0, &thresholds);
+        fewer.nodes.reverse();
+        assert_eq!(pools(&node_rows(&snap, &fewer)), want[1..].iter().rev().cloned().collect::<Vec<_>>());
+        let pool_names: Vec<String> = pool_rows(&node_rows(&snap, &analysis)).into_iter().map(|p| p.name).collect();
+        assert_eq!(pool_names, ["NVIDIA-H100-80GB-HBM3", "cpu", "p5.48xlarge", "train"]);
     }
 }
