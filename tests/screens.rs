@@ -555,6 +555,23 @@ fn esc_returns_to_where_the_jump_came_from() {
     assert!(!app.filters.contains_key(&Pane::Fleet) && app.aggregate.is_none());
 }
 
+/// The pools' title counts what the table shows: under a filter, the nodes
+/// of the pools it keeps (the nodes' title does the same).
+#[test]
+fn the_pools_title_counts_the_nodes_of_the_pools_shown() {
+    let v = views("default");
+    let mut app = App::new(false, "dark", true);
+    app.aggregate = Some(true);
+    let all = format!("{}", render(&mut app, &v, "default", 80, 24).backend());
+    let pools: std::collections::BTreeSet<_> = v.nodes.iter().map(|r| r.pool).collect();
+    assert!(all.contains(&format!("Pools ({} nodes in {} pools)", v.nodes.len(), pools.len())), "{all}");
+    app.filters.insert(Pane::Fleet, "h100".into());
+    let h100 = v.nodes.iter().filter(|r| r.pool.as_str() == "h100").count();
+    assert!(h100 > 0 && h100 < v.nodes.len());
+    let screen = format!("{}", render(&mut app, &v, "default", 80, 24).backend());
+    assert!(screen.contains(&format!("Pools ({h100} nodes in 1 pool)")), "{screen}");
+}
+
 /// An error stays on the status line until esc; one too long for the line
 /// is cut where it says so, and `:messages` has every message whole.
 #[test]

@@ -223,10 +223,12 @@ fn draw_pools(frame: &mut Frame, area: Rect, app: &App, shown: &mut Viewport, vi
     let pools = rows::pools(views, app.filter(Pane::Fleet), app.sorting(Pane::Fleet, Section::First));
     let ids: Vec<String> = pools.iter().map(|p| p.name.clone()).collect();
     let selected = app.selected_index(Pane::Fleet, &ids);
+    // What is shown: under a filter, the nodes of the pools it keeps.
+    let nodes: usize = pools.iter().map(|p| p.nodes).sum();
     let title = format!(
-        " Pools ({} nodes in {} pools){} · enter: list its nodes ",
-        views.nodes.len(),
+        " Pools ({nodes} nodes in {} pool{}){} · enter: list its nodes ",
         pools.len(),
+        if pools.len() == 1 { "" } else { "s" },
         app.sort_title(Pane::Fleet, Section::First, true)
     );
     let rows: Vec<Vec<Cell>> = pools
