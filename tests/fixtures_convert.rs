@@ -282,3 +282,41 @@ fn snapshot_and_why_from_files() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/dump.json"));
 }
+
+/// The captured clusters (real API server, scheduler, Kueue, KWOK): each
+/// object reads the same in a page of the initial list (sonic-rs) as in a
+/// watch event (serde_json).
+#[test]
+fn captured_objects_read_alike_in_a_list_page_and_a_watch_event() {
+    use kgpu::sources::kube::{lean, pages};
+    let mut compared = 0;
+    for path in ["verdicts/fit-neighbours/cluster.yaml", "verdicts/kueue-neighbours/cluster.yaml"] {
+        let items: Vec<Value> = docs(path)
+            .into_iter()
+            .flat_map(|d| match d.get("items") {
+                Some(Value::Array(items)) => items.clone(),
+                _ => vec![d],
+            })
+            .collect();
+        fn both<K: serde::de::DeserializeOwned>(
+            items: &[Value],
+            kind: &str,
+            read: impl Fn(&K) -> String + Copy,
+        ) -> usize {
+            let of_kind: Vec<&Value> = items.iter().filter(|i| i["kind"] == kind).collect();
+            let page = json!({"metadata": {"resourceVersion": "9"}, "items": of_kind});
+            let listed = pages::decode(&serde_json::to_vec(&page).unwrap(), read).unwrap();
+            let watched: Vec<String> =
+                of_kind.iter().map(|i| read(&serde_json::from_str::<K>(&i.to_string()).unwrap())).collect();
+            assert_eq!(listed, watched, "{kind}");
+            listed.len()
+        }
+        compared += both(&items, "Node", |n: &lean::Node| format!("{:?}", convert::node(n)));
+        compared += both(&items, "Pod", |p: &lean::Pod| format!("{:?}", convert::pod(p)));
+        compared += both(&items, "Event", |e: &k8s_openapi::api::core::v1::Event| format!("{:?}", convert::event(e)));
+        compared += both(&items, "Workload", |o: &kube::api::DynamicObject| {
+            format!("{:?}", convert::workload(&serde_json::to_value(o).unwrap()))
+        });
+    }
+    assert!(compared >= 60, "{compared}");
+}

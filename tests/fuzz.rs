@@ -8,6 +8,7 @@
 use kgpu::analysis::{compat, queue_msg};
 use kgpu::model::{Uid, quantity};
 use kgpu::sources::file;
+use kgpu::sources::kube::{convert, lean, pages};
 use kgpu::view_model::style::printable;
 use proptest::prelude::*;
 
@@ -193,5 +194,66 @@ proptest! {
             let snap = cluster.snapshot();
             let _ = kgpu::analysis::analyze(&snap, 1_796_029_200, &kgpu::analysis::Thresholds::default());
         }
+    }
+}
+
+/// A pod the way the API server writes one, with arbitrary names, labels,
+/// requests and priority.
+fn pod_json() -> impl Strategy<Value = serde_json::Value> {
+    let text = "\\PC{0,10}";
+    (
+        (text, text, prop::collection::btree_map(text, text, 0..5), prop::option::of(text)),
+        (quantity_text(), quantity_text(), any::<i64>(), prop::sample::select(vec!["Pending", "Running", "Failed"])),
+    )
+        .prop_map(|((name, namespace, labels, node), (gpus, cpu, priority, phase))| {
+            serde_json::json!({
+                "metadata": {"name": name, "namespace": namespace, "uid": "0b1f7c4e-2d5a-4c1e-9f3a-7e6d5c4b3a29",
+                    "creationTimestamp": "2026-11-30T09:00:00Z", "labels": labels},
+                "spec": {"nodeName": node, "priority": priority,
+                    "containers": [{"name": "main", "resources": {"requests": {"nvidia.com/gpu": gpus, "cpu": cpu}}}]},
+                "status": {"phase": phase}
+            })
+        })
+}
+
+/// What the watch path reads (kube-rs decodes each event's object with serde_json).
+fn watch_path<K: serde::de::DeserializeOwned>(
+    items: &[serde_json::Value],
+    convert: impl Fn(&K) -> Result<kgpu::model::Object, String>,
+) -> Option<Vec<String>> {
+    items
+        .iter()
+        .map(|item| serde_json::from_str::<K>(&item.to_string()).ok().map(|k| format!("{:?}", convert(&k))))
+        .collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(budget(500)))]
+
+    /// A page of the initial list (read with sonic-rs) and the same objects
+    /// as watch events (serde_json) make the same model records, and fail
+    /// alike: a pod must not read differently before and after its first change.
+    #[test]
+    fn the_list_and_the_watch_read_an_object_alike(
+        pods in prop::collection::vec(pod_json(), 0..4),
+        others in prop::collection::vec(object_json(), 0..3),
+        pretty in any::<bool>(),
+    ) {
+        let items: Vec<serde_json::Value> = pods.into_iter().chain(others).collect();
+        let page = serde_json::json!({"kind": "List", "metadata": {"resourceVersion": "7"}, "items": items});
+        let body = if pretty { serde_json::to_vec_pretty(&page) } else { serde_json::to_vec(&page) }.unwrap();
+        let debug = |reads: Vec<Result<kgpu::model::Object, String>>| reads.iter().map(|r| format!("{r:?}")).collect::<Vec<_>>();
+        let pod = |p: &lean::Pod| convert::pod(p).map(kgpu::model::Object::Pod);
+        prop_assert_eq!(pages::decode(&body, pod).ok().map(debug), watch_path(&items, pod));
+        let node = |n: &lean::Node| convert::node(n).map(kgpu::model::Object::Node);
+        prop_assert_eq!(pages::decode(&body, node).ok().map(debug), watch_path(&items, node));
+        let event = |e: &k8s_openapi::api::core::v1::Event| convert::event(e).map(kgpu::model::Object::Event);
+        prop_assert_eq!(pages::decode(&body, event).ok().map(debug), watch_path(&items, event));
+        // Custom resources (Kueue, Volcano, GPU Operator) are read as JSON.
+        let custom = |o: &kube::api::DynamicObject| serde_json::to_value(o).map_err(|e| e.to_string());
+        prop_assert_eq!(
+            pages::decode(&body, custom).ok(),
+            items.iter().map(|i| serde_json::from_str::<kube::api::DynamicObject>(&i.to_string()).ok().map(|o| custom(&o))).collect::<Option<Vec<_>>>()
+        );
     }
 }

@@ -80,3 +80,56 @@ async fn a_watch_follows_changes_and_a_compaction_answers_410_gone() {
         .unwrap();
     assert!(old.contains(r#""type":"ERROR""#) && old.contains(r#""code":410"#), "{old}");
 }
+
+/// kgpu's own list (the next page asked for while this one decodes) and
+/// watch: every object once, in the server's order, then the changes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_source_lists_pages_ahead_in_order_then_follows_the_watch() {
+    use kgpu::model::{Feed, ModelEvent, Object, ObjectKey};
+    let (fleet, _dir, target) = serve(6, 2_345).await;
+    let (client, _) = connect(&target).await.unwrap();
+    // The reference: kube-rs's pages, one after the other.
+    let api: kube::Api<kgpu::sources::kube::lean::Pod> = kube::Api::all(client.clone());
+    let mut expected = Vec::new();
+    let mut params = kube::api::ListParams::default().limit(500);
+    loop {
+        let page = api.list(&params).await.unwrap();
+        expected.extend(page.items.iter().map(|p| p.metadata.name.clone().unwrap()));
+        match page.metadata.continue_.filter(|c| !c.is_empty()) {
+            Some(c) => params = params.continue_token(&c),
+            None => break,
+        }
+    }
+    assert_eq!(expected.len(), 2_345);
+
+    let (tx, mut rx) = tokio::sync::mpsc::channel(64);
+    let _tasks = kgpu::sources::kube::watch::spawn_all(client, Default::default(), tx);
+    let pod_name = |o: &Object| match o {
+        Object::Pod(p) => p.name.to_string(),
+        other => panic!("not a pod: {other:?}"),
+    };
+    let listed = loop {
+        let events = tokio::time::timeout(std::time::Duration::from_secs(20), rx.recv()).await.unwrap().unwrap();
+        if let Some(ModelEvent::Resync { objects, .. }) =
+            events.into_iter().find(|e| matches!(e, ModelEvent::Resync { feed: Feed::Pods, .. }))
+        {
+            break objects;
+        }
+    };
+    assert_eq!(listed.iter().map(pod_name).collect::<Vec<_>>(), expected, "five pages, in order, each once");
+
+    fleet.churn_pod(7);
+    fleet.churn_pod(7);
+    let mut seen = Vec::new();
+    while seen.len() < 2 {
+        let events = tokio::time::timeout(std::time::Duration::from_secs(20), rx.recv()).await.unwrap().unwrap();
+        for e in events {
+            match e {
+                ModelEvent::Delete(ObjectKey::Pod(k)) => seen.push(format!("delete {}", k.name)),
+                ModelEvent::Upsert(o @ Object::Pod(_)) => seen.push(format!("upsert {}", pod_name(&o))),
+                _ => {}
+            }
+        }
+    }
+    assert_eq!(seen, [format!("delete {}", expected[7]), format!("upsert {}", expected[7])]);
+}

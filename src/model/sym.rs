@@ -7,60 +7,62 @@
 //! what a cluster names (keys, values, node names), so the leak is bounded too.
 //! Unbounded names (pod names) are *not* interned: they use `Arc<str>`.
 
-use std::collections::HashSet;
 use std::fmt;
-use std::hash::{Hash, Hasher};
-use std::sync::{Mutex, OnceLock};
+use std::hash::{BuildHasher, Hash, Hasher};
+use std::sync::{Mutex, MutexGuard, OnceLock};
+
+use hashbrown::HashTable;
 
 #[derive(Clone, Copy)]
 pub struct Sym(&'static String);
-
-/// The interning table's entry: looks up by `&str` without allocating.
-#[derive(PartialEq, Eq, Hash)]
-struct Entry(&'static String);
-
-impl std::borrow::Borrow<str> for Entry {
-    fn borrow(&self) -> &str {
-        self.0.as_str()
-    }
-}
 
 /// foldhash rather than SipHash: interning is on the path of every label of
 /// every node and pod decoded (two million labels for 10,000 real nodes), and
 /// what is hashed is a cluster's own names, not an attacker's choice of keys
 /// into a table whose lookups they time.
-type Table = HashSet<Entry, foldhash::fast::RandomState>;
+fn hash_of(s: &str) -> u64 {
+    static STATE: OnceLock<foldhash::fast::RandomState> = OnceLock::new();
+    STATE.get_or_init(Default::default).hash_one(s)
+}
 
-fn table() -> &'static Mutex<Table> {
-    static TABLE: OnceLock<Mutex<Table>> = OnceLock::new();
-    TABLE.get_or_init(|| Mutex::new(Table::default()))
+/// The table is cut in shards, each behind its own lock, and a string is
+/// hashed before any lock is taken: the pages of nodes and pods decode side
+/// by side, interning as they go, and one lock made them wait on each other.
+const SHARDS: usize = 16;
+
+type Shard = Mutex<HashTable<&'static String>>;
+
+fn shard(hash: u64) -> MutexGuard<'static, HashTable<&'static String>> {
+    static TABLE: OnceLock<[Shard; SHARDS]> = OnceLock::new();
+    let shards = TABLE.get_or_init(|| std::array::from_fn(|_| Mutex::new(HashTable::new())));
+    // Bits the shard's own table does not use to pick a bucket (the low
+    // ones) or to tag it (the top seven).
+    match shards[(hash >> 32) as usize % SHARDS].lock() {
+        Ok(guard) => guard,
+        // A panic while holding the lock cannot leave a shard inconsistent
+        // (insert is the only mutation), so keep using it.
+        Err(poisoned) => poisoned.into_inner(),
+    }
 }
 
 impl Sym {
     /// Interns `s`, returning the one symbol for that text.
     pub fn new(s: &str) -> Sym {
-        let mut set = match table().lock() {
-            Ok(guard) => guard,
-            // A panic while holding the lock cannot leave the set inconsistent
-            // (insert is the only mutation), so keep using it.
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        if let Some(existing) = set.get(s) {
-            return Sym(existing.0);
+        let hash = hash_of(s);
+        let mut table = shard(hash);
+        if let Some(existing) = table.find(hash, |e| e.as_str() == s) {
+            return Sym(existing);
         }
         let leaked: &'static String = Box::leak(Box::new(s.to_string()));
-        set.insert(Entry(leaked));
+        table.insert_unique(hash, leaked, |e| hash_of(e));
         Sym(leaked)
     }
 
     /// The symbol for `s` if it was ever interned. Lets lookups avoid growing
     /// the table with strings no object carries.
     pub fn get(s: &str) -> Option<Sym> {
-        let set = match table().lock() {
-            Ok(guard) => guard,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        set.get(s).map(|found| Sym(found.0))
+        let hash = hash_of(s);
+        shard(hash).find(hash, |e| e.as_str() == s).map(|found| Sym(found))
     }
 
     pub fn as_str(&self) -> &'static str {

@@ -55,11 +55,16 @@ impl<'de> Deserialize<'de> for InternedLabels {
                     let InternedStr(v) = map.next_value()?;
                     pairs.push((k, v));
                 }
-                // Stable: of a repeated key, the last one read wins, as in the API server.
-                pairs.sort_by_key(|p| p.0);
-                pairs.reverse();
-                pairs.dedup_by(|a, b| a.0 == b.0);
-                pairs.reverse();
+                // The API server writes a map's keys in order: check, and sort
+                // only what is not (a sort compares 197 keys of a real node
+                // 1,500 times, sharing their prefixes).
+                if !pairs.is_sorted_by(|a, b| a.0 < b.0) {
+                    // Stable: of a repeated key, the last one read wins, as in the API server.
+                    pairs.sort_by_key(|p| p.0);
+                    pairs.reverse();
+                    pairs.dedup_by(|a, b| a.0 == b.0);
+                    pairs.reverse();
+                }
                 Ok(InternedLabels(pairs.into_boxed_slice()))
             }
         }

@@ -5,4 +5,5 @@ pub mod client;
 pub mod convert;
 pub mod lean;
 pub mod manifest;
+pub mod pages;
 pub mod watch;

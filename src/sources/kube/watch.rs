@@ -6,13 +6,14 @@
 //! silent past [`Liveness::stall_after`], mark it reconnecting, and its data
 //! stays, shown with its age.
 
+use std::convert::Infallible;
 use std::fmt::Debug;
 use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Event as K8sEvent;
-use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
-use kube::runtime::watcher::{self, Event};
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, WatchEvent, WatchParams};
+use kube::runtime::watcher;
 use kube::{Client, Resource};
 use serde::de::DeserializeOwned;
 use tokio::sync::mpsc;
@@ -24,6 +25,7 @@ use crate::sources::kinds::{self, Kind};
 use super::client::Liveness;
 use super::convert;
 use super::lean::{Node as ApiNode, Pod as ApiPod};
+use super::pages::{self, Read, Stop};
 
 fn http_code(e: &watcher::Error) -> Option<u16> {
     match e {
@@ -79,104 +81,138 @@ fn stalled(e: &watcher::Error) -> bool {
     false
 }
 
-async fn run<K>(
-    api: Api<K>,
-    d: &'static Kind,
-    liveness: Liveness,
-    convert: impl Fn(&K) -> Result<Object, String>,
-    tx: mpsc::Sender<Vec<ModelEvent>>,
-) where
+async fn run<K, C>(api: Api<K>, d: &'static Kind, liveness: Liveness, convert: C, tx: mpsc::Sender<Vec<ModelEvent>>)
+where
     K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    C: Fn(&K) -> Read + Copy + Send + 'static,
 {
     let feed = d.feed;
-    let mut buffer: Vec<Object> = Vec::new();
-    let mut skipped: Vec<ModelEvent> = Vec::new();
     let mut failing_since: Option<i64> = None;
     let mut recheck = RECHECK_FIRST;
     let mut retry = RETRY_FIRST;
     if tx.send(vec![ModelEvent::Feed { feed, state: FeedState::Syncing }]).await.is_err() {
         return;
     }
-    let config = watcher::Config::default().page_size(500).timeout(liveness.watch_seconds());
     loop {
-        // No backoff inside the stream: after an error it is dropped and a
-        // new one lists afresh (below).
-        let stream = watcher::watcher(api.clone(), config.clone());
-        futures::pin_mut!(stream);
-        let mut wait = None;
-        while let Some(item) = stream.next().await {
-            let mut out = Vec::new();
-            match item {
-                // A fresh list: what the last one read or skipped does not count.
-                Ok(Event::Init) => {
-                    buffer.clear();
-                    skipped.clear();
-                }
-                Ok(Event::InitApply(o)) => match convert(&o) {
-                    Ok(x) => buffer.push(x),
-                    Err(reason) => skipped.push(ModelEvent::Skipped { feed, reason }),
-                },
-                Ok(Event::InitDone) => {
-                    out.append(&mut skipped);
-                    // The model marks the feed live again with the list.
-                    out.push(ModelEvent::Resync { feed, objects: std::mem::take(&mut buffer) });
-                    failing_since = None;
-                    recheck = RECHECK_FIRST;
-                    retry = RETRY_FIRST;
-                }
-                Ok(Event::Apply(o)) => match convert(&o) {
-                    Ok(x) => out.push(ModelEvent::Upsert(x)),
-                    Err(reason) => out.push(ModelEvent::Skipped { feed, reason }),
-                },
-                Ok(Event::Delete(o)) => {
-                    if let Some((name, namespace)) = name_ns(&o) {
-                        out.push(ModelEvent::Delete(d.key(namespace.as_deref(), &name)));
-                    }
-                }
-                Err(e) => {
-                    let now = crate::clock::wall_clock();
-                    let stall = stalled(&e);
-                    // A stall began when the connection went quiet, not when
-                    // the timeout noticed it.
-                    let began = if stall { now - liveness.stall_after.as_secs() as i64 } else { now };
-                    let since = *failing_since.get_or_insert(began);
-                    let state = if stall {
-                        FeedState::Reconnecting {
-                            since,
-                            error: format!("the API server sent nothing for {}s", liveness.stall_after.as_secs()),
-                        }
-                    } else {
-                        classify(d, &e, since)
-                    };
-                    tracing::warn!("{} watch: {}", d.resource(), error_text(&e));
-                    // A missing CRD or a 403 will not change in a second: ask
-                    // again later, less often each time. Other errors: retry
-                    // sooner, backing off.
-                    wait = Some(if matches!(state, FeedState::Unavailable(_)) {
-                        let w = recheck;
-                        recheck = next_recheck(w);
-                        w
-                    } else {
-                        let w = retry;
-                        retry = (w * 2).min(RETRY_MAX);
-                        w
-                    });
-                    out.push(ModelEvent::Feed { feed, state });
-                }
+        let mut listed = false;
+        let e = match list_then_watch(&api, d, liveness, convert, &tx, &mut listed).await {
+            Err(Stop::Closed) => return,
+            Err(Stop::Failed(e)) => e,
+            Ok(never) => match never {},
+        };
+        if listed {
+            // The model marked the feed live again with the list.
+            failing_since = None;
+            recheck = RECHECK_FIRST;
+            retry = RETRY_FIRST;
+        }
+        let now = crate::clock::wall_clock();
+        let stall = stalled(&e);
+        // A stall began when the connection went quiet, not when the
+        // timeout noticed it.
+        let began = if stall { now - liveness.stall_after.as_secs() as i64 } else { now };
+        let since = *failing_since.get_or_insert(began);
+        let state = if stall {
+            FeedState::Reconnecting {
+                since,
+                error: format!("the API server sent nothing for {}s", liveness.stall_after.as_secs()),
             }
-            if !out.is_empty() && tx.send(out).await.is_err() {
-                return;
-            }
-            if wait.is_some() {
-                break;
-            }
+        } else {
+            classify(d, &e, since)
+        };
+        tracing::warn!("{} watch: {}", d.resource(), error_text(&e));
+        // A missing CRD or a 403 will not change in a second: ask again
+        // later, less often each time. Other errors: retry sooner, backing off.
+        let wait = if matches!(state, FeedState::Unavailable(_)) {
+            let w = recheck;
+            recheck = next_recheck(w);
+            w
+        } else {
+            let w = retry;
+            retry = (w * 2).min(RETRY_MAX);
+            w
+        };
+        if tx.send(vec![ModelEvent::Feed { feed, state }]).await.is_err() {
+            return;
         }
         // After any error, start again from a full list rather than resume
         // the watch: the list is the truth once the server answers (nothing
-        // missed while away), and it is what shows the feed live again —
-        // a resumed watch on a quiet cluster would say nothing at all.
-        tokio::time::sleep(wait.unwrap_or(RETRY_FIRST)).await;
+        // missed while away), and it is what shows the feed live again — a
+        // resumed watch on a quiet cluster would say nothing at all.
+        tokio::time::sleep(wait).await;
     }
+}
+
+/// Lists the feed (one `Resync`, the truth: deletes missed while away are
+/// not lost), then watches it from there, resuming after the server ends a
+/// watch, until an error or the cockpit goes away. `listed` says the list
+/// got through.
+async fn list_then_watch<K, C>(
+    api: &Api<K>,
+    d: &'static Kind,
+    liveness: Liveness,
+    convert: C,
+    tx: &mpsc::Sender<Vec<ModelEvent>>,
+    listed: &mut bool,
+) -> Result<Infallible, Stop>
+where
+    K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    C: Fn(&K) -> Read + Copy + Send + 'static,
+{
+    let feed = d.feed;
+    let send = |events: Vec<ModelEvent>| async move { tx.send(events).await.map_err(|_| Stop::Closed) };
+    let mut objects = Vec::new();
+    let mut out = Vec::new();
+    let client = api.clone().into_client();
+    let started = std::time::Instant::now();
+    let mut version = pages::list(&client, api.resource_url(), convert, |read| match read {
+        Ok(x) => objects.push(x),
+        Err(reason) => out.push(ModelEvent::Skipped { feed, reason }),
+    })
+    .await?;
+    tracing::debug!("{} listed: {} in {:.0} ms", d.resource(), objects.len(), started.elapsed().as_secs_f64() * 1e3);
+    // The model marks the feed live again with the list.
+    out.push(ModelEvent::Resync { feed, objects });
+    send(out).await?;
+    *listed = true;
+
+    let params = WatchParams::default().timeout(liveness.watch_seconds());
+    // As kube-rs's watcher: a watch silent past its own timeout is over.
+    let idle = Duration::from_secs(u64::from(liveness.watch_seconds())) + Duration::from_secs(5);
+    loop {
+        let stream =
+            api.watch(&params, &version).await.map_err(|e| Stop::Failed(watcher::Error::WatchStartFailed(e)))?;
+        futures::pin_mut!(stream);
+        while let Ok(Some(event)) = tokio::time::timeout(idle, stream.next()).await {
+            let event = match event.map_err(|e| Stop::Failed(watcher::Error::WatchFailed(e)))? {
+                WatchEvent::Added(o) | WatchEvent::Modified(o) => {
+                    version = resource_version(&o)?;
+                    match convert(&o) {
+                        Ok(x) => ModelEvent::Upsert(x),
+                        Err(reason) => ModelEvent::Skipped { feed, reason },
+                    }
+                }
+                WatchEvent::Deleted(o) => {
+                    version = resource_version(&o)?;
+                    let Some((name, namespace)) = name_ns(&o) else { continue };
+                    ModelEvent::Delete(d.key(namespace.as_deref(), &name))
+                }
+                WatchEvent::Bookmark(b) => {
+                    version = b.metadata.resource_version;
+                    continue;
+                }
+                // 410 Gone included: the caller lists afresh.
+                WatchEvent::Error(status) => return Err(Stop::Failed(watcher::Error::WatchError(status))),
+            };
+            send(vec![event]).await?;
+        }
+        // The server ended the watch at its timeout: resume where it was.
+    }
+}
+
+/// Where a watch resumes after this object.
+fn resource_version<K: Resource>(o: &K) -> Result<String, Stop> {
+    o.meta().resource_version.clone().filter(|v| !v.is_empty()).ok_or(Stop::Failed(watcher::Error::NoResourceVersion))
 }
 
 /// The first wait before a failed watch lists again.

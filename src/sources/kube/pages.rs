@@ -1,0 +1,224 @@
+//! The paginated list a feed starts from, with the next page asked for while
+//! this one decodes.
+//!
+//! kube-rs's watcher reads a page, decodes it, hands its objects out one by
+//! one and only then asks for the next, copying each body twice on the way
+//! (chunks → bytes → String): on a 100,000-pod fleet the server's time for
+//! 200 pages and their transfer add up to the decoding. A list body starts
+//! with its metadata, so the continue token is read first ([`head`]), the
+//! next page is asked for at once, and the page decodes (sonic-rs, see
+//! [`decode`]) and converts in a task of its own; [`AHEAD`] bounds what is
+//! held meanwhile. Pages still come out in the server's order, so the list
+//! is exactly the one kube-rs reads. At 100,000 pods on the benchmarks'
+//! loopback server the first complete view went from 2.9 to 2.0 s.
+
+use std::collections::VecDeque;
+use std::fmt;
+
+use http_body_util::BodyExt;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta;
+use kube::api::ListParams;
+use kube::core::{Request, Status};
+use kube::runtime::watcher;
+use kube::{Client, Error};
+use serde::Deserialize;
+use serde::de::{self, DeserializeOwned, IgnoredAny, MapAccess, Visitor};
+use tokio::task::JoinHandle;
+
+use crate::model::Object;
+
+/// Objects a page asks for, as client-go and kubectl do.
+pub const PAGE_SIZE: u32 = 500;
+
+/// Pages decoding while the next one is read: two keep both cores busy, and
+/// at most three bodies (about 6 MB of pods) are held at once.
+const AHEAD: usize = 2;
+
+/// One object of a page, converted, or why it could not be.
+pub type Read = Result<Object, String>;
+
+/// Lists a collection page by page; `read` gets each object in the
+/// server's order. Returns the list's resourceVersion, to watch from.
+pub async fn list<K, C>(client: &Client, url: &str, convert: C, mut read: impl FnMut(Read)) -> Result<String, Stop>
+where
+    K: DeserializeOwned + Send + 'static,
+    C: Fn(&K) -> Read + Copy + Send + 'static,
+{
+    let request = Request::new(url);
+    let mut decoding: VecDeque<JoinHandle<Result<Vec<Read>, serde_json::Error>>> = VecDeque::new();
+    let mut token: Option<String> = None;
+    let resource_version = loop {
+        let mut params = ListParams::default().limit(PAGE_SIZE);
+        if let Some(t) = &token {
+            params = params.continue_token(t);
+        }
+        let http = request.list(&params).map_err(|e| failed(Error::BuildRequest(e)))?;
+        let body = fetch(client, http).await.map_err(failed)?;
+        let meta = head(&body).map_err(|e| failed(Error::SerdeError(e)))?;
+        decoding.push_back(tokio::spawn(async move { decode(&body, convert) }));
+        while decoding.len() >= AHEAD {
+            next_page(&mut decoding, &mut read).await?;
+        }
+        token = meta.continue_.filter(|t| !t.is_empty());
+        if token.is_none() {
+            break meta.resource_version.filter(|v| !v.is_empty());
+        }
+    };
+    while !decoding.is_empty() {
+        next_page(&mut decoding, &mut read).await?;
+    }
+    resource_version.ok_or(Stop::Failed(watcher::Error::NoResourceVersion))
+}
+
+/// Why a list or watch stopped: the cockpit went away, or an error to show.
+#[derive(Debug)]
+pub enum Stop {
+    Closed,
+    Failed(watcher::Error),
+}
+
+fn failed(e: Error) -> Stop {
+    Stop::Failed(watcher::Error::InitialListFailed(e))
+}
+
+/// Waits for the oldest page to decode and hands out its objects.
+async fn next_page(
+    decoding: &mut VecDeque<JoinHandle<Result<Vec<Read>, serde_json::Error>>>,
+    read: &mut impl FnMut(Read),
+) -> Result<(), Stop> {
+    let Some(task) = decoding.pop_front() else { return Ok(()) };
+    match task.await {
+        Ok(decoded) => decoded.map_err(|e| failed(Error::SerdeError(e)))?.into_iter().for_each(read),
+        Err(join) => return Err(failed(Error::Service(Box::new(join)))),
+    }
+    Ok(())
+}
+
+/// The body of a request, read whole into one buffer; an error status is
+/// the server's `Status` (or its text), as kube-rs reports it.
+async fn fetch(client: &Client, request: http::Request<Vec<u8>>) -> Result<Vec<u8>, Error> {
+    let response = client.send(request.map(kube::client::Body::from)).await?;
+    let status = response.status();
+    let expected = response
+        .headers()
+        .get(http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse::<usize>().ok())
+        .unwrap_or(0);
+    let mut body = response.into_body();
+    // A lying header must not reserve gigabytes.
+    let mut bytes = Vec::with_capacity(expected.min(64 << 20));
+    while let Some(frame) = body.frame().await {
+        if let Ok(data) = frame?.into_data() {
+            bytes.extend_from_slice(&data);
+        }
+    }
+    if status.is_client_error() || status.is_server_error() {
+        let status = serde_json::from_slice::<Status>(&bytes).unwrap_or_else(|_| {
+            Status::failure(String::from_utf8_lossy(&bytes).trim(), "Failed to parse error data")
+                .with_code(status.as_u16())
+        });
+        return Err(Error::Api(status.boxed()));
+    }
+    Ok(bytes)
+}
+
+/// A list's metadata, read from the front of its body: the API server
+/// writes `metadata` before `items`, so this reads a few hundred bytes (a
+/// body with the items first is read through to its metadata).
+fn head(body: &[u8]) -> Result<ListMeta, serde_json::Error> {
+    struct Head<'a>(&'a mut Option<ListMeta>);
+    impl<'de> Visitor<'de> for Head<'_> {
+        type Value = ();
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("a list")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+            while let Some(key) = map.next_key::<String>()? {
+                if key == "metadata" {
+                    *self.0 = Some(map.next_value()?);
+                    // The rest is the items, decoded elsewhere: stop here.
+                    return Ok(());
+                }
+                map.next_value::<IgnoredAny>()?;
+            }
+            Ok(())
+        }
+    }
+    let mut meta = None;
+    // Stopping early leaves the object unclosed, which the deserializer
+    // reports after the visitor returns: once the metadata is read, that
+    // error says nothing about it.
+    let read = de::Deserializer::deserialize_map(&mut serde_json::Deserializer::from_slice(body), Head(&mut meta));
+    match (meta, read) {
+        (Some(meta), _) => Ok(meta),
+        (None, Err(e)) => Err(e),
+        (None, Ok(())) => Err(de::Error::missing_field("metadata")),
+    }
+}
+
+/// A page's items, decoded and converted. sonic-rs rather than serde_json:
+/// the same serde types, read about twice as fast (it skips what kgpu does
+/// not read with SIMD); the watch's events, one object each, stay with
+/// kube-rs's serde_json. `tests/fuzz.rs` checks both read any page alike.
+pub fn decode<K: DeserializeOwned, T>(body: &[u8], convert: impl Fn(&K) -> T) -> Result<Vec<T>, serde_json::Error> {
+    #[derive(Deserialize)]
+    #[serde(bound = "K: DeserializeOwned")]
+    struct Items<K> {
+        items: Option<Vec<K>>,
+    }
+    let items: Items<K> = sonic_rs::from_slice(body).map_err(<serde_json::Error as de::Error>::custom)?;
+    Ok(items.items.unwrap_or_default().iter().map(convert).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_head_is_read_without_the_items() {
+        let body = br#"{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"42","continue":"abc"},"items":[{"broken"#;
+        let meta = head(body).unwrap();
+        assert_eq!(meta.resource_version.as_deref(), Some("42"));
+        assert_eq!(meta.continue_.as_deref(), Some("abc"));
+        // Items first: read through to the metadata.
+        let late = br#"{"items":[{"a":1}],"metadata":{"resourceVersion":"7"}}"#;
+        assert_eq!(head(late).unwrap().resource_version.as_deref(), Some("7"));
+        assert!(head(br#"{"items":[]}"#).is_err());
+        assert!(head(b"<html>").is_err());
+        assert!(head(br#"{"metadata":{"resourceVersion":7}}"#).is_err());
+    }
+
+    /// What JSON allows and `Value` never writes: escaped keys and values,
+    /// a surrogate pair, repeated and unordered label keys, odd spacing.
+    #[test]
+    fn escapes_and_repeated_keys_read_as_serde_json_reads_them() {
+        use crate::sources::kube::{convert, lean};
+        let pod = r#" { "metadata" : { "n\u0061me" : "p\/1\u00e9",  "namespace":"team-\ud83d\ude00",
+            "uid":"0b1f7c4e-2d5a-4c1e-9f3a-7e6d5c4b3a29", "creationTimestamp":"2026-11-30T09:00:00Z",
+            "labels" : {"kueue.x-k8s.io/queue-name":"first","a\tb":"x\"y","kueue.x-k8s.io/queue-name":"q\n"}},
+            "spec":{"nodeName":"gpu-1","containers":[{"name":"m","resources":{"requests":{"nvidia.com/gpu":"2"}}}]},
+            "status":{"phase":"Running"} } "#;
+        let body = format!(r#"{{"metadata":{{"resourceVersion":"1"}},"items":[{pod}]}}"#);
+        let read = |p: &lean::Pod| convert::pod(p).map(Object::Pod);
+        let listed = decode(body.as_bytes(), read).unwrap();
+        let watched = read(&serde_json::from_str(pod).unwrap());
+        assert_eq!(format!("{listed:?}"), format!("{:?}", [watched]));
+        let Ok(Object::Pod(p)) = &listed[0] else { panic!("{listed:?}") };
+        assert_eq!((&*p.name, p.namespace.as_str()), ("p/1é", "team-😀"));
+        // Of a repeated key, the last one, as the API server reads it.
+        assert_eq!(p.queue.map(|q| q.as_str()), Some("q\n"));
+    }
+
+    #[test]
+    fn a_page_converts_each_item_and_null_items_are_none() {
+        let body = br#"{"metadata":{},"items":[{"n":1},{"n":-1}]}"#;
+        #[derive(Deserialize)]
+        struct Item {
+            n: i64,
+        }
+        let convert = |i: &Item| if i.n > 0 { Ok(i.n) } else { Err(format!("n is {}", i.n)) };
+        assert_eq!(decode(body, convert).unwrap(), [Ok(1), Err("n is -1".to_string())]);
+        assert!(decode(br#"{"items":null}"#, convert).unwrap().is_empty());
+        assert!(decode(br#"{"items":[{"n":"x"}]}"#, convert).is_err());
+    }
+}
