@@ -180,7 +180,8 @@ impl Fleet {
             concat!(
                 r#"{{"kind":"Pod","apiVersion":"v1","metadata":{{"name":"train-{job:06}-{rank}-x7k2q","namespace":"{ns}","uid":"00000000-0000-4000-9{g:03}-{i:012}","#,
                 r#""resourceVersion":"{rv}","creationTimestamp":"{created}","#,
-                r#""labels":{{"batch.kubernetes.io/job-name":"train-{job:06}","batch.kubernetes.io/controller-uid":"7d1c7a3e-0000-4000-8000-{job:012}","kueue.x-k8s.io/queue-name":"research","job-name":"train-{job:06}"}},"#,
+                // Map keys in order, as the API server (Go's encoding/json) writes them.
+                r#""labels":{{"batch.kubernetes.io/controller-uid":"7d1c7a3e-0000-4000-8000-{job:012}","batch.kubernetes.io/job-name":"train-{job:06}","job-name":"train-{job:06}","kueue.x-k8s.io/queue-name":"research"}},"#,
                 r#""ownerReferences":[{{"apiVersion":"batch/v1","kind":"Job","name":"train-{job:06}","uid":"7d1c7a3e-0000-4000-8000-{job:012}","controller":true,"blockOwnerDeletion":true}}]}},"#,
                 r#""spec":{{"nodeName":"{node}","schedulerName":"default-scheduler","priority":0,"restartPolicy":"Never","terminationGracePeriodSeconds":30,"serviceAccountName":"default","#,
                 r#""tolerations":[{{"key":"nvidia.com/gpu","operator":"Exists","effect":"NoSchedule"}},{{"key":"node.kubernetes.io/not-ready","operator":"Exists","effect":"NoExecute","tolerationSeconds":300}},{{"key":"node.kubernetes.io/unreachable","operator":"Exists","effect":"NoExecute","tolerationSeconds":300}}],"#,
