@@ -37,14 +37,34 @@ const AHEAD: usize = 2;
 /// One object of a page, converted, or why it could not be.
 pub type Read = Result<Object, String>;
 
-/// Lists a collection page by page; `read` gets each object in the
-/// server's order. Returns the list's resourceVersion, to watch from.
-pub async fn list<K, C>(client: &Client, url: &str, convert: C, mut read: impl FnMut(Read)) -> Result<String, Stop>
+/// A complete list: its objects in the server's order, why the others
+/// could not be read, and the resourceVersion to watch from.
+#[derive(Debug, Default)]
+pub struct Listed {
+    pub objects: Vec<Object>,
+    pub skipped: Vec<String>,
+    pub resource_version: String,
+}
+
+impl Listed {
+    fn add(&mut self, reads: Vec<Read>) {
+        for read in reads {
+            match read {
+                Ok(object) => self.objects.push(object),
+                Err(reason) => self.skipped.push(reason),
+            }
+        }
+    }
+}
+
+/// Lists a collection page by page.
+pub async fn list<K, C>(client: &Client, url: &str, convert: C) -> Result<Listed, Stop>
 where
     K: DeserializeOwned + Send + 'static,
     C: Fn(&K) -> Read + Copy + Send + 'static,
 {
     let request = Request::new(url);
+    let mut listed = Listed::default();
     let mut decoding: VecDeque<JoinHandle<Result<Vec<Read>, serde_json::Error>>> = VecDeque::new();
     let mut token: Option<String> = None;
     let resource_version = loop {
@@ -55,9 +75,12 @@ where
         let http = request.list(&params).map_err(|e| failed(Error::BuildRequest(e)))?;
         let body = fetch(client, http).await.map_err(failed)?;
         let meta = head(&body).map_err(|e| failed(Error::SerdeError(e)))?;
+        if token.is_none() {
+            listed.objects.reserve(room_for(&meta));
+        }
         decoding.push_back(tokio::spawn(async move { decode(&body, convert) }));
         while decoding.len() >= AHEAD {
-            next_page(&mut decoding, &mut read).await?;
+            listed.add(next_page(&mut decoding).await?);
         }
         token = meta.continue_.filter(|t| !t.is_empty());
         if token.is_none() {
@@ -65,9 +88,21 @@ where
         }
     };
     while !decoding.is_empty() {
-        next_page(&mut decoding, &mut read).await?;
+        listed.add(next_page(&mut decoding).await?);
     }
-    resource_version.ok_or(Stop::Failed(watcher::Error::NoResourceVersion))
+    listed.resource_version = resource_version.ok_or(Stop::Failed(watcher::Error::NoResourceVersion))?;
+    Ok(listed)
+}
+
+/// The room a list needs, from its first page: the server says how many
+/// are left, and a million objects (320 bytes each as they travel to the
+/// model) grown by doubling would be copied over and over, and held twice
+/// at the last doubling. The count is a hint, not a promise: an absurd one
+/// reserves no more than the largest fleet kgpu is measured at.
+fn room_for(first: &ListMeta) -> usize {
+    const MOST: usize = 1_000_000;
+    let left = first.remaining_item_count.and_then(|n| usize::try_from(n).ok()).unwrap_or(0);
+    left.min(MOST) + PAGE_SIZE as usize
 }
 
 /// Why a list or watch stopped: the cockpit went away, or an error to show.
@@ -81,17 +116,17 @@ fn failed(e: Error) -> Stop {
     Stop::Failed(watcher::Error::InitialListFailed(e))
 }
 
-/// Waits for the oldest page to decode and hands out its objects.
+/// Waits for the oldest page to decode.
 async fn next_page(
     decoding: &mut VecDeque<JoinHandle<Result<Vec<Read>, serde_json::Error>>>,
-    read: &mut impl FnMut(Read),
-) -> Result<(), Stop> {
-    let Some(task) = decoding.pop_front() else { return Ok(()) };
-    match task.await {
-        Ok(decoded) => decoded.map_err(|e| failed(Error::SerdeError(e)))?.into_iter().for_each(read),
-        Err(join) => return Err(failed(Error::Service(Box::new(join)))),
+) -> Result<Vec<Read>, Stop> {
+    match decoding.pop_front() {
+        None => Ok(Vec::new()),
+        Some(task) => match task.await {
+            Ok(decoded) => decoded.map_err(|e| failed(Error::SerdeError(e))),
+            Err(join) => Err(failed(Error::Service(Box::new(join)))),
+        },
     }
-    Ok(())
 }
 
 /// The body of a request, read whole into one buffer; an error status is
@@ -186,6 +221,15 @@ mod tests {
         assert!(head(br#"{"items":[]}"#).is_err());
         assert!(head(b"<html>").is_err());
         assert!(head(br#"{"metadata":{"resourceVersion":7}}"#).is_err());
+    }
+
+    #[test]
+    fn a_list_reserves_what_its_first_page_says_is_left_within_reason() {
+        let meta = |left: Option<i64>| ListMeta { remaining_item_count: left, ..Default::default() };
+        assert_eq!(room_for(&meta(None)), 500);
+        assert_eq!(room_for(&meta(Some(-3))), 500);
+        assert_eq!(room_for(&meta(Some(99_500))), 100_000);
+        assert_eq!(room_for(&meta(Some(i64::MAX))), 1_000_500);
     }
 
     /// What JSON allows and `Value` never writes: escaped keys and values,

@@ -161,16 +161,13 @@ where
 {
     let feed = d.feed;
     let send = |events: Vec<ModelEvent>| async move { tx.send(events).await.map_err(|_| Stop::Closed) };
-    let mut objects = Vec::new();
-    let mut out = Vec::new();
     let client = api.clone().into_client();
     let started = std::time::Instant::now();
-    let mut version = pages::list(&client, api.resource_url(), convert, |read| match read {
-        Ok(x) => objects.push(x),
-        Err(reason) => out.push(ModelEvent::Skipped { feed, reason }),
-    })
-    .await?;
+    let list = pages::list(&client, api.resource_url(), convert).await?;
+    let (objects, mut version) = (list.objects, list.resource_version);
     tracing::debug!("{} listed: {} in {:.0} ms", d.resource(), objects.len(), started.elapsed().as_secs_f64() * 1e3);
+    let mut out: Vec<ModelEvent> =
+        list.skipped.into_iter().map(|reason| ModelEvent::Skipped { feed, reason }).collect();
     // The model marks the feed live again with the list.
     out.push(ModelEvent::Resync { feed, objects });
     send(out).await?;
