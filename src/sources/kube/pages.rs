@@ -98,11 +98,14 @@ where
 /// are left, and a million objects (320 bytes each as they travel to the
 /// model) grown by doubling would be copied over and over, and held twice
 /// at the last doubling. The count is a hint, not a promise: an absurd one
-/// reserves no more than the largest fleet kgpu is measured at.
+/// reserves no more than the largest fleet kgpu is measured at. A list of
+/// one page (no count) reserves nothing: its objects say how many they are.
 fn room_for(first: &ListMeta) -> usize {
     const MOST: usize = 1_000_000;
-    let left = first.remaining_item_count.and_then(|n| usize::try_from(n).ok()).unwrap_or(0);
-    left.min(MOST) + PAGE_SIZE as usize
+    match first.remaining_item_count.and_then(|n| usize::try_from(n).ok()) {
+        Some(left) if left > 0 => left.min(MOST) + PAGE_SIZE as usize,
+        _ => 0,
+    }
 }
 
 /// Why a list or watch stopped: the cockpit went away, or an error to show.
@@ -226,8 +229,9 @@ mod tests {
     #[test]
     fn a_list_reserves_what_its_first_page_says_is_left_within_reason() {
         let meta = |left: Option<i64>| ListMeta { remaining_item_count: left, ..Default::default() };
-        assert_eq!(room_for(&meta(None)), 500);
-        assert_eq!(room_for(&meta(Some(-3))), 500);
+        assert_eq!(room_for(&meta(None)), 0);
+        assert_eq!(room_for(&meta(Some(0))), 0);
+        assert_eq!(room_for(&meta(Some(-3))), 0);
         assert_eq!(room_for(&meta(Some(99_500))), 100_000);
         assert_eq!(room_for(&meta(Some(i64::MAX))), 1_000_500);
     }
