@@ -58,7 +58,7 @@ impl Listed {
 }
 
 /// Lists a collection page by page.
-pub async fn list<K, C>(client: &Client, url: &str, convert: C) -> Result<Listed, Stop>
+pub async fn list<K, C>(client: &Client, url: &str, convert: C) -> Result<Listed, watcher::Error>
 where
     K: DeserializeOwned + Send + 'static,
     C: Fn(&K) -> Read + Copy + Send + 'static,
@@ -90,7 +90,7 @@ where
     while !decoding.is_empty() {
         listed.add(next_page(&mut decoding).await?);
     }
-    listed.resource_version = resource_version.ok_or(Stop::Failed(watcher::Error::NoResourceVersion))?;
+    listed.resource_version = resource_version.ok_or(watcher::Error::NoResourceVersion)?;
     Ok(listed)
 }
 
@@ -108,21 +108,14 @@ fn room_for(first: &ListMeta) -> usize {
     }
 }
 
-/// Why a list or watch stopped: the cockpit went away, or an error to show.
-#[derive(Debug)]
-pub enum Stop {
-    Closed,
-    Failed(watcher::Error),
-}
-
-fn failed(e: Error) -> Stop {
-    Stop::Failed(watcher::Error::InitialListFailed(e))
+fn failed(e: Error) -> watcher::Error {
+    watcher::Error::InitialListFailed(e)
 }
 
 /// Waits for the oldest page to decode.
 async fn next_page(
     decoding: &mut VecDeque<JoinHandle<Result<Vec<Read>, serde_json::Error>>>,
-) -> Result<Vec<Read>, Stop> {
+) -> Result<Vec<Read>, watcher::Error> {
     match decoding.pop_front() {
         None => Ok(Vec::new()),
         Some(task) => match task.await {

@@ -6,7 +6,6 @@
 //! silent past [`Liveness::stall_after`], mark it reconnecting, and its data
 //! stays, shown with its age.
 
-use std::convert::Infallible;
 use std::fmt::Debug;
 use std::time::Duration;
 
@@ -25,7 +24,7 @@ use crate::sources::kinds::{self, Kind};
 use super::client::Liveness;
 use super::convert;
 use super::lean::{Node as ApiNode, Pod as ApiPod};
-use super::pages::{self, Read, Stop};
+use super::pages::{self, Read};
 
 fn http_code(e: &watcher::Error) -> Option<u16> {
     match e {
@@ -94,18 +93,20 @@ where
         return;
     }
     loop {
-        let mut listed = false;
-        let e = match list_then_watch(&api, d, liveness, convert, &tx, &mut listed).await {
+        let e = match list(&api, d, convert, &tx).await {
             Err(Stop::Closed) => return,
             Err(Stop::Failed(e)) => e,
-            Ok(never) => match never {},
+            Ok(version) => {
+                // The model marked the feed live again with the list.
+                failing_since = None;
+                recheck = RECHECK_FIRST;
+                retry = RETRY_FIRST;
+                match watch(&api, d, liveness, convert, &tx, version).await {
+                    Stop::Closed => return,
+                    Stop::Failed(e) => e,
+                }
+            }
         };
-        if listed {
-            // The model marked the feed live again with the list.
-            failing_since = None;
-            recheck = RECHECK_FIRST;
-            retry = RETRY_FIRST;
-        }
         let now = crate::clock::wall_clock();
         let stall = stalled(&e);
         // A stall began when the connection went quiet, not when the
@@ -143,73 +144,119 @@ where
     }
 }
 
-/// Lists the feed (one `Resync`, the truth: deletes missed while away are
-/// not lost), then watches it from there, resuming after the server ends a
-/// watch, until an error or the cockpit goes away. `listed` says the list
-/// got through.
-async fn list_then_watch<K, C>(
+/// Why a list or watch stopped: the cockpit went away, or an error to show.
+#[derive(Debug)]
+enum Stop {
+    Closed,
+    Failed(watcher::Error),
+}
+
+/// Lists the feed and sends it as one `Resync` (the truth: deletes missed
+/// while away are not lost); gives the resourceVersion to watch from.
+async fn list<K, C>(
     api: &Api<K>,
     d: &'static Kind,
-    liveness: Liveness,
     convert: C,
     tx: &mpsc::Sender<Vec<ModelEvent>>,
-    listed: &mut bool,
-) -> Result<Infallible, Stop>
+) -> Result<String, Stop>
 where
     K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
     C: Fn(&K) -> Read + Copy + Send + 'static,
 {
     let feed = d.feed;
-    let send = |events: Vec<ModelEvent>| async move { tx.send(events).await.map_err(|_| Stop::Closed) };
     let client = api.clone().into_client();
     let started = std::time::Instant::now();
-    let list = pages::list(&client, api.resource_url(), convert).await?;
-    let (objects, mut version) = (list.objects, list.resource_version);
-    tracing::debug!("{} listed: {} in {:.0} ms", d.resource(), objects.len(), started.elapsed().as_secs_f64() * 1e3);
+    let list = pages::list(&client, api.resource_url(), convert).await.map_err(Stop::Failed)?;
+    tracing::debug!(
+        "{} listed: {} in {:.0} ms",
+        d.resource(),
+        list.objects.len(),
+        started.elapsed().as_secs_f64() * 1e3
+    );
     let mut out: Vec<ModelEvent> =
         list.skipped.into_iter().map(|reason| ModelEvent::Skipped { feed, reason }).collect();
     // The model marks the feed live again with the list.
-    out.push(ModelEvent::Resync { feed, objects });
-    send(out).await?;
-    *listed = true;
+    out.push(ModelEvent::Resync { feed, objects: list.objects });
+    tx.send(out).await.map_err(|_| Stop::Closed)?;
+    Ok(list.resource_version)
+}
 
+/// Follows the feed from `version`, resuming after the server ends a
+/// watch, until an error or the cockpit goes away.
+async fn watch<K, C>(
+    api: &Api<K>,
+    d: &'static Kind,
+    liveness: Liveness,
+    convert: C,
+    tx: &mpsc::Sender<Vec<ModelEvent>>,
+    mut version: String,
+) -> Stop
+where
+    K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    C: Fn(&K) -> Read + Copy + Send + 'static,
+{
     let params = WatchParams::default().timeout(liveness.watch_seconds());
     // As kube-rs's watcher: a watch silent past its own timeout is over.
     let idle = Duration::from_secs(u64::from(liveness.watch_seconds())) + Duration::from_secs(5);
     loop {
-        let stream =
-            api.watch(&params, &version).await.map_err(|e| Stop::Failed(watcher::Error::WatchStartFailed(e)))?;
+        let stream = match api.watch(&params, &version).await {
+            Ok(stream) => stream,
+            Err(e) => return Stop::Failed(watcher::Error::WatchStartFailed(e)),
+        };
         futures::pin_mut!(stream);
         while let Ok(Some(event)) = tokio::time::timeout(idle, stream.next()).await {
-            let event = match event.map_err(|e| Stop::Failed(watcher::Error::WatchFailed(e)))? {
-                WatchEvent::Added(o) | WatchEvent::Modified(o) => {
-                    version = resource_version(&o)?;
-                    match convert(&o) {
-                        Ok(x) => ModelEvent::Upsert(x),
-                        Err(reason) => ModelEvent::Skipped { feed, reason },
+            let read = event.map_err(watcher::Error::WatchFailed).and_then(|e| read_event(d, convert, e, &mut version));
+            match read {
+                Ok(None) => {}
+                Ok(Some(event)) => {
+                    if tx.send(vec![event]).await.is_err() {
+                        return Stop::Closed;
                     }
                 }
-                WatchEvent::Deleted(o) => {
-                    version = resource_version(&o)?;
-                    let Some((name, namespace)) = name_ns(&o) else { continue };
-                    ModelEvent::Delete(d.key(namespace.as_deref(), &name))
-                }
-                WatchEvent::Bookmark(b) => {
-                    version = b.metadata.resource_version;
-                    continue;
-                }
-                // 410 Gone included: the caller lists afresh.
-                WatchEvent::Error(status) => return Err(Stop::Failed(watcher::Error::WatchError(status))),
-            };
-            send(vec![event]).await?;
+                Err(e) => return Stop::Failed(e),
+            }
         }
         // The server ended the watch at its timeout: resume where it was.
     }
 }
 
+/// What a watch event changes in the model, if anything, noting where the
+/// watch resumes after it. An ERROR event (410 Gone included) ends the
+/// watch: the caller lists afresh.
+fn read_event<K, C>(
+    d: &Kind,
+    convert: C,
+    event: WatchEvent<K>,
+    version: &mut String,
+) -> Result<Option<ModelEvent>, watcher::Error>
+where
+    K: Resource,
+    C: Fn(&K) -> Read,
+{
+    Ok(Some(match event {
+        WatchEvent::Added(o) | WatchEvent::Modified(o) => {
+            *version = resource_version(&o)?;
+            match convert(&o) {
+                Ok(x) => ModelEvent::Upsert(x),
+                Err(reason) => ModelEvent::Skipped { feed: d.feed, reason },
+            }
+        }
+        WatchEvent::Deleted(o) => {
+            *version = resource_version(&o)?;
+            let Some((name, namespace)) = name_ns(&o) else { return Ok(None) };
+            ModelEvent::Delete(d.key(namespace.as_deref(), &name))
+        }
+        WatchEvent::Bookmark(b) => {
+            *version = b.metadata.resource_version;
+            return Ok(None);
+        }
+        WatchEvent::Error(status) => return Err(watcher::Error::WatchError(status)),
+    }))
+}
+
 /// Where a watch resumes after this object.
-fn resource_version<K: Resource>(o: &K) -> Result<String, Stop> {
-    o.meta().resource_version.clone().filter(|v| !v.is_empty()).ok_or(Stop::Failed(watcher::Error::NoResourceVersion))
+fn resource_version<K: Resource>(o: &K) -> Result<String, watcher::Error> {
+    o.meta().resource_version.clone().filter(|v| !v.is_empty()).ok_or(watcher::Error::NoResourceVersion)
 }
 
 /// The first wait before a failed watch lists again.
@@ -339,5 +386,47 @@ mod tests {
             w = next_recheck(w);
         }
         assert!(asks <= 20, "{asks}");
+    }
+
+    fn event(json: serde_json::Value) -> WatchEvent<ApiPod> {
+        serde_json::from_value(json).unwrap()
+    }
+
+    /// Where the watch resumes, what reaches the model, and what ends the
+    /// watch, event by event.
+    #[test]
+    fn each_watch_event_moves_the_resume_point_or_ends_the_watch() {
+        let read = |e| {
+            let mut version = "1".to_string();
+            let out = read_event(&kinds::POD, |p: &ApiPod| convert::pod(p).map(Object::Pod), e, &mut version);
+            (out, version)
+        };
+        let pod = |rv: &str| {
+            serde_json::json!({"metadata": {"name": "p", "namespace": "team-a", "uid": "u", "resourceVersion": rv,
+                "creationTimestamp": "2026-11-30T09:00:00Z"}, "spec": {"containers": []}, "status": {"phase": "Running"}})
+        };
+        let (out, version) = read(event(serde_json::json!({"type": "ADDED", "object": pod("7")})));
+        assert!(matches!(out, Ok(Some(ModelEvent::Upsert(Object::Pod(_))))), "{out:?}");
+        assert_eq!(version, "7");
+        let (out, version) = read(event(serde_json::json!({"type": "DELETED", "object": pod("8")})));
+        assert!(
+            matches!(&out, Ok(Some(ModelEvent::Delete(key))) if *key == kinds::POD.key(Some("team-a"), "p")),
+            "{out:?}"
+        );
+        assert_eq!(version, "8");
+        let bookmark = serde_json::json!({"type": "BOOKMARK", "object": {"kind": "Pod", "apiVersion": "v1",
+            "metadata": {"resourceVersion": "9"}}});
+        let (out, version) = read(event(bookmark));
+        assert!(matches!(out, Ok(None)), "{out:?}");
+        assert_eq!(version, "9");
+        // An object without a resourceVersion: nowhere to resume from.
+        let (out, version) = read(event(serde_json::json!({"type": "MODIFIED", "object": pod("")})));
+        assert!(matches!(out, Err(watcher::Error::NoResourceVersion)), "{out:?}");
+        assert_eq!(version, "1");
+        // 410 Gone after a compaction: the watch ends, the caller lists afresh.
+        let gone = serde_json::json!({"type": "ERROR", "object": {"kind": "Status", "apiVersion": "v1",
+            "status": "Failure", "message": "too old resource version: 1 (5)", "reason": "Expired", "code": 410}});
+        let (out, _) = read(event(gone));
+        assert!(matches!(&out, Err(e) if http_code(e) == Some(410)), "{out:?}");
     }
 }
