@@ -1,10 +1,11 @@
-//! Peer benchmark: kgpu next to k9s on one real API server (the test
-//! control plane) holding 2,000 GPU nodes (the 197 labels of a real H100
+//! Peer benchmark: kgpu next to k9s, kubetui and kdash on one real API
+//! server (the test control plane) holding 2,000 GPU nodes (the 197 labels of a real H100
 //! node, status through the status subresource) and 20,000 bound pods. Each
 //! tool runs in tmux at 200×60, three times, and is measured the same way:
 //!
 //! - first complete view: every pod counted on screen (k9s: the pod view's
-//!   `pods(all)[N]`; kgpu: the header's GPUs in use), from the tool's start;
+//!   `pods(all)[N]`; kubetui: `Pod [i/N]`; kdash: `Pods (ns: all) [N]`;
+//!   kgpu: the header's GPUs in use), from the tool's start;
 //! - resident memory once loaded, and its peak;
 //! - idle CPU over 30 s;
 //! - under a steady stream of pod changes (a label patched, 50 a second):
@@ -13,9 +14,11 @@
 //!   nodes) until the screen changes (tmux's own capture included).
 //!
 //! Next to them, the floor: the raw paginated LIST of the same pods and
-//! nodes, read and dropped. k9s is built once from the Go module proxy into
-//! ~/.cache/kgpu/peers (a few minutes); a peer that does not build or load
-//! within 5 minutes is reported so.
+//! nodes, read and dropped. k9s is built once from the Go module proxy,
+//! kubetui and kdash from crates.io, into ~/.cache/kgpu/peers (about ten
+//! minutes each here); a peer that does not build or load within 5 minutes
+//! is reported so. Each runs as its users start it, with its defaults (kdash
+//! lists every 5 s, kubetui follows its own polling).
 //!
 //! `cargo bench --bench peers`; `KGPU_BENCH_NODES`, `KGPU_BENCH_PODS`,
 //! `KGPU_BENCH_RUNS`, `KGPU_BENCH_WINDOW` (seconds of idle and of changes),
@@ -43,6 +46,8 @@ use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use terminal::Terminal;
 
 const K9S: &str = "v0.50.16";
+const KUBETUI: &str = "1.14.0";
+const KDASH: &str = "2.1.1";
 const LOAD_LIMIT: Duration = Duration::from_secs(300);
 
 fn env(name: &str, default: u64) -> u64 {
@@ -69,6 +74,19 @@ fn kgpu_used(screen: &str) -> Option<u64> {
 /// k9s's table title: "pods(all)[19,991]".
 fn k9s_pods(screen: &str) -> Option<u64> {
     let (_, rest) = screen.split_once("pods(all)[")?;
+    rest.split(']').next()?.trim().replace(',', "").parse().ok()
+}
+
+/// kubetui's pod table title: "Pod [1/20,000]" (selected/shown).
+fn kubetui_pods(screen: &str) -> Option<u64> {
+    let (_, rest) = screen.split_once("Pod [")?;
+    let (_, shown) = rest.split(']').next()?.split_once('/')?;
+    shown.trim().replace(',', "").parse().ok()
+}
+
+/// kdash's pod table title: "Pods (ns: all) [20000]".
+fn kdash_pods(screen: &str) -> Option<u64> {
+    let (_, rest) = screen.split_once("Pods (ns: all) [")?;
     rest.split(']').next()?.trim().replace(',', "").parse().ok()
 }
 
@@ -120,6 +138,8 @@ fn main() {
         // The fleet is one pool: enter lists its 2,000 nodes.
         to_a_list: &["Enter"],
     }];
+    // Peers that did not build, and why: the table says so.
+    let mut unbuilt: Vec<(&str, String)> = Vec::new();
     match build_k9s() {
         Ok(k9s) => tools.push(Tool {
             name: "k9s",
@@ -131,7 +151,33 @@ fn main() {
             count: k9s_pods,
             to_a_list: &[],
         }),
-        Err(e) => eprintln!("k9s: {e}"),
+        Err(e) => unbuilt.push(("k9s", e)),
+    }
+    match build_crate("kubetui", KUBETUI) {
+        Ok(bin) => tools.push(Tool {
+            name: "kubetui",
+            command: format!(
+                "env HOME={d} XDG_CONFIG_HOME={d} {} --kubeconfig {kubeconfig} --all-namespaces",
+                bin.display(),
+                d = dir.path().display()
+            ),
+            count: kubetui_pods,
+            to_a_list: &[],
+        }),
+        Err(e) => unbuilt.push(("kubetui", e)),
+    }
+    match build_crate("kdash", KDASH) {
+        Ok(bin) => tools.push(Tool {
+            name: "kdash",
+            command: format!(
+                "env HOME={d} XDG_CONFIG_HOME={d} KUBECONFIG={kubeconfig} {}",
+                bin.display(),
+                d = dir.path().display()
+            ),
+            count: kdash_pods,
+            to_a_list: &[],
+        }),
+        Err(e) => unbuilt.push(("kdash", e)),
     }
 
     let pods_api: Api<Pod> = Api::all(client.clone());
@@ -225,6 +271,10 @@ fn main() {
         }
         results.push((tool.name, f));
     }
+    for (name, why) in unbuilt {
+        eprintln!("{name}: {why}");
+        results.push((name, Figures { failed: Some(why), ..Default::default() }));
+    }
     report(nodes, pods, floor, rate, &results);
 }
 
@@ -289,6 +339,32 @@ fn build_k9s() -> Result<PathBuf, String> {
     if !out.status.success() || !bin.exists() {
         let err = String::from_utf8_lossy(&out.stderr);
         return Err(format!("not built: {}", err.lines().last().unwrap_or("go install failed")));
+    }
+    Ok(bin)
+}
+
+/// A peer from crates.io at its pinned version, built once into
+/// ~/.cache/kgpu/peers with its own lock file.
+fn build_crate(name: &str, version: &str) -> Result<PathBuf, String> {
+    let home = std::env::var("HOME").map_err(|_| "no $HOME for the build cache".to_string())?;
+    let dir = PathBuf::from(home).join(format!(".cache/kgpu/peers/{name}-{version}"));
+    let bin = dir.join("bin").join(name);
+    if bin.exists() {
+        return Ok(bin);
+    }
+    eprintln!("building {name} {version} from crates.io into {} (about ten minutes, once)", dir.display());
+    let out = Command::new("cargo")
+        .args(["install", "--locked", "--quiet", "--version", version, "--root"])
+        .arg(&dir)
+        .arg(name)
+        .output()
+        .map_err(|e| format!("not built: cannot run cargo ({e})"))?;
+    if !out.status.success() || !bin.exists() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        return Err(format!(
+            "not built: {}",
+            err.lines().rfind(|l| !l.trim().is_empty()).unwrap_or("cargo install failed")
+        ));
     }
     Ok(bin)
 }
