@@ -140,45 +140,25 @@ fn main() {
     }];
     // Peers that did not build, and why: the table says so.
     let mut unbuilt: Vec<(&str, String)> = Vec::new();
-    match build_k9s() {
-        Ok(k9s) => tools.push(Tool {
-            name: "k9s",
-            command: format!(
-                "env K9S_CONFIG_DIR={d}/k9s XDG_STATE_HOME={d} XDG_DATA_HOME={d} {} --kubeconfig {kubeconfig} -A -c pods --logoless --readonly",
-                k9s.display(),
-                d = dir.path().display()
-            ),
-            count: k9s_pods,
-            to_a_list: &[],
-        }),
-        Err(e) => unbuilt.push(("k9s", e)),
-    }
-    match build_crate("kubetui", KUBETUI) {
-        Ok(bin) => tools.push(Tool {
-            name: "kubetui",
-            command: format!(
-                "env HOME={d} XDG_CONFIG_HOME={d} {} --kubeconfig {kubeconfig} --all-namespaces",
-                bin.display(),
-                d = dir.path().display()
-            ),
-            count: kubetui_pods,
-            to_a_list: &[],
-        }),
-        Err(e) => unbuilt.push(("kubetui", e)),
-    }
-    match build_crate("kdash", KDASH) {
-        Ok(bin) => tools.push(Tool {
-            name: "kdash",
-            command: format!(
-                "env HOME={d} XDG_CONFIG_HOME={d} KUBECONFIG={kubeconfig} {}",
-                bin.display(),
-                d = dir.path().display()
-            ),
-            count: kdash_pods,
-            to_a_list: &[],
-        }),
-        Err(e) => unbuilt.push(("kdash", e)),
-    }
+    let mut peer = |name: &'static str,
+                    built: Result<PathBuf, String>,
+                    count: fn(&str) -> Option<u64>,
+                    command: &dyn Fn(std::path::Display) -> String| match built {
+        Ok(bin) => tools.push(Tool { name, command: command(bin.display()), count, to_a_list: &[] }),
+        Err(e) => unbuilt.push((name, e)),
+    };
+    let d = dir.path().display();
+    peer("k9s", build_k9s(), k9s_pods, &|bin| {
+        format!(
+            "env K9S_CONFIG_DIR={d}/k9s XDG_STATE_HOME={d} XDG_DATA_HOME={d} {bin} --kubeconfig {kubeconfig} -A -c pods --logoless --readonly"
+        )
+    });
+    peer("kubetui", build_crate("kubetui", KUBETUI), kubetui_pods, &|bin| {
+        format!("env HOME={d} XDG_CONFIG_HOME={d} {bin} --kubeconfig {kubeconfig} --all-namespaces")
+    });
+    peer("kdash", build_crate("kdash", KDASH), kdash_pods, &|bin| {
+        format!("env HOME={d} XDG_CONFIG_HOME={d} KUBECONFIG={kubeconfig} {bin}")
+    });
 
     let pods_api: Api<Pod> = Api::all(client.clone());
     let listed: Vec<(String, String)> = rt
