@@ -14,6 +14,7 @@
 
 use std::collections::VecDeque;
 use std::fmt;
+use std::marker::PhantomData;
 
 use http_body_util::BodyExt;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta;
@@ -22,7 +23,7 @@ use kube::core::{Request, Status};
 use kube::runtime::watcher;
 use kube::{Client, Error};
 use serde::Deserialize;
-use serde::de::{self, DeserializeOwned, IgnoredAny, MapAccess, Visitor};
+use serde::de::{self, DeserializeOwned, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use tokio::task::JoinHandle;
 
 use crate::model::Object;
@@ -57,6 +58,10 @@ impl Listed {
     }
 }
 
+/// A page decoding in a task of its own: what it read, and its body's buffer
+/// to read a later page into.
+type Decoding = JoinHandle<(Result<Vec<Read>, serde_json::Error>, Vec<u8>)>;
+
 /// Lists a collection page by page.
 pub async fn list<K, C>(client: &Client, url: &str, convert: C) -> Result<Listed, watcher::Error>
 where
@@ -65,7 +70,10 @@ where
 {
     let request = Request::new(url);
     let mut listed = Listed::default();
-    let mut decoding: VecDeque<JoinHandle<Result<Vec<Read>, serde_json::Error>>> = VecDeque::new();
+    let mut decoding: VecDeque<Decoding> = VecDeque::new();
+    // Bodies' buffers, read into again: a page's body (about 2 MB of pods)
+    // grown by doubling in fresh memory cost as much as a tenth of the list.
+    let mut buffers: Vec<Vec<u8>> = Vec::new();
     let mut token: Option<String> = None;
     let resource_version = loop {
         let mut params = ListParams::default().limit(PAGE_SIZE);
@@ -73,14 +81,16 @@ where
             params = params.continue_token(t);
         }
         let http = request.list(&params).map_err(|e| failed(Error::BuildRequest(e)))?;
-        let body = fetch(client, http).await.map_err(failed)?;
+        let body = fetch(client, http, buffers.pop().unwrap_or_default()).await.map_err(failed)?;
         let meta = head(&body).map_err(|e| failed(Error::SerdeError(e)))?;
         if token.is_none() {
             listed.objects.reserve(room_for(&meta));
         }
-        decoding.push_back(tokio::spawn(async move { decode(&body, convert) }));
+        decoding.push_back(tokio::spawn(async move { (decode(&body, convert), body) }));
         while decoding.len() >= AHEAD {
-            listed.add(next_page(&mut decoding).await?);
+            let (reads, buffer) = next_page(&mut decoding).await?;
+            listed.add(reads);
+            buffers.push(buffer);
         }
         token = meta.continue_.filter(|t| !t.is_empty());
         if token.is_none() {
@@ -88,7 +98,7 @@ where
         }
     };
     while !decoding.is_empty() {
-        listed.add(next_page(&mut decoding).await?);
+        listed.add(next_page(&mut decoding).await?.0);
     }
     listed.resource_version = resource_version.ok_or(watcher::Error::NoResourceVersion)?;
     Ok(listed)
@@ -112,22 +122,20 @@ fn failed(e: Error) -> watcher::Error {
     watcher::Error::InitialListFailed(e)
 }
 
-/// Waits for the oldest page to decode.
-async fn next_page(
-    decoding: &mut VecDeque<JoinHandle<Result<Vec<Read>, serde_json::Error>>>,
-) -> Result<Vec<Read>, watcher::Error> {
+/// Waits for the oldest page to decode; hands its buffer back.
+async fn next_page(decoding: &mut VecDeque<Decoding>) -> Result<(Vec<Read>, Vec<u8>), watcher::Error> {
     match decoding.pop_front() {
-        None => Ok(Vec::new()),
+        None => Ok(Default::default()),
         Some(task) => match task.await {
-            Ok(decoded) => decoded.map_err(|e| failed(Error::SerdeError(e))),
+            Ok((decoded, buffer)) => Ok((decoded.map_err(|e| failed(Error::SerdeError(e)))?, buffer)),
             Err(join) => Err(failed(Error::Service(Box::new(join)))),
         },
     }
 }
 
-/// The body of a request, read whole into one buffer; an error status is
-/// the server's `Status` (or its text), as kube-rs reports it.
-async fn fetch(client: &Client, request: http::Request<Vec<u8>>) -> Result<Vec<u8>, Error> {
+/// The body of a request, read whole into `bytes` (emptied first); an error
+/// status is the server's `Status` (or its text), as kube-rs reports it.
+async fn fetch(client: &Client, request: http::Request<Vec<u8>>, mut bytes: Vec<u8>) -> Result<Vec<u8>, Error> {
     let response = client.send(request.map(kube::client::Body::from)).await?;
     let status = response.status();
     let expected = response
@@ -136,8 +144,9 @@ async fn fetch(client: &Client, request: http::Request<Vec<u8>>) -> Result<Vec<u
         .and_then(|v| v.to_str().ok()?.parse::<usize>().ok())
         .unwrap_or(0);
     let mut body = response.into_body();
+    bytes.clear();
     // A lying header must not reserve gigabytes.
-    let mut bytes = Vec::with_capacity(expected.min(64 << 20));
+    bytes.reserve(expected.min(64 << 20));
     while let Some(frame) = body.frame().await {
         if let Ok(data) = frame?.into_data() {
             bytes.extend_from_slice(&data);
@@ -187,18 +196,109 @@ fn head(body: &[u8]) -> Result<ListMeta, serde_json::Error> {
     }
 }
 
-/// A page's items, decoded and converted. sonic-rs rather than serde_json:
-/// the same serde types, read about twice as fast (it skips what kgpu does
-/// not read with SIMD); the watch's events, one object each, stay with
-/// kube-rs's serde_json. `tests/fuzz.rs` checks both read any page alike.
+/// A page's items, decoded and converted one by one as they are read (a
+/// page's decoded items are never all held at once). sonic-rs rather than
+/// serde_json: the same serde types, read about twice as fast (it skips
+/// what kgpu does not read with SIMD); the watch's events, one object each,
+/// stay with kube-rs's serde_json. `tests/fuzz.rs` checks both read any page
+/// alike.
 pub fn decode<K: DeserializeOwned, T>(body: &[u8], convert: impl Fn(&K) -> T) -> Result<Vec<T>, serde_json::Error> {
-    #[derive(Deserialize)]
-    #[serde(bound = "K: DeserializeOwned")]
-    struct Items<K> {
-        items: Option<Vec<K>>,
+    fn error(e: impl fmt::Display) -> serde_json::Error {
+        de::Error::custom(e)
     }
-    let items: Items<K> = sonic_rs::from_slice(body).map_err(<serde_json::Error as de::Error>::custom)?;
-    Ok(items.items.unwrap_or_default().iter().map(convert).collect())
+    // Checked here, once, so that sonic-rs reads a `str` and need not.
+    let text = std::str::from_utf8(body).map_err(error)?;
+    let mut out = Vec::new();
+    let mut reader = sonic_rs::Deserializer::from_str(text);
+    let page = Page { convert: &convert, out: &mut out, item: PhantomData };
+    de::Deserializer::deserialize_map(&mut reader, page).map_err(error)?;
+    reader.end().map_err(error)?;
+    Ok(out)
+}
+
+/// A list body: its `items` converted into `out`, the rest skipped. As a
+/// struct of `items: Option<Vec<K>>` reads it: a missing or null `items` is
+/// no items, a repeated one an error.
+struct Page<'a, K, T, C> {
+    convert: &'a C,
+    out: &'a mut Vec<T>,
+    item: PhantomData<fn() -> K>,
+}
+
+impl<'de, K: DeserializeOwned, T, C: Fn(&K) -> T> Visitor<'de> for Page<'_, K, T, C> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a list")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let mut seen = false;
+        while let Some(IsItems(is_items)) = map.next_key()? {
+            if !is_items {
+                map.next_value::<IgnoredAny>()?;
+            } else if std::mem::replace(&mut seen, true) {
+                return Err(de::Error::duplicate_field("items"));
+            } else {
+                map.next_value_seed(Items { convert: self.convert, out: &mut *self.out, item: PhantomData })?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Whether a list's key is `items`.
+struct IsItems(bool);
+
+impl<'de> Deserialize<'de> for IsItems {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Key;
+        impl Visitor<'_> for Key {
+            type Value = IsItems;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a key")
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<IsItems, E> {
+                Ok(IsItems(s == "items"))
+            }
+        }
+        d.deserialize_identifier(Key)
+    }
+}
+
+/// A list's `items`, each converted as soon as it is read.
+struct Items<'a, K, T, C> {
+    convert: &'a C,
+    out: &'a mut Vec<T>,
+    item: PhantomData<fn() -> K>,
+}
+
+impl<'de, K: DeserializeOwned, T, C: Fn(&K) -> T> DeserializeSeed<'de> for Items<'_, K, T, C> {
+    type Value = ();
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_option(self)
+    }
+}
+
+impl<'de, K: DeserializeOwned, T, C: Fn(&K) -> T> Visitor<'de> for Items<'_, K, T, C> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a list's items")
+    }
+    fn visit_none<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_some<D: de::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_seq(self)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        self.out.reserve(seq.size_hint().unwrap_or(0));
+        while let Some(item) = seq.next_element::<K>()? {
+            self.out.push((self.convert)(&item));
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -260,6 +360,14 @@ mod tests {
         let convert = |i: &Item| if i.n > 0 { Ok(i.n) } else { Err(format!("n is {}", i.n)) };
         assert_eq!(decode(body, convert).unwrap(), [Ok(1), Err("n is -1".to_string())]);
         assert!(decode(br#"{"items":null}"#, convert).unwrap().is_empty());
+        assert!(decode(br#"{"kind":"List"}"#, convert).unwrap().is_empty());
         assert!(decode(br#"{"items":[{"n":"x"}]}"#, convert).is_err());
+        // As a struct with an `items` field reads it: a repeat is an error,
+        // other keys are skipped wherever they are, trailing text fails.
+        assert!(decode(br#"{"items":[],"items":[{"n":1}]}"#, convert).is_err());
+        assert_eq!(decode(br#"{"items":[{"n":2}],"metadata":{"x":[1]}} "#, convert).unwrap(), [Ok(2)]);
+        assert!(decode(br#"{"items":[]} {"#, convert).is_err());
+        assert!(decode(b"{\"items\":[],\"k\":\"\xff\"}", convert).is_err());
+        assert!(decode(br#"[]"#, convert).is_err());
     }
 }

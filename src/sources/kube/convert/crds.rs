@@ -266,7 +266,7 @@ pub fn local_queue(v: &Value) -> Result<Queue> {
 pub fn volcano_queue(v: &Value) -> Result<Queue> {
     let name = name_of(v)?;
     let capability = resources_json(v.pointer("/spec/capability").unwrap_or(&Value::Null))?;
-    let allocated: BTreeMap<String, u64> =
+    let allocated: BTreeMap<&str, u64> =
         resources_json(v.pointer("/status/allocated").unwrap_or(&Value::Null))?.into_iter().collect();
     let quotas = capability
         .iter()

@@ -31,13 +31,13 @@ fn ts(t: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time) -> Timestamp {
     t.0.as_second()
 }
 
-fn resources<'a>(map: impl IntoIterator<Item = (&'a String, &'a Quantity)>) -> Result<Vec<(String, u64)>> {
+fn resources<'a>(map: impl IntoIterator<Item = (&'a String, &'a Quantity)>) -> Result<Vec<(&'a str, u64)>> {
     map.into_iter()
-        .map(|(k, v)| quantity::parse(k, &v.0).map(|n| (k.clone(), n)).map_err(|e| format!("{k}: {e}")))
+        .map(|(k, v)| quantity::parse(k, &v.0).map(|n| (k.as_str(), n)).map_err(|e| format!("{k}: {e}")))
         .collect()
 }
 
-fn resources_json(v: &Value) -> Result<Vec<(String, u64)>> {
+fn resources_json(v: &Value) -> Result<Vec<(&str, u64)>> {
     let Some(m) = v.as_object() else { return Ok(Vec::new()) };
     m.iter()
         .map(|(k, q)| {
@@ -46,13 +46,13 @@ fn resources_json(v: &Value) -> Result<Vec<(String, u64)>> {
                 Value::Number(n) => n.to_string(),
                 other => return Err(format!("{k}: '{other}' is not a quantity")),
             };
-            quantity::parse(k, &text).map(|n| (k.clone(), n)).map_err(|e| format!("{k}: {e}"))
+            quantity::parse(k, &text).map(|n| (k.as_str(), n)).map_err(|e| format!("{k}: {e}"))
         })
         .collect()
 }
 
-fn to_resources(pairs: &[(String, u64)]) -> Resources {
-    Resources::from_pairs(pairs.iter().map(|(k, v)| (k.as_str(), *v)))
+fn to_resources(pairs: &[(&str, u64)]) -> Resources {
+    Resources::from_pairs(pairs.iter().copied())
 }
 
 fn taint_effect(s: &str) -> Result<TaintEffect> {
@@ -116,7 +116,7 @@ fn required_affinity(spec: &PodSpec) -> Result<Box<[NodeSelectorTerm]>> {
 
 /// A container's requests: limits stand in for missing requests (as the
 /// API server defaults them), so GPUs come from limits.
-fn container_requests(c: &Container) -> Result<BTreeMap<String, u64>> {
+fn container_requests(c: &Container) -> Result<BTreeMap<&str, u64>> {
     let mut m = BTreeMap::new();
     if let Some(r) = &c.resources {
         for (k, v) in resources(r.limits.iter().flatten())? {
@@ -137,23 +137,24 @@ fn container_requests(c: &Container) -> Result<BTreeMap<String, u64>> {
 /// in place of the containers' for cpu and memory; then the RuntimeClass's
 /// overhead.
 pub fn effective_requests(spec: &PodSpec) -> Result<Resources> {
-    fn add(into: &mut BTreeMap<String, u64>, from: &BTreeMap<String, u64>) {
+    // Keys borrow the spec's: a pod's requests are summed without a String per resource.
+    fn add<'a>(into: &mut BTreeMap<&'a str, u64>, from: &BTreeMap<&'a str, u64>) {
         for (k, v) in from {
-            *into.entry(k.clone()).or_default() += v;
+            *into.entry(k).or_default() += v;
         }
     }
-    fn at_least(into: &mut BTreeMap<String, u64>, from: &BTreeMap<String, u64>) {
+    fn at_least<'a>(into: &mut BTreeMap<&'a str, u64>, from: &BTreeMap<&'a str, u64>) {
         for (k, v) in from {
-            let e = into.entry(k.clone()).or_default();
+            let e = into.entry(k).or_default();
             *e = (*e).max(*v);
         }
     }
-    let mut sum: BTreeMap<String, u64> = BTreeMap::new();
+    let mut sum: BTreeMap<&str, u64> = BTreeMap::new();
     for c in &spec.containers {
         add(&mut sum, &container_requests(c)?);
     }
-    let mut sidecars: BTreeMap<String, u64> = BTreeMap::new();
-    let mut init_peak: BTreeMap<String, u64> = BTreeMap::new();
+    let mut sidecars: BTreeMap<&str, u64> = BTreeMap::new();
+    let mut init_peak: BTreeMap<&str, u64> = BTreeMap::new();
     for c in spec.init_containers.iter().flatten() {
         let own = container_requests(c)?;
         if c.restart_policy.as_deref() == Some("Always") {
@@ -175,8 +176,7 @@ pub fn effective_requests(spec: &PodSpec) -> Result<Resources> {
         }
     }
     add(&mut sum, &resources(spec.overhead.iter().flatten())?.into_iter().collect());
-    let pairs: Vec<(String, u64)> = sum.into_iter().collect();
-    Ok(to_resources(&pairs))
+    Ok(Resources::from_pairs(sum))
 }
 
 fn cuda_need(spec: &PodSpec) -> Option<&'static CudaNeed> {
