@@ -210,20 +210,16 @@ pub fn decode<K: DeserializeOwned, T>(body: &[u8], convert: impl Fn(&K) -> T) ->
     let text = std::str::from_utf8(body).map_err(error)?;
     let mut out = Vec::new();
     let mut reader = sonic_rs::Deserializer::from_str(text);
-    let page = Page { convert: &convert, out: &mut out, item: PhantomData };
+    let page = Page(Items { convert: &convert, out: &mut out, item: PhantomData });
     de::Deserializer::deserialize_map(&mut reader, page).map_err(error)?;
     reader.end().map_err(error)?;
     Ok(out)
 }
 
-/// A list body: its `items` converted into `out`, the rest skipped. As a
-/// struct of `items: Option<Vec<K>>` reads it: a missing or null `items` is
-/// no items, a repeated one an error.
-struct Page<'a, K, T, C> {
-    convert: &'a C,
-    out: &'a mut Vec<T>,
-    item: PhantomData<fn() -> K>,
-}
+/// A list body: its `items` converted, the rest skipped. As a struct of
+/// `items: Option<Vec<K>>` reads it: a missing or null `items` is no items,
+/// a repeated one an error.
+struct Page<'a, K, T, C>(Items<'a, K, T, C>);
 
 impl<'de, K: DeserializeOwned, T, C: Fn(&K) -> T> Visitor<'de> for Page<'_, K, T, C> {
     type Value = ();
@@ -231,14 +227,15 @@ impl<'de, K: DeserializeOwned, T, C: Fn(&K) -> T> Visitor<'de> for Page<'_, K, T
         f.write_str("a list")
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        let mut seen = false;
+        let mut items = Some(self.0);
         while let Some(IsItems(is_items)) = map.next_key()? {
-            if !is_items {
-                map.next_value::<IgnoredAny>()?;
-            } else if std::mem::replace(&mut seen, true) {
-                return Err(de::Error::duplicate_field("items"));
-            } else {
-                map.next_value_seed(Items { convert: self.convert, out: &mut *self.out, item: PhantomData })?;
+            match (is_items, items.take()) {
+                (false, unread) => {
+                    items = unread;
+                    map.next_value::<IgnoredAny>()?;
+                }
+                (true, Some(unread)) => map.next_value_seed(unread)?,
+                (true, None) => return Err(de::Error::duplicate_field("items")),
             }
         }
         Ok(())
@@ -264,7 +261,7 @@ impl<'de> Deserialize<'de> for IsItems {
     }
 }
 
-/// A list's `items`, each converted as soon as it is read.
+/// A list's `items`, each converted into `out` as soon as it is read.
 struct Items<'a, K, T, C> {
     convert: &'a C,
     out: &'a mut Vec<T>,
