@@ -22,7 +22,6 @@ use kube::api::ListParams;
 use kube::core::{Request, Status};
 use kube::runtime::watcher;
 use kube::{Client, Error};
-use serde::Deserialize;
 use serde::de::{self, DeserializeOwned, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use tokio::task::JoinHandle;
 
@@ -228,8 +227,9 @@ impl<'de, K: DeserializeOwned, T, C: Fn(&K) -> T> Visitor<'de> for Page<'_, K, T
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
         let mut items = Some(self.0);
-        while let Some(IsItems(is_items)) = map.next_key()? {
-            match (is_items, items.take()) {
+        // A list has four keys or so: a String each, as in `head`.
+        while let Some(key) = map.next_key::<String>()? {
+            match (key == "items", items.take()) {
                 (false, unread) => {
                     items = unread;
                     map.next_value::<IgnoredAny>()?;
@@ -239,25 +239,6 @@ impl<'de, K: DeserializeOwned, T, C: Fn(&K) -> T> Visitor<'de> for Page<'_, K, T
             }
         }
         Ok(())
-    }
-}
-
-/// Whether a list's key is `items`.
-struct IsItems(bool);
-
-impl<'de> Deserialize<'de> for IsItems {
-    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct Key;
-        impl Visitor<'_> for Key {
-            type Value = IsItems;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a key")
-            }
-            fn visit_str<E: de::Error>(self, s: &str) -> Result<IsItems, E> {
-                Ok(IsItems(s == "items"))
-            }
-        }
-        d.deserialize_identifier(Key)
     }
 }
 
@@ -301,6 +282,7 @@ impl<'de, K: DeserializeOwned, T, C: Fn(&K) -> T> Visitor<'de> for Items<'_, K, 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde::Deserialize;
 
     #[test]
     fn the_head_is_read_without_the_items() {

@@ -133,7 +133,7 @@ pub fn podgroup(v: &Value) -> Result<Gang> {
     let name = name_of(v)?;
     let namespace = str_at(v, "/metadata/namespace").unwrap_or("default");
     let min_resources = match v.pointer("/spec/minResources") {
-        Some(r) if !r.is_null() => Some(to_resources(&resources_json(r)?)),
+        Some(r) if !r.is_null() => Some(Resources::from_pairs(resources_json(r)?)),
         _ => None,
     };
     Ok(Gang {

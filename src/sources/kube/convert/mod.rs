@@ -51,10 +51,6 @@ fn resources_json(v: &Value) -> Result<Vec<(&str, u64)>> {
         .collect()
 }
 
-fn to_resources(pairs: &[(&str, u64)]) -> Resources {
-    Resources::from_pairs(pairs.iter().copied())
-}
-
 fn taint_effect(s: &str) -> Result<TaintEffect> {
     TaintEffect::parse(s).ok_or_else(|| format!("unknown taint effect '{s}'"))
 }
@@ -239,8 +235,9 @@ pub fn node(n: &ApiNode) -> Result<Node> {
         .map(|t| Ok(Taint::new(&t.key, t.value.as_deref().unwrap_or(""), taint_effect(&t.effect)?)))
         .collect::<Result<_>>()?;
     let status = n.status.as_ref();
-    node.capacity = to_resources(&resources(status.and_then(|s| s.capacity.as_ref()).into_iter().flatten())?);
-    node.allocatable = to_resources(&resources(status.and_then(|s| s.allocatable.as_ref()).into_iter().flatten())?);
+    node.capacity = Resources::from_pairs(resources(status.and_then(|s| s.capacity.as_ref()).into_iter().flatten())?);
+    node.allocatable =
+        Resources::from_pairs(resources(status.and_then(|s| s.allocatable.as_ref()).into_iter().flatten())?);
     let conditions = status.and_then(|s| s.conditions.as_ref());
     node.readiness = match conditions.and_then(|c| c.iter().find(|x| x.type_ == "Ready")).map(|c| c.status.as_str()) {
         Some("True") => Readiness::Ready,
