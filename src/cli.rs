@@ -55,6 +55,19 @@ pub struct SourceArgs {
     /// The agents' key, from which each node's token is derived (default: the Secret kgpu-agent-token in the agents' namespace).
     #[arg(long, global = true, env = "KGPU_AGENT_TOKEN_FILE", value_name = "FILE")]
     pub agent_token_file: Option<PathBuf>,
+    /// Requests a second the agents and dcgm-exporter together may send through the API server's pod proxy (a burst of 16 first; the stalest nodes with the most GPUs are read first).
+    #[arg(long, global = true, default_value_t = crate::sources::poll::DEFAULT_BUDGET, value_name = "REQ/S", value_parser = api_budget)]
+    pub api_budget: f64,
+}
+
+/// A request budget: a positive number of requests a second, at most 1,000.
+fn api_budget(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(r) if r.is_finite() && r > 0.0 && r <= 1000.0 => Ok(r),
+        _ => Err(format!(
+            "'{text}' is not a request rate: give requests a second, more than 0 and at most 1000 (e.g. 0.5)"
+        )),
+    }
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -80,6 +93,7 @@ impl SourceArgs {
                 namespace: self.agent_namespace.clone(),
                 transport,
                 token_file: self.agent_token_file.clone(),
+                budget: self.api_budget,
                 ..Config::default()
             },
             ..Default::default()
@@ -154,6 +168,7 @@ const NOT_FOR_THE_AGENT: &[&str] = &[
     "agents",
     "agent_namespace",
     "agent_token_file",
+    "api_budget",
     "read_only",
     "theme",
     "print_paths",
@@ -439,12 +454,14 @@ pub struct SnapshotArgs {
     /// Plan driver-upgrade waves to this driver version (adds `drivers.waves`).
     #[arg(long, value_name = "VERSION")]
     pub target_driver: Option<String>,
-    /// maxParallelUpgrades for the wave planner (0 = unlimited).
-    #[arg(long, default_value_t = 1, value_name = "N")]
-    pub max_parallel: u32,
-    /// maxUnavailable for the wave planner: a count or a percentage.
-    #[arg(long, default_value = "25%", value_name = "N|P%")]
-    pub max_unavailable: String,
+    /// maxParallelUpgrades for the wave planner (0 = unlimited); default:
+    /// the GPU Operator's upgradePolicy, else its default 1.
+    #[arg(long, value_name = "N")]
+    pub max_parallel: Option<u32>,
+    /// maxUnavailable for the wave planner: a count or a percentage;
+    /// default: the GPU Operator's upgradePolicy, else its default 25%.
+    #[arg(long, value_name = "N|P%")]
+    pub max_unavailable: Option<String>,
 }
 
 #[derive(Args, Debug, Clone)]

@@ -513,13 +513,13 @@ fn actions_from_the_command_line_confirm_report_and_exit_by_the_goal() {
     // Without --yes and without a terminal: the blast radius, then exit 2, nothing done.
     let (code, text, audit) = kgpu(&["defrag", "-s", "fragmented"]);
     assert_eq!(code, Some(2), "{text}");
-    assert!(text.contains("blast radius: 4 pod(s)") && text.contains("kgpu.dev/defrag="), "{text}");
+    assert!(text.contains("blast radius: 5 pod(s)") && text.contains("kgpu.dev/defrag="), "{text}");
     assert!(text.contains("not run: confirm with --yes"), "{text}");
     assert!(audit.is_empty());
     // With --yes the plan runs to its goal: exit 0, the report, two audit lines.
     let (code, text, audit) = kgpu(&["defrag", "research/job-llm-sft-295a1", "-s", "fragmented", "--yes"]);
     assert_eq!(code, Some(0), "{text}");
-    assert!(text.contains("placed on gpu-03 gpu-05"), "{text}");
+    assert!(text.contains("placed on gpu-03 gpu-07"), "{text}");
     assert_eq!(audit.iter().map(|e| e["result"].as_str().unwrap()).collect::<Vec<_>>(), ["started", "ok"]);
     // A dry run needs no --yes and changes nothing.
     let (code, text, _) = kgpu(&["drain", "gpu-03", "-s", "fragmented", "--dry-run"]);
@@ -575,4 +575,78 @@ async fn a_demo_drain_moves_the_pods_elsewhere_and_they_run() {
     })
     .await;
     assert!(d.snapshots.borrow().nodes[&node].unschedulable);
+}
+
+/// A command-line action that a signal stops (SIGTERM from a supervisor,
+/// SIGHUP from an SSH session that drops) releases what it holds, says what
+/// it did and left, records the end in the audit log, and exits 128 + the
+/// signal's number, as a shell reports it. It used to die at once, its
+/// nodes still reserved and only `started` in the audit log.
+#[test]
+fn a_signal_cancels_a_command_line_defrag_which_releases_its_nodes_and_says_so() {
+    use std::io::{BufRead, BufReader};
+    for (signal, code) in [("TERM", 143), ("HUP", 129)] {
+        let data = tempfile::tempdir().unwrap();
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_kgpu"))
+            .args(["defrag", "research/job-llm-sft-295a1", "-s", "fragmented", "--yes"])
+            .env("KGPU_DATA_DIR", data.path())
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let mut text = String::new();
+        for line in lines.by_ref() {
+            let line = line.unwrap();
+            text.push_str(&line);
+            text.push('\n');
+            if line.contains("defrag: reserved") {
+                break;
+            }
+        }
+        assert!(text.contains("defrag: reserved"), "SIG{signal}: {text}");
+        let sent = std::process::Command::new("kill").arg(format!("-{signal}")).arg(child.id().to_string()).status();
+        assert!(sent.unwrap().success());
+        for line in lines {
+            text.push_str(&line.unwrap());
+            text.push('\n');
+        }
+        let status = child.wait().unwrap();
+        assert_eq!(status.code(), Some(code), "SIG{signal}: {text}");
+        assert!(text.contains(&format!("SIG{signal}: cancelling at the next step")), "{text}");
+        assert!(text.contains("run-defrag-plan cancelled") && text.contains("reservation released"), "{text}");
+        assert!(text.contains(&format!("stopped by SIG{signal}")), "{text}");
+        let audit: Vec<Value> = std::fs::read_to_string(data.path().join("audit.jsonl"))
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let results: Vec<&str> = audit.iter().map(|e| e["result"].as_str().unwrap()).collect();
+        assert_eq!(results, ["started", "cancelled"], "SIG{signal}");
+        assert!(audit[1]["detail"].as_str().unwrap().contains("reservation released"), "{}", audit[1]);
+    }
+}
+
+/// A drain cancelled before its evictions end says that the node stays
+/// cordoned, how many pods went, and how to undo it; the audit too.
+#[tokio::test]
+async fn a_cancelled_drain_says_it_left_its_node_cordoned() {
+    let mut d = demo("fragmented");
+    d.synced().await;
+    d.cancel.send_modify(|c| {
+        c.insert(7);
+    });
+    let node = Sym::new("gpu-03");
+    d.executor
+        .run(ActionRequest { action: Action::Drain { node, gpu_only: false, force: false }, dry_run: false })
+        .await;
+    let (text, error) = d.last_report().await;
+    assert!(error);
+    assert!(text.starts_with("drain cancelled: 0 of 2 pod(s) evicted or leaving"), "{text}");
+    assert!(text.contains("node/gpu-03 left cordoned (undo: kubectl uncordon gpu-03)"), "{text}");
+    let last = d.audit().last().unwrap().clone();
+    assert_eq!(last["result"], "cancelled");
+    assert!(last["detail"].as_str().unwrap().contains("left cordoned"), "{last}");
+    d.until("the cordon seen", |s| s.nodes[&node].unschedulable).await;
 }

@@ -103,7 +103,13 @@ async fn the_source_lists_pages_ahead_in_order_then_follows_the_watch() {
     assert_eq!(expected.len(), 2_345);
 
     let (tx, mut rx) = tokio::sync::mpsc::channel(64);
-    let _tasks = kgpu::sources::kube::watch::spawn_all(client, Default::default(), tx);
+    // No model: the agents' pollers find no pods and stay quiet.
+    let (_keep, nothing) =
+        tokio::sync::watch::channel(std::sync::Arc::new(kgpu::model::Snapshot::empty(kgpu::model::SourceInfo {
+            kind: kgpu::model::SourceKind::Kube,
+            name: String::new(),
+        })));
+    let _tasks = kgpu::sources::kube::watch::spawn_all(client, Default::default(), tx, nothing);
     let pod_name = |o: &Object| match o {
         Object::Pod(p) => p.name.to_string(),
         other => panic!("not a pod: {other:?}"),

@@ -438,6 +438,7 @@ async fn an_agent_is_read_through_the_api_servers_pod_proxy_with_its_nodes_token
             transport: Transport::PodProxy,
             token_file: Some(key_file.clone()),
             interval: Duration::from_millis(500),
+            ..Config::default()
         },
         ..Default::default()
     };

@@ -319,3 +319,26 @@ fn every_dump_keeps_every_gpu_in_one_bucket() {
         );
     }
 }
+
+/// Kueue's own word where kgpu's quota arithmetic finds room: the flavor's
+/// nodeLabels do not match the pod set's selector (kgpu does not model
+/// that), so the headline is Kueue's condition, not "Kueue should reserve it".
+#[test]
+fn kueue_saying_no_is_the_headline_where_kgpus_arithmetic_finds_room() {
+    let doc = snapshot("hand-made/kueue-flavor-affinity.yaml", &[]);
+    let item = pending(&doc, "job-pretrain-6e26b");
+    assert_eq!(item["blockingStep"], "quota");
+    assert_eq!(item["verdictSource"], "kueue");
+    let summary = item["summary"].as_str().unwrap();
+    assert!(
+        summary.contains(
+            "Kueue says: Pending: couldn't assign flavors to pod set main: flavor h100 doesn't match node affinity"
+        ),
+        "{summary}"
+    );
+    assert!(!summary.contains("should reserve"), "{summary}");
+    let details = step(item, "quota")["details"].to_string();
+    assert!(details.contains("finds room in flavor h100 of ClusterQueue team-a"), "{details}");
+    let text = why("hand-made/kueue-flavor-affinity.yaml", "team-a/job-pretrain-6e26b");
+    assert!(text.contains("blocked at: quota (Kueue's word: not evaluated by kgpu)"), "{text}");
+}

@@ -56,7 +56,7 @@ pub(super) fn impact(
 }
 
 /// The key of the reservation taint.
-pub const RESERVATION_TAINT: &str = "kgpu.dev/defrag";
+pub const RESERVATION_TAINT: &str = crate::model::keys::DEFRAG_RESERVATION;
 
 /// The reservation taint's value for a target: `namespace.name`, cut to a
 /// valid label value (63 characters, alphanumeric at both ends).

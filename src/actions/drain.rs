@@ -81,6 +81,21 @@ pub(super) fn impact(index: &Index<'_>, node: Sym, gpu_only: bool, force: bool, 
 }
 
 impl Executor {
+    /// A drain cancelled half-way: the node stays cordoned (as `kubectl
+    /// drain` leaves it), said with how many pods went and how to undo it.
+    fn cancelled_drain(&self, node: Sym, victims: &[PodKey], cordoned_here: bool, dry: bool) -> ActionError {
+        let now = self.snapshot();
+        let gone =
+            victims.iter().filter(|k| now.pods.get(*k).is_none_or(|p| p.node != Some(node) || p.terminating)).count();
+        let prefix = if dry { "dry run: would have " } else { "" };
+        let cordon = match (cordoned_here, dry) {
+            (true, true) => format!("node/{node} would stay cordoned"),
+            (true, false) => format!("node/{node} left cordoned (undo: kubectl uncordon {node})"),
+            (false, _) => format!("node/{node} was cordoned before the drain and stays so"),
+        };
+        ActionError::CancelledAfter(format!("{prefix}{gone} of {} pod(s) evicted or leaving; {cordon}", victims.len()))
+    }
+
     pub(super) async fn drain(
         &self,
         snap: &Snapshot,
@@ -96,7 +111,8 @@ impl Executor {
         let (victims, kept) = split(&index, node, gpu_only, force);
         let victims: Vec<PodKey> = victims.iter().map(|p| p.key()).collect();
         let kept: Vec<String> = kept.iter().map(|(p, why)| format!("{}/{} ({why})", p.namespace, p.name)).collect();
-        if !snap.nodes.get(&node).is_some_and(|n| n.unschedulable) {
+        let cordoned_here = !snap.nodes.get(&node).is_some_and(|n| n.unschedulable);
+        if cordoned_here {
             self.backend.set_unschedulable(node, true, dry).await?;
         }
         if !kept.is_empty() {
@@ -107,7 +123,10 @@ impl Executor {
                 kept.join(", ")
             )));
         }
-        let (evicted, left) = self.evict_all(snap, &victims, dry, &format!("drain {node}")).await?;
+        let (evicted, left) = match self.evict_all(snap, &victims, dry, &format!("drain {node}")).await {
+            Err(ActionError::Cancelled) => return Err(self.cancelled_drain(node, &victims, cordoned_here, dry)),
+            other => other?,
+        };
         let prefix = if dry { "dry run: " } else { "" };
         if left.is_empty() {
             Ok(format!(

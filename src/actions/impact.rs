@@ -6,6 +6,7 @@
 use std::collections::BTreeSet;
 
 use crate::analysis::index::Index;
+use crate::analysis::lost_work;
 use crate::model::{Pod, PodKey, Sym};
 
 use super::Action;
@@ -23,14 +24,6 @@ pub struct Impact {
 
 fn gpus(p: &Pod) -> u64 {
     p.requests.gpu + p.requests.mig_total()
-}
-
-fn hours(p: &Pod, now: i64) -> f64 {
-    if p.phase == crate::model::PodPhase::Running {
-        gpus(p) as f64 * (now - p.transitioned).max(0) as f64 / 3600.0
-    } else {
-        0.0
-    }
 }
 
 /// Pods a drain of `node` evicts: not DaemonSet-owned, not mirror pods, not finished.
@@ -52,25 +45,23 @@ pub(super) fn eviction_command(p: &Pod) -> String {
     )
 }
 
+/// Adds `victims` to the blast radius, their work priced as every eviction
+/// is (`lost_work`): a lone pod alone, a gang member as its whole gang
+/// (every other running member restarts too).
 pub(super) fn add_pods(index: &Index<'_>, victims: &[&Pod], impact: &mut Impact) {
     let mut gangs = BTreeSet::new();
-    let mut counted: BTreeSet<PodKey> = BTreeSet::new();
     for p in victims {
         impact.pods.push((p.key(), p.node, gpus(p)));
-        if counted.insert(p.key()) {
-            impact.gpu_hours += hours(p, index.now);
-        }
-        if let Some(g) = index.gang_of(&p.key()) {
-            gangs.insert(g.clone());
+        match index.gang_of(&p.key()) {
+            Some(g) => {
+                gangs.insert(g.clone());
+            }
+            None => impact.gpu_hours += lost_work::of(index, &[*p]).gpu_hours,
         }
     }
     for g in &gangs {
-        // Every other running member restarts too.
-        for m in index.members(g) {
-            if m.holds_resources() && counted.insert(m.key()) {
-                impact.gpu_hours += hours(m, index.now);
-            }
-        }
+        let members: Vec<&Pod> = index.members(g).iter().copied().filter(|m| m.holds_resources()).collect();
+        impact.gpu_hours += lost_work::of(index, &members).gpu_hours;
         impact.gangs.push(format!("{} {}/{}", g.kind.kind_name(), g.namespace, g.name));
     }
 }
@@ -112,8 +103,10 @@ mod tests {
         let index = Index::build(&snap, 7200);
         let i = of(&index, &Action::Drain { node: Sym::new("n1"), gpu_only: false, force: true });
         assert_eq!(i.pods.len(), 2, "the DaemonSet pod stays");
-        // 4 GPUs × 2h + 1 GPU × 1.5h
-        assert!((i.gpu_hours - 9.5).abs() < 1e-9, "{}", i.gpu_hours);
+        // Busy since start (no usage read) + the default 10 min restart:
+        // 4 GPUs × (2h + 10m) + 1 GPU × (1.5h + 10m)
+        let want = (4.0 * 7800.0 + 6000.0) / 3600.0;
+        assert!((i.gpu_hours - want).abs() < 1e-9, "{}", i.gpu_hours);
         assert!(i.warnings[0].contains("bare"));
         assert!(i.kubectl.iter().any(|k| k.starts_with("kubectl drain n1 --ignore-daemonsets")));
     }

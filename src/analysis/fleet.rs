@@ -3,11 +3,12 @@
 
 use std::collections::BTreeMap;
 
-use crate::model::{AgentStatus, GpuHealth, MigStrategy, Node, PodPhase, Sym, Timestamp};
+use crate::model::{AgentStatus, GpuHealth, Node, PodPhase, Sym, Timestamp, keys};
 use crate::reference::xid;
 
 use super::Thresholds;
 use super::index::Index;
+pub use super::supply::{GpuBuckets, Replicas, supply};
 
 /// Stable node issue codes (DESIGN.md).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -30,6 +31,11 @@ pub enum IssueCode {
     /// A time-sliced GPU whose pods together fill its memory: nothing
     /// limits one pod's share, so the next allocation fails in whichever asks.
     SharedMemoryFull,
+    /// Capacity above allocatable: the device plugin reports GPUs unhealthy.
+    DevicePluginUnhealthy,
+    /// Reserved by a kgpu defragmentation plan (its taint): new pods stay
+    /// off it. Left behind when the kgpu that ran the plan was killed.
+    DefragReserved,
 }
 
 impl IssueCode {
@@ -47,12 +53,17 @@ impl IssueCode {
             IssueCode::SharedMemoryFull => "shared-gpu-memory-full",
             IssueCode::AgentUnavailable => "agent-unavailable",
             IssueCode::MigInvalid => "mig-invalid",
+            IssueCode::DefragReserved => "defrag-reserved",
+            IssueCode::DevicePluginUnhealthy => "device-plugin-unhealthy",
         }
     }
 
     /// Problems that lose capacity or jobs rank above administrative states.
     pub fn is_fault(self) -> bool {
-        !matches!(self, IssueCode::Cordoned | IssueCode::MigConfigPending | IssueCode::AgentUnavailable)
+        !matches!(
+            self,
+            IssueCode::Cordoned | IssueCode::MigConfigPending | IssueCode::AgentUnavailable | IssueCode::DefragReserved
+        )
     }
 }
 
@@ -96,37 +107,6 @@ pub struct NodeSummary {
     pub replicas: Option<Replicas>,
 }
 
-/// Physical GPUs by what they are doing: each GPU in exactly one bucket.
-/// A MIG GPU is used when it holds an allocated slice (without the agent:
-/// the fewest GPUs the allocated slices fit on); a time-sliced GPU when one
-/// of its replicas is allocated (at least allocated ÷ replicas per GPU).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct GpuBuckets {
-    pub used: u64,
-    /// Idle on a node that takes work (Ready, not cordoned, not a black hole).
-    pub free: u64,
-    /// Idle on a cordoned, NotReady or black-hole node.
-    pub unavailable: u64,
-    /// In hardware, not advertised by the device plugin.
-    pub unadvertised: u64,
-    /// Reported unhealthy by the node's agent (the device plugin drops them).
-    pub unhealthy: u64,
-}
-
-impl GpuBuckets {
-    pub fn total(&self) -> u64 {
-        self.used + self.free + self.unavailable + self.unadvertised + self.unhealthy
-    }
-}
-
-/// GPU sharing by time-slicing (GFD `nvidia.com/gpu.replicas`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Replicas {
-    pub per_gpu: u32,
-    pub advertised: u64,
-    pub allocated: u64,
-}
-
 impl NodeSummary {
     pub fn has(&self, code: IssueCode) -> bool {
         self.issues.iter().any(|i| i.code == code)
@@ -152,10 +132,10 @@ pub fn summarize(index: &Index<'_>, thresholds: &Thresholds) -> Vec<NodeSummary>
 
 pub fn summarize_node(index: &Index<'_>, node: &Node, thresholds: &Thresholds) -> NodeSummary {
     let used = index.used(node.name);
+    let supply = supply(index, node);
+    let (hardware, withheld, gpu_unhealthy) = (supply.hardware, supply.withheld, supply.unhealthy);
+    let (advertised_physical, gpu_unadvertised) = (supply.advertised, supply.unadvertised);
     let devices = index.snap.devices.get(&node.name).filter(|d| d.status == AgentStatus::Reporting);
-    let hardware = devices.map(|d| d.gpus.len() as u32).or(node.hardware_gpus());
-    let gpu_unhealthy =
-        devices.map_or(0, |d| d.gpus.iter().filter(|g| matches!(g.health, GpuHealth::Unhealthy(_))).count() as u32);
     let mig: Vec<MigUsage> = node
         .allocatable
         .mig()
@@ -165,9 +145,6 @@ pub fn summarize_node(index: &Index<'_>, node: &Node, thresholds: &Thresholds) -
             allocated: used.mig(profile),
         })
         .collect();
-    let advertised_physical = advertised_physical_gpus(node, devices.map(|d| &**d));
-    // An unhealthy GPU drops out of capacity: that is health, not the plugin.
-    let gpu_unadvertised = hardware.map_or(0, |h| h.saturating_sub(advertised_physical).saturating_sub(gpu_unhealthy));
     let gpu_pods = index.gpu_pods_on(node.name);
 
     let mut issues = Vec::new();
@@ -179,6 +156,15 @@ pub fn summarize_node(index: &Index<'_>, node: &Node, thresholds: &Thresholds) -
             code: IssueCode::DevicePluginNotAdvertising,
             detail: format!(
                 "{hw} GPU(s) in hardware, {advertised_physical} advertised to Kubernetes ({gpu_unadvertised} missing)"
+            ),
+        });
+    }
+    if withheld > 0 {
+        issues.push(NodeIssue {
+            code: IssueCode::DevicePluginUnhealthy,
+            detail: format!(
+                "capacity {} nvidia.com/gpu, allocatable {}: the device plugin reports {withheld} GPU(s) unhealthy, or has stopped (its log: kubectl logs -n gpu-operator -l app=nvidia-device-plugin-daemonset --field-selector spec.nodeName={})",
+                node.capacity.gpu, node.allocatable.gpu, node.name
             ),
         });
     }
@@ -195,6 +181,15 @@ pub fn summarize_node(index: &Index<'_>, node: &Node, thresholds: &Thresholds) -
     }
     if node.unschedulable {
         issues.push(NodeIssue { code: IssueCode::Cordoned, detail: "spec.unschedulable is true".into() });
+    }
+    if let Some(t) = node.taints.iter().find(|t| t.key.as_str() == keys::DEFRAG_RESERVATION) {
+        issues.push(NodeIssue {
+            code: IssueCode::DefragReserved,
+            detail: format!(
+                "reserved by a kgpu defrag plan for {} (taint {}={}:{}); if no kgpu runs that plan now, release it: kubectl taint node {} {}-",
+                t.value, t.key, t.value, t.effect.as_str(), node.name, t.key
+            ),
+        });
     }
     if let Some(detail) = black_hole(index, node, thresholds) {
         issues.push(NodeIssue { code: IssueCode::BlackHole, detail });
@@ -234,9 +229,11 @@ pub fn summarize_node(index: &Index<'_>, node: &Node, thresholds: &Thresholds) -
             .count() as u32
     });
 
-    let replicas = replicas_of(node, used);
+    // Black holes are judged here as well as marked on the index (a lone
+    // summary, as tests build it, has no marks).
     let accepts_work = node.is_ready() && !node.unschedulable && !issues.iter().any(|i| i.code == IssueCode::BlackHole);
-    let buckets = buckets_of(node, used, replicas, advertised_physical, gpu_unadvertised, gpu_unhealthy, accepts_work);
+    let replicas = supply.replicas;
+    let buckets = supply.buckets(node, used, accepts_work);
 
     NodeSummary {
         buckets,
@@ -256,106 +253,6 @@ pub fn summarize_node(index: &Index<'_>, node: &Node, thresholds: &Thresholds) -
         mig,
         gpu_pods,
         issues,
-    }
-}
-
-/// Time-slicing: the replicas per GPU GFD reports, when the node shares its
-/// GPUs (a `-SHARED` product, or replicas renamed to `nvidia.com/gpu.shared`).
-fn replicas_of(node: &Node, used: &super::tally::Tally) -> Option<Replicas> {
-    let per_gpu: u32 = node.label(crate::model::keys::GPU_REPLICAS)?.as_str().trim().parse().ok()?;
-    let shared = node.allocatable.get(crate::model::keys::RESOURCE_GPU_SHARED);
-    let sharing = shared > 0 || node.gpu.product.is_some_and(|p| p.as_str().ends_with("-SHARED"));
-    if per_gpu <= 1 || !sharing {
-        return None;
-    }
-    let (advertised, allocated) = if shared > 0 {
-        (shared, used.get(crate::model::keys::RESOURCE_GPU_SHARED))
-    } else {
-        (node.allocatable.gpu, used.gpu)
-    };
-    Some(Replicas { per_gpu, advertised, allocated })
-}
-
-/// The node's physical GPUs, each in one bucket (see [`GpuBuckets`]).
-fn buckets_of(
-    node: &Node,
-    used: &super::tally::Tally,
-    replicas: Option<Replicas>,
-    advertised_physical: u32,
-    unadvertised: u32,
-    unhealthy: u32,
-    accepts_work: bool,
-) -> GpuBuckets {
-    let advertised = advertised_physical as u64;
-    let busy = match replicas {
-        Some(r) => r.allocated.div_ceil(r.per_gpu as u64),
-        None => {
-            let whole = node.allocatable.gpu.min(advertised);
-            let mig_gpus = advertised.saturating_sub(whole);
-            used.gpu.min(whole) + mig_gpus_busy(node, used, mig_gpus)
-        }
-    }
-    .min(advertised);
-    let idle = advertised - busy;
-    GpuBuckets {
-        used: busy,
-        free: if accepts_work { idle } else { 0 },
-        unavailable: if accepts_work { 0 } else { idle },
-        unadvertised: unadvertised as u64,
-        unhealthy: unhealthy as u64,
-    }
-}
-
-/// MIG GPUs holding an allocated slice: the fewest GPUs the allocated
-/// slices fit on (memory slices per GPU from the product's geometry).
-fn mig_gpus_busy(node: &Node, used: &super::tally::Tally, mig_gpus: u64) -> u64 {
-    if mig_gpus == 0 {
-        return 0;
-    }
-    let geometry = node.gpu.product.and_then(|p| crate::reference::mig::geometry_for_product(p.as_str()));
-    let mut slices = 0u64;
-    let mut any = false;
-    for (profile, _) in node.allocatable.mig() {
-        let n = used.mig(profile);
-        if n == 0 {
-            continue;
-        }
-        any = true;
-        let size = geometry.and_then(|g| g.profile(profile)).map_or(1, |p| p.size as u64);
-        slices += n * size;
-    }
-    let per_gpu = geometry.map_or(8, |g| g.memory_slices as u64);
-    let busy = slices.div_ceil(per_gpu.max(1));
-    (if any { busy.max(1) } else { 0 }).min(mig_gpus)
-}
-
-/// Physical GPUs the device plugin covers. Under MIG `mixed` a GPU in MIG
-/// mode is advertised as its slices, not as `nvidia.com/gpu`; without an
-/// agent, advertised slices are taken to cover the remaining GPUs.
-fn advertised_physical_gpus(node: &Node, devices: Option<&crate::model::NodeDevices>) -> u32 {
-    let shared = node.allocatable.get(crate::model::keys::RESOURCE_GPU_SHARED);
-    // Time-sliced under its own name: nvidia.com/gpu counts replicas, r per GPU.
-    let replicas = node
-        .label(crate::model::keys::GPU_REPLICAS)
-        .and_then(|r| r.as_str().trim().parse::<u32>().ok())
-        .filter(|r| *r > 1 && node.gpu.product.is_some_and(|p| p.as_str().ends_with("-SHARED")))
-        .unwrap_or(1);
-    let whole = (node.allocatable.gpu as u32).div_ceil(replicas);
-    if node.gpu.mig_strategy == Some(MigStrategy::Single) || shared > 0 {
-        // single: GFD's count is MIG devices, like nvidia.com/gpu;
-        // time-slicing: replicas hide the physical count, compare presence only.
-        return if whole > 0 || shared > 0 { node.hardware_gpus().unwrap_or(whole).max(whole) } else { 0 };
-    }
-    let mig_slices = node.allocatable.mig_total();
-    if mig_slices == 0 {
-        return whole;
-    }
-    match devices {
-        Some(d) => {
-            let mig_gpus = d.gpus.iter().filter(|g| g.mig_mode == crate::model::MigMode::Enabled).count() as u32;
-            whole + mig_gpus
-        }
-        None => node.hardware_gpus().unwrap_or(whole).max(whole),
     }
 }
 
@@ -489,6 +386,37 @@ pub fn totals(nodes: &[NodeSummary], stranded: u64) -> Totals {
 mod tests {
     use super::*;
     use crate::analysis::testing::{node, pod, snapshot};
+    use crate::model::TaintEffect;
+
+    #[test]
+    fn a_reservation_left_by_a_killed_defrag_is_named_with_its_release() {
+        let reserved = node("g1").gpus(8).taint(keys::DEFRAG_RESERVATION, "research.job-a", TaintEffect::NoSchedule);
+        let other = node("g2").gpus(8).taint("dedicated", "infer", TaintEffect::NoSchedule);
+        let snap = snapshot(vec![reserved.build(), other.build()], vec![], vec![], 0);
+        let s = summarize(&Index::build(&snap, 0), &Thresholds::default());
+        let issue = s[0].issues.iter().find(|i| i.code == IssueCode::DefragReserved).expect("reserved");
+        assert!(issue.detail.contains("for research.job-a"), "{}", issue.detail);
+        assert!(issue.detail.contains("kubectl taint node g1 kgpu.dev/defrag-"), "{}", issue.detail);
+        assert!(!IssueCode::DefragReserved.is_fault());
+        assert!(!s[1].has(IssueCode::DefragReserved));
+    }
+
+    /// The issue's node: `capacity nvidia.com/gpu: 16, allocatable: 0`, no
+    /// GFD, no agent. It was a 0-GPU node with no issue.
+    #[test]
+    fn gpus_in_capacity_but_not_allocatable_are_unhealthy_in_the_plugin() {
+        let n = node("g1").advertise("nvidia.com/gpu", 16).allocatable("nvidia.com/gpu", 0).build();
+        let snap = snapshot(vec![n], vec![], vec![], 0);
+        let s = summarize(&Index::build(&snap, 0), &Thresholds::default());
+        assert_eq!(s[0].hardware, Some(16));
+        assert_eq!((s[0].gpu_unhealthy, s[0].gpu_unadvertised, s[0].gpu_allocatable), (16, 0, 0));
+        let issue = s[0].issues.iter().find(|i| i.code == IssueCode::DevicePluginUnhealthy).expect("issue");
+        assert!(issue.detail.contains("capacity 16 nvidia.com/gpu, allocatable 0"), "{}", issue.detail);
+        assert!(!s[0].has(IssueCode::DevicePluginNotAdvertising));
+        // Time-slicing counts replicas in both: no GPU is withheld by the difference.
+        let shared = node("g2").gpus(16).allocatable("nvidia.com/gpu", 8).label(keys::GPU_REPLICAS, "4").build();
+        assert_eq!(shared.withheld_gpus(), 0);
+    }
 
     #[test]
     fn silent_device_plugin_is_flagged() {

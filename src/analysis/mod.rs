@@ -7,6 +7,7 @@ pub mod fleet;
 pub mod fragmentation;
 pub mod gangs;
 pub mod index;
+pub mod lost_work;
 pub mod pending;
 pub mod preemption;
 pub mod queue_msg;
@@ -14,6 +15,7 @@ pub mod queues;
 pub mod scheduler_msg;
 pub mod sharing;
 pub mod spot;
+pub mod supply;
 pub mod tally;
 pub mod testing;
 pub mod usage;
@@ -121,7 +123,12 @@ fn analyze_index(snap: &Snapshot, mut index: index::Index<'_>, thresholds: &Thre
         });
         let fragmentation = fragmentation::analyze(&index);
         let nodes = fleet::summarize(&index, thresholds);
-        let upgrades = waves::board(index.nodes(), now, thresholds);
+        // `upgrade-done` is judged against what the operator is told to install.
+        let operator_target = crate::model::driver_policy::target(snap.driver_policies.values().map(|p| &**p))
+            .ok()
+            .flatten()
+            .map(|t| t.version);
+        let upgrades = waves::board(index.nodes(), now, thresholds, operator_target.as_ref());
         let queues = queues::rows(snap);
         let (pod_items, matrix) = side.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
         let mut pending = pending::complete(&index, &gangs, &fragmentation, pod_items);

@@ -14,15 +14,15 @@
 
 use std::collections::BTreeSet;
 
-use crate::model::{GangKey, Pod, PodKey, Sym, Timestamp};
+use crate::model::{GangKey, Pod, PodKey, Sym};
+
+use super::lost_work::LostWork;
 
 use super::fit::{self, Shape};
 use super::index::Index;
 use super::tally::Tally;
 
-/// Restart cost when a pod does not say (`kgpu.dev/restart-seconds`):
-/// rescheduling, image pull, NCCL initialisation and checkpoint load.
-pub const DEFAULT_RESTART_SECONDS: i64 = 600;
+pub use super::lost_work::DEFAULT_RESTART_SECONDS;
 
 /// One unit of work a preemption restarts: a pod, or the whole gang of a pod.
 #[derive(Clone, Debug, PartialEq)]
@@ -34,11 +34,8 @@ pub struct Victim {
     pub pods: usize,
     pub gpus: u64,
     pub priority: i32,
-    /// Seconds of work since its last checkpoint (or since it started).
-    pub since_checkpoint: i64,
-    /// `false`: no checkpoint annotation; all its run so far is counted.
-    pub checkpoint_known: bool,
-    pub restart_seconds: i64,
+    /// Its price, as every eviction is priced (see `lost_work`).
+    pub lost: LostWork,
     pub gpu_hours: f64,
 }
 
@@ -72,20 +69,7 @@ impl Preemption {
 
     /// One line per victim: the arithmetic.
     pub fn arithmetic(&self) -> Vec<String> {
-        self.victims
-            .iter()
-            .map(|v| {
-                format!(
-                    "{}: {} GPUs × ({} since its {} + {} restart) = {:.1} GPU-hours",
-                    v.name,
-                    v.gpus,
-                    crate::model::time::age(v.since_checkpoint),
-                    if v.checkpoint_known { "last checkpoint" } else { "start (no checkpoint annotation)" },
-                    crate::model::time::age(v.restart_seconds),
-                    v.gpu_hours
-                )
-            })
-            .collect()
+        self.victims.iter().map(|v| format!("{}: {}", v.name, super::lost_work::arithmetic(&v.lost))).collect()
     }
 }
 
@@ -149,7 +133,6 @@ pub fn cost(index: &Index<'_>, pod: &Pod) -> Option<Preemption> {
 
 /// The victims as units of work: a gang member stands for its whole gang.
 fn units_of(index: &Index<'_>, victims: &[&Pod]) -> Vec<Victim> {
-    let now = index.now;
     let mut seen: BTreeSet<GangKey> = BTreeSet::new();
     let mut out = Vec::new();
     for p in victims {
@@ -163,31 +146,20 @@ fn units_of(index: &Index<'_>, victims: &[&Pod]) -> Vec<Victim> {
             }
             None => (PodKey::to_string(&p.key()), false, vec![*p]),
         };
-        out.push(unit(name, gang, &members, now));
+        out.push(unit(index, name, gang, &members));
     }
     out
 }
 
-fn unit(name: String, gang: bool, members: &[&Pod], now: Timestamp) -> Victim {
-    let started = members.iter().map(|m| m.transitioned).min().unwrap_or(now);
-    let checkpoint = members.iter().filter_map(|m| m.resume.as_ref().and_then(|r| r.last_checkpoint)).max();
-    let since = checkpoint.map_or(started, |c| c.max(started));
-    let restart = members
-        .iter()
-        .filter_map(|m| m.resume.as_ref().and_then(|r| r.restart_seconds))
-        .max()
-        .map_or(DEFAULT_RESTART_SECONDS, i64::from);
-    let gpus: u64 = members.iter().map(|m| m.requests.gpu).sum();
-    let since_checkpoint = (now - since).max(0);
+fn unit(index: &Index<'_>, name: String, gang: bool, members: &[&Pod]) -> Victim {
+    let lost = super::lost_work::of(index, members);
     Victim {
         name,
         gang,
         pods: members.len(),
-        gpus,
+        gpus: members.iter().map(|m| m.requests.gpu).sum(),
         priority: members.iter().map(|m| m.priority).max().unwrap_or(0),
-        since_checkpoint,
-        checkpoint_known: checkpoint.is_some(),
-        restart_seconds: restart,
-        gpu_hours: gpus as f64 * (since_checkpoint + restart) as f64 / 3600.0,
+        gpu_hours: lost.gpu_hours,
+        lost,
     }
 }

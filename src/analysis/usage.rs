@@ -142,12 +142,7 @@ pub fn idle_below_pct() -> f32 {
 /// its GPU's (7; 4 on an A30), from the product's geometry where known,
 /// else read from the profile's name out of 7.
 fn equivalents(profile: Option<&Sym>, geometry: Option<&mig::Geometry>) -> f64 {
-    let Some(p) = profile else { return 1.0 };
-    if let Some((g, known)) = geometry.and_then(|g| Some((g, g.profile(p.as_str())?))) {
-        return (f64::from(known.compute) / f64::from(g.compute_slices.max(1))).clamp(0.0, 1.0);
-    }
-    let slices = p.as_str().split('g').next().and_then(|n| n.parse::<f64>().ok()).unwrap_or(1.0);
-    (slices / 7.0).clamp(0.0, 1.0)
+    profile.map_or(1.0, |p| mig::compute_share(p.as_str(), geometry))
 }
 
 /// The workload a pod belongs to: the top-level owner its controllers

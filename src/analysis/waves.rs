@@ -5,7 +5,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use crate::model::{DriverVersion, Node, Sym, Timestamp};
+use crate::model::{DriverVersion, Node, Sym, Timestamp, UpgradePolicy};
 
 use super::Thresholds;
 use super::compat::{self, Verdict};
@@ -43,6 +43,9 @@ pub struct UpgradeRow {
     pub stuck: bool,
     pub skip: bool,
     pub driver: Option<DriverVersion>,
+    /// `upgrade-done` on a driver other than the operator's target: the
+    /// label is not the driver (the controller has not reached the node yet).
+    pub done_off_target: bool,
 }
 
 impl UpgradeRow {
@@ -66,8 +69,15 @@ fn stuck_after(state: Option<Sym>, t: &Thresholds) -> i64 {
 }
 
 /// Every GPU node with its upgrade state; stuck ones first (longest first),
-/// then failed, then in progress by state, then done, then unknown.
-pub fn board<'a>(nodes: impl Iterator<Item = &'a Node>, now: Timestamp, t: &Thresholds) -> Vec<UpgradeRow> {
+/// then failed, then in progress by state, then done on an old driver,
+/// then done, then unknown. With
+/// the operator's `target`, a node labelled done on another driver says so.
+pub fn board<'a>(
+    nodes: impl Iterator<Item = &'a Node>,
+    now: Timestamp,
+    t: &Thresholds,
+    target: Option<&DriverVersion>,
+) -> Vec<UpgradeRow> {
     let mut rows: Vec<UpgradeRow> = nodes
         .filter(|n| n.is_gpu_node())
         .map(|n| {
@@ -82,6 +92,8 @@ pub fn board<'a>(nodes: impl Iterator<Item = &'a Node>, now: Timestamp, t: &Thre
                 stuck: in_progress && secs.is_some_and(|s| s >= stuck_after(state, t)),
                 skip: n.operator.upgrade_skip,
                 driver: n.gpu.driver.clone(),
+                done_off_target: state.is_some_and(|s| s.as_str() == "upgrade-done")
+                    && target.is_some_and(|t| n.gpu.driver.as_ref().is_some_and(|d| d != t)),
             }
         })
         .collect();
@@ -93,10 +105,12 @@ pub fn board<'a>(nodes: impl Iterator<Item = &'a Node>, now: Timestamp, t: &Thre
                 1
             } else if r.in_progress() {
                 2
-            } else if r.state.is_some() {
+            } else if r.done_off_target {
                 3
-            } else {
+            } else if r.state.is_some() {
                 4
+            } else {
+                5
             }
         };
         group(a)
@@ -147,6 +161,52 @@ impl Default for Policy {
     }
 }
 
+impl Policy {
+    /// The bounds an operator object sets: its `upgradePolicy`'s fields,
+    /// the operator's defaults for those it leaves unset (or writes badly).
+    pub fn from_operator(u: &UpgradePolicy) -> Policy {
+        let d = Policy::default();
+        Policy {
+            max_parallel: u.max_parallel.unwrap_or(d.max_parallel),
+            max_unavailable: u.max_unavailable.as_deref().and_then(MaxUnavailable::parse).unwrap_or(d.max_unavailable),
+        }
+    }
+}
+
+impl std::fmt::Display for MaxUnavailable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            MaxUnavailable::Count(n) => write!(f, "{n}"),
+            MaxUnavailable::Percent(p) => write!(f, "{p}%"),
+        }
+    }
+}
+
+/// The bounds waves keep: the ones chosen, else what the operator's object
+/// sets, else the operator's defaults; and which of these they are.
+pub fn bounds_for(chosen: Option<Policy>, operator: Option<&(UpgradePolicy, String)>) -> (Policy, Bounds) {
+    match (chosen, operator) {
+        (Some(p), _) => (p, Bounds::Chosen),
+        (None, Some((u, object))) => (
+            Policy::from_operator(u),
+            Bounds::Operator { object: object.clone(), auto_upgrade: u.auto_upgrade, drain: u.drain },
+        ),
+        (None, None) => (Policy::default(), Bounds::Defaults),
+    }
+}
+
+/// Where a plan's bounds come from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Bounds {
+    /// Chosen on the command line.
+    Chosen,
+    /// An operator object's `upgradePolicy` (`ClusterPolicy NAME`), with
+    /// its `autoUpgrade` and `drain.enable`.
+    Operator { object: String, auto_upgrade: bool, drain: bool },
+    /// No object sets them: the operator's defaults.
+    Defaults,
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct Break {
     pub pod: String,
@@ -181,6 +241,9 @@ pub struct WavePlan {
     pub stalled: Option<String>,
     /// Nodes whose upgrade failed: the next wave should wait for them.
     pub halted: Option<Halt>,
+    /// The bounds the waves keep, and where they come from.
+    pub policy: Policy,
+    pub bounds: Bounds,
 }
 
 /// A failed upgrade in the rollout. The GPU Operator itself goes on while
@@ -276,8 +339,14 @@ pub fn plan(index: &Index<'_>, target: &DriverVersion, policy: Policy) -> WavePl
                 .push((n.name, "NotReady: the operator's cordon, drain and driver restart need a kubelet".to_string()));
         } else if n.operator.upgrade_skip {
             excluded.push((n.name, "nvidia.com/gpu-driver-upgrade.skip=true".to_string()));
+        } else if n.operator.upgrade_state.is_some_and(|s| s.as_str() == "upgrade-failed") {
+            // A failed node is the halt's to settle, whatever driver it shows.
+            excluded.push((n.name, "upgrade-failed, to settle first: see the halt".to_string()));
         } else if n.gpu.driver.as_ref() == Some(target) {
-            excluded.push((n.name, format!("already on {target}")));
+            match n.operator.upgrade_state.map(|s| s.as_str()).filter(|s| !matches!(*s, "upgrade-done" | "")) {
+                Some(state) => excluded.push((n.name, format!("on {target}, upgrade still in {state}"))),
+                None => excluded.push((n.name, format!("already on {target}"))),
+            }
         } else {
             candidates.push(n);
         }
@@ -356,8 +425,17 @@ pub fn plan(index: &Index<'_>, target: &DriverVersion, policy: Policy) -> WavePl
         let idx = waves.len();
         waves.push(make_wave(index, target, idx, false, current, &gangs_of_node, false));
     }
-    let halted = halt(&board(gpu_nodes.iter().copied(), index.now, &Thresholds::default()), Some(target));
-    WavePlan { target: target.to_string(), wave_size, waves, excluded, stalled, halted }
+    let halted = halt(&board(gpu_nodes.iter().copied(), index.now, &Thresholds::default(), Some(target)), Some(target));
+    WavePlan {
+        target: target.to_string(),
+        wave_size,
+        waves,
+        excluded,
+        stalled,
+        halted,
+        policy,
+        bounds: Bounds::Defaults,
+    }
 }
 
 fn make_wave(

@@ -275,5 +275,7 @@ pub fn issue_short(code: IssueCode) -> &'static str {
         IssueCode::AgentUnavailable => "agent?",
         IssueCode::MigInvalid => "mig-invalid",
         IssueCode::SharedMemoryFull => "shared-mem",
+        IssueCode::DefragReserved => "reserved",
+        IssueCode::DevicePluginUnhealthy => "unhealthy",
     }
 }

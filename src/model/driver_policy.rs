@@ -33,6 +33,25 @@ pub struct DriverPolicy {
     pub defers_to_nvidia_drivers: bool,
     /// NVIDIADriver `spec.nodeSelector` (empty: every GPU node).
     pub node_selector: Labels,
+    /// `spec.driver.upgradePolicy` (ClusterPolicy) / `spec.upgradePolicy`
+    /// (NVIDIADriver); `None` when unset.
+    pub upgrade: Option<UpgradePolicy>,
+}
+
+/// The fields of k8s-operator-libs' `DriverUpgradePolicySpec` that bound a
+/// rollout, as written (unset fields take the operator's defaults).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct UpgradePolicy {
+    /// `autoUpgrade`: false, and the operator upgrades no node by itself.
+    pub auto_upgrade: bool,
+    /// `maxParallelUpgrades` (0: no limit).
+    pub max_parallel: Option<u32>,
+    /// `maxUnavailable`, an IntOrString: `2` or `25%`.
+    pub max_unavailable: Option<String>,
+    /// `drain.enable`: the operator drains nodes (else deletes GPU pods only).
+    pub drain: bool,
+    /// `drain.timeoutSeconds` (0: forever).
+    pub drain_timeout_seconds: Option<u64>,
 }
 
 /// The driver version the GPU Operator is moving the fleet to, and what says so.
@@ -41,6 +60,8 @@ pub struct DriverTarget {
     pub version: DriverVersion,
     /// `ClusterPolicy gpu-cluster-policy`, `NVIDIADriver default`.
     pub source: String,
+    /// The rollout's bounds those objects set, if they set any.
+    pub upgrade: Option<UpgradePolicy>,
 }
 
 /// The operator's target from its policies, as the operator reads them: the
@@ -53,7 +74,11 @@ pub fn target<'a>(policies: impl IntoIterator<Item = &'a DriverPolicy>) -> Resul
     let from_crds = cluster.is_none_or(|c| c.defers_to_nvidia_drivers);
     if !from_crds {
         return Ok(cluster.filter(|c| c.enabled).and_then(|c| {
-            c.version.clone().map(|version| DriverTarget { version, source: format!("ClusterPolicy {}", c.name) })
+            c.version.clone().map(|version| DriverTarget {
+                version,
+                source: format!("ClusterPolicy {}", c.name),
+                upgrade: c.upgrade.clone(),
+            })
         }));
     }
     let drivers: Vec<&&DriverPolicy> =
@@ -65,7 +90,11 @@ pub fn target<'a>(policies: impl IntoIterator<Item = &'a DriverPolicy>) -> Resul
         [] => Ok(None),
         [one] => {
             let names: Vec<&str> = drivers.iter().map(|p| p.name.as_str()).collect();
-            Ok(Some(DriverTarget { version: (*one).clone(), source: format!("NVIDIADriver {}", names.join(", ")) }))
+            Ok(Some(DriverTarget {
+                version: (*one).clone(),
+                source: format!("NVIDIADriver {}", names.join(", ")),
+                upgrade: drivers.iter().find_map(|p| p.upgrade.clone()),
+            }))
         }
         several => Err(format!(
             "NVIDIADrivers ask for {} versions ({}): plan each node pool with :plan VERSION",
@@ -88,6 +117,8 @@ pub struct WaveTarget {
     pub from: Option<String>,
     /// Why the operator's objects give no single target, when they do not.
     pub problem: Option<String>,
+    /// The operator's rollout bounds and the object that sets them.
+    pub upgrade: Option<(UpgradePolicy, String)>,
 }
 
 pub fn wave_target<'a>(
@@ -98,10 +129,11 @@ pub fn wave_target<'a>(
         Ok(t) => (t, None),
         Err(why) => (None, Some(why)),
     };
+    let upgrade = operator.as_ref().and_then(|t| Some((t.upgrade.clone()?, t.source.clone())));
     match (chosen, operator) {
-        (Some(v), _) => WaveTarget { version: Some(v.clone()), from: None, problem },
-        (None, Some(t)) => WaveTarget { version: Some(t.version), from: Some(t.source), problem },
-        (None, None) => WaveTarget { version: None, from: None, problem },
+        (Some(v), _) => WaveTarget { version: Some(v.clone()), from: None, problem, upgrade },
+        (None, Some(t)) => WaveTarget { version: Some(t.version), from: Some(t.source), problem, upgrade },
+        (None, None) => WaveTarget { version: None, from: None, problem, upgrade },
     }
 }
 
@@ -117,6 +149,7 @@ mod tests {
             enabled: true,
             defers_to_nvidia_drivers: false,
             node_selector: Labels::default(),
+            upgrade: None,
         }
     }
 

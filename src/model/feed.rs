@@ -94,9 +94,26 @@ pub enum FeedState {
     Reconnecting { since: Timestamp, error: String },
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct FeedStatus {
     pub state: FeedState,
     /// When this feed last delivered data.
     pub last_data: Option<Timestamp>,
+    /// A polled feed's reach (the agents, dcgm-exporter): how many
+    /// reporters there are and how current their readings are.
+    pub coverage: Option<Coverage>,
+}
+
+/// What a polled feed has read of its reporters, within its request budget.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Coverage {
+    /// Reporter pods found (one per node at most).
+    pub reporters: u32,
+    /// Of those, read at least once.
+    pub read: u32,
+    /// When the least recently read of them was read (none before every one was).
+    pub oldest_reading: Option<Timestamp>,
+    /// Requests a second the feed may send the API server; none when it
+    /// reaches the pods directly.
+    pub budget: Option<f64>,
 }

@@ -76,3 +76,16 @@ pub fn mig_profile_of(resource: &str) -> Option<&str> {
 pub fn is_gpu_resource(resource: &str) -> bool {
     resource == RESOURCE_GPU || resource == RESOURCE_GPU_SHARED || mig_profile_of(resource).is_some()
 }
+
+// Pods kgpu reads GPU facts from (sources/agents.rs, sources/dcgm.rs)
+/// kgpu's own node agent (assets/agent/).
+pub const AGENT_LABEL: (&str, &str) = ("app.kubernetes.io/name", "kgpu-agent");
+/// dcgm-exporter: the GPU Operator's DaemonSet labels its pods
+/// `app=nvidia-dcgm-exporter`, the exporter's own Helm chart
+/// `app.kubernetes.io/name=dcgm-exporter`.
+pub const DCGM_EXPORTER_LABELS: [(&str, &str); 2] =
+    [("app", "nvidia-dcgm-exporter"), ("app.kubernetes.io/name", "dcgm-exporter")];
+
+/// The taint a running defragmentation plan reserves its nodes with
+/// (`kgpu.dev/defrag=<namespace.name>:NoSchedule`; actions/defrag.rs).
+pub const DEFRAG_RESERVATION: &str = "kgpu.dev/defrag";

@@ -30,16 +30,16 @@ use std::sync::Arc;
 use imbl::OrdMap;
 
 pub use devices::{AgentStatus, Gpu, GpuHealth, MigInstance, MigMode, NodeDevices, XidEvent};
-pub use driver_policy::{DriverPolicy, DriverPolicyKind, DriverTarget};
+pub use driver_policy::{DriverPolicy, DriverPolicyKind, DriverTarget, UpgradePolicy};
 pub use event::{ClusterEvent, EventKey, EventType};
-pub use feed::{Feed, FeedProblem, FeedState, FeedStatus};
+pub use feed::{Coverage, Feed, FeedProblem, FeedState, FeedStatus};
 pub use gang::{Admission, AdmissionCheckState, Gang, GangKey, GangKind, PodSet, PodSetAssignment, RequeueState};
 pub use node::{
     GpuLabels, MigStrategy, Node, NodeCondition, NodeSelectorTerm, OperatorLabels, Readiness, Requirement,
     SelectorOperator, Taint, TaintEffect, Toleration, TolerationOperator,
 };
 pub use node_labels::NodeLabels;
-pub use pod::{CudaNeed, Owner, Pod, PodKey, PodPhase, Resume, Uid, Unschedulable};
+pub use pod::{CudaNeed, Endpoint, EndpointKind, Owner, Pod, PodKey, PodPhase, Resume, Uid, Unschedulable};
 pub use queue::{Flavor, Queue, QueueKey, QueueKind, QueueQuota};
 pub use resources::Resources;
 pub use sym::{Sym, SymHash, SymMap};
@@ -184,6 +184,11 @@ pub enum ModelEvent {
         feed: Feed,
         state: FeedState,
     },
+    /// A polled feed's reach: its reporters and how current they are.
+    Coverage {
+        feed: Feed,
+        coverage: Coverage,
+    },
     /// The source's notion of "now".
     Clock(Timestamp),
     /// An object that could not be converted: counted, never fatal.
@@ -211,6 +216,9 @@ pub struct Snapshot {
     pub clock: Timestamp,
     pub nodes: OrdMap<Sym, Arc<Node>>,
     pub pods: OrdMap<PodKey, Arc<Pod>>,
+    /// The pods of `pods` that report GPUs (agents, dcgm-exporters): where
+    /// the pollers find them without a LIST of their own.
+    pub endpoints: OrdMap<PodKey, Arc<Pod>>,
     pub gangs: OrdMap<GangKey, Arc<Gang>>,
     pub queues: OrdMap<QueueKey, Arc<Queue>>,
     pub flavors: OrdMap<Sym, Arc<Flavor>>,
@@ -235,6 +243,7 @@ impl Snapshot {
             clock: 0,
             nodes: OrdMap::new(),
             pods: OrdMap::new(),
+            endpoints: OrdMap::new(),
             gangs: OrdMap::new(),
             queues: OrdMap::new(),
             flavors: OrdMap::new(),
@@ -306,6 +315,7 @@ impl Cluster {
                     }
                     ObjectKey::Pod(k) => {
                         s.pods.remove(&k);
+                        s.endpoints.remove(&k);
                         Feed::Pods
                     }
                     ObjectKey::Gang(k) => {
@@ -360,14 +370,24 @@ impl Cluster {
                 for key in gone {
                     s.usage.remove(&key);
                 }
-                s.feeds.insert(feed, FeedStatus { state: FeedState::Live, last_data: Some(s.clock) });
+                let coverage = s.feeds.get(&feed).and_then(|f| f.coverage);
+                s.feeds.insert(feed, FeedStatus { state: FeedState::Live, last_data: Some(s.clock), coverage });
                 s.generation += 1;
             }
             ModelEvent::Feed { feed, state } => {
                 let last_data = s.feeds.get(&feed).and_then(|f| f.last_data);
-                let new = FeedStatus { state, last_data };
+                let coverage = s.feeds.get(&feed).and_then(|f| f.coverage);
+                let new = FeedStatus { state, last_data, coverage };
                 if s.feeds.get(&feed) != Some(&new) {
                     s.feeds.insert(feed, new);
+                    s.generation += 1;
+                }
+            }
+            ModelEvent::Coverage { feed, coverage } => {
+                if let Some(status) = s.feeds.get_mut(&feed)
+                    && status.coverage != Some(coverage)
+                {
+                    status.coverage = Some(coverage);
                     s.generation += 1;
                 }
             }
@@ -399,7 +419,8 @@ impl Cluster {
         let s = &mut self.state;
         s.generation += 1;
         let clock = s.clock;
-        let status = s.feeds.entry(feed).or_insert(FeedStatus { state: FeedState::Live, last_data: None });
+        let status =
+            s.feeds.entry(feed).or_insert(FeedStatus { state: FeedState::Live, last_data: None, coverage: None });
         status.last_data = Some(clock);
     }
 
@@ -407,7 +428,10 @@ impl Cluster {
         let s = &mut self.state;
         match feed {
             Feed::Nodes => s.nodes.clear(),
-            Feed::Pods => s.pods.clear(),
+            Feed::Pods => {
+                s.pods.clear();
+                s.endpoints.clear();
+            }
             Feed::Events => s.events.clear(),
             Feed::Workloads | Feed::PodGroups => {
                 s.gangs = s
@@ -468,7 +492,14 @@ impl Cluster {
                 s.nodes.insert(node.name, Arc::new(node));
             }
             Object::Pod(pod) => {
-                s.pods.insert(pod.key(), Arc::new(pod));
+                let key = pod.key();
+                let pod = Arc::new(pod);
+                if pod.endpoint.is_some() {
+                    s.endpoints.insert(key.clone(), pod.clone());
+                } else if !s.endpoints.is_empty() {
+                    s.endpoints.remove(&key);
+                }
+                s.pods.insert(key, pod);
             }
             Object::DriverPolicy(p) => {
                 s.driver_policies.insert((p.kind, p.name), Arc::new(p));

@@ -194,6 +194,26 @@ pub struct Pod {
     pub transitioned: Timestamp,
     /// What restarting it costs, when its annotations say (rare: boxed).
     pub resume: Option<Box<Resume>>,
+    /// A kgpu agent or dcgm-exporter, found by its labels: where kgpu reads
+    /// its node's GPUs (rare: boxed).
+    pub endpoint: Option<Box<Endpoint>>,
+}
+
+/// What kind of GPU reporter a pod is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum EndpointKind {
+    Agent,
+    DcgmExporter,
+}
+
+/// A pod that reports its node's GPUs, and how to reach it: its port (the
+/// one named `http` for an agent, `metrics` for an exporter, or the
+/// default) and its IP for a cockpit inside the cluster network.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Endpoint {
+    pub kind: EndpointKind,
+    pub port: u16,
+    pub ip: Option<core::net::IpAddr>,
 }
 
 /// How much work a restart loses, as the pod's owner tells kgpu by
@@ -238,6 +258,7 @@ impl Pod {
             gated: false,
             preempt_never: false,
             resume: None,
+            endpoint: None,
         }
     }
 

@@ -221,6 +221,17 @@ pub fn is_invalid_mig_product(product: &str) -> bool {
     product.trim().to_ascii_uppercase().ends_with("-MIG-INVALID")
 }
 
+/// The share of a GPU one instance of `profile` holds: its compute slices
+/// out of its GPU's (7; 4 on an A30), from the product's geometry where
+/// known, else read from the profile's name (`3g.40gb`: 3) out of 7.
+pub fn compute_share(profile: &str, geometry: Option<&Geometry>) -> f64 {
+    if let Some((g, known)) = geometry.and_then(|g| Some((g, g.profile(profile)?))) {
+        return (f64::from(known.compute) / f64::from(g.compute_slices.max(1))).clamp(0.0, 1.0);
+    }
+    let slices = profile.split('g').next().and_then(|n| n.parse::<f64>().ok()).unwrap_or(1.0);
+    (slices / 7.0).clamp(0.0, 1.0)
+}
+
 pub fn geometry_for_product(product: &str) -> Option<&'static Geometry> {
     let model = model_for_product(product)?;
     geometries().iter().find(|g| g.model == model)

@@ -4,6 +4,7 @@
 
 pub mod cuda;
 pub mod mig;
+pub mod scheduler;
 pub mod xid;
 
 /// Rows of a `#`-commented TSV with a header line: yields (header, rows).

@@ -89,8 +89,13 @@ async fn act(wanted: Wanted, opts: &ActOptions, source: &SourceArgs, paths: Path
     };
     executor.id = 1;
     let request = ActionRequest { action, dry_run: opts.dry_run };
+    // From here on a signal (ctrl-c, SIGTERM, an SSH session's SIGHUP)
+    // cancels at the next step: what the action holds is released and what
+    // it did and left is said, on the terminal and in the audit log.
+    let mut signals = super::signals::StopSignals::new()?;
     let running = tokio::spawn(async move { executor.run(request).await });
     let mut reached = false;
+    let mut stopped_by: Option<(&str, i32)> = None;
     loop {
         tokio::select! {
             msg = reports.recv() => match msg {
@@ -103,9 +108,14 @@ async fn act(wanted: Wanted, opts: &ActOptions, source: &SourceArgs, paths: Path
                 }
                 None => break,
             },
-            // ctrl-c stops the action cleanly (a plan releases its nodes), then exits.
-            _ = tokio::signal::ctrl_c() => {
-                outln!("  cancelling at the next step…");
+            (name, number) = signals.recv() => {
+                if stopped_by.is_none() {
+                    outln!("  {name}: cancelling at the next step; what the action holds is released first…");
+                    tracing::warn!("{name}: the command-line action is cancelled");
+                    stopped_by = Some((name, number));
+                } else {
+                    outln!("  {name}: still cancelling; kgpu ends once the step in progress is undone");
+                }
                 cancel_tx.send_modify(|c| {
                     c.insert(1);
                 });
@@ -113,7 +123,15 @@ async fn act(wanted: Wanted, opts: &ActOptions, source: &SourceArgs, paths: Path
         }
     }
     let _ = running.await;
-    Ok(if reached { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+    Ok(match stopped_by {
+        // As a shell reports a process a signal ended: 128 + its number.
+        Some((name, number)) if !reached => {
+            outln!("stopped by {name}: the audit log has what was done and left");
+            ExitCode::from(u8::try_from(128 + number).unwrap_or(1))
+        }
+        _ if reached => ExitCode::SUCCESS,
+        _ => ExitCode::FAILURE,
+    })
 }
 
 enum Resolved {
@@ -228,7 +246,7 @@ fn describe(action: &Action, impact: &Impact, context: &str) -> String {
     );
     if action.is_disruptive() {
         out.push_str(&format!(
-            "blast radius: {} pod(s), {} gang(s) broken, {:.1} GPU-hours of running work lost\n",
+            "blast radius: {} pod(s), {} gang(s) broken, {:.1} GPU-h lost (busy + restart)\n",
             impact.pods.len(),
             impact.gangs.len(),
             impact.gpu_hours

@@ -9,6 +9,7 @@ pub mod logging;
 pub mod memory;
 pub mod pacing;
 pub mod scenario;
+pub mod signals;
 pub mod source;
 pub mod terminal;
 pub mod tui;
@@ -239,15 +240,15 @@ fn lessons(args: &crate::cli::LessonArgs, source: &crate::cli::SourceArgs) -> an
 
 fn snapshot(args: &SnapshotArgs, source: &crate::cli::SourceArgs) -> anyhow::Result<ExitCode> {
     let section = args.pane.as_deref().map(str::parse::<Section>).transpose()?;
-    let policy = waves::Policy {
-        max_parallel: args.max_parallel,
-        max_unavailable: waves::MaxUnavailable::parse(&args.max_unavailable).ok_or_else(|| {
-            UsageError(format!(
-                "--max-unavailable '{}' is not a count or a percentage (e.g. 2 or 25%)",
-                args.max_unavailable
-            ))
-        })?,
-    };
+    let max_unavailable = args
+        .max_unavailable
+        .as_deref()
+        .map(|m| {
+            waves::MaxUnavailable::parse(m).ok_or_else(|| {
+                UsageError(format!("--max-unavailable '{m}' is not a count or a percentage (e.g. 2 or 25%)"))
+            })
+        })
+        .transpose()?;
     let target = args
         .target_driver
         .as_deref()
@@ -265,9 +266,18 @@ fn snapshot(args: &SnapshotArgs, source: &crate::cli::SourceArgs) -> anyhow::Res
         say(&format!("kgpu: no single driver target: {why}"));
     }
     let source = target.from.unwrap_or_else(|| "--target-driver".to_string());
+    // A bound on the command line is chosen; the other one is the operator's.
+    let chosen = (args.max_parallel.is_some() || max_unavailable.is_some()).then(|| {
+        let (operator, _) = waves::bounds_for(None, target.upgrade.as_ref());
+        waves::Policy {
+            max_parallel: args.max_parallel.unwrap_or(operator.max_parallel),
+            max_unavailable: max_unavailable.unwrap_or(operator.max_unavailable),
+        }
+    });
+    let (policy, bounds) = waves::bounds_for(chosen, target.upgrade.as_ref());
     let plan = target.version.map(|t| {
         let index = analysis::index::Index::build(&snap, now);
-        (waves::plan(&index, &t, policy), source)
+        (waves::WavePlan { bounds, ..waves::plan(&index, &t, policy) }, source)
     });
     let plan = plan.as_ref().map(|(p, s)| (p, s.as_str()));
     match args.output {

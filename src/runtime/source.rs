@@ -321,7 +321,7 @@ async fn start_kube(target: &client::Target, scope: &kube_watch::Scope, run: Run
     let (client, info) = client::connect_with(target, scope.liveness).await.map_err(|e| UsageError(e.to_string()))?;
     let (tx, rx) = mpsc::channel(1024);
     let (snapshots, model) = spawn_model(SourceInfo { kind: SourceKind::Kube, name: info.context.clone() }, rx);
-    let mut tasks = kube_watch::spawn_all(client, scope.clone(), tx);
+    let mut tasks = kube_watch::spawn_all(client, scope.clone(), tx, snapshots.clone());
     tasks.push(model);
     let executor = match run {
         Run::Live(shared) => {

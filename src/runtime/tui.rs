@@ -14,7 +14,7 @@ use ratatui::backend::Backend;
 use tokio::sync::{mpsc, watch};
 
 use crate::actions::{ActionId, Progress};
-use crate::analysis::{Analyzer, Thresholds, waves};
+use crate::analysis::{Analyzer, Thresholds};
 use crate::app::{App, Effect, Msg, Tutor, TutorMode, Viewport};
 use crate::config::Paths;
 use crate::model::audit::AuditEntry;
@@ -57,8 +57,7 @@ fn build_views(
     });
     let started = Instant::now();
     let generation = snap.content_generation();
-    let views =
-        Views::build_with(&mut analyzer, snap, now, thresholds, target.as_ref().map(|t| (t, waves::Policy::default())));
+    let views = Views::build_with(&mut analyzer, snap, now, thresholds, target.as_ref().map(|t| (t, None)));
     tracing::debug!(
         "analysed content {generation} in {:.0} ms ({} pods redone in the ledger)",
         started.elapsed().as_secs_f64() * 1e3,
@@ -245,38 +244,6 @@ impl Cockpit {
     }
 }
 
-/// The signals that end the cockpit cleanly (the terminal restored): the
-/// usual stops, and SIGINT, SIGQUIT and SIGABRT sent from outside (in raw
-/// mode, ctrl-c and ctrl-\\ are keys, not signals).
-struct StopSignals(Vec<(&'static str, tokio::signal::unix::Signal)>);
-
-impl StopSignals {
-    fn new() -> std::io::Result<StopSignals> {
-        use tokio::signal::unix::{SignalKind, signal};
-        const SIGABRT: i32 = 6;
-        let kinds = [
-            ("SIGTERM", SignalKind::terminate()),
-            ("SIGHUP", SignalKind::hangup()),
-            ("SIGINT", SignalKind::interrupt()),
-            ("SIGQUIT", SignalKind::quit()),
-            ("SIGABRT", SignalKind::from_raw(SIGABRT)),
-        ];
-        kinds.into_iter().map(|(name, kind)| Ok((name, signal(kind)?))).collect::<std::io::Result<_>>().map(StopSignals)
-    }
-
-    /// The name of the next signal that arrives.
-    async fn recv(&mut self) -> &'static str {
-        let waits = self.0.iter_mut().map(|(name, s)| {
-            let name = *name;
-            Box::pin(async move {
-                s.recv().await;
-                name
-            })
-        });
-        futures::future::select_all(waits).await.0
-    }
-}
-
 /// One terminal event: keys go to the app; a resize only redraws.
 fn on_input(app: &mut App, views: &Views, event: Event, effects: &mut VecDeque<Effect>) -> bool {
     match event {
@@ -323,7 +290,7 @@ where
     // A snapshot newer than the one last analysed is waiting.
     let mut wanted = false;
     let mut pacing = Pacing::new(Instant::now(), views.snap.content_generation());
-    let mut stop = StopSignals::new()?;
+    let mut stop = super::signals::StopSignals::new()?;
     let mut dirty = true;
     let mut source_gone = false;
     // Some feed is still on its first list (see `memory`).
@@ -411,7 +378,7 @@ where
                 effects.extend(app.update(Msg::Action(progress), &views));
                 dirty = true;
             },
-            signal = stop.recv() => {
+            (signal, _) = stop.recv() => {
                 tracing::info!("{signal}: the cockpit stops and restores the terminal");
                 break;
             }

@@ -10,27 +10,34 @@
 //! One unreachable agent marks its node, never the others.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Pod, Secret};
+use futures::future::BoxFuture;
+use k8s_openapi::api::core::v1::Secret;
 use kube::Client;
-use kube::api::{Api, ListParams};
-use tokio::sync::mpsc;
+use kube::api::Api;
+use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
+use tokio::time::Instant;
 
 use crate::agent::server::TOKEN_HEADER;
 use crate::agent::wire::{AgentSnapshot, GpuReport, node_token};
 use crate::model::{
-    AgentStatus, CudaVersion, DeviceReading, DriverVersion, Feed, FeedProblem, FeedState, Gpu, GpuHealth, MigInstance,
-    MigMode, MigSlice, ModelEvent, NodeDevices, NodeUsage, Object, PodKey, Sym, UsageSource, XidEvent,
+    AgentStatus, CudaVersion, DeviceReading, DriverVersion, EndpointKind, Feed, Gpu, GpuHealth, MigInstance, MigMode,
+    MigSlice, ModelEvent, NodeDevices, NodeUsage, Object, ObjectKey, PodKey, Snapshot, Sym, Timestamp, UsageSource,
+    XidEvent,
 };
 use crate::reference::mig;
+use crate::sources::poll::{self, Budget, Discovery, ReadError, Reader, Target};
 
 pub const DEFAULT_NAMESPACE: &str = "kgpu-system";
 pub const SELECTOR: &str = "app.kubernetes.io/name=kgpu-agent";
-pub const DEFAULT_PORT: u16 = 9400;
+pub const DEFAULT_PORT: u16 = crate::sources::kube::convert::ENDPOINT_DEFAULT_PORT;
 /// The Secret assets/agent/ creates, with the token under `token`.
 pub const TOKEN_SECRET: &str = "kgpu-agent-token";
+/// How long the agents' key read from its Secret is used before it is read again.
+const TOKEN_FRESH: Duration = Duration::from_secs(300);
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Transport {
@@ -43,13 +50,17 @@ pub enum Transport {
     Off,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Config {
     pub namespace: String,
     pub transport: Transport,
     /// A file with the agents' token; without it, the Secret is read.
     pub token_file: Option<PathBuf>,
+    /// How often one reporter is read, at most.
     pub interval: Duration,
+    /// Requests a second the agents and dcgm-exporter together may send
+    /// the API server through its pod proxy.
+    pub budget: f64,
 }
 
 impl Default for Config {
@@ -59,6 +70,7 @@ impl Default for Config {
             transport: Transport::default(),
             token_file: None,
             interval: Duration::from_secs(10),
+            budget: poll::DEFAULT_BUDGET,
         }
     }
 }
@@ -76,155 +88,80 @@ pub fn proxy_request(
         .body(Vec::new())
 }
 
-/// An agent pod: where it runs and how to reach it.
-#[derive(Clone, Debug, PartialEq)]
-struct AgentPod {
-    name: String,
-    node: String,
-    ip: Option<String>,
-    port: u16,
-    ready: bool,
+/// How the agents and exporters are started: the cockpit's client, its
+/// snapshots (where the reporters are found), whether its pod watch sees
+/// every namespace, and the budget both share.
+pub struct Polling {
+    pub client: Client,
+    pub config: Config,
+    pub snapshots: watch::Receiver<Arc<Snapshot>>,
+    pub watched: bool,
+    pub budget: Option<Arc<Budget>>,
 }
 
-fn agent_pod(p: &Pod) -> Option<AgentPod> {
-    let spec = p.spec.as_ref()?;
-    let node = spec.node_name.clone()?;
-    let port = spec
-        .containers
-        .iter()
-        .flat_map(|c| c.ports.iter().flatten())
-        .find(|port| port.name.as_deref() == Some("http"))
-        .and_then(|port| u16::try_from(port.container_port).ok())
-        .unwrap_or(DEFAULT_PORT);
-    let status = p.status.as_ref();
-    Some(AgentPod {
-        name: p.metadata.name.clone()?,
-        node,
-        ip: status.and_then(|s| s.pod_ip.clone()),
-        port,
-        ready: status.and_then(|s| s.phase.as_deref()) == Some("Running"),
-    })
-}
-
-pub fn spawn(client: Client, config: Config, tx: mpsc::Sender<Vec<ModelEvent>>) -> Option<JoinHandle<()>> {
-    (config.transport != Transport::Off).then(|| tokio::spawn(run(client, config, tx)))
-}
-
-async fn run(client: Client, config: Config, tx: mpsc::Sender<Vec<ModelEvent>>) {
-    poll(Feed::Agents, config.interval, &tx, || round(&client, &config)).await;
-}
-
-/// A polled feed (the agents, dcgm-exporter): a round every `interval`
-/// until the model is gone. A round the API server did not answer keeps
-/// what the feed said last, marked stale, rather than forget it. A round
-/// that finds the feed unavailable for the same reason as the last one is
-/// not sent again: it changes nothing, and each change costs a large fleet
-/// a full analysis (every 10 s, two feeds: 1% of a core at 100,000 pods).
-pub(crate) async fn poll<F, R>(feed: Feed, interval: Duration, tx: &mpsc::Sender<Vec<ModelEvent>>, mut round: F)
-where
-    F: FnMut() -> R,
-    R: std::future::Future<Output = Result<Vec<ModelEvent>, String>>,
-{
-    if tx.send(vec![ModelEvent::Feed { feed, state: FeedState::Syncing }]).await.is_err() {
-        return;
+impl Polling {
+    pub fn discovery(&self, kind: EndpointKind, namespace: Option<String>, selectors: &[&str]) -> Discovery {
+        Discovery::new(
+            self.snapshots.clone(),
+            kind,
+            namespace,
+            self.watched,
+            self.client.clone(),
+            selectors.iter().map(|s| s.to_string()).collect(),
+        )
     }
-    let mut failing_since = None;
-    let mut unavailable_for: Option<FeedProblem> = None;
-    loop {
-        let events = match round().await {
-            Ok(events) => {
-                failing_since = None;
-                let problem = unavailable_problem(&events);
-                if problem.is_some() && problem == unavailable_for {
-                    tokio::time::sleep(interval).await;
-                    continue;
-                }
-                unavailable_for = problem;
-                events
+}
+
+pub fn spawn(p: &Polling, tx: mpsc::Sender<Vec<ModelEvent>>) -> Option<JoinHandle<()>> {
+    if p.config.transport == Transport::Off {
+        return None;
+    }
+    let discovery = p.discovery(EndpointKind::Agent, Some(p.config.namespace.clone()), &[SELECTOR]);
+    let reader = Agents { client: p.client.clone(), config: p.config.clone(), key: None };
+    Some(tokio::spawn(poll::run(Feed::Agents, discovery, reader, p.budget.clone(), p.config.interval, tx)))
+}
+
+/// The agents' reader: their key, read once in a while, gives each node its token.
+struct Agents {
+    client: Client,
+    config: Config,
+    key: Option<(Instant, String)>,
+}
+
+impl Reader for Agents {
+    fn prepare(&mut self) -> BoxFuture<'_, Result<(), ReadError>> {
+        Box::pin(async move {
+            if self.key.as_ref().is_some_and(|(at, _)| at.elapsed() < TOKEN_FRESH) {
+                return Ok(());
             }
-            Err(error) => {
-                unavailable_for = None;
-                let since = *failing_since.get_or_insert_with(crate::clock::wall_clock);
-                vec![ModelEvent::Feed { feed, state: FeedState::Reconnecting { since, error } }]
-            }
-        };
-        if tx.send(events).await.is_err() {
-            return;
-        }
-        tokio::time::sleep(interval).await;
-    }
-}
-
-/// The problem of a round that found nothing: its own feed emptied and unavailable.
-fn unavailable_problem(events: &[ModelEvent]) -> Option<FeedProblem> {
-    match events {
-        [ModelEvent::Resync { objects, .. }, ModelEvent::Feed { state: FeedState::Unavailable(p), .. }]
-            if objects.is_empty() =>
-        {
-            Some(p.clone())
-        }
-        _ => None,
-    }
-}
-
-fn unavailable(problem: FeedProblem) -> Vec<ModelEvent> {
-    vec![
-        ModelEvent::Resync { feed: Feed::Agents, objects: Vec::new() },
-        ModelEvent::Feed { feed: Feed::Agents, state: FeedState::Unavailable(problem) },
-    ]
-}
-
-/// One pass over every agent: a full list of what they report, or why the
-/// API server could not say where the agents are.
-async fn round(client: &Client, config: &Config) -> Result<Vec<ModelEvent>, String> {
-    let pods: Api<Pod> = Api::namespaced(client.clone(), &config.namespace);
-    let list = match pods.list(&ListParams::default().labels(SELECTOR)).await {
-        Ok(l) => l,
-        Err(kube::Error::Api(s)) if s.code == 403 => {
-            return Ok(unavailable(FeedProblem::Forbidden(format!(
-                "cannot list pods in {} (the agents' namespace): {}",
-                config.namespace, s.message
-            ))));
-        }
-        Err(e) => return Err(format!("listing agent pods: {}", crate::sources::kube::client::short_error(&e))),
-    };
-    let agents: Vec<AgentPod> = list.items.iter().filter_map(agent_pod).collect();
-    if agents.is_empty() {
-        return Ok(unavailable(FeedProblem::Missing(format!(
-            "no kgpu agents in namespace {} (deploy them: kubectl apply -f assets/agent/)",
-            config.namespace
-        ))));
-    }
-    let token = match token(client, config).await {
-        Ok(t) => t,
-        Err(why) => {
-            let objects = agents.iter().map(|a| Object::Devices(unreachable(&a.node, &why))).collect();
-            return Ok(vec![
-                ModelEvent::Resync { feed: Feed::Agents, objects },
-                ModelEvent::Feed { feed: Feed::Agents, state: FeedState::Unavailable(FeedProblem::Error(why)) },
-            ]);
-        }
-    };
-    // Each agent gets its own node's token, never the key itself.
-    let tokens: Vec<String> = agents.iter().map(|a| node_token(&token, &a.node)).collect();
-    let reads = agents.iter().zip(&tokens).map(|(a, t)| fetch(client, config, a, t));
-    let results = futures::future::join_all(reads).await;
-    let now = crate::clock::wall_clock();
-    let objects = agents
-        .iter()
-        .zip(results)
-        .flat_map(|(a, r)| match r {
-            Ok(snap) if snap.node == a.node => {
-                vec![Object::Devices(to_model(&snap, now)), Object::Usage(usage_of(&snap, now))]
-            }
-            Ok(snap) => vec![Object::Devices(of_node(&a.node, &a.name, &snap, now))],
-            Err(why) => vec![Object::Devices(unreachable(&a.node, &why))],
+            self.key = None;
+            let key = token(&self.client, &self.config).await.map_err(ReadError::Feed)?;
+            self.key = Some((Instant::now(), key));
+            Ok(())
         })
-        .collect();
-    Ok(vec![
-        ModelEvent::Resync { feed: Feed::Agents, objects },
-        ModelEvent::Feed { feed: Feed::Agents, state: FeedState::Live },
-    ])
+    }
+
+    fn read<'a>(&'a self, target: &'a Target) -> BoxFuture<'a, Result<Vec<Object>, ReadError>> {
+        Box::pin(async move {
+            let key = self.key.as_ref().map_or("", |(_, k)| k.as_str());
+            // Each agent gets its own node's token, never the key itself.
+            let snap = fetch(&self.client, &self.config, target, &node_token(key, target.node.as_str())).await?;
+            let now = crate::clock::wall_clock();
+            Ok(if snap.node == target.node.as_str() {
+                vec![Object::Devices(to_model(&snap, now)), Object::Usage(usage_of(&snap, now))]
+            } else {
+                vec![Object::Devices(of_node(target.node.as_str(), &target.name, &snap, now))]
+            })
+        })
+    }
+
+    fn failed(&self, target: &Target, why: &str, _now: Timestamp) -> Vec<Object> {
+        vec![Object::Devices(unreachable(target.node.as_str(), why))]
+    }
+
+    fn keys(&self, node: Sym) -> Vec<ObjectKey> {
+        vec![ObjectKey::Devices(node), ObjectKey::Usage(UsageSource::Agent, node)]
+    }
 }
 
 /// What an agent pod reports, filed under the node the API server says it
@@ -275,41 +212,45 @@ async fn token(client: &Client, config: &Config) -> Result<String, String> {
         .map_err(|_| format!("Secret {}/{TOKEN_SECRET}: the token is not text", config.namespace))
 }
 
-async fn fetch(client: &Client, config: &Config, agent: &AgentPod, token: &str) -> Result<AgentSnapshot, String> {
-    if !agent.ready {
-        return Err(format!("agent pod {} is not running", agent.name));
+async fn fetch(client: &Client, config: &Config, agent: &Target, token: &str) -> Result<AgentSnapshot, ReadError> {
+    let fail = |why: String| ReadError::Target(why);
+    if !agent.running {
+        return Err(fail(format!("agent pod {} is not running", agent.name)));
     }
     let read = async {
         let body = match config.transport {
             Transport::Direct => {
-                let ip = agent.ip.as_deref().ok_or_else(|| format!("agent pod {} has no IP yet", agent.name))?;
-                direct_get(ip, agent.port, "/v1/snapshot", Some(token)).await?
+                let ip = agent.ip.ok_or_else(|| fail(format!("agent pod {} has no IP yet", agent.name)))?;
+                direct_get(&ip.to_string(), agent.port, "/v1/snapshot", Some(token)).await.map_err(fail)?
             }
             _ => {
-                let req =
-                    proxy_request(&config.namespace, &agent.name, agent.port, token).map_err(|e| e.to_string())?;
-                let response = client
-                    .send(req.map(kube::client::Body::from))
-                    .await
-                    .map_err(|e| format!("agent {}: {}", agent.name, crate::sources::kube::client::short_error(&e)))?;
+                let req = proxy_request(&config.namespace, &agent.name, agent.port, token)
+                    .map_err(|e| fail(e.to_string()))?;
+                let response = client.send(req.map(kube::client::Body::from)).await.map_err(|e| {
+                    fail(format!("agent {}: {}", agent.name, crate::sources::kube::client::short_error(&e)))
+                })?;
                 let status = response.status();
-                let text = read_limited(response.into_body(), &agent.name).await?;
+                let text = read_limited(response.into_body(), &agent.name).await.map_err(fail)?;
                 match status.as_u16() {
                     403 => {
-                        return Err(format!("forbidden: the cockpit needs 'get pods/proxy' in {}", config.namespace));
+                        return Err(ReadError::Forbidden(format!(
+                            "forbidden: the cockpit needs 'get pods/proxy' in {}",
+                            config.namespace
+                        )));
                     }
                     _ if !status.is_success() => {
-                        return Err(format!("agent {} answered {status}: {}", agent.name, first_line(&text)));
+                        return Err(fail(format!("agent {} answered {status}: {}", agent.name, first_line(&text))));
                     }
                     _ => text,
                 }
             }
         };
-        serde_json::from_str::<AgentSnapshot>(&body).map_err(|e| format!("agent {} sent no snapshot: {e}", agent.name))
+        serde_json::from_str::<AgentSnapshot>(&body)
+            .map_err(|e| fail(format!("agent {} sent no snapshot: {e}", agent.name)))
     };
     tokio::time::timeout(Duration::from_secs(5), read)
         .await
-        .map_err(|_| format!("agent {} did not answer within 5s", agent.name))?
+        .map_err(|_| fail(format!("agent {} did not answer within 5s", agent.name)))?
 }
 
 /// `GET http://ip:port/path`, with the token when there is one (HTTP/1.1,
@@ -511,39 +452,6 @@ fn instances(g: &GpuReport) -> Vec<MigInstance> {
 mod tests {
     use super::*;
     use crate::agent::wire::{Mig, MigInstanceReport, Placement};
-
-    #[tokio::test]
-    async fn a_feed_unavailable_for_the_same_reason_is_said_once_until_something_else_happens() {
-        let (tx, mut rx) = mpsc::channel(64);
-        let missing = || FeedProblem::Missing("no agent pods".into());
-        // Rounds: nothing, nothing, the API server fails, nothing, nothing.
-        let mut rounds = vec![Ok(unavailable(missing())), Err("timeout".to_string())];
-        rounds.splice(0..0, [Ok(unavailable(missing()))]);
-        rounds.extend([Ok(unavailable(missing())), Ok(unavailable(missing()))]);
-        let mut rounds = rounds.into_iter();
-        let poller = tokio::spawn(async move {
-            poll(Feed::Agents, Duration::from_millis(1), &tx, || {
-                let next = rounds.next();
-                async move { next.unwrap_or_else(|| Err("done".into())) }
-            })
-            .await
-        });
-        let mut said = Vec::new();
-        while said.len() < 5 {
-            let batch: Vec<ModelEvent> = rx.recv().await.unwrap();
-            said.push(match batch.last() {
-                Some(ModelEvent::Feed { state: FeedState::Syncing, .. }) => "syncing",
-                Some(ModelEvent::Feed { state: FeedState::Unavailable(_), .. }) => "unavailable",
-                Some(ModelEvent::Feed { state: FeedState::Reconnecting { error, .. }, .. }) if error == "timeout" => {
-                    "reconnecting"
-                }
-                _ => "other",
-            });
-        }
-        poller.abort();
-        // The second "nothing" is not said; after the failure it is said again.
-        assert_eq!(said, ["syncing", "unavailable", "reconnecting", "unavailable", "other"]);
-    }
 
     fn with_placements(placements: &[Option<(u32, u32)>]) -> GpuReport {
         GpuReport {

@@ -11,118 +11,67 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Pod;
+use futures::future::BoxFuture;
 use kube::Client;
-use kube::api::{Api, ListParams};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use crate::model::{DeviceReading, Feed, FeedProblem, FeedState, MigSlice, ModelEvent, NodeUsage, Object, PodKey, Sym};
+use crate::model::{
+    DeviceReading, EndpointKind, Feed, MigSlice, ModelEvent, NodeUsage, Object, ObjectKey, PodKey, Sym, Timestamp,
+};
 use crate::model::{UsageSource, usage::WINDOW_SAMPLES};
-use crate::sources::agents::{Transport, direct_get, read_limited};
+use crate::sources::agents::{Polling, Transport, direct_get, read_limited};
 use crate::sources::kube::client::short_error;
+use crate::sources::poll::{self, ReadError, Reader, Target};
 
 /// The GPU Operator's DaemonSet labels its pods `app=nvidia-dcgm-exporter`;
 /// the exporter's own Helm chart `app.kubernetes.io/name=dcgm-exporter`.
 pub const SELECTORS: [&str; 2] = ["app=nvidia-dcgm-exporter", "app.kubernetes.io/name=dcgm-exporter"];
-pub const DEFAULT_PORT: u16 = 9400;
+pub const DEFAULT_PORT: u16 = crate::sources::kube::convert::ENDPOINT_DEFAULT_PORT;
 /// Devices kept per node: 8 GPUs of 7 MIG instances each fit many times over.
 const DEVICES_PER_NODE: usize = 256;
 /// Holders kept per device (time-slicing shares one GPU with many pods).
 const HOLDERS_PER_DEVICE: usize = 64;
 
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct ExporterPod {
-    namespace: String,
-    name: String,
-    node: String,
-    ip: Option<String>,
-    port: u16,
-    running: bool,
+/// Reads every exporter at the agents' interval, over the agents'
+/// transport, within the budget they share.
+pub fn spawn(p: &Polling, tx: mpsc::Sender<Vec<ModelEvent>>) -> Option<JoinHandle<()>> {
+    if p.config.transport == Transport::Off {
+        return None;
+    }
+    let discovery = p.discovery(EndpointKind::DcgmExporter, None, &SELECTORS);
+    let reader = Exporters { client: p.client.clone(), transport: p.config.transport };
+    Some(tokio::spawn(poll::run(Feed::DcgmExporter, discovery, reader, p.budget.clone(), p.config.interval, tx)))
 }
 
-fn exporter_pod(p: &Pod) -> Option<ExporterPod> {
-    let spec = p.spec.as_ref()?;
-    let port = spec
-        .containers
-        .iter()
-        .flat_map(|c| c.ports.iter().flatten())
-        .find(|port| port.name.as_deref() == Some("metrics") || port.container_port == i32::from(DEFAULT_PORT))
-        .and_then(|port| u16::try_from(port.container_port).ok())
-        .unwrap_or(DEFAULT_PORT);
-    let status = p.status.as_ref();
-    Some(ExporterPod {
-        namespace: p.metadata.namespace.clone()?,
-        name: p.metadata.name.clone()?,
-        node: spec.node_name.clone()?,
-        ip: status.and_then(|s| s.pod_ip.clone()),
-        port,
-        running: status.and_then(|s| s.phase.as_deref()) == Some("Running"),
-    })
-}
-
-/// Polls every exporter at the agents' interval, over the agents' transport.
-pub fn spawn(
+struct Exporters {
     client: Client,
-    config: crate::sources::agents::Config,
-    tx: mpsc::Sender<Vec<ModelEvent>>,
-) -> Option<JoinHandle<()>> {
-    (config.transport != Transport::Off).then(|| tokio::spawn(run(client, config, tx)))
+    transport: Transport,
 }
 
-async fn run(client: Client, config: crate::sources::agents::Config, tx: mpsc::Sender<Vec<ModelEvent>>) {
-    crate::sources::agents::poll(Feed::DcgmExporter, config.interval, &tx, || round(&client, config.transport)).await;
-}
+impl Reader for Exporters {
+    fn read<'a>(&'a self, target: &'a Target) -> BoxFuture<'a, Result<Vec<Object>, ReadError>> {
+        Box::pin(async move {
+            let text = scrape(&self.client, self.transport, target).await?;
+            let usage = parse(target.node.as_str(), &text, crate::clock::wall_clock())
+                .map_err(|why| ReadError::Target(format!("{}/{}: {why}", target.namespace, target.name)))?;
+            Ok(vec![Object::Usage(usage)])
+        })
+    }
 
-fn unavailable(problem: FeedProblem) -> Vec<ModelEvent> {
-    vec![
-        ModelEvent::Resync { feed: Feed::DcgmExporter, objects: Vec::new() },
-        ModelEvent::Feed { feed: Feed::DcgmExporter, state: FeedState::Unavailable(problem) },
-    ]
-}
+    fn failed(&self, target: &Target, why: &str, now: Timestamp) -> Vec<Object> {
+        vec![Object::Usage(NodeUsage {
+            node: target.node,
+            source: UsageSource::DcgmExporter,
+            at: now,
+            devices: Box::new([]),
+            problem: Some(why.into()),
+        })]
+    }
 
-async fn round(client: &Client, transport: Transport) -> Result<Vec<ModelEvent>, String> {
-    let pods: Api<Pod> = Api::all(client.clone());
-    let mut exporters = Vec::new();
-    for selector in SELECTORS {
-        match pods.list(&ListParams::default().labels(selector)).await {
-            Ok(list) => exporters.extend(list.items.iter().filter_map(exporter_pod)),
-            Err(kube::Error::Api(s)) if s.code == 403 => {
-                return Ok(unavailable(FeedProblem::Forbidden(format!(
-                    "cannot list pods cluster-wide to find dcgm-exporter: {}",
-                    s.message
-                ))));
-            }
-            Err(e) => return Err(format!("listing dcgm-exporter pods: {}", short_error(&e))),
-        }
+    fn keys(&self, node: Sym) -> Vec<ObjectKey> {
+        vec![ObjectKey::Usage(UsageSource::DcgmExporter, node)]
     }
-    exporters.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
-    exporters.dedup();
-    if exporters.is_empty() {
-        return Ok(unavailable(FeedProblem::Missing(
-            "no dcgm-exporter pods (app=nvidia-dcgm-exporter or app.kubernetes.io/name=dcgm-exporter)".into(),
-        )));
-    }
-    let reads = exporters.iter().map(|e| scrape(client, transport, e));
-    let results = futures::future::join_all(reads).await;
-    let now = crate::clock::wall_clock();
-    let mut objects = Vec::new();
-    for (exporter, result) in exporters.iter().zip(results) {
-        match result.and_then(|text| parse(&exporter.node, &text, now)) {
-            Ok(usage) => objects.push(Object::Usage(usage)),
-            Err(why) => objects.push(Object::Usage(NodeUsage {
-                node: Sym::new(&exporter.node),
-                source: UsageSource::DcgmExporter,
-                at: now,
-                devices: Box::new([]),
-                problem: Some(format!("{}/{}: {why}", exporter.namespace, exporter.name).into()),
-            })),
-        }
-    }
-    Ok(vec![
-        ModelEvent::Resync { feed: Feed::DcgmExporter, objects },
-        ModelEvent::Feed { feed: Feed::DcgmExporter, state: FeedState::Live },
-    ])
 }
 
 /// The request for one exporter's metrics through the pod proxy.
@@ -132,33 +81,37 @@ pub fn proxy_request(namespace: &str, pod: &str, port: u16) -> Result<http::Requ
         .body(Vec::new())
 }
 
-async fn scrape(client: &Client, transport: Transport, e: &ExporterPod) -> Result<String, String> {
+async fn scrape(client: &Client, transport: Transport, e: &Target) -> Result<String, ReadError> {
+    let fail = |why: String| ReadError::Target(format!("{}/{}: {why}", e.namespace, e.name));
     if !e.running {
-        return Err("the exporter pod is not running".into());
+        return Err(fail("the exporter pod is not running".into()));
     }
     let read = async {
         match transport {
             Transport::Direct => {
-                let ip = e.ip.as_deref().ok_or("the exporter pod has no IP yet")?;
-                direct_get(ip, e.port, "/metrics", None).await
+                let ip = e.ip.ok_or_else(|| fail("the exporter pod has no IP yet".into()))?;
+                direct_get(&ip.to_string(), e.port, "/metrics", None).await.map_err(fail)
             }
             _ => {
-                let req = proxy_request(&e.namespace, &e.name, e.port).map_err(|e| e.to_string())?;
+                let req = proxy_request(e.namespace.as_str(), &e.name, e.port).map_err(|x| fail(x.to_string()))?;
                 let response =
-                    client.send(req.map(kube::client::Body::from)).await.map_err(|e| short_error(&e).to_string())?;
+                    client.send(req.map(kube::client::Body::from)).await.map_err(|x| fail(short_error(&x)))?;
                 let status = response.status();
-                let text = read_limited(response.into_body(), &e.name).await?;
+                let text = read_limited(response.into_body(), &e.name).await.map_err(fail)?;
                 match status.as_u16() {
-                    403 => Err(format!("forbidden: the cockpit needs 'get pods/proxy' in {}", e.namespace)),
+                    403 => Err(ReadError::Forbidden(format!(
+                        "forbidden: the cockpit needs 'get pods/proxy' in {}",
+                        e.namespace
+                    ))),
                     _ if !status.is_success() => {
-                        Err(format!("answered {status}: {}", text.lines().next().unwrap_or("")))
+                        Err(fail(format!("answered {status}: {}", text.lines().next().unwrap_or(""))))
                     }
                     _ => Ok(text),
                 }
             }
         }
     };
-    tokio::time::timeout(Duration::from_secs(5), read).await.map_err(|_| "did not answer within 5s".to_string())?
+    tokio::time::timeout(Duration::from_secs(5), read).await.map_err(|_| fail("did not answer within 5s".into()))?
 }
 
 /// The metrics that say how busy a device is and how much memory it uses.

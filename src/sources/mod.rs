@@ -3,11 +3,13 @@
 //!
 //! - `sim`: the embedded demo cluster (`kgpu demo`).
 //! - `kube`, `file`, `agents`, `dcgm`: live clusters, offline dumps, node
-//!   agents and NVIDIA's dcgm-exporter.
+//!   agents and NVIDIA's dcgm-exporter; `poll`: how the last two are found
+//!   and read within a request budget.
 
 pub mod agents;
 pub mod dcgm;
 pub mod file;
 pub mod kinds;
 pub mod kube;
+pub mod poll;
 pub mod sim;

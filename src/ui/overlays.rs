@@ -258,7 +258,7 @@ fn confirm(frame: &mut Frame, area: Rect, c: &Confirm, theme: &Theme, ctx: &Cont
     let i = &c.impact;
     lines.push(Line::styled(
         format!(
-            "blast radius: {} pod(s), {} gang(s) broken, {:.1} GPU-hours of running work lost",
+            "blast radius: {} pod(s), {} gang(s) broken, {:.1} GPU-h lost (busy + restart)",
             i.pods.len(),
             i.gangs.len(),
             i.gpu_hours

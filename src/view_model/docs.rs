@@ -16,7 +16,7 @@ use super::style::{Doc, Role};
 /// The role of the step that blocks a pending item (none: nothing blocks).
 pub fn blocking_role(step: Option<Step>) -> Role {
     match step {
-        Some(Step::Quota | Step::AdmissionCheck) => Role::Warn,
+        Some(Step::Quota | Step::AdmissionCheck | Step::Scheduler) => Role::Warn,
         Some(Step::Gang | Step::DevicePlugin) => Role::Error,
         Some(Step::Fit) => Role::Pending,
         None => Role::Ok,
@@ -35,6 +35,52 @@ pub fn compat_cell(v: compat::Verdict) -> (&'static str, Role) {
 }
 
 /// A gang's state; a deadlock outranks it.
+/// The mark beside a node's upgrade state, in every view: stuck, labelled
+/// done on another driver than the operator's target, or held back.
+pub fn upgrade_mark(u: &crate::analysis::waves::UpgradeRow) -> &'static str {
+    if u.stuck {
+        "STUCK"
+    } else if u.done_off_target {
+        "OLD DRIVER"
+    } else if u.skip {
+        "skip"
+    } else {
+        ""
+    }
+}
+
+/// A wave plan's size promise, and each wave that breaks it to keep a
+/// running gang whole: `≤2 node(s) each; wave 3: 4 nodes for gang ml/pretrain`.
+pub fn wave_bound(plan: &crate::analysis::waves::WavePlan) -> String {
+    let mut out = format!("≤{} node(s) each", plan.wave_size);
+    for w in plan.waves.iter().filter(|w| w.nodes.len() as u32 > plan.wave_size) {
+        let why = if w.gangs.is_empty() { String::new() } else { format!(" to keep {} whole", w.gangs.join(", ")) };
+        out.push_str(&format!("; wave {}: {} nodes{why}", w.index, w.nodes.len()));
+    }
+    out
+}
+
+/// Where a wave plan's bounds come from, in words: `maxParallelUpgrades 1,
+/// maxUnavailable 25% from ClusterPolicy gpu-cluster-policy (drain off)`.
+pub fn wave_bounds_source(plan: &crate::analysis::waves::WavePlan) -> String {
+    use crate::analysis::waves::Bounds;
+    let values =
+        format!("maxParallelUpgrades {}, maxUnavailable {}", plan.policy.max_parallel, plan.policy.max_unavailable);
+    match &plan.bounds {
+        Bounds::Chosen => format!("{values} (chosen)"),
+        Bounds::Defaults => format!("{values} (the GPU Operator's defaults: no upgradePolicy found)"),
+        Bounds::Operator { object, auto_upgrade, drain } => format!(
+            "{values} from {object}'s upgradePolicy (drain {}){}",
+            if *drain { "on" } else { "off: GPU pods deleted, others stay" },
+            if *auto_upgrade {
+                ""
+            } else {
+                "; autoUpgrade is false: the operator upgrades no node by itself, these waves are for doing it by hand"
+            }
+        ),
+    }
+}
+
 pub fn gang_role(state: GangState, deadlocked: bool) -> Role {
     if deadlocked {
         return Role::Error;

@@ -2,7 +2,7 @@
 //! `kgpu snapshot` text and its JSON read the same states.
 
 use crate::model::time::age;
-use crate::model::{Feed, FeedState, FeedStatus, Snapshot, SourceKind, Timestamp};
+use crate::model::{Coverage, Feed, FeedState, FeedStatus, Snapshot, SourceKind, Timestamp};
 
 use super::style::Role;
 
@@ -28,6 +28,8 @@ pub struct FeedHealth {
     pub incomplete: bool,
     /// Objects it could not convert: how many, and why the last one.
     pub skipped: Option<(u64, String)>,
+    /// A polled feed's reporters and how current their readings are.
+    pub coverage: Option<Coverage>,
 }
 
 impl FeedHealth {
@@ -46,6 +48,28 @@ impl FeedHealth {
         } else {
             self.skipped.as_ref().map(|(n, _)| format!("{name}: {n} skipped"))
         }
+    }
+
+    /// Whether some of a polled feed's reporters have not been read yet
+    /// (its budget reaches them in turn).
+    pub fn partly_read(&self) -> bool {
+        self.coverage.is_some_and(|c| c.read < c.reporters)
+    }
+
+    /// What a polled feed has read, and at what cost to the API server:
+    /// `node agents: 16 of 2,000 reporters read so far; budget 0.5 requests/s through the API server`.
+    pub fn coverage_line(&self, now: Timestamp) -> Option<String> {
+        let c = self.coverage?;
+        let read = if c.read < c.reporters {
+            format!("{} of {} reporters read so far", c.read, c.reporters)
+        } else {
+            format!("{} reporters read", c.reporters)
+        };
+        let oldest = c.oldest_reading.map_or(String::new(), |t| format!(", the oldest reading {} ago", age(now - t)));
+        let budget = c.budget.map_or(" (directly, not through the API server)".to_string(), |b| {
+            format!("; budget {b} requests/s through the API server (--api-budget)")
+        });
+        Some(format!("feed {}: {read}{oldest}{budget}", self.feed.name()))
     }
 
     /// The line `snapshot` text and stderr give a feed's skipped objects.
@@ -91,6 +115,7 @@ pub fn health(snap: &Snapshot, now: Timestamp) -> Vec<FeedHealth> {
                     _ => false,
                 },
                 skipped: snap.skipped.get(f).cloned(),
+                coverage: status.coverage,
             })
         })
         .collect()
@@ -129,10 +154,18 @@ pub fn summary(snap: &Snapshot, now: Timestamp) -> (String, Role) {
         problems.push(format!("{} feeds reconnecting {}", stale.len(), age(now - since)));
     }
     problems.extend(feeds.iter().filter(|h| stale.len() < 3 || !h.stale()).filter_map(|h| h.problem(now)));
+    // A budget that has not reached every reporter yet: said, not hidden.
+    let partial: Vec<String> = feeds
+        .iter()
+        .filter(|h| h.partly_read() && !h.unavailable)
+        .filter_map(|h| h.coverage.map(|c| format!("{}: {}/{} nodes read", h.feed.name(), c.read, c.reporters)))
+        .collect();
     let oldest = feeds.iter().filter_map(|h| h.age).max();
     let data = oldest.map_or_else(|| "no data yet".to_string(), |a| format!("data {}", age(a)));
-    if problems.is_empty() {
+    if problems.is_empty() && partial.is_empty() {
         (data, Role::Dim)
+    } else if problems.is_empty() {
+        (format!("{data} · {}", partial.join(" · ")), Role::Dim)
     } else {
         let role = if feeds.iter().any(FeedHealth::stale) { Role::Error } else { Role::Warn };
         (format!("{data} · {}", problems.join(" · ")), role)

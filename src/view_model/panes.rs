@@ -397,7 +397,7 @@ impl Views {
         snap: Arc<Snapshot>,
         now: Timestamp,
         thresholds: &Thresholds,
-        wave_target: Option<(&crate::model::DriverVersion, waves::Policy)>,
+        wave_target: Option<(&crate::model::DriverVersion, Option<waves::Policy>)>,
     ) -> Views {
         let analysis = analysis::analyze(&snap, now, thresholds);
         Views::assemble(snap, analysis, wave_target, |snap, target, policy| {
@@ -412,7 +412,7 @@ impl Views {
         snap: Arc<Snapshot>,
         now: Timestamp,
         thresholds: &Thresholds,
-        wave_target: Option<(&crate::model::DriverVersion, waves::Policy)>,
+        wave_target: Option<(&crate::model::DriverVersion, Option<waves::Policy>)>,
     ) -> Views {
         let analysis = analyzer.analyze(&snap, now, thresholds);
         let analyzer = &*analyzer;
@@ -424,7 +424,7 @@ impl Views {
     fn assemble(
         snap: Arc<Snapshot>,
         analysis: Analysis,
-        wave_target: Option<(&crate::model::DriverVersion, waves::Policy)>,
+        wave_target: Option<(&crate::model::DriverVersion, Option<waves::Policy>)>,
         plan_waves: impl FnOnce(&Snapshot, &crate::model::DriverVersion, waves::Policy) -> waves::WavePlan,
     ) -> Views {
         let nodes = node_rows(&snap, &analysis);
@@ -434,12 +434,13 @@ impl Views {
         let usage = super::usage::rows(&analysis);
         let usage_workloads = super::usage::workload_rows(&analysis);
         // Without a chosen target, the waves go to what the GPU Operator is told.
-        let policy = wave_target.map_or_else(waves::Policy::default, |(_, p)| p);
         let target = crate::model::driver_policy::wave_target(
             wave_target.map(|(t, _)| t),
             snap.driver_policies.values().map(|p| &**p),
         );
-        let waves = target.version.as_ref().map(|t| plan_waves(&snap, t, policy));
+        // Their bounds: chosen, else the operator's upgradePolicy, else its defaults.
+        let (policy, bounds) = waves::bounds_for(wave_target.and_then(|(_, p)| p), target.upgrade.as_ref());
+        let waves = target.version.as_ref().map(|t| waves::WavePlan { bounds, ..plan_waves(&snap, t, policy) });
         let (waves_from, target_problem) = (target.from, target.problem);
         Views { snap, analysis, nodes, pools, mig, events, usage, usage_workloads, waves, waves_from, target_problem }
     }

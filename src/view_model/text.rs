@@ -72,6 +72,9 @@ pub fn render(snap: &Snapshot, a: &Analysis, section: Option<Section>, waves: Op
     for line in feeds.iter().filter_map(FeedHealth::skipped_line) {
         let _ = writeln!(out, "{line}");
     }
+    for line in feeds.iter().filter(|h| !h.unavailable).filter_map(|h| h.coverage_line(a.now)) {
+        let _ = writeln!(out, "{line}");
+    }
     out.push('\n');
     let sections: [(Section, WriteSection); 9] = [
         (Section::Fleet, fleet),
@@ -100,11 +103,12 @@ pub fn render(snap: &Snapshot, a: &Analysis, section: Option<Section>, waves: Op
 fn wave_plan(out: &mut String, plan: &WavePlan, source: &str) {
     let _ = writeln!(
         out,
-        "WAVES to driver {} (from {source}): {} wave(s) of at most {} node(s), canary first",
+        "WAVES to driver {} (from {source}): {} wave(s), {}, canary first",
         plan.target,
         plan.waves.len(),
-        plan.wave_size
+        super::docs::wave_bound(plan)
     );
+    let _ = writeln!(out, "BOUNDS: {}", super::docs::wave_bounds_source(plan));
     if let Some(why) = &plan.stalled {
         let _ = writeln!(out, "STALLED: {why}");
     }
@@ -387,7 +391,7 @@ fn drivers(out: &mut String, _snap: &Snapshot, a: &Analysis) {
                 u.node.to_string(),
                 u.state_str().to_string(),
                 u.seconds_in_state.map_or("unknown".into(), age),
-                if u.stuck { "STUCK".into() } else { String::new() },
+                super::docs::upgrade_mark(u).to_string(),
                 u.driver.as_ref().map(|d| d.to_string()).unwrap_or_default(),
             ]
         })
@@ -471,7 +475,14 @@ pub fn why(item: &PendingItem) -> String {
         age(item.age),
         item.shape
     );
-    let _ = writeln!(out, "blocked at: {}\n{}\n", item.blocking_str(), item.summary);
+    use crate::analysis::pending::VerdictSource;
+    let whose = match item.verdict_source {
+        VerdictSource::Kgpu => "",
+        VerdictSource::Scheduler => " (the scheduler's word: not evaluated by kgpu)",
+        VerdictSource::Kueue => " (Kueue's word: not evaluated by kgpu)",
+        VerdictSource::Volcano => " (Volcano's word: not evaluated by kgpu)",
+    };
+    let _ = writeln!(out, "blocked at: {}{whose}\n{}\n", item.blocking_str(), item.summary);
     for (i, s) in item.steps.iter().enumerate() {
         let mark = match s.verdict {
             Verdict::Pass => "ok  ",

@@ -116,7 +116,7 @@ pub async fn source_with(
     let (tx, rx) = tokio::sync::mpsc::channel(1024);
     let (snapshots, model) =
         kgpu::runtime::source::spawn_model(SourceInfo { kind: SourceKind::Kube, name: cp.server.clone() }, rx);
-    let mut tasks = watch::spawn_all(client, scope, tx);
+    let mut tasks = watch::spawn_all(client, scope, tx, snapshots.clone());
     tasks.push(model);
     (snapshots, tasks)
 }

@@ -341,6 +341,16 @@ pub fn room(demand: &Demand, node: &Node, used: &Tally) -> u64 {
     if n == u64::MAX { 0 } else { n }
 }
 
+/// A node's GPUs as the fleet counts them (see `supply`).
+#[derive(Clone, Copy)]
+struct NodeGpus {
+    buckets: super::supply::GpuBuckets,
+    /// Free GPUs a whole-GPU pod can have: not MIG, not replicas.
+    whole_free: u64,
+    /// Time-slicing: replicas per GPU.
+    replicas_per_gpu: Option<u64>,
+}
+
 fn unit_size(d: &Demand) -> u64 {
     match d.mig_profile {
         Some(p) => d.requests.get(&format!("{}{p}", keys::RESOURCE_MIG_PREFIX)).max(1),
@@ -359,6 +369,22 @@ pub fn analyze(index: &Index<'_>) -> Fragmentation {
     // (largest gang, usable, stranded) per distinct demand key.
     let mut seen: HashMap<DemandKey, (u64, u64, u64)> = HashMap::new();
     let empty = Tally::default();
+    // Per node (by position), its GPUs as the fleet counts them: the
+    // physical GPUs free, and whole GPUs free (not MIG, not a replica).
+    let gpus: Vec<NodeGpus> = index
+        .nodes_with_usage()
+        .map(|(node, used)| {
+            let supply = super::supply::supply(index, node);
+            let buckets = supply.buckets(node, used, true);
+            let whole_free = match supply.replicas {
+                // Time-sliced: the GPUs none of whose replicas is allocated.
+                Some(_) => buckets.free,
+                // MIG GPUs are not whole GPUs; unhealthy ones are not free.
+                None => node.allocatable.gpu.saturating_sub(used.gpu).min(buckets.free),
+            };
+            NodeGpus { buckets, whole_free, replicas_per_gpu: supply.replicas.map(|r| r.per_gpu as u64) }
+        })
+        .collect();
     for demand in pending.into_iter().chain(canonical_demands()) {
         let key = demand.key();
         let (largest, usable, stranded) = match seen.get(&key) {
@@ -370,20 +396,31 @@ pub fn analyze(index: &Index<'_>) -> Fragmentation {
                 for (i, ((node, used), blockers)) in index.nodes_with_usage().zip(placement.iter()).enumerate() {
                     // Only nodes this shape may use at all, and that are big enough
                     // for one pod when empty: elsewhere a free GPU is idle, not stranded.
-                    if !index.accepts_work(node) || !blockers.is_empty() || room(&demand, node, &empty) == 0 {
+                    let NodeGpus { whole_free, replicas_per_gpu, .. } = gpus[i];
+                    // A what-if shape asks for whole GPUs: a time-slicing replica
+                    // is a turn on a shared GPU, not one (a pending pod that asks
+                    // nvidia.com/gpu there gets replicas: the scheduler's truth).
+                    let replicas_only = replicas_per_gpu.is_some() && demand.source == ShapeSource::Canonical;
+                    if !index.accepts_work(node)
+                        || !blockers.is_empty()
+                        || replicas_only
+                        || room(&demand, node, &empty) == 0
+                    {
                         continue;
                     }
                     let s = room(&demand, node, used);
-                    let free = match demand.mig_profile {
-                        Some(p) => index.free_mig(node, p.as_str()),
-                        None => node.allocatable.gpu.saturating_sub(used.gpu),
+                    // Usable and free in the demand's units: MIG slices, or physical
+                    // GPUs (replicas taken by a shape fill whole GPUs only at r per GPU).
+                    let (free, used_by_shape) = match demand.mig_profile {
+                        Some(p) => (index.free_mig(node, p.as_str()), s * size),
+                        None => (whole_free, (s * size).div_ceil(replicas_per_gpu.unwrap_or(1)).min(whole_free)),
                     };
                     largest += s;
-                    usable += s * size;
-                    stranded += free.saturating_sub(s * size);
+                    usable += used_by_shape;
+                    stranded += free.saturating_sub(used_by_shape);
                     if demand.is_pending() && demand.mig_profile.is_none() {
                         let e = usable_by_node[i].get_or_insert(0);
-                        *e = (*e).max(s * size);
+                        *e = (*e).max(used_by_shape);
                     }
                 }
                 seen.insert(key, (largest, usable, stranded));
@@ -402,17 +439,19 @@ pub fn analyze(index: &Index<'_>) -> Fragmentation {
     let mut stranded_by_node = BTreeMap::new();
     let mut free_total = 0;
     let mut free_on_whole_nodes = 0;
-    for ((node, used), usable) in index.nodes_with_usage().zip(usable_by_node) {
+    for ((node, usable), NodeGpus { buckets, whole_free, .. }) in index.node_list().iter().zip(usable_by_node).zip(gpus)
+    {
         if !index.accepts_work(node) {
             continue;
         }
-        let free = node.allocatable.gpu.saturating_sub(used.gpu);
-        free_total += free;
-        if free > 0 && free == node.allocatable.gpu {
-            free_on_whole_nodes += free;
+        // Physical GPUs, as the fleet's totals count them (MIG GPUs with no
+        // slice allocated included; a replica is not a GPU).
+        free_total += buckets.free;
+        if buckets.free > 0 && buckets.used == 0 {
+            free_on_whole_nodes += buckets.free;
         }
         if let Some(usable) = usable {
-            let stranded = free.saturating_sub(usable);
+            let stranded = whole_free.saturating_sub(usable);
             if stranded > 0 {
                 stranded_by_node.insert(node.name, stranded);
             }

@@ -1,5 +1,5 @@
-//! The defragmentation plan: the fewest moves (evict a pod whose
-//! controller recreates it elsewhere) that make room for the top pending
+//! The defragmentation plan: the moves that lose the least work (evict a
+//! pod whose controller recreates it elsewhere), then the fewest, that make room for the top pending
 //! GPU gang or pod, then — when moves alone cannot — the cheapest evictions
 //! of work no more important than the target (lost work, marked as such).
 //! docs/fragmentation.md has the search; docs/actions.md how it is run.
@@ -23,6 +23,8 @@ const SEARCH_WIDTH: usize = 64;
 pub const MAX_NODES_FREED: usize = 16;
 /// Units per source node whose subsets are tried (2^10 subsets at most).
 const UNITS_TRIED: usize = 10;
+/// GPU-hours closer than this are the same price (then fewer moves win).
+const COST_EPSILON: f64 = 0.05;
 
 /// A unit that moves as one: a lone pod, or every member of a running gang.
 struct Unit<'a> {
@@ -33,17 +35,12 @@ struct Unit<'a> {
     priority: i32,
 }
 
-/// The work a move or an eviction throws away: GPUs × the time the pod
-/// has run since its last checkpoint (`kgpu.dev/last-checkpoint`, as the
-/// preemption cost counts it), less the time it has held them idle (nothing
-/// computed then), so an idle holder is the cheapest to move.
-fn pod_gpu_hours(index: &Index<'_>, pod: &Pod) -> f64 {
-    let gpus = pod.requests.gpu as f64 + pod.requests.mig_total() as f64;
-    let since =
-        pod.resume.as_ref().and_then(|r| r.last_checkpoint).map_or(pod.transitioned, |c| c.max(pod.transitioned));
-    let idle = index.idle_seconds(&pod.key()).unwrap_or(0);
-    let hours = (index.now - since - idle).max(0) as f64 / 3600.0;
-    gpus * hours
+/// The work a move or an eviction of `pods` (a pod, or a whole gang)
+/// throws away, priced as every eviction is (`lost_work`): busy time since
+/// the last checkpoint and the restart, idle time free, so an idle holder
+/// is the cheapest to move.
+fn unit_gpu_hours(index: &Index<'_>, pods: &[&Pod]) -> f64 {
+    crate::analysis::lost_work::of(index, pods).gpu_hours
 }
 
 /// The plan abandoned: why, and none of the steps tried on the way.
@@ -68,9 +65,9 @@ fn waits_only_for_room(index: &Index<'_>, demand: &Demand) -> bool {
     }
 }
 
-/// The fewest moves (evict, then the controller's replacement lands on a
-/// named node) that let the top pending GPU gang fit; ties go to the least
-/// GPU-hours disrupted. Whole-GPU shapes only.
+/// The moves (evict, then the controller's replacement lands on a named
+/// node) that let the top pending GPU gang fit for the least work lost;
+/// ties go to the fewest moves. Whole-GPU shapes only.
 pub fn plan(index: &Index<'_>, shapes: &[ShapeFit]) -> Plan {
     let not_needed = Plan {
         target: None,
@@ -167,8 +164,10 @@ pub fn plan(index: &Index<'_>, shapes: &[ShapeFit]) -> Plan {
                 let chosen: Vec<&Unit> = (0..n).filter(|i| mask & (1 << i) != 0).map(|i| candidates[i]).collect();
                 let pods: usize = chosen.iter().map(|u| u.pods.len()).sum();
                 let cost: f64 = chosen.iter().map(|u| u.gpu_hours).sum();
+                // The least work lost first (an idle holder before a busy
+                // one, however many), then the fewest pods moved.
                 if let Some((bp, bc, _, _)) = &best
-                    && (pods > *bp || pods == *bp && cost >= *bc)
+                    && (cost > *bc + COST_EPSILON || cost >= *bc - COST_EPSILON && pods >= *bp)
                 {
                     continue;
                 }
@@ -227,13 +226,19 @@ pub fn plan(index: &Index<'_>, shapes: &[ShapeFit]) -> Plan {
             },
         };
         for (pods, gang, destinations) in units {
-            for (pod, to) in pods.into_iter().zip(destinations) {
+            // The unit's price, shared out by the GPUs each pod holds.
+            let lost = crate::analysis::lost_work::of(index, &pods);
+            let share_of = |pod: &Pod| {
+                let node = pod.node.and_then(|n| index.snap.nodes.get(&n)).map(|n| &**n);
+                crate::analysis::lost_work::gpu_share(pod, node)
+            };
+            for (pod, to) in pods.iter().copied().zip(destinations) {
                 let from = pod.node.unwrap_or(node_name);
                 let room_of = |fleet: &Workspace, n: Option<Sym>| n.map_or(0, |n| fleet.target_room(n));
                 have -= fleet.target_room(from) + room_of(&fleet, to);
                 fleet.move_pod(pod, from, to);
                 have += fleet.target_room(from) + room_of(&fleet, to);
-                let hours = pod_gpu_hours(index, pod);
+                let hours = if lost.gpu_share > 0.0 { lost.gpu_hours * share_of(pod) / lost.gpu_share } else { 0.0 };
                 result.gpu_hours += hours;
                 moved.insert(pod.key());
                 result.steps.push(PlanStep {
@@ -506,8 +511,10 @@ fn cheapest_evictions<'a>(
             taken.iter().map(|u| u.pods.len()).sum::<usize>(),
             taken.iter().map(|u| u.gpu_hours).sum::<f64>(),
         );
+        // Never more important work; then the least work lost; then fewest pods.
         let cheaper = best.as_ref().is_none_or(|((p, n, h), _, _)| {
-            (cost.0, cost.1).cmp(&(*p, *n)).then(cost.2.total_cmp(h)) == std::cmp::Ordering::Less
+            let hours = if (cost.2 - h).abs() < COST_EPSILON { std::cmp::Ordering::Equal } else { cost.2.total_cmp(h) };
+            cost.0.cmp(p).then(hours).then(cost.1.cmp(n)) == std::cmp::Ordering::Less
         });
         if cheaper {
             best = Some((cost, node.name, taken));
@@ -545,7 +552,7 @@ fn units_on<'a>(index: &Index<'a>, target: &Demand, node: Sym, moved: &HashSet<P
                 if members.iter().any(|p| p.node != Some(node)) {
                     continue; // a gang spread over nodes moves as a whole elsewhere; not planned
                 }
-                let hours = members.iter().map(|p| pod_gpu_hours(index, p)).sum();
+                let hours = unit_gpu_hours(index, &members);
                 let priority = members.iter().map(|p| p.priority).max().unwrap_or(pod.priority);
                 units.push(Unit {
                     pods: members,
@@ -557,7 +564,7 @@ fn units_on<'a>(index: &Index<'a>, target: &Demand, node: Sym, moved: &HashSet<P
             None => units.push(Unit {
                 pods: vec![pod],
                 gang: None,
-                gpu_hours: pod_gpu_hours(index, pod),
+                gpu_hours: unit_gpu_hours(index, &[pod]),
                 priority: pod.priority,
             }),
         }

@@ -99,8 +99,8 @@ fn the_plan_moves_the_cheapest_work_that_frees_whole_nodes() {
     let moves: Vec<(&str, &str, &str)> =
         f.plan.steps.iter().map(|s| (s.pod.as_str(), s.from_node.as_str(), s.to_node.unwrap().as_str())).collect();
     assert_eq!(moves, [("a", "n1", "n4"), ("c", "n3", "n4")]);
-    // 1 + 2 GPU-hours disrupted.
-    assert!((f.plan.gpu_hours - 3.0).abs() < 1e-9, "{}", f.plan.gpu_hours);
+    // Work lost (docs/DESIGN.md): 1 GPU × (1 h + 10 min restart) + 2 GPUs × (1 h + 10 min).
+    assert!((f.plan.gpu_hours - 3.5).abs() < 1e-9, "{}", f.plan.gpu_hours);
     let freed: Vec<&str> = f.plan.nodes_freed.iter().map(|n| n.as_str()).collect();
     assert_eq!(freed, ["n1", "n3"]);
     // The freed nodes hold the gang: they are what running it reserves.
@@ -180,7 +180,8 @@ fn when_moves_cannot_make_room_the_cheapest_evictions_can() {
     let steps: Vec<(&str, Option<Sym>)> = f.plan.steps.iter().map(|s| (s.pod.as_str(), s.to_node)).collect();
     assert_eq!(steps, [("eval", None), ("notebook", None)], "least GPU-hours first at equal priority");
     assert_eq!(f.plan.steps_summary(), "0 move(s) and 2 eviction(s) (work lost)");
-    assert!((f.plan.gpu_hours - 7.0).abs() < 1e-9, "1 + 6 GPU-hours lost: {}", f.plan.gpu_hours);
+    // 1 GPU × (1 h + 10 min restart) + 2 GPUs × (3 h + 10 min).
+    assert!((f.plan.gpu_hours - 7.5).abs() < 1e-9, "7.5 GPU-hours lost: {}", f.plan.gpu_hours);
     assert_eq!(f.plan.reserve, [Sym::new("n1")]);
 }
 
@@ -302,6 +303,6 @@ fn an_idle_holder_is_the_cheapest_to_move_and_the_plan_says_so() {
     let f = analyze(&Index::build(&snap, NOW));
     let moves: Vec<(&str, Option<i64>)> = f.plan.steps.iter().map(|s| (s.pod.as_str(), s.idle_seconds)).collect();
     assert_eq!(moves, [("b", Some(170 * 60)), ("a", None)], "b first: the least work lost");
-    // 10 minutes of b's work and a's hour.
-    assert!((f.plan.gpu_hours - (10.0 / 60.0 + 1.0)).abs() < 1e-9, "{}", f.plan.gpu_hours);
+    // b: 10 busy minutes + its 10-minute restart; a: its hour + 10 minutes.
+    assert!((f.plan.gpu_hours - (20.0 / 60.0 + 70.0 / 60.0)).abs() < 1e-9, "{}", f.plan.gpu_hours);
 }

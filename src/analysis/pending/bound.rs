@@ -38,6 +38,7 @@ fn item(index: &Index<'_>, pod: &Pod, node: Sym, trouble: &NodeTrouble<'_>) -> P
         summary: summary.into(),
         details: details.into(),
         commands,
+        said_by: None,
     };
     let gang = index.gang_of(&pod.key());
     let recreated = if pod.owner.is_some() {

@@ -42,6 +42,7 @@ impl FitResult {
             summary: "not evaluated: no member shape known".into(),
             details: Arc::default(),
             commands: Vec::new(),
+            said_by: None,
         };
         FitResult {
             report: na(Step::Fit),
@@ -168,6 +169,7 @@ pub(super) fn fit_step(index: &Index<'_>, demand: &Demand) -> FitResult {
             },
             details: black_hole_note.into_iter().collect(),
             commands,
+            said_by: None,
         }
     } else if fitting_nodes == 0
         && slots_total == 0
@@ -190,6 +192,7 @@ pub(super) fn fit_step(index: &Index<'_>, demand: &Demand) -> FitResult {
             .into(),
             details: black_hole_note.into_iter().collect(),
             commands,
+            said_by: None,
         }
     } else {
         let summary = if need > 1 {
@@ -215,20 +218,70 @@ pub(super) fn fit_step(index: &Index<'_>, demand: &Demand) -> FitResult {
             summary: summary.into(),
             details: details.into(),
             commands,
+            said_by: None,
         }
     };
     let device_plugin = if silent.is_empty() {
         let some_silent = index.nodes().any(|n| index.silent_gpus(n) > 0);
-        StepReport {
-            step: Step::DevicePlugin,
-            verdict: if some_silent { Verdict::Warn } else { Verdict::Pass },
-            summary: if some_silent {
-                "some nodes have GPUs their device plugin does not advertise (not where this could run)".into()
-            } else {
-                "every node advertises the GPUs it has".into()
-            },
-            details: Arc::default(),
-            commands: Vec::new(),
+        // Capacity above allocatable: the plugin withholds devices it calls unhealthy.
+        let withheld: Vec<String> = index
+            .nodes()
+            .filter(|n| {
+                n.withheld_gpus() > 0 && n.hardware_gpus().is_none() && !index.snap.devices.contains_key(&n.name)
+            })
+            .map(|n| {
+                format!("{}: capacity {}, allocatable {} nvidia.com/gpu", n.name, n.capacity.gpu, n.allocatable.gpu)
+            })
+            .collect();
+        // GPUs the mig-manager holds back while it repartitions: expected
+        // for minutes, a wedge after that; said, not "every node advertises".
+        let repartitioning: Vec<Repartition> = repartitions(index)
+            .into_iter()
+            .filter(|r| {
+                index.snap.nodes.get(&r.node).is_some_and(|n| {
+                    n.operator.paused_for_mig_change
+                        || n.hardware_gpus().is_some_and(|h| h as u64 > n.allocatable.gpu + n.allocatable.mig_total())
+                })
+            })
+            .collect();
+        if let Some(first) = repartitioning.first() {
+            let texts: Vec<String> = repartitioning.iter().map(Repartition::text).collect();
+            StepReport {
+                step: Step::DevicePlugin,
+                verdict: Verdict::Warn,
+                summary: format!(
+                    "{} node(s) advertise no GPUs while the mig-manager repartitions them: {}",
+                    repartitioning.len(),
+                    texts.join("; ")
+                )
+                .into(),
+                commands: first.commands(),
+                details: withheld.into(),
+                said_by: None,
+            }
+        } else {
+            let summary = match (some_silent, withheld.len()) {
+                (false, 0) => "every node advertises the GPUs it has".to_string(),
+                (true, 0) => {
+                    "some nodes have GPUs their device plugin does not advertise (not where this could run)".into()
+                }
+                (_, n) => format!(
+                    "{n} node(s) withhold GPUs their device plugin reports unhealthy (capacity above allocatable){}",
+                    if some_silent { "; some others advertise fewer GPUs than they have" } else { "" }
+                ),
+            };
+            StepReport {
+                step: Step::DevicePlugin,
+                verdict: if some_silent || !withheld.is_empty() { Verdict::Warn } else { Verdict::Pass },
+                summary: summary.into(),
+                commands: withheld
+                    .first()
+                    .and_then(|w| w.split(':').next())
+                    .map(|n| vec![format!("kubectl describe node {n} | grep -A8 -E '^(Capacity|Allocatable)'")])
+                    .unwrap_or_default(),
+                details: withheld.into(),
+                said_by: None,
+            }
         }
     } else {
         let names: Vec<String> =
@@ -250,6 +303,7 @@ pub(super) fn fit_step(index: &Index<'_>, demand: &Demand) -> FitResult {
                 ),
                 format!("kubectl get pods -A -o wide --field-selector spec.nodeName={first} | grep -i device-plugin"),
             ],
+            said_by: None,
         }
     };
     // Isolation order: a device-plugin block explains the fit block; report it there.
@@ -308,6 +362,58 @@ pub(super) struct FleetFacts {
     any_gpu_node: bool,
     /// Taints every GPU node has (but PreferNoSchedule ones).
     common_gpu_taints: Vec<crate::model::Taint>,
+    /// Nodes the mig-manager is repartitioning now.
+    repartitions: Vec<Repartition>,
+}
+
+/// A node the mig-manager is repartitioning (`mig.config.state` pending or
+/// rebooting): it advertises none of the GPUs it repartitions until done.
+pub(super) struct Repartition {
+    node: crate::model::Sym,
+    config: &'static str,
+    state: &'static str,
+    for_seconds: Option<i64>,
+}
+
+impl Repartition {
+    /// `mig-08 to all-3g.40gb (pending for 40m, looks wedged)`.
+    fn text(&self) -> String {
+        let wedged =
+            self.for_seconds.is_some_and(|s| s >= super::super::Thresholds::default().mig_pending_wedged_after);
+        format!(
+            "{} to {} ({} for {}{})",
+            self.node,
+            self.config,
+            self.state,
+            self.for_seconds.map_or("an unknown time".into(), crate::model::time::age),
+            if wedged { ", looks wedged" } else { "" }
+        )
+    }
+
+    fn commands(&self) -> Vec<String> {
+        vec![
+            format!("kubectl get node {} -L nvidia.com/mig.config,nvidia.com/mig.config.state", self.node),
+            format!(
+                "kubectl logs -n gpu-operator $(kubectl get pods -n gpu-operator -l app=nvidia-mig-manager --field-selector spec.nodeName={} -o name) --tail=50",
+                self.node
+            ),
+        ]
+    }
+}
+
+fn repartitions(index: &Index<'_>) -> Vec<Repartition> {
+    index
+        .nodes()
+        .filter_map(|n| {
+            let state = n.operator.mig_config_state?.as_str();
+            matches!(state, "pending" | "rebooting").then(|| Repartition {
+                node: n.name,
+                config: n.operator.mig_config.map_or("?", |c| c.as_str()),
+                state,
+                for_seconds: n.operator.mig_config_since.map(|s| index.now - s),
+            })
+        })
+        .collect()
 }
 
 impl FleetFacts {
@@ -335,7 +441,13 @@ impl FleetFacts {
                 .cloned()
                 .collect()
         });
-        FleetFacts { advertised_mig, offered_mig, any_gpu_node: !gpu_nodes.is_empty(), common_gpu_taints }
+        FleetFacts {
+            advertised_mig,
+            offered_mig,
+            any_gpu_node: !gpu_nodes.is_empty(),
+            common_gpu_taints,
+            repartitions: repartitions(index),
+        }
     }
 }
 
@@ -354,12 +466,28 @@ pub(super) fn shape_hints(fleet: &FleetFacts, demand: &Demand) -> Vec<String> {
         && !fleet.advertised_mig.contains(profile.as_str())
     {
         let resource = format!("{}{profile}", keys::RESOURCE_MIG_PREFIX);
+        // A repartition to this very profile under way: it comes first, and
+        // no second one should start while it is stuck.
+        let under_way: Vec<&Repartition> =
+            fleet.repartitions.iter().filter(|r| r.config.contains(profile.as_str())).collect();
+        if let Some(r) = under_way.first() {
+            out.push(format!(
+                "mig-repartition-under-way: {}: that node offers {profile} once it is done; find why it has not finished before you start another ({})",
+                r.text(),
+                r.commands().join("; ")
+            ));
+        }
         out.push(format!(
-            "mig-profile-not-offered: no node advertises {resource}{}; repartition a node (m) with a mig.config that includes {profile}",
+            "mig-profile-not-offered: no node advertises {resource}{}; {} with a mig.config that includes {profile}",
             if fleet.offered_mig.is_empty() {
                 String::new()
             } else {
                 format!(" (offered: {})", fleet.offered_mig.iter().copied().collect::<Vec<_>>().join(", "))
+            },
+            if under_way.is_empty() {
+                "repartition a node (m)"
+            } else {
+                "then, if still needed, repartition another node (m)"
             }
         ));
     }

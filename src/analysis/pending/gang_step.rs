@@ -46,6 +46,7 @@ pub(super) fn gang_step(index: &Index<'_>, gang: &Gang, summary: &GangSummary, a
                 .into(),
                 details: Arc::default(),
                 commands,
+                said_by: None,
             };
             if !summary.deadlocked_with.is_empty() {
                 let others: Vec<String> = summary
@@ -79,6 +80,7 @@ pub(super) fn gang_step(index: &Index<'_>, gang: &Gang, summary: &GangSummary, a
             summary: "no members created yet (waiting for admission)".into(),
             details: details.into(),
             commands,
+            said_by: None,
         },
         _ => StepReport {
             step: Step::Gang,
@@ -86,6 +88,7 @@ pub(super) fn gang_step(index: &Index<'_>, gang: &Gang, summary: &GangSummary, a
             summary: format!("{}/{} members placed", summary.placed, summary.required).into(),
             details: details.into(),
             commands,
+            said_by: None,
         },
     }
 }
@@ -120,7 +123,7 @@ fn no_pods_yet(index: &Index<'_>, gang: &Gang, mut details: Vec<String>, command
             None => format!("unblock: create the job this Workload stands for, or delete workload {}", gang.name),
         });
     }
-    StepReport { step: Step::Gang, verdict, summary: summary.into(), details: details.into(), commands }
+    StepReport { step: Step::Gang, verdict, summary: summary.into(), details: details.into(), commands, said_by: None }
 }
 
 /// The gang step of a pod that waits as itself though it belongs to a gang
@@ -138,5 +141,6 @@ pub(super) fn member_step(gang: &Gang, summary: &GangSummary) -> StepReport {
         .into(),
         details: Arc::default(),
         commands: vec![format!("kubectl get {} {} {} -o yaml", kind.to_ascii_lowercase(), ns_flag(gang.namespace), gang.name)],
+        said_by: None,
     }
 }

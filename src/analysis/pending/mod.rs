@@ -12,6 +12,7 @@ mod bound;
 mod cross_check;
 mod fit_step;
 mod gang_step;
+mod honesty;
 mod quota;
 #[cfg(test)]
 mod tests;
@@ -31,6 +32,10 @@ pub enum Step {
     Gang,
     Fit,
     DevicePlugin,
+    /// Where kgpu's model finds nothing in the way and the component that
+    /// decides (kube-scheduler, another scheduler, Volcano) says otherwise:
+    /// its word, not evaluated by kgpu.
+    Scheduler,
 }
 
 impl Step {
@@ -41,6 +46,7 @@ impl Step {
             Step::Gang => "gang",
             Step::Fit => "fit",
             Step::DevicePlugin => "device-plugin",
+            Step::Scheduler => "scheduler",
         }
     }
     pub fn title(self) -> &'static str {
@@ -50,6 +56,7 @@ impl Step {
             Step::Gang => "gang",
             Step::Fit => "per-node fit",
             Step::DevicePlugin => "device plugin",
+            Step::Scheduler => "the scheduler's verdict",
         }
     }
 }
@@ -73,6 +80,31 @@ pub struct StepReport {
     pub details: Arc<[String]>,
     /// The kubectl command that shows the same by hand.
     pub commands: Vec<String>,
+    /// Whose verdict this is when not kgpu's own: the component that
+    /// decides said so, in words kgpu does not (fully) model.
+    pub said_by: Option<VerdictSource>,
+}
+
+/// Who gave a pending item's verdict: kgpu's own model, or the component
+/// that decides (its condition or event), where kgpu's model ends.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum VerdictSource {
+    #[default]
+    Kgpu,
+    Scheduler,
+    Kueue,
+    Volcano,
+}
+
+impl VerdictSource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            VerdictSource::Kgpu => "kgpu",
+            VerdictSource::Scheduler => "scheduler",
+            VerdictSource::Kueue => "kueue",
+            VerdictSource::Volcano => "volcano",
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -105,6 +137,9 @@ pub struct PendingItem {
     pub priority: i32,
     /// The first step that blocks; `None` when nothing does (it should schedule).
     pub blocking: Option<Step>,
+    /// Whose verdict the headline is: kgpu's model, or the deciding
+    /// component's where kgpu finds nothing in the way and it disagrees.
+    pub verdict_source: VerdictSource,
     pub summary: String,
     pub steps: Vec<StepReport>,
     /// kgpu's per-node verdicts: reason code → nodes (a node can count for
@@ -146,6 +181,7 @@ impl PendingItem {
             gpus,
             priority,
             blocking: None,
+            verdict_source: VerdictSource::Kgpu,
             summary: String::new(),
             steps: Vec::new(),
             node_reasons: Arc::default(),
@@ -206,6 +242,9 @@ struct Memo<'a> {
     /// the scheduler's message as often as not. Keyed by the fit's address,
     /// so every fit is kept alive (in `shapes`, `not_evaluated`) meanwhile.
     checks: HashMap<(*const FitResult, String), CrossCheck>,
+    /// Pods that finished on a node, newest first: what freed room since
+    /// the scheduler last tried (`honesty`).
+    finished: Option<Vec<honesty::Finished>>,
     /// The newest FailedScheduling event of each pod, by (namespace, name).
     failed_scheduling: Option<HashMap<(Sym, &'a str), &'a ClusterEvent>>,
 }
@@ -230,6 +269,18 @@ impl<'a> Memo<'a> {
         {
             return Some(u.message.to_string());
         }
+        self.failed_scheduling(snap, pod).map(|e| e.message.to_string())
+    }
+
+    /// When the scheduler last said it: its newest FailedScheduling event,
+    /// or when the PodScheduled condition turned False.
+    fn scheduler_said_at(&mut self, snap: &'a Snapshot, pod: &Pod) -> Option<Timestamp> {
+        let event = self.failed_scheduling(snap, pod).map(|e| e.last);
+        let condition = pod.unschedulable.as_ref().map(|u| u.since);
+        event.max(condition)
+    }
+
+    fn failed_scheduling(&mut self, snap: &'a Snapshot, pod: &Pod) -> Option<&'a ClusterEvent> {
         let events = self.failed_scheduling.get_or_insert_with(|| {
             let mut newest: HashMap<(Sym, &str), &ClusterEvent> = HashMap::new();
             for e in snap.events.values() {
@@ -243,7 +294,7 @@ impl<'a> Memo<'a> {
             }
             newest
         });
-        events.get(&(pod.namespace, &*pod.name)).map(|e| e.message.to_string())
+        events.get(&(pod.namespace, &*pod.name)).copied()
     }
 
     fn cross_check(&mut self, item: &mut PendingItem, fit: &Arc<FitResult>, message: Option<String>) {
@@ -355,6 +406,7 @@ pub fn pod_items<'a>(index: &Index<'a>, gangs: &[GangSummary]) -> Vec<PendingIte
                 let steps = std::mem::take(&mut item.steps);
                 let fit = memo.shape(index, &pod_demand(pod)).fit;
                 finish(&mut item, steps, &fit);
+                honesty::defer_to_the_cluster(index, &mut memo, &mut item, Some(pod), &fit);
             }
             item
         })
@@ -439,6 +491,7 @@ fn pod_item<'a>(index: &Index<'a>, memo: &mut Memo<'a>, pod: &Pod) -> PendingIte
             summary: summary.into(),
             details: Arc::default(),
             commands: Vec::new(),
+            said_by: None,
         };
         (
             not_applicable(Step::Quota, "not queued by Kueue or Volcano"),
@@ -466,12 +519,14 @@ fn pod_item<'a>(index: &Index<'a>, memo: &mut Memo<'a>, pod: &Pod) -> PendingIte
                 ns_flag(pod.namespace),
                 pod.name
             )],
+            said_by: None,
         };
     }
     memo.cross_check(&mut item, &fit, scheduler);
     steps.push(fit.report_for(Some(pod)));
     steps.push(fit.device_plugin.clone());
     finish(&mut item, steps, &fit);
+    honesty::defer_to_the_cluster(index, memo, &mut item, Some(pod), &fit);
     item
 }
 
@@ -536,12 +591,14 @@ fn gang_item<'a>(
     steps.push(fit.report_for(waiting_member));
     steps.push(fit.device_plugin.clone());
     finish(&mut item, steps, &fit);
+    honesty::defer_to_the_cluster(index, memo, &mut item, waiting_member, &fit);
     item
 }
 
 fn finish(item: &mut PendingItem, steps: Vec<StepReport>, fit: &FitResult) {
     let blocking = steps.iter().find(|s| s.verdict == Verdict::Block);
     item.blocking = blocking.map(|s| s.step);
+    item.verdict_source = blocking.and_then(|s| s.said_by).unwrap_or_default();
     item.summary = match blocking {
         Some(s) => format!("{}: {}", s.step.title(), s.summary),
         None => "nothing blocks it: the scheduler should place it on its next attempt".into(),

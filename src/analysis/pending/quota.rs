@@ -42,6 +42,7 @@ fn kueue_quota_step(index: &Index<'_>, gang: &Gang) -> StepReport {
             details: vec![format!("unblock: set spec.active=true (kubectl kueue resume workload {} {ns})", gang.name)]
                 .into(),
             commands,
+            said_by: None,
         };
     }
     let local = gang.queue;
@@ -79,6 +80,7 @@ fn kueue_quota_step(index: &Index<'_>, gang: &Gang) -> StepReport {
             },
             details: details.into(),
             commands,
+            said_by: None,
         };
     }
     // Not admitted: explain with Kueue's own words and the quota numbers.
@@ -103,6 +105,7 @@ fn kueue_quota_step(index: &Index<'_>, gang: &Gang) -> StepReport {
             summary: "no queue name: Kueue does not know where to admit it".into(),
             details: details.into(),
             commands,
+            said_by: None,
         };
     };
     let Some(cq) = cq else {
@@ -122,6 +125,7 @@ fn kueue_quota_step(index: &Index<'_>, gang: &Gang) -> StepReport {
             summary: summary.into(),
             details: details.into(),
             commands,
+            said_by: None,
         };
     };
     if !cq.is_active() {
@@ -137,9 +141,14 @@ fn kueue_quota_step(index: &Index<'_>, gang: &Gang) -> StepReport {
             summary: format!("ClusterQueue {} is inactive{why}", cq.name).into(),
             details: details.into(),
             commands,
+            said_by: None,
         };
     }
-    kueue_quota_arithmetic(index, gang, cq, kueue_said, details, commands)
+    // Kueue's own word on this workload: what kgpu defers to where its
+    // arithmetic finds room and Kueue says otherwise.
+    let kueue_word =
+        reserved.filter(|c| !c.status && !c.message.is_empty()).map(|c| format!("{}: {}", c.reason, c.message));
+    kueue_quota_arithmetic(index, gang, cq, (kueue_said, kueue_word), details, commands)
 }
 
 /// Kueue's "N more needed" for one flavor and resource.
@@ -158,7 +167,7 @@ fn kueue_quota_arithmetic(
     index: &Index<'_>,
     gang: &Gang,
     cq: &crate::model::Queue,
-    kueue_said: Option<KueueSaid>,
+    (kueue_said, kueue_word): (Option<KueueSaid>, Option<String>),
     mut details: Vec<String>,
     commands: Vec<String>,
 ) -> StepReport {
@@ -171,6 +180,7 @@ fn kueue_quota_arithmetic(
         summary: summary.into(),
         details: details.into(),
         commands: commands.clone(),
+        said_by: None,
     };
     if let Some((resource, _)) = need.iter().find(|(r, _)| !cq.quotas.iter().any(|q| q.resource.as_str() == *r)) {
         details.push(format!(
@@ -258,22 +268,42 @@ fn kueue_quota_arithmetic(
             }
         }
         if fits {
+            let borrowing = if borrowing.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    " (borrowing {} from cohort {})",
+                    borrowing.join(", "),
+                    cq.cohort.map_or("-".into(), |c| c.to_string())
+                )
+            };
+            // Kueue decides: where it says no, its word is the verdict.
+            if let Some(word) = kueue_word {
+                details.push(format!(
+                    "kgpu's quota arithmetic finds room in flavor {name} of ClusterQueue {}{borrowing}; Kueue also weighs what kgpu does not model here (a flavor's nodeLabels and taints against the pod set's selector and tolerations, StrictFIFO order behind a blocked head, stop policies, admission fair sharing), or its last attempt predates freed quota",
+                    cq.name
+                ));
+                return StepReport {
+                    step: Step::Quota,
+                    verdict: Verdict::Block,
+                    summary: format!("Kueue says: {word}").into(),
+                    details: details.into(),
+                    commands,
+                    said_by: Some(super::VerdictSource::Kueue),
+                };
+            }
             // Kueue stops at the first flavor that fits, borrowing or not.
             return StepReport {
                 step: Step::Quota,
                 verdict: Verdict::Warn,
                 summary: format!(
-                    "not admitted yet, but it fits flavor {name} of ClusterQueue {}{}: Kueue should reserve it on its next attempt",
-                    cq.name,
-                    if borrowing.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" (borrowing {} from cohort {})", borrowing.join(", "), cq.cohort.map_or("-".into(), |c| c.to_string()))
-                    }
+                    "not admitted yet, but it fits flavor {name} of ClusterQueue {}{borrowing}: Kueue should reserve it on its next attempt",
+                    cq.name
                 )
                 .into(),
                 details: details.into(),
                 commands,
+                said_by: None,
             };
         }
     }
@@ -382,7 +412,14 @@ pub(super) fn admission_check_step(gang: &Gang) -> Option<StepReport> {
     } else {
         (Verdict::Pass, "every admission check is Ready".to_string())
     };
-    Some(StepReport { step: Step::AdmissionCheck, verdict, summary: summary.into(), details: details.into(), commands })
+    Some(StepReport {
+        step: Step::AdmissionCheck,
+        verdict,
+        summary: summary.into(),
+        details: details.into(),
+        commands,
+        said_by: None,
+    })
 }
 
 fn volcano_queue_step(index: &Index<'_>, gang: &Gang) -> StepReport {
@@ -433,6 +470,7 @@ fn volcano_queue_step(index: &Index<'_>, gang: &Gang) -> StepReport {
                 summary: format!("Volcano queue {} is {}", q.name, q.state.map_or("not open", |s| s.as_str())).into(),
                 details: details.into(),
                 commands,
+                said_by: None,
             };
         }
     }
@@ -443,6 +481,7 @@ fn volcano_queue_step(index: &Index<'_>, gang: &Gang) -> StepReport {
             summary: format!("PodGroup is {phase}: enqueued").into(),
             details: details.into(),
             commands,
+            said_by: None,
         };
     }
     StepReport {
@@ -451,5 +490,6 @@ fn volcano_queue_step(index: &Index<'_>, gang: &Gang) -> StepReport {
         summary: format!("PodGroup is {phase}: not enqueued (queue capacity or gang minimum)").into(),
         details: details.into(),
         commands,
+        said_by: None,
     }
 }

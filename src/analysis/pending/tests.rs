@@ -145,3 +145,111 @@ fn a_gang_short_of_two_nodes_is_told_to_make_room_on_two() {
         it.unblock
     );
 }
+
+/// Verbatim shape from kubernetes/kubernetes issue threads about topology
+/// spread (`N node(s) didn't match pod topology spread constraints`): kgpu
+/// does not model PodTopologySpread, finds room, and must not say
+/// "nothing blocks it" over the scheduler's word.
+const SPREAD_MESSAGE: &str = "0/3 nodes are available: 1 Insufficient nvidia.com/gpu, 2 node(s) didn't match pod topology spread constraints. preemption: 0/3 nodes are available: 1 No preemption victims found for incoming pod, 2 Preemption is not helpful for scheduling.";
+
+fn three_nodes() -> Vec<Node> {
+    vec![node("n1").gpus(8).build(), node("n2").gpus(8).build(), node("n3").gpus(8).build()]
+}
+
+#[test]
+fn the_schedulers_word_is_the_headline_where_kgpu_finds_room() {
+    let busy = pod("busy").gpus(8).owner("Job", "busy").on("n1").running().build();
+    let pods = vec![busy, pod("spread").gpus(4).created(NOW - 3600).unschedulable(SPREAD_MESSAGE, NOW - 3500).build()];
+    let items = items(three_nodes(), pods);
+    let it = item(&items, "spread");
+    assert_eq!(it.blocking, Some(Step::Scheduler), "{}", it.summary);
+    assert_eq!(it.verdict_source, VerdictSource::Scheduler);
+    assert!(it.summary.starts_with("the scheduler's verdict: the scheduler says: 0/3 nodes"), "{}", it.summary);
+    let s = step(it, Step::Scheduler);
+    assert_eq!(s.said_by, Some(VerdictSource::Scheduler));
+    assert!(
+        s.details.iter().any(|d| d.contains("pod topology spread")
+            && d.contains("PodTopologySpread")
+            && d.contains("not evaluated by kgpu")),
+        "{:?}",
+        s.details
+    );
+    assert!(
+        s.details.iter().any(|d| d.contains("Insufficient nvidia.com/gpu") && d.contains("modelled by kgpu")),
+        "{:?}",
+        s.details
+    );
+    assert!(
+        s.commands.iter().any(|c| c.contains("topologySpreadConstraints") && c.contains("spread -n default")),
+        "{:?}",
+        s.commands
+    );
+    assert!(!it.summary.contains("nothing blocks it"));
+}
+
+#[test]
+fn a_change_kgpu_can_name_explains_the_difference() {
+    // A node that joined after the scheduler's last attempt.
+    let busy = pod("busy").gpus(8).owner("Job", "busy").on("n1").running().build();
+    let nodes =
+        vec![node("n1").gpus(8).build(), node("n2").gpus(8).build(), node("n3").gpus(8).created(NOW - 10).build()];
+    let pods = vec![busy, pod("spread").gpus(4).unschedulable(SPREAD_MESSAGE, NOW - 60).build()];
+    let found = items(nodes, pods);
+    let it = item(&found, "spread");
+    assert_eq!(it.blocking, None);
+    assert_eq!(it.verdict_source, VerdictSource::Kgpu);
+    assert!(it.summary.contains("node n3 joined after its last attempt"), "{}", it.summary);
+    // A pod that finished after it: its GPUs are free now.
+    let busy = pod("busy").gpus(8).owner("Job", "busy").on("n1").running().build();
+    let done =
+        pod("done").gpus(8).owner("Job", "done").on("n2").phase(PodPhase::Succeeded).transitioned(NOW - 5).build();
+    let pods = vec![busy, done, pod("spread").gpus(4).unschedulable(SPREAD_MESSAGE, NOW - 60).build()];
+    let found = items(three_nodes(), pods);
+    let it = item(&found, "spread");
+    assert_eq!(it.blocking, None);
+    assert!(it.summary.contains("pod done finished on n2 after its last attempt"), "{}", it.summary);
+}
+
+#[test]
+fn another_scheduler_is_named_and_never_the_default_one_promised() {
+    let pods = vec![pod("kai").gpus(1).scheduler("kai-scheduler").build()];
+    let found = items(three_nodes(), pods);
+    let it = item(&found, "kai");
+    assert_eq!(it.blocking, Some(Step::Scheduler));
+    assert!(
+        it.summary.contains("scheduled by 'kai-scheduler'") && it.summary.contains("is 'kai-scheduler' running?"),
+        "{}",
+        it.summary
+    );
+    assert!(!it.summary.contains("should place it"));
+    // Its own words, where it left some.
+    let said = "0/3 nodes are available: 3 node(s) didn't have enough resource: GPUs";
+    let pods = vec![pod("kai").gpus(1).scheduler("kai-scheduler").unschedulable(said, NOW - 60).build()];
+    let found = items(three_nodes(), pods);
+    let it = item(&found, "kai");
+    assert!(it.summary.contains(said), "{}", it.summary);
+}
+
+#[test]
+fn words_kgpu_cannot_read_are_still_the_headline() {
+    let pods = vec![pod("odd").gpus(1).unschedulable("the scheduler was having a bad day", NOW - 60).build()];
+    let it = items(three_nodes(), pods).remove(0);
+    assert_eq!(it.blocking, Some(Step::Scheduler));
+    assert!(it.summary.contains("in words kgpu does not parse"), "{}", it.summary);
+}
+
+/// 1.26+ writes a PreFilter rejection once, without a count (from the
+/// VolumeBinding plugin's source): the whole message is the headline.
+#[test]
+fn a_prefilter_rejection_is_the_headline_with_its_plugin() {
+    let said = "0/3 nodes are available: pod has unbound immediate PersistentVolumeClaims. preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.";
+    let pods = vec![pod("pvc").gpus(1).unschedulable(said, NOW - 60).build()];
+    let it = items(three_nodes(), pods).remove(0);
+    assert_eq!(it.blocking, Some(Step::Scheduler));
+    let s = step(&it, Step::Scheduler);
+    assert!(
+        s.details[0].contains("VolumeBinding") && s.details[0].contains("not evaluated by kgpu"),
+        "{:?}",
+        s.details
+    );
+}

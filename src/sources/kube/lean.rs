@@ -273,9 +273,76 @@ pub struct PodSpec {
 #[serde(rename_all = "camelCase")]
 pub struct Container {
     pub image: Option<String>,
+    /// Read for the agents' and exporters' ports only.
+    pub ports: Option<Vec<ContainerPort>>,
     pub env: Option<Vec<EnvVar>>,
     pub resources: Option<ResourceRequirements>,
     pub restart_policy: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ContainerPort {
+    #[serde(default)]
+    pub name: PortName,
+    #[serde(default)]
+    pub container_port: i32,
+}
+
+/// A port's name, as far as kgpu cares: the agent's `http`, the exporter's
+/// `metrics`, or another (read without allocating).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum PortName {
+    Http,
+    Metrics,
+    #[default]
+    Other,
+}
+
+impl<'de> Deserialize<'de> for PortName {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Name;
+        impl Visitor<'_> for Name {
+            type Value = PortName;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a port name")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<PortName, E> {
+                Ok(match v {
+                    "http" => PortName::Http,
+                    "metrics" => PortName::Metrics,
+                    _ => PortName::Other,
+                })
+            }
+            fn visit_unit<E>(self) -> Result<PortName, E> {
+                Ok(PortName::Other)
+            }
+        }
+        d.deserialize_any(Name)
+    }
+}
+
+/// `status.podIP`, read without allocating; anything but an address is none.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PodIp(pub Option<std::net::IpAddr>);
+
+impl<'de> Deserialize<'de> for PodIp {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Ip;
+        impl Visitor<'_> for Ip {
+            type Value = PodIp;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an IP address")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<PodIp, E> {
+                Ok(PodIp(v.parse().ok()))
+            }
+            fn visit_unit<E>(self) -> Result<PodIp, E> {
+                Ok(PodIp(None))
+            }
+        }
+        d.deserialize_any(Ip)
+    }
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -295,6 +362,8 @@ pub struct Volume {
 #[serde(rename_all = "camelCase")]
 pub struct PodStatus {
     pub phase: Option<String>,
+    #[serde(default, rename = "podIP")]
+    pub pod_ip: PodIp,
     pub reason: Option<String>,
     pub message: Option<String>,
     pub start_time: Option<Time>,

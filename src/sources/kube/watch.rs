@@ -312,11 +312,26 @@ fn json(o: &DynamicObject) -> Result<serde_json::Value, String> {
     serde_json::to_value(o).map_err(|e| e.to_string())
 }
 
-/// Starts every watcher; each sends its feed's events to `tx`.
-pub fn spawn_all(client: Client, scope: Scope, tx: mpsc::Sender<Vec<ModelEvent>>) -> Vec<JoinHandle<()>> {
+/// Starts every watcher; each sends its feed's events to `tx`. The agents
+/// and dcgm-exporters are found in `snapshots`, the model these feed.
+pub fn spawn_all(
+    client: Client,
+    scope: Scope,
+    tx: mpsc::Sender<Vec<ModelEvent>>,
+    snapshots: tokio::sync::watch::Receiver<std::sync::Arc<crate::model::Snapshot>>,
+) -> Vec<JoinHandle<()>> {
     let mut tasks = Vec::new();
-    tasks.extend(crate::sources::agents::spawn(client.clone(), scope.agents.clone(), tx.clone()));
-    tasks.extend(crate::sources::dcgm::spawn(client.clone(), scope.agents.clone(), tx.clone()));
+    let polling = crate::sources::agents::Polling {
+        client: client.clone(),
+        config: scope.agents.clone(),
+        snapshots,
+        watched: scope.namespace.is_none(),
+        // Direct reads do not pass through the API server.
+        budget: (scope.agents.transport == crate::sources::agents::Transport::PodProxy)
+            .then(|| crate::sources::poll::Budget::new(scope.agents.budget)),
+    };
+    tasks.extend(crate::sources::agents::spawn(&polling, tx.clone()));
+    tasks.extend(crate::sources::dcgm::spawn(&polling, tx.clone()));
     // Nodes and pods decode straight into what conversion reads (lean.rs:
     // no JSON round trip, nothing unread allocated, for 100,000 pods);
     // events into k8s-openapi's type; custom resources are read as JSON.

@@ -542,5 +542,13 @@ fn cluster_policy(driver: catalog::Driver) -> crate::model::DriverPolicy {
         enabled: true,
         defers_to_nvidia_drivers: false,
         node_selector: Default::default(),
+        // The Helm chart's values (the real sample's upgradePolicy).
+        upgrade: Some(crate::model::UpgradePolicy {
+            auto_upgrade: true,
+            max_parallel: Some(1),
+            max_unavailable: Some("25%".into()),
+            drain: false,
+            drain_timeout_seconds: Some(300),
+        }),
     }
 }

@@ -104,6 +104,8 @@ fn draw_board(
         let u = rows_[i];
         let role = if u.stuck || u.failed() {
             Role::Error
+        } else if u.done_off_target {
+            Role::Warn
         } else if u.state.is_some_and(|s| s.as_str() == "upgrade-done") {
             Role::Ok
         } else if u.state.is_some() {
@@ -116,14 +118,8 @@ fn draw_board(
             widgets::styled(u.state_str(), theme.style(role)),
             widgets::styled(u.seconds_in_state.map_or("unknown".into(), age), theme.style(Role::Dim)),
             widgets::styled(
-                if u.stuck {
-                    "STUCK"
-                } else if u.skip {
-                    "skip"
-                } else {
-                    ""
-                },
-                theme.style(if u.stuck { Role::Error } else { Role::Dim }),
+                docs::upgrade_mark(u),
+                theme.style(if u.stuck || u.done_off_target { role } else { Role::Dim }),
             ),
             widgets::styled(u.driver.as_ref().map_or_else(|| "-".into(), |d| d.to_string()), theme.style(Role::Dim)),
         ]
@@ -132,7 +128,7 @@ fn draw_board(
         Constraint::Length(16),
         Constraint::Length(26),
         Constraint::Length(7),
-        Constraint::Length(6),
+        Constraint::Length(10),
         Constraint::Min(10),
     ];
     let offset = if focused { app.offsets.get(&Pane::Drivers).copied().unwrap_or(0) } else { 0 };
@@ -180,7 +176,7 @@ fn draw_waves(frame: &mut Frame, area: Rect, app: &App, views: &Views, theme: &T
         (None, Some(_)) => {
             format!(" Waves to {} · STALLED: cordoned/NotReady nodes use up maxUnavailable · {from} ", plan.target)
         }
-        (None, None) => format!(" Waves to {} (≤{} node(s) each) · {from} ", plan.target, plan.wave_size),
+        (None, None) => format!(" Waves to {} ({}) · {from} ", plan.target, docs::wave_bound(plan)),
     };
     let ids: Vec<String> = plan.waves.iter().map(|w| w.index.to_string()).collect();
     let selected = focused.then(|| app.selected_index(Pane::Drivers, &ids));

@@ -25,6 +25,10 @@ fn feed_json(snap: &Snapshot, now: i64) -> BTreeMap<String, FeedJson> {
                 age_seconds: h.age,
                 skipped: h.skipped.as_ref().map(|(n, _)| *n),
                 skipped_reason: h.skipped.map(|(_, why)| why),
+                reporters: h.coverage.map(|c| c.reporters),
+                reporters_read: h.coverage.map(|c| c.read),
+                oldest_reading_age_seconds: h.coverage.and_then(|c| c.oldest_reading).map(|t| (now - t).max(0)),
+                request_budget_per_second: h.coverage.and_then(|c| c.budget),
             };
             (h.feed.name().to_string(), json)
         })
@@ -113,6 +117,13 @@ fn fleet(a: &Analysis) -> Fleet {
                     allocated: n.gpu_allocated,
                     free: n.gpu_free,
                     stranded: a.fragmentation.stranded_by_node.get(&n.name).copied().unwrap_or(0),
+                    physical: PhysicalGpus {
+                        used: n.buckets.used,
+                        free: n.buckets.free,
+                        unavailable: n.buckets.unavailable,
+                        unadvertised: n.buckets.unadvertised,
+                        unhealthy: n.buckets.unhealthy,
+                    },
                 },
                 mig: n
                     .mig
@@ -211,6 +222,7 @@ fn pending(p: &crate::analysis::pending::PendingItem) -> Pending {
         namespace: p.namespace.to_string(),
         name: p.name.clone(),
         blocking_step: p.blocking_str(),
+        verdict_source: p.verdict_source.as_str(),
         summary: p.summary.clone(),
         node_reasons: (*p.node_reasons).clone(),
         scheduler_message: p.scheduler_message.clone(),
@@ -233,9 +245,11 @@ fn pending(p: &crate::analysis::pending::PendingItem) -> Pending {
                     gang: v.gang,
                     pods: v.pods,
                     gpus: v.gpus,
-                    seconds_since_checkpoint: v.since_checkpoint,
-                    checkpoint_known: v.checkpoint_known,
-                    restart_seconds: v.restart_seconds,
+                    gpu_share: round3(v.lost.gpu_share),
+                    seconds_since_checkpoint: v.lost.busy_seconds + v.lost.idle_seconds,
+                    busy_seconds: v.lost.busy_seconds,
+                    checkpoint_known: v.lost.checkpoint_known,
+                    restart_seconds: v.lost.restart_seconds,
                     gpu_hours: round3(v.gpu_hours),
                 })
                 .collect(),
@@ -330,12 +344,16 @@ fn drivers(a: &Analysis, waves: Option<(&crate::analysis::waves::WavePlan, &str)
                 stuck: u.stuck,
                 skip: u.skip,
                 driver: u.driver.as_ref().map(|d| d.to_string()),
+                done_off_target: u.done_off_target,
             })
             .collect(),
         waves: waves.map(|(w, source)| WavesJson {
             target: w.target.clone(),
             source: source.to_string(),
             wave_size: w.wave_size,
+            max_parallel_upgrades: w.policy.max_parallel,
+            max_unavailable: w.policy.max_unavailable.to_string(),
+            bounds: super::docs::wave_bounds_source(w),
             waves: w
                 .waves
                 .iter()

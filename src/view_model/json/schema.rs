@@ -89,6 +89,18 @@ pub struct FeedJson {
     /// Why the last skipped object was skipped (file, object, field).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub skipped_reason: Option<String>,
+    /// A polled feed's reporter pods (agents, dcgm-exporters), one per node.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reporters: Option<u32>,
+    /// Of those, read at least once (the budget reaches them in turn).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reporters_read: Option<u32>,
+    /// Seconds since the least recently read reporter was read, once every one has been.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub oldest_reading_age_seconds: Option<i64>,
+    /// Requests a second the feed may send the API server (absent when read directly).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub request_budget_per_second: Option<f64>,
 }
 
 #[derive(Serialize)]
@@ -142,10 +154,25 @@ pub struct NodeJson {
 #[serde(rename_all = "camelCase")]
 pub struct NodeGpu {
     pub hardware: Option<u32>,
+    /// `nvidia.com/gpu` as the scheduler counts it (replicas on a
+    /// time-sliced node; MIG slices are under `mig`).
     pub allocatable: u64,
     pub allocated: u64,
     pub free: u64,
     pub stranded: u64,
+    /// The node's physical GPUs, each in one bucket: these add up to
+    /// `fleet.totals` over the nodes.
+    pub physical: PhysicalGpus,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PhysicalGpus {
+    pub used: u64,
+    pub free: u64,
+    pub unavailable: u64,
+    pub unadvertised: u64,
+    pub unhealthy: u64,
 }
 
 #[derive(Serialize)]
@@ -222,6 +249,10 @@ pub struct Pending {
     pub namespace: String,
     pub name: String,
     pub blocking_step: &'static str,
+    /// Whose verdict `blockingStep` and `summary` are: `kgpu` (its model),
+    /// or `scheduler`, `kueue`, `volcano` where kgpu's model finds nothing
+    /// in the way and the component that decides says otherwise.
+    pub verdict_source: &'static str,
     pub summary: String,
     pub node_reasons: BTreeMap<String, u32>,
     pub scheduler_message: Option<String>,
@@ -260,7 +291,11 @@ pub struct VictimJson {
     pub gang: bool,
     pub pods: usize,
     pub gpus: u64,
+    /// Physical GPUs held (a MIG slice or a replica is a share of one).
+    pub gpu_share: f64,
     pub seconds_since_checkpoint: i64,
+    /// Of those, the seconds it computed (idle time is not lost).
+    pub busy_seconds: i64,
     pub checkpoint_known: bool,
     pub restart_seconds: i64,
     pub gpu_hours: f64,
@@ -349,6 +384,8 @@ pub struct UpgradeJson {
     pub stuck: bool,
     pub skip: bool,
     pub driver: Option<String>,
+    /// `upgrade-done` on a driver other than the GPU Operator's target.
+    pub done_off_target: bool,
 }
 
 #[derive(Serialize)]
@@ -359,6 +396,11 @@ pub struct WavesJson {
     /// `ClusterPolicy NAME` / `NVIDIADriver NAME`.
     pub source: String,
     pub wave_size: u32,
+    /// The bounds kept: `maxParallelUpgrades`, `maxUnavailable` as the
+    /// operator writes them, and where they come from, in words.
+    pub max_parallel_upgrades: u32,
+    pub max_unavailable: String,
+    pub bounds: String,
     pub waves: Vec<WaveJson>,
     pub excluded: BTreeMap<String, String>,
     /// Why no wave can start now (maxUnavailable used up), when so.

@@ -11,12 +11,12 @@ use serde_json::Value;
 
 use crate::model::node::{label_value, labels_from};
 use crate::model::{
-    ClusterEvent, CudaNeed, EventType, Labels, Node, NodeCondition, NodeSelectorTerm, Owner, Pod, PodPhase, Readiness,
-    Requirement, Resources, SelectorOperator, Sym, Taint, TaintEffect, Timestamp, Toleration, TolerationOperator, Uid,
-    Unschedulable, keys, quantity,
+    ClusterEvent, CudaNeed, Endpoint, EndpointKind, EventType, Labels, Node, NodeCondition, NodeSelectorTerm, Owner,
+    Pod, PodPhase, Readiness, Requirement, Resources, SelectorOperator, Sym, Taint, TaintEffect, Timestamp, Toleration,
+    TolerationOperator, Uid, Unschedulable, keys, quantity,
 };
 
-use super::lean::{Container, Node as ApiNode, Pod as ApiPod, PodSpec};
+use super::lean::{Container, Node as ApiNode, Pod as ApiPod, PodSpec, PortName};
 use super::manifest::{VALIDATION_START, WAIT_FOR_JOBS_START};
 
 mod crds;
@@ -266,6 +266,32 @@ pub fn node(n: &ApiNode) -> Result<Node> {
     Ok(node)
 }
 
+/// Every GPU reporter listens here unless its pod names another port.
+pub const ENDPOINT_DEFAULT_PORT: u16 = 9400;
+
+/// A kgpu agent or dcgm-exporter, by its labels, with the port it serves
+/// on: the container port named `http` (agent) or `metrics` (exporter),
+/// or the default.
+fn endpoint(p: &ApiPod) -> Option<Endpoint> {
+    let has = |(k, v): (&str, &str)| label_value(&p.labels, k).is_some_and(|x| x.as_str() == v);
+    let (kind, port_name) = if has(keys::AGENT_LABEL) {
+        (EndpointKind::Agent, PortName::Http)
+    } else if keys::DCGM_EXPORTER_LABELS.into_iter().any(has) {
+        (EndpointKind::DcgmExporter, PortName::Metrics)
+    } else {
+        return None;
+    };
+    let port = p
+        .spec
+        .iter()
+        .flat_map(|s| &s.containers)
+        .flat_map(|c| c.ports.iter().flatten())
+        .find(|port| port.name == port_name)
+        .and_then(|port| u16::try_from(port.container_port).ok())
+        .unwrap_or(ENDPOINT_DEFAULT_PORT);
+    Some(Endpoint { kind, port, ip: p.status.as_ref().and_then(|s| s.pod_ip.0) })
+}
+
 pub fn pod(p: &ApiPod) -> Result<Pod> {
     let name = p.metadata.name.as_deref().ok_or("pod without metadata.name")?;
     let namespace = p.metadata.namespace.as_deref().unwrap_or("default");
@@ -299,6 +325,7 @@ pub fn pod(p: &ApiPod) -> Result<Pod> {
         pod.resume = Some(Box::new(resume));
     }
     pod.local_data = spec.volumes.iter().flatten().any(|v| v.empty_dir.is_some());
+    pod.endpoint = endpoint(p).map(Box::new);
     pod.terminating = p.metadata.deletion_timestamp.is_some();
     pod.created = p.metadata.creation_timestamp.as_ref().map_or(0, ts);
     if pod.requests.wants_gpu() {

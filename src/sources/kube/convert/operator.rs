@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use crate::model::node::labels_from;
-use crate::model::{DriverPolicy, DriverPolicyKind, DriverVersion, Sym};
+use crate::model::{DriverPolicy, DriverPolicyKind, DriverVersion, Sym, UpgradePolicy};
 
 use super::Result;
 
@@ -30,6 +30,7 @@ pub fn cluster_policy(v: &Value) -> Result<DriverPolicy> {
         enabled: flag("enabled", true),
         defers_to_nvidia_drivers: flag("useNvidiaDriverCRD", false),
         node_selector: Default::default(),
+        upgrade: driver.and_then(|d| d.get("upgradePolicy")).map(upgrade_policy),
     })
 }
 
@@ -47,5 +48,23 @@ pub fn nvidia_driver(v: &Value) -> Result<DriverPolicy> {
         enabled: true,
         defers_to_nvidia_drivers: false,
         node_selector: labels_from(pairs),
+        upgrade: v.pointer("/spec/upgradePolicy").map(upgrade_policy),
     })
+}
+
+/// k8s-operator-libs' `DriverUpgradePolicySpec`; a field of the wrong type
+/// reads as unset (the operator's default), never as a number kgpu made up.
+fn upgrade_policy(v: &Value) -> UpgradePolicy {
+    let max_unavailable = match v.get("maxUnavailable") {
+        Some(Value::Number(n)) => n.as_u64().map(|n| n.to_string()),
+        Some(Value::String(s)) => Some(s.trim().to_string()),
+        _ => None,
+    };
+    UpgradePolicy {
+        auto_upgrade: v.get("autoUpgrade").and_then(Value::as_bool).unwrap_or(false),
+        max_parallel: v.get("maxParallelUpgrades").and_then(Value::as_u64).and_then(|n| u32::try_from(n).ok()),
+        max_unavailable,
+        drain: v.pointer("/drain/enable").and_then(Value::as_bool).unwrap_or(false),
+        drain_timeout_seconds: v.pointer("/drain/timeoutSeconds").and_then(Value::as_u64),
+    }
 }

@@ -1,0 +1,194 @@
+//! One accounting of GPUs: every view counts the same physical GPUs the
+//! same way. Over random fleets (whole GPUs, MIG, time-slicing, unhealthy,
+//! unadvertised, cordoned, NotReady) and every demo scenario, the header's
+//! totals, the node rows, the pools, the fragmentation section, the JSON
+//! snapshot and the text snapshot give the same sums.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
+
+use std::sync::Arc;
+
+use kgpu::analysis::{self, Analysis, Thresholds};
+use kgpu::model::build::{node, pod};
+use kgpu::model::{Cluster, ModelEvent, Node, Object, Pod, Snapshot, SourceInfo, SourceKind};
+use kgpu::sources::sim::scenarios;
+use kgpu::view_model::panes::Views;
+use proptest::prelude::*;
+
+const NOW: i64 = 1_000_000;
+
+/// Every view's sums agree with the totals, and the totals with physics.
+fn agree(snap: Snapshot, what: &str) {
+    let a: Analysis = analysis::analyze(&snap, NOW.max(snap.clock), &Thresholds::default());
+    let t = &a.totals;
+    // Each physical GPU in exactly one bucket.
+    assert_eq!(t.gpus, t.allocated + t.free + t.unavailable + t.unadvertised + t.unhealthy, "{what}: buckets");
+    for n in &a.nodes {
+        if let Some(hw) = n.hardware.filter(|_| n.replicas.is_none()) {
+            assert!(
+                n.buckets.total() <= hw as u64 || n.hardware.is_none(),
+                "{what}: {} counts more GPUs than it has",
+                n.name
+            );
+        }
+    }
+    // Fleet rows add up to the header.
+    let sum = |f: fn(&kgpu::analysis::fleet::GpuBuckets) -> u64| a.nodes.iter().map(|n| f(&n.buckets)).sum::<u64>();
+    assert_eq!(sum(|b| b.total()), t.gpus, "{what}: node rows vs header (GPUs)");
+    assert_eq!(sum(|b| b.free), t.free, "{what}: node rows vs header (free)");
+    // The fragmentation section counts the same free GPUs.
+    assert_eq!(a.fragmentation.free_total, t.free, "{what}: fragmentation vs header (free)");
+    assert!(a.fragmentation.free_on_whole_nodes <= t.free, "{what}: whole free nodes");
+    assert!(t.stranded <= t.free, "{what}: stranded");
+    // Pools.
+    let views = Views::build(Arc::new(snap.clone()), a.now, &Thresholds::default(), None);
+    let pools = &views.pools;
+    assert_eq!(pools.iter().map(|p| p.gpus).sum::<u64>(), t.gpus, "{what}: pools vs header (GPUs)");
+    assert_eq!(pools.iter().map(|p| p.free).sum::<u64>(), t.free, "{what}: pools vs header (free)");
+    assert_eq!(pools.iter().map(|p| p.used).sum::<u64>(), t.allocated, "{what}: pools vs header (used)");
+    // JSON: totals, per-node physical buckets and fragmentation.
+    let doc = serde_json::to_value(kgpu::view_model::json::document(&snap, &a, None, None)).unwrap();
+    let totals = &doc["fleet"]["totals"];
+    assert_eq!(totals["gpus"], t.gpus, "{what}: JSON totals");
+    assert_eq!(totals["free"], t.free, "{what}: JSON totals");
+    assert_eq!(doc["fragmentation"]["free"], t.free, "{what}: JSON fragmentation");
+    let nodes = doc["fleet"]["nodes"].as_array().unwrap();
+    let json_sum = |field: &str| nodes.iter().map(|n| n["gpu"]["physical"][field].as_u64().unwrap()).sum::<u64>();
+    assert_eq!(json_sum("free"), t.free, "{what}: JSON node rows (free)");
+    assert_eq!(json_sum("used"), t.allocated, "{what}: JSON node rows (used)");
+    // Text: the header line says the same.
+    let text = kgpu::view_model::text::render(&snap, &a, None, None);
+    let header = format!("{} GPUs: {} in use, {} free ({} stranded)", t.gpus, t.allocated, t.free, t.stranded);
+    assert!(text.contains(&header), "{what}: text header, want `{header}` in\n{}", &text[..text.len().min(400)]);
+}
+
+#[derive(Clone, Debug)]
+enum Kind {
+    Whole { gpus: u64, hidden: u64, single: bool },
+    Mig { slices_1g: u64, slices_3g: u64 },
+    TimeSliced { gpus: u64, replicas: u64 },
+}
+
+#[derive(Clone, Debug)]
+struct NodeSpec {
+    kind: Kind,
+    cordoned: bool,
+    ready: bool,
+    /// Fraction (0–4 of 4) of what it advertises that pods hold.
+    load: u64,
+}
+
+fn node_spec() -> impl Strategy<Value = NodeSpec> {
+    let kind = prop_oneof![
+        (1u64..=8, 0u64..=2, any::<bool>()).prop_map(|(gpus, hidden, single)| Kind::Whole { gpus, hidden, single }),
+        (0u64..=7, 0u64..=2).prop_map(|(a, b)| Kind::Mig { slices_1g: a * 2, slices_3g: b }),
+        (1u64..=8, 2u64..=4).prop_map(|(gpus, replicas)| Kind::TimeSliced { gpus, replicas }),
+    ];
+    (kind, any::<bool>(), prop::bool::weighted(0.85), 0u64..=4).prop_map(|(kind, cordoned, ready, load)| NodeSpec {
+        kind,
+        cordoned,
+        ready,
+        load,
+    })
+}
+
+fn fleet(specs: &[NodeSpec]) -> Snapshot {
+    let mut nodes: Vec<Node> = Vec::new();
+    let mut pods: Vec<Pod> = Vec::new();
+    for (i, s) in specs.iter().enumerate() {
+        let name = format!("n{i:02}");
+        let mut b = match s.kind {
+            Kind::Whole { gpus, hidden, single } => {
+                let b = node(&name).gpus(gpus).hardware(gpus + hidden).product("NVIDIA-H100-80GB-HBM3");
+                let b = if single { b.label("nvidia.com/mig.strategy", "single") } else { b };
+                let held = gpus * s.load / 4;
+                for p in 0..held {
+                    pods.push(pod(&format!("{name}-p{p}")).gpus(1).on(&name).running().build());
+                }
+                b
+            }
+            Kind::Mig { slices_1g, slices_3g } => {
+                let mut b =
+                    node(&name).hardware(8).product("NVIDIA-H100-80GB-HBM3").label("nvidia.com/mig.strategy", "mixed");
+                if slices_1g > 0 {
+                    b = b.mig("1g.10gb", slices_1g);
+                }
+                if slices_3g > 0 {
+                    b = b.mig("3g.40gb", slices_3g);
+                }
+                for p in 0..slices_1g * s.load / 4 {
+                    pods.push(pod(&format!("{name}-m{p}")).mig("1g.10gb", 1).on(&name).running().build());
+                }
+                b
+            }
+            Kind::TimeSliced { gpus, replicas } => {
+                let advertised = gpus * replicas;
+                for p in 0..advertised * s.load / 4 {
+                    pods.push(pod(&format!("{name}-r{p}")).gpus(1).on(&name).running().build());
+                }
+                node(&name)
+                    .gpus(advertised)
+                    .hardware(gpus)
+                    .product("NVIDIA-H100-80GB-HBM3-SHARED")
+                    .label("nvidia.com/gpu.replicas", &replicas.to_string())
+            }
+        };
+        if s.cordoned {
+            b = b.cordoned();
+        }
+        if !s.ready {
+            b = b.not_ready();
+        }
+        nodes.push(b.build());
+    }
+    let mut c = Cluster::new(SourceInfo { kind: SourceKind::Demo, name: "random".into() });
+    c.apply(ModelEvent::Clock(NOW));
+    c.apply_all(nodes.into_iter().map(|n| ModelEvent::Upsert(Object::Node(n))));
+    c.apply_all(pods.into_iter().map(|p| ModelEvent::Upsert(Object::Pod(p))));
+    c.snapshot()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+    #[test]
+    fn random_fleets_count_alike_in_every_view(specs in prop::collection::vec(node_spec(), 1..10)) {
+        agree(fleet(&specs), &format!("{specs:?}"));
+    }
+}
+
+/// Every scenario, as it starts and ten minutes on.
+#[test]
+fn every_scenario_counts_alike_in_every_view() {
+    for name in scenarios::names() {
+        let mut sim = scenarios::build(name, 1).unwrap();
+        let mut cluster = Cluster::new(SourceInfo { kind: SourceKind::Demo, name: name.into() });
+        cluster.apply_all(sim.initial_events());
+        agree(cluster.snapshot(), name);
+        for _ in 0..20 {
+            cluster.apply_all(sim.step(30));
+        }
+        agree(cluster.snapshot(), &format!("{name} +10m"));
+    }
+}
+
+fn scenario(name: &str) -> Snapshot {
+    let mut sim = scenarios::build(name, 1).unwrap();
+    let mut cluster = Cluster::new(SourceInfo { kind: SourceKind::Demo, name: name.into() });
+    cluster.apply_all(sim.initial_events());
+    cluster.snapshot()
+}
+
+/// The two cases the issue names, by their numbers.
+#[test]
+fn the_named_cases_count_physical_gpus() {
+    let snap = scenario("default");
+    let a = analysis::analyze(&snap, snap.clock, &Thresholds::default());
+    let gpu_nodes = a.nodes.iter().filter(|n| n.hardware.is_some()).map(|n| n.hardware.unwrap() as u64).sum::<u64>();
+    assert_eq!(a.totals.gpus, gpu_nodes, "the header counts the GPUs the nodes have");
+    let snap = scenario("mig-vs-timeslicing");
+    let a = analysis::analyze(&snap, snap.clock, &Thresholds::default());
+    assert_eq!(a.fragmentation.free_total, a.totals.free);
+    // No what-if whole-GPU shape fits on replicas: an 8-GPU pod has no 8 GPUs here.
+    let eight = a.fragmentation.shapes.iter().find(|s| s.demand.gpus_per_pod == 8 && s.demand.pods == 1).unwrap();
+    assert!(!eight.fits_now, "an 8-GPU pod does not fit on 8 replicas of 2 GPUs");
+}
