@@ -524,7 +524,11 @@ fn actions_from_the_command_line_confirm_report_and_exit_by_the_goal() {
     // A dry run needs no --yes and changes nothing.
     let (code, text, _) = kgpu(&["drain", "gpu-03", "-s", "fragmented", "--dry-run"]);
     assert_eq!(code, Some(0), "{text}");
-    assert!(text.contains("dry run: node/gpu-03 drained"), "{text}");
+    assert!(text.contains("dry run: node/gpu-03 would be drained"), "{text}");
+    // Every line a dry run prints says it would, not that it did.
+    for line in text.lines().filter(|l| !["  pod ", "  gang ", "  $ ", "by hand:"].iter().any(|s| l.starts_with(s))) {
+        assert!(line.contains("would"), "a dry run's line that does not say would: {line}\n{text}");
+    }
     // Bad targets and --read-only are usage errors (exit 2) that say why.
     for (args, says) in [
         (&["requeue", "research/nope", "-s", "fragmented", "--yes"][..], "no Kueue Workload or Volcano PodGroup"),

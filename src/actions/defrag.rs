@@ -151,7 +151,8 @@ impl Executor {
         if outcome.is_ok() {
             self.say(
                 format!(
-                    "defrag: reserved {} for {label} (taint {RESERVATION_TAINT}={value}:NoSchedule)",
+                    "defrag: {} {} for {label} (taint {RESERVATION_TAINT}={value}:NoSchedule)",
+                    if dry { "dry run: would reserve" } else { "reserved" },
                     join(reserve)
                 ),
                 false,

@@ -117,8 +117,8 @@ impl Executor {
         }
         if !kept.is_empty() {
             return Err(ActionError::Failed(format!(
-                "drain {node}: {}cordoned, nothing evicted: {} pod(s) stop it, as they stop kubectl drain: {}; force evicts them, losing them (--force, or f)",
-                if dry { "dry run: " } else { "" },
+                "drain {node}: {}, nothing evicted: {} pod(s) stop it, as they stop kubectl drain: {}; force evicts them, losing them (--force, or f)",
+                if dry { "dry run: would be cordoned" } else { "cordoned" },
                 kept.len(),
                 kept.join(", ")
             )));
@@ -127,15 +127,21 @@ impl Executor {
             Err(ActionError::Cancelled) => return Err(self.cancelled_drain(node, &victims, cordoned_here, dry)),
             other => other?,
         };
+        let (drained, cordoned, pods) = if dry {
+            ("dry run: would be drained", "dry run: would be cordoned", "would be evicted")
+        } else {
+            ("drained", "cordoned", "evicted")
+        };
         let prefix = if dry { "dry run: " } else { "" };
         if left.is_empty() {
             Ok(format!(
-                "{prefix}node/{node} drained: cordoned, {evicted} pod(s) evicted{}",
+                "{prefix}node/{node} {}: cordoned, {evicted} pod(s) {pods}{}",
+                drained.trim_start_matches(prefix),
                 if gpu_only { " (GPU pods only)" } else { "" }
             ))
         } else {
             Err(ActionError::Failed(format!(
-                "drain {node}: cordoned, {evicted} of {} pod(s) evicted; {}",
+                "drain {node}: {cordoned}, {evicted} of {} pod(s) {pods}; {}",
                 victims.len(),
                 left.join("; ")
             )))

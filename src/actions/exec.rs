@@ -157,7 +157,8 @@ impl Executor {
                 match outcome {
                     Eviction::Evicted | Eviction::Gone => {
                         evicted += 1;
-                        self.say(format!("{what}: evicted {}/{} ({pod})", i + 1, pods.len()), false, false).await;
+                        let verb = if dry { "dry run: would evict" } else { "evicted" };
+                        self.say(format!("{what}: {verb} {}/{} ({pod})", i + 1, pods.len()), false, false).await;
                         break;
                     }
                     Eviction::Replaced => {
@@ -178,7 +179,11 @@ impl Executor {
                         if tokio::time::Instant::now() + delay > deadline {
                             blocked.push(format!("pod {pod} blocked by a PodDisruptionBudget ({why})"));
                             self.say(
-                                format!("{what}: gave up on {pod} after {}s: PDB", self.drain_timeout.as_secs()),
+                                format!(
+                                    "{what}: {} on {pod} after {}s: PDB",
+                                    if dry { "dry run: would give up" } else { "gave up" },
+                                    self.drain_timeout.as_secs()
+                                ),
                                 true,
                                 false,
                             )

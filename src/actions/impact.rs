@@ -13,8 +13,8 @@ use super::Action;
 
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Impact {
-    /// Pods that would be evicted or deleted: (pod, node, GPUs).
-    pub pods: Vec<(PodKey, Option<Sym>, u64)>,
+    /// Pods that would be evicted or deleted: (pod, node, what it holds).
+    pub pods: Vec<(PodKey, Option<Sym>, Holds)>,
     /// Running gangs that would restart, as `Kind ns/name`.
     pub gangs: Vec<String>,
     pub gpu_hours: f64,
@@ -22,8 +22,36 @@ pub struct Impact {
     pub warnings: Vec<String>,
 }
 
-fn gpus(p: &Pod) -> u64 {
-    p.requests.gpu + p.requests.mig_total()
+/// What a pod holds of GPUs: whole GPUs (or replicas) and MIG slices, and
+/// their share of physical GPUs, as the price of lost work counts it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Holds {
+    pub gpus: u64,
+    pub slices: Vec<(Sym, u64)>,
+    pub gpu_share: f64,
+}
+
+impl std::fmt::Display for Holds {
+    /// `8 GPU`, or `1× 1g.10gb = 0.14 GPU`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.slices.is_empty() && (self.gpu_share - self.gpus as f64).abs() < 1e-9 {
+            return write!(f, "{} GPU", self.gpus);
+        }
+        let mut parts: Vec<String> = self.slices.iter().map(|(p, n)| format!("{n}× {p}")).collect();
+        if self.gpus > 0 {
+            parts.insert(0, format!("{} replica(s)", self.gpus));
+        }
+        write!(f, "{} = {:.2} GPU", parts.join(" + "), self.gpu_share)
+    }
+}
+
+fn holds(index: &Index<'_>, p: &Pod) -> Holds {
+    let node = p.node.and_then(|n| index.snap.nodes.get(&n)).map(|n| &**n);
+    Holds {
+        gpus: p.requests.gpu,
+        slices: p.requests.mig().map(|(profile, n)| (Sym::new(profile), n)).collect(),
+        gpu_share: lost_work::gpu_share(p, node),
+    }
 }
 
 /// Pods a drain of `node` evicts: not DaemonSet-owned, not mirror pods, not finished.
@@ -51,7 +79,7 @@ pub(super) fn eviction_command(p: &Pod) -> String {
 pub(super) fn add_pods(index: &Index<'_>, victims: &[&Pod], impact: &mut Impact) {
     let mut gangs = BTreeSet::new();
     for p in victims {
-        impact.pods.push((p.key(), p.node, gpus(p)));
+        impact.pods.push((p.key(), p.node, holds(index, p)));
         match index.gang_of(&p.key()) {
             Some(g) => {
                 gangs.insert(g.clone());

@@ -40,6 +40,9 @@ impl Executor {
             return Err(ActionError::NotFound(format!("{} {}/{}", gang.kind.kind_name(), gang.namespace, gang.name)));
         };
         let prefix = if dry { "dry run: " } else { "" };
+        let would = if dry { "would be " } else { "" };
+        let (deactivated, requeued) =
+            if dry { ("would be deactivated", "would be requeued") } else { ("deactivated", "requeued") };
         let queue = g.queue.map_or("?".to_string(), |q| q.to_string());
         let index = Index::build(snap, snap.clock);
         let members: Vec<PodKey> =
@@ -48,14 +51,14 @@ impl Executor {
             GangKind::KueueWorkload => {
                 self.backend.set_active(gang, false, dry).await?;
                 self.say(
-                    format!("{prefix}workload {} deactivated (spec.active=false); reactivating", gang.name),
+                    format!("{prefix}workload {} {deactivated} (spec.active=false); reactivating", gang.name),
                     false,
                     false,
                 )
                 .await;
                 self.backend.set_active(gang, true, dry).await?;
                 Ok(format!(
-                    "{prefix}workload {}/{} requeued: deactivated and reactivated; it re-enters LocalQueue {queue} and waits for admission",
+                    "{prefix}workload {}/{} {requeued}: deactivated and reactivated; it re-enters LocalQueue {queue} and waits for admission",
                     gang.namespace, gang.name
                 ))
             }
@@ -66,7 +69,7 @@ impl Executor {
                         self.backend.volcano_command(gang, &job, "AbortJob", dry).await?;
                         self.backend.volcano_command(gang, &job, "ResumeJob", dry).await?;
                         Ok(format!(
-                            "{prefix}volcano job {}/{job} aborted and resumed; its PodGroup re-enters queue {queue}",
+                            "{prefix}volcano job {}/{job} {would}aborted and resumed; its PodGroup re-enters queue {queue}",
                             gang.namespace
                         ))
                     }
@@ -85,7 +88,7 @@ impl Executor {
                             )));
                         }
                         Ok(format!(
-                            "{prefix}{evicted} pod(s) of {}/{} evicted; their controller recreates them and the PodGroup re-enters queue {queue}",
+                            "{prefix}{evicted} pod(s) of {}/{} {would}evicted; their controller recreates them and the PodGroup re-enters queue {queue}",
                             gang.namespace, gang.name
                         ))
                     }
@@ -96,7 +99,7 @@ impl Executor {
                         }
                         let n = members.len();
                         Ok(format!(
-                            "{prefix}{n} pod(s) of {}/{} deleted; their controller recreates them and the PodGroup re-enters queue {queue}",
+                            "{prefix}{n} pod(s) of {}/{} {would}deleted; their controller recreates them and the PodGroup re-enters queue {queue}",
                             gang.namespace, gang.name
                         ))
                     }

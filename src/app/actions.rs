@@ -106,7 +106,7 @@ impl App {
 
     pub(super) fn execute(&mut self, action: Action, dry_run: bool) -> Vec<Effect> {
         let label =
-            format!("{}{} {}", action.verb(), if dry_run { " (dry run)" } else { "" }, action.targets().join(" "));
+            format!("{}{} {}", if dry_run { "dry run: would " } else { "" }, action.verb(), action.targets().join(" "));
         self.next_action += 1;
         let id = self.next_action;
         self.in_flight.push(InFlight { id, action: action.clone(), label: label.clone(), dry_run });

@@ -207,7 +207,7 @@ pub struct Viewport {
 pub struct InFlight {
     pub id: ActionId,
     pub action: Action,
-    /// `drain (dry run) node/gpu-03`, for people.
+    /// `dry run: would drain node/gpu-03`, for people.
     pub label: String,
     /// A dry run changes nothing: it solves no lesson.
     pub dry_run: bool,

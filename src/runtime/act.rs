@@ -74,7 +74,7 @@ async fn act(wanted: Wanted, opts: &ActOptions, source: &SourceArgs, paths: Path
         }
     };
     let impact = impact::of(&Index::build(&snap, now), &action);
-    outln!("{}", describe(&action, &impact, &session.context.source));
+    outln!("{}", describe(&action, &impact, &session.context.source, opts.dry_run));
     // On a production-looking context a disruptive action asks for its target's name, as the cockpit does.
     let word = (session.context.production && action.is_disruptive()).then(|| action.confirm_word());
     if !opts.dry_run && !opts.yes && !confirmed(word.as_deref())? {
@@ -237,22 +237,25 @@ fn resolve(wanted: &Wanted, snap: &Snapshot, analysis: &Analysis, thresholds: &T
 }
 
 /// The blast radius, as the cockpit's confirmation shows it.
-fn describe(action: &Action, impact: &Impact, context: &str) -> String {
+/// A dry run says "would" on every line: nothing it prints has happened.
+fn describe(action: &Action, impact: &Impact, context: &str, dry_run: bool) -> String {
     let mut out = format!(
-        "{} {} on {context}{}\n",
+        "{}{} {} on {context}{}\n",
+        if dry_run { "dry run: would " } else { "" },
         action.verb(),
         action.targets().join(" "),
         if action.is_disruptive() { "" } else { " (disrupts nothing)" }
     );
     if action.is_disruptive() {
         out.push_str(&format!(
-            "blast radius: {} pod(s), {} gang(s) broken, {:.1} GPU-h lost (busy + restart)\n",
+            "blast radius: {} pod(s), {} gang(s) broken, {:.1} GPU-h {}lost (busy + restart)\n",
             impact.pods.len(),
             impact.gangs.len(),
-            impact.gpu_hours
+            impact.gpu_hours,
+            if dry_run { "would be " } else { "" }
         ));
         for (pod, node, gpus) in &impact.pods {
-            out.push_str(&format!("  pod {pod} on {} ({gpus} GPU)\n", node.map_or("-", |n| n.as_str())));
+            out.push_str(&format!("  pod {pod} on {} ({gpus})\n", node.map_or("-", |n| n.as_str())));
         }
         for gang in &impact.gangs {
             out.push_str(&format!("  gang {gang} restarts\n"));

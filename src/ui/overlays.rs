@@ -267,7 +267,7 @@ fn confirm(frame: &mut Frame, area: Rect, c: &Confirm, theme: &Theme, ctx: &Cont
     ));
     for (pod, node, gpus) in i.pods.iter().take(8) {
         lines.push(Line::styled(
-            format!("  pod {}/{} on {} ({gpus} GPU)", pod.namespace, pod.name, node.map_or("-", |n| n.as_str())),
+            format!("  pod {}/{} on {} ({gpus})", pod.namespace, pod.name, node.map_or("-", |n| n.as_str())),
             theme.style(Role::Dim),
         ));
     }

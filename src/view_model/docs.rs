@@ -60,6 +60,30 @@ pub fn wave_bound(plan: &crate::analysis::waves::WavePlan) -> String {
     out
 }
 
+/// Why a wave plan's nodes were left out, counted: `11 skip label, 1 upgrade failed`.
+pub fn left_out_counts(plan: &crate::analysis::waves::WavePlan) -> String {
+    let mut counts: Vec<(&str, usize)> = Vec::new();
+    for (_, why) in &plan.excluded {
+        let label = if why.starts_with("already on") {
+            "on the target"
+        } else if why.contains("upgrade.skip") {
+            "skip label"
+        } else if why.starts_with("NotReady") {
+            "NotReady"
+        } else if why.starts_with("upgrade-failed") {
+            "upgrade failed"
+        } else {
+            "upgrading"
+        };
+        match counts.iter_mut().find(|(l, _)| *l == label) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((label, 1)),
+        }
+    }
+    counts.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    counts.iter().map(|(l, n)| format!("{n} {l}")).collect::<Vec<_>>().join(", ")
+}
+
 /// Where a wave plan's bounds come from, in words: `maxParallelUpgrades 1,
 /// maxUnavailable 25% from ClusterPolicy gpu-cluster-policy (drain off)`.
 pub fn wave_bounds_source(plan: &crate::analysis::waves::WavePlan) -> String {

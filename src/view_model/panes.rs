@@ -358,7 +358,7 @@ pub fn audit_rows(entries: &[AuditEntry], wall_now: Timestamp) -> Vec<EventRow> 
         .map(|e| EventRow {
             age: crate::model::time::parse_rfc3339(&e.time).map_or_else(|| "?".into(), |t| age((wall_now - t).max(0))),
             warning: matches!(e.result.as_str(), "error" | "cancelled"),
-            reason: format!("kgpu {}{}", e.action, if e.dry_run { " (dry run)" } else { "" }),
+            reason: format!("kgpu {}{}", e.action, if e.dry_run { " (dry run: would, nothing changed)" } else { "" }),
             object: e.targets.join(" "),
             message: if e.detail.is_empty() {
                 format!("{} (by {})", e.result, e.user)

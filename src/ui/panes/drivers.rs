@@ -216,7 +216,7 @@ fn draw_waves(frame: &mut Frame, area: Rect, app: &App, views: &Views, theme: &T
     // No wave is not a filter's doing: every node is on the target or left out.
     if plan.waves.is_empty() && area.height > 3 {
         let note = Rect { x: area.x + 2, y: area.y + 2, width: area.width.saturating_sub(4), height: 1 };
-        let text = format!("no node to plan: {} left out (on the target, skip label, NotReady)", plan.excluded.len());
+        let text = format!("no node to plan: {} left out ({})", plan.excluded.len(), docs::left_out_counts(plan));
         frame.render_widget(Paragraph::new(Line::styled(text, theme.style(Role::Dim))), note);
     }
 }
