@@ -211,6 +211,22 @@ mod tests {
         }
     }
 
+    /// `n` with an agent reporting `hardware` GPUs, those in `unhealthy` so.
+    fn with_agent(n: &Node, hardware: u32, unhealthy: &[u32]) -> crate::model::Snapshot {
+        let mut c = Cluster::new(snapshot(vec![], vec![], vec![], 0).source.clone());
+        c.apply(ModelEvent::Upsert(Object::Node(n.clone())));
+        let health = |i| if unhealthy.contains(&i) { GpuHealth::Unhealthy("Xid".into()) } else { GpuHealth::Healthy };
+        c.apply(ModelEvent::Upsert(Object::Devices(NodeDevices {
+            node: n.name,
+            status: AgentStatus::Reporting,
+            driver: None,
+            cuda_driver: None,
+            gpus: (0..hardware).map(|i| gpu(i, health(i))).collect(),
+            observed: 0,
+        })));
+        c.snapshot()
+    }
+
     /// The demo's h100-07 and a real node after Xid 48: GFD labels the
     /// `single` strategy on GPUs not in MIG mode, the device plugin
     /// advertises 7, the agent reports 8 with one unhealthy.
@@ -222,21 +238,7 @@ mod tests {
             .product("NVIDIA-H100-80GB-HBM3")
             .label("nvidia.com/mig.strategy", "single")
             .build();
-        let mut snap = snapshot(vec![n.clone()], vec![], vec![], 0);
-        let gpus: Vec<Gpu> = (0..8)
-            .map(|i| gpu(i, if i == 3 { GpuHealth::Unhealthy("Xid 48".into()) } else { GpuHealth::Healthy }))
-            .collect();
-        let mut c = Cluster::new(snap.source.clone());
-        c.apply_all(snap.nodes.values().map(|n| ModelEvent::Upsert(Object::Node((**n).clone()))));
-        c.apply(ModelEvent::Upsert(Object::Devices(NodeDevices {
-            node: n.name,
-            status: AgentStatus::Reporting,
-            driver: None,
-            cuda_driver: None,
-            gpus: gpus.into(),
-            observed: 0,
-        })));
-        snap = c.snapshot();
+        let snap = with_agent(&n, 8, &[3]);
         let index = Index::build(&snap, 0);
         let s = supply(&index, &n);
         let b = s.buckets(&n, index.used(n.name), true);
@@ -248,20 +250,7 @@ mod tests {
     #[test]
     fn a_gpu_still_advertised_but_unhealthy_is_unhealthy_only() {
         let n = node("g").gpus(8).hardware(8).build();
-        let mut c = Cluster::new(snapshot(vec![], vec![], vec![], 0).source.clone());
-        c.apply(ModelEvent::Upsert(Object::Node(n.clone())));
-        let gpus: Vec<Gpu> = (0..8)
-            .map(|i| gpu(i, if i < 2 { GpuHealth::Unhealthy("Xid 79".into()) } else { GpuHealth::Healthy }))
-            .collect();
-        c.apply(ModelEvent::Upsert(Object::Devices(NodeDevices {
-            node: n.name,
-            status: AgentStatus::Reporting,
-            driver: None,
-            cuda_driver: None,
-            gpus: gpus.into(),
-            observed: 0,
-        })));
-        let snap = c.snapshot();
+        let snap = with_agent(&n, 8, &[0, 1]);
         let index = Index::build(&snap, 0);
         let b = supply(&index, &n).buckets(&n, index.used(n.name), true);
         assert_eq!((b.total(), b.free, b.unhealthy), (8, 6, 2));

@@ -388,14 +388,7 @@ pub async fn run<R: Reader>(
         return;
     }
     let tick = interval.min(Duration::from_secs(1));
-    let mut poller = Poller {
-        feed,
-        schedule: Schedule::default(),
-        reported: BTreeSet::new(),
-        state: None,
-        hold: None,
-        last_targets: None,
-    };
+    let mut poller = Poller::new(feed);
     loop {
         let now = Instant::now();
         let found = discovery.find(now).await;
@@ -428,6 +421,17 @@ struct Poller {
 }
 
 impl Poller {
+    fn new(feed: Feed) -> Poller {
+        Poller {
+            feed,
+            schedule: Schedule::default(),
+            reported: BTreeSet::new(),
+            state: None,
+            hold: None,
+            last_targets: None,
+        }
+    }
+
     async fn round<R: Reader>(
         &mut self,
         found: Found,

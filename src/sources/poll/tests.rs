@@ -39,17 +39,6 @@ impl Reader for Fake {
     }
 }
 
-fn poller(feed: Feed) -> Poller {
-    Poller {
-        feed,
-        schedule: Schedule::default(),
-        reported: BTreeSet::new(),
-        state: None,
-        hold: None,
-        last_targets: None,
-    }
-}
-
 fn states(events: &[ModelEvent]) -> Vec<FeedState> {
     events
         .iter()
@@ -146,7 +135,7 @@ async fn an_hour_on_a_large_fleet_costs_the_budget_and_no_more() {
     let reader = Fake { reads: AtomicUsize::new(0), answer: |_| Ok(Vec::new()) };
     let mut reader = reader;
     let budget = Budget::new(0.5);
-    let mut p = poller(Feed::DcgmExporter);
+    let mut p = Poller::new(Feed::DcgmExporter);
     let t0 = Instant::now();
     let interval = Duration::from_secs(10);
     let mut covered = Coverage::default();
@@ -174,7 +163,7 @@ async fn a_forbidden_feed_backs_off_and_says_so() {
     let targets = fleet(50);
     let mut reader =
         Fake { reads: AtomicUsize::new(0), answer: |_| Err(ReadError::Forbidden("needs get pods/proxy".into())) };
-    let mut p = poller(Feed::Agents);
+    let mut p = Poller::new(Feed::Agents);
     let t0 = Instant::now();
     let mut said = Vec::new();
     for second in 0..3600 {
@@ -193,7 +182,7 @@ async fn a_forbidden_feed_backs_off_and_says_so() {
 #[tokio::test]
 async fn a_reporter_that_goes_takes_its_nodes_data_with_it() {
     let mut reader = Fake { reads: AtomicUsize::new(0), answer: |_| Ok(Vec::new()) };
-    let mut p = poller(Feed::Agents);
+    let mut p = Poller::new(Feed::Agents);
     let t0 = Instant::now();
     let interval = Duration::from_secs(10);
     let events = p.round(Found::Targets(fleet(2)), &mut reader, None, interval, t0).await;

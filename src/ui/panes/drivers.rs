@@ -213,6 +213,12 @@ fn draw_waves(frame: &mut Frame, area: Rect, app: &App, views: &Views, theme: &T
         0,
         theme,
     );
+    // The bounds and what sets them, on the last inner row when the waves leave it free.
+    if area.height as usize > plan.waves.len() + 4 {
+        let note = Rect { x: area.x + 2, y: area.y + area.height - 2, width: area.width.saturating_sub(4), height: 1 };
+        let text = fit(&format!("bounds: {}", docs::wave_bounds_source(plan)), note.width as usize);
+        frame.render_widget(Paragraph::new(Line::styled(text, theme.style(Role::Dim))), note);
+    }
     // No wave is not a filter's doing: every node is on the target or left out.
     if plan.waves.is_empty() && area.height > 3 {
         let note = Rect { x: area.x + 2, y: area.y + 2, width: area.width.saturating_sub(4), height: 1 };
