@@ -144,6 +144,31 @@ fn a_feed_that_never_listed_marks_the_snapshot_incomplete() {
     assert!(feeds::incomplete(&cluster.snapshot()).is_empty());
 }
 
+/// Credentials that may not read a feed leave the view partial (a one-shot
+/// exits 1 and says which); a CRD that is not installed has nothing to miss.
+#[test]
+fn a_forbidden_feed_is_partial_data_a_missing_crd_is_not() {
+    let mut cluster = Cluster::new(SourceInfo { kind: SourceKind::Kube, name: "lab".into() });
+    cluster.apply_all([
+        ModelEvent::Clock(NOW),
+        ModelEvent::Resync { feed: Feed::Nodes, objects: Vec::new() },
+        ModelEvent::Feed {
+            feed: Feed::Pods,
+            state: FeedState::Unavailable(FeedProblem::Forbidden("RBAC: cannot list/watch pods".into())),
+        },
+        ModelEvent::Feed {
+            feed: Feed::Workloads,
+            state: FeedState::Unavailable(FeedProblem::Missing("CRD not installed".into())),
+        },
+    ]);
+    let snap = cluster.snapshot();
+    assert!(feeds::incomplete(&snap).contains(&Feed::Pods));
+    assert!(!feeds::incomplete(&snap).contains(&Feed::Workloads));
+    let a = analysis::analyze(&snap, NOW, &Thresholds::default());
+    let out = text::render(&snap, &a, None, None);
+    assert!(out.contains("feed pods: forbidden (RBAC: cannot list/watch pods) — INCOMPLETE"), "{out}");
+}
+
 /// The data age says how far behind the cluster the screen may be: a quiet
 /// but live watch is current, however long ago its objects last changed;
 /// the polled agents are as old as their last answer; the status bar shows

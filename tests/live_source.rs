@@ -333,7 +333,16 @@ async fn missing_crds_and_forbidden_feeds_are_reported_per_feed() {
     .await;
     let why = snapshots.borrow().feed_problem(Feed::Workloads).unwrap().describe().to_string();
     assert!(why.contains("RBAC: cannot list/watch workloads.kueue.x-k8s.io"), "{why}");
-    let doc = kgpu_json(&["snapshot"], &cp.viewer_kubeconfig);
+    // Forbidden feeds are partial data: printed, and exit 1 naming them.
+    let out = Command::new(env!("CARGO_BIN_EXE_kgpu"))
+        .args(["snapshot", "-o", "json", "--kubeconfig"])
+        .arg(&cp.viewer_kubeconfig)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("kueue workloads (forbidden: RBAC"), "{stderr}");
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(doc["feeds"]["kueue workloads"]["state"], "forbidden");
     assert_eq!(doc["feeds"]["pods"]["state"], "live");
     assert!(

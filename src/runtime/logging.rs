@@ -14,11 +14,15 @@ pub fn init(log_file: Option<&Path>, level: &str) -> Result<String, String> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     }
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+    // The log names nodes, pods and errors: the owner's alone (0600), as kubeconfigs are.
+    let mut options = std::fs::OpenOptions::new();
+    options.create(true).append(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let file = options.open(path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+    // A log an older kgpu created 0644 is narrowed too.
+    #[cfg(unix)]
+    let _ = std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(0o600));
     let filter = EnvFilter::try_new(format!("kgpu={level},warn")).map_err(|e| format!("--log-level '{level}': {e}"))?;
     tracing_subscriber::fmt()
         .with_env_filter(filter)

@@ -323,11 +323,13 @@ fn complete_or_failure(snap: &crate::model::Snapshot) -> ExitCode {
     if missing.is_empty() {
         return ExitCode::SUCCESS;
     }
-    let names: Vec<&str> = missing.iter().map(|f| f.name()).collect();
-    say(&format!(
-        "kgpu: the data are incomplete: {} never listed within {} s (exit 1)",
-        names.join(", "),
-        source::SYNC_TIMEOUT.as_secs()
-    ));
+    let names: Vec<String> = missing
+        .iter()
+        .map(|f| match snap.feeds.get(f).map(|s| &s.state) {
+            Some(crate::model::FeedState::Unavailable(p)) => format!("{} ({}: {})", f.name(), p.label(), p.describe()),
+            _ => format!("{} (never listed within {} s)", f.name(), source::SYNC_TIMEOUT.as_secs()),
+        })
+        .collect();
+    say(&format!("kgpu: the data are incomplete: {} (exit 1)", names.join("; ")));
     ExitCode::FAILURE
 }

@@ -2,7 +2,7 @@
 //! `kgpu snapshot` text and its JSON read the same states.
 
 use crate::model::time::age;
-use crate::model::{Coverage, Feed, FeedState, FeedStatus, Snapshot, SourceKind, Timestamp};
+use crate::model::{Coverage, Feed, FeedProblem, FeedState, FeedStatus, Snapshot, SourceKind, Timestamp};
 
 use super::style::Role;
 
@@ -109,10 +109,13 @@ pub fn health(snap: &Snapshot, now: Timestamp) -> Vec<FeedHealth> {
                 age: data_age(*f, status, now, snap.source.kind),
                 stale_since,
                 unavailable: matches!(status.state, FeedState::Unavailable(_)),
-                incomplete: match status.state {
+                incomplete: match &status.state {
                     FeedState::Syncing => true,
                     FeedState::Reconnecting { .. } => status.last_data.is_none(),
-                    _ => false,
+                    // Refused or failing: what it holds is not there. A CRD
+                    // not installed is not partial data: there is none.
+                    FeedState::Unavailable(p) => !matches!(p, FeedProblem::Missing(_)),
+                    FeedState::Live => false,
                 },
                 skipped: snap.skipped.get(f).cloned(),
                 coverage: status.coverage,

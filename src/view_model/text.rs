@@ -59,7 +59,12 @@ pub fn render(snap: &Snapshot, a: &Analysis, section: Option<Section>, waves: Op
     let feeds = super::feeds::health(snap, a.now);
     for h in &feeds {
         if h.incomplete {
-            let _ = writeln!(out, "feed {}: never listed — INCOMPLETE: what follows lacks its objects", h.feed.name());
+            let why = if h.unavailable {
+                format!("{} ({})", h.state, h.reason.as_deref().unwrap_or(""))
+            } else {
+                "never listed".to_string()
+            };
+            let _ = writeln!(out, "feed {}: {why} — INCOMPLETE: what follows lacks its objects", h.feed.name());
         } else if h.unavailable || h.stale() {
             let data = if h.stale() {
                 h.age.map_or(", no data yet".into(), |t| format!(", data {} old", age(t)))
