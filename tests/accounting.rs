@@ -25,11 +25,7 @@ fn agree(snap: Snapshot, what: &str) {
     assert_eq!(t.gpus, t.allocated + t.free + t.unavailable + t.unadvertised + t.unhealthy, "{what}: buckets");
     for n in &a.nodes {
         if let Some(hw) = n.hardware.filter(|_| n.replicas.is_none()) {
-            assert!(
-                n.buckets.total() <= hw as u64 || n.hardware.is_none(),
-                "{what}: {} counts more GPUs than it has",
-                n.name
-            );
+            assert!(n.buckets.total() <= hw || n.hardware.is_none(), "{what}: {} counts more GPUs than it has", n.name);
         }
     }
     // Fleet rows add up to the header.
@@ -183,7 +179,7 @@ fn scenario(name: &str) -> Snapshot {
 fn the_named_cases_count_physical_gpus() {
     let snap = scenario("default");
     let a = analysis::analyze(&snap, snap.clock, &Thresholds::default());
-    let gpu_nodes = a.nodes.iter().filter(|n| n.hardware.is_some()).map(|n| n.hardware.unwrap() as u64).sum::<u64>();
+    let gpu_nodes = a.nodes.iter().filter_map(|n| n.hardware).sum::<u64>();
     assert_eq!(a.totals.gpus, gpu_nodes, "the header counts the GPUs the nodes have");
     let snap = scenario("mig-vs-timeslicing");
     let a = analysis::analyze(&snap, snap.clock, &Thresholds::default());

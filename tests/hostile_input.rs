@@ -39,6 +39,9 @@ fn a_node_that_claims_a_trillion_gpus_is_a_number_not_a_trillion_cells() {
     let huge = views.nodes.iter().find(|r| r.name.as_str() == "huge").unwrap();
     assert!(huge.cells.len() <= MAX_CELLS, "{} cells", huge.cells.len());
     assert_eq!(huge.allocatable, 1_000_000_000_000);
+    // Counted in 64 bits everywhere: 10¹² + 8 GPUs, not 10¹² + 8 mod 2³².
+    assert_eq!(views.analysis.totals.gpus, 1_000_000_000_008);
+    assert_eq!(views.pools.iter().map(|p| p.gpus).sum::<u64>(), 1_000_000_000_008);
     let mut app = App::new(true, "dark", false);
     for (w, h) in [(80, 24), (200, 60)] {
         let s = screen(&mut app, &views, w, h);

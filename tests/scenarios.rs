@@ -341,7 +341,7 @@ fn every_gpu_is_in_one_bucket_and_every_view_counts_the_same() {
         // Every GPU the hardware has is in some bucket (MIG and unhealthy ones too).
         for node in &views.nodes {
             if let Some(hw) = node.hardware {
-                assert!(node.buckets.total() >= u64::from(hw), "{name}/{}: {:?} of {hw}", node.name, node.buckets);
+                assert!(node.buckets.total() >= hw, "{name}/{}: {:?} of {hw}", node.name, node.buckets);
             }
         }
     }

@@ -88,16 +88,16 @@ pub struct NodeSummary {
     pub product: Option<Sym>,
     pub driver: Option<String>,
     /// Physical GPUs as hardware reports them (agent, else GFD), if known.
-    pub hardware: Option<u32>,
+    pub hardware: Option<u64>,
     pub gpu_allocatable: u64,
     pub gpu_allocated: u64,
     pub gpu_free: u64,
     /// GPUs the agent reports unhealthy.
-    pub gpu_unhealthy: u32,
+    pub gpu_unhealthy: u64,
     /// Healthy GPUs with a recent XID the device plugin would act on.
     pub gpu_recent_xid: u32,
     /// GPUs in hardware the device plugin does not advertise.
-    pub gpu_unadvertised: u32,
+    pub gpu_unadvertised: u64,
     pub mig: Vec<MigUsage>,
     pub gpu_pods: usize,
     pub issues: Vec<NodeIssue>,

@@ -12,17 +12,17 @@ use super::tally::Tally;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Supply {
     /// Physical GPUs as hardware reports them (agent, else GFD), if known.
-    pub hardware: Option<u32>,
+    pub hardware: Option<u64>,
     /// Physical GPUs the device plugin advertises (as GPUs, slices or
     /// replicas), never counting one the agent reports unhealthy.
-    pub advertised: u32,
+    pub advertised: u64,
     /// In hardware, not advertised, and not unhealthy.
-    pub unadvertised: u32,
+    pub unadvertised: u64,
     /// Reported unhealthy by the agent, or withheld by the device plugin
     /// (capacity above allocatable).
-    pub unhealthy: u32,
+    pub unhealthy: u64,
     /// Of `unhealthy`, those known only from capacity above allocatable.
-    pub withheld: u32,
+    pub withheld: u64,
     /// Time-slicing: `nvidia.com/gpu` (or `.shared`) counts replicas.
     pub replicas: Option<Replicas>,
 }
@@ -37,16 +37,16 @@ pub fn supply(index: &Index<'_>, node: &Node) -> Supply {
     // what the hardware has (with them, the plugin's shortfall is named).
     let withheld = if devices.is_none() && node.hardware_gpus().is_none() { node.withheld_gpus() } else { 0 };
     let hardware = devices
-        .map(|d| d.gpus.len() as u32)
-        .or(node.hardware_gpus())
-        .or_else(|| (withheld > 0).then_some(node.capacity.gpu as u32));
+        .map(|d| d.gpus.len() as u64)
+        .or(node.hardware_gpus().map(u64::from))
+        .or_else(|| (withheld > 0).then_some(node.capacity.gpu));
     let unhealthy = devices
-        .map_or(0, |d| d.gpus.iter().filter(|g| matches!(g.health, GpuHealth::Unhealthy(_))).count() as u32)
+        .map_or(0, |d| d.gpus.iter().filter(|g| matches!(g.health, GpuHealth::Unhealthy(_))).count() as u64)
         .max(withheld);
     // Each physical GPU in one bucket: a GPU the agent reports unhealthy is
     // unhealthy even while the plugin still advertises it (it drops it soon).
     let advertised = advertised_physical_gpus(node, devices.map(|d| &**d))
-        .min(hardware.map_or(u32::MAX, |h| h.saturating_sub(unhealthy)));
+        .min(hardware.map_or(u64::MAX, |h| h.saturating_sub(unhealthy)));
     // An unhealthy GPU drops out of capacity: that is health, not the plugin.
     let unadvertised = hardware.map_or(0, |h| h.saturating_sub(advertised).saturating_sub(unhealthy));
     Supply { hardware, advertised, unadvertised, unhealthy, withheld, replicas: replicas_of(node, used) }
@@ -104,7 +104,7 @@ impl Supply {
     /// The node's physical GPUs, each in one bucket (see [`GpuBuckets`]):
     /// idle ones are free where the node takes work, unavailable elsewhere.
     pub fn buckets(&self, node: &Node, used: &Tally, accepts_work: bool) -> GpuBuckets {
-        let advertised = self.advertised as u64;
+        let advertised = self.advertised;
         let busy = match self.replicas {
             Some(r) => r.allocated.div_ceil(r.per_gpu as u64),
             None => {
@@ -119,8 +119,8 @@ impl Supply {
             used: busy,
             free: if accepts_work { idle } else { 0 },
             unavailable: if accepts_work { 0 } else { idle },
-            unadvertised: self.unadvertised as u64,
-            unhealthy: self.unhealthy as u64,
+            unadvertised: self.unadvertised,
+            unhealthy: self.unhealthy,
         }
     }
 
@@ -160,22 +160,22 @@ fn mig_gpus_busy(node: &Node, used: &Tally, mig_gpus: u64) -> u64 {
 /// Physical GPUs the device plugin covers. Under MIG `mixed` a GPU in MIG
 /// mode is advertised as its slices, not as `nvidia.com/gpu`; without an
 /// agent, advertised slices are taken to cover the remaining GPUs.
-fn advertised_physical_gpus(node: &Node, devices: Option<&crate::model::NodeDevices>) -> u32 {
+fn advertised_physical_gpus(node: &Node, devices: Option<&crate::model::NodeDevices>) -> u64 {
     let shared = node.allocatable.get(crate::model::keys::RESOURCE_GPU_SHARED);
     // Time-sliced under its own name: nvidia.com/gpu counts replicas, r per GPU.
     let replicas = node
         .label(crate::model::keys::GPU_REPLICAS)
-        .and_then(|r| r.as_str().trim().parse::<u32>().ok())
+        .and_then(|r| r.as_str().trim().parse::<u64>().ok())
         .filter(|r| *r > 1 && node.gpu.product.is_some_and(|p| p.as_str().ends_with("-SHARED")))
         .unwrap_or(1);
-    let whole = (node.allocatable.gpu as u32).div_ceil(replicas);
+    let whole = node.allocatable.gpu.div_ceil(replicas);
     // single with MIG on: GFD's count is MIG devices, like nvidia.com/gpu
     // (the product says `-MIG-`); single with MIG off is plain GPUs, one each.
     let single_mig = node.gpu.mig_strategy == Some(MigStrategy::Single)
         && node.gpu.product.is_some_and(|p| p.as_str().to_ascii_uppercase().contains("-MIG-"));
     if single_mig || shared > 0 {
         // Time-slicing: replicas hide the physical count, compare presence only.
-        return if whole > 0 || shared > 0 { node.hardware_gpus().unwrap_or(whole).max(whole) } else { 0 };
+        return if whole > 0 || shared > 0 { node.hardware_gpus().map_or(whole, u64::from).max(whole) } else { 0 };
     }
     let mig_slices = node.allocatable.mig_total();
     if mig_slices == 0 {
@@ -183,10 +183,10 @@ fn advertised_physical_gpus(node: &Node, devices: Option<&crate::model::NodeDevi
     }
     match devices {
         Some(d) => {
-            let mig_gpus = d.gpus.iter().filter(|g| g.mig_mode == crate::model::MigMode::Enabled).count() as u32;
+            let mig_gpus = d.gpus.iter().filter(|g| g.mig_mode == crate::model::MigMode::Enabled).count() as u64;
             whole + mig_gpus
         }
-        None => node.hardware_gpus().unwrap_or(whole).max(whole),
+        None => node.hardware_gpus().map_or(whole, u64::from).max(whole),
     }
 }
 

@@ -243,11 +243,11 @@ impl Node {
     /// the devices its device plugin reports unhealthy (the kubelet takes
     /// them out of allocatable). Read from the Node object alone; none for
     /// a node that shares its GPUs (replicas count there, not devices).
-    pub fn withheld_gpus(&self) -> u32 {
+    pub fn withheld_gpus(&self) -> u64 {
         if self.label(crate::model::keys::GPU_REPLICAS).is_some_and(|r| r.as_str().trim() != "1") {
             return 0;
         }
-        u32::try_from(self.capacity.gpu.saturating_sub(self.allocatable.gpu)).unwrap_or(u32::MAX)
+        self.capacity.gpu.saturating_sub(self.allocatable.gpu)
     }
 
     /// A node is a GPU node when it advertises, labels or reports GPUs.

@@ -42,7 +42,7 @@ pub struct NodeRow {
     pub allocatable: u64,
     pub free: u64,
     pub stranded: u64,
-    pub hardware: Option<u32>,
+    pub hardware: Option<u64>,
     pub mig: String,
     pub issues: Vec<IssueCode>,
     pub issue_details: Vec<String>,
@@ -132,8 +132,8 @@ fn cells(snap: &Snapshot, n: &NodeSummary, stranded: u64) -> Vec<Cell> {
             out.push(Cell::Gap);
         }
     }
-    let unhealthy = n.gpu_unhealthy as u64;
-    let unadvertised = (n.gpu_unadvertised as u64).saturating_sub(unhealthy);
+    let unhealthy = n.gpu_unhealthy;
+    let unadvertised = n.gpu_unadvertised.saturating_sub(unhealthy);
     let whole_unadvertised = if !n.mig.is_empty() && !mig_gpus.is_empty() { 0 } else { unadvertised };
     let used = n.gpu_allocated.min(n.gpu_allocatable);
     let free = n.gpu_free;

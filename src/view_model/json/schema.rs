@@ -153,7 +153,7 @@ pub struct NodeJson {
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct NodeGpu {
-    pub hardware: Option<u32>,
+    pub hardware: Option<u64>,
     /// `nvidia.com/gpu` as the scheduler counts it (replicas on a
     /// time-sliced node; MIG slices are under `mig`).
     pub allocatable: u64,
