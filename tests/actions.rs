@@ -567,6 +567,8 @@ async fn a_demo_drain_moves_the_pods_elsewhere_and_they_run() {
         .await;
     let (text, error) = d.last_report().await;
     assert!(!error, "{text}");
+    // Done when the pods are gone, and the report says where the replacements went.
+    assert!(text.contains("all gone, replacements: "), "{text}");
     // Each drained Job has a replacement running on another node; none is left on gpu-03.
     d.until("the replacements running elsewhere", |s| {
         before.iter().all(|job| {

@@ -429,7 +429,7 @@ async fn a_drain_goes_on_through_an_apiserver_restart() {
     let mut h = tokio::time::timeout(Duration::from_secs(150), drain).await.expect("the drain ends").unwrap();
     let (all, text, error) = h.reports();
     assert!(!error, "{text}\n{all:#?}");
-    assert!(text.contains("drained: cordoned, 3 pod(s) evicted"), "{text}");
+    assert!(text.contains("drained: cordoned, 3 pod(s) evicted; all gone"), "done when the pods are gone: {text}");
     assert!(all.iter().any(|r| r.contains("the API server did not answer")), "{all:#?}");
     let audit = h.audit();
     let results: Vec<&str> = audit.iter().filter_map(|e| e["result"].as_str()).collect();

@@ -134,8 +134,11 @@ impl Executor {
         };
         let prefix = if dry { "dry run: " } else { "" };
         if left.is_empty() {
+            // As kubectl drain: done when the pods are gone, not when the
+            // evictions return; then where their replacements run.
+            let after = if dry { String::new() } else { self.pods_gone(snap, node, &victims).await? };
             Ok(format!(
-                "{prefix}node/{node} {}: cordoned, {evicted} pod(s) {pods}{}",
+                "{prefix}node/{node} {}: cordoned, {evicted} pod(s) {pods}{}{after}",
                 drained.trim_start_matches(prefix),
                 if gpu_only { " (GPU pods only)" } else { "" }
             ))
@@ -145,6 +148,63 @@ impl Executor {
                 victims.len(),
                 left.join("; ")
             )))
+        }
+    }
+
+    /// Waits until every evicted pod has left `node` (deleted, or replaced
+    /// under its name by a pod with another uid), as `kubectl drain` waits,
+    /// within the drain timeout; then names where the replacements their
+    /// controllers made run: `; gone, replacements: a-x on gpu-04, b-y pending`.
+    async fn pods_gone(&self, seen: &Snapshot, node: Sym, victims: &[PodKey]) -> Result<String, ActionError> {
+        let deadline = tokio::time::Instant::now() + self.drain_timeout;
+        let uid = |k: &PodKey| seen.pods.get(k).and_then(|p| p.uid);
+        let owners: Vec<_> = victims
+            .iter()
+            .filter_map(|k| seen.pods.get(k).and_then(|p| Some((p.namespace, p.owner.clone()?))))
+            .collect();
+        let mut snapshots = self.snapshots.clone();
+        let mut said = usize::MAX;
+        loop {
+            self.check_cancel()?;
+            let now = self.snapshot();
+            let still: Vec<&PodKey> = victims
+                .iter()
+                .filter(|k| now.pods.get(*k).is_some_and(|p| p.node == Some(node) && p.uid == uid(k)))
+                .collect();
+            if still.is_empty() {
+                let mut replacements: Vec<String> = now
+                    .pods
+                    .values()
+                    .filter(|p| !seen.pods.get(&p.key()).is_some_and(|old| old.uid == p.uid))
+                    .filter(|p| {
+                        p.owner.as_ref().is_some_and(|o| owners.iter().any(|(ns, x)| *ns == p.namespace && x == o))
+                    })
+                    .map(|p| match p.node {
+                        Some(n) => format!("{} on {n}", p.name),
+                        None => format!("{} pending", p.name),
+                    })
+                    .collect();
+                replacements.sort();
+                return Ok(if replacements.is_empty() {
+                    "; all gone, no replacement yet".to_string()
+                } else {
+                    format!("; all gone, replacements: {}", replacements.join(", "))
+                });
+            }
+            if tokio::time::Instant::now() >= deadline {
+                let names: Vec<String> = still.iter().map(|k| k.to_string()).collect();
+                return Err(ActionError::Failed(format!(
+                    "drain {node}: cordoned, evicted, but after {}s {} pod(s) are still on it (terminating?): {}",
+                    self.drain_timeout.as_secs(),
+                    still.len(),
+                    names.join(", ")
+                )));
+            }
+            if still.len() != said {
+                said = still.len();
+                self.say(format!("drain {node}: waiting for {said} pod(s) to leave"), false, false).await;
+            }
+            let _ = tokio::time::timeout(std::time::Duration::from_secs(1), snapshots.changed()).await;
         }
     }
 }
