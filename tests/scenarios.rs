@@ -68,6 +68,15 @@ fn default_has_a_bit_of_everything() {
     assert!(p.iter().any(|x| x["nodeReasons"].as_object().unwrap().keys().any(|k| k == "insufficient-mig:2g.20gb")));
     assert!(p.iter().any(|x| x["kind"] == "PodGroup"), "a Volcano gang waits");
     assert!(doc["drivers"]["upgrades"].as_array().unwrap().iter().any(|u| u["state"] == "validation-required"));
+    // The ClusterPolicy asks for 550.54.15: an A100 labelled upgrade-done on
+    // 535 is not done, an H100 on 550 is.
+    let upgrade =
+        |node: &str| doc["drivers"]["upgrades"].as_array().unwrap().iter().find(|u| u["node"] == node).unwrap().clone();
+    assert_eq!(
+        (upgrade("a100-01")["state"].as_str(), upgrade("a100-01")["doneOffTarget"].as_bool()),
+        (Some("upgrade-done"), Some(true))
+    );
+    assert_eq!(upgrade("h100-01")["doneOffTarget"], false);
 }
 
 #[test]

@@ -123,12 +123,10 @@ fn analyze_index(snap: &Snapshot, mut index: index::Index<'_>, thresholds: &Thre
         });
         let fragmentation = fragmentation::analyze(&index);
         let nodes = fleet::summarize(&index, thresholds);
-        // `upgrade-done` is judged against what the operator is told to install.
-        let operator_target = crate::model::driver_policy::target(snap.driver_policies.values().map(|p| &**p))
-            .ok()
-            .flatten()
-            .map(|t| t.version);
-        let upgrades = waves::board(index.nodes(), now, thresholds, operator_target.as_ref());
+        // `upgrade-done` is judged against what the operator installs on each node.
+        let upgrades = waves::board(index.nodes(), now, thresholds, |n| {
+            crate::model::driver_policy::node_target(snap.driver_policies.values().map(|p| &**p), n)
+        });
         let queues = queues::rows(snap);
         let (pod_items, matrix) = side.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
         let mut pending = pending::complete(&index, &gangs, &fragmentation, pod_items);

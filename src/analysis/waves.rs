@@ -70,13 +70,13 @@ fn stuck_after(state: Option<Sym>, t: &Thresholds) -> i64 {
 
 /// Every GPU node with its upgrade state; stuck ones first (longest first),
 /// then failed, then in progress by state, then done on an old driver,
-/// then done, then unknown. With
-/// the operator's `target`, a node labelled done on another driver says so.
+/// then done, then unknown. A node labelled done on another driver than
+/// `target_of` it (what the operator installs there) says so.
 pub fn board<'a>(
     nodes: impl Iterator<Item = &'a Node>,
     now: Timestamp,
     t: &Thresholds,
-    target: Option<&DriverVersion>,
+    target_of: impl Fn(&Node) -> Option<DriverVersion>,
 ) -> Vec<UpgradeRow> {
     let mut rows: Vec<UpgradeRow> = nodes
         .filter(|n| n.is_gpu_node())
@@ -93,7 +93,7 @@ pub fn board<'a>(
                 skip: n.operator.upgrade_skip,
                 driver: n.gpu.driver.clone(),
                 done_off_target: state.is_some_and(|s| s.as_str() == "upgrade-done")
-                    && target.is_some_and(|t| n.gpu.driver.as_ref().is_some_and(|d| d != t)),
+                    && target_of(n).is_some_and(|t| n.gpu.driver.as_ref().is_some_and(|d| *d != t)),
             }
         })
         .collect();
@@ -425,7 +425,10 @@ pub fn plan(index: &Index<'_>, target: &DriverVersion, policy: Policy) -> WavePl
         let idx = waves.len();
         waves.push(make_wave(index, target, idx, false, current, &gangs_of_node, false));
     }
-    let halted = halt(&board(gpu_nodes.iter().copied(), index.now, &Thresholds::default(), Some(target)), Some(target));
+    let halted = halt(
+        &board(gpu_nodes.iter().copied(), index.now, &Thresholds::default(), |_| Some(target.clone())),
+        Some(target),
+    );
     WavePlan {
         target: target.to_string(),
         wave_size,

@@ -108,6 +108,33 @@ pub fn target<'a>(policies: impl IntoIterator<Item = &'a DriverPolicy>) -> Resul
     }
 }
 
+/// The driver the operator installs on `node`: the ClusterPolicy's,
+/// unless it defers to NVIDIADrivers; then the version of the one
+/// NVIDIADriver whose nodeSelector the node matches (none, or several that
+/// disagree: no target, as the operator itself would refuse to pick).
+pub fn node_target<'a>(
+    policies: impl IntoIterator<Item = &'a DriverPolicy>,
+    node: &super::Node,
+) -> Option<DriverVersion> {
+    let policies: Vec<&DriverPolicy> = policies.into_iter().collect();
+    let cluster = policies.iter().find(|p| p.kind == DriverPolicyKind::ClusterPolicy);
+    if let Some(c) = cluster.filter(|c| !c.defers_to_nvidia_drivers) {
+        return c.enabled.then(|| c.version.clone()).flatten();
+    }
+    let mut versions: Vec<&DriverVersion> = policies
+        .iter()
+        .filter(|p| p.kind == DriverPolicyKind::NvidiaDriver)
+        .filter(|p| p.node_selector.iter().all(|(k, v)| node.label(k.as_str()) == Some(*v)))
+        .filter_map(|p| p.version.as_ref())
+        .collect();
+    versions.sort();
+    versions.dedup();
+    match versions.as_slice() {
+        [one] => Some((*one).clone()),
+        _ => None,
+    }
+}
+
 /// What the upgrade waves go to: the version chosen (`:plan`,
 /// `--target-driver`), else the operator's target.
 #[derive(Clone, Debug, PartialEq)]
@@ -172,5 +199,29 @@ mod tests {
         let other = policy(DriverPolicyKind::NvidiaDriver, "a100-pool", Some("550.54.15"));
         let err = target([&deferring, &nd, &other]).unwrap_err();
         assert!(err.contains("2 versions") && err.contains("a100-pool 550.54.15"), "{err}");
+    }
+
+    /// Per node, the NVIDIADriver whose nodeSelector matches it decides.
+    #[test]
+    fn each_node_is_judged_by_the_nvidia_driver_that_selects_it() {
+        use crate::model::build::node;
+        let deferring = DriverPolicy {
+            defers_to_nvidia_drivers: true,
+            ..policy(DriverPolicyKind::ClusterPolicy, "gpu-cluster-policy", Some("570.124.06"))
+        };
+        let pool = |name: &str, product: &str, version: &str| DriverPolicy {
+            node_selector: crate::model::node::labels_from([("nvidia.com/gpu.product", product)]),
+            ..policy(DriverPolicyKind::NvidiaDriver, name, Some(version))
+        };
+        let a100 = pool("a100", "NVIDIA-A100-SXM4-80GB", "535.104.05");
+        let h100 = pool("h100", "NVIDIA-H100-80GB-HBM3", "550.54.15");
+        let on_a100 = node("a").product("NVIDIA-A100-SXM4-80GB").build();
+        let on_l40s = node("l").product("NVIDIA-L40S").build();
+        let v = |n| node_target([&deferring, &a100, &h100], n).map(|v| v.to_string());
+        assert_eq!(v(&on_a100).as_deref(), Some("535.104.05"));
+        assert_eq!(v(&on_l40s), None, "no NVIDIADriver selects it");
+        // Without deferring, the ClusterPolicy decides for every node.
+        let cp = policy(DriverPolicyKind::ClusterPolicy, "p", Some("570.124.06"));
+        assert_eq!(node_target([&cp, &a100], &on_a100).map(|v| v.to_string()).as_deref(), Some("570.124.06"));
     }
 }
