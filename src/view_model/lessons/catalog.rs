@@ -116,7 +116,7 @@ pub static LESSONS: &[Lesson] = &[
             let plan = &f.plan;
             if !plan.steps.is_empty() {
                 lines.push(format!(
-                    "The plan: {} ({:.0} GPU-hours of work moved) frees {}; then the gang fits (Fleet pane, `x`; kgpu defrag).",
+                    "The plan: {} ({:.1} GPU-hours of work lost: busy time since checkpoint + restart) frees {}; then the gang fits (Fleet pane, `x`; kgpu defrag).",
                     plan.steps_summary(),
                     plan.gpu_hours,
                     plan.nodes_freed.iter().map(|n| n.to_string()).collect::<Vec<_>>().join(", ")

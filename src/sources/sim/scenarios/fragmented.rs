@@ -10,7 +10,7 @@ pub const SCENARIO: Scenario = Scenario {
     name: "fragmented",
     title: "Free GPUs nobody can use",
     story: "8 nodes × 8 H100. Small jobs are scattered so every node has 3 to 6 GPUs busy: 28 GPUs are free, yet the 2×8 fine-tuning gang cannot start.",
-    signal: "28 free GPUs, 0 usable for the 2×8 gang (all 28 stranded); the plan moves 4 pods (14 GPU-hours) to free two nodes",
+    signal: "28 free GPUs, 0 usable for the 2×8 gang (all 28 stranded); the plan moves 5 pods (7.1 GPU-hours of work lost) to free two nodes",
     manifests: include_str!("../../../../assets/scenarios/fragmented/scenario.yaml"),
     build,
 };
