@@ -107,9 +107,12 @@ impl Role {
 /// sends may carry escape sequences (an event message that retitles the
 /// terminal, a label that clears the screen). Control characters (C0, DEL,
 /// C1) become `�`, except newlines (kept) and tabs and carriage returns
-/// (spaces), so a tampered text shows as tampered.
+/// (spaces), so a tampered text shows as tampered. Bidirectional controls
+/// (right-to-left override and its kin) become `�` too: they make a name
+/// read backwards on screen ("Trojan Source"), and no Kubernetes name needs one.
 pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
-    if !text.chars().any(|c| c.is_control() && c != '\n') {
+    let unsafe_char = |c: char| (c.is_control() && c != '\n') || is_bidi_control(c);
+    if !text.chars().any(unsafe_char) {
         return std::borrow::Cow::Borrowed(text);
     }
     let cleaned = text
@@ -117,11 +120,17 @@ pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
         .map(|c| match c {
             '\n' => '\n',
             '\t' | '\r' => ' ',
-            c if c.is_control() => '\u{FFFD}',
+            c if unsafe_char(c) => '\u{FFFD}',
             c => c,
         })
         .collect();
     std::borrow::Cow::Owned(cleaned)
+}
+
+/// Unicode's explicit directional formatting characters (UAX #9): marks,
+/// embeddings, overrides and isolates.
+fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
 }
 
 /// One piece of text and its role.
@@ -198,6 +207,9 @@ mod tests {
         assert_eq!(printable("\u{1b}]0;pwned\u{7}ok"), "\u{FFFD}]0;pwned\u{FFFD}ok");
         assert_eq!(printable("a\u{9b}31mb"), "a\u{FFFD}31mb", "C1 CSI too");
         assert_eq!(printable("line one\nline\ttwo\r"), "line one\nline two ");
+        // A right-to-left override would show `train-gpu-8txt.exe` reversed.
+        assert_eq!(printable("pod-\u{202E}exe.txt"), "pod-\u{FFFD}exe.txt");
+        assert_eq!(printable("a\u{2066}b\u{2069}c\u{200F}"), "a\u{FFFD}b\u{FFFD}c\u{FFFD}");
         assert!(matches!(printable("plain text, ünïcode ✓"), std::borrow::Cow::Borrowed(_)));
     }
 }
