@@ -23,7 +23,7 @@ use crate::model::{Pod, PodKey, Snapshot, Sym, Taint, TaintEffect, Toleration};
 
 use super::PlanTarget;
 use super::backend::ActionError;
-use super::exec::Executor;
+use super::exec::{Controllers, Executor};
 use super::impact::{Impact, add_pods, eviction_command};
 
 pub(super) fn question(label: &str, evictions: &[PodKey], reserve: &[Sym]) -> String {
@@ -194,10 +194,7 @@ impl Executor {
         let snap = self.snapshot();
         self.tolerate(&look(&snap, target).1, &toleration, dry, &mut tolerated).await?;
         let before: HashSet<PodKey> = snap.pods.keys().cloned().collect();
-        let owners: Vec<_> = evictions
-            .iter()
-            .filter_map(|k| snap.pods.get(k).and_then(|p| Some((p.namespace, p.owner.clone()?))))
-            .collect();
+        let controllers = Controllers::of(&snap, evictions);
         let (evicted, blocked) = self.evict_all(&snap, evictions, dry, "defrag").await?;
         if !blocked.is_empty() {
             return Err(ActionError::Failed(format!(
@@ -219,8 +216,7 @@ impl Executor {
             self.check_cancel()?;
             let snap = self.snapshot();
             for p in snap.pods.values() {
-                let ours = p.owner.as_ref().is_some_and(|o| owners.iter().any(|(ns, x)| *ns == p.namespace && x == o));
-                if before.contains(&p.key()) || !ours {
+                if before.contains(&p.key()) || !controllers.made(p) {
                     continue;
                 }
                 if let Some(node) = p.node {

@@ -9,7 +9,7 @@ use crate::analysis::index::Index;
 use crate::model::{Pod, PodKey, Snapshot, Sym};
 
 use super::backend::ActionError;
-use super::exec::Executor;
+use super::exec::{Controllers, Executor};
 use super::impact::{Impact, add_pods, drain_victims, eviction_command};
 
 pub(super) fn question(node: Sym, gpu_only: bool, force: bool) -> String {
@@ -158,10 +158,7 @@ impl Executor {
     async fn pods_gone(&self, seen: &Snapshot, node: Sym, victims: &[PodKey]) -> Result<String, ActionError> {
         let deadline = tokio::time::Instant::now() + self.drain_timeout;
         let uid = |k: &PodKey| seen.pods.get(k).and_then(|p| p.uid);
-        let owners: Vec<_> = victims
-            .iter()
-            .filter_map(|k| seen.pods.get(k).and_then(|p| Some((p.namespace, p.owner.clone()?))))
-            .collect();
+        let controllers = Controllers::of(seen, victims);
         let mut snapshots = self.snapshots.clone();
         let mut said = usize::MAX;
         loop {
@@ -176,9 +173,7 @@ impl Executor {
                     .pods
                     .values()
                     .filter(|p| !seen.pods.get(&p.key()).is_some_and(|old| old.uid == p.uid))
-                    .filter(|p| {
-                        p.owner.as_ref().is_some_and(|o| owners.iter().any(|(ns, x)| *ns == p.namespace && x == o))
-                    })
+                    .filter(|p| controllers.made(p))
                     .map(|p| match p.node {
                         Some(n) => format!("{} on {n}", p.name),
                         None => format!("{} pending", p.name),

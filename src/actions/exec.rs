@@ -199,3 +199,19 @@ impl Executor {
         Ok((evicted, blocked))
     }
 }
+
+/// The controllers of some pods, to know their replacements by: a pod is
+/// one when a controller of the same namespace made it.
+pub(super) struct Controllers(Vec<(crate::model::Sym, crate::model::Owner)>);
+
+impl Controllers {
+    pub(super) fn of(snap: &Snapshot, pods: &[PodKey]) -> Controllers {
+        Controllers(
+            pods.iter().filter_map(|k| snap.pods.get(k).and_then(|p| Some((p.namespace, p.owner.clone()?)))).collect(),
+        )
+    }
+
+    pub(super) fn made(&self, pod: &crate::model::Pod) -> bool {
+        pod.owner.as_ref().is_some_and(|o| self.0.iter().any(|(ns, x)| *ns == pod.namespace && x == o))
+    }
+}

@@ -65,18 +65,9 @@ pub fn arithmetic(l: &LostWork) -> String {
 
 /// Shares of a physical GPU that `pod`'s requests hold on `node`.
 pub fn gpu_share(pod: &Pod, node: Option<&Node>) -> f64 {
-    let per_gpu = node
-        .and_then(|n| n.label(keys::GPU_REPLICAS))
-        .and_then(|r| r.as_str().trim().parse::<u32>().ok())
-        .filter(|r| *r > 1)
-        .map_or(1.0, f64::from);
-    let whole = (pod.requests.gpu + pod.requests.get(keys::RESOURCE_GPU_SHARED)) as f64;
     // Replicas are shares of a GPU only where the node time-slices.
-    let shared = node.is_some_and(|n| {
-        n.allocatable.get(keys::RESOURCE_GPU_SHARED) > 0
-            || n.gpu.product.is_some_and(|p| p.as_str().ends_with("-SHARED"))
-    });
-    let whole = if shared { whole / per_gpu } else { whole };
+    let per_gpu = node.and_then(super::supply::replicas_per_gpu).map_or(1.0, f64::from);
+    let whole = (pod.requests.gpu + pod.requests.get(keys::RESOURCE_GPU_SHARED)) as f64 / per_gpu;
     let geometry = node.and_then(|n| n.gpu.product).and_then(|p| mig::geometry_for_product(p.as_str()));
     let slices: f64 = pod.requests.mig().map(|(profile, n)| n as f64 * mig::compute_share(profile, geometry)).sum();
     whole + slices

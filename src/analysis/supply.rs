@@ -85,13 +85,16 @@ pub struct Replicas {
 
 /// Time-slicing: the replicas per GPU GFD reports, when the node shares its
 /// GPUs (a `-SHARED` product, or replicas renamed to `nvidia.com/gpu.shared`).
-fn replicas_of(node: &Node, used: &Tally) -> Option<Replicas> {
+pub fn replicas_per_gpu(node: &Node) -> Option<u32> {
     let per_gpu: u32 = node.label(crate::model::keys::GPU_REPLICAS)?.as_str().trim().parse().ok()?;
     let shared = node.allocatable.get(crate::model::keys::RESOURCE_GPU_SHARED);
     let sharing = shared > 0 || node.gpu.product.is_some_and(|p| p.as_str().ends_with("-SHARED"));
-    if per_gpu <= 1 || !sharing {
-        return None;
-    }
+    (per_gpu > 1 && sharing).then_some(per_gpu)
+}
+
+fn replicas_of(node: &Node, used: &Tally) -> Option<Replicas> {
+    let per_gpu = replicas_per_gpu(node)?;
+    let shared = node.allocatable.get(crate::model::keys::RESOURCE_GPU_SHARED);
     let (advertised, allocated) = if shared > 0 {
         (shared, used.get(crate::model::keys::RESOURCE_GPU_SHARED))
     } else {
