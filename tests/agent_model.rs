@@ -136,3 +136,58 @@ fn an_agent_without_nvml_or_out_of_reach_is_shown_on_its_node() {
     let other = v.analysis.nodes.iter().find(|n| n.name == Sym::new("gpu-node-1")).unwrap();
     assert!(other.issues.is_empty());
 }
+
+/// The value after `Key : ` on the first line of `nvidia-smi -q` output that
+/// starts with the key (after its indentation).
+fn nvsmi_field<'a>(text: &'a str, key: &str) -> &'a str {
+    text.lines()
+        .find_map(|l| {
+            let (k, v) = l.split_once(" : ")?;
+            (k.trim() == key).then(|| v.trim())
+        })
+        .unwrap_or_else(|| panic!("no {key} in nvidia-smi -q"))
+}
+
+#[test]
+fn a_recorded_h200_agent_agrees_with_nvidia_smi_on_the_same_machine() {
+    // Recorded on a lent H200 (tests/fixtures/agent/README.md): the agent's
+    // /v1/snapshot and nvidia-smi's own listing, seconds apart.
+    let dir = format!("{}/tests/fixtures/agent/h200-recorded", env!("CARGO_MANIFEST_DIR"));
+    let q = std::fs::read_to_string(format!("{dir}/nvidia-smi-q.txt")).unwrap();
+    let snap = fixture("h200-nvml-recorded.json");
+    assert_eq!(snap.backend, "nvml");
+    assert_eq!(snap.driver_version.as_deref(), Some(nvsmi_field(&q, "Driver Version")));
+    assert_eq!(snap.cuda_driver_version.as_deref(), Some(nvsmi_field(&q, "CUDA Version")));
+    assert_eq!(snap.gpus.len().to_string(), nvsmi_field(&q, "Attached GPUs"));
+    let g = &snap.gpus[0];
+    assert_eq!(g.uuid, nvsmi_field(&q, "GPU UUID"));
+    assert_eq!(g.name, nvsmi_field(&q, "Product Name"));
+    assert_eq!(g.pci_bus_id.as_deref(), Some(nvsmi_field(&q, "Bus Id")));
+    // "FB Memory Usage / Total": the first Total in the output.
+    assert_eq!(format!("{} MiB", g.memory_total_mib), nvsmi_field(&q, "Total"));
+    assert!(!g.mig.as_ref().unwrap().enabled, "MIG Mode Current: {}", nvsmi_field(&q, "Current"));
+
+    // Converted at the edge: one healthy H200 whose product matches GFD's
+    // label spelling and whose MIG geometry is the H200's (PCI device
+    // 0x233510DE, which nvidia-smi names, is mig-parted's H200-141GB).
+    assert_eq!(nvsmi_field(&q, "Device Id"), "0x233510DE");
+    let devices = to_model(&snap, NOW);
+    assert_eq!(devices.status, AgentStatus::Reporting);
+    assert_eq!(devices.driver.as_ref().map(|d| d.to_string()).as_deref(), Some("580.159.04"));
+    let gpu = &devices.gpus[0];
+    assert_eq!(gpu.product.as_str(), "NVIDIA-H200");
+    assert_eq!(kgpu::reference::mig::model_for_product(gpu.product.as_str()), Some("H200-141GB"));
+    assert!(gpu.instances.is_empty());
+
+    // On a node that advertises its one GPU and carries GFD's labels for
+    // it, the agent adds no issue and its count agrees.
+    let n = node("h200-device")
+        .label("nvidia.com/gpu.product", "NVIDIA-H200")
+        .label("nvidia.com/gpu.count", "1")
+        .gpus(1)
+        .build();
+    let v = views(vec![n], vec![devices]);
+    let s = v.analysis.nodes.iter().find(|n| n.name.as_str() == "h200-device").unwrap();
+    assert_eq!((s.hardware, s.gpu_unadvertised), (Some(1), 0));
+    assert!(s.issues.is_empty(), "{:?}", s.issues);
+}
