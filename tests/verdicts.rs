@@ -342,3 +342,62 @@ fn kueue_saying_no_is_the_headline_where_kgpus_arithmetic_finds_room() {
     let text = why("hand-made/kueue-flavor-affinity.yaml", "team-a/job-pretrain-6e26b");
     assert!(text.contains("blocked at: quota (Kueue's word: not evaluated by kgpu)"), "{text}");
 }
+
+/// DRA (`dra/`, captured from the lab: the real kube-scheduler's
+/// DynamicResources plugin allocated the claims and wrote the conditions).
+/// GPUs published in ResourceSlices are counted as GPUs, each pod's claims
+/// are judged as the scheduler judged them, and every view agrees.
+#[test]
+fn dra_gpus_are_counted_and_claims_judged_as_the_scheduler_did() {
+    let doc = snapshot("dra/cluster.yaml", &[]);
+    let totals = &doc["fleet"]["totals"];
+    // 4 published GPUs: 3 allocated to the train-* claims, 1 tainted (Xid).
+    assert_eq!(
+        (&totals["gpus"], &totals["allocated"], &totals["free"], &totals["unhealthy"], &totals["unadvertised"]),
+        (&Value::from(4), &Value::from(3), &Value::from(0), &Value::from(1), &Value::from(0)),
+        "{totals}"
+    );
+    assert_eq!(totals["migGpus"], 0, "DRA GPUs are not MIG slices");
+    let nodes = doc["fleet"]["nodes"].as_array().unwrap();
+    for n in nodes {
+        let physical = &n["gpu"]["physical"];
+        let sum: u64 = ["used", "free", "unavailable", "unadvertised", "unhealthy"]
+            .iter()
+            .map(|k| physical[k].as_u64().unwrap())
+            .sum();
+        assert_eq!(Some(sum), n["gpu"]["hardware"].as_u64(), "{n}");
+        assert_eq!(n["gpu"]["dra"]["published"], 2, "{n}");
+        assert!(!node_issues(&doc, n["name"].as_str().unwrap()).contains(&"device-plugin-not-advertising".to_string()));
+    }
+    assert_eq!(node_issues(&doc, "dra-h100-1"), ["device-tainted"]);
+    assert_eq!(nodes[0]["product"], "NVIDIA-H100-80GB-HBM3");
+
+    // Where the scheduler tried and failed, kgpu blocks at the claims step
+    // and agrees with it; its per-node detail says why.
+    for name in ["wants-four", "wants-h200", "wants-100gi", "wants-mig-profile"] {
+        let p = pending(&doc, name);
+        assert_eq!(p["blockingStep"], "claims", "{name}: {p}");
+        assert_eq!(p["agreesWithScheduler"], true, "{name}: {}", p["schedulerMessage"]);
+    }
+    assert!(pending(&doc, "wants-four")["summary"].as_str().unwrap().contains("none enough free"));
+    assert!(pending(&doc, "wants-h200")["summary"].as_str().unwrap().contains("no published device matches"));
+    assert!(pending(&doc, "wants-four")["shape"].as_str().unwrap().starts_with("1×4"));
+    let why_mig = why("dra/cluster.yaml", "ml/wants-mig-profile");
+    assert!(why_mig.contains("No such key: profile"), "{why_mig}");
+    // Claims the scheduler never tries: kgpu names the missing object.
+    for (name, what) in
+        [("shared-claim-missing", "ResourceClaim team-gpu does not exist"), ("template-missing", "no-such-template")]
+    {
+        let p = pending(&doc, name);
+        assert_eq!(p["blockingStep"], "claims");
+        assert!(p["summary"].as_str().unwrap().contains(what), "{p}");
+        assert!(p["schedulerMessage"].is_null(), "the scheduler wrote nothing about {name}");
+    }
+    // The placed pods are not pending; their claims hold the 3 used GPUs.
+    for name in ["train-0", "train-1", "train-2"] {
+        assert!(!doc["pending"].as_array().unwrap().iter().any(|p| p["name"] == name));
+    }
+    // The text output's header counts the same.
+    let text = kgpu(&["snapshot", "--file", &fixture("dra/cluster.yaml")]);
+    assert!(text.contains("FLEET  4 GPUs: 3 in use, 0 free"), "{text}");
+}

@@ -36,6 +36,9 @@ pub enum IssueCode {
     /// Reserved by a kgpu defragmentation plan (its taint): new pods stay
     /// off it. Left behind when the kgpu that ran the plan was killed.
     DefragReserved,
+    /// DRA devices tainted NoSchedule or NoExecute (KEP-5055): new claims
+    /// keep off them.
+    DeviceTainted,
 }
 
 impl IssueCode {
@@ -55,6 +58,7 @@ impl IssueCode {
             IssueCode::MigInvalid => "mig-invalid",
             IssueCode::DefragReserved => "defrag-reserved",
             IssueCode::DevicePluginUnhealthy => "device-plugin-unhealthy",
+            IssueCode::DeviceTainted => "device-tainted",
         }
     }
 
@@ -105,6 +109,8 @@ pub struct NodeSummary {
     pub buckets: GpuBuckets,
     /// Time-slicing: `nvidia.com/gpu` (or `.shared`) counts replicas, not GPUs.
     pub replicas: Option<Replicas>,
+    /// GPUs published through DRA (ResourceSlices).
+    pub dra: Option<super::dra::DraGpus>,
 }
 
 impl NodeSummary {
@@ -124,6 +130,17 @@ impl NodeSummary {
 /// The nodes that fail every GPU pod at admission (see `black_hole`).
 pub fn black_hole_nodes(index: &Index<'_>, thresholds: &Thresholds) -> Vec<Sym> {
     index.nodes().filter(|n| black_hole(index, n, thresholds).is_some()).map(|n| n.name).collect()
+}
+
+/// A string attribute of the node's first NVIDIA GPU published through DRA.
+fn dra_attribute(index: &Index<'_>, node: &Node, name: &str) -> Option<String> {
+    let qualified = format!("{}/{name}", super::dra::NVIDIA_GPU_DRIVER);
+    index
+        .dra()
+        .devices_on(node.name)
+        .iter()
+        .filter(|d| d.physical_gpu().is_some())
+        .find_map(|d| d.device.attribute(&qualified).and_then(|v| v.as_str()).map(str::to_string))
 }
 
 pub fn summarize(index: &Index<'_>, thresholds: &Thresholds) -> Vec<NodeSummary> {
@@ -173,6 +190,27 @@ pub fn summarize_node(index: &Index<'_>, node: &Node, thresholds: &Thresholds) -
             code: IssueCode::MigInvalid,
             detail: format!(
                 "GPU Feature Discovery labels the product {product}: under the single MIG strategy every GPU must be in MIG mode with one profile; none is advertised"
+            ),
+        });
+    }
+    let tainted: Vec<String> = index
+        .dra()
+        .devices_on(node.name)
+        .iter()
+        .filter(|d| d.tainted())
+        .flat_map(|d| {
+            d.device.taints.iter().map(move |t| {
+                format!("{} {}={}:{}", d.device.name, t.key, t.value.map_or("", |v| v.as_str()), t.effect.as_str())
+            })
+        })
+        .collect();
+    if !tainted.is_empty() {
+        issues.push(NodeIssue {
+            code: IssueCode::DeviceTainted,
+            detail: format!(
+                "DRA device taints keep new claims off: {} (kubectl get resourceslices --field-selector spec.nodeName={} -o yaml)",
+                tainted.join("; "),
+                node.name
             ),
         });
     }
@@ -234,19 +272,31 @@ pub fn summarize_node(index: &Index<'_>, node: &Node, thresholds: &Thresholds) -
     let accepts_work = node.is_ready() && !node.unschedulable && !issues.iter().any(|i| i.code == IssueCode::BlackHole);
     let replicas = supply.replicas;
     let buckets = supply.buckets(node, used, accepts_work);
+    // DRA's GPUs are allocatable and allocated as the device plugin's are.
+    let (dra_offered, dra_allocated) = supply.dra.map_or((0, 0), |d| (d.published - d.tainted, d.allocated));
 
     NodeSummary {
         buckets,
         replicas,
+        dra: supply.dra,
         name: node.name,
         ready: node.is_ready(),
         cordoned: node.unschedulable,
-        product: node.gpu.product,
-        driver: node.gpu.driver.as_ref().or(devices.and_then(|d| d.driver.as_ref())).map(|d| d.to_string()),
+        product: node
+            .gpu
+            .product
+            .or_else(|| dra_attribute(index, node, "productName").map(|p| Sym::new(&p.replace(' ', "-")))),
+        driver: node
+            .gpu
+            .driver
+            .as_ref()
+            .or(devices.and_then(|d| d.driver.as_ref()))
+            .map(|d| d.to_string())
+            .or_else(|| dra_attribute(index, node, "driverVersion")),
         hardware,
-        gpu_allocatable: node.allocatable.gpu,
-        gpu_allocated: used.gpu,
-        gpu_free: node.allocatable.gpu.saturating_sub(used.gpu),
+        gpu_allocatable: node.allocatable.gpu + dra_offered,
+        gpu_allocated: used.gpu + dra_allocated,
+        gpu_free: (node.allocatable.gpu + dra_offered).saturating_sub(used.gpu + dra_allocated),
         gpu_unhealthy,
         gpu_recent_xid,
         gpu_unadvertised,

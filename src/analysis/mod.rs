@@ -2,6 +2,7 @@
 //! argument), no terminal. This is where the domain lives.
 
 pub mod compat;
+pub mod dra;
 pub mod fit;
 pub mod fleet;
 pub mod fragmentation;

@@ -5,6 +5,8 @@
 
 use crate::model::{AgentStatus, GpuHealth, MigStrategy, Node};
 
+use super::dra::DraGpus;
+
 use super::index::Index;
 use super::tally::Tally;
 
@@ -25,6 +27,8 @@ pub struct Supply {
     pub withheld: u64,
     /// Time-slicing: `nvidia.com/gpu` (or `.shared`) counts replicas.
     pub replicas: Option<Replicas>,
+    /// GPUs published through DRA (ResourceSlices), none where it publishes none.
+    pub dra: Option<DraGpus>,
 }
 
 /// What `node` supplies, from its object, its agent and its pods.
@@ -36,20 +40,31 @@ pub fn supply(index: &Index<'_>, node: &Node) -> Supply {
     // known from the Node object alone where neither GFD nor an agent says
     // what the hardware has (with them, the plugin's shortfall is named).
     let withheld = if devices.is_none() && node.hardware_gpus().is_none() { node.withheld_gpus() } else { 0 };
+    let dra = index.dra().gpus(node.name);
+    let dra_published = dra.map_or(0, |d| d.published);
+    // A GPU offered both ways (a device plugin beside the DRA driver) is
+    // one GPU: the hardware count is the larger of the two.
     let hardware = devices
         .map(|d| d.gpus.len() as u64)
         .or(node.hardware_gpus().map(u64::from))
-        .or_else(|| (withheld > 0).then_some(node.capacity.gpu));
+        .or_else(|| (withheld > 0).then_some(node.capacity.gpu))
+        .map(|h| h.max(dra_published))
+        .or(dra.map(|d| d.published));
+    // A tainted DRA device is most likely the GPU the agent calls unhealthy.
     let unhealthy = devices
         .map_or(0, |d| d.gpus.iter().filter(|g| matches!(g.health, GpuHealth::Unhealthy(_))).count() as u64)
-        .max(withheld);
+        .max(withheld)
+        .max(dra.map_or(0, |d| d.tainted));
     // Each physical GPU in one bucket: a GPU the agent reports unhealthy is
     // unhealthy even while the plugin still advertises it (it drops it soon).
+    // DRA's healthy GPUs are offered, as the device plugin's are.
+    let dra_offered = dra.map_or(0, |d| d.published - d.tainted);
     let advertised = advertised_physical_gpus(node, devices.map(|d| &**d))
-        .min(hardware.map_or(u64::MAX, |h| h.saturating_sub(unhealthy)));
+        .min(hardware.map_or(u64::MAX, |h| h.saturating_sub(unhealthy).saturating_sub(dra_offered)));
     // An unhealthy GPU drops out of capacity: that is health, not the plugin.
-    let unadvertised = hardware.map_or(0, |h| h.saturating_sub(advertised).saturating_sub(unhealthy));
-    Supply { hardware, advertised, unadvertised, unhealthy, withheld, replicas: replicas_of(node, used) }
+    let unadvertised =
+        hardware.map_or(0, |h| h.saturating_sub(advertised).saturating_sub(dra_offered).saturating_sub(unhealthy));
+    Supply { hardware, advertised, unadvertised, unhealthy, withheld, replicas: replicas_of(node, used), dra }
 }
 
 /// Physical GPUs by what they are doing: each GPU in exactly one bucket.
@@ -118,6 +133,9 @@ impl Supply {
         }
         .min(advertised);
         let idle = advertised - busy;
+        // DRA: a GPU with a device allocated to a claim is used.
+        let (dra_used, dra_idle) = self.dra.map_or((0, 0), |d| (d.allocated, d.published - d.allocated - d.tainted));
+        let (busy, idle) = (busy + dra_used, idle + dra_idle);
         GpuBuckets {
             used: busy,
             free: if accepts_work { idle } else { 0 },

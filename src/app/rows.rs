@@ -277,5 +277,6 @@ pub fn issue_short(code: IssueCode) -> &'static str {
         IssueCode::SharedMemoryFull => "shared-mem",
         IssueCode::DefragReserved => "reserved",
         IssueCode::DevicePluginUnhealthy => "unhealthy",
+        IssueCode::DeviceTainted => "dev-taint",
     }
 }

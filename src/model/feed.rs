@@ -16,12 +16,16 @@ pub enum Feed {
     VolcanoQueues,
     ClusterPolicies,
     NvidiaDrivers,
+    ResourceSlices,
+    DeviceClasses,
+    ResourceClaims,
+    ResourceClaimTemplates,
     DcgmExporter,
     Agents,
 }
 
 impl Feed {
-    pub const ALL: [Feed; 13] = [
+    pub const ALL: [Feed; 17] = [
         Feed::Nodes,
         Feed::Pods,
         Feed::Events,
@@ -33,6 +37,10 @@ impl Feed {
         Feed::VolcanoQueues,
         Feed::ClusterPolicies,
         Feed::NvidiaDrivers,
+        Feed::ResourceSlices,
+        Feed::DeviceClasses,
+        Feed::ResourceClaims,
+        Feed::ResourceClaimTemplates,
         Feed::DcgmExporter,
         Feed::Agents,
     ];
@@ -50,6 +58,10 @@ impl Feed {
             Feed::VolcanoQueues => "volcano queues",
             Feed::ClusterPolicies => "gpu operator clusterpolicies",
             Feed::NvidiaDrivers => "gpu operator nvidiadrivers",
+            Feed::ResourceSlices => "dra resourceslices",
+            Feed::DeviceClasses => "dra deviceclasses",
+            Feed::ResourceClaims => "dra resourceclaims",
+            Feed::ResourceClaimTemplates => "dra resourceclaimtemplates",
             Feed::Agents => "node agents",
             Feed::DcgmExporter => "dcgm-exporter",
         }

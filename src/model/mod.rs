@@ -8,6 +8,7 @@
 pub mod audit;
 pub mod build;
 pub mod devices;
+pub mod dra;
 pub mod driver_policy;
 pub mod event;
 pub mod feed;
@@ -30,6 +31,7 @@ use std::sync::Arc;
 use imbl::OrdMap;
 
 pub use devices::{AgentStatus, Gpu, GpuHealth, MigInstance, MigMode, NodeDevices, XidEvent};
+pub use dra::{ClaimSource, DraKey, DraKind, DraObject, PodClaim, ResourceClaim};
 pub use driver_policy::{DriverPolicy, DriverPolicyKind, DriverTarget, UpgradePolicy};
 pub use event::{ClusterEvent, EventKey, EventType};
 pub use feed::{Coverage, Feed, FeedProblem, FeedState, FeedStatus};
@@ -107,6 +109,7 @@ pub enum Object {
     Devices(NodeDevices),
     DriverPolicy(DriverPolicy),
     Usage(NodeUsage),
+    Dra(DraObject),
 }
 
 impl Object {
@@ -121,6 +124,7 @@ impl Object {
             Object::Devices(_) => Feed::Agents,
             Object::DriverPolicy(p) => driver_policy_feed(p.kind),
             Object::Usage(u) => usage_feed(u.source),
+            Object::Dra(d) => dra_feed(d.key().kind),
         }
     }
 }
@@ -129,6 +133,15 @@ fn usage_feed(source: UsageSource) -> Feed {
     match source {
         UsageSource::Agent => Feed::Agents,
         UsageSource::DcgmExporter => Feed::DcgmExporter,
+    }
+}
+
+fn dra_feed(kind: DraKind) -> Feed {
+    match kind {
+        DraKind::ResourceSlice => Feed::ResourceSlices,
+        DraKind::DeviceClass => Feed::DeviceClasses,
+        DraKind::ResourceClaim => Feed::ResourceClaims,
+        DraKind::ResourceClaimTemplate => Feed::ResourceClaimTemplates,
     }
 }
 
@@ -165,6 +178,7 @@ pub enum ObjectKey {
     Devices(Sym),
     DriverPolicy(DriverPolicyKind, Sym),
     Usage(UsageSource, Sym),
+    Dra(DraKey),
 }
 
 // Events are moved through a channel and applied at once, never stored:
@@ -228,6 +242,8 @@ pub struct Snapshot {
     pub driver_policies: OrdMap<(DriverPolicyKind, Sym), Arc<DriverPolicy>>,
     /// GPU utilization per reporter and node, with its bounded history.
     pub usage: OrdMap<(UsageSource, Sym), Arc<NodeUsageHistory>>,
+    /// ResourceSlices, DeviceClasses, ResourceClaims and their templates.
+    pub dra: OrdMap<DraKey, Arc<DraObject>>,
     pub feeds: BTreeMap<Feed, FeedStatus>,
     /// Objects skipped as malformed, per feed, with the last reason.
     pub skipped: BTreeMap<Feed, (u64, String)>,
@@ -251,6 +267,7 @@ impl Snapshot {
             events: OrdMap::new(),
             driver_policies: OrdMap::new(),
             usage: OrdMap::new(),
+            dra: OrdMap::new(),
             feeds: BTreeMap::new(),
             skipped: BTreeMap::new(),
         }
@@ -347,6 +364,11 @@ impl Cluster {
                     ObjectKey::Usage(source, node) => {
                         s.usage.remove(&(source, node));
                         usage_feed(source)
+                    }
+                    ObjectKey::Dra(k) => {
+                        let feed = dra_feed(k.kind);
+                        s.dra.remove(&k);
+                        feed
                     }
                 };
                 self.touch(feed);
@@ -453,6 +475,14 @@ impl Cluster {
             Feed::Agents => s.devices.clear(),
             // Usage is folded into its history, not replaced: see Resync.
             Feed::DcgmExporter => {}
+            Feed::ResourceSlices | Feed::DeviceClasses | Feed::ResourceClaims | Feed::ResourceClaimTemplates => {
+                s.dra = s
+                    .dra
+                    .iter()
+                    .filter(|(k, _)| dra_feed(k.kind) != feed)
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect()
+            }
             Feed::ClusterPolicies | Feed::NvidiaDrivers => {
                 s.driver_policies = s
                     .driver_policies
@@ -521,6 +551,9 @@ impl Cluster {
             }
             Object::Devices(devices) => {
                 s.devices.insert(devices.node, Arc::new(devices));
+            }
+            Object::Dra(d) => {
+                s.dra.insert(d.key(), Arc::new(d));
             }
             Object::Usage(usage) => {
                 let key = (usage.source, usage.node);

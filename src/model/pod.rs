@@ -197,6 +197,8 @@ pub struct Pod {
     /// A kgpu agent or dcgm-exporter, found by its labels: where kgpu reads
     /// its node's GPUs (rare: boxed).
     pub endpoint: Option<Box<Endpoint>>,
+    /// `spec.resourceClaims`: devices through DRA (empty for most pods).
+    pub claims: Box<[crate::model::PodClaim]>,
 }
 
 /// What kind of GPU reporter a pod is.
@@ -259,6 +261,7 @@ impl Pod {
             preempt_never: false,
             resume: None,
             endpoint: None,
+            claims: Box::new([]),
         }
     }
 

@@ -5,7 +5,8 @@
 use serde_json::Value;
 
 use crate::model::{
-    DriverPolicyKind, EventKey, Feed, GangKey, GangKind, Object, ObjectKey, PodKey, QueueKey, QueueKind, Sym,
+    DraKey, DraKind, DraObject, DriverPolicyKind, EventKey, Feed, GangKey, GangKind, Object, ObjectKey, PodKey,
+    QueueKey, QueueKind, Sym,
 };
 
 use super::kube::convert;
@@ -18,7 +19,8 @@ pub struct Kind {
     pub kind: &'static str,
     pub plural: &'static str,
     pub namespaced: bool,
-    /// For a custom resource: the CRDs to install when it is missing.
+    /// An API the server may not serve (a custom resource, or DRA on a
+    /// cluster before 1.34): what to install or enable when it is missing.
     pub crd: Option<&'static str>,
     /// The object as JSON (a dump, a dynamic object) → a model record.
     pub convert: fn(&Value) -> convert::Result<Object>,
@@ -144,7 +146,48 @@ pub const NVIDIA_DRIVER: Kind = Kind {
     crd: Some(GPU_OPERATOR),
     convert: |v| convert::nvidia_driver(v).map(Object::DriverPolicy),
 };
-pub const KINDS: [&Kind; 11] = [
+const DRA: &str = "the DRA API (resource.k8s.io/v1: Kubernetes 1.34 and later)";
+pub const RESOURCE_SLICE: Kind = Kind {
+    feed: Feed::ResourceSlices,
+    group: "resource.k8s.io",
+    version: "v1",
+    kind: "ResourceSlice",
+    plural: "resourceslices",
+    namespaced: false,
+    crd: Some(DRA),
+    convert: |v| typed(v, |s| convert::resource_slice(s).map(|s| Object::Dra(DraObject::Slice(s)))),
+};
+pub const DEVICE_CLASS: Kind = Kind {
+    feed: Feed::DeviceClasses,
+    group: "resource.k8s.io",
+    version: "v1",
+    kind: "DeviceClass",
+    plural: "deviceclasses",
+    namespaced: false,
+    crd: Some(DRA),
+    convert: |v| typed(v, |c| convert::device_class(c).map(|c| Object::Dra(DraObject::Class(c)))),
+};
+pub const RESOURCE_CLAIM: Kind = Kind {
+    feed: Feed::ResourceClaims,
+    group: "resource.k8s.io",
+    version: "v1",
+    kind: "ResourceClaim",
+    plural: "resourceclaims",
+    namespaced: true,
+    crd: Some(DRA),
+    convert: |v| typed(v, |c| convert::resource_claim(c).map(|c| Object::Dra(DraObject::Claim(c)))),
+};
+pub const RESOURCE_CLAIM_TEMPLATE: Kind = Kind {
+    feed: Feed::ResourceClaimTemplates,
+    group: "resource.k8s.io",
+    version: "v1",
+    kind: "ResourceClaimTemplate",
+    plural: "resourceclaimtemplates",
+    namespaced: true,
+    crd: Some(DRA),
+    convert: |v| typed(v, |t| convert::resource_claim_template(t).map(|t| Object::Dra(DraObject::Claim(t)))),
+};
+pub const KINDS: [&Kind; 15] = [
     &NODE,
     &POD,
     &EVENT,
@@ -156,6 +199,10 @@ pub const KINDS: [&Kind; 11] = [
     &VOLCANO_QUEUE,
     &CLUSTER_POLICY,
     &NVIDIA_DRIVER,
+    &RESOURCE_SLICE,
+    &DEVICE_CLASS,
+    &RESOURCE_CLAIM,
+    &RESOURCE_CLAIM_TEMPLATE,
 ];
 
 impl Kind {
@@ -169,11 +216,22 @@ impl Kind {
         if self.group.is_empty() { self.plural.to_string() } else { format!("{}.{}", self.plural, self.group) }
     }
 
+    /// Why the server answered 404 for this kind.
+    pub fn missing(&self) -> String {
+        let what = self.crd.unwrap_or("its API");
+        if self.group == RESOURCE_SLICE.group {
+            format!("{} is not served by this cluster: {what} is off or too new for it", self.resource())
+        } else {
+            format!("{what} are not installed in this cluster ({})", self.resource())
+        }
+    }
+
     /// The model's key of an object of this kind.
     pub fn key(&self, namespace: Option<&str>, name: &str) -> ObjectKey {
         let ns = || Sym::new(namespace.unwrap_or("default"));
         let gang = |kind| ObjectKey::Gang(GangKey { kind, namespace: ns(), name: name.into() });
         let queue = |kind, namespace| ObjectKey::Queue(QueueKey { kind, namespace, name: Sym::new(name) });
+        let dra = |kind, namespace| ObjectKey::Dra(DraKey { kind, namespace, name: name.into() });
         match self.feed {
             Feed::Nodes => ObjectKey::Node(Sym::new(name)),
             Feed::Pods => ObjectKey::Pod(PodKey::new(namespace.unwrap_or("default"), name)),
@@ -190,6 +248,10 @@ impl Kind {
             Feed::DcgmExporter => ObjectKey::Usage(crate::model::UsageSource::DcgmExporter, Sym::new(name)),
             Feed::ClusterPolicies => ObjectKey::DriverPolicy(DriverPolicyKind::ClusterPolicy, Sym::new(name)),
             Feed::NvidiaDrivers => ObjectKey::DriverPolicy(DriverPolicyKind::NvidiaDriver, Sym::new(name)),
+            Feed::ResourceSlices => dra(DraKind::ResourceSlice, None),
+            Feed::DeviceClasses => dra(DraKind::DeviceClass, None),
+            Feed::ResourceClaims => dra(DraKind::ResourceClaim, Some(ns())),
+            Feed::ResourceClaimTemplates => dra(DraKind::ResourceClaimTemplate, Some(ns())),
         }
     }
 }

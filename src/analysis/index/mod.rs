@@ -136,6 +136,8 @@ pub struct Index<'a> {
     /// the scheduler would use them, the work would not run.
     black_holes: std::collections::HashSet<Sym>,
     empty: Tally,
+    /// The DRA objects looked up, built when first asked.
+    dra: OnceLock<crate::analysis::dra::DraIndex<'a>>,
 }
 
 /// What the index gathers from the pods, by node position: from a walk
@@ -222,7 +224,14 @@ impl<'a> Index<'a> {
             label_columns: Mutex::default(),
             black_holes: Default::default(),
             empty: Tally::default(),
+            dra: OnceLock::new(),
         }
+    }
+
+    /// ResourceSlices, claims and classes, looked up (empty on a cluster
+    /// without DRA).
+    pub fn dra(&self) -> &crate::analysis::dra::DraIndex<'a> {
+        self.dra.get_or_init(|| crate::analysis::dra::DraIndex::build(self.snap))
     }
 
     /// The lowest priority of a pod holding resources on a node: only a

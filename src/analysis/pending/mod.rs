@@ -9,6 +9,7 @@ use std::sync::Arc;
 use crate::model::{ClusterEvent, Gang, GangKey, GangKind, Pod, Resources, Snapshot, Sym, Timestamp};
 
 mod bound;
+mod claim_step;
 mod cross_check;
 mod fit_step;
 mod gang_step;
@@ -30,6 +31,8 @@ pub enum Step {
     Quota,
     AdmissionCheck,
     Gang,
+    /// DRA: the pod's ResourceClaims exist and can be allocated.
+    Claims,
     Fit,
     DevicePlugin,
     /// Where kgpu's model finds nothing in the way and the component that
@@ -44,6 +47,7 @@ impl Step {
             Step::Quota => "quota",
             Step::AdmissionCheck => "admission-check",
             Step::Gang => "gang",
+            Step::Claims => "claims",
             Step::Fit => "fit",
             Step::DevicePlugin => "device-plugin",
             Step::Scheduler => "scheduler",
@@ -54,6 +58,7 @@ impl Step {
             Step::Quota => "queue / quota",
             Step::AdmissionCheck => "admission checks",
             Step::Gang => "gang",
+            Step::Claims => "DRA resource claims",
             Step::Fit => "per-node fit",
             Step::DevicePlugin => "device plugin",
             Step::Scheduler => "the scheduler's verdict",
@@ -247,6 +252,8 @@ struct Memo<'a> {
     finished: Option<Vec<honesty::Finished>>,
     /// The newest FailedScheduling event of each pod, by (namespace, name).
     failed_scheduling: Option<HashMap<(Sym, &'a str), &'a ClusterEvent>>,
+    /// DRA device selectors, compiled once.
+    selectors: crate::analysis::dra::cel::Selectors,
 }
 
 impl<'a> Memo<'a> {
@@ -522,9 +529,31 @@ fn pod_item<'a>(index: &Index<'a>, memo: &mut Memo<'a>, pod: &Pod) -> PendingIte
             said_by: None,
         };
     }
+    let claims = crate::analysis::dra::claims::verdict(index, &mut memo.selectors, pod);
+    if let Some(claims) = &claims {
+        if claims.gpus > 0 {
+            item.gpus += claims.gpus;
+            item.shape = format!("1×{} DRA", item.gpus);
+        }
+        steps.push(claim_step::report(pod, claims));
+    }
     memo.cross_check(&mut item, &fit, scheduler);
+    if let Some(claims) = &claims {
+        claim_step::cross_check(&mut item, claims);
+    }
     steps.push(fit.report_for(Some(pod)));
-    steps.push(fit.device_plugin.clone());
+    match &claims {
+        // Devices through DRA: the device plugin has no part in it.
+        Some(c) if c.gpus > 0 && pod.requests.gpu == 0 => steps.push(StepReport {
+            step: Step::DevicePlugin,
+            verdict: Verdict::NotApplicable,
+            summary: "its GPUs come through DRA claims, not a device plugin".into(),
+            details: Arc::default(),
+            commands: Vec::new(),
+            said_by: None,
+        }),
+        _ => steps.push(fit.device_plugin.clone()),
+    }
     finish(&mut item, steps, &fit);
     honesty::defer_to_the_cluster(index, memo, &mut item, Some(pod), &fit);
     item

@@ -267,6 +267,24 @@ pub struct PodSpec {
     /// Pod-level requests and limits.
     pub resources: Option<ResourceRequirements>,
     pub overhead: Option<BTreeMap<String, Quantity>>,
+    pub resource_claims: Option<Vec<PodResourceClaim>>,
+}
+
+/// `spec.resourceClaims[]`: a claim the pod uses, by name or by template.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PodResourceClaim {
+    pub name: String,
+    pub resource_claim_name: Option<String>,
+    pub resource_claim_template_name: Option<String>,
+}
+
+/// `status.resourceClaimStatuses[]`: the claim made from a template.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PodResourceClaimStatus {
+    pub name: String,
+    pub resource_claim_name: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -369,6 +387,7 @@ pub struct PodStatus {
     pub start_time: Option<Time>,
     pub conditions: Option<Vec<Condition>>,
     pub container_statuses: Option<Vec<ContainerStatus>>,
+    pub resource_claim_statuses: Option<Vec<PodResourceClaimStatus>>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]

@@ -59,11 +59,7 @@ fn classify(d: &Kind, e: &watcher::Error, since: i64) -> FeedState {
                 ""
             }
         ))),
-        Some(404) if d.crd.is_some() => FeedState::Unavailable(FeedProblem::Missing(format!(
-            "{} are not installed in this cluster ({})",
-            d.crd.unwrap_or(""),
-            d.resource()
-        ))),
+        Some(404) if d.crd.is_some() => FeedState::Unavailable(FeedProblem::Missing(d.missing())),
         _ => FeedState::Reconnecting { since, error: error_text(e) },
     }
 }

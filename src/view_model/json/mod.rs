@@ -124,6 +124,11 @@ fn fleet(a: &Analysis) -> Fleet {
                         unadvertised: n.buckets.unadvertised,
                         unhealthy: n.buckets.unhealthy,
                     },
+                    dra: n.dra.map(|d| DraGpusJson {
+                        published: d.published,
+                        allocated: d.allocated,
+                        tainted: d.tainted,
+                    }),
                 },
                 mig: n
                     .mig

@@ -163,6 +163,18 @@ pub struct NodeGpu {
     /// The node's physical GPUs, each in one bucket: these add up to
     /// `fleet.totals` over the nodes.
     pub physical: PhysicalGpus,
+    /// GPUs published through DRA (ResourceSlices), in physical GPUs: also
+    /// counted in `allocatable`, `allocated` and `physical`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dra: Option<DraGpusJson>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DraGpusJson {
+    pub published: u64,
+    pub allocated: u64,
+    pub tainted: u64,
 }
 
 #[derive(Serialize)]

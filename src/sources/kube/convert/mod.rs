@@ -20,9 +20,11 @@ use super::lean::{Container, Node as ApiNode, Pod as ApiPod, PodSpec, PortName};
 use super::manifest::{VALIDATION_START, WAIT_FOR_JOBS_START};
 
 mod crds;
+mod dra;
 mod operator;
 
 pub use crds::*;
+pub use dra::{device_class, resource_claim, resource_claim_template, resource_slice};
 pub use operator::{cluster_policy, nvidia_driver};
 
 pub type Result<T> = std::result::Result<T, String>;
@@ -326,6 +328,7 @@ pub fn pod(p: &ApiPod) -> Result<Pod> {
     }
     pod.local_data = spec.volumes.iter().flatten().any(|v| v.empty_dir.is_some());
     pod.endpoint = endpoint(p).map(Box::new);
+    pod.claims = dra::pod_claims(spec, p.status.as_ref());
     pod.terminating = p.metadata.deletion_timestamp.is_some();
     pod.created = p.metadata.creation_timestamp.as_ref().map_or(0, ts);
     if pod.requests.wants_gpu() {

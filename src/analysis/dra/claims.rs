@@ -1,0 +1,260 @@
+//! Can a pending pod's claims be allocated, and where? Per node, as the
+//! scheduler's DynamicResources plugin decides: each request's device class
+//! and selectors (CEL) against the devices the node publishes that no claim
+//! holds and no taint keeps off, `count` devices each (or all of them),
+//! alternatives (`firstAvailable`) in order.
+
+use std::collections::HashSet;
+
+use crate::analysis::fit::{self, NodeReason, Shape};
+use crate::analysis::index::Index;
+use crate::model::dra::{Amount, ResourceClaim};
+use crate::model::{Pod, Sym};
+
+use super::cel::{SelectorError, Selectors};
+use super::{DraIndex, PodClaimState, SliceDevice};
+
+/// Why a pod's claims cannot be allocated anywhere yet, before any node.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Unresolved {
+    /// `resourceClaimName` names no claim in the namespace.
+    MissingClaim { claim: String },
+    /// `resourceClaimTemplateName` names no template in the namespace.
+    MissingTemplate { template: String },
+    /// The template exists; the claim controller has not made the claim.
+    NotYetCreated { template: String },
+    /// The claim is being deleted.
+    Deleting { claim: String },
+}
+
+/// Why one node cannot allocate a pod's claims: the first request short.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Shortfall {
+    pub node: Sym,
+    /// `claim/request`.
+    pub request: String,
+    pub class: Sym,
+    /// Devices asked (None: allocationMode All).
+    pub wanted: Option<u64>,
+    /// Devices on the node that match the class and selectors.
+    pub matching: u64,
+    /// Of those, not allocated to a claim and not tainted.
+    pub free: u64,
+}
+
+/// What a pending pod's claims need and where they can be had.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ClaimsVerdict {
+    /// Claims the pod uses (resolved or not).
+    pub claims: Vec<String>,
+    pub unresolved: Vec<Unresolved>,
+    /// Every claim is allocated already: the node the allocation limits it to.
+    pub allocated_on: Option<Sym>,
+    /// Nodes that can allocate every claim and take the pod otherwise.
+    pub nodes_fit: Vec<Sym>,
+    /// Nodes with the devices where the pod does not fit for other reasons.
+    pub devices_only: Vec<(Sym, Vec<NodeReason>)>,
+    /// Nodes publishing devices that cannot allocate the claims, each with
+    /// its first short request.
+    pub shortfalls: Vec<Shortfall>,
+    /// A request names a DeviceClass that does not exist.
+    pub missing_classes: Vec<Sym>,
+    /// Selectors that do not compile or fail on a device: the scheduler
+    /// fails the attempt on them.
+    pub selector_errors: Vec<(String, SelectorError)>,
+    /// GPUs the claims ask for.
+    pub gpus: u64,
+}
+
+impl ClaimsVerdict {
+    pub fn blocks(&self) -> bool {
+        !self.unresolved.is_empty()
+            || (self.allocated_on.is_none() && self.nodes_fit.is_empty())
+            || !self.selector_errors.is_empty()
+    }
+}
+
+/// The verdict for `pod`'s claims; None when it has none.
+pub fn verdict(index: &Index<'_>, selectors: &mut Selectors, pod: &Pod) -> Option<ClaimsVerdict> {
+    if pod.claims.is_empty() {
+        return None;
+    }
+    let ix = index.dra();
+    let mut v = ClaimsVerdict::default();
+    let mut pending: Vec<(String, &ResourceClaim)> = Vec::new();
+    let mut allocated: Vec<&ResourceClaim> = Vec::new();
+    for state in ix.pod_claims(pod) {
+        match state {
+            PodClaimState::Found(_, claim) => {
+                v.claims.push(claim.name.to_string());
+                v.gpus += ix.gpus_asked(selectors, claim);
+                if claim.deleting {
+                    v.unresolved.push(Unresolved::Deleting { claim: claim.name.to_string() });
+                } else if claim.is_allocated() {
+                    allocated.push(claim);
+                } else {
+                    pending.push((claim.name.to_string(), claim));
+                }
+            }
+            PodClaimState::Missing(_, name) => {
+                v.claims.push(name.to_string());
+                v.unresolved.push(Unresolved::MissingClaim { claim: name.to_string() });
+            }
+            PodClaimState::NotYetCreated(entry, template) => {
+                v.claims.push(format!("{entry} (from template {})", template.name));
+                v.gpus += ix.gpus_asked(selectors, template);
+                v.unresolved.push(Unresolved::NotYetCreated { template: template.name.to_string() });
+            }
+            PodClaimState::NoTemplate(_, template) => {
+                v.claims.push(format!("from template {template}"));
+                v.unresolved.push(Unresolved::MissingTemplate { template: template.to_string() });
+            }
+        }
+    }
+    if !v.unresolved.is_empty() {
+        return Some(v);
+    }
+    for c in pending.iter().flat_map(|(_, c)| c.requests.iter()).flat_map(|r| r.alternatives.iter()) {
+        if ix.class(c.1.class.as_str()).is_none() && !v.missing_classes.contains(&c.1.class) {
+            v.missing_classes.push(c.1.class);
+        }
+    }
+    // An allocated claim limits the pod to its node.
+    let pinned = allocated.iter().find_map(|c| c.allocated_node);
+    if pending.is_empty() {
+        v.allocated_on = pinned;
+        if pinned.is_none() {
+            // Allocated without a node (network-attached devices): any node.
+            v.nodes_fit = index.nodes().filter(|n| fits_otherwise(index, pod, n).is_empty()).map(|n| n.name).collect();
+        }
+        return Some(v);
+    }
+    let mut nodes: Vec<(Sym, &[SliceDevice<'_>])> = ix.nodes().collect();
+    nodes.sort_by_key(|(n, _)| *n);
+    for (node_name, devices) in nodes {
+        if pinned.is_some_and(|p| p != node_name) {
+            continue;
+        }
+        match allocate_on(ix, selectors, node_name, devices, &pending, &mut v.selector_errors) {
+            Err(short) => v.shortfalls.push(short),
+            Ok(()) => {
+                // Devices of a node the cluster no longer has count nowhere.
+                if let Some(node) = index.nodes().find(|n| n.name == node_name) {
+                    let reasons = fits_otherwise(index, pod, node);
+                    if reasons.is_empty() {
+                        v.nodes_fit.push(node_name);
+                    } else {
+                        v.devices_only.push((node_name, reasons));
+                    }
+                }
+            }
+        }
+    }
+    Some(v)
+}
+
+/// Why the node cannot take the pod, devices aside.
+fn fits_otherwise(index: &Index<'_>, pod: &Pod, node: &crate::model::Node) -> Vec<NodeReason> {
+    fit::verdicts(&Shape::of(pod), node, index.used(node.name))
+}
+
+/// Allocates every pending claim's requests from the node's free devices,
+/// first fit, or says which request falls short.
+fn allocate_on(
+    ix: &DraIndex<'_>,
+    selectors: &mut Selectors,
+    node: Sym,
+    devices: &[SliceDevice<'_>],
+    pending: &[(String, &ResourceClaim)],
+    errors: &mut Vec<(String, SelectorError)>,
+) -> Result<(), Shortfall> {
+    // A GPU with an allocated device: its whole-GPU device is not free; a
+    // GPU allocated whole: none of its MIG devices is.
+    let mut busy_gpus: HashSet<Sym> = HashSet::new();
+    let mut whole_taken: HashSet<Sym> = HashSet::new();
+    for d in devices {
+        if ix.allocated_to(&d.id()).is_some()
+            && let Some(gpu) = d.physical_gpu()
+        {
+            busy_gpus.insert(gpu);
+            if is_whole_gpu(d) {
+                whole_taken.insert(gpu);
+            }
+        }
+    }
+    let free = |d: &SliceDevice<'_>| {
+        ix.allocated_to(&d.id()).is_none()
+            && match d.physical_gpu() {
+                Some(gpu) if is_whole_gpu(d) => !busy_gpus.contains(&gpu),
+                Some(gpu) => !whole_taken.contains(&gpu),
+                None => true,
+            }
+    };
+    let mut taken: HashSet<(Sym, Sym, Sym)> = HashSet::new();
+    for (claim, c) in pending {
+        for request in c.requests.iter() {
+            let mut short = None;
+            for (name, alt) in request.alternatives.iter() {
+                let class = ix.class(alt.class.as_str());
+                let expressions: Vec<&str> = class
+                    .into_iter()
+                    .flat_map(|c| c.selectors.iter())
+                    .chain(alt.selectors.iter())
+                    .map(|s| &**s)
+                    .collect();
+                let mut matching = Vec::new();
+                if class.is_some() {
+                    for d in devices {
+                        match selectors.all_match(expressions.iter().copied(), d.slice.driver.as_str(), d.device) {
+                            Ok(true) => matching.push(*d),
+                            Ok(false) => {}
+                            Err(e) => {
+                                let text = expressions.join(" && ");
+                                if !errors.iter().any(|(t, _)| *t == text) {
+                                    errors.push((text, e));
+                                }
+                            }
+                        }
+                    }
+                }
+                let available: Vec<&SliceDevice<'_>> = matching
+                    .iter()
+                    .filter(|d| !taken.contains(&d.id()) && free(d) && (alt.tolerates_taints || !d.tainted()))
+                    .collect();
+                let wanted = match alt.amount {
+                    Amount::Count(n) => Some(n),
+                    Amount::All => None,
+                };
+                let enough = match wanted {
+                    Some(n) => available.len() as u64 >= n,
+                    None => !matching.is_empty() && available.len() == matching.len(),
+                };
+                if enough {
+                    let n = wanted.map_or(available.len(), |n| n as usize);
+                    taken.extend(available.iter().take(n).map(|d| d.id()));
+                    short = None;
+                    break;
+                }
+                short.get_or_insert(Shortfall {
+                    node,
+                    request: format!("{claim}/{name}"),
+                    class: alt.class,
+                    wanted,
+                    matching: matching.len() as u64,
+                    free: available.len() as u64,
+                });
+            }
+            if let Some(s) = short {
+                return Err(s);
+            }
+        }
+    }
+    Ok(())
+}
+
+fn is_whole_gpu(d: &SliceDevice<'_>) -> bool {
+    d.device
+        .attribute(&format!("{}/type", super::NVIDIA_GPU_DRIVER))
+        .and_then(|v| v.as_str())
+        .is_some_and(|t| t == "gpu")
+}

@@ -1,0 +1,226 @@
+//! DRA devices as GPU supply and claims as GPU demand: which published
+//! devices are GPUs (NVIDIA's driver: `type` gpu or mig), which physical GPU
+//! each belongs to, which are allocated to a claim, and what a pod's claims
+//! ask for.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use crate::model::dra::{Amount, Device, DeviceClass, ExactRequest, ResourceClaim, ResourceSlice};
+use crate::model::{ClaimSource, DraObject, Pod, Snapshot, Sym, TaintEffect};
+
+pub mod cel;
+pub mod claims;
+#[cfg(test)]
+mod tests;
+
+/// NVIDIA's DRA Driver for GPUs.
+pub const NVIDIA_GPU_DRIVER: &str = "gpu.nvidia.com";
+
+/// A node's GPUs as DRA publishes them, in physical GPUs (a MIG device is a
+/// share of its parent, counted with it).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DraGpus {
+    pub published: u64,
+    /// A device on it (the GPU or one of its MIG devices) is allocated to a claim.
+    pub allocated: u64,
+    /// Not allocated, and tainted NoSchedule or NoExecute (device taints).
+    pub tainted: u64,
+}
+
+/// A published device and the slice that carries it.
+#[derive(Clone, Copy, Debug)]
+pub struct SliceDevice<'a> {
+    pub slice: &'a ResourceSlice,
+    pub device: &'a Device,
+}
+
+impl SliceDevice<'_> {
+    /// (driver, pool, device): how an allocation names it.
+    pub fn id(&self) -> (Sym, Sym, Sym) {
+        (self.slice.driver, self.slice.pool, self.device.name)
+    }
+
+    /// The physical GPU this device is or is part of, for NVIDIA's driver.
+    pub fn physical_gpu(&self) -> Option<Sym> {
+        if self.slice.driver.as_str() != NVIDIA_GPU_DRIVER {
+            return None;
+        }
+        let attr = |name: &str| {
+            self.device.attribute(&format!("{NVIDIA_GPU_DRIVER}/{name}")).and_then(|v| v.as_str()).map(Sym::new)
+        };
+        match attr("type")?.as_str() {
+            "gpu" => attr("uuid").or(Some(self.device.name)),
+            "mig" => attr("parentUUID"),
+            _ => None,
+        }
+    }
+
+    /// Tainted so that new claims keep off it.
+    pub fn tainted(&self) -> bool {
+        self.device.taints.iter().any(|t| matches!(t.effect, TaintEffect::NoSchedule | TaintEffect::NoExecute))
+    }
+}
+
+/// The DRA objects of a snapshot, looked up.
+#[derive(Default)]
+pub struct DraIndex<'a> {
+    classes: HashMap<&'a str, &'a DeviceClass>,
+    claims: HashMap<(Sym, &'a str), &'a ResourceClaim>,
+    templates: HashMap<(Sym, &'a str), &'a ResourceClaim>,
+    /// Node-local devices by node, from each pool's newest generation.
+    by_node: HashMap<Sym, Vec<SliceDevice<'a>>>,
+    /// (driver, pool, device) → the claim it is allocated to.
+    allocated: HashMap<(Sym, Sym, Sym), &'a ResourceClaim>,
+    gpus: HashMap<Sym, DraGpus>,
+}
+
+impl<'a> DraIndex<'a> {
+    pub fn build(snap: &'a Snapshot) -> DraIndex<'a> {
+        let mut ix = DraIndex::default();
+        if snap.dra.is_empty() {
+            return ix;
+        }
+        // The scheduler uses a pool's newest generation only: slices of an
+        // older one are being replaced.
+        let mut newest: HashMap<(Sym, Sym), i64> = HashMap::new();
+        for o in snap.dra.values() {
+            if let DraObject::Slice(s) = &**o {
+                let g = newest.entry((s.driver, s.pool)).or_insert(s.pool_generation);
+                *g = (*g).max(s.pool_generation);
+            }
+        }
+        for o in snap.dra.values() {
+            match &**o {
+                DraObject::Slice(s) => {
+                    if newest.get(&(s.driver, s.pool)) != Some(&s.pool_generation) {
+                        continue;
+                    }
+                    if let Some(node) = s.node {
+                        let list = ix.by_node.entry(node).or_default();
+                        list.extend(s.devices.iter().map(|device| SliceDevice { slice: s, device }));
+                    }
+                }
+                DraObject::Class(c) => {
+                    ix.classes.insert(&c.name, c);
+                }
+                DraObject::Claim(c) if c.template => {
+                    ix.templates.insert((c.namespace, &c.name), c);
+                }
+                DraObject::Claim(c) => {
+                    ix.claims.insert((c.namespace, &c.name), c);
+                    for a in &c.allocated {
+                        ix.allocated.insert((a.driver, a.pool, a.device), c);
+                    }
+                }
+            }
+        }
+        let gpus: Vec<(Sym, DraGpus)> = ix.by_node.iter().map(|(node, devices)| (*node, ix.count(devices))).collect();
+        ix.gpus = gpus.into_iter().filter(|(_, g)| g.published > 0).collect();
+        ix
+    }
+
+    fn count(&self, devices: &[SliceDevice<'a>]) -> DraGpus {
+        let mut allocated: HashSet<Sym> = HashSet::new();
+        let mut tainted: HashSet<Sym> = HashSet::new();
+        let mut all: HashSet<Sym> = HashSet::new();
+        for d in devices {
+            let Some(gpu) = d.physical_gpu() else { continue };
+            all.insert(gpu);
+            if self.allocated.contains_key(&d.id()) {
+                allocated.insert(gpu);
+            } else if d.tainted() {
+                tainted.insert(gpu);
+            }
+        }
+        let tainted = tainted.difference(&allocated).count() as u64;
+        DraGpus { published: all.len() as u64, allocated: allocated.len() as u64, tainted }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.by_node.is_empty() && self.claims.is_empty() && self.templates.is_empty()
+    }
+
+    /// The node's GPUs as DRA publishes them; none where it publishes none.
+    pub fn gpus(&self, node: Sym) -> Option<DraGpus> {
+        self.gpus.get(&node).copied()
+    }
+
+    pub fn devices_on(&self, node: Sym) -> &[SliceDevice<'a>] {
+        self.by_node.get(&node).map_or(&[], |v| v)
+    }
+
+    pub fn nodes(&self) -> impl Iterator<Item = (Sym, &[SliceDevice<'a>])> {
+        self.by_node.iter().map(|(n, d)| (*n, d.as_slice()))
+    }
+
+    pub fn class(&self, name: &str) -> Option<&'a DeviceClass> {
+        self.classes.get(name).copied()
+    }
+
+    pub fn allocated_to(&self, id: &(Sym, Sym, Sym)) -> Option<&'a ResourceClaim> {
+        self.allocated.get(id).copied()
+    }
+
+    /// Where each of a pod's claims stands.
+    pub fn pod_claims(&self, pod: &Pod) -> Vec<PodClaimState<'a>> {
+        pod.claims
+            .iter()
+            .map(|c| match &c.source {
+                ClaimSource::Claim(name) => match self.claims.get(&(pod.namespace, &**name)) {
+                    Some(claim) => PodClaimState::Found(c.name, claim),
+                    None => PodClaimState::Missing(c.name, name.clone()),
+                },
+                ClaimSource::Template(t) => {
+                    let generated = c.generated.as_deref().and_then(|n| self.claims.get(&(pod.namespace, n)));
+                    match (generated, self.templates.get(&(pod.namespace, &**t))) {
+                        (Some(claim), _) => PodClaimState::Found(c.name, claim),
+                        (None, Some(template)) => PodClaimState::NotYetCreated(c.name, template),
+                        (None, None) => PodClaimState::NoTemplate(c.name, t.clone()),
+                    }
+                }
+            })
+            .collect()
+    }
+
+    /// Whether a request's first alternative asks for GPUs: its class
+    /// selects NVIDIA GPU or MIG devices (by name as NVIDIA's chart
+    /// installs them, else by the devices it matches in the fleet).
+    pub fn asks_for_gpus(&self, selectors: &mut cel::Selectors, request: &ExactRequest) -> bool {
+        if matches!(request.class.as_str(), "gpu.nvidia.com" | "mig.nvidia.com") {
+            return true;
+        }
+        let Some(class) = self.class(request.class.as_str()) else { return false };
+        self.by_node.values().flatten().filter(|d| d.physical_gpu().is_some()).take(64).any(|d| {
+            selectors
+                .all_match(class.selectors.iter().map(|s| &**s), d.slice.driver.as_str(), d.device)
+                .unwrap_or(false)
+        })
+    }
+
+    /// GPUs a claim asks for (whole devices; a MIG device counts one).
+    pub fn gpus_asked(&self, selectors: &mut cel::Selectors, claim: &ResourceClaim) -> u64 {
+        claim
+            .requests
+            .iter()
+            .filter_map(|r| r.alternatives.first())
+            .filter(|(_, e)| self.asks_for_gpus(selectors, e))
+            .map(|(_, e)| match e.amount {
+                Amount::Count(n) => n,
+                Amount::All => 0,
+            })
+            .sum()
+    }
+}
+
+/// Where one of a pod's claims stands.
+#[derive(Clone, Debug)]
+pub enum PodClaimState<'a> {
+    Found(Sym, &'a ResourceClaim),
+    /// `resourceClaimName` names a claim that does not exist.
+    Missing(Sym, Arc<str>),
+    /// The template exists; the claim controller has not made the claim yet.
+    NotYetCreated(Sym, &'a ResourceClaim),
+    /// `resourceClaimTemplateName` names a template that does not exist.
+    NoTemplate(Sym, Arc<str>),
+}

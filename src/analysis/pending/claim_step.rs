@@ -1,0 +1,147 @@
+//! The DRA step: a pod's ResourceClaims exist, are allocated or can be
+//! allocated on some node, as the scheduler's DynamicResources plugin
+//! decides (`analysis::dra::claims`).
+
+use std::sync::Arc;
+
+use crate::analysis::dra::cel::SelectorError;
+use crate::analysis::dra::claims::{ClaimsVerdict, Unresolved};
+use crate::model::Pod;
+
+use super::Step;
+use super::{StepReport, Verdict, ns_flag};
+
+/// How many nodes a detail line lists by name.
+const NODES_NAMED: usize = 5;
+
+fn names(nodes: impl Iterator<Item = String>) -> String {
+    let all: Vec<String> = nodes.collect();
+    let more = all.len().saturating_sub(NODES_NAMED);
+    let mut text = all.into_iter().take(NODES_NAMED).collect::<Vec<_>>().join(", ");
+    if more > 0 {
+        text.push_str(&format!(" and {more} more"));
+    }
+    text
+}
+
+pub(super) fn report(pod: &Pod, v: &ClaimsVerdict) -> StepReport {
+    let ns = ns_flag(pod.namespace);
+    let mut details = vec![format!("claims: {}", v.claims.join(", "))];
+    let mut commands = vec![format!("kubectl get resourceclaims {ns} -o wide")];
+    let (verdict, summary) = if let Some(u) = v.unresolved.first() {
+        // The scheduler does not try such a pod at all: no FailedScheduling
+        // event, no PodScheduled condition.
+        details.push("the scheduler does not try the pod until then: it writes no event and no condition".into());
+        let summary = match u {
+            Unresolved::MissingClaim { claim } => {
+                details.push(format!("unblock: create ResourceClaim {claim} in {}", pod.namespace));
+                format!("ResourceClaim {claim} does not exist")
+            }
+            Unresolved::MissingTemplate { template } => {
+                details.push(format!("unblock: create ResourceClaimTemplate {template} in {}", pod.namespace));
+                commands.push(format!("kubectl get resourceclaimtemplates {ns}"));
+                format!("ResourceClaimTemplate {template} does not exist")
+            }
+            Unresolved::NotYetCreated { template } => {
+                details.push(
+                    "unblock: check kube-controller-manager's resource-claim controller (it makes the claim)".into(),
+                );
+                format!("its claim from template {template} is not created yet")
+            }
+            Unresolved::Deleting { claim } => format!("ResourceClaim {claim} is being deleted"),
+        };
+        (Verdict::Block, summary)
+    } else if let Some((expression, e)) = v.selector_errors.first() {
+        let (kind, text) = match e {
+            SelectorError::Invalid(t) => ("does not compile", t),
+            SelectorError::Runtime(t) => ("fails on a device", t),
+        };
+        details.push(format!("selector: {expression}"));
+        details.push(format!("CEL: {text}"));
+        details.push(
+            "unblock: fix the selector (guard optional attributes with has(...)); the scheduler fails every attempt on it"
+                .into(),
+        );
+        (Verdict::Block, format!("a device selector {kind}: the scheduler aborts each attempt"))
+    } else if let Some(class) = v.missing_classes.first().filter(|_| v.nodes_fit.is_empty()) {
+        commands.push("kubectl get deviceclasses".into());
+        details.push(format!("unblock: create DeviceClass {class} (or name an existing one)"));
+        (Verdict::Block, format!("device class {class} does not exist"))
+    } else if let Some(node) = v.allocated_on {
+        (Verdict::Pass, format!("allocated on {node}: the pod can only run there"))
+    } else if !v.nodes_fit.is_empty() {
+        let summary = format!(
+            "{} node(s) can allocate its claims: {}",
+            v.nodes_fit.len(),
+            names(v.nodes_fit.iter().map(|n| n.to_string()))
+        );
+        (Verdict::Pass, summary)
+    } else {
+        for s in v.shortfalls.iter().take(NODES_NAMED) {
+            let wanted = s.wanted.map_or("all".to_string(), |n| n.to_string());
+            details.push(format!(
+                "{}: request {} ({}) wants {wanted}, {} match, {} free",
+                s.node, s.request, s.class, s.matching, s.free
+            ));
+        }
+        if v.shortfalls.len() > NODES_NAMED {
+            details.push(format!("… and {} more node(s) short", v.shortfalls.len() - NODES_NAMED));
+        }
+        for (node, reasons) in v.devices_only.iter().take(NODES_NAMED) {
+            let why: Vec<String> = reasons.iter().map(|r| r.code()).collect();
+            details.push(format!("{node}: has the devices, but the pod does not fit there ({})", why.join(", ")));
+        }
+        if let Some(s) = v.shortfalls.first() {
+            commands.push(format!("kubectl get resourceslices --field-selector spec.nodeName={} -o yaml", s.node));
+            commands.push(format!("kubectl get deviceclass {} -o yaml", s.class));
+        }
+        let matching = v.shortfalls.iter().filter(|s| s.matching > 0).count();
+        let summary = if v.shortfalls.is_empty() && v.devices_only.is_empty() {
+            "no node publishes devices through DRA".to_string()
+        } else if !v.devices_only.is_empty() {
+            format!(
+                "the devices are free on {} node(s) where the pod does not fit otherwise: {}",
+                v.devices_only.len(),
+                names(v.devices_only.iter().map(|(n, _)| n.to_string()))
+            )
+        } else if matching == 0 {
+            "cannot allocate all claims: no published device matches the class and selectors".to_string()
+        } else {
+            format!(
+                "cannot allocate all claims: {matching} node(s) have matching devices, none enough free ({} short)",
+                v.shortfalls.len()
+            )
+        };
+        (Verdict::Block, summary)
+    };
+    StepReport {
+        step: Step::Claims,
+        verdict,
+        summary: summary.into(),
+        details: Arc::from(details),
+        commands,
+        said_by: None,
+    }
+}
+
+/// What the DynamicResources plugin writes when a pod's claims cannot be
+/// allocated or its selectors fail (kube-scheduler v1.32–v1.36).
+const DRA_REASONS: [&str; 7] = [
+    "cannot allocate all claims",
+    "resourceclaim not available on the node",
+    "timed out trying to allocate devices",
+    "is in the process of being allocated",
+    "running \"DynamicResources\" filter plugin",
+    "invalid resource pools were encountered",
+    "does not exist",
+];
+
+/// The scheduler's message against the claims step: when both say the
+/// claims are what blocks, they agree, whatever the rest of the fit says.
+pub(super) fn cross_check(item: &mut super::PendingItem, v: &ClaimsVerdict) {
+    let Some(message) = item.scheduler_message.as_deref() else { return };
+    if v.blocks() && DRA_REASONS.iter().any(|r| message.contains(r)) {
+        item.agrees_with_scheduler = Some(true);
+        item.disagreement = None;
+    }
+}

@@ -1,0 +1,201 @@
+//! Dynamic Resource Allocation (`resource.k8s.io`): the devices drivers
+//! publish in ResourceSlices, the DeviceClasses that name kinds of device,
+//! and the ResourceClaims (and their templates) through which pods ask for
+//! and hold devices. Compacted as the rest of the model; selectors are kept
+//! as the CEL text the analysis evaluates.
+
+use std::sync::Arc;
+
+use super::{Sym, TaintEffect, Timestamp};
+
+/// Which DRA object, with its namespace (none for cluster-scoped kinds).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct DraKey {
+    pub kind: DraKind,
+    pub namespace: Option<Sym>,
+    pub name: Arc<str>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum DraKind {
+    ResourceSlice,
+    DeviceClass,
+    ResourceClaim,
+    ResourceClaimTemplate,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum DraObject {
+    Slice(ResourceSlice),
+    Class(DeviceClass),
+    /// A claim, or a template's claim spec (its `spec.spec`).
+    Claim(ResourceClaim),
+}
+
+impl DraObject {
+    pub fn key(&self) -> DraKey {
+        match self {
+            DraObject::Slice(s) => DraKey { kind: DraKind::ResourceSlice, namespace: None, name: s.name.clone() },
+            DraObject::Class(c) => DraKey { kind: DraKind::DeviceClass, namespace: None, name: c.name.clone() },
+            DraObject::Claim(c) => DraKey {
+                kind: if c.template { DraKind::ResourceClaimTemplate } else { DraKind::ResourceClaim },
+                namespace: Some(c.namespace),
+                name: c.name.clone(),
+            },
+        }
+    }
+}
+
+/// A typed device attribute, as the driver publishes it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum AttributeValue {
+    Int(i64),
+    Bool(bool),
+    String(Box<str>),
+    /// A semantic version (`version` in the API).
+    Version(Box<str>),
+}
+
+impl AttributeValue {
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            AttributeValue::String(s) | AttributeValue::Version(s) => Some(s),
+            _ => None,
+        }
+    }
+}
+
+/// A device taint (KEP-5055): `NoSchedule` keeps new claims off the
+/// device, `NoExecute` also evicts the pods using it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeviceTaint {
+    pub key: Sym,
+    pub value: Option<Sym>,
+    pub effect: TaintEffect,
+}
+
+/// A named counter set and its counters (KEP-4815 partitionable devices):
+/// what a pool offers, or what one device draws from it.
+pub type CounterSet = (Sym, Box<[(Sym, u64)]>);
+
+/// One device in a ResourceSlice.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Device {
+    pub name: Sym,
+    /// By fully qualified name (`gpu.nvidia.com/productName`): an
+    /// unqualified name in the API is in the driver's domain.
+    pub attributes: Box<[(Sym, AttributeValue)]>,
+    /// By fully qualified name, in the quantity's base unit (bytes, count).
+    pub capacity: Box<[(Sym, u64)]>,
+    pub taints: Box<[DeviceTaint]>,
+    /// Partitionable devices (KEP-4815): the counter sets this device
+    /// draws on, and how much of each counter.
+    pub consumes: Box<[CounterSet]>,
+}
+
+impl Device {
+    pub fn attribute(&self, qualified: &str) -> Option<&AttributeValue> {
+        self.attributes.iter().find(|(k, _)| k.as_str() == qualified).map(|(_, v)| v)
+    }
+}
+
+/// A ResourceSlice: some or all of one pool's devices.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ResourceSlice {
+    pub name: Arc<str>,
+    pub driver: Sym,
+    pub pool: Sym,
+    pub pool_generation: i64,
+    pub slice_count: i64,
+    /// `spec.nodeName`: devices local to one node. None for network-
+    /// attached devices (`allNodes`, `nodeSelector`), which kgpu counts in
+    /// no node's supply.
+    pub node: Option<Sym>,
+    pub devices: Box<[Device]>,
+    /// Counter sets shared by the pool's partitionable devices.
+    pub shared_counters: Box<[CounterSet]>,
+}
+
+/// A DeviceClass: the selectors every request for it adds.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DeviceClass {
+    pub name: Arc<str>,
+    pub selectors: Box<[Box<str>]>,
+}
+
+/// How many devices one request (or one of its alternatives) asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Amount {
+    Count(u64),
+    /// `allocationMode: All`: every matching device on the node.
+    All,
+}
+
+/// One way to satisfy a request: a device class, selectors and an amount.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ExactRequest {
+    pub class: Sym,
+    pub selectors: Box<[Box<str>]>,
+    pub amount: Amount,
+    /// Tolerates device taints (any key with Exists, or key=value).
+    pub tolerates_taints: bool,
+}
+
+/// A request of a claim: `exactly`, or `firstAvailable` alternatives in
+/// the order the scheduler tries them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DeviceRequest {
+    pub name: Sym,
+    pub alternatives: Box<[(Sym, ExactRequest)]>,
+}
+
+/// A device allocated to a claim.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AllocatedDevice {
+    /// The request (or `request/subrequest`) it serves.
+    pub request: Sym,
+    pub driver: Sym,
+    pub pool: Sym,
+    pub device: Sym,
+}
+
+/// A ResourceClaim, or the claim a ResourceClaimTemplate stamps out.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ResourceClaim {
+    pub namespace: Sym,
+    pub name: Arc<str>,
+    pub template: bool,
+    pub requests: Box<[DeviceRequest]>,
+    pub allocated: Box<[AllocatedDevice]>,
+    /// The node the allocation is limited to, when it is node-local.
+    pub allocated_node: Option<Sym>,
+    /// Pods it is reserved for (`status.reservedFor`, at most 256).
+    pub reserved_for: Box<[Arc<str>]>,
+    /// The pod that owns it: a claim made from a template for that pod.
+    pub owner_pod: Option<Arc<str>>,
+    pub deleting: bool,
+    pub created: Timestamp,
+}
+
+impl ResourceClaim {
+    pub fn is_allocated(&self) -> bool {
+        !self.allocated.is_empty()
+    }
+}
+
+/// A pod's entry in `spec.resourceClaims`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PodClaim {
+    pub name: Sym,
+    pub source: ClaimSource,
+    /// The claim made for it from a template (`status.resourceClaimStatuses`).
+    pub generated: Option<Arc<str>>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ClaimSource {
+    /// `resourceClaimName`: a claim that exists on its own, maybe shared.
+    Claim(Arc<str>),
+    /// `resourceClaimTemplateName`: a claim made per pod.
+    Template(Arc<str>),
+}
