@@ -338,7 +338,7 @@ pub fn fragmentation_panel(f: &Fragmentation, shape: usize, tall: bool) -> Doc {
             doc.pieces(other_shapes);
         }
         PlanStatus::NotNeeded => {
-            doc.line(Role::Ok, "plan: not needed, everything pending fits");
+            doc.line(if f.unplanned_claims > 0 { Role::Warn } else { Role::Ok }, f.not_needed_text());
         }
         PlanStatus::Impossible(why) => {
             doc.line(Role::Error, "plan: none").line(Role::Dim, why.clone());

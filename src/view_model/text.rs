@@ -236,7 +236,7 @@ fn fragmentation(out: &mut String, _snap: &Snapshot, a: &Analysis) {
     let p = &f.plan;
     match &p.status {
         crate::analysis::fragmentation::PlanStatus::NotNeeded => {
-            out.push_str("plan: not needed (everything pending fits)\n")
+            let _ = writeln!(out, "{}", f.not_needed_text());
         }
         crate::analysis::fragmentation::PlanStatus::Impossible(why) => {
             let _ = writeln!(out, "plan for {}: none — {why}", p.target.clone().unwrap_or_default());

@@ -188,6 +188,19 @@ pub struct Fragmentation {
     pub free_on_whole_nodes: u64,
     pub score: f64,
     pub plan: Plan,
+    /// Pending pods whose GPUs come through DRA claims: not in the shapes
+    /// nor the plan yet, so "everything pending fits" cannot be said.
+    pub unplanned_claims: usize,
+}
+
+impl Fragmentation {
+    /// Why no plan is needed, in words: DRA claims are not planned yet.
+    pub fn not_needed_text(&self) -> String {
+        match self.unplanned_claims {
+            0 => "plan: not needed, everything pending fits".into(),
+            n => format!("plan: not needed for device-plugin GPUs; {n} pod(s) waiting on DRA claims are not planned"),
+        }
+    }
 }
 
 pub const CANONICAL: [(u64, u32); 4] = [(1, 1), (8, 1), (8, 2), (8, 4)];
@@ -460,7 +473,17 @@ pub fn analyze(index: &Index<'_>) -> Fragmentation {
     let stranded_total = stranded_by_node.values().sum();
     let score = if free_total == 0 { 0.0 } else { 1.0 - free_on_whole_nodes as f64 / free_total as f64 };
     let plan = plan(index, &shapes);
-    Fragmentation { shapes, stranded_by_node, stranded_total, free_total, free_on_whole_nodes, score, plan }
+    let unplanned_claims = index.pending_pods().iter().filter(|p| !p.claims.is_empty()).count();
+    Fragmentation {
+        shapes,
+        stranded_by_node,
+        stranded_total,
+        free_total,
+        free_on_whole_nodes,
+        score,
+        plan,
+        unplanned_claims,
+    }
 }
 
 mod plan;

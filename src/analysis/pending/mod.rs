@@ -534,6 +534,9 @@ fn pod_item<'a>(index: &Index<'a>, memo: &mut Memo<'a>, pod: &Pod) -> PendingIte
         if claims.gpus > 0 {
             item.gpus += claims.gpus;
             item.shape = format!("1×{} DRA", item.gpus);
+        } else if !claims.unresolved.is_empty() && pod.requests.gpu == 0 {
+            // What a claim that does not exist asks for is unknown.
+            item.shape = "1×? DRA".into();
         }
         steps.push(claim_step::report(pod, claims));
     }
