@@ -463,6 +463,10 @@ pub fn complete<'a>(
             .then(b.priority.cmp(&a.priority))
             .then(b.age.cmp(&a.age))
             .then(a.name.cmp(&b.name))
+            // Same name in two namespaces: an order that does not depend on
+            // the order the items were found in (incremental or full).
+            .then(a.namespace.as_str().cmp(b.namespace.as_str()))
+            .then(a.kind.cmp(&b.kind))
     });
     items
 }
