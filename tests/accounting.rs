@@ -1,6 +1,6 @@
 //! One accounting of GPUs: every view counts the same physical GPUs the
-//! same way. Over random fleets (whole GPUs, MIG, time-slicing, unhealthy,
-//! unadvertised, cordoned, NotReady) and every demo scenario, the header's
+//! same way. Over random fleets (whole GPUs, MIG, time-slicing, DRA,
+//! unhealthy, unadvertised, cordoned, NotReady) and every demo scenario, the header's
 //! totals, the node rows, the pools, the fragmentation section, the JSON
 //! snapshot and the text snapshot give the same sums.
 
@@ -10,7 +10,11 @@ use std::sync::Arc;
 
 use kgpu::analysis::{self, Analysis, Thresholds};
 use kgpu::model::build::{node, pod};
-use kgpu::model::{Cluster, ModelEvent, Node, Object, Pod, Snapshot, SourceInfo, SourceKind};
+use kgpu::model::dra::{AllocatedDevice, AttributeValue, Device, DeviceTaint, ResourceClaim, ResourceSlice};
+use kgpu::model::{
+    ClaimSource, Cluster, DraObject, ModelEvent, Node, Object, Pod, PodClaim, Snapshot, SourceInfo, SourceKind, Sym,
+    TaintEffect,
+};
 use kgpu::sources::sim::scenarios;
 use kgpu::view_model::panes::Views;
 use proptest::prelude::*;
@@ -63,6 +67,8 @@ enum Kind {
     Whole { gpus: u64, hidden: u64, single: bool },
     Mig { slices_1g: u64, slices_3g: u64 },
     TimeSliced { gpus: u64, replicas: u64 },
+    /// GPUs published through DRA: some allocated to claims, some tainted.
+    Dra { gpus: u64, tainted: u64 },
 }
 
 #[derive(Clone, Debug)]
@@ -79,6 +85,7 @@ fn node_spec() -> impl Strategy<Value = NodeSpec> {
         (1u64..=8, 0u64..=2, any::<bool>()).prop_map(|(gpus, hidden, single)| Kind::Whole { gpus, hidden, single }),
         (0u64..=7, 0u64..=2).prop_map(|(a, b)| Kind::Mig { slices_1g: a * 2, slices_3g: b }),
         (1u64..=8, 2u64..=4).prop_map(|(gpus, replicas)| Kind::TimeSliced { gpus, replicas }),
+        (1u64..=8, 0u64..=2).prop_map(|(gpus, tainted)| Kind::Dra { gpus, tainted: tainted.min(gpus) }),
     ];
     (kind, any::<bool>(), prop::bool::weighted(0.85), 0u64..=4).prop_map(|(kind, cordoned, ready, load)| NodeSpec {
         kind,
@@ -88,9 +95,68 @@ fn node_spec() -> impl Strategy<Value = NodeSpec> {
     })
 }
 
+/// A DRA node's slice (NVIDIA's shape: `gpu-<i>`, type gpu, a uuid) and
+/// the claims holding its first `held` GPUs, with their running pods.
+fn dra_node(name: &str, gpus: u64, tainted: u64, held: u64, pods: &mut Vec<Pod>) -> Vec<DraObject> {
+    let string = |v: &str| AttributeValue::String(v.into());
+    let devices = (0..gpus)
+        .map(|g| Device {
+            name: Sym::new(&format!("gpu-{g}")),
+            attributes: Box::new([
+                (Sym::new("gpu.nvidia.com/type"), string("gpu")),
+                (Sym::new("gpu.nvidia.com/uuid"), string(&format!("GPU-{name}-{g}"))),
+            ]),
+            capacity: Box::new([]),
+            // The last `tainted` GPUs (never held).
+            taints: if g >= gpus - tainted && g >= held {
+                Box::new([DeviceTaint { key: Sym::new("gpu.nvidia.com/xid"), value: None, effect: TaintEffect::NoSchedule }])
+            } else {
+                Box::new([])
+            },
+            consumes: Box::new([]),
+        })
+        .collect();
+    let mut out = vec![DraObject::Slice(ResourceSlice {
+        name: format!("{name}-gpu.nvidia.com-x").into(),
+        driver: Sym::new("gpu.nvidia.com"),
+        pool: Sym::new(name),
+        pool_generation: 1,
+        slice_count: 1,
+        node: Some(Sym::new(name)),
+        devices,
+        shared_counters: Box::new([]),
+    })];
+    for g in 0..held {
+        let pod_name = format!("{name}-d{g}");
+        let mut p = pod(&pod_name).on(name).running().build();
+        let claim = format!("{pod_name}-gpu");
+        p.claims = Box::new([PodClaim { name: Sym::new("gpu"), source: ClaimSource::Claim(claim.as_str().into()), generated: None }]);
+        pods.push(p);
+        out.push(DraObject::Claim(ResourceClaim {
+            namespace: Sym::new("default"),
+            name: claim.as_str().into(),
+            template: false,
+            requests: Box::new([]),
+            allocated: Box::new([AllocatedDevice {
+                request: Sym::new("gpu"),
+                driver: Sym::new("gpu.nvidia.com"),
+                pool: Sym::new(name),
+                device: Sym::new(&format!("gpu-{g}")),
+            }]),
+            allocated_node: Some(Sym::new(name)),
+            reserved_for: Box::new([pod_name.as_str().into()]),
+            owner_pod: None,
+            deleting: false,
+            created: 0,
+        }));
+    }
+    out
+}
+
 fn fleet(specs: &[NodeSpec]) -> Snapshot {
     let mut nodes: Vec<Node> = Vec::new();
     let mut pods: Vec<Pod> = Vec::new();
+    let mut dra: Vec<DraObject> = Vec::new();
     for (i, s) in specs.iter().enumerate() {
         let name = format!("n{i:02}");
         let mut b = match s.kind {
@@ -128,6 +194,11 @@ fn fleet(specs: &[NodeSpec]) -> Snapshot {
                     .product("NVIDIA-H100-80GB-HBM3-SHARED")
                     .label("nvidia.com/gpu.replicas", &replicas.to_string())
             }
+            Kind::Dra { gpus, tainted } => {
+                let held = (gpus - tainted) * s.load / 4;
+                dra.extend(dra_node(&name, gpus, tainted, held, &mut pods));
+                node(&name)
+            }
         };
         if s.cordoned {
             b = b.cordoned();
@@ -141,6 +212,7 @@ fn fleet(specs: &[NodeSpec]) -> Snapshot {
     c.apply(ModelEvent::Clock(NOW));
     c.apply_all(nodes.into_iter().map(|n| ModelEvent::Upsert(Object::Node(n))));
     c.apply_all(pods.into_iter().map(|p| ModelEvent::Upsert(Object::Pod(p))));
+    c.apply_all(dra.into_iter().map(|o| ModelEvent::Upsert(Object::Dra(o))));
     c.snapshot()
 }
 
