@@ -64,11 +64,24 @@ fn agree(snap: Snapshot, what: &str) {
 
 #[derive(Clone, Debug)]
 enum Kind {
-    Whole { gpus: u64, hidden: u64, single: bool },
-    Mig { slices_1g: u64, slices_3g: u64 },
-    TimeSliced { gpus: u64, replicas: u64 },
+    Whole {
+        gpus: u64,
+        hidden: u64,
+        single: bool,
+    },
+    Mig {
+        slices_1g: u64,
+        slices_3g: u64,
+    },
+    TimeSliced {
+        gpus: u64,
+        replicas: u64,
+    },
     /// GPUs published through DRA: some allocated to claims, some tainted.
-    Dra { gpus: u64, tainted: u64 },
+    Dra {
+        gpus: u64,
+        tainted: u64,
+    },
 }
 
 #[derive(Clone, Debug)]
@@ -109,7 +122,11 @@ fn dra_node(name: &str, gpus: u64, tainted: u64, held: u64, pods: &mut Vec<Pod>)
             capacity: Box::new([]),
             // The last `tainted` GPUs (never held).
             taints: if g >= gpus - tainted && g >= held {
-                Box::new([DeviceTaint { key: Sym::new("gpu.nvidia.com/xid"), value: None, effect: TaintEffect::NoSchedule }])
+                Box::new([DeviceTaint {
+                    key: Sym::new("gpu.nvidia.com/xid"),
+                    value: None,
+                    effect: TaintEffect::NoSchedule,
+                }])
             } else {
                 Box::new([])
             },
@@ -130,7 +147,11 @@ fn dra_node(name: &str, gpus: u64, tainted: u64, held: u64, pods: &mut Vec<Pod>)
         let pod_name = format!("{name}-d{g}");
         let mut p = pod(&pod_name).on(name).running().build();
         let claim = format!("{pod_name}-gpu");
-        p.claims = Box::new([PodClaim { name: Sym::new("gpu"), source: ClaimSource::Claim(claim.as_str().into()), generated: None }]);
+        p.claims = Box::new([PodClaim {
+            name: Sym::new("gpu"),
+            source: ClaimSource::Claim(claim.as_str().into()),
+            generated: None,
+        }]);
         pods.push(p);
         out.push(DraObject::Claim(ResourceClaim {
             namespace: Sym::new("default"),

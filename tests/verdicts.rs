@@ -401,3 +401,21 @@ fn dra_gpus_are_counted_and_claims_judged_as_the_scheduler_did() {
     let text = kgpu(&["snapshot", "--file", &fixture("dra/cluster.yaml")]);
     assert!(text.contains("FLEET  4 GPUs: 3 in use, 0 free"), "{text}");
 }
+
+/// A drain's blast radius counts the GPUs pods hold through DRA claims:
+/// `--gpu-only` takes them, each holds 1 GPU, and their work is priced.
+#[test]
+fn a_drain_of_a_dra_node_counts_the_gpus_its_pods_hold_through_claims() {
+    use kgpu::actions::{Action, impact};
+    use kgpu::model::{Cluster, SourceInfo, SourceKind, Sym};
+    let (events, newest, _) = kgpu::sources::file::load(&[fixture("dra/cluster.yaml").into()]).unwrap();
+    let mut cluster = Cluster::new(SourceInfo { kind: SourceKind::File, name: "dra".into() });
+    cluster.apply_all(events);
+    let snap = cluster.snapshot();
+    let index = kgpu::analysis::index::Index::build(&snap, newest);
+    let drain = Action::Drain { node: Sym::new("dra-h100-0"), gpu_only: true, force: true };
+    let i = impact::of(&index, &drain);
+    let pods: Vec<String> = i.pods.iter().map(|(k, _, holds)| format!("{} {holds}", k.name)).collect();
+    assert_eq!(pods, ["train-0 1 GPU", "train-1 1 GPU"], "{i:?}");
+    assert!(i.gpu_hours > 0.0, "their work is priced: {i:?}");
+}

@@ -46,12 +46,13 @@ impl std::fmt::Display for Holds {
 }
 
 fn holds(index: &Index<'_>, p: &Pod) -> Holds {
-    let node = p.node.and_then(|n| index.snap.nodes.get(&n)).map(|n| &**n);
-    Holds {
-        gpus: p.requests.gpu,
-        slices: p.requests.mig().map(|(profile, n)| (Sym::new(profile), n)).collect(),
-        gpu_share: lost_work::gpu_share(p, node),
+    // GPUs through DRA claims count as the device plugin's do.
+    let dra = index.dra().held_by(p);
+    let mut slices: Vec<(Sym, u64)> = p.requests.mig().map(|(profile, n)| (Sym::new(profile), n)).collect();
+    if dra.slices > 0 {
+        slices.push((Sym::new("DRA MIG device"), dra.slices));
     }
+    Holds { gpus: p.requests.gpu + dra.gpus, slices, gpu_share: lost_work::share_held(index, p) }
 }
 
 /// Pods a drain of `node` evicts: not DaemonSet-owned, not mirror pods, not finished.
@@ -61,7 +62,7 @@ pub fn drain_victims<'a>(index: &Index<'a>, node: Sym, gpu_only: bool) -> Vec<&'
         .iter()
         .copied()
         .filter(|p| !p.mirror && p.owner_kind() != Some("DaemonSet"))
-        .filter(|p| !gpu_only || p.wants_gpu())
+        .filter(|p| !gpu_only || p.wants_gpu() || index.dra().held_by(p).share > 0.0)
         .collect()
 }
 

@@ -73,12 +73,17 @@ pub fn gpu_share(pod: &Pod, node: Option<&Node>) -> f64 {
     whole + slices
 }
 
+/// Physical GPUs' worth `pod` holds: through the device plugin
+/// ([`gpu_share`]) and through DRA claims.
+pub fn share_held(index: &Index<'_>, pod: &Pod) -> f64 {
+    let node = pod.node.and_then(|n| index.snap.nodes.get(&n)).map(|n| &**n);
+    gpu_share(pod, node) + index.dra().held_by(pod).share
+}
+
 /// The work lost by stopping `members` (one pod, or every running member
 /// of a gang) at `index.now`.
 pub fn of(index: &Index<'_>, members: &[&Pod]) -> LostWork {
-    of_at(index.now, members, |p| {
-        (gpu_share(p, p.node.and_then(|n| index.snap.nodes.get(&n)).map(|n| &**n)), index.idle_seconds(&p.key()))
-    })
+    of_at(index.now, members, |p| (share_held(index, p), index.idle_seconds(&p.key())))
 }
 
 /// [`of`], given each member's GPU share and trailing idle seconds.

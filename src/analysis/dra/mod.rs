@@ -28,6 +28,16 @@ pub struct DraGpus {
     pub tainted: u64,
 }
 
+/// GPUs a pod holds through DRA claims.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Held {
+    pub gpus: u64,
+    /// MIG devices.
+    pub slices: u64,
+    /// Physical GPUs' worth.
+    pub share: f64,
+}
+
 /// A published device and the slice that carries it.
 #[derive(Clone, Copy, Debug)]
 pub struct SliceDevice<'a> {
@@ -72,6 +82,8 @@ pub struct DraIndex<'a> {
     by_node: HashMap<Sym, Vec<SliceDevice<'a>>>,
     /// (driver, pool, device) → the claim it is allocated to.
     allocated: HashMap<(Sym, Sym, Sym), &'a ResourceClaim>,
+    /// (driver, pool, device) → the published device.
+    devices: HashMap<(Sym, Sym, Sym), SliceDevice<'a>>,
     gpus: HashMap<Sym, DraGpus>,
 }
 
@@ -96,9 +108,12 @@ impl<'a> DraIndex<'a> {
                     if newest.get(&(s.driver, s.pool)) != Some(&s.pool_generation) {
                         continue;
                     }
-                    if let Some(node) = s.node {
-                        let list = ix.by_node.entry(node).or_default();
-                        list.extend(s.devices.iter().map(|device| SliceDevice { slice: s, device }));
+                    for device in s.devices.iter() {
+                        let d = SliceDevice { slice: s, device };
+                        ix.devices.insert(d.id(), d);
+                        if let Some(node) = s.node {
+                            ix.by_node.entry(node).or_default().push(d);
+                        }
                     }
                 }
                 DraObject::Class(c) => {
@@ -160,6 +175,39 @@ impl<'a> DraIndex<'a> {
 
     pub fn allocated_to(&self, id: &(Sym, Sym, Sym)) -> Option<&'a ResourceClaim> {
         self.allocated.get(id).copied()
+    }
+
+    /// What a pod holds of GPUs through its allocated claims: whole GPUs,
+    /// and physical GPUs' worth (a MIG device its compute share), as the
+    /// price of lost work counts them.
+    pub fn held_by(&self, pod: &Pod) -> Held {
+        let mut held = Held::default();
+        if pod.claims.is_empty() {
+            return held;
+        }
+        for state in self.pod_claims(pod) {
+            let PodClaimState::Found(_, claim) = state else { continue };
+            for a in claim.allocated.iter() {
+                let Some(d) = self.devices.get(&(a.driver, a.pool, a.device)) else { continue };
+                if d.physical_gpu().is_none() {
+                    continue;
+                }
+                let attr =
+                    |name: &str| d.device.attribute(&format!("{NVIDIA_GPU_DRIVER}/{name}")).and_then(|v| v.as_str());
+                match attr("profile") {
+                    Some(profile) => {
+                        let geometry = attr("productName").and_then(crate::reference::mig::geometry_for_product);
+                        held.slices += 1;
+                        held.share += crate::reference::mig::compute_share(profile, geometry);
+                    }
+                    None => {
+                        held.gpus += 1;
+                        held.share += 1.0;
+                    }
+                }
+            }
+        }
+        held
     }
 
     /// Where each of a pod's claims stands.

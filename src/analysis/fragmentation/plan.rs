@@ -228,10 +228,7 @@ pub fn plan(index: &Index<'_>, shapes: &[ShapeFit]) -> Plan {
         for (pods, gang, destinations) in units {
             // The unit's price, shared out by the GPUs each pod holds.
             let lost = crate::analysis::lost_work::of(index, &pods);
-            let share_of = |pod: &Pod| {
-                let node = pod.node.and_then(|n| index.snap.nodes.get(&n)).map(|n| &**n);
-                crate::analysis::lost_work::gpu_share(pod, node)
-            };
+            let share_of = |pod: &Pod| crate::analysis::lost_work::share_held(index, pod);
             for (pod, to) in pods.iter().copied().zip(destinations) {
                 let from = pod.node.unwrap_or(node_name);
                 let room_of = |fleet: &Workspace, n: Option<Sym>| n.map_or(0, |n| fleet.target_room(n));
