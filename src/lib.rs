@@ -13,6 +13,7 @@ pub mod app;
 pub mod cli;
 pub mod clock;
 pub mod config;
+pub mod inputs;
 pub mod lab;
 pub mod model;
 pub mod reference;

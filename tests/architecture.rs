@@ -16,14 +16,15 @@ use std::path::Path;
 const ALLOWED: &[(&str, &[&str])] = &[
     ("model", &[]),
     ("clock", &[]),
+    ("inputs", &[]),
     ("reference", &["model"]),
     ("analysis", &["model", "reference"]),
     ("view_model", &["model", "reference", "analysis"]),
     // The node agent shares only the wire format and reference tables.
-    ("agent", &["model", "reference", "clock"]),
+    ("agent", &["model", "reference", "clock", "inputs"]),
     // The simulator schedules with kgpu's own fit rules; the kube edge
     // turns objects into the model; agent feeds read the agent's wire format.
-    ("sources", &["model", "reference", "analysis", "agent", "clock"]),
+    ("sources", &["model", "reference", "analysis", "agent", "clock", "inputs"]),
     ("actions", &["model", "reference", "analysis", "sources", "clock"]),
     ("app", &["model", "reference", "analysis", "view_model", "actions"]),
     ("ui", &["view_model", "app"]),
@@ -46,6 +47,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "lab",
             "cli",
             "config",
+            "inputs",
         ],
     ),
 ];

@@ -271,3 +271,34 @@ fn a_dump_cannot_hang_loop_or_skew_the_loader() {
     let err = file::load(&[huge]).unwrap_err().to_string();
     assert!(err.contains("at most"), "{err}");
 }
+
+/// A kubeconfig or token file that never ends (`/dev/zero`, a FIFO nobody
+/// writes) or is a directory is refused at once with the reason, not read.
+#[test]
+fn kubeconfigs_and_token_files_that_are_not_bounded_regular_files_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo");
+    assert!(std::process::Command::new("mkfifo").args(["-m", "600"]).arg(&fifo).status().unwrap().success());
+    let bin = env!("CARGO_BIN_EXE_kgpu");
+    for kubeconfig in [std::path::Path::new("/dev/zero"), &fifo, dir.path()] {
+        let out = std::process::Command::new(bin)
+            .arg("snapshot")
+            .env("KUBECONFIG", kubeconfig)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{kubeconfig:?}: {said}");
+        assert!(said.contains("not a regular file") || said.contains("a directory"), "{kubeconfig:?}: {said}");
+    }
+    // A 0600 FIFO as the agent's token file: refused, not waited on.
+    let out = std::process::Command::new(bin)
+        .args(["agent", "--listen", "127.0.0.1:0", "--node-name", "n1", "--backend", "fake:/nonexistent"])
+        .arg("--token-file")
+        .arg(&fifo)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{said}");
+    assert!(said.contains("not a regular file"), "{said}");
+}

@@ -40,7 +40,7 @@ pub fn read_token(path: &std::path::Path) -> Result<String, String> {
             meta.permissions().mode() & 0o777
         ));
     }
-    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read the token file {shown}: {e}"))?;
+    let text = crate::inputs::read_text(path, crate::inputs::TOKEN_MAX, "the token file")?;
     let token = text.trim_end_matches(['\n', '\r']);
     if token.chars().any(|c| c.is_whitespace() || c.is_control()) {
         return Err(format!(

@@ -69,7 +69,8 @@ pub fn run(args: &ScenarioArgs, source: &SourceArgs) -> anyhow::Result<ExitCode>
     }
     let docs = match &own_file {
         Some(path) => {
-            let text = std::fs::read_to_string(path).map_err(|e| UsageError(format!("{name}: {e}")))?;
+            let text = crate::inputs::read_text(std::path::Path::new(path), crate::inputs::DUMP_MAX, "the manifest")
+                .map_err(UsageError)?;
             apply::parse_yaml(&text).map_err(|e| UsageError(format!("{name}: {e}")))?
         }
         None => documents(name)?,

@@ -191,9 +191,8 @@ fn unreachable(node: &str, why: &str) -> NodeDevices {
 
 async fn token(client: &Client, config: &Config) -> Result<String, String> {
     if let Some(path) = &config.token_file {
-        return std::fs::read_to_string(path)
-            .map(|t| t.trim().to_string())
-            .map_err(|e| format!("cannot read the agent token {}: {e}", path.display()));
+        return crate::inputs::read_text(path, crate::inputs::TOKEN_MAX, "the agent token")
+            .map(|t| t.trim().to_string());
     }
     let secrets: Api<Secret> = Api::namespaced(client.clone(), &config.namespace);
     let secret = secrets.get(TOKEN_SECRET).await.map_err(|e| {

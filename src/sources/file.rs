@@ -195,8 +195,8 @@ pub fn load(paths: &[PathBuf]) -> Result<(Vec<ModelEvent>, Timestamp, Stats), Fi
     let mut skipped = Vec::new();
     let mut newest = 0;
     for f in &files {
-        let text = std::fs::read_to_string(f)
-            .map_err(|e| FileError::Read { path: f.display().to_string(), message: e.to_string() })?;
+        let text = crate::inputs::read_text(f, crate::inputs::DUMP_MAX, "the file")
+            .map_err(|message| FileError::Read { path: f.display().to_string(), message })?;
         let mut items = Vec::new();
         flatten(documents(f, &text)?, &mut items);
         if items.is_empty() {

@@ -105,6 +105,7 @@ fn kubeconfig_paths(target: &Target) -> Vec<PathBuf> {
 pub fn contexts(target: &Target) -> Vec<String> {
     let mut names: Vec<String> = kubeconfig_paths(target)
         .iter()
+        .filter(|p| crate::inputs::check(p, crate::inputs::KUBECONFIG_MAX, "the kubeconfig").is_ok())
         .filter_map(|p| Kubeconfig::read_from(p).ok())
         .flat_map(|kc| kc.contexts.into_iter().map(|c| c.name))
         .collect();
@@ -128,6 +129,9 @@ pub async fn config(target: &Target, liveness: Liveness) -> Result<(Config, Clus
     }
     let mut merged: Option<Kubeconfig> = None;
     for p in &paths {
+        // A bounded regular file: not /dev/zero, a FIFO or 50 GB.
+        crate::inputs::check(p, crate::inputs::KUBECONFIG_MAX, "the kubeconfig")
+            .map_err(|message| ClientError::Kubeconfig { path: p.display().to_string(), message })?;
         let kc = Kubeconfig::read_from(p)
             .map_err(|e| ClientError::Kubeconfig { path: p.display().to_string(), message: e.to_string() })?;
         merged = Some(match merged {
