@@ -92,6 +92,7 @@ async fn every_scenario_applies_and_the_real_scheduler_agrees_with_its_story() {
         "preemption-cost",
         "spot-breakeven",
         "mig-vs-timeslicing",
+        "dra-claims",
         "default",
     ] {
         eprintln!("scenario {name}");
@@ -180,6 +181,18 @@ async fn every_scenario_applies_and_the_real_scheduler_agrees_with_its_story() {
             "spot-breakeven" => assert!(node_of(&client, "research", "pretrain-13b-0-").await.starts_with("spot-")),
             // The real scheduler places rerank replicas on the time-sliced node's 32.
             "mig-vs-timeslicing" => assert_eq!(node_of(&client, "inference", "rerank-6b8f4-").await, "ts-01"),
+            // This control plane runs no kube-controller-manager, so no claim
+            // is made from the templates and the scheduler never tries the
+            // pods (it writes nothing): kgpu, reading the real API server's
+            // DRA objects, says so. (With the controllers, `kgpu lab`, the
+            // real scheduler allocates the H100 claims and says `5 cannot
+            // allocate all claims` for the H200 one: tests/fixtures/verdicts/dra.)
+            "dra-claims" => {
+                let why = kgpu(cp, &["why", "ml/llm-serve-7f9c4-x2kq8"]);
+                assert!(why.contains("blocked at: claims"), "{why}");
+                assert!(why.contains("claim from template one-h200 is not created yet"), "{why}");
+                assert!(why.contains("writes no event and no condition"), "{why}");
+            }
             "default" => assert_all(
                 &failed_scheduling(&client, "inference", "rerank-2g-", 4).await,
                 "Insufficient nvidia.com/mig-2g.20gb",

@@ -505,3 +505,20 @@ fn mig_vs_timeslicing_flags_the_shared_memory_and_counts_physical_gpus() {
     assert_eq!((mig["allocated"].as_u64(), mig["allocatable"].as_u64()), (Some(42), Some(56)));
     assert!(issues(node(&doc, "mig-01")).is_empty());
 }
+
+#[test]
+fn dra_claims_counts_published_gpus_and_blocks_the_h200_claim() {
+    let doc = snapshot("dra-claims", &[]);
+    let t = &doc["fleet"]["totals"];
+    // 16 device-plugin GPUs (8 in use) and 24 published through DRA (14 allocated).
+    assert_eq!((t["gpus"].as_u64(), t["allocated"].as_u64(), t["free"].as_u64()), (Some(40), Some(22), Some(18)));
+    let dra = node(&doc, "h100-dra-02");
+    assert_eq!(dra["gpu"]["dra"], serde_json::json!({"published": 8, "allocated": 4, "tainted": 0}));
+    assert_eq!(dra["product"], "NVIDIA-H100-80GB-HBM3");
+    assert!(issues(dra).is_empty(), "a DRA node is not a silent device plugin: {dra}");
+    let p = pending(&doc, "llm-serve-");
+    assert_eq!(p["blockingStep"], "claims");
+    assert_eq!(p["agreesWithScheduler"], true, "{p}");
+    assert!(p["summary"].as_str().unwrap().contains("no published device matches"), "{p}");
+    assert_eq!(doc["pending"].as_array().unwrap().len(), 1, "the placed claim pods are not pending");
+}

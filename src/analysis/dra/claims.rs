@@ -40,6 +40,8 @@ pub struct Shortfall {
     pub matching: u64,
     /// Of those, not allocated to a claim and not tainted.
     pub free: u64,
+    /// The request's own selectors (the class's aside).
+    pub selectors: Box<[Box<str>]>,
 }
 
 /// What a pending pod's claims need and where they can be had.
@@ -242,6 +244,7 @@ fn allocate_on(
                     wanted,
                     matching: matching.len() as u64,
                     free: available.len() as u64,
+                    selectors: alt.selectors.clone(),
                 });
             }
             if let Some(s) = short {

@@ -92,6 +92,9 @@ pub(super) fn report(pod: &Pod, v: &ClaimsVerdict) -> StepReport {
             details.push(format!("{node}: has the devices, but the pod does not fit there ({})", why.join(", ")));
         }
         if let Some(s) = v.shortfalls.first() {
+            for selector in s.selectors.iter() {
+                details.push(format!("selector of {}: {selector}", s.request));
+            }
             commands.push(format!("kubectl get resourceslices --field-selector spec.nodeName={} -o yaml", s.node));
             commands.push(format!("kubectl get deviceclass {} -o yaml", s.class));
         }

@@ -215,7 +215,46 @@ impl Disguise {
         }
         p.node_selector = self.labels(&p.node_selector);
         p.affinity = self.terms(&p.affinity);
+        p.claims = p
+            .claims
+            .iter()
+            .map(|c| crate::model::PodClaim {
+                name: c.name,
+                source: match &c.source {
+                    crate::model::ClaimSource::Claim(n) => crate::model::ClaimSource::Claim(self.arc_text(n)),
+                    crate::model::ClaimSource::Template(t) => crate::model::ClaimSource::Template(self.arc_text(t)),
+                },
+                generated: c.generated.as_deref().map(|g| self.arc_text(g)),
+            })
+            .collect();
         p
+    }
+
+    /// A slice's node and pool, a claim's namespace, names, pools and pods.
+    fn dra_object(&self, o: &crate::model::DraObject) -> crate::model::DraObject {
+        use crate::model::DraObject;
+        match o {
+            DraObject::Slice(s) => {
+                let mut s = s.clone();
+                s.name = self.arc_text(&s.name);
+                s.pool = self.sym_text(s.pool);
+                s.node = s.node.map(|n| self.node(n));
+                DraObject::Slice(s)
+            }
+            DraObject::Class(c) => DraObject::Class(c.clone()),
+            DraObject::Claim(c) => {
+                let mut c = c.clone();
+                c.namespace = self.namespace(c.namespace);
+                c.name = self.arc_text(&c.name);
+                c.allocated_node = c.allocated_node.map(|n| self.node(n));
+                for a in c.allocated.iter_mut() {
+                    a.pool = self.sym_text(a.pool);
+                }
+                c.reserved_for = c.reserved_for.iter().map(|r| self.arc_text(r)).collect();
+                c.owner_pod = c.owner_pod.as_deref().map(|p| self.arc_text(p));
+                DraObject::Claim(c)
+            }
+        }
     }
 
     fn gang(&self, g: &Gang) -> Gang {
@@ -324,6 +363,8 @@ impl SimCluster {
             |q| d.queue_object(q),
         );
         rekey(&mut self.events, |k| d.event_key(k), |e| d.event(e));
+        let dra: Vec<crate::model::DraObject> = self.dra.values().map(|o| d.dra_object(o)).collect();
+        self.dra = dra.into_iter().map(|o| (o.key(), o)).collect();
         // The next batch carries everything anew (initial_events).
         self.dirty = Default::default();
         let sorted = |map: &HashMap<Sym, Sym>| {

@@ -130,6 +130,9 @@ pub struct SimCluster {
     idle_holders: BTreeMap<PodKey, Timestamp>,
     /// GPU memory a pod uses (MiB), where a scenario says.
     gpu_memory: BTreeMap<PodKey, u64>,
+    /// DRA objects (slices, classes, claims, templates): the sim allocates
+    /// no claims; a scenario writes them allocated, as the scheduler left them.
+    dra: BTreeMap<crate::model::DraKey, crate::model::DraObject>,
     dirty: Dirty,
     seq: u64,
 }
@@ -156,6 +159,7 @@ impl SimCluster {
             upgrade_target: None,
             idle_holders: BTreeMap::new(),
             gpu_memory: BTreeMap::new(),
+            dra: BTreeMap::new(),
             dirty: Dirty::default(),
             seq: 0,
         }
@@ -221,6 +225,10 @@ impl SimCluster {
 
     pub fn fault(&mut self, node: &str, fault: Fault) {
         self.faults.insert(Sym::new(node), fault);
+    }
+
+    pub fn add_dra(&mut self, object: crate::model::DraObject) {
+        self.dra.insert(object.key(), object);
     }
 
     pub fn add_pod(&mut self, pod: Pod, plan: PodPlan) -> PodKey {
@@ -307,6 +315,10 @@ impl SimCluster {
                 ))
             })
             .collect()
+    }
+
+    pub fn node_count(&self) -> usize {
+        self.nodes.len()
     }
 
     pub fn next_suffix(&mut self) -> String {
@@ -451,6 +463,17 @@ impl SimCluster {
             ));
         }
         out.push(resync(Feed::ResourceFlavors, self.flavors.values().cloned().map(Object::Flavor).collect()));
+        // DRA, where the scenario has it (elsewhere its feeds are absent, as
+        // on a cluster before 1.34).
+        if !self.dra.is_empty() {
+            for feed in [Feed::ResourceSlices, Feed::DeviceClasses, Feed::ResourceClaims, Feed::ResourceClaimTemplates]
+            {
+                out.push(resync(
+                    feed,
+                    self.dra.values().cloned().map(Object::Dra).filter(|o| o.feed() == feed).collect(),
+                ));
+            }
+        }
         // The GPU Operator of a scenario with a rollout says where it goes.
         if let Some(target) = self.upgrade_target {
             out.push(resync(Feed::ClusterPolicies, vec![Object::DriverPolicy(cluster_policy(target))]));

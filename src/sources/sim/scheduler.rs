@@ -23,8 +23,14 @@ pub(super) fn schedule(sim: &mut SimCluster) {
             used.entry(n).or_default().add_pod(&p.requests);
         }
     }
-    let mut queue: Vec<PodKey> =
-        sim.pods.values().filter(|p| p.is_pending() && !p.gated && p.scheduler.is_none()).map(|p| p.key()).collect();
+    // Pods with DRA claims are left as their scenario wrote them: the sim
+    // allocates no devices.
+    let mut queue: Vec<PodKey> = sim
+        .pods
+        .values()
+        .filter(|p| p.is_pending() && !p.gated && p.scheduler.is_none() && p.claims.is_empty())
+        .map(|p| p.key())
+        .collect();
     queue.sort_by(|a, b| {
         let (pa, pb) = (&sim.pods[a], &sim.pods[b]);
         pb.priority.cmp(&pa.priority).then(pa.created.cmp(&pb.created)).then(a.cmp(b))
@@ -111,7 +117,7 @@ fn bind(sim: &mut SimCluster, key: &PodKey, node: Sym, used: &mut HashMap<Sym, T
     );
 }
 
-fn mark_unschedulable(sim: &mut SimCluster, key: &PodKey, message: &str, source: &str) {
+pub(in crate::sources::sim) fn mark_unschedulable(sim: &mut SimCluster, key: &PodKey, message: &str, source: &str) {
     let now = sim.now;
     let Some(pod) = sim.pods.get_mut(key) else { return };
     let same = pod.unschedulable.as_ref().is_some_and(|u| &*u.message == message);

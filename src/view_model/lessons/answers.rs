@@ -305,3 +305,29 @@ pub fn sharing_answer(a: &Analysis) -> Vec<String> {
 fn issue_detail_of(n: &crate::analysis::fleet::NodeSummary, code: crate::analysis::fleet::IssueCode) -> String {
     n.issues.iter().find(|i| i.code == code).map(|i| i.detail.clone()).unwrap_or_default()
 }
+
+pub fn dra_question(a: &Analysis) -> String {
+    let dra: u64 = a.nodes.iter().filter_map(|n| n.dra).map(|d| d.published).sum();
+    format!(
+        "{} GPUs are free, {dra} of the fleet's {} are published through DRA, and a new service has waited for one GPU since it was deployed. Why, and what do you change?",
+        a.totals.free, a.totals.gpus
+    )
+}
+
+pub fn dra_answer(a: &Analysis) -> Vec<String> {
+    use crate::analysis::pending::Step;
+    let Some(item) = a.pending.iter().find(|p| p.blocking == Some(Step::Claims)) else {
+        return vec![GONE.into()];
+    };
+    let mut lines = vec![format!("{}: {}", item.display_name(), item.summary)];
+    if let Some(step) = item.steps.iter().find(|s| s.step == Step::Claims) {
+        lines.extend(step.details.iter().map(|d| format!("  {d}")));
+    }
+    let products: std::collections::BTreeSet<String> =
+        a.nodes.iter().filter(|n| n.dra.is_some()).filter_map(|n| n.product.map(|p| p.to_string())).collect();
+    lines.push(format!(
+        "The DRA nodes publish {}; the claim's selector asks for something no ResourceSlice has, so the scheduler's DynamicResources plugin says 'cannot allocate all claims' on every node. Fix the ResourceClaimTemplate's selector (or add nodes that publish that product); free GPUs elsewhere do not help.",
+        if products.is_empty() { "no GPUs".to_string() } else { products.into_iter().collect::<Vec<_>>().join(", ") }
+    ));
+    lines
+}

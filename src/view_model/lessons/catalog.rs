@@ -481,6 +481,18 @@ pub static LESSONS: &[Lesson] = &[
         question: answers::sharing_question,
         answer: answers::sharing_answer,
     },
+    Lesson {
+        scenario: "dra-claims",
+        causes: &[Cause::Dra],
+        hints: &[
+            "Some nodes advertise no nvidia.com/gpu, yet the header counts their GPUs: where do they come from?",
+            "The pending pod asks through a ResourceClaim: open its chain (Pending pane 2, enter).",
+            "Compare the claim's selector with what the ResourceSlices publish (kubectl get resourceslices -o yaml).",
+        ],
+        evidence: &[Evidence::Chain(Step::Claims)],
+        question: answers::dra_question,
+        answer: answers::dra_answer,
+    },
 ];
 
 #[cfg(test)]

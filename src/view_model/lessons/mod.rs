@@ -34,10 +34,12 @@ pub enum Cause {
     Spot,
     TimeSlicing,
     FairShare,
+    /// A DRA claim no published device can satisfy.
+    Dra,
 }
 
 impl Cause {
-    pub const ALL: [Cause; 16] = [
+    pub const ALL: [Cause; 17] = [
         Cause::DevicePlugin,
         Cause::Quota,
         Cause::GangDeadlock,
@@ -54,6 +56,7 @@ impl Cause {
         Cause::Spot,
         Cause::TimeSlicing,
         Cause::FairShare,
+        Cause::Dra,
     ];
 
     pub fn word(self) -> &'static str {
@@ -74,6 +77,7 @@ impl Cause {
             Cause::Spot => "spot",
             Cause::TimeSlicing => "time-slicing",
             Cause::FairShare => "fair-share",
+            Cause::Dra => "dra",
         }
     }
 
@@ -102,6 +106,7 @@ impl Cause {
             "fairshare" | "borrowing" | "cohort" | "quota-gaming" => "fair-share",
             "preempted" | "eviction" => "preemption",
             "plugin" => "device-plugin",
+            "claim" | "claims" | "resourceclaim" | "resource-claim" | "deviceclass" | "cel" => "dra",
             w => w,
         };
         Cause::ALL.into_iter().find(|c| c.word() == word)

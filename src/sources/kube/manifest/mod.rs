@@ -4,6 +4,7 @@
 //! `pods` adds the controllers behind the pods, so a cluster that runs
 //! controllers and KWOK (`kgpu lab`) lives the scenario.
 
+mod dra;
 mod pods;
 
 use pods::container;
@@ -355,6 +356,7 @@ pub fn manifests(snap: &Snapshot, life: &Life, scenario: &str) -> Vec<Value> {
     }
     out.extend(pods::priority_classes(snap.pods.values().map(|p| &**p), scenario));
     out.extend(snap.nodes.values().map(|n| node_json(n, scenario)));
+    out.extend(dra::manifests(snap, scenario));
     for g in snap.gangs.values() {
         if g.is_finished() {
             continue;

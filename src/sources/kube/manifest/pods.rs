@@ -14,7 +14,7 @@ use serde_json::{Map, Value, json};
 
 use crate::analysis::index::Index;
 use crate::model::time::rfc3339;
-use crate::model::{GangKind, Owner, Pod, PodKey, PodPhase, Resources, Sym, Timestamp, keys, quantity};
+use crate::model::{ClaimSource, GangKind, Owner, Pod, PodKey, PodPhase, Resources, Sym, Timestamp, keys, quantity};
 use crate::sources::kinds;
 
 use super::{affinity_json, labels_json, meta, toleration_json};
@@ -121,6 +121,19 @@ fn pod_spec(p: &Pod) -> Value {
     }
     if p.priority != 0 {
         spec["priorityClassName"] = json!(priority_class_name(p));
+    }
+    if !p.claims.is_empty() {
+        spec["resourceClaims"] = Value::Array(
+            p.claims
+                .iter()
+                .map(|c| match &c.source {
+                    ClaimSource::Claim(n) => json!({"name": c.name.as_str(), "resourceClaimName": &**n}),
+                    ClaimSource::Template(t) => json!({"name": c.name.as_str(), "resourceClaimTemplateName": &**t}),
+                })
+                .collect(),
+        );
+        spec["containers"][0]["resources"]["claims"] =
+            Value::Array(p.claims.iter().map(|c| json!({"name": c.name.as_str()})).collect());
     }
     spec
 }
@@ -236,7 +249,8 @@ pub(super) fn pod_json(p: &Pod, index: &Index<'_>, life: &Life, scenario: &str) 
     }
     match (p.node, p.phase, p.reason) {
         (Some(_), PodPhase::Pending, Some(_)) => annotations.push((KUBELET.into(), "hold".into())),
-        (Some(_), PodPhase::Running, _) => annotations.push((KUBELET.into(), "started".into())),
+        // A DRA pod is scheduled afresh, and then started as any new pod.
+        (Some(_), PodPhase::Running, _) if p.claims.is_empty() => annotations.push((KUBELET.into(), "started".into())),
         _ => {}
     }
     let mut metadata = meta(&p.name, Some(p.namespace.as_str()), scenario, labels, annotations);
@@ -254,13 +268,16 @@ pub(super) fn pod_json(p: &Pod, index: &Index<'_>, life: &Life, scenario: &str) 
         }
         _ => {}
     }
-    if let Some(n) = p.node {
+    // A pod with DRA claims is left to the scheduler, bound or not: only it
+    // allocates the claims the controller makes from the templates.
+    let bound = p.node.filter(|_| p.claims.is_empty());
+    if let Some(n) = bound {
         spec["nodeName"] = json!(n.as_str());
     }
     let mut obj =
         json!({"apiVersion": kinds::POD.api_version(), "kind": kinds::POD.kind, "metadata": metadata, "spec": spec});
     // Bound pods report what their kubelet would; unbound ones are left to the scheduler.
-    if p.node.is_some() {
+    if bound.is_some() {
         obj["status"] = bound_status(p);
     }
     Some(obj)

@@ -11,6 +11,7 @@ use super::SimCluster;
 mod black_hole;
 mod blocks;
 mod default;
+mod dra_claims;
 mod driver_canary;
 mod driver_skew;
 mod fair_share;
@@ -58,6 +59,7 @@ pub const SCENARIOS: &[Scenario] = &[
     preemption_cost::SCENARIO,
     spot_breakeven::SCENARIO,
     mig_vs_timeslicing::SCENARIO,
+    dra_claims::SCENARIO,
 ];
 
 #[derive(Debug, Error)]
