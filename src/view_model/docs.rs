@@ -214,6 +214,15 @@ pub fn node(views: &Views, node: Sym) -> Doc {
             if r.mig.is_empty() { String::new() } else { format!("; MIG {}", r.mig) }
         ),
     );
+    if let Some(d) = r.dra {
+        doc.line(
+            Role::Text,
+            format!(
+                "through DRA: {} GPU(s) published in ResourceSlices, {} allocated to claims, {} tainted (kubectl get resourceslices --field-selector spec.nodeName={})",
+                d.published, d.allocated, d.tainted, n.name
+            ),
+        );
+    }
     for d in &r.issue_details {
         doc.line(Role::Error, format!("! {d}"));
     }

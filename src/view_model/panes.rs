@@ -49,6 +49,8 @@ pub struct NodeRow {
     pub pool: Sym,
     /// Physical GPUs by bucket (as the totals count them).
     pub buckets: crate::analysis::fleet::GpuBuckets,
+    /// GPUs published through DRA, where the node publishes some.
+    pub dra: Option<crate::analysis::dra::DraGpus>,
 }
 
 impl NodeRow {
@@ -199,6 +201,7 @@ pub fn node_rows(snap: &Snapshot, a: &Analysis) -> Vec<NodeRow> {
                 issue_details: n.issues.iter().map(|i| format!("{}: {}", i.code.as_str(), i.detail)).collect(),
                 pool: node.map_or_else(|| Sym::new("-"), |node| pool_of(node)),
                 buckets: n.buckets,
+                dra: n.dra,
             }
         })
         .collect()
