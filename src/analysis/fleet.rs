@@ -134,13 +134,12 @@ pub fn black_hole_nodes(index: &Index<'_>, thresholds: &Thresholds) -> Vec<Sym> 
 
 /// A string attribute of the node's first NVIDIA GPU published through DRA.
 fn dra_attribute(index: &Index<'_>, node: &Node, name: &str) -> Option<String> {
-    let qualified = format!("{}/{name}", super::dra::NVIDIA_GPU_DRIVER);
     index
         .dra()
         .devices_on(node.name)
         .iter()
         .filter(|d| d.physical_gpu().is_some())
-        .find_map(|d| d.device.attribute(&qualified).and_then(|v| v.as_str()).map(str::to_string))
+        .find_map(|d| d.nvidia_attribute(name).map(str::to_string))
 }
 
 pub fn summarize(index: &Index<'_>, thresholds: &Thresholds) -> Vec<NodeSummary> {

@@ -179,7 +179,7 @@ fn allocate_on(
             && let Some(gpu) = d.physical_gpu()
         {
             busy_gpus.insert(gpu);
-            if is_whole_gpu(d) {
+            if d.is_whole_gpu() {
                 whole_taken.insert(gpu);
             }
         }
@@ -187,7 +187,7 @@ fn allocate_on(
     let free = |d: &SliceDevice<'_>| {
         ix.allocated_to(&d.id()).is_none()
             && match d.physical_gpu() {
-                Some(gpu) if is_whole_gpu(d) => !busy_gpus.contains(&gpu),
+                Some(gpu) if d.is_whole_gpu() => !busy_gpus.contains(&gpu),
                 Some(gpu) => !whole_taken.contains(&gpu),
                 None => true,
             }
@@ -253,11 +253,4 @@ fn allocate_on(
         }
     }
     Ok(())
-}
-
-fn is_whole_gpu(d: &SliceDevice<'_>) -> bool {
-    d.device
-        .attribute(&format!("{}/type", super::NVIDIA_GPU_DRIVER))
-        .and_then(|v| v.as_str())
-        .is_some_and(|t| t == "gpu")
 }

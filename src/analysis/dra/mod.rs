@@ -51,15 +51,24 @@ impl SliceDevice<'_> {
         (self.slice.driver, self.slice.pool, self.device.name)
     }
 
+    /// A string attribute in NVIDIA's driver domain (`type`, `uuid`,
+    /// `productName`, ...).
+    pub fn nvidia_attribute(&self, name: &str) -> Option<&str> {
+        self.device.attribute(&format!("{NVIDIA_GPU_DRIVER}/{name}")).and_then(|v| v.as_str())
+    }
+
+    /// A whole GPU (`type: gpu`), not a MIG device.
+    pub fn is_whole_gpu(&self) -> bool {
+        self.nvidia_attribute("type") == Some("gpu")
+    }
+
     /// The physical GPU this device is or is part of, for NVIDIA's driver.
     pub fn physical_gpu(&self) -> Option<Sym> {
         if self.slice.driver.as_str() != NVIDIA_GPU_DRIVER {
             return None;
         }
-        let attr = |name: &str| {
-            self.device.attribute(&format!("{NVIDIA_GPU_DRIVER}/{name}")).and_then(|v| v.as_str()).map(Sym::new)
-        };
-        match attr("type")?.as_str() {
+        let attr = |name: &str| self.nvidia_attribute(name).map(Sym::new);
+        match self.nvidia_attribute("type")? {
             "gpu" => attr("uuid").or(Some(self.device.name)),
             "mig" => attr("parentUUID"),
             _ => None,
@@ -192,11 +201,10 @@ impl<'a> DraIndex<'a> {
                 if d.physical_gpu().is_none() {
                     continue;
                 }
-                let attr =
-                    |name: &str| d.device.attribute(&format!("{NVIDIA_GPU_DRIVER}/{name}")).and_then(|v| v.as_str());
-                match attr("profile") {
+                match d.nvidia_attribute("profile") {
                     Some(profile) => {
-                        let geometry = attr("productName").and_then(crate::reference::mig::geometry_for_product);
+                        let geometry =
+                            d.nvidia_attribute("productName").and_then(crate::reference::mig::geometry_for_product);
                         held.slices += 1;
                         held.share += crate::reference::mig::compute_share(profile, geometry);
                     }
