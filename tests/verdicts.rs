@@ -308,7 +308,7 @@ fn operator_states_are_read_as_the_operator_means_them() {
 
 #[test]
 fn every_dump_keeps_every_gpu_in_one_bucket() {
-    for path in [FIT, KUEUE, JOBSET, VOLCANO, OPERATOR, BLACK_HOLE, RAY] {
+    for path in [FIT, KUEUE, JOBSET, VOLCANO, OPERATOR, BLACK_HOLE, RAY, PLACEMENT, "kueue-stopped/cluster.yaml"] {
         let doc = snapshot(path, &[]);
         let t = &doc["fleet"]["totals"];
         let n = |k: &str| t[k].as_u64().unwrap();
@@ -418,4 +418,123 @@ fn a_drain_of_a_dra_node_counts_the_gpus_its_pods_hold_through_claims() {
     let pods: Vec<String> = i.pods.iter().map(|(k, _, holds)| format!("{} {holds}", k.name)).collect();
     assert_eq!(pods, ["train-0 1 GPU", "train-1 1 GPU"], "{i:?}");
     assert!(i.gpu_hours > 0.0, "their work is priced: {i:?}");
+}
+
+const PLACEMENT: &str = "placement/cluster.yaml";
+
+/// Host ports (`placement/`, captured from the lab: the real kube-scheduler
+/// wrote the messages). A third hostNetwork DDP worker finds port 29500
+/// bound on two nodes and the third full: kgpu counts as the scheduler did
+/// and names who holds the port and where to look.
+#[test]
+fn a_host_port_taken_on_two_nodes_is_a_reason_kgpu_counts_as_the_scheduler_does() {
+    let doc = snapshot(PLACEMENT, &[]);
+    let item = pending(&doc, "ddp-2");
+    assert_eq!(item["blockingStep"], "fit");
+    assert_eq!(item["verdictSource"], "kgpu");
+    assert_eq!(item["nodeReasons"]["ports-taken"], 2, "{}", item["nodeReasons"]);
+    assert_eq!(item["nodeReasons"]["insufficient-gpu"], 1, "{}", item["nodeReasons"]);
+    assert_eq!(item["agreesWithScheduler"], true, "{}", item["disagreement"]);
+    let unblock = item["unblock"].to_string();
+    assert!(unblock.contains("host port 29500/TCP is taken on gpu-a by ml/ddp-0 (and 1 more node(s))"), "{unblock}");
+    // gpu-c is promised to the preemptor: freeing GPUs there is no advice for ddp-2.
+    assert!(!unblock.contains("gpu-c"), "{unblock}");
+    let text = why(PLACEMENT, "ml/ddp-2");
+    assert!(text.contains("kgpu agrees with the scheduler."), "{text}");
+    assert!(text.contains("--field-selector spec.nodeName=gpu-a -o jsonpath="), "{text}");
+}
+
+/// The preemptor `urgent` is nominated to gpu-c, whose batch pod a finalizer
+/// holds in Terminating: kgpu says it waits for that pod, offers no plan of
+/// its own and agrees with the scheduler's message.
+#[test]
+fn a_nominated_pod_waits_for_the_pod_preempted_for_it_and_no_plan_evicts_more() {
+    let doc = snapshot(PLACEMENT, &[]);
+    let item = pending(&doc, "urgent");
+    assert_eq!(item["nominatedNode"], "gpu-c");
+    assert_eq!(item["blockingStep"], "fit");
+    let summary = item["summary"].as_str().unwrap();
+    assert!(
+        summary.ends_with("the scheduler preempted for it on gpu-c and waits for 1 pod(s) to terminate: ml/batch-low"),
+        "{summary}"
+    );
+    assert_eq!(item["agreesWithScheduler"], true, "{}", item["disagreement"]);
+    assert!(
+        item["unblock"][0].as_str().unwrap().starts_with("none by hand while they terminate"),
+        "{}",
+        item["unblock"]
+    );
+    assert!(item.get("preemption").is_none(), "{item}");
+    let text = why(PLACEMENT, "ml/urgent");
+    assert!(text.contains("{.metadata.finalizers}"), "{text}");
+    let fleet = kgpu(&["snapshot", "--file", &fixture(PLACEMENT)]);
+    assert!(
+        fleet.contains("plan for Pod ml/urgent: none — the scheduler is preempting for Pod ml/urgent on gpu-c"),
+        "{fleet}"
+    );
+}
+
+/// Where kgpu does not model the rule (required pod anti-affinity, topology
+/// spread) the headline is the scheduler's message, each reason named with
+/// its plugin; a pod for a scheduler that does not run says so.
+#[test]
+fn rules_kgpu_does_not_model_put_the_schedulers_words_in_the_headline() {
+    let doc = snapshot(PLACEMENT, &[]);
+    for (name, words, plugin) in [
+        ("eval-apart", "2 node(s) didn't match pod anti-affinity rules", "InterPodAffinity"),
+        ("serve-2", "2 node(s) didn't match pod topology spread constraints", "PodTopologySpread"),
+    ] {
+        let item = pending(&doc, name);
+        assert_eq!(item["blockingStep"], "scheduler", "{name}");
+        assert_eq!(item["verdictSource"], "scheduler", "{name}");
+        let summary = item["summary"].as_str().unwrap();
+        assert!(summary.contains(words), "{name}: {summary}");
+        assert!(!summary.contains("nothing blocks it"), "{name}: {summary}");
+        let details = step(item, "scheduler")["details"].to_string();
+        assert!(details.contains(plugin), "{name}: {details}");
+        assert!(details.contains("not evaluated by kgpu"), "{name}: {details}");
+    }
+    let kai = pending(&doc, "kai-job");
+    assert_eq!(kai["blockingStep"], "scheduler");
+    assert!(kai["summary"].as_str().unwrap().contains("is 'kai-scheduler' running?"), "{}", kai["summary"]);
+}
+
+/// Queues their owners stopped (`kueue-stopped/`, captured with the real
+/// Kueue v0.17 manager): the workload behind a LocalQueue on Hold and the
+/// one behind a ClusterQueue on HoldAndDrain block at quota on the stopped
+/// queue (the ClusterQueue named, not the LocalQueue it makes inactive),
+/// with Kueue's words and the patch that resumes it.
+#[test]
+fn a_stopped_queue_is_the_quota_step_with_the_patch_that_resumes_it() {
+    let path = "kueue-stopped/cluster.yaml";
+    let doc = snapshot(path, &[]);
+    let held = doc["pending"].as_array().unwrap();
+    let item = |prefix: &str| held.iter().find(|p| p["name"].as_str().unwrap().starts_with(prefix)).unwrap();
+    let tune = item("job-tune-");
+    assert_eq!(tune["blockingStep"], "quota");
+    assert!(
+        tune["summary"]
+            .as_str()
+            .unwrap()
+            .ends_with("LocalQueue paused is stopped (spec.stopPolicy Hold); Kueue: LocalQueue is stopped"),
+        "{}",
+        tune["summary"]
+    );
+    assert_eq!(
+        tune["unblock"][0],
+        "kubectl patch localqueue paused -n team-a --type merge -p '{\"spec\":{\"stopPolicy\":\"None\"}}' (stopped with Hold)"
+    );
+    let sweep = item("job-sweep-");
+    assert!(
+        sweep["summary"].as_str().unwrap().contains("ClusterQueue drained is stopped (spec.stopPolicy HoldAndDrain)"),
+        "{}",
+        sweep["summary"]
+    );
+    assert!(
+        sweep["unblock"][0].as_str().unwrap().contains("its admitted workloads were evicted too"),
+        "{}",
+        sweep["unblock"]
+    );
+    // The open queue's workload was admitted and runs.
+    assert!(held.iter().all(|p| !p["name"].as_str().unwrap().starts_with("job-eval-")), "{held:?}");
 }

@@ -8,7 +8,7 @@
 //! failing filter), so kgpu can be compared with its message.
 
 use crate::model::{
-    Node, NodeSelectorTerm, Pod, Resources, SelectorOperator, Sym, Taint, TaintEffect, Toleration, keys,
+    HostPort, Node, NodeSelectorTerm, Pod, Resources, SelectorOperator, Sym, Taint, TaintEffect, Toleration, keys,
 };
 
 use super::tally::Tally;
@@ -28,6 +28,8 @@ pub enum NodeReason {
     /// metadata.name In`) and this node is not one of them: the scheduler
     /// leaves it out before filtering.
     NotAmongPinnedNodes,
+    /// A host port the pod binds is taken by a pod on the node (NodePorts).
+    PortsTaken,
     DevicePluginNotAdvertising,
     InsufficientGpu,
     InsufficientMig(Sym),
@@ -45,6 +47,7 @@ pub enum Filter {
     NodeUnschedulable,
     TaintToleration,
     NodeAffinity,
+    NodePorts,
     NodeResourcesFit,
 }
 
@@ -56,6 +59,7 @@ impl NodeReason {
             NodeReason::UntoleratedTaint { key, .. } => format!("untolerated-taint:{key}"),
             NodeReason::SelectorMismatch => "selector-mismatch".into(),
             NodeReason::AffinityMismatch | NodeReason::NotAmongPinnedNodes => "affinity-mismatch".into(),
+            NodeReason::PortsTaken => "ports-taken".into(),
             NodeReason::DevicePluginNotAdvertising => "device-plugin-not-advertising".into(),
             NodeReason::InsufficientGpu => "insufficient-gpu".into(),
             NodeReason::InsufficientMig(p) => format!("insufficient-mig:{p}"),
@@ -72,6 +76,7 @@ impl NodeReason {
             NodeReason::Cordoned => Filter::NodeUnschedulable,
             NodeReason::NotReady | NodeReason::UntoleratedTaint { .. } => Filter::TaintToleration,
             NodeReason::SelectorMismatch | NodeReason::AffinityMismatch => Filter::NodeAffinity,
+            NodeReason::PortsTaken => Filter::NodePorts,
             _ => Filter::NodeResourcesFit,
         }
     }
@@ -86,6 +91,7 @@ impl NodeReason {
                 "node(s) didn't match Pod's node affinity/selector".into()
             }
             NodeReason::NotAmongPinnedNodes => PINNED_ELSEWHERE.into(),
+            NodeReason::PortsTaken => PORTS_TAKEN.into(),
             NodeReason::DevicePluginNotAdvertising | NodeReason::InsufficientGpu => {
                 format!("Insufficient {}", keys::RESOURCE_GPU)
             }
@@ -98,9 +104,9 @@ impl NodeReason {
     }
 
     /// Reasons that preemption cannot fix (the scheduler marks them
-    /// UnschedulableAndUnresolvable).
+    /// UnschedulableAndUnresolvable); evicting the pod on a port frees it.
     pub fn unresolvable(&self) -> bool {
-        self.filter() != Filter::NodeResourcesFit
+        !matches!(self.filter(), Filter::NodeResourcesFit | Filter::NodePorts)
     }
 
     /// Coarse class for comparing kgpu with the scheduler, whose wording
@@ -122,6 +128,8 @@ impl NodeReason {
 pub const PINNED_ELSEWHERE: &str = "node(s) didn't satisfy plugin(s) [NodeAffinity]";
 /// Its comparison class: not the same as a selector mismatch in the histogram.
 pub const PINNED_ELSEWHERE_CLASS: &str = "affinity-node-names";
+/// NodePorts' reason, the same wording since v1.10.
+pub const PORTS_TAKEN: &str = "node(s) didn't have free ports for the requested pod ports";
 
 /// What the pod (or one member of a gang) asks of a node.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -130,6 +138,8 @@ pub struct Shape<'a> {
     pub tolerations: &'a [Toleration],
     pub node_selector: &'a [(Sym, Sym)],
     pub affinity: &'a [NodeSelectorTerm],
+    /// Host ports each pod binds (NodePorts).
+    pub host_ports: &'a [HostPort],
 }
 
 impl<'a> Shape<'a> {
@@ -149,6 +159,7 @@ impl<'a> Shape<'a> {
             tolerations: &pod.tolerations,
             node_selector: &pod.node_selector,
             affinity: &pod.affinity,
+            host_ports: &pod.host_ports,
         }
     }
 }
@@ -169,10 +180,13 @@ fn is_not_ready_taint(t: &Taint) -> bool {
     matches!(t.key.as_str(), keys::TAINT_NOT_READY | keys::TAINT_UNREACHABLE)
 }
 
-/// Every reason `node` (already holding `used`) cannot take `shape`, in
-/// scheduler filter order. Empty means it fits.
-pub fn verdicts(shape: &Shape<'_>, node: &Node, used: &Tally) -> Vec<NodeReason> {
+/// Every reason `node` (already holding `used`, for the pods `holders`)
+/// cannot take `shape`, in scheduler filter order. Empty means it fits.
+pub fn verdicts(shape: &Shape<'_>, node: &Node, used: &Tally, holders: &[&Pod]) -> Vec<NodeReason> {
     let mut reasons = placement_verdicts(shape, node);
+    if holders.iter().any(|p| port_conflict(shape.host_ports, p)) {
+        reasons.push(NodeReason::PortsTaken);
+    }
     reasons.extend(resource_shortfalls(shape.requests, node, used));
     reasons
 }
@@ -311,6 +325,11 @@ fn requirement_matches(op: SelectorOperator, values: &[Sym], value: Option<Sym>)
     }
 }
 
+/// NodePorts: whether `holder` (a pod on the node) binds a port of `wanted`.
+pub fn port_conflict(wanted: &[HostPort], holder: &Pod) -> bool {
+    holder.host_ports.iter().any(|used| wanted.iter().any(|w| w.conflicts(used)))
+}
+
 /// NodeResourcesFit: every requested resource must fit in allocatable − used.
 pub fn resource_shortfalls(requests: &Resources, node: &Node, used: &Tally) -> Vec<NodeReason> {
     let mut reasons = Vec::new();
@@ -358,14 +377,14 @@ mod tests {
     fn a_fitting_node_has_no_reasons() {
         let n = node("n1").gpus(8).build();
         let p = pod("p").gpus(4).build();
-        assert!(verdicts(&Shape::of(&p), &n, &Tally::default()).is_empty());
+        assert!(verdicts(&Shape::of(&p), &n, &Tally::default(), &[]).is_empty());
     }
 
     #[test]
     fn every_reason_is_reported_in_filter_order() {
         let n = node("n1").gpus(4).cordoned().taint("nvidia.com/gpu", "present", TaintEffect::NoSchedule).build();
         let p = pod("p").gpus(8).selector("pool", "a100").build();
-        let reasons = verdicts(&Shape::of(&p), &n, &Tally::default());
+        let reasons = verdicts(&Shape::of(&p), &n, &Tally::default(), &[]);
         let codes: Vec<String> = reasons.iter().map(|r| r.code()).collect();
         assert_eq!(codes, ["cordoned", "untolerated-taint:nvidia.com/gpu", "selector-mismatch", "insufficient-gpu"]);
         // the scheduler stops at the first failing filter
@@ -380,7 +399,7 @@ mod tests {
             .taint("soft", "x", TaintEffect::PreferNoSchedule)
             .build();
         let p = pod("p").gpus(1).tolerate("nvidia.com/gpu").build();
-        assert!(verdicts(&Shape::of(&p), &n, &Tally::default()).is_empty());
+        assert!(verdicts(&Shape::of(&p), &n, &Tally::default(), &[]).is_empty());
     }
 
     #[test]
@@ -389,7 +408,7 @@ mod tests {
         let tainted = node("n2").gpus(8).not_ready().taint(keys::TAINT_NOT_READY, "", TaintEffect::NoSchedule).build();
         let p = pod("p").gpus(1).build();
         for n in [bare, tainted] {
-            assert_eq!(verdicts(&Shape::of(&p), &n, &Tally::default()), vec![NodeReason::NotReady]);
+            assert_eq!(verdicts(&Shape::of(&p), &n, &Tally::default(), &[]), vec![NodeReason::NotReady]);
         }
     }
 
@@ -398,12 +417,12 @@ mod tests {
         let mig = node("m1").mig("1g.10gb", 2).build();
         let p = pod("p").mig("3g.40gb", 1).build();
         assert_eq!(
-            verdicts(&Shape::of(&p), &mig, &Tally::default()),
+            verdicts(&Shape::of(&p), &mig, &Tally::default(), &[]),
             vec![NodeReason::InsufficientMig(Sym::new("3g.40gb"))]
         );
         let silent = node("s1").hardware(8).build();
         let p = pod("p").gpus(1).build();
-        let reasons = verdicts(&Shape::of(&p), &silent, &Tally::default());
+        let reasons = verdicts(&Shape::of(&p), &silent, &Tally::default(), &[]);
         assert_eq!(reasons, vec![NodeReason::DevicePluginNotAdvertising]);
         assert_eq!(reasons[0].scheduler_text(), "Insufficient nvidia.com/gpu");
     }
@@ -414,7 +433,7 @@ mod tests {
         let mut used = Tally::default();
         used.add(&pod("a").gpus(6).build().requests);
         let p = pod("p").gpus(4).build();
-        assert_eq!(verdicts(&Shape::of(&p), &n, &used), vec![NodeReason::InsufficientGpu]);
+        assert_eq!(verdicts(&Shape::of(&p), &n, &used, &[]), vec![NodeReason::InsufficientGpu]);
     }
 
     #[test]
@@ -423,7 +442,7 @@ mod tests {
         let h100 =
             pod("p").gpus(1).affinity_in("nvidia.com/gpu.product", &["NVIDIA-H100-80GB-HBM3", "NVIDIA-H200"]).build();
         let a100 = pod("q").gpus(1).affinity_in("nvidia.com/gpu.product", &["NVIDIA-A100-SXM4-80GB"]).build();
-        assert!(verdicts(&Shape::of(&h100), &n, &Tally::default()).is_empty());
-        assert_eq!(verdicts(&Shape::of(&a100), &n, &Tally::default()), vec![NodeReason::AffinityMismatch]);
+        assert!(verdicts(&Shape::of(&h100), &n, &Tally::default(), &[]).is_empty());
+        assert_eq!(verdicts(&Shape::of(&a100), &n, &Tally::default(), &[]), vec![NodeReason::AffinityMismatch]);
     }
 }

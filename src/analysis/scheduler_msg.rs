@@ -221,6 +221,9 @@ pub fn reason_code(reason: &str) -> Option<String> {
     if r == super::fit::PINNED_ELSEWHERE {
         return Some("affinity-mismatch".into());
     }
+    if r == super::fit::PORTS_TAKEN || r == "PodFitsHostPorts" {
+        return Some("ports-taken".into());
+    }
     if r == "Too many pods" {
         return Some("insufficient-pods".into());
     }

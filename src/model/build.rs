@@ -278,6 +278,26 @@ impl PodBuilder {
         self
     }
 
+    /// Binds `port`/TCP on every address of its node.
+    pub fn host_port(mut self, port: u16) -> Self {
+        let mut ports = self.pod.host_ports.to_vec();
+        ports.push(crate::model::HostPort { port, protocol: crate::model::PortProtocol::Tcp, ip: None });
+        self.pod.host_ports = ports.into();
+        self
+    }
+
+    /// The scheduler nominated `node` for it (it preempted there).
+    pub fn nominated(mut self, node: &str) -> Self {
+        self.pod.nominated = Some(Sym::new(node));
+        self
+    }
+
+    /// Being deleted (`metadata.deletionTimestamp` set).
+    pub fn terminating(mut self) -> Self {
+        self.pod.terminating = true;
+        self
+    }
+
     /// An `emptyDir` volume.
     pub fn local_data(mut self) -> Self {
         self.pod.local_data = true;

@@ -41,7 +41,9 @@ pub use node::{
     SelectorOperator, Taint, TaintEffect, Toleration, TolerationOperator,
 };
 pub use node_labels::NodeLabels;
-pub use pod::{CudaNeed, Endpoint, EndpointKind, Owner, Pod, PodKey, PodPhase, Resume, Uid, Unschedulable};
+pub use pod::{
+    CudaNeed, Endpoint, EndpointKind, HostPort, Owner, Pod, PodKey, PodPhase, PortProtocol, Resume, Uid, Unschedulable,
+};
 pub use queue::{Flavor, Queue, QueueKey, QueueKind, QueueQuota};
 pub use resources::Resources;
 pub use sym::{Sym, SymHash, SymMap};

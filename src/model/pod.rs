@@ -199,6 +199,66 @@ pub struct Pod {
     pub endpoint: Option<Box<Endpoint>>,
     /// `spec.resourceClaims`: devices through DRA (empty for most pods).
     pub claims: Box<[crate::model::PodClaim]>,
+    /// Host ports its containers bind (`hostPort`; with `hostNetwork` the
+    /// API server sets it to each containerPort). Empty for most pods.
+    pub host_ports: Box<[HostPort]>,
+    /// `status.nominatedNodeName`: the scheduler preempted pods on this node
+    /// for it and holds the room while they terminate.
+    pub nominated: Option<Sym>,
+}
+
+/// A port a pod binds on its node, as kube-scheduler's NodePorts sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct HostPort {
+    pub port: u16,
+    pub protocol: PortProtocol,
+    /// `hostIP`; none means every address (`0.0.0.0`).
+    pub ip: Option<core::net::IpAddr>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum PortProtocol {
+    Tcp,
+    Udp,
+    Sctp,
+}
+
+impl PortProtocol {
+    /// The API's spelling; an absent protocol is TCP.
+    pub fn parse(s: Option<&str>) -> Option<PortProtocol> {
+        match s.unwrap_or("TCP") {
+            "TCP" | "" => Some(PortProtocol::Tcp),
+            "UDP" => Some(PortProtocol::Udp),
+            "SCTP" => Some(PortProtocol::Sctp),
+            _ => None,
+        }
+    }
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PortProtocol::Tcp => "TCP",
+            PortProtocol::Udp => "UDP",
+            PortProtocol::Sctp => "SCTP",
+        }
+    }
+}
+
+impl HostPort {
+    /// Whether two pods binding these could not share a node: the same port
+    /// and protocol, on the same address or where either takes every address.
+    pub fn conflicts(&self, other: &HostPort) -> bool {
+        self.port == other.port
+            && self.protocol == other.protocol
+            && (self.ip.is_none() || other.ip.is_none() || self.ip == other.ip)
+    }
+}
+
+impl std::fmt::Display for HostPort {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.ip {
+            Some(ip) => write!(f, "{ip}:{}/{}", self.port, self.protocol.as_str()),
+            None => write!(f, "{}/{}", self.port, self.protocol.as_str()),
+        }
+    }
 }
 
 /// What kind of GPU reporter a pod is.
@@ -262,6 +322,8 @@ impl Pod {
             resume: None,
             endpoint: None,
             claims: Box::new([]),
+            host_ports: Box::new([]),
+            nominated: None,
         }
     }
 

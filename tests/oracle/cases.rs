@@ -5,7 +5,8 @@
 //! labels; pods with GPU, MIG, cpu and memory requests, init containers and
 //! native sidecars, pod overhead (a RuntimeClass), tolerations of every
 //! form, nodeSelector and required node affinity (several terms, every
-//! operator, matchFields).
+//! operator, matchFields), host ports (hostNetwork, hostPort on every
+//! address or one, TCP and UDP, on a native sidecar).
 //!
 //! Every case renders as Kubernetes JSON (`node_json`, `pod_json`), so a
 //! failing case can be pasted into a fixture test.
@@ -95,6 +96,29 @@ pub struct PodCase {
     pub tolerations: Vec<TolerationCase>,
     pub selector: Vec<(&'static str, String)>,
     pub affinity: Vec<TermCase>,
+    pub host_port: Option<HostPortCase>,
+}
+
+/// A port bound on the node (NodePorts): the same two port numbers across a
+/// case's pods, so that pods meet on them.
+#[derive(Clone, Debug)]
+pub struct HostPortCase {
+    pub port: u16,
+    pub how: HostPortHow,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub enum HostPortHow {
+    /// `hostNetwork: true`: the API server sets hostPort to the containerPort.
+    HostNetwork,
+    /// `hostPort` on every address.
+    Any,
+    /// `hostPort` on one address (`hostIP`).
+    OneAddress,
+    /// `hostPort` over UDP.
+    Udp,
+    /// `hostPort` on a native sidecar (an init container that keeps running).
+    Sidecar,
 }
 
 #[derive(Clone, Debug)]
@@ -243,8 +267,21 @@ fn pod(nodes: usize) -> impl Strategy<Value = PodCase> {
             0..=1,
         ),
         prop::option::weighted(0.3, prop::collection::vec(term(nodes), 1..=2)),
+        prop::option::weighted(
+            0.3,
+            (
+                prop::sample::select(vec![29500u16, 9400]),
+                prop::sample::select(vec![
+                    HostPortHow::HostNetwork,
+                    HostPortHow::Any,
+                    HostPortHow::OneAddress,
+                    HostPortHow::Udp,
+                    HostPortHow::Sidecar,
+                ]),
+            ),
+        ),
     )
-        .prop_map(|(main, mig, inits, sidecars, overhead, tolerations, selector, affinity)| PodCase {
+        .prop_map(|(main, mig, inits, sidecars, overhead, tolerations, selector, affinity, host_port)| PodCase {
             main: ContainerCase { gpus: if mig.is_some() { 0 } else { main.gpus }, ..main },
             mig,
             inits,
@@ -264,6 +301,7 @@ fn pod(nodes: usize) -> impl Strategy<Value = PodCase> {
                 })
                 .collect(),
             affinity: affinity.unwrap_or_default(),
+            host_port: host_port.map(|(port, how)| HostPortCase { port, how }),
         })
 }
 
@@ -375,6 +413,29 @@ pub fn pod_json(case: u32, namespace: &str, i: usize, p: &PodCase) -> Value {
     }
     if p.overhead {
         spec["runtimeClassName"] = json!(RUNTIME_CLASS);
+    }
+    if let Some(hp) = &p.host_port {
+        let port = match hp.how {
+            HostPortHow::HostNetwork => {
+                spec["hostNetwork"] = json!(true);
+                json!({"containerPort": hp.port})
+            }
+            HostPortHow::Any => json!({"containerPort": 8080, "hostPort": hp.port}),
+            HostPortHow::OneAddress => json!({"containerPort": 8080, "hostPort": hp.port, "hostIP": "10.0.0.1"}),
+            HostPortHow::Udp => json!({"containerPort": 8080, "hostPort": hp.port, "protocol": "UDP"}),
+            HostPortHow::Sidecar => {
+                let mut sidecar = container_json("ports", &ContainerCase { cpu_m: 10, memory_mi: 16, gpus: 0 }, None);
+                sidecar["restartPolicy"] = json!("Always");
+                sidecar["ports"] = json!([{"containerPort": 8080, "hostPort": hp.port}]);
+                let mut inits = spec["initContainers"].as_array().cloned().unwrap_or_default();
+                inits.push(sidecar);
+                spec["initContainers"] = json!(inits);
+                Value::Null
+            }
+        };
+        if !port.is_null() {
+            spec["containers"][0]["ports"] = json!([port]);
+        }
     }
     if !p.tolerations.is_empty() {
         spec["tolerations"] = Value::Array(

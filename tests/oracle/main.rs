@@ -84,7 +84,9 @@ fn kgpu_verdicts(snap: &Snapshot, now: i64, key: &PodKey) -> Result<BTreeMap<Str
     let index = Index::build(&without, now);
     Ok(index
         .nodes_with_usage()
-        .map(|(node, used)| (node.name.to_string(), fit::verdicts(&Shape::of(&pending), node, used)))
+        .map(|(node, used)| {
+            (node.name.to_string(), fit::verdicts(&Shape::of(&pending), node, used, index.pods_on(node.name)))
+        })
         .collect())
 }
 

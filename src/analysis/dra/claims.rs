@@ -157,7 +157,7 @@ pub fn verdict(index: &Index<'_>, selectors: &mut Selectors, pod: &Pod) -> Optio
 
 /// Why the node cannot take the pod, devices aside.
 fn fits_otherwise(index: &Index<'_>, pod: &Pod, node: &crate::model::Node) -> Vec<NodeReason> {
-    fit::verdicts(&Shape::of(pod), node, index.used(node.name))
+    fit::verdicts(&Shape::of(pod), node, index.used(node.name), index.pods_on(node.name))
 }
 
 /// Allocates every pending claim's requests from the node's free devices,

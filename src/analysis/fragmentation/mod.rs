@@ -22,14 +22,14 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use crate::model::{
-    Gang, GangKey, Labels, Node, NodeSelectorTerm, Pod, PodKey, Resources, Sym, Timestamp, Toleration, keys,
+    Gang, GangKey, HostPort, Labels, Node, NodeSelectorTerm, Pod, PodKey, Resources, Sym, Timestamp, Toleration, keys,
 };
 
 use super::fit::{self, PlacementKey, Shape};
 use super::index::Index;
 use super::tally::Tally;
 
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum ShapeSource {
     Gang(GangKey),
     Pod(PodKey),
@@ -46,6 +46,8 @@ pub struct Demand {
     pub tolerations: Box<[Toleration]>,
     pub node_selector: Labels,
     pub affinity: Box<[NodeSelectorTerm]>,
+    /// Host ports each pod binds: at most one such pod per node.
+    pub host_ports: Box<[HostPort]>,
     pub source: ShapeSource,
     pub priority: i32,
     pub created: Timestamp,
@@ -58,6 +60,7 @@ impl Demand {
             tolerations: &self.tolerations,
             node_selector: &self.node_selector,
             affinity: &self.affinity,
+            host_ports: &self.host_ports,
         }
     }
 
@@ -97,9 +100,17 @@ impl Demand {
         DemandKey {
             requests: self.requests.clone(),
             placement: self.shape().placement_key(),
+            host_ports: self.host_ports.clone(),
             pods: self.pods,
             pending: self.is_pending(),
+            nominations: None,
         }
+    }
+
+    /// [`Demand::key`] where pods are nominated to nodes: what a node holds
+    /// for them depends on this demand's priority and on whose it is.
+    pub fn key_seeing_nominations(&self) -> DemandKey {
+        DemandKey { nominations: Some((self.priority, self.source.clone())), ..self.key() }
     }
 }
 
@@ -107,8 +118,10 @@ impl Demand {
 pub struct DemandKey {
     requests: Resources,
     placement: PlacementKey,
+    host_ports: Box<[HostPort]>,
     pods: u32,
     pending: bool,
+    nominations: Option<(i32, ShapeSource)>,
 }
 
 #[derive(Clone, Debug)]
@@ -233,7 +246,8 @@ pub fn pending_demands(index: &Index<'_>) -> Vec<Demand> {
     out
 }
 
-fn pod_demand(pod: &Pod, pods: u32, source: ShapeSource) -> Demand {
+/// What `pods` pods like `pod` ask of the fleet.
+pub(crate) fn pod_demand(pod: &Pod, pods: u32, source: ShapeSource) -> Demand {
     Demand {
         gpus_per_pod: pod.requests.gpu,
         mig_profile: pod.requests.mig().next().map(|(p, _)| Sym::new(p)),
@@ -242,6 +256,7 @@ fn pod_demand(pod: &Pod, pods: u32, source: ShapeSource) -> Demand {
         tolerations: pod.tolerations.clone(),
         node_selector: pod.node_selector.clone(),
         affinity: pod.affinity.clone(),
+        host_ports: pod.host_ports.clone(),
         source,
         priority: pod.priority,
         created: pod.created,
@@ -285,6 +300,7 @@ fn gang_demand(key: &GangKey, gang: &Gang, members: &[&Pod]) -> Option<Demand> {
             tolerations: set.tolerations.clone(),
             node_selector: set.node_selector.clone(),
             affinity: Box::new([]),
+            host_ports: Box::new([]),
             source: ShapeSource::Gang(key.clone()),
             priority: gang.priority,
             created: gang.created,
@@ -319,6 +335,7 @@ pub fn canonical_demands() -> Vec<Demand> {
             tolerations: Box::new([Toleration::exists(keys::RESOURCE_GPU), Toleration::exists("gpu")]),
             node_selector: Box::new([]),
             affinity: Box::new([]),
+            host_ports: Box::new([]),
             source: ShapeSource::Canonical,
             priority: 0,
             created: 0,
@@ -350,6 +367,10 @@ pub fn room(demand: &Demand, node: &Node, used: &Tally) -> u64 {
     limit(a.gpu.saturating_sub(used.gpu), r.gpu);
     for (name, amount) in r.extended.iter() {
         limit(free(name.as_str(), a.get(name.as_str())), *amount);
+    }
+    // Two pods binding the same host port cannot share a node.
+    if !demand.host_ports.is_empty() {
+        n = n.min(1);
     }
     if n == u64::MAX { 0 } else { n }
 }

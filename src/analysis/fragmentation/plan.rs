@@ -53,15 +53,24 @@ fn given_up(mut plan: Plan, why: impl Into<String>) -> Plan {
 
 /// Whether room is all the demand waits for: work still held by Kueue
 /// (quota, admission checks), a Volcano queue or a scheduling gate would
-/// not start on freed nodes, so a plan for it only throws work away.
+/// not start on freed nodes, so a plan for it only throws work away; a pod
+/// the scheduler nominated to a node is already getting room by preemption.
 fn waits_only_for_room(index: &Index<'_>, demand: &Demand) -> bool {
     match &demand.source {
         ShapeSource::Gang(key) => index.snap.gangs.get(key).is_some_and(|g| match g.kind {
             crate::model::GangKind::KueueWorkload => g.condition_true("Admitted"),
             crate::model::GangKind::VolcanoPodGroup => g.has_quota(),
         }),
-        ShapeSource::Pod(key) => index.snap.pods.get(key).is_some_and(|p| !p.gated),
+        ShapeSource::Pod(key) => index.snap.pods.get(key).is_some_and(|p| !p.gated && p.nominated.is_none()),
         ShapeSource::Canonical => false,
+    }
+}
+
+/// The node the scheduler nominated for the pod of `demand`, if it did.
+fn nominated(index: &Index<'_>, demand: &Demand) -> Option<crate::model::Sym> {
+    match &demand.source {
+        ShapeSource::Pod(key) => index.snap.pods.get(key)?.nominated,
+        _ => None,
     }
 }
 
@@ -97,6 +106,11 @@ pub fn plan(index: &Index<'_>, shapes: &[ShapeFit]) -> Plan {
                 status: PlanStatus::Impossible(if s.demand.mig_profile.is_some() {
                     format!(
                         "{} needs MIG slices; the plan moves whole GPUs: repartition a node (m) for it",
+                        s.demand.name()
+                    )
+                } else if let Some(node) = nominated(index, &s.demand) {
+                    format!(
+                        "the scheduler is preempting for {} on {node}: it waits for the pods it preempted to terminate, not for a plan",
                         s.demand.name()
                     )
                 } else {

@@ -138,6 +138,8 @@ pub struct Index<'a> {
     empty: Tally,
     /// The DRA objects looked up, built when first asked.
     dra: OnceLock<crate::analysis::dra::DraIndex<'a>>,
+    /// Pending pods the scheduler nominated to a node, by node.
+    nominated: OnceLock<SymMap<Vec<&'a Pod>>>,
 }
 
 /// What the index gathers from the pods, by node position: from a walk
@@ -225,7 +227,32 @@ impl<'a> Index<'a> {
             black_holes: Default::default(),
             empty: Tally::default(),
             dra: OnceLock::new(),
+            nominated: OnceLock::new(),
         }
+    }
+
+    /// Pending pods nominated to `node` (`status.nominatedNodeName`): the
+    /// scheduler preempted for them there and counts them as placed for any
+    /// pod of equal or lower priority.
+    pub fn nominated_to(&self, node: Sym) -> &[&'a Pod] {
+        self.nominations().get(&node).map_or(&[], Vec::as_slice)
+    }
+
+    fn nominations(&self) -> &SymMap<Vec<&'a Pod>> {
+        self.nominated.get_or_init(|| {
+            let mut by_node: SymMap<Vec<&'a Pod>> = SymMap::default();
+            for pod in self.pending_pods() {
+                if let Some(n) = pod.nominated {
+                    by_node.entry(n).or_default().push(pod);
+                }
+            }
+            by_node
+        })
+    }
+
+    /// Whether any pending pod is nominated to a node.
+    pub fn has_nominations(&self) -> bool {
+        !self.nominations().is_empty()
     }
 
     /// ResourceSlices, claims and classes, looked up (empty on a cluster

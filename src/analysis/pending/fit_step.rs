@@ -4,11 +4,12 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use crate::model::{Node, Pod, keys};
+use crate::model::{HostPort, Node, Pod, keys};
 
 use super::super::fit::{self, NodeReason};
-use super::super::fragmentation::{self, Demand};
+use super::super::fragmentation::{self, Demand, ShapeSource};
 use super::super::index::Index;
+use super::super::tally::Tally;
 use super::{Step, StepReport, Verdict, ns_flag, shape_text};
 
 /// The fit step's findings, shared by pods and gangs.
@@ -80,8 +81,25 @@ pub(super) fn fit_step(index: &Index<'_>, demand: &Demand) -> FitResult {
     let classes = placement.classes();
     let mut per_class: Vec<Vec<(Vec<NodeReason>, u32)>> = vec![Vec::new(); classes.len()];
     let mut shortfalls = Vec::new();
+    // Nodes where a pod of this shape could go but for a host port: who holds it.
+    let mut port_holders: Vec<(&Node, &Pod)> = Vec::new();
+    let mut with_nominated;
     for ((node, used), &class) in index.nodes_with_usage().zip(placement.class_of()) {
+        let held_for_nominated = nominated_here(index, demand, node);
+        let promised = held_for_nominated.is_some();
+        let used = match held_for_nominated {
+            Some(held) => {
+                with_nominated = held;
+                &with_nominated
+            }
+            None => used,
+        };
         fit::resource_shortfalls_into(&demand.requests, node, used, &mut shortfalls);
+        let holder = port_holder(&demand.host_ports, index.pods_on(node.name));
+        if holder.is_some() {
+            // NodePorts comes before NodeResourcesFit in the scheduler's order.
+            shortfalls.insert(0, NodeReason::PortsTaken);
+        }
         let combos = &mut per_class[class as usize];
         match combos.iter_mut().find(|(s, _)| *s == shortfalls) {
             Some((_, n)) => *n += 1,
@@ -95,6 +113,10 @@ pub(super) fn fit_step(index: &Index<'_>, demand: &Demand) -> FitResult {
             if shortfalls.is_empty() && demand.requests.wants_gpu() {
                 black_holes.push(node.name);
             }
+            continue;
+        }
+        if let Some(pod) = holder {
+            port_holders.push((node, pod));
             continue;
         }
         slots_total += fragmentation::room(demand, node, used);
@@ -114,8 +136,9 @@ pub(super) fn fit_step(index: &Index<'_>, demand: &Demand) -> FitResult {
                 silent.push((node, silent_here));
             }
         }
-        // Closest node: short only of GPUs.
+        // Closest node: short only of GPUs, and not promised to a preemptor.
         if demand.gpus_per_pod > 0
+            && !promised
             && node.allocatable.gpu >= demand.gpus_per_pod
             && shortfalls.iter().all(|r| matches!(r, NodeReason::InsufficientGpu))
         {
@@ -144,10 +167,17 @@ pub(super) fn fit_step(index: &Index<'_>, demand: &Demand) -> FitResult {
     }
     let need = demand.pods as u64;
     // The first command names the pod where there is one (see report_for).
-    let commands = vec![
+    let mut commands: Vec<String> = vec![
         "kubectl get events -A --field-selector reason=FailedScheduling".into(),
         "kubectl get nodes -o custom-columns='NAME:.metadata.name,GPU:.status.allocatable.nvidia\\.com/gpu,UNSCHEDULABLE:.spec.unschedulable,TAINTS:.spec.taints[*].key'".into(),
     ];
+    if let Some((node, _)) = port_holders.first() {
+        // Who binds which host ports there (sidecars' ports too, as the scheduler counts them).
+        commands.push(format!(
+            "kubectl get pods -A --field-selector spec.nodeName={} -o jsonpath='{{range .items[*]}}{{.metadata.namespace}}/{{.metadata.name}} {{.spec.initContainers[*].ports[*].hostPort}} {{.spec.containers[*].ports[*].hostPort}}{{\"\\n\"}}{{end}}'",
+            node.name
+        ));
+    }
     let histogram =
         |m: &BTreeMap<String, u32>| m.iter().map(|(k, v)| format!("{v} {k}")).collect::<Vec<_>>().join(", ");
     let mut unblock = Vec::new();
@@ -201,6 +231,9 @@ pub(super) fn fit_step(index: &Index<'_>, demand: &Demand) -> FitResult {
             format!("0/{total_nodes} nodes can take it: {}", histogram(&node_reasons))
         };
         if let Some(text) = make_room(&mut closest, demand.gpus_per_pod, need.saturating_sub(slots_total)) {
+            unblock.push(text);
+        }
+        if let Some(text) = free_ports(&port_holders, &demand.host_ports) {
             unblock.push(text);
         }
         let mut details: Vec<String> = node_reasons.iter().map(|(k, v)| format!("{v} node(s): {k}")).collect();
@@ -313,6 +346,46 @@ pub(super) fn fit_step(index: &Index<'_>, demand: &Demand) -> FitResult {
         report.summary = format!("{} (see device plugin)", report.summary).into();
     }
     FitResult { report, device_plugin, node_reasons: Arc::new(node_reasons), scheduler_view, total_nodes, unblock }
+}
+
+/// What `node` holds for `demand` once the pods nominated to it count, as
+/// the scheduler counts them: those of equal or higher priority, not the
+/// demand's own. None when no such pod is nominated there.
+fn nominated_here(index: &Index<'_>, demand: &Demand, node: &Node) -> Option<Tally> {
+    let mut held: Option<Tally> = None;
+    for pod in index.nominated_to(node.name) {
+        let own = match &demand.source {
+            ShapeSource::Pod(key) => pod.namespace == key.namespace && pod.name == key.name,
+            ShapeSource::Gang(key) => index.gang_of(&pod.key()) == Some(key),
+            ShapeSource::Canonical => false,
+        };
+        if pod.priority >= demand.priority && !own {
+            held.get_or_insert_with(|| index.used(node.name).clone()).add_pod(&pod.requests);
+        }
+    }
+    held
+}
+
+/// A pod on the node that binds a host port the shape wants.
+fn port_holder<'a>(wanted: &[HostPort], on_node: &[&'a Pod]) -> Option<&'a Pod> {
+    if wanted.is_empty() {
+        return None;
+    }
+    on_node.iter().copied().find(|p| fit::port_conflict(wanted, p))
+}
+
+/// Where the host ports it wants are taken, and by whom.
+fn free_ports(holders: &[(&Node, &Pod)], wanted: &[HostPort]) -> Option<String> {
+    let (node, pod) = holders.first()?;
+    let ports = wanted.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(", ");
+    let more = match holders.len() {
+        1 => String::new(),
+        n => format!(" (and {} more node(s))", n - 1),
+    };
+    Some(format!(
+        "host port {ports} is taken on {} by {}/{}{more}: move that pod, or drop hostPort/hostNetwork from this one",
+        node.name, pod.namespace, pod.name
+    ))
 }
 
 /// A freeing that makes room for `missing` more pods of `gpus_per_pod`

@@ -14,6 +14,7 @@ mod cross_check;
 mod fit_step;
 mod gang_step;
 mod honesty;
+mod nomination;
 mod quota;
 #[cfg(test)]
 mod tests;
@@ -161,6 +162,8 @@ pub struct PendingItem {
     pub unblock: Vec<String>,
     /// A pod that outranks pods holding what it needs: what preempting them costs.
     pub preemption: Option<Box<crate::analysis::preemption::Preemption>>,
+    /// `status.nominatedNodeName`: the scheduler preempted for it there.
+    pub nominated_node: Option<Sym>,
 }
 
 impl PendingItem {
@@ -198,6 +201,7 @@ impl PendingItem {
             hints: Vec::new(),
             unblock: Vec::new(),
             preemption: None,
+            nominated_node: None,
         }
     }
 
@@ -259,8 +263,9 @@ struct Memo<'a> {
 impl<'a> Memo<'a> {
     fn shape(&mut self, index: &Index<'a>, demand: &Demand) -> ShapeFindings {
         let fleet = self.fleet.get_or_insert_with(|| FleetFacts::of(index));
+        let key = if index.has_nominations() { demand.key_seeing_nominations() } else { demand.key() };
         self.shapes
-            .entry(demand.key())
+            .entry(key)
             .or_insert_with(|| ShapeFindings {
                 fit: Arc::new(fit_step(index, demand)),
                 hints: shape_hints(fleet, demand).into(),
@@ -346,6 +351,7 @@ pub fn add_preemption_costs(index: &Index<'_>, items: &mut [PendingItem]) {
         }
         if item.kind != PendingKind::Pod
             || item.blocking != Some(Step::Fit)
+            || item.nominated_node.is_some()
             || item.gpus == 0
             || item.priority <= lowest
         {
@@ -413,6 +419,7 @@ pub fn pod_items<'a>(index: &Index<'a>, gangs: &[GangSummary]) -> Vec<PendingIte
                 let steps = std::mem::take(&mut item.steps);
                 let fit = memo.shape(index, &pod_demand(pod)).fit;
                 finish(&mut item, steps, &fit);
+                nomination::apply(index, pod, &mut item);
                 honesty::defer_to_the_cluster(index, &mut memo, &mut item, Some(pod), &fit);
             }
             item
@@ -444,8 +451,9 @@ pub fn complete<'a>(
     // The defragmentation plan is the smallest change for the gang it targets.
     if plan.status == PlanStatus::Found
         && let Some(target) = &plan.target
-        && let Some(item) =
-            items.iter_mut().find(|i| target.ends_with(&i.display_name()) && i.blocking == Some(Step::Fit))
+        && let Some(item) = items.iter_mut().find(|i| {
+            target.ends_with(&i.display_name()) && i.blocking == Some(Step::Fit) && i.nominated_node.is_none()
+        })
     {
         item.unblock.insert(
             0,
@@ -562,23 +570,13 @@ fn pod_item<'a>(index: &Index<'a>, memo: &mut Memo<'a>, pod: &Pod) -> PendingIte
         _ => steps.push(fit.device_plugin.clone()),
     }
     finish(&mut item, steps, &fit);
+    nomination::apply(index, pod, &mut item);
     honesty::defer_to_the_cluster(index, memo, &mut item, Some(pod), &fit);
     item
 }
 
 fn pod_demand(pod: &Pod) -> Demand {
-    Demand {
-        gpus_per_pod: pod.requests.gpu,
-        mig_profile: pod.requests.mig().next().map(|(p, _)| Sym::new(p)),
-        pods: 1,
-        requests: pod.requests.clone(),
-        tolerations: pod.tolerations.clone(),
-        node_selector: pod.node_selector.clone(),
-        affinity: pod.affinity.clone(),
-        source: ShapeSource::Pod(pod.key()),
-        priority: pod.priority,
-        created: pod.created,
-    }
+    super::fragmentation::pod_demand(pod, 1, ShapeSource::Pod(pod.key()))
 }
 
 fn gang_item<'a>(

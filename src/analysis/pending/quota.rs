@@ -128,17 +128,30 @@ fn kueue_quota_step(index: &Index<'_>, gang: &Gang) -> StepReport {
             said_by: None,
         };
     };
-    if !cq.is_active() {
-        let why = cq
-            .conditions
-            .iter()
-            .find(|c| c.kind.as_str() == "Active")
-            .map(|c| format!(" ({}: {})", c.reason, c.message))
-            .unwrap_or_default();
+    let lq = snap
+        .queues
+        .values()
+        .find(|q| q.kind == QueueKind::LocalQueue && q.namespace == Some(gang.namespace) && q.name == local)
+        .map(|q| &**q);
+    // The ClusterQueue first: a LocalQueue in front of a stopped one is
+    // inactive only because of it.
+    for queue in std::iter::once(cq).chain(lq) {
+        let Some(summary) = held(queue) else { continue };
+        if let Some(policy) = queue.stop_policy.filter(|p| p.as_str() != "None") {
+            let (kind, ns) = match queue.kind {
+                QueueKind::LocalQueue => ("localqueue", format!(" {ns}")),
+                _ => ("clusterqueue", String::new()),
+            };
+            details.push(format!(
+                "unblock: kubectl patch {kind} {}{ns} --type merge -p '{{\"spec\":{{\"stopPolicy\":\"None\"}}}}' (stopped with {policy}{})",
+                queue.name,
+                if policy.as_str() == "HoldAndDrain" { ": its admitted workloads were evicted too" } else { "" }
+            ));
+        }
         return StepReport {
             step: Step::Quota,
             verdict: Verdict::Block,
-            summary: format!("ClusterQueue {} is inactive{why}", cq.name).into(),
+            summary: summary.into(),
             details: details.into(),
             commands,
             said_by: None,
@@ -149,6 +162,26 @@ fn kueue_quota_step(index: &Index<'_>, gang: &Gang) -> StepReport {
     let kueue_word =
         reserved.filter(|c| !c.status && !c.message.is_empty()).map(|c| format!("{}: {}", c.reason, c.message));
     kueue_quota_arithmetic(index, gang, cq, (kueue_said, kueue_word), details, commands)
+}
+
+/// Why Kueue admits nothing through `queue`, if so: its owner stopped it
+/// (`spec.stopPolicy` Hold or HoldAndDrain, whether or not Kueue has said so
+/// yet), or it reports `Active=False` (a missing flavor or admission check).
+fn held(queue: &crate::model::Queue) -> Option<String> {
+    let kind = match queue.kind {
+        QueueKind::LocalQueue => "LocalQueue",
+        _ => "ClusterQueue",
+    };
+    let inactive = queue.conditions.iter().find(|c| c.kind.as_str() == "Active" && !c.status);
+    if let Some(policy) = queue.stop_policy.filter(|p| p.as_str() != "None") {
+        let said = inactive.map(|c| format!("; Kueue: {}", c.message)).unwrap_or_default();
+        return Some(format!("{kind} {} is stopped (spec.stopPolicy {policy}){said}", queue.name));
+    }
+    if queue.is_active() {
+        return None;
+    }
+    let said = inactive.map(|c| format!(" ({}: {})", c.reason, c.message)).unwrap_or_default();
+    Some(format!("{kind} {} is inactive{said}", queue.name))
 }
 
 /// Kueue's "N more needed" for one flavor and resource.
@@ -280,7 +313,7 @@ fn kueue_quota_arithmetic(
             // Kueue decides: where it says no, its word is the verdict.
             if let Some(word) = kueue_word {
                 details.push(format!(
-                    "kgpu's quota arithmetic finds room in flavor {name} of ClusterQueue {}{borrowing}; Kueue also weighs what kgpu does not model here (a flavor's nodeLabels and taints against the pod set's selector and tolerations, StrictFIFO order behind a blocked head, stop policies, admission fair sharing), or its last attempt predates freed quota",
+                    "kgpu's quota arithmetic finds room in flavor {name} of ClusterQueue {}{borrowing}; Kueue also weighs what kgpu does not model here (a flavor's nodeLabels and taints against the pod set's selector and tolerations, StrictFIFO order behind a blocked head, admission fair sharing), or its last attempt predates freed quota",
                     cq.name
                 ));
                 return StepReport {

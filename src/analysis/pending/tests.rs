@@ -253,3 +253,109 @@ fn a_prefilter_rejection_is_the_headline_with_its_plugin() {
         s.details
     );
 }
+
+#[test]
+fn a_host_port_taken_on_every_node_blocks_as_the_scheduler_says_and_names_who_holds_it() {
+    let nodes = vec![node("n1").gpus(8).build(), node("n2").gpus(8).build(), node("n3").gpus(8).build()];
+    let exporter =
+        |name: &str, on: &str| pod(name).host_port(9400).owner("DaemonSet", "exporter").on(on).running().build();
+    let message = "0/3 nodes are available: 2 node(s) didn't have free ports for the requested pod ports, 1 Insufficient nvidia.com/gpu. preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod.";
+    let pods = vec![
+        exporter("exporter-1", "n1"),
+        exporter("exporter-2", "n2"),
+        pod("big").gpus(8).owner("Job", "big").on("n3").running().build(),
+        pod("train").gpus(1).host_port(9400).unschedulable(message, NOW - 60).build(),
+        // Another port: room on every node but the full one.
+        pod("serve").gpus(1).host_port(8080).build(),
+    ];
+    let items = items(nodes, pods);
+    let train = item(&items, "train");
+    assert_eq!(train.blocking, Some(Step::Fit));
+    assert_eq!(train.node_reasons.get("ports-taken"), Some(&2), "{:?}", train.node_reasons);
+    assert_eq!(train.agrees_with_scheduler, Some(true), "{:?}", train.disagreement);
+    assert!(
+        train
+            .unblock
+            .iter()
+            .any(|u| u.starts_with("host port 9400/TCP is taken on n1 by default/exporter-1 (and 1 more node(s))")),
+        "{:?}",
+        train.unblock
+    );
+    let serve = item(&items, "serve");
+    assert_eq!(serve.blocking, None, "{}", serve.summary);
+    assert_eq!(&*step(serve, Step::Fit).summary, "fits on 2 of 3 node(s) now");
+}
+
+#[test]
+fn pods_binding_one_host_port_take_a_node_each() {
+    // A gang of four hostNetwork workers on two empty 8-GPU nodes: the GPUs
+    // would hold all four, the port only two.
+    let nodes = vec![node("n1").gpus(8).build(), node("n2").gpus(8).build()];
+    let members: Vec<Pod> =
+        (0..4).map(|i| pod(&format!("w-{i}")).gpus(2).host_port(29500).group("pg").build()).collect();
+    let snap = snapshot(nodes, members, vec![podgroup("pg", 4, 2).phase("Inqueue").build()], NOW);
+    let index = Index::build(&snap, NOW);
+    let items = analyze(&index, &gangs::analyze(&index), &fragmentation::analyze(&index));
+    let pg = item(&items, "pg");
+    assert_eq!(pg.blocking, Some(Step::Fit), "{}", pg.summary);
+    assert!(step(pg, Step::Fit).summary.starts_with("room for 2 of the 4 pod(s)"), "{}", step(pg, Step::Fit).summary);
+}
+
+#[test]
+fn a_nominated_pod_waits_for_the_pods_preempted_for_it_and_gets_no_plan_of_its_own() {
+    let nodes = vec![node("n1").gpus(8).build()];
+    let pods = vec![
+        pod("low").gpus(8).owner("Job", "low").on("n1").running().terminating().build(),
+        pod("high").gpus(8).priority(1000).nominated("n1").build(),
+    ];
+    let items = items(nodes, pods);
+    let high = item(&items, "high");
+    assert_eq!(high.blocking, Some(Step::Fit));
+    assert_eq!(high.nominated_node, Some(Sym::new("n1")));
+    assert_eq!(
+        &*step(high, Step::Fit).summary,
+        "the scheduler preempted for it on n1 and waits for 1 pod(s) to terminate: default/low"
+    );
+    assert!(high.summary.ends_with("waits for 1 pod(s) to terminate: default/low"), "{}", high.summary);
+    assert_eq!(high.unblock.len(), 1, "{:?}", high.unblock);
+    assert!(high.unblock[0].starts_with("none by hand while they terminate"), "{:?}", high.unblock);
+    assert!(high.hints.iter().all(|h| !h.starts_with("preemption: ")), "{:?}", high.hints);
+    assert!(high.preemption.is_none());
+    // The Fleet pane's plan does not evict for it either.
+    let snap = snapshot(
+        vec![node("n1").gpus(8).build()],
+        vec![
+            pod("low").gpus(8).owner("Job", "low").on("n1").running().terminating().build(),
+            pod("high").gpus(8).priority(1000).nominated("n1").build(),
+        ],
+        vec![],
+        NOW,
+    );
+    let frag = fragmentation::analyze(&Index::build(&snap, NOW));
+    match &frag.plan.status {
+        fragmentation::PlanStatus::Impossible(why) => {
+            assert!(why.starts_with("the scheduler is preempting for Pod default/high on n1"), "{why}")
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn room_held_for_a_nominated_pod_is_taken_for_pods_of_equal_or_lower_priority_only() {
+    // The preempted pods are gone: n1's 8 GPUs are free and held for `high`.
+    let nodes = vec![node("n1").gpus(8).build()];
+    let pods = vec![
+        pod("high").gpus(8).priority(100).nominated("n1").created(NOW - 300).build(),
+        pod("same").gpus(4).priority(100).created(NOW - 200).build(),
+        pod("lower").gpus(4).priority(10).created(NOW - 100).build(),
+        pod("higher").gpus(4).priority(500).created(NOW - 50).build(),
+    ];
+    let items = items(nodes, pods);
+    assert_eq!(item(&items, "high").blocking, None, "{}", item(&items, "high").summary);
+    for name in ["same", "lower"] {
+        let it = item(&items, name);
+        assert_eq!(it.blocking, Some(Step::Fit), "{name}: {}", it.summary);
+        assert_eq!(it.node_reasons.get("insufficient-gpu"), Some(&1), "{name}");
+    }
+    assert_eq!(item(&items, "higher").blocking, None);
+}

@@ -73,6 +73,7 @@ impl<'de> Deserialize<'de> for InternedLabels {
 }
 
 /// A string interned as it is read: no allocation when it is known.
+#[derive(Clone, Debug)]
 struct InternedStr(Sym);
 
 impl<'de> Deserialize<'de> for InternedStr {
@@ -305,6 +306,21 @@ pub struct ContainerPort {
     pub name: PortName,
     #[serde(default)]
     pub container_port: i32,
+    /// Bound on the node (kube-scheduler's NodePorts filter); 0 for none.
+    #[serde(default)]
+    pub host_port: i32,
+    #[serde(rename = "hostIP")]
+    host_ip: Option<InternedStr>,
+    protocol: Option<InternedStr>,
+}
+
+impl ContainerPort {
+    pub fn host_ip(&self) -> Option<&'static str> {
+        self.host_ip.as_ref().map(|s| s.0.as_str())
+    }
+    pub fn protocol(&self) -> Option<&'static str> {
+        self.protocol.as_ref().map(|s| s.0.as_str())
+    }
 }
 
 /// A port's name, as far as kgpu cares: the agent's `http`, the exporter's
@@ -388,6 +404,7 @@ pub struct PodStatus {
     pub conditions: Option<Vec<Condition>>,
     pub container_statuses: Option<Vec<ContainerStatus>>,
     pub resource_claim_statuses: Option<Vec<PodResourceClaimStatus>>,
+    pub nominated_node_name: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]

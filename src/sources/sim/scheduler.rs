@@ -55,7 +55,13 @@ fn choose_node(sim: &SimCluster, pod: &Pod, used: &HashMap<Sym, Tally>) -> Resul
     let mut best: Option<(u64, Sym)> = None;
     for node in sim.nodes.values() {
         let u = used.get(&node.name).unwrap_or(&empty);
-        let verdicts = fit::verdicts(&shape, node, u);
+        // Only a pod that binds host ports looks at who else is on the node.
+        let holders: Vec<&Pod> = if pod.host_ports.is_empty() {
+            Vec::new()
+        } else {
+            sim.pods.values().filter(|p| p.node == Some(node.name) && p.holds_resources()).collect()
+        };
+        let verdicts = fit::verdicts(&shape, node, u, &holders);
         if verdicts.is_empty() {
             let score = least_allocated(node, u, pod);
             if best.is_none_or(|(s, n)| score > s || score == s && node.name < n) {

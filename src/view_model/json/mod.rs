@@ -239,6 +239,7 @@ fn pending(p: &crate::analysis::pending::PendingItem) -> Pending {
         queue: p.queue.map(|q| q.to_string()),
         shape: p.shape.clone(),
         unblock: p.unblock.clone(),
+        nominated_node: p.nominated_node.map(|n| n.to_string()),
         preemption: p.preemption.as_ref().map(|c| PreemptionJson {
             node: c.node.to_string(),
             gpu_hours: round3(c.gpu_hours),

@@ -280,6 +280,9 @@ pub struct Pending {
     /// A pod that outranks pods holding what it needs: what preempting costs.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub preemption: Option<PreemptionJson>,
+    /// `status.nominatedNodeName`: the node the scheduler preempted on for it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nominated_node: Option<String>,
 }
 
 #[derive(Serialize)]

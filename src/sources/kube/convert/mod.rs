@@ -3,6 +3,7 @@
 //! is an `Err` with a reason (the caller counts and logs it), never a panic.
 
 use std::collections::BTreeMap;
+use std::net::IpAddr;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Event as K8sEvent;
@@ -11,9 +12,9 @@ use serde_json::Value;
 
 use crate::model::node::{label_value, labels_from};
 use crate::model::{
-    ClusterEvent, CudaNeed, Endpoint, EndpointKind, EventType, Labels, Node, NodeCondition, NodeSelectorTerm, Owner,
-    Pod, PodPhase, Readiness, Requirement, Resources, SelectorOperator, Sym, Taint, TaintEffect, Timestamp, Toleration,
-    TolerationOperator, Uid, Unschedulable, keys, quantity,
+    ClusterEvent, CudaNeed, Endpoint, EndpointKind, EventType, HostPort, Labels, Node, NodeCondition, NodeSelectorTerm,
+    Owner, Pod, PodPhase, PortProtocol, Readiness, Requirement, Resources, SelectorOperator, Sym, Taint, TaintEffect,
+    Timestamp, Toleration, TolerationOperator, Uid, Unschedulable, keys, quantity,
 };
 
 use super::lean::{Container, Node as ApiNode, Pod as ApiPod, PodSpec, PortName};
@@ -294,6 +295,32 @@ fn endpoint(p: &ApiPod) -> Option<Endpoint> {
     Some(Endpoint { kind, port, ip: p.status.as_ref().and_then(|s| s.pod_ip.0) })
 }
 
+/// The host ports a pod binds, as kube-scheduler v1.36 reads them
+/// (`util.GetHostPorts`): its containers' and native sidecars' ports with a
+/// `hostPort` (a port outside 1-65535 binds nothing; an unknown protocol is
+/// left out rather than guessed). Only `0.0.0.0` or no `hostIP` means every
+/// address, as the scheduler compares addresses as written.
+fn host_ports(spec: &PodSpec) -> Box<[HostPort]> {
+    let sidecars = spec.init_containers.iter().flatten().filter(|c| c.restart_policy.as_deref() == Some("Always"));
+    let mut ports: Vec<HostPort> = sidecars
+        .chain(&spec.containers)
+        .flat_map(|c| c.ports.iter().flatten())
+        .filter_map(|p| {
+            Some(HostPort {
+                port: u16::try_from(p.host_port).ok().filter(|&n| n > 0)?,
+                protocol: PortProtocol::parse(p.protocol())?,
+                ip: p
+                    .host_ip()
+                    .and_then(|ip| ip.parse::<IpAddr>().ok())
+                    .filter(|ip| *ip != IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED)),
+            })
+        })
+        .collect();
+    ports.sort_unstable();
+    ports.dedup();
+    ports.into_boxed_slice()
+}
+
 pub fn pod(p: &ApiPod) -> Result<Pod> {
     let name = p.metadata.name.as_deref().ok_or("pod without metadata.name")?;
     let namespace = p.metadata.namespace.as_deref().unwrap_or("default");
@@ -329,6 +356,9 @@ pub fn pod(p: &ApiPod) -> Result<Pod> {
     pod.local_data = spec.volumes.iter().flatten().any(|v| v.empty_dir.is_some());
     pod.endpoint = endpoint(p).map(Box::new);
     pod.claims = dra::pod_claims(spec, p.status.as_ref());
+    pod.host_ports = host_ports(spec);
+    pod.nominated =
+        p.status.as_ref().and_then(|s| s.nominated_node_name.as_deref()).filter(|n| !n.is_empty()).map(Sym::new);
     pod.terminating = p.metadata.deletion_timestamp.is_some();
     pod.created = p.metadata.creation_timestamp.as_ref().map_or(0, ts);
     if pod.requests.wants_gpu() {
