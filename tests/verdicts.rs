@@ -308,7 +308,9 @@ fn operator_states_are_read_as_the_operator_means_them() {
 
 #[test]
 fn every_dump_keeps_every_gpu_in_one_bucket() {
-    for path in [FIT, KUEUE, JOBSET, VOLCANO, OPERATOR, BLACK_HOLE, RAY, PLACEMENT, "kueue-stopped/cluster.yaml"] {
+    for path in
+        [FIT, KUEUE, JOBSET, VOLCANO, OPERATOR, BLACK_HOLE, RAY, PLACEMENT, "kueue-stopped/cluster.yaml", GPU_STACK]
+    {
         let doc = snapshot(path, &[]);
         let t = &doc["fleet"]["totals"];
         let n = |k: &str| t[k].as_u64().unwrap();
@@ -537,4 +539,80 @@ fn a_stopped_queue_is_the_quota_step_with_the_patch_that_resumes_it() {
     );
     // The open queue's workload was admitted and runs.
     assert!(held.iter().all(|p| !p["name"].as_str().unwrap().starts_with("job-eval-")), "{held:?}");
+}
+
+const GPU_STACK: &str = "hand-made/gpu-stack.yaml";
+
+/// The GPU Operator's stack, layer by layer (`hand-made/gpu-stack.yaml`,
+/// states as in gpu-operator issues #160, #35, #1982): the first broken
+/// layer is named on each node — the crashing driver, not the toolkit
+/// waiting for it — and the pending pod's device-plugin step says which
+/// layer keeps the GPUs from Kubernetes and shows its log.
+#[test]
+fn the_first_broken_layer_of_the_gpu_operators_stack_is_named_where_gpus_go_missing() {
+    let doc = snapshot(GPU_STACK, &[]);
+    let details = |name: &str| {
+        let node = doc["fleet"]["nodes"].as_array().unwrap().iter().find(|n| n["name"] == name).unwrap();
+        node["issueDetails"].as_array().unwrap().iter().map(|d| d.as_str().unwrap().to_string()).collect::<Vec<_>>()
+    };
+    assert!(node_issues(&doc, "gpu-11").is_empty());
+    let gpu12 = details("gpu-12").join("\n");
+    assert!(gpu12.contains("gpu-stack: the GPU Operator's driver is not ready here (gpu-operator/nvidia-driver-daemonset-q45bl CrashLoopBackOff, 7 restart(s)"), "{gpu12}");
+    assert!(!gpu12.contains("container toolkit"), "{gpu12}");
+    assert!(gpu12.contains("kubectl logs -n gpu-operator nvidia-driver-daemonset-q45bl --all-containers"), "{gpu12}");
+    assert!(details("gpu-13").join("\n").contains("device plugin is not ready here (gpu-operator/nvidia-device-plugin-daemonset-5crlk CrashLoopBackOff, 12 restart(s)"));
+    // A failing validator costs no GPU, and is still said.
+    assert_eq!(node_issues(&doc, "gpu-14"), ["gpu-stack"]);
+    assert!(details("gpu-14").join("\n").contains(
+        "operator validator is not ready here (gpu-operator/nvidia-operator-validator-m3x9q RunContainerError"
+    ));
+    let item = pending(&doc, "sft-0");
+    assert_eq!(item["blockingStep"], "device-plugin");
+    let summary = item["summary"].as_str().unwrap();
+    assert!(summary.ends_with("GPU Operator stack broken: driver on gpu-12, device plugin on gpu-13"), "{summary}");
+    assert!(
+        item["unblock"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("fix gpu-12 first: the GPU Operator's driver is not ready here"),
+        "{}",
+        item["unblock"]
+    );
+    let text = why(GPU_STACK, "ml/sft-0");
+    assert!(
+        text.contains("$ kubectl logs -n gpu-operator nvidia-driver-daemonset-q45bl --all-containers --tail=50"),
+        "{text}"
+    );
+}
+
+/// StrictFIFO (`kueue-strict-fifo/`, captured with the real Kueue v0.17):
+/// a 1×2 job that fits its ClusterQueue waits behind a high-priority 2×4
+/// head that cannot be admitted; Kueue writes nothing on the small one, so
+/// kgpu must not say "Kueue should reserve it". Under BestEffortFIFO the
+/// same small job was admitted.
+#[test]
+fn a_workload_behind_a_blocked_strict_fifo_head_names_the_head() {
+    let path = "kueue-strict-fifo/cluster.yaml";
+    let doc = snapshot(path, &[]);
+    let items = doc["pending"].as_array().unwrap();
+    let find = |ns: &str, prefix: &str| {
+        items.iter().find(|p| p["namespace"] == ns && p["name"].as_str().unwrap().starts_with(prefix))
+    };
+    let eval = find("team-a", "job-eval-").expect("the small job waits in the StrictFIFO queue");
+    assert_eq!(eval["blockingStep"], "quota");
+    let summary = eval["summary"].as_str().unwrap();
+    assert!(
+        summary.contains("waits behind the head of StrictFIFO ClusterQueue strict: workload team-a/job-pretrain-"),
+        "{summary}"
+    );
+    assert!(summary.contains("(priority 1000, 2×4) cannot be admitted"), "{summary}");
+    assert!(!summary.contains("should reserve"), "{summary}");
+    assert!(
+        eval["unblock"][0].as_str().unwrap().contains("\"queueingStrategy\":\"BestEffortFIFO\""),
+        "{}",
+        eval["unblock"]
+    );
+    assert!(find("team-b", "job-eval-").is_none(), "BestEffortFIFO admitted it: {items:?}");
+    let head = find("team-a", "job-pretrain-").unwrap();
+    assert!(!head["summary"].as_str().unwrap().contains("waits behind"), "{}", head["summary"]);
 }

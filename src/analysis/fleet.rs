@@ -39,6 +39,9 @@ pub enum IssueCode {
     /// DRA devices tainted NoSchedule or NoExecute (KEP-5055): new claims
     /// keep off them.
     DeviceTainted,
+    /// A layer of the GPU Operator's stack (driver, toolkit, device plugin,
+    /// GFD, dcgm-exporter, validator) does not run here: the first one.
+    GpuStack,
 }
 
 impl IssueCode {
@@ -59,6 +62,7 @@ impl IssueCode {
             IssueCode::DefragReserved => "defrag-reserved",
             IssueCode::DevicePluginUnhealthy => "device-plugin-unhealthy",
             IssueCode::DeviceTainted => "device-tainted",
+            IssueCode::GpuStack => "gpu-stack",
         }
     }
 
@@ -182,6 +186,17 @@ pub fn summarize_node(index: &Index<'_>, node: &Node, thresholds: &Thresholds) -
                 "capacity {} nvidia.com/gpu, allocatable {}: the device plugin reports {withheld} GPU(s) unhealthy, or has stopped (its log: kubectl logs -n gpu-operator -l app=nvidia-device-plugin-daemonset --field-selector spec.nodeName={})",
                 node.capacity.gpu, node.allocatable.gpu, node.name
             ),
+        });
+    }
+    if let Some(broken) = super::gpu_stack::first_break(index, node) {
+        let waits = if broken.layer == crate::model::OperandLayer::Validator {
+            String::new()
+        } else {
+            "; the layers above it wait for it".into()
+        };
+        issues.push(NodeIssue {
+            code: IssueCode::GpuStack,
+            detail: format!("{}{waits} ({})", broken.text(), broken.command(node.name)),
         });
     }
     if let Some(product) = node.gpu.product.filter(|p| crate::reference::mig::is_invalid_mig_product(p.as_str())) {

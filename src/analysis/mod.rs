@@ -7,6 +7,7 @@ pub mod fit;
 pub mod fleet;
 pub mod fragmentation;
 pub mod gangs;
+pub mod gpu_stack;
 pub mod index;
 pub mod lost_work;
 pub mod pending;

@@ -257,6 +257,7 @@ mod tests {
             admitted: 0,
             conditions: Box::new([]),
             stop_policy: None,
+            strict_fifo: false,
             state: None,
             flavor_order: Box::new([Sym::new("f")]),
             fair_weight_milli: None,

@@ -278,5 +278,6 @@ pub fn issue_short(code: IssueCode) -> &'static str {
         IssueCode::DefragReserved => "reserved",
         IssueCode::DevicePluginUnhealthy => "unhealthy",
         IssueCode::DeviceTainted => "dev-taint",
+        IssueCode::GpuStack => "gpu-stack",
     }
 }

@@ -42,7 +42,8 @@ pub use node::{
 };
 pub use node_labels::NodeLabels;
 pub use pod::{
-    CudaNeed, Endpoint, EndpointKind, HostPort, Owner, Pod, PodKey, PodPhase, PortProtocol, Resume, Uid, Unschedulable,
+    CudaNeed, Endpoint, EndpointKind, HostPort, Operand, OperandLayer, Owner, Pod, PodKey, PodPhase, PortProtocol,
+    Resume, Uid, Unschedulable,
 };
 pub use queue::{Flavor, Queue, QueueKey, QueueKind, QueueQuota};
 pub use resources::Resources;

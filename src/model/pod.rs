@@ -205,6 +205,89 @@ pub struct Pod {
     /// `status.nominatedNodeName`: the scheduler preempted pods on this node
     /// for it and holds the room while they terminate.
     pub nominated: Option<Sym>,
+    /// A GPU Operator operand (driver, toolkit, device plugin…) and whether
+    /// it works (rare: boxed).
+    pub operand: Option<Box<Operand>>,
+}
+
+/// The GPU Operator's operands on a node, in the order each waits for the
+/// one before (the toolkit's init container waits for the driver, the
+/// device plugin's for the toolkit, and so on).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum OperandLayer {
+    Driver,
+    ContainerToolkit,
+    DevicePlugin,
+    FeatureDiscovery,
+    DcgmExporter,
+    Validator,
+}
+
+impl OperandLayer {
+    pub const ALL: [OperandLayer; 6] = [
+        OperandLayer::Driver,
+        OperandLayer::ContainerToolkit,
+        OperandLayer::DevicePlugin,
+        OperandLayer::FeatureDiscovery,
+        OperandLayer::DcgmExporter,
+        OperandLayer::Validator,
+    ];
+
+    /// By the `app` label the operator's DaemonSets give their pods.
+    pub fn of_app(app: &str) -> Option<OperandLayer> {
+        OperandLayer::ALL.into_iter().find(|l| l.app() == app)
+    }
+
+    /// The `app` label (and DaemonSet name) of its pods.
+    pub fn app(self) -> &'static str {
+        match self {
+            OperandLayer::Driver => "nvidia-driver-daemonset",
+            OperandLayer::ContainerToolkit => "nvidia-container-toolkit-daemonset",
+            OperandLayer::DevicePlugin => "nvidia-device-plugin-daemonset",
+            OperandLayer::FeatureDiscovery => "gpu-feature-discovery",
+            OperandLayer::DcgmExporter => "nvidia-dcgm-exporter",
+            OperandLayer::Validator => "nvidia-operator-validator",
+        }
+    }
+
+    /// The `nvidia.com/gpu.deploy.<suffix>` label that puts it on a node.
+    pub fn deploy_label_suffix(self) -> &'static str {
+        match self {
+            OperandLayer::Driver => "driver",
+            OperandLayer::ContainerToolkit => "container-toolkit",
+            OperandLayer::DevicePlugin => "device-plugin",
+            OperandLayer::FeatureDiscovery => "gpu-feature-discovery",
+            OperandLayer::DcgmExporter => "dcgm-exporter",
+            OperandLayer::Validator => "operator-validator",
+        }
+    }
+
+    pub fn title(self) -> &'static str {
+        match self {
+            OperandLayer::Driver => "driver",
+            OperandLayer::ContainerToolkit => "container toolkit",
+            OperandLayer::DevicePlugin => "device plugin",
+            OperandLayer::FeatureDiscovery => "GPU Feature Discovery",
+            OperandLayer::DcgmExporter => "dcgm-exporter",
+            OperandLayer::Validator => "operator validator",
+        }
+    }
+}
+
+/// An operand pod and what says whether it works.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Operand {
+    pub layer: OperandLayer,
+    /// `Ready=True`.
+    pub ready: bool,
+    /// Restarts of its containers, init containers included.
+    pub restarts: u32,
+    /// Why the first container that does not run is not running
+    /// (`CrashLoopBackOff`, `ImagePullBackOff`, `Error`), with its message.
+    pub waiting: Option<(Sym, Box<str>)>,
+    /// Init containers done and in all, while some are not done (kubectl's
+    /// `Init:1/3`): it waits for the layer below.
+    pub init: Option<(u16, u16)>,
 }
 
 /// A port a pod binds on its node, as kube-scheduler's NodePorts sees it.
@@ -324,6 +407,7 @@ impl Pod {
             claims: Box::new([]),
             host_ports: Box::new([]),
             nominated: None,
+            operand: None,
         }
     }
 

@@ -68,6 +68,10 @@ pub struct Queue {
     pub admitted: u32,
     pub conditions: Box<[Condition]>,
     pub stop_policy: Option<Sym>,
+    /// ClusterQueue `spec.queueingStrategy: StrictFIFO`: a head that cannot
+    /// be admitted holds back every workload behind it (the default,
+    /// BestEffortFIFO, sets it aside).
+    pub strict_fifo: bool,
     /// Volcano `status.state` (Open, Closed, ...).
     pub state: Option<Sym>,
     /// Flavor names in the order Kueue tries them.

@@ -140,6 +140,8 @@ pub struct Index<'a> {
     dra: OnceLock<crate::analysis::dra::DraIndex<'a>>,
     /// Pending pods the scheduler nominated to a node, by node.
     nominated: OnceLock<SymMap<Vec<&'a Pod>>>,
+    /// The GPU Operator's operands that have a pod on some node.
+    operand_layers: OnceLock<Vec<crate::model::OperandLayer>>,
 }
 
 /// What the index gathers from the pods, by node position: from a walk
@@ -228,7 +230,22 @@ impl<'a> Index<'a> {
             empty: Tally::default(),
             dra: OnceLock::new(),
             nominated: OnceLock::new(),
+            operand_layers: OnceLock::new(),
         }
+    }
+
+    /// Whether the GPU Operator's `layer` has a pod on any node (its
+    /// DaemonSet runs), worked out once over the bound pods when first asked.
+    pub fn operand_runs(&self, layer: crate::model::OperandLayer) -> bool {
+        self.operand_layers
+            .get_or_init(|| {
+                let mut layers: Vec<crate::model::OperandLayer> =
+                    self.pods.bound.iter().filter_map(|p| p.operand.as_ref().map(|o| o.layer)).collect();
+                layers.sort_unstable();
+                layers.dedup();
+                layers
+            })
+            .contains(&layer)
     }
 
     /// Pending pods nominated to `node` (`status.nominatedNodeName`): the

@@ -319,22 +319,38 @@ pub(super) fn fit_step(index: &Index<'_>, demand: &Demand) -> FitResult {
     } else {
         let names: Vec<String> =
             silent.iter().map(|(n, missing)| format!("{} ({missing} unadvertised)", n.name)).collect();
-        let first = silent[0].0.name;
-        unblock.insert(0, format!("restart the device plugin on {first} (it has GPUs but advertises too few)"));
+        let first = silent[0].0;
+        let broken = super::super::gpu_stack::first_break(index, first);
+        let first = first.name;
+        unblock.insert(
+            0,
+            match &broken {
+                Some(b) => {
+                    format!("fix {first} first: {} — the device plugin cannot advertise GPUs before it", b.text())
+                }
+                None => format!("restart the device plugin on {first} (it has GPUs but advertises too few)"),
+            },
+        );
         StepReport {
             step: Step::DevicePlugin,
             verdict: Verdict::Block,
             summary: format!(
-                "{} node(s) would take it but their device plugin advertises fewer GPUs than the hardware has",
-                silent.len()
+                "{} node(s) would take it but their device plugin advertises fewer GPUs than the hardware has{}",
+                silent.len(),
+                stack_breaks(index, &silent)
             )
             .into(),
-            details: names.into(),
+            details: names.into_iter().chain(broken.as_ref().map(|b| format!("{first}: {}", b.text()))).collect(),
             commands: vec![
                 format!(
                     "kubectl get node {first} -o jsonpath='{{.metadata.labels.nvidia\\.com/gpu\\.count}} in hardware, {{.status.allocatable.nvidia\\.com/gpu}} allocatable{{\"\\n\"}}'"
                 ),
-                format!("kubectl get pods -A -o wide --field-selector spec.nodeName={first} | grep -i device-plugin"),
+                match &broken {
+                    Some(b) => b.command(first),
+                    None => format!(
+                        "kubectl get pods -A -o wide --field-selector spec.nodeName={first} | grep -i device-plugin"
+                    ),
+                },
             ],
             said_by: None,
         }
@@ -346,6 +362,18 @@ pub(super) fn fit_step(index: &Index<'_>, demand: &Demand) -> FitResult {
         report.summary = format!("{} (see device plugin)", report.summary).into();
     }
     FitResult { report, device_plugin, node_reasons: Arc::new(node_reasons), scheduler_view, total_nodes, unblock }
+}
+
+/// Where the GPU Operator's stack is broken on the silent nodes, layer by
+/// node (`; GPU Operator stack broken: driver on gpu-12, device plugin on gpu-13`).
+fn stack_breaks(index: &Index<'_>, silent: &[(&Node, u32)]) -> String {
+    let broken: Vec<String> = silent
+        .iter()
+        .filter_map(|(n, _)| {
+            super::super::gpu_stack::first_break(index, n).map(|b| format!("{} on {}", b.layer.title(), n.name))
+        })
+        .collect();
+    if broken.is_empty() { String::new() } else { format!("; GPU Operator stack broken: {}", broken.join(", ")) }
 }
 
 /// What `node` holds for `demand` once the pods nominated to it count, as

@@ -164,9 +164,32 @@ fn kueue_quota_step(index: &Index<'_>, gang: &Gang) -> StepReport {
     kueue_quota_arithmetic(index, gang, cq, (kueue_said, kueue_word), details, commands)
 }
 
+/// Under StrictFIFO, the workload at the head of `cq` ahead of `gang` when
+/// that head cannot be admitted itself: Kueue tries heads only, in priority
+/// then creation order, and a StrictFIFO head stays at the front.
+fn blocked_head<'g>(index: &Index<'g>, gang: &Gang, cq: &crate::model::Queue) -> Option<&'g Gang> {
+    if !cq.strict_fifo {
+        return None;
+    }
+    let snap = index.snap;
+    let head = snap
+        .gangs
+        .values()
+        .filter(|g| g.kind == GangKind::KueueWorkload && g.active && !g.has_quota() && !g.is_finished())
+        .filter(|g| {
+            g.queue.and_then(|lq| queues::cluster_queue_of(snap, g.namespace, lq)).is_some_and(|q| q.name == cq.name)
+        })
+        .min_by(|a, b| b.priority.cmp(&a.priority).then(a.created.cmp(&b.created)).then(a.name.cmp(&b.name)))?;
+    let is_self = head.namespace == gang.namespace && head.name == gang.name;
+    (!is_self && quota_step(index, head).verdict == Verdict::Block).then_some(&**head)
+}
+
 /// Why Kueue admits nothing through `queue`, if so: its owner stopped it
 /// (`spec.stopPolicy` Hold or HoldAndDrain, whether or not Kueue has said so
-/// yet), or it reports `Active=False` (a missing flavor or admission check).
+/// yet), or a ClusterQueue reports `Active=False` (a missing flavor or
+/// admission check). A LocalQueue's own `Active` condition only echoes its
+/// ClusterQueue's, and lags it: Kueue admits through it regardless (the
+/// oracle caught kgpu trusting it).
 fn held(queue: &crate::model::Queue) -> Option<String> {
     let kind = match queue.kind {
         QueueKind::LocalQueue => "LocalQueue",
@@ -177,7 +200,7 @@ fn held(queue: &crate::model::Queue) -> Option<String> {
         let said = inactive.map(|c| format!("; Kueue: {}", c.message)).unwrap_or_default();
         return Some(format!("{kind} {} is stopped (spec.stopPolicy {policy}){said}", queue.name));
     }
-    if queue.is_active() {
+    if queue.kind == QueueKind::LocalQueue || queue.is_active() {
         return None;
     }
     let said = inactive.map(|c| format!(" ({}: {})", c.reason, c.message)).unwrap_or_default();
@@ -310,10 +333,34 @@ fn kueue_quota_arithmetic(
                     cq.cohort.map_or("-".into(), |c| c.to_string())
                 )
             };
+            if let Some(head) = blocked_head(index, gang, cq) {
+                details.push(format!(
+                    "kgpu's quota arithmetic finds room in flavor {name} of ClusterQueue {}{borrowing}",
+                    cq.name
+                ));
+                if let Some(word) = &kueue_word {
+                    details.push(format!("Kueue says: {word}"));
+                }
+                details.push(format!(
+                    "unblock: let the head through (admit or shrink {}/{}, or lower its priority), or queue past it: kubectl patch clusterqueue {} --type merge -p '{{\"spec\":{{\"queueingStrategy\":\"BestEffortFIFO\"}}}}'",
+                    head.namespace, head.name, cq.name
+                ));
+                return block(
+                    format!(
+                        "waits behind the head of StrictFIFO ClusterQueue {}: workload {}/{} (priority {}, {}) cannot be admitted, and StrictFIFO admits nothing past it",
+                        cq.name,
+                        head.namespace,
+                        head.name,
+                        head.priority,
+                        super::gang_shape_text(head, head.min_members)
+                    ),
+                    details,
+                );
+            }
             // Kueue decides: where it says no, its word is the verdict.
             if let Some(word) = kueue_word {
                 details.push(format!(
-                    "kgpu's quota arithmetic finds room in flavor {name} of ClusterQueue {}{borrowing}; Kueue also weighs what kgpu does not model here (a flavor's nodeLabels and taints against the pod set's selector and tolerations, StrictFIFO order behind a blocked head, admission fair sharing), or its last attempt predates freed quota",
+                    "kgpu's quota arithmetic finds room in flavor {name} of ClusterQueue {}{borrowing}; Kueue also weighs what kgpu does not model here (a flavor's nodeLabels and taints against the pod set's selector and tolerations, admission fair sharing), or its last attempt predates freed quota",
                     cq.name
                 ));
                 return StepReport {

@@ -403,13 +403,18 @@ pub struct PodStatus {
     pub start_time: Option<Time>,
     pub conditions: Option<Vec<Condition>>,
     pub container_statuses: Option<Vec<ContainerStatus>>,
+    pub init_container_statuses: Option<Vec<ContainerStatus>>,
     pub resource_claim_statuses: Option<Vec<PodResourceClaimStatus>>,
     pub nominated_node_name: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ContainerStatus {
     pub state: Option<ContainerState>,
+    /// Read for the GPU Operator's operands only.
+    #[serde(default)]
+    pub restart_count: i32,
 }
 
 #[derive(Deserialize)]

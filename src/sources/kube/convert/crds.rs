@@ -230,6 +230,7 @@ pub fn cluster_queue(v: &Value) -> Result<Queue> {
         admitted: count(v, "/status/admittedWorkloads"),
         conditions: conditions(v.pointer("/status/conditions").unwrap_or(&Value::Null)),
         stop_policy: str_at(v, "/spec/stopPolicy").map(Sym::new),
+        strict_fifo: str_at(v, "/spec/queueingStrategy") == Some("StrictFIFO"),
         state: None,
         flavor_order: order.into_boxed_slice(),
         fair_weight_milli: match v.pointer("/spec/fairSharing/weight") {
@@ -255,6 +256,7 @@ pub fn local_queue(v: &Value) -> Result<Queue> {
         admitted: count(v, "/status/admittedWorkloads"),
         conditions: conditions(v.pointer("/status/conditions").unwrap_or(&Value::Null)),
         stop_policy: str_at(v, "/spec/stopPolicy").map(Sym::new),
+        strict_fifo: false,
         state: None,
         flavor_order: Box::new([]),
         fair_weight_milli: None,
@@ -293,6 +295,7 @@ pub fn volcano_queue(v: &Value) -> Result<Queue> {
         admitted: count(v, "/status/running"),
         conditions: Box::new([]),
         stop_policy: None,
+        strict_fifo: false,
         state: str_at(v, "/status/state").map(Sym::new),
         flavor_order: Box::new([]),
         fair_weight_milli: None,

@@ -13,8 +13,8 @@ use serde_json::Value;
 use crate::model::node::{label_value, labels_from};
 use crate::model::{
     ClusterEvent, CudaNeed, Endpoint, EndpointKind, EventType, HostPort, Labels, Node, NodeCondition, NodeSelectorTerm,
-    Owner, Pod, PodPhase, PortProtocol, Readiness, Requirement, Resources, SelectorOperator, Sym, Taint, TaintEffect,
-    Timestamp, Toleration, TolerationOperator, Uid, Unschedulable, keys, quantity,
+    Operand, OperandLayer, Owner, Pod, PodPhase, PortProtocol, Readiness, Requirement, Resources, SelectorOperator,
+    Sym, Taint, TaintEffect, Timestamp, Toleration, TolerationOperator, Uid, Unschedulable, keys, quantity,
 };
 
 use super::lean::{Container, Node as ApiNode, Pod as ApiPod, PodSpec, PortName};
@@ -321,6 +321,47 @@ fn host_ports(spec: &PodSpec) -> Box<[HostPort]> {
     ports.into_boxed_slice()
 }
 
+/// A GPU Operator operand, by the `app` label its DaemonSet gives it (an
+/// NVIDIADriver's driver pods by their component label), and what its status
+/// says: ready, restarts, the first container that does not run and why.
+fn operand(p: &ApiPod) -> Option<Operand> {
+    let layer = label_value(&p.labels, "app").and_then(|app| OperandLayer::of_app(app.as_str())).or_else(|| {
+        (label_value(&p.labels, "app.kubernetes.io/component").map(|c| c.as_str()) == Some("nvidia-driver"))
+            .then_some(OperandLayer::Driver)
+    })?;
+    let status = p.status.as_ref();
+    let inits = status.and_then(|s| s.init_container_statuses.as_deref()).unwrap_or(&[]);
+    let mains = status.and_then(|s| s.container_statuses.as_deref()).unwrap_or(&[]);
+    let done = |c: &&super::lean::ContainerStatus| {
+        c.state.as_ref().and_then(|s| s.terminated.as_ref()).is_some_and(|t| t.exit_code == 0)
+            // A native sidecar that runs counts as started.
+            || c.state.as_ref().is_some_and(|s| s.running.is_some())
+    };
+    let init_done = inits.iter().filter(done).count();
+    let why_not = |c: &super::lean::ContainerStatus| {
+        let state = c.state.as_ref()?;
+        if let Some(w) = &state.waiting {
+            let reason = w.reason.as_deref().filter(|r| !r.is_empty())?;
+            return Some((
+                Sym::new(reason),
+                w.message.as_deref().unwrap_or("").chars().take(512).collect::<String>().into(),
+            ));
+        }
+        let t = state.terminated.as_ref().filter(|t| t.exit_code != 0)?;
+        let reason = t.reason.as_deref().unwrap_or("Error");
+        Some((Sym::new(reason), t.message.as_deref().unwrap_or("").chars().take(512).collect::<String>().into()))
+    };
+    Some(Operand {
+        layer,
+        ready: status
+            .and_then(|s| s.conditions.as_ref())
+            .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True")),
+        restarts: inits.iter().chain(mains).map(|c| c.restart_count.max(0) as u32).sum(),
+        waiting: inits.iter().chain(mains).find_map(why_not),
+        init: (init_done < inits.len()).then_some((init_done as u16, inits.len() as u16)),
+    })
+}
+
 pub fn pod(p: &ApiPod) -> Result<Pod> {
     let name = p.metadata.name.as_deref().ok_or("pod without metadata.name")?;
     let namespace = p.metadata.namespace.as_deref().unwrap_or("default");
@@ -357,6 +398,7 @@ pub fn pod(p: &ApiPod) -> Result<Pod> {
     pod.endpoint = endpoint(p).map(Box::new);
     pod.claims = dra::pod_claims(spec, p.status.as_ref());
     pod.host_ports = host_ports(spec);
+    pod.operand = operand(p).map(Box::new);
     pod.nominated =
         p.status.as_ref().and_then(|s| s.nominated_node_name.as_deref()).filter(|n| !n.is_empty()).map(Sym::new);
     pod.terminating = p.metadata.deletion_timestamp.is_some();

@@ -131,6 +131,7 @@ fn build(sim: &mut SimCluster) {
         admitted: 1,
         conditions: Box::new([]),
         stop_policy: None,
+        strict_fifo: false,
         state: Some(Sym::new("Open")),
         flavor_order: Box::new([]),
         fair_weight_milli: None,
