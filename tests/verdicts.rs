@@ -616,3 +616,15 @@ fn a_workload_behind_a_blocked_strict_fifo_head_names_the_head() {
     let head = find("team-a", "job-pretrain-").unwrap();
     assert!(!head["summary"].as_str().unwrap().contains("waits behind"), "{}", head["summary"]);
 }
+
+/// A GPU node too small in CPU for the pod (`fit-neighbours/`, captured) is
+/// advised on CPU, beside the busy node where GPUs could be freed.
+#[test]
+fn a_gpu_node_short_of_cpu_is_advised_on_cpu() {
+    let doc = snapshot(FIT, &[]);
+    let unblock = pending(&doc, "prep-0")["unblock"].to_string();
+    assert!(
+        unblock.contains("gpu-small-cpu has the GPUs but offers only 8 cpu in all: ask for no more than that"),
+        "{unblock}"
+    );
+}

@@ -81,6 +81,8 @@ pub(super) fn fit_step(index: &Index<'_>, demand: &Demand) -> FitResult {
     let classes = placement.classes();
     let mut per_class: Vec<Vec<(Vec<NodeReason>, u32)>> = vec![Vec::new(); classes.len()];
     let mut shortfalls = Vec::new();
+    // Nodes short only of CPU, memory or other non-GPU resources, with what they use.
+    let mut short_elsewhere: Vec<(&Node, Tally)> = Vec::new();
     // Nodes where a pod of this shape could go but for a host port: who holds it.
     let mut port_holders: Vec<(&Node, &Pod)> = Vec::new();
     let mut with_nominated;
@@ -143,6 +145,18 @@ pub(super) fn fit_step(index: &Index<'_>, demand: &Demand) -> FitResult {
             && shortfalls.iter().all(|r| matches!(r, NodeReason::InsufficientGpu))
         {
             closest.push((free, node));
+        }
+        // A node that would take it but for CPU, memory or another
+        // non-GPU resource: advice on that resource, not on GPUs.
+        if !shortfalls.is_empty()
+            && shortfalls.iter().all(|r| {
+                matches!(
+                    r,
+                    NodeReason::InsufficientCpu | NodeReason::InsufficientMemory | NodeReason::InsufficientOther(_)
+                )
+            })
+        {
+            short_elsewhere.push((node, used.clone()));
         }
     }
     for (static_reasons, combos) in classes.iter().zip(&per_class) {
@@ -235,6 +249,12 @@ pub(super) fn fit_step(index: &Index<'_>, demand: &Demand) -> FitResult {
         }
         if let Some(text) = free_ports(&port_holders, &demand.host_ports) {
             unblock.push(text);
+        }
+        if let Some(text) = free_other(&short_elsewhere, &demand.requests) {
+            unblock.push(text);
+        }
+        if let Some(text) = never_fits(index, &demand.requests) {
+            unblock.insert(0, text);
         }
         let mut details: Vec<String> = node_reasons.iter().map(|(k, v)| format!("{v} node(s): {k}")).collect();
         details.extend(black_hole_note);
@@ -362,6 +382,74 @@ pub(super) fn fit_step(index: &Index<'_>, demand: &Demand) -> FitResult {
         report.summary = format!("{} (see device plugin)", report.summary).into();
     }
     FitResult { report, device_plugin, node_reasons: Arc::new(node_reasons), scheduler_view, total_nodes, unblock }
+}
+
+/// A resource the pod asks more of than any node offers at all: no
+/// eviction, defragmentation or patience places it.
+fn never_fits(index: &Index<'_>, requests: &crate::model::Resources) -> Option<String> {
+    let asked = [("cpu", requests.cpu_milli), ("memory", requests.memory), (keys::RESOURCE_GPU, requests.gpu)]
+        .into_iter()
+        .chain(requests.extended.iter().map(|(r, n)| (r.as_str(), *n)));
+    for (resource, amount) in asked.filter(|(_, n)| *n > 0) {
+        // GPUs a device plugin does not advertise yet still count: fixing it places the pod.
+        let offers = |n: &Node| match resource {
+            keys::RESOURCE_GPU => n.allocatable.gpu.max(n.hardware_gpus().map_or(0, u64::from)),
+            _ => n.allocatable.get(resource),
+        };
+        let most = index.nodes().map(|n| (offers(n), n.name)).max();
+        let (most, node) = most.unwrap_or((0, crate::model::Sym::new("-")));
+        if amount > most {
+            let fmt = |v| crate::model::quantity::format(resource, v);
+            return Some(format!(
+                "no node can ever hold it: it asks {} {resource}, the most any node offers is {}{} — shrink the request or add larger nodes",
+                fmt(amount),
+                fmt(most),
+                if most > 0 { format!(" ({node})") } else { String::new() }
+            ));
+        }
+    }
+    None
+}
+
+/// A node that would take it but for CPU, memory or another non-GPU
+/// resource, and how much more of each it needs there (a node short of the
+/// fewest resources first).
+fn free_other(nodes: &[(&Node, Tally)], requests: &crate::model::Resources) -> Option<String> {
+    // (resource, more needed, free, allocatable)
+    let deficits = |node: &Node, used: &Tally| -> Vec<(&str, u64, u64, u64)> {
+        [
+            ("cpu", requests.cpu_milli, node.allocatable.cpu_milli, used.cpu_milli),
+            ("memory", requests.memory, node.allocatable.memory, used.memory),
+        ]
+        .into_iter()
+        .filter_map(|(r, want, alloc, used)| {
+            let free = alloc.saturating_sub(used);
+            want.checked_sub(free).filter(|more| *more > 0).map(|more| (r, more, free, alloc))
+        })
+        .collect()
+    };
+    let (node, used) = nodes.iter().min_by_key(|(n, u)| (deficits(n, u).len(), n.name))?;
+    let short = deficits(node, used);
+    if short.is_empty() {
+        return Some(format!("free the other resources it asks for on {} (it has the GPUs)", node.name));
+    }
+    let fmt = |r: &str, v: u64| crate::model::quantity::format(r, v);
+    // Short even when empty: the node is too small, not too busy.
+    if short.iter().all(|(_, _, free, alloc)| free == alloc) {
+        let offers: Vec<String> = short.iter().map(|(r, _, _, alloc)| format!("{} {r}", fmt(r, *alloc))).collect();
+        return Some(format!(
+            "{} has the GPUs but offers only {} in all: ask for no more than that",
+            node.name,
+            offers.join(" and ")
+        ));
+    }
+    let parts: Vec<String> = short
+        .iter()
+        .map(|(r, more, free, alloc)| {
+            format!("{} more {r} ({} free of {})", fmt(r, *more), fmt(r, *free), fmt(r, *alloc))
+        })
+        .collect();
+    Some(format!("free {} on {} (it has the GPUs), or ask for less", parts.join(" and "), node.name))
 }
 
 /// Where the GPU Operator's stack is broken on the silent nodes, layer by

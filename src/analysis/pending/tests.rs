@@ -359,3 +359,32 @@ fn room_held_for_a_nominated_pod_is_taken_for_pods_of_equal_or_lower_priority_on
     }
     assert_eq!(item(&items, "higher").blocking, None);
 }
+
+#[test]
+fn a_request_no_node_can_ever_hold_says_so() {
+    let nodes = vec![node("n1").gpus(8).build(), node("n2").gpus(8).build()];
+    let items = items(nodes, vec![pod("huge").gpus(16).build()]);
+    let huge = item(&items, "huge");
+    assert_eq!(huge.blocking, Some(Step::Fit));
+    assert!(
+        huge.unblock.iter().any(
+            |u| u.starts_with("no node can ever hold it: it asks 16 nvidia.com/gpu, the most any node offers is 8")
+        ),
+        "{:?}",
+        huge.unblock
+    );
+}
+
+#[test]
+fn a_gpu_node_short_of_cpu_is_advised_on_cpu_not_gpus() {
+    let nodes = vec![node("n1").gpus(8).cpu(16).build()];
+    let pods = vec![
+        pod("prep").cpu_milli(12_000).owner("Job", "prep").on("n1").running().build(),
+        pod("train").gpus(2).cpu_milli(8_000).build(),
+    ];
+    let items = items(nodes, pods);
+    let train = item(&items, "train");
+    assert_eq!(train.blocking, Some(Step::Fit));
+    assert!(train.unblock.iter().all(|u| !u.contains("GPU(s) on")), "{:?}", train.unblock);
+    assert_eq!(train.unblock, ["free 4 more cpu (4 free of 16) on n1 (it has the GPUs), or ask for less"]);
+}
