@@ -93,6 +93,10 @@ fn every_fixture_message_is_read_or_marked_raw() {
         "kueue: another workload took the quota in the same admission cycle",
         "kueue: pod set rank: 8 more nvidia.com/gpu needed in flavor gb200 (others use the quota)",
         "kueue: pod set gpu-workers: 8 more nvidia.com/gpu needed in flavor gpu-flavor (others use the quota)",
+        // host ports (NodePorts)
+        "scheduler 1: ports-taken=1",
+        "scheduler 3: ports-taken=1 selector-mismatch=2",
+        "scheduler 3: insufficient-gpu=1 ports-taken=2 | preemption 3",
     ];
     let got: Vec<String> = messages().iter().map(|m| summary(&scheduler_msg::read(m))).collect();
     for (i, (g, e)) in got.iter().zip(expected.iter()).enumerate() {
