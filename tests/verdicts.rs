@@ -322,27 +322,23 @@ fn every_dump_keeps_every_gpu_in_one_bucket() {
     }
 }
 
-/// Kueue's own word where kgpu's quota arithmetic finds room: the flavor's
-/// nodeLabels do not match the pod set's selector (kgpu does not model
-/// that), so the headline is Kueue's condition, not "Kueue should reserve it".
+/// A pod set pinned to a GPU product its ClusterQueue's only flavor does
+/// not carry (`nodeLabels`): kgpu skips the flavor as Kueue does and says
+/// so in Kueue's words, never "Kueue should reserve it".
 #[test]
-fn kueue_saying_no_is_the_headline_where_kgpus_arithmetic_finds_room() {
+fn a_flavor_whose_node_labels_do_not_match_the_pod_set_is_skipped_as_kueue_does() {
     let doc = snapshot("hand-made/kueue-flavor-affinity.yaml", &[]);
     let item = pending(&doc, "job-pretrain-6e26b");
     assert_eq!(item["blockingStep"], "quota");
-    assert_eq!(item["verdictSource"], "kueue");
     let summary = item["summary"].as_str().unwrap();
     assert!(
-        summary.contains(
-            "Kueue says: Pending: couldn't assign flavors to pod set main: flavor h100 doesn't match node affinity"
-        ),
+        summary
+            .ends_with("no flavor of ClusterQueue team-a suits its pod sets: flavor h100 doesn't match node affinity"),
         "{summary}"
     );
     assert!(!summary.contains("should reserve"), "{summary}");
-    let details = step(item, "quota")["details"].to_string();
-    assert!(details.contains("finds room in flavor h100 of ClusterQueue team-a"), "{details}");
     let text = why("hand-made/kueue-flavor-affinity.yaml", "team-a/job-pretrain-6e26b");
-    assert!(text.contains("blocked at: quota (Kueue's word: not evaluated by kgpu)"), "{text}");
+    assert!(text.contains("QuotaReserved=False (Pending): couldn't assign flavors to pod set main: flavor h100 doesn't match node affinity"), "{text}");
 }
 
 /// DRA (`dra/`, captured from the lab: the real kube-scheduler's
@@ -627,4 +623,26 @@ fn a_gpu_node_short_of_cpu_is_advised_on_cpu() {
         unblock.contains("gpu-small-cpu has the GPUs but offers only 8 cpu in all: ask for no more than that"),
         "{unblock}"
     );
+}
+
+/// Flavors (`kueue-flavors/`, captured with the real Kueue v0.17): a job
+/// pinned to H100s that does not tolerate the spot flavor's taint fits no
+/// flavor, for the two reasons Kueue itself gives; the one that tolerates
+/// spot was admitted on it.
+#[test]
+fn a_flavors_taints_and_node_labels_are_matched_against_the_pod_set_as_kueue_does() {
+    let path = "kueue-flavors/cluster.yaml";
+    let doc = snapshot(path, &[]);
+    let items = doc["pending"].as_array().unwrap();
+    assert_eq!(items.len(), 1, "{items:?}");
+    let item = &items[0];
+    assert!(item["name"].as_str().unwrap().starts_with("job-on-demand-only-"));
+    let summary = item["summary"].as_str().unwrap();
+    for reason in
+        ["untolerated taint spot=true:NoSchedule in flavor spot-h100", "flavor h200 doesn't match node affinity"]
+    {
+        assert!(summary.contains(reason), "{summary}");
+        // Kueue wrote the same reasons (its taint in Go's struct form).
+        assert!(step(item, "quota")["details"].to_string().contains("flavor h200 doesn't match node affinity, untolerated taint {spot true NoSchedule <nil>} in flavor spot-h100"));
+    }
 }

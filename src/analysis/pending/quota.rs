@@ -254,6 +254,8 @@ fn kueue_quota_arithmetic(
     // The smallest shortfall over the flavors: what would unblock it. One
     // that finishing other work can close comes before one that never can.
     let mut shortest: Option<((bool, u64), String)> = None;
+    // Flavors whose nodeLabels or nodeTaints the pod sets cannot use, as Kueue words them.
+    let mut mismatches: Vec<String> = Vec::new();
     for flavor in flavors {
         let cells: Vec<(&str, u64, &crate::model::QueueQuota)> =
             need.iter().filter_map(|(r, n)| Some((*r, *n, cq.quota(flavor, r)?))).collect();
@@ -261,6 +263,11 @@ fn kueue_quota_arithmetic(
             continue;
         }
         let name = flavor.map_or("-".to_string(), |f| f.to_string());
+        if let Some(mismatch) = flavor.and_then(|f| flavor_mismatch(snap, cq, f, gang)) {
+            details.push(format!("skipped: {mismatch}"));
+            mismatches.push(mismatch);
+            continue;
+        }
         let mut fits = true;
         let mut borrowing = Vec::new();
         for (resource, amount, quota) in cells {
@@ -360,7 +367,7 @@ fn kueue_quota_arithmetic(
             // Kueue decides: where it says no, its word is the verdict.
             if let Some(word) = kueue_word {
                 details.push(format!(
-                    "kgpu's quota arithmetic finds room in flavor {name} of ClusterQueue {}{borrowing}; Kueue also weighs what kgpu does not model here (a flavor's nodeLabels and taints against the pod set's selector and tolerations, admission fair sharing), or its last attempt predates freed quota",
+                    "kgpu's quota arithmetic finds room in flavor {name} of ClusterQueue {}{borrowing}; Kueue also weighs what kgpu does not model here (the pod set's required node affinity against a flavor's nodeLabels, admission fair sharing, topology), or its last attempt predates freed quota",
                     cq.name
                 ));
                 return StepReport {
@@ -389,8 +396,56 @@ fn kueue_quota_arithmetic(
     }
     if let Some((_, unblock)) = shortest {
         details.push(unblock);
+    } else if !mismatches.is_empty() {
+        details.push(format!(
+            "unblock: make the pod set's nodeSelector and tolerations match a flavor of ClusterQueue {} (its nodeLabels and nodeTaints), or add a flavor that matches them",
+            cq.name
+        ));
+        return block(
+            format!("no flavor of ClusterQueue {} suits its pod sets: {}", cq.name, mismatches.join("; ")),
+            details,
+        );
     }
     block(format!("waiting for quota in ClusterQueue {}", cq.name), details)
+}
+
+/// Why Kueue skips `flavor` for this workload, in Kueue's words
+/// (`flavorassigner.checkFlavorForPodSets`, v0.17): a NoSchedule or
+/// NoExecute nodeTaint of the flavor no pod set tolerates (the flavor's
+/// own tolerations count), or a pod set nodeSelector that the flavor's
+/// nodeLabels do not satisfy — on the label keys the ClusterQueue's flavors
+/// carry, the others being left to the scheduler.
+fn flavor_mismatch(
+    snap: &crate::model::Snapshot,
+    cq: &crate::model::Queue,
+    flavor: crate::model::Sym,
+    gang: &Gang,
+) -> Option<String> {
+    let f = snap.flavors.get(&flavor)?;
+    let label_keys: Vec<crate::model::Sym> = cq
+        .flavor_order
+        .iter()
+        .filter_map(|name| snap.flavors.get(name))
+        .flat_map(|fl| fl.node_labels.iter().map(|(k, _)| *k))
+        .collect();
+    for set in gang.pod_sets.iter() {
+        let untolerated = f.node_taints.iter().find(|t| {
+            matches!(t.effect, crate::model::TaintEffect::NoSchedule | crate::model::TaintEffect::NoExecute)
+                && !set.tolerations.iter().chain(f.tolerations.iter()).any(|tol| tol.tolerates(t))
+        });
+        if let Some(t) = untolerated {
+            return Some(format!("untolerated taint {}={}:{} in flavor {flavor}", t.key, t.value, t.effect.as_str()));
+        }
+        let matches = set
+            .node_selector
+            .iter()
+            .filter(|(k, _)| label_keys.contains(k))
+            .all(|(k, v)| f.node_labels.iter().any(|(fk, fv)| fk == k && fv == v));
+        if !matches {
+            return Some(format!("flavor {flavor} doesn't match node affinity"));
+        }
+    }
+    None
 }
 
 /// Who in the cohort holds more than its own nominal quota of a resource:
