@@ -1,6 +1,8 @@
 //! The Kueue oracle: generated ClusterQueues (one or several in a cohort,
 //! one or two flavors, nominal quotas, borrowing and lending limits,
-//! sometimes an admission check) and Workloads, on the real Kueue manager.
+//! sometimes an admission check), flavors that sometimes carry nodeLabels,
+//! a NoSchedule nodeTaint and its toleration, and Workloads whose pod set
+//! sometimes selects a pool or tolerates the taint, on the real Kueue manager.
 //! Each workload is created inactive; kgpu predicts from its model whether
 //! Kueue will reserve quota for it (and, if not, the shortfall Kueue will
 //! name); then it is activated and Kueue decides. Where quota is reserved
@@ -33,6 +35,16 @@ pub struct CqCase {
     pub admission_check: bool,
 }
 
+/// What the case's two flavors say of their nodes: flavor 0 is pool a,
+/// flavor 1 pool b; either may carry the spot taint (nodeTaints) and
+/// tolerate it itself (tolerations).
+#[derive(Clone, Debug)]
+pub struct FlavorNodes {
+    pub labelled: bool,
+    pub spot_taint: bool,
+    pub tolerates_spot: bool,
+}
+
 #[derive(Clone, Copy, Debug)]
 pub enum CheckOutcome {
     Ready,
@@ -45,6 +57,9 @@ pub struct WorkloadCase {
     pub pods: u32,
     pub gpus_per_pod: u32,
     pub check: CheckOutcome,
+    /// nodeSelector kgpu.dev/pool: a or b.
+    pub pool: Option<&'static str>,
+    pub tolerates_spot: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -52,6 +67,12 @@ pub struct QueueCase {
     pub cohort: bool,
     pub cqs: Vec<CqCase>,
     pub workloads: Vec<WorkloadCase>,
+    pub flavor_nodes: [FlavorNodes; 2],
+}
+
+fn flavor_nodes() -> impl Strategy<Value = FlavorNodes> {
+    (prop::bool::weighted(0.4), prop::bool::weighted(0.25), prop::bool::weighted(0.2))
+        .prop_map(|(labelled, spot_taint, tolerates_spot)| FlavorNodes { labelled, spot_taint, tolerates_spot })
 }
 
 fn flavor_quota(cohort: bool) -> impl Strategy<Value = FlavorQuota> {
@@ -82,16 +103,20 @@ pub fn queue_case() -> impl Strategy<Value = QueueCase> {
                 prop::sample::select(vec![1u32, 1, 2, 4]),
                 prop::sample::select(vec![1u32, 2, 4, 8]),
                 prop::bool::weighted(0.7),
+                prop::option::weighted(0.3, prop::sample::select(vec!["a", "b"])),
+                prop::bool::weighted(0.3),
             )
-                .prop_map(|(cq, pods, gpus_per_pod, ready)| WorkloadCase {
+                .prop_map(|(cq, pods, gpus_per_pod, ready, pool, tolerates_spot)| WorkloadCase {
                     cq,
                     pods,
                     gpus_per_pod,
                     check: if ready { CheckOutcome::Ready } else { CheckOutcome::Rejected },
+                    pool,
+                    tolerates_spot,
                 });
-            (Just(cohort), Just(cqs), prop::collection::vec(workload, 1..=5))
+            (Just(cohort), Just(cqs), prop::collection::vec(workload, 1..=5), [flavor_nodes(), flavor_nodes()])
         })
-        .prop_map(|(cohort, cqs, workloads)| QueueCase { cohort, cqs, workloads })
+        .prop_map(|(cohort, cqs, workloads, flavor_nodes)| QueueCase { cohort, cqs, workloads, flavor_nodes })
 }
 
 fn api(client: &kube::Client, kind: &str, plural: &str, namespace: Option<&str>) -> Api<DynamicObject> {
@@ -121,8 +146,19 @@ async fn apply_status(api: &Api<DynamicObject>, doc: &Value) -> Result<(), Strin
 /// The objects of a case, as Kueue would be configured by hand.
 pub fn objects(n: u32, case: &QueueCase) -> Vec<Value> {
     let mut out = Vec::new();
-    for f in 0..2 {
-        out.push(json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": format!("o{n}-f{f}")}}));
+    for (f, nodes) in case.flavor_nodes.iter().enumerate() {
+        let mut spec = json!({});
+        if nodes.labelled {
+            let pool = ["a", "b"][f];
+            spec["nodeLabels"] = json!({"kgpu.dev/pool": pool});
+        }
+        if nodes.spot_taint {
+            spec["nodeTaints"] = json!([{"key": "spot", "value": "true", "effect": "NoSchedule"}]);
+        }
+        if nodes.tolerates_spot {
+            spec["tolerations"] = json!([{"key": "spot", "operator": "Exists", "effect": "NoSchedule"}]);
+        }
+        out.push(json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": format!("o{n}-f{f}")}, "spec": spec}));
     }
     for (i, cq) in case.cqs.iter().enumerate() {
         let flavors: Vec<Value> = cq
@@ -159,7 +195,7 @@ pub fn objects(n: u32, case: &QueueCase) -> Vec<Value> {
 }
 
 pub fn workload_json(n: u32, i: usize, w: &WorkloadCase, active: bool) -> Value {
-    json!({
+    let mut doc = json!({
         "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
         "metadata": {"name": format!("w{i}"), "namespace": format!("oq-{n}")},
         "spec": {
@@ -171,7 +207,15 @@ pub fn workload_json(n: u32, i: usize, w: &WorkloadCase, active: bool) -> Value 
                                 "resources": {"requests": {"nvidia.com/gpu": w.gpus_per_pod.to_string()},
                                               "limits": {"nvidia.com/gpu": w.gpus_per_pod.to_string()}}}]}}}],
         },
-    })
+    });
+    let spec = &mut doc["spec"]["podSets"][0]["template"]["spec"];
+    if let Some(pool) = w.pool {
+        spec["nodeSelector"] = json!({"kgpu.dev/pool": pool});
+    }
+    if w.tolerates_spot {
+        spec["tolerations"] = json!([{"key": "spot", "operator": "Equal", "value": "true", "effect": "NoSchedule"}]);
+    }
+    doc
 }
 
 fn condition<'a>(w: &'a Value, kind: &str) -> Option<&'a Value> {
