@@ -44,6 +44,15 @@ fn pending<'a>(doc: &'a Value, name: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("{name} not pending: {}", doc["pending"]))
 }
 
+/// The pending item in `namespace` whose name starts with `prefix` (Kueue
+/// names a Job's Workload `job-<name>-<hash>`).
+fn pending_like<'a>(doc: &'a Value, namespace: &str, prefix: &str) -> Option<&'a Value> {
+    doc["pending"]
+        .as_array()?
+        .iter()
+        .find(|p| p["namespace"] == namespace && p["name"].as_str().is_some_and(|n| n.starts_with(prefix)))
+}
+
 fn gang<'a>(doc: &'a Value, name_prefix: &str) -> &'a Value {
     doc["gangs"]
         .as_array()
@@ -506,9 +515,7 @@ fn rules_kgpu_does_not_model_put_the_schedulers_words_in_the_headline() {
 fn a_stopped_queue_is_the_quota_step_with_the_patch_that_resumes_it() {
     let path = "kueue-stopped/cluster.yaml";
     let doc = snapshot(path, &[]);
-    let held = doc["pending"].as_array().unwrap();
-    let item = |prefix: &str| held.iter().find(|p| p["name"].as_str().unwrap().starts_with(prefix)).unwrap();
-    let tune = item("job-tune-");
+    let tune = pending_like(&doc, "team-a", "job-tune-").unwrap();
     assert_eq!(tune["blockingStep"], "quota");
     assert!(
         tune["summary"]
@@ -522,7 +529,7 @@ fn a_stopped_queue_is_the_quota_step_with_the_patch_that_resumes_it() {
         tune["unblock"][0],
         "kubectl patch localqueue paused -n team-a --type merge -p '{\"spec\":{\"stopPolicy\":\"None\"}}' (stopped with Hold)"
     );
-    let sweep = item("job-sweep-");
+    let sweep = pending_like(&doc, "team-b", "job-sweep-").unwrap();
     assert!(
         sweep["summary"].as_str().unwrap().contains("ClusterQueue drained is stopped (spec.stopPolicy HoldAndDrain)"),
         "{}",
@@ -534,7 +541,7 @@ fn a_stopped_queue_is_the_quota_step_with_the_patch_that_resumes_it() {
         sweep["unblock"]
     );
     // The open queue's workload was admitted and runs.
-    assert!(held.iter().all(|p| !p["name"].as_str().unwrap().starts_with("job-eval-")), "{held:?}");
+    assert!(pending_like(&doc, "team-a", "job-eval-").is_none(), "{}", doc["pending"]);
 }
 
 const GPU_STACK: &str = "hand-made/gpu-stack.yaml";
@@ -590,10 +597,7 @@ fn the_first_broken_layer_of_the_gpu_operators_stack_is_named_where_gpus_go_miss
 fn a_workload_behind_a_blocked_strict_fifo_head_names_the_head() {
     let path = "kueue-strict-fifo/cluster.yaml";
     let doc = snapshot(path, &[]);
-    let items = doc["pending"].as_array().unwrap();
-    let find = |ns: &str, prefix: &str| {
-        items.iter().find(|p| p["namespace"] == ns && p["name"].as_str().unwrap().starts_with(prefix))
-    };
+    let find = |ns: &str, prefix: &str| pending_like(&doc, ns, prefix);
     let eval = find("team-a", "job-eval-").expect("the small job waits in the StrictFIFO queue");
     assert_eq!(eval["blockingStep"], "quota");
     let summary = eval["summary"].as_str().unwrap();
@@ -608,7 +612,7 @@ fn a_workload_behind_a_blocked_strict_fifo_head_names_the_head() {
         "{}",
         eval["unblock"]
     );
-    assert!(find("team-b", "job-eval-").is_none(), "BestEffortFIFO admitted it: {items:?}");
+    assert!(find("team-b", "job-eval-").is_none(), "BestEffortFIFO admitted it: {}", doc["pending"]);
     let head = find("team-a", "job-pretrain-").unwrap();
     assert!(!head["summary"].as_str().unwrap().contains("waits behind"), "{}", head["summary"]);
 }
