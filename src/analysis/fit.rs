@@ -309,7 +309,8 @@ fn term_matches(term: &NodeSelectorTerm, node: &Node) -> bool {
     })
 }
 
-fn requirement_matches(op: SelectorOperator, values: &[Sym], value: Option<Sym>) -> bool {
+/// One `matchExpressions` requirement against a label's value (none when the label is absent).
+pub fn requirement_matches(op: SelectorOperator, values: &[Sym], value: Option<Sym>) -> bool {
     let number = |s: Sym| s.as_str().trim().parse::<i64>().ok();
     match op {
         SelectorOperator::In => value.is_some_and(|v| values.contains(&v)),

@@ -391,6 +391,7 @@ pub fn podgroup(name: &str, min_members: u32, gpus: u64) -> GangBuilder {
                 requests: Resources::from_pairs([(keys::RESOURCE_GPU, gpus)]),
                 node_selector: Box::new([]),
                 tolerations: Box::new([]),
+                affinity: Box::new([]),
             }]),
             priority: 0,
             created: 0,

@@ -48,6 +48,8 @@ pub struct PodSet {
     /// The pod template's placement constraints.
     pub node_selector: super::Labels,
     pub tolerations: Box<[super::Toleration]>,
+    /// Required node affinity terms (ORed); Kueue's flavor fit reads them.
+    pub affinity: Box<[super::NodeSelectorTerm]>,
 }
 
 #[derive(Clone, Debug, PartialEq)]

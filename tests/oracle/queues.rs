@@ -2,7 +2,8 @@
 //! one or two flavors, nominal quotas, borrowing and lending limits,
 //! sometimes an admission check), flavors that sometimes carry nodeLabels,
 //! a NoSchedule nodeTaint and its toleration, and Workloads whose pod set
-//! sometimes selects a pool or tolerates the taint, on the real Kueue manager.
+//! sometimes selects a pool (nodeSelector or required node affinity) or
+//! tolerates the taint, on the real Kueue manager.
 //! Each workload is created inactive; kgpu predicts from its model whether
 //! Kueue will reserve quota for it (and, if not, the shortfall Kueue will
 //! name); then it is activated and Kueue decides. Where quota is reserved
@@ -60,6 +61,8 @@ pub struct WorkloadCase {
     /// nodeSelector kgpu.dev/pool: a or b.
     pub pool: Option<&'static str>,
     pub tolerates_spot: bool,
+    /// Required node affinity on the pool label: operator and value.
+    pub pool_affinity: Option<(&'static str, &'static str)>,
 }
 
 #[derive(Clone, Debug)]
@@ -105,14 +108,22 @@ pub fn queue_case() -> impl Strategy<Value = QueueCase> {
                 prop::bool::weighted(0.7),
                 prop::option::weighted(0.3, prop::sample::select(vec!["a", "b"])),
                 prop::bool::weighted(0.3),
+                prop::option::weighted(
+                    0.25,
+                    (
+                        prop::sample::select(vec!["In", "NotIn", "Exists", "DoesNotExist"]),
+                        prop::sample::select(vec!["a", "b"]),
+                    ),
+                ),
             )
-                .prop_map(|(cq, pods, gpus_per_pod, ready, pool, tolerates_spot)| WorkloadCase {
+                .prop_map(|(cq, pods, gpus_per_pod, ready, pool, tolerates_spot, pool_affinity)| WorkloadCase {
                     cq,
                     pods,
                     gpus_per_pod,
                     check: if ready { CheckOutcome::Ready } else { CheckOutcome::Rejected },
                     pool,
                     tolerates_spot,
+                    pool_affinity,
                 });
             (Just(cohort), Just(cqs), prop::collection::vec(workload, 1..=5), [flavor_nodes(), flavor_nodes()])
         })
@@ -211,6 +222,14 @@ pub fn workload_json(n: u32, i: usize, w: &WorkloadCase, active: bool) -> Value 
     let spec = &mut doc["spec"]["podSets"][0]["template"]["spec"];
     if let Some(pool) = w.pool {
         spec["nodeSelector"] = json!({"kgpu.dev/pool": pool});
+    }
+    if let Some((operator, pool)) = w.pool_affinity {
+        let mut requirement = json!({"key": "kgpu.dev/pool", "operator": operator});
+        if matches!(operator, "In" | "NotIn") {
+            requirement["values"] = json!([pool]);
+        }
+        spec["affinity"] = json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
+            {"nodeSelectorTerms": [{"matchExpressions": [requirement]}]}}});
     }
     if w.tolerates_spot {
         spec["tolerations"] = json!([{"key": "spot", "operator": "Equal", "value": "true", "effect": "NoSchedule"}]);

@@ -367,7 +367,7 @@ fn kueue_quota_arithmetic(
             // Kueue decides: where it says no, its word is the verdict.
             if let Some(word) = kueue_word {
                 details.push(format!(
-                    "kgpu's quota arithmetic finds room in flavor {name} of ClusterQueue {}{borrowing}; Kueue also weighs what kgpu does not model here (the pod set's required node affinity against a flavor's nodeLabels, admission fair sharing, topology), or its last attempt predates freed quota",
+                    "kgpu's quota arithmetic finds room in flavor {name} of ClusterQueue {}{borrowing}; Kueue also weighs what kgpu does not model here (admission fair sharing, topology-aware scheduling), or its last attempt predates freed quota",
                     cq.name
                 ));
                 return StepReport {
@@ -412,9 +412,9 @@ fn kueue_quota_arithmetic(
 /// Why Kueue skips `flavor` for this workload, in Kueue's words
 /// (`flavorassigner.checkFlavorForPodSets`, v0.17): a NoSchedule or
 /// NoExecute nodeTaint of the flavor no pod set tolerates (the flavor's
-/// own tolerations count), or a pod set nodeSelector that the flavor's
-/// nodeLabels do not satisfy — on the label keys the ClusterQueue's flavors
-/// carry, the others being left to the scheduler.
+/// own tolerations count), or a pod set nodeSelector or required node
+/// affinity that the flavor's nodeLabels do not satisfy — on the label keys
+/// the ClusterQueue's flavors carry, the others being left to the scheduler.
 fn flavor_mismatch(
     snap: &crate::model::Snapshot,
     cq: &crate::model::Queue,
@@ -436,12 +436,22 @@ fn flavor_mismatch(
         if let Some(t) = untolerated {
             return Some(format!("untolerated taint {}={}:{} in flavor {flavor}", t.key, t.value, t.effect.as_str()));
         }
-        let matches = set
-            .node_selector
+        let label = |key: crate::model::Sym| f.node_labels.iter().find(|(k, _)| *k == key).map(|(_, v)| *v);
+        let selector_ok =
+            set.node_selector.iter().filter(|(k, _)| label_keys.contains(k)).all(|(k, v)| label(*k) == Some(*v));
+        // Required node affinity on the same keys: a term left without
+        // expressions lets any flavor through (the terms are ORed).
+        let terms: Vec<Vec<&crate::model::Requirement>> = set
+            .affinity
             .iter()
-            .filter(|(k, _)| label_keys.contains(k))
-            .all(|(k, v)| f.node_labels.iter().any(|(fk, fv)| fk == k && fv == v));
-        if !matches {
+            .map(|t| t.expressions.iter().filter(|r| label_keys.contains(&r.key)).collect())
+            .collect();
+        let affinity_ok = terms.is_empty()
+            || terms.iter().any(|t| t.is_empty())
+            || terms
+                .iter()
+                .any(|t| t.iter().all(|r| super::super::fit::requirement_matches(r.operator, &r.values, label(r.key))));
+        if !(selector_ok && affinity_ok) {
             return Some(format!("flavor {flavor} doesn't match node affinity"));
         }
     }

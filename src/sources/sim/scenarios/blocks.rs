@@ -160,6 +160,7 @@ pub(super) fn workload(ns: &str, job: &str, queue: &str, pods: u32, gpus: u64, p
             requests: template.requests.clone(),
             node_selector: Box::new([]),
             tolerations: template.tolerations.clone(),
+            affinity: Box::new([]),
         }]),
         priority,
         created,

@@ -152,6 +152,7 @@ fn build(sim: &mut SimCluster) {
                 requests: catalog::requests(gpus, 8, 64),
                 node_selector: crate::model::node::labels_from([("kgpu.dev/pool", pool)]),
                 tolerations: Box::new([]),
+                affinity: Box::new([]),
             }]),
             priority: 0,
             created: ago(20),
