@@ -87,7 +87,8 @@ pub(super) fn fit_step(index: &Index<'_>, demand: &Demand) -> FitResult {
     let mut port_holders: Vec<(&Node, &Pod)> = Vec::new();
     let mut with_nominated;
     for ((node, used), &class) in index.nodes_with_usage().zip(placement.class_of()) {
-        let held_for_nominated = nominated_here(index, demand, node);
+        let ahead = if index.has_nominations() { nominated_ahead(index, demand, node) } else { Vec::new() };
+        let held_for_nominated = held_with(index, node, &ahead);
         let promised = held_for_nominated.is_some();
         let used = match held_for_nominated {
             Some(held) => {
@@ -97,7 +98,9 @@ pub(super) fn fit_step(index: &Index<'_>, demand: &Demand) -> FitResult {
             None => used,
         };
         fit::resource_shortfalls_into(&demand.requests, node, used, &mut shortfalls);
-        let holder = port_holder(&demand.host_ports, index.pods_on(node.name));
+        // Nominated pods bind their host ports too (AddPodInfo in addGENominatedPods).
+        let holder = port_holder(&demand.host_ports, index.pods_on(node.name))
+            .or_else(|| port_holder(&demand.host_ports, &ahead));
         if holder.is_some() {
             // NodePorts comes before NodeResourcesFit in the scheduler's order.
             shortfalls.insert(0, NodeReason::PortsTaken);
@@ -464,22 +467,35 @@ fn stack_breaks(index: &Index<'_>, silent: &[(&Node, u32)]) -> String {
     if broken.is_empty() { String::new() } else { format!("; GPU Operator stack broken: {}", broken.join(", ")) }
 }
 
-/// What `node` holds for `demand` once the pods nominated to it count, as
-/// the scheduler counts them: those of equal or higher priority, not the
-/// demand's own. None when no such pod is nominated there.
-fn nominated_here(index: &Index<'_>, demand: &Demand, node: &Node) -> Option<Tally> {
-    let mut held: Option<Tally> = None;
-    for pod in index.nominated_to(node.name) {
-        let own = match &demand.source {
-            ShapeSource::Pod(key) => pod.namespace == key.namespace && pod.name == key.name,
-            ShapeSource::Gang(key) => index.gang_of(&pod.key()) == Some(key),
-            ShapeSource::Canonical => false,
-        };
-        if pod.priority >= demand.priority && !own {
-            held.get_or_insert_with(|| index.used(node.name).clone()).add_pod(&pod.requests);
-        }
+/// The pods nominated to `node` that the scheduler counts as placed there
+/// for `demand`: those of equal or higher priority, not the demand's own.
+fn nominated_ahead<'a>(index: &Index<'a>, demand: &Demand, node: &Node) -> Vec<&'a Pod> {
+    index
+        .nominated_to(node.name)
+        .iter()
+        .copied()
+        .filter(|pod| {
+            let own = match &demand.source {
+                ShapeSource::Pod(key) => pod.namespace == key.namespace && pod.name == key.name,
+                ShapeSource::Gang(key) => index.gang_of(&pod.key()) == Some(key),
+                ShapeSource::Canonical => false,
+            };
+            pod.priority >= demand.priority && !own
+        })
+        .collect()
+}
+
+/// What `node` holds once `ahead` (its nominated pods that count) are added;
+/// None when there are none.
+fn held_with(index: &Index<'_>, node: &Node, ahead: &[&Pod]) -> Option<Tally> {
+    if ahead.is_empty() {
+        return None;
     }
-    held
+    let mut held = index.used(node.name).clone();
+    for pod in ahead {
+        held.add_pod(&pod.requests);
+    }
+    Some(held)
 }
 
 /// A pod on the node that binds a host port the shape wants.

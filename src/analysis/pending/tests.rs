@@ -388,3 +388,17 @@ fn a_gpu_node_short_of_cpu_is_advised_on_cpu_not_gpus() {
     assert!(train.unblock.iter().all(|u| !u.contains("GPU(s) on")), "{:?}", train.unblock);
     assert_eq!(train.unblock, ["free 4 more cpu (4 free of 16) on n1 (it has the GPUs), or ask for less"]);
 }
+
+#[test]
+fn a_nominated_pods_host_port_is_taken_for_pods_below_it() {
+    let nodes = vec![node("n1").gpus(8).build()];
+    let pods = vec![
+        pod("high").gpus(2).host_port(29500).priority(100).nominated("n1").created(NOW - 300).build(),
+        pod("low").gpus(2).host_port(29500).priority(10).created(NOW - 100).build(),
+    ];
+    let items = items(nodes, pods);
+    let low = item(&items, "low");
+    assert_eq!(low.blocking, Some(Step::Fit), "{}", low.summary);
+    assert_eq!(low.node_reasons.get("ports-taken"), Some(&1), "{:?}", low.node_reasons);
+    assert!(low.unblock.iter().any(|u| u.contains("taken on n1 by default/high")), "{:?}", low.unblock);
+}
