@@ -130,12 +130,16 @@ pub fn room(snap: &Snapshot, cq: &Queue, quota: &QueueQuota) -> Room {
 }
 
 /// The ClusterQueue a LocalQueue feeds.
-pub fn cluster_queue_of(snap: &Snapshot, namespace: Sym, local: Sym) -> Option<&Queue> {
-    let lq = snap
-        .queues
+/// The LocalQueue `local` of `namespace`.
+pub fn local_queue(snap: &Snapshot, namespace: Sym, local: Sym) -> Option<&Queue> {
+    snap.queues
         .values()
-        .find(|q| q.kind == QueueKind::LocalQueue && q.namespace == Some(namespace) && q.name == local)?;
-    let cq = lq.cluster_queue?;
+        .find(|q| q.kind == QueueKind::LocalQueue && q.namespace == Some(namespace) && q.name == local)
+        .map(|q| &**q)
+}
+
+pub fn cluster_queue_of(snap: &Snapshot, namespace: Sym, local: Sym) -> Option<&Queue> {
+    let cq = local_queue(snap, namespace, local)?.cluster_queue?;
     snap.queues.values().find(|q| q.kind == QueueKind::ClusterQueue && q.name == cq).map(|q| &**q)
 }
 

@@ -91,6 +91,12 @@ impl Queue {
         self.quotas.iter().find(|q| q.flavor == flavor && q.resource.as_str() == resource)
     }
 
+    /// Its `spec.stopPolicy` when it stops admission (`Hold`,
+    /// `HoldAndDrain`); none for `None` or no policy.
+    pub fn stopped_with(&self) -> Option<Sym> {
+        self.stop_policy.filter(|p| p.as_str() != "None")
+    }
+
     /// False when the queue reports `Active=False` or is Closed.
     pub fn is_active(&self) -> bool {
         let inactive_condition = self.conditions.iter().any(|c| c.kind.as_str() == "Active" && !c.status);

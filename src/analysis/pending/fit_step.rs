@@ -88,7 +88,7 @@ pub(super) fn fit_step(index: &Index<'_>, demand: &Demand) -> FitResult {
     let mut with_nominated;
     for ((node, used), &class) in index.nodes_with_usage().zip(placement.class_of()) {
         let ahead = if index.has_nominations() { nominated_ahead(index, demand, node) } else { Vec::new() };
-        let held_for_nominated = held_with(index, node, &ahead);
+        let held_for_nominated = held_with(used, &ahead);
         let promised = held_for_nominated.is_some();
         let used = match held_for_nominated {
             Some(held) => {
@@ -485,13 +485,13 @@ fn nominated_ahead<'a>(index: &Index<'a>, demand: &Demand, node: &Node) -> Vec<&
         .collect()
 }
 
-/// What `node` holds once `ahead` (its nominated pods that count) are added;
+/// What a node holds (`used`) once `ahead` (its nominated pods that count) are added;
 /// None when there are none.
-fn held_with(index: &Index<'_>, node: &Node, ahead: &[&Pod]) -> Option<Tally> {
+fn held_with(used: &Tally, ahead: &[&Pod]) -> Option<Tally> {
     if ahead.is_empty() {
         return None;
     }
-    let mut held = index.used(node.name).clone();
+    let mut held = used.clone();
     for pod in ahead {
         held.add_pod(&pod.requests);
     }

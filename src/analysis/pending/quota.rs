@@ -109,11 +109,7 @@ fn kueue_quota_step(index: &Index<'_>, gang: &Gang) -> StepReport {
         };
     };
     let Some(cq) = cq else {
-        let lq_exists = snap
-            .queues
-            .values()
-            .any(|q| q.kind == QueueKind::LocalQueue && q.namespace == Some(gang.namespace) && q.name == local);
-        let summary = if lq_exists {
+        let summary = if queues::local_queue(snap, gang.namespace, local).is_some() {
             format!("LocalQueue {local} points at a ClusterQueue that does not exist")
         } else {
             format!("LocalQueue {local} doesn't exist in namespace {}", gang.namespace)
@@ -128,16 +124,12 @@ fn kueue_quota_step(index: &Index<'_>, gang: &Gang) -> StepReport {
             said_by: None,
         };
     };
-    let lq = snap
-        .queues
-        .values()
-        .find(|q| q.kind == QueueKind::LocalQueue && q.namespace == Some(gang.namespace) && q.name == local)
-        .map(|q| &**q);
+    let lq = queues::local_queue(snap, gang.namespace, local);
     // The ClusterQueue first: a LocalQueue in front of a stopped one is
     // inactive only because of it.
     for queue in std::iter::once(cq).chain(lq) {
         let Some(summary) = held(queue) else { continue };
-        if let Some(policy) = queue.stop_policy.filter(|p| p.as_str() != "None") {
+        if let Some(policy) = queue.stopped_with() {
             let (kind, ns) = match queue.kind {
                 QueueKind::LocalQueue => ("localqueue", format!(" {ns}")),
                 _ => ("clusterqueue", String::new()),
@@ -196,7 +188,7 @@ fn held(queue: &crate::model::Queue) -> Option<String> {
         _ => "ClusterQueue",
     };
     let inactive = queue.conditions.iter().find(|c| c.kind.as_str() == "Active" && !c.status);
-    if let Some(policy) = queue.stop_policy.filter(|p| p.as_str() != "None") {
+    if let Some(policy) = queue.stopped_with() {
         let said = inactive.map(|c| format!("; Kueue: {}", c.message)).unwrap_or_default();
         return Some(format!("{kind} {} is stopped (spec.stopPolicy {policy}){said}", queue.name));
     }

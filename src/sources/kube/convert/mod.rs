@@ -321,6 +321,11 @@ fn host_ports(spec: &PodSpec) -> Box<[HostPort]> {
     ports.into_boxed_slice()
 }
 
+/// A status message as the model keeps it: its first 512 characters.
+fn truncated(message: &str) -> Box<str> {
+    message.chars().take(512).collect::<String>().into_boxed_str()
+}
+
 /// A GPU Operator operand, by the `app` label its DaemonSet gives it (an
 /// NVIDIADriver's driver pods by their component label), and what its status
 /// says: ready, restarts, the first container that does not run and why.
@@ -342,14 +347,11 @@ fn operand(p: &ApiPod) -> Option<Operand> {
         let state = c.state.as_ref()?;
         if let Some(w) = &state.waiting {
             let reason = w.reason.as_deref().filter(|r| !r.is_empty())?;
-            return Some((
-                Sym::new(reason),
-                w.message.as_deref().unwrap_or("").chars().take(512).collect::<String>().into(),
-            ));
+            return Some((Sym::new(reason), truncated(w.message.as_deref().unwrap_or(""))));
         }
         let t = state.terminated.as_ref().filter(|t| t.exit_code != 0)?;
         let reason = t.reason.as_deref().unwrap_or("Error");
-        Some((Sym::new(reason), t.message.as_deref().unwrap_or("").chars().take(512).collect::<String>().into()))
+        Some((Sym::new(reason), truncated(t.message.as_deref().unwrap_or(""))))
     };
     Some(Operand {
         layer,
@@ -412,7 +414,7 @@ pub fn pod(p: &ApiPod) -> Result<Pod> {
     if let Some(status) = &p.status {
         pod.phase = PodPhase::parse(status.phase.as_deref().unwrap_or("Pending"));
         pod.reason = status.reason.as_deref().map(Sym::new);
-        pod.message = status.message.as_deref().map(|m| m.chars().take(512).collect::<String>().into_boxed_str());
+        pod.message = status.message.as_deref().map(truncated);
         for c in status.conditions.iter().flatten() {
             if let Some(t) = &c.last_transition_time {
                 transitioned = transitioned.max(ts(t));
@@ -434,8 +436,7 @@ pub fn pod(p: &ApiPod) -> Result<Pod> {
                         w.reason.as_deref().filter(|r| *r != "ContainerCreating" && *r != "PodInitializing")
                 {
                     pod.reason = Some(Sym::new(r));
-                    pod.message =
-                        w.message.as_deref().map(|m| m.chars().take(512).collect::<String>().into_boxed_str());
+                    pod.message = w.message.as_deref().map(truncated);
                 }
                 if let Some(t) = state.running.as_ref().and_then(|r| r.started_at.as_ref()) {
                     transitioned = transitioned.max(ts(t));
