@@ -27,6 +27,8 @@
 mod counting;
 #[path = "support/floor.rs"]
 mod floor;
+#[path = "support/labels.rs"]
+mod labels;
 #[allow(dead_code)] // compact() is for the protocol test
 #[path = "support/listwatch.rs"]
 mod listwatch;

@@ -12,6 +12,9 @@ mod counting;
 
 #[path = "../tests/support/controlplane.rs"]
 mod controlplane;
+#[path = "support/labels.rs"]
+mod labels;
+#[allow(dead_code)] // gpu_operator() is for benches/peers.rs
 #[path = "support/populate.rs"]
 mod populate;
 

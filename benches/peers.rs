@@ -1,5 +1,5 @@
 //! Peer benchmark: kgpu next to k9s, kubetui and kdash on one real API
-//! server (the test control plane) holding 2,000 GPU nodes (the 197 labels of a real H100
+//! server (the test control plane) holding 2,000 GPU nodes (the labels of a real H100
 //! node, status through the status subresource) and 20,000 bound pods. Each
 //! tool runs in tmux at 200×60, three times, and is measured the same way:
 //!
@@ -7,11 +7,20 @@
 //!   `pods(all)[N]`; kubetui: `Pod [i/N]`; kdash: `Pods (ns: all) [N]`;
 //!   kgpu: the header's GPUs in use), from the tool's start;
 //! - resident memory once loaded, and its peak;
-//! - idle CPU over 30 s;
+//! - idle CPU over 30 s, and what the idle tool costs the cluster over the
+//!   same 30 s: the API server's CPU and requests per second (its own
+//!   `apiserver_request_total`) above the baseline measured with no tool
+//!   running, and the dcgm-exporter reads that reach the stand-in exporter;
 //! - under a steady stream of pod changes (a label patched, 50 a second):
 //!   CPU, and the change-to-screen latency of a deleted pod (every 2 s);
 //! - key latency: a cursor move (`j`) in a long list (kgpu: the pool's
 //!   nodes) until the screen changes (tmux's own capture included).
+//!
+//! Every GPU node runs the GPU Operator's DaemonSet pods as on a real fleet
+//! (driver, toolkit, device plugin, GFD, dcgm-exporter labelled
+//! `app=nvidia-dcgm-exporter`, validator, mig-manager, NFD worker), Running
+//! at this machine's network address, where one stand-in dcgm-exporter
+//! answers every read through the API server's pod proxy.
 //!
 //! Next to them, the floor: the raw paginated LIST of the same pods and
 //! nodes, read and dropped. k9s is built once from the Go module proxy,
@@ -22,14 +31,20 @@
 //!
 //! `cargo bench --bench peers`; `KGPU_BENCH_NODES`, `KGPU_BENCH_PODS`,
 //! `KGPU_BENCH_RUNS`, `KGPU_BENCH_WINDOW` (seconds of idle and of changes),
-//! `KGPU_BENCH_CHURN` (changes/s).
+//! `KGPU_BENCH_CHURN` (changes/s), `KGPU_BENCH_PEERS` (which peers, default
+//! `k9s,kubetui,kdash`; `kgpu-agents-off` adds kgpu with `--agents off`),
+//! `KGPU_BENCH_OPERATOR=0` (no GPU Operator pods).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a benchmark may panic on setup failure
 
+#[path = "support/apiserver.rs"]
+mod apiserver;
 #[path = "../tests/support/controlplane.rs"]
 mod controlplane;
 #[path = "support/floor.rs"]
 mod floor;
+#[path = "support/labels.rs"]
+mod labels;
 #[path = "support/populate.rs"]
 mod populate;
 #[path = "support/terminal.rs"]
@@ -96,6 +111,11 @@ struct Figures {
     rss: Vec<f64>,
     peak: Vec<f64>,
     idle: Vec<f64>,
+    /// The API server's CPU share and requests/s while the tool idles,
+    /// above the baseline; reads that reached the exporter, per second.
+    api_cpu: Vec<f64>,
+    api_rps: Vec<f64>,
+    exporter_rps: Vec<f64>,
     busy: Vec<f64>,
     latency: Vec<f64>,
     keys: Vec<f64>,
@@ -121,9 +141,41 @@ fn main() {
     let t0 = Instant::now();
     let mut gpu_pods = rt.block_on(populate::fleet(&client, nodes, pods));
     eprintln!("created {nodes} nodes and {pods} pods in {:.0} s", t0.elapsed().as_secs_f64());
+    let exporter_text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/dcgm-exporter/gpu-util-no-pod.prom"
+    ))
+    .unwrap();
+    let (operator_pods, exporter_reads) = match apiserver::network_address() {
+        Some(ip) if env("KGPU_BENCH_OPERATOR", 1) == 1 => {
+            let (port, reads) = apiserver::fake_exporter(&ip, 9400, exporter_text);
+            let t0 = Instant::now();
+            let n = rt.block_on(populate::gpu_operator(&client, nodes, &ip, port));
+            eprintln!(
+                "created {n} GPU Operator pods (exporters at {ip}:{port}) in {:.0} s",
+                t0.elapsed().as_secs_f64()
+            );
+            (n, Some(reads))
+        }
+        Some(_) => (0, None),
+        None => {
+            eprintln!("no network address here: the fleet has no GPU Operator pods (the pod proxy refuses loopback)");
+            (0, None)
+        }
+    };
+    let meter = apiserver::Meter { pid: cp.apiserver_pid(), client: client.clone() };
+    let exporter_count = || exporter_reads.as_ref().map_or(0, |r| r.load(Ordering::Relaxed));
 
     let floor = median(&(0..runs).map(|_| rt.block_on(floor::raw_list(&cp.kubeconfig))).collect::<Vec<_>>());
     eprintln!("raw paginated LIST: {floor:.2} s");
+    // The cluster's own idle cost (the scheduler's watches, the server's
+    // housekeeping), taken off each tool's.
+    let before = rt.block_on(meter.read());
+    std::thread::sleep(window);
+    let baseline = apiserver::rates(&before, &rt.block_on(meter.read()));
+    eprintln!("API server with no tool: {:.2}% CPU, {:.2} requests/s", baseline.0 * 100.0, baseline.1);
+    let wanted = std::env::var("KGPU_BENCH_PEERS").unwrap_or_else(|_| "k9s,kubetui,kdash".into());
+    let wanted: Vec<&str> = wanted.split(',').map(str::trim).collect();
 
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = cp.kubeconfig.display().to_string();
@@ -138,25 +190,38 @@ fn main() {
         // The fleet is one pool: enter lists its 2,000 nodes.
         to_a_list: &["Enter"],
     }];
+    if wanted.contains(&"kgpu-agents-off") {
+        tools.push(Tool {
+            name: "kgpu --agents off",
+            command: tools[0].command.replace(" --kubeconfig", " --agents off --kubeconfig"),
+            count: kgpu_used,
+            to_a_list: &["Enter"],
+        });
+    }
     // Peers that did not build, and why: the table says so.
     let mut unbuilt: Vec<(&str, String)> = Vec::new();
     let mut peer = |name: &'static str,
-                    built: Result<PathBuf, String>,
+                    built: &dyn Fn() -> Result<PathBuf, String>,
                     count: fn(&str) -> Option<u64>,
-                    command: &dyn Fn(std::path::Display) -> String| match built {
-        Ok(bin) => tools.push(Tool { name, command: command(bin.display()), count, to_a_list: &[] }),
-        Err(e) => unbuilt.push((name, e)),
+                    command: &dyn Fn(std::path::Display) -> String| {
+        if !wanted.contains(&name) {
+            return;
+        }
+        match built() {
+            Ok(bin) => tools.push(Tool { name, command: command(bin.display()), count, to_a_list: &[] }),
+            Err(e) => unbuilt.push((name, e)),
+        }
     };
     let d = dir.path().display();
-    peer("k9s", build_k9s(), k9s_pods, &|bin| {
+    peer("k9s", &build_k9s, k9s_pods, &|bin| {
         format!(
             "env K9S_CONFIG_DIR={d}/k9s XDG_STATE_HOME={d} XDG_DATA_HOME={d} {bin} --kubeconfig {kubeconfig} -A -c pods --logoless --readonly"
         )
     });
-    peer("kubetui", build_crate("kubetui", KUBETUI), kubetui_pods, &|bin| {
+    peer("kubetui", &|| build_crate("kubetui", KUBETUI), kubetui_pods, &|bin| {
         format!("env HOME={d} XDG_CONFIG_HOME={d} {bin} --kubeconfig {kubeconfig} --all-namespaces")
     });
-    peer("kdash", build_crate("kdash", KDASH), kdash_pods, &|bin| {
+    peer("kdash", &|| build_crate("kdash", KDASH), kdash_pods, &|bin| {
         format!("env HOME={d} XDG_CONFIG_HOME={d} KUBECONFIG={kubeconfig} {bin}")
     });
 
@@ -169,12 +234,12 @@ fn main() {
         .map(|p| (p.metadata.namespace.clone().unwrap(), p.metadata.name.clone().unwrap()))
         .collect();
     let mut victims = listed.iter().filter(|(_, n)| n.starts_with("train-")).cloned();
-    let mut total_pods = pods;
+    let mut total_pods = pods + operator_pods;
     let mut results = Vec::new();
     for tool in &tools {
         let mut f = Figures::default();
         for run in 0..runs {
-            let want_count = if tool.name == "kgpu" { gpu_pods } else { total_pods } as u64;
+            let want_count = if tool.name.starts_with("kgpu") { gpu_pods } else { total_pods } as u64;
             let term = Terminal::start(tool.name, 200, 60, &tool.command);
             let Some(first) = term.wait(LOAD_LIMIT, |s| (tool.count)(s) == Some(want_count)) else {
                 f.failed = Some(format!("no complete view within {} s", LOAD_LIMIT.as_secs()));
@@ -184,7 +249,16 @@ fn main() {
             std::thread::sleep(Duration::from_secs(5));
             f.first_view.push(first.as_secs_f64());
             f.rss.push(term.rss_mib());
+            let (api_before, reads_before) = (rt.block_on(meter.read()), exporter_count());
             f.idle.push(term.cpu_share(window));
+            let api_after = rt.block_on(meter.read());
+            let (api_cpu, api_rps) = apiserver::rates(&api_before, &api_after);
+            for (series, n) in apiserver::busiest(&api_before, &api_after, 6) {
+                eprintln!("  {}: {n:.0} × {series}", tool.name);
+            }
+            f.api_cpu.push(api_cpu - baseline.0);
+            f.api_rps.push(api_rps - baseline.1);
+            f.exporter_rps.push((exporter_count() - reads_before) as f64 / window.as_secs_f64());
 
             // Changes: `rate` label patches a second, spread over the pods.
             let stop = Arc::new(AtomicBool::new(false));
@@ -213,7 +287,7 @@ fn main() {
                     .unwrap();
                 gpu_pods -= 1;
                 total_pods -= 1;
-                let want = if tool.name == "kgpu" { gpu_pods } else { total_pods } as u64;
+                let want = if tool.name.starts_with("kgpu") { gpu_pods } else { total_pods } as u64;
                 let seen = term.wait(Duration::from_secs(30), |s| (tool.count)(s) == Some(want));
                 f.latency.push(seen.map_or(f64::INFINITY, |d| d.as_secs_f64()));
             }
@@ -237,13 +311,16 @@ fn main() {
                 std::thread::sleep(Duration::from_millis(200));
             }
             eprintln!(
-                "{} run {}: first view {:.2} s, {:.0} MiB (peak {:.0}), idle {:.2}%, under changes {:.0}% and {:.2} s to the screen, keys {:.1} ms",
+                "{} run {}: first view {:.2} s, {:.0} MiB (peak {:.0}), idle {:.2}% (API server +{:.2}%, +{:.2} requests/s, {:.2} exporter reads/s), under changes {:.0}% and {:.2} s to the screen, keys {:.1} ms",
                 tool.name,
                 run + 1,
                 first.as_secs_f64(),
                 f.rss.last().unwrap(),
                 f.peak.last().unwrap(),
                 f.idle.last().unwrap() * 100.0,
+                f.api_cpu.last().unwrap() * 100.0,
+                f.api_rps.last().unwrap(),
+                f.exporter_rps.last().unwrap(),
                 f.busy.last().unwrap() * 100.0,
                 median(&f.latency),
                 median(&f.keys) * 1000.0
@@ -255,28 +332,36 @@ fn main() {
         eprintln!("{name}: {why}");
         results.push((name, Figures { failed: Some(why), ..Default::default() }));
     }
-    report(nodes, pods, floor, rate, &results);
+    report(nodes, pods + operator_pods, floor, rate, baseline, &results);
 }
 
-fn report(nodes: usize, pods: usize, floor: f64, rate: u64, results: &[(&str, Figures)]) {
+fn report(nodes: usize, pods: usize, floor: f64, rate: u64, baseline: (f64, f64), results: &[(&str, Figures)]) {
     println!("{nodes} nodes, {pods} pods on one real API server (medians); raw paginated LIST: {floor:.2} s");
     println!(
-        "| tool | first complete view | resident (peak) | idle CPU | CPU under {rate} changes/s | change to screen | key |"
+        "API server with no tool: {:.2}% of a core, {:.2} requests/s (taken off each tool's cost below)",
+        baseline.0 * 100.0,
+        baseline.1
     );
-    println!("|---|---|---|---|---|---|---|");
+    println!(
+        "| tool | first complete view | resident (peak) | idle CPU | API server CPU, idle | requests/s, idle | exporter reads/s | CPU under {rate} changes/s | change to screen | key |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|");
     let kgpu = results.iter().find(|(n, _)| *n == "kgpu").map(|(_, f)| f);
     for (name, f) in results {
         if let Some(why) = &f.failed {
-            println!("| {name} | {why} | | | | | |");
+            println!("| {name} | {why} | | | | | | | | |");
             continue;
         }
         println!(
-            "| {name} | {:.2} s ({:.2}× the LIST) | {:.0} MiB ({:.0}) | {:.2}% | {:.0}% | {:.2} s | {:.1} ms |",
+            "| {name} | {:.2} s ({:.2}× the LIST) | {:.0} MiB ({:.0}) | {:.2}% | {:.2}% | {:.2} | {:.2} | {:.0}% | {:.2} s | {:.1} ms |",
             median(&f.first_view),
             median(&f.first_view) / floor,
             median(&f.rss),
             median(&f.peak),
             median(&f.idle) * 100.0,
+            median(&f.api_cpu) * 100.0,
+            median(&f.api_rps),
+            median(&f.exporter_rps),
             median(&f.busy) * 100.0,
             median(&f.latency),
             median(&f.keys) * 1000.0
@@ -286,10 +371,11 @@ fn report(nodes: usize, pods: usize, floor: f64, rate: u64, results: &[(&str, Fi
         for (name, f) in results.iter().filter(|(n, f)| *n != "kgpu" && f.failed.is_none()) {
             let ratio = |a: &[f64], b: &[f64]| median(a) / median(b);
             println!(
-                "{name} ÷ kgpu: first view {:.1}×, resident {:.1}×, idle CPU {:.1}×, CPU under changes {:.1}×, change to screen {:.1}×, key {:.1}×",
+                "{name} ÷ kgpu: first view {:.1}×, resident {:.1}×, idle CPU {:.1}×, API server CPU while idle {:.1}×, CPU under changes {:.1}×, change to screen {:.1}×, key {:.1}×",
                 ratio(&f.first_view, &k.first_view),
                 ratio(&f.rss, &k.rss),
                 ratio(&f.idle, &k.idle),
+                ratio(&f.api_cpu, &k.api_cpu),
                 ratio(&f.busy, &k.busy),
                 ratio(&f.latency, &k.latency),
                 ratio(&f.keys, &k.keys)

@@ -39,7 +39,6 @@ use axum::http::{StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use tokio::sync::broadcast;
 
-const LABELS: &str = include_str!("../../tests/fixtures/nodes/h100-80gb-mig-mixed-all-balanced.labels.json");
 const REQUIRE: &str = include_str!("../../tests/fixtures/compat/nvidia-require-cuda-12.4.1.env");
 
 /// How many changes stay replayable for a watch or a continue token; older
@@ -85,7 +84,7 @@ pub struct Fleet {
 
 impl Fleet {
     pub fn new(nodes: usize, pods: usize) -> Arc<Fleet> {
-        let labels: serde_json::Map<String, serde_json::Value> = serde_json::from_str(LABELS).unwrap();
+        let labels = super::labels::h100x8();
         let node_labels = labels
             .iter()
             // Each node's own: its hostname and the time GFD labelled it.

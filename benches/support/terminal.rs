@@ -80,13 +80,7 @@ impl Terminal {
 
     /// CPU seconds used so far (user + system).
     pub fn cpu_seconds(&self) -> f64 {
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.pid)).unwrap_or_default();
-        // Fields after the command name (which may hold spaces) in parentheses.
-        let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
-        let f: Vec<&str> = rest.split_whitespace().collect();
-        let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
-        // utime and stime are fields 14 and 15 of stat; 12 and 13 after the name.
-        (ticks(11) + ticks(12)) / 100.0
+        cpu_seconds(self.pid)
     }
 
     /// The share of one core it used over `window`.
@@ -95,6 +89,17 @@ impl Terminal {
         std::thread::sleep(window);
         (self.cpu_seconds() - before) / window.as_secs_f64()
     }
+}
+
+/// CPU seconds (user + system) process `pid` has used so far.
+pub fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name (which may hold spaces) in parentheses.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    // utime and stime are fields 14 and 15 of stat; 12 and 13 after the name.
+    (ticks(11) + ticks(12)) / 100.0
 }
 
 impl Drop for Terminal {

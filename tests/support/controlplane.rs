@@ -149,8 +149,14 @@ impl ControlPlane {
         self.signal_apiserver("-CONT");
     }
 
-    fn signal_apiserver(&self, signal: &str) {
+    /// The running kube-apiserver's process id.
+    pub fn apiserver_pid(&self) -> u32 {
         let (_, pid) = self.processes().into_iter().find(|(c, _)| *c == Component::ApiServer).expect("apiserver runs");
+        pid
+    }
+
+    fn signal_apiserver(&self, signal: &str) {
+        let pid = self.apiserver_pid();
         let ok = Command::new("kill").args([signal, &pid.to_string()]).status().is_ok_and(|s| s.success());
         assert!(ok, "kill {signal} {pid}");
     }
