@@ -145,6 +145,8 @@ pub enum Command {
     Repartition(RepartitionArgs),
     /// Run the defragmentation plan for a pending gang or pod until it is placed.
     Defrag(DefragArgs),
+    /// Release what a kgpu that ended without finishing (killed, its SSH session dropped) left: its defrag reservations, its open audit lines. Lists it first.
+    Release(ReleaseArgs),
     /// Print shell completions: `source <(kgpu completions bash)`.
     Completions(CompletionsArgs),
     /// Print the manual page (roff): `kgpu man | man -l -`.
@@ -283,6 +285,14 @@ pub struct RepartitionArgs {
 pub struct DefragArgs {
     /// NAMESPACE/NAME of the pending Workload, PodGroup or pod (default: the plan's own target).
     pub target: Option<String>,
+    #[command(flatten)]
+    pub act: ActOptions,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct ReleaseArgs {
+    /// Nodes whose kgpu reservation to remove (default: every one an abandoned action still holds).
+    pub nodes: Vec<String>,
     #[command(flatten)]
     pub act: ActOptions,
 }

@@ -493,14 +493,19 @@ fn quitting_while_an_action_runs_asks_first() {
 /// `kgpu ARGS` with its own data dir: (exit code, stdout + stderr, audit lines).
 fn kgpu(args: &[&str]) -> (Option<i32>, String, Vec<Value>) {
     let data = tempfile::tempdir().unwrap();
+    kgpu_in(data.path(), args)
+}
+
+/// `kgpu ARGS` with the data dir `data`.
+fn kgpu_in(data: &std::path::Path, args: &[&str]) -> (Option<i32>, String, Vec<Value>) {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_kgpu"))
         .args(args)
-        .env("KGPU_DATA_DIR", data.path())
+        .env("KGPU_DATA_DIR", data)
         .stdin(std::process::Stdio::null())
         .output()
         .unwrap();
     let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    let audit = std::fs::read_to_string(data.path().join("audit.jsonl"))
+    let audit = std::fs::read_to_string(data.join("audit.jsonl"))
         .unwrap_or_default()
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
@@ -631,6 +636,91 @@ fn a_signal_cancels_a_command_line_defrag_which_releases_its_nodes_and_says_so()
         let results: Vec<&str> = audit.iter().map(|e| e["result"].as_str().unwrap()).collect();
         assert_eq!(results, ["started", "cancelled"], "SIG{signal}");
         assert!(audit[1]["detail"].as_str().unwrap().contains("reservation released"), "{}", audit[1]);
+    }
+}
+
+/// SIGKILL cannot be caught: a defrag killed after reserving its nodes
+/// leaves only its `started` line. The next kgpu says so before any action,
+/// `kgpu release` lists it with what it left and, confirmed, closes it in
+/// the audit log; after that nothing is left to release.
+#[test]
+fn a_later_kgpu_finds_what_a_killed_one_left_and_releases_it() {
+    use std::io::{BufRead, BufReader};
+    let data = tempfile::tempdir().unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_kgpu"))
+        .args(["defrag", "research/job-llm-sft-295a1", "-s", "fragmented", "--yes"])
+        .env("KGPU_DATA_DIR", data.path())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let reserved = BufReader::new(child.stdout.take().unwrap())
+        .lines()
+        .map_while(Result::ok)
+        .any(|line| line.contains("defrag: reserved"));
+    assert!(reserved);
+    child.kill().unwrap();
+    child.wait().unwrap();
+
+    let (code, text, _) = kgpu_in(data.path(), &["cordon", "gpu-01", "-s", "fragmented", "--dry-run"]);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.contains("note: 1 action(s) of a kgpu that ended without finishing"), "{text}");
+    // Listed, not run, without --yes.
+    let (code, text, _) = kgpu_in(data.path(), &["release", "-s", "fragmented"]);
+    assert_eq!(code, Some(2), "{text}");
+    let said = "abandoned: run-defrag-plan target workload/research/job-llm-sft-295a1";
+    assert!(text.contains(said) && text.contains(&format!("kgpu pid {pid} on ")), "{text}");
+    // A fresh demo holds none of the killed one's reservations.
+    assert!(text.contains("left nothing in the cluster now"), "{text}");
+    let (code, text, audit) = kgpu_in(data.path(), &["release", "-s", "fragmented", "--yes"]);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.contains("1 abandoned action(s) closed in the audit log"), "{text}");
+    let lines: Vec<(&str, &str)> =
+        audit.iter().map(|e| (e["action"].as_str().unwrap(), e["result"].as_str().unwrap())).collect();
+    assert!(lines.contains(&("run-defrag-plan", "abandoned")), "{lines:?}");
+    let closed = audit.iter().find(|e| e["result"] == "abandoned").unwrap();
+    assert_eq!(closed["run"]["pid"], pid, "the close names the killed run: {closed}");
+    let (code, text, _) = kgpu_in(data.path(), &["release", "-s", "fragmented"]);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.contains("nothing left behind"), "{text}");
+}
+
+/// `:release` in the cockpit: what abandoned actions left, in the same
+/// confirmation as every action; with none, it says nothing is left.
+#[test]
+fn the_palettes_release_confirms_what_abandoned_actions_left() {
+    let type_line = |app: &mut App, v: &Views, line: &str| {
+        for c in line.chars() {
+            key(app, v, c);
+        }
+        app.update(Msg::Key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE)), v)
+    };
+    let mut v = views("fragmented");
+    let mut app = fleet_app(false);
+    type_line(&mut app, &v, ":release");
+    assert!(notice(&app).contains("nothing left behind"), "{}", notice(&app));
+    assert!(app.overlay.is_none());
+    let killed = kgpu::model::audit::AuditEntry {
+        time: "2026-12-05T08:00:00Z".into(),
+        context: "demo".into(),
+        user: "sre".into(),
+        action: "drain".into(),
+        targets: vec!["node/gpu-03".into()],
+        dry_run: false,
+        result: "started".into(),
+        detail: String::new(),
+        run: Some(kgpu::model::audit::RunMark { host: "jump-1".into(), pid: 4242, action: 1 }),
+    };
+    v.abandoned = vec![killed.clone()];
+    type_line(&mut app, &v, ":release");
+    match &app.overlay {
+        Some(Overlay::Confirm(c)) => {
+            assert_eq!(c.action, Action::Release { nodes: vec![], abandoned: vec![killed] });
+            assert!(c.impact.warnings.iter().any(|w| w.contains("abandoned: drain node/gpu-03")), "{:?}", c.impact);
+        }
+        other => panic!("no confirmation: {other:?}"),
     }
 }
 

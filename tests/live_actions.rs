@@ -448,3 +448,84 @@ async fn a_drain_goes_on_through_an_apiserver_restart() {
     })
     .await;
 }
+
+/// What a kgpu killed mid-action left on the real cluster: a defrag's
+/// reservation taint and a drain's cordon, with only their `started` lines
+/// in the audit log (a process that no longer runs, on this host).
+/// `kgpu release --yes` takes the reservation off, leaves the cordon (said,
+/// with its undo) and closes both lines as `abandoned`.
+#[tokio::test]
+async fn release_takes_off_what_a_killed_kgpu_reserved_and_closes_its_lines() {
+    use std::io::Write;
+    let Some(cp) = ControlPlane::shared_if_enabled() else { return };
+    let client = client(cp).await;
+    let taint = json!([{"key": "kgpu.dev/defrag", "value": "ml.train-x", "effect": "NoSchedule"}]);
+    gpu_node(&client, "act-left-reserved", 8, json!({}), taint).await;
+    gpu_node(&client, "act-left-drained", 8, json!({}), json!([])).await;
+    let data = tempfile::tempdir().unwrap();
+    let kgpu = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_kgpu"))
+            .args(args)
+            .args(["--kubeconfig", &cp.kubeconfig.display().to_string()])
+            .env("KGPU_DATA_DIR", data.path())
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        (out.status.code(), text)
+    };
+    // A real cordon gives the audit log its context; the drain it stands for was killed after it.
+    let (code, text) = kgpu(&["cordon", "act-left-drained", "--yes"]);
+    assert_eq!(code, Some(0), "{text}");
+    let log = data.path().join("audit.jsonl");
+    let first: Value = serde_json::from_str(std::fs::read_to_string(&log).unwrap().lines().next().unwrap()).unwrap();
+    let gone = {
+        let mut c = std::process::Command::new("true").spawn().unwrap();
+        c.wait().unwrap();
+        c.id()
+    };
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap().trim().to_string();
+    let started = |n: u64, action: &str, targets: Value| {
+        let mut e = first.clone();
+        e["action"] = action.into();
+        e["targets"] = targets;
+        e["result"] = "started".into();
+        e["run"] = json!({"host": host, "pid": gone, "action": n});
+        format!("{e}\n")
+    };
+    let mut text = started(1, "drain", json!(["node/act-left-drained"]));
+    text += &started(
+        2,
+        "run-defrag-plan",
+        json!(["target workload/ml/train-x", "reserve node/act-left-reserved", "pod/ml/other-0"]),
+    );
+    std::fs::OpenOptions::new().append(true).open(&log).unwrap().write_all(text.as_bytes()).unwrap();
+
+    let (code, text) = kgpu(&["release"]);
+    assert_eq!(code, Some(2), "listed, not run without --yes: {text}");
+    assert!(text.contains("left act-left-reserved reserved"), "{text}");
+    assert!(
+        text.contains("act-left-drained cordoned (release leaves it so: kubectl uncordon act-left-drained"),
+        "{text}"
+    );
+    assert!(text.contains("kubectl taint node act-left-reserved kgpu.dev/defrag-"), "{text}");
+    let (code, text) = kgpu(&["release", "--yes"]);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.contains("reservation released on act-left-reserved"), "{text}");
+    assert!(text.contains("2 abandoned action(s) closed"), "{text}");
+    let nodes: Api<Node> = Api::all(client.clone());
+    let taints = nodes.get("act-left-reserved").await.unwrap().spec.unwrap().taints.unwrap_or_default();
+    assert!(taints.iter().all(|t| t.key != "kgpu.dev/defrag"), "{taints:?}");
+    assert!(unschedulable(&client, "act-left-drained").await, "a killed drain's cordon is the user's to undo");
+    let closed: Vec<Value> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|e| e["result"] == "abandoned")
+        .collect();
+    assert_eq!(closed.len(), 2);
+    assert!(closed.iter().any(|e| e["detail"].as_str().unwrap().contains("left cordoned: act-left-drained")));
+    let (code, text) = kgpu(&["release"]);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.contains("no abandoned kgpu action"), "{text}");
+}

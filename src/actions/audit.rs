@@ -9,6 +9,7 @@ use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::PathBuf;
 
 pub use crate::model::audit::AuditEntry as Entry;
+use crate::model::audit::RunMark;
 
 #[derive(Clone, Debug)]
 pub struct AuditLog {
@@ -32,6 +33,21 @@ impl AuditLog {
         f.write_all(&line)
     }
 
+    /// Actions started in kube context `context` whose kgpu ended before
+    /// they did (killed, or its machine rebooted): a start with no end,
+    /// written on this host by a process that is no longer a kgpu. Starts
+    /// from another host are left out (nothing here can tell whether they run).
+    pub fn abandoned(&self, context: &str) -> Vec<Entry> {
+        let Ok(text) = std::fs::read_to_string(&self.path) else { return Vec::new() };
+        let entries =
+            text.lines().filter_map(|l| serde_json::from_str::<Entry>(l).ok()).filter(|e| e.context == context);
+        let host = host_name();
+        crate::model::audit::open_runs(entries)
+            .into_iter()
+            .filter(|e| e.run.as_ref().is_some_and(|r| r.host == host && !still_running(e, r)))
+            .collect()
+    }
+
     /// The newest `n` entries made in kube context `context`, newest first
     /// (for the Events pane). Lines that do not parse are skipped.
     pub fn tail(&self, n: usize, context: &str) -> Vec<Entry> {
@@ -43,6 +59,43 @@ impl AuditLog {
             .take(n)
             .collect()
     }
+}
+
+/// The mark of this process's action `action`.
+pub fn this_run(action: u64) -> RunMark {
+    RunMark { host: host_name(), pid: std::process::id(), action }
+}
+
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname").map(|h| h.trim().to_string()).unwrap_or_default()
+}
+
+/// Whether the process that wrote `start` still runs: its pid is alive and
+/// is a kgpu, or was already running when the line was written. A pid the
+/// kernel gave since to another program is not the kgpu that wrote it.
+fn still_running(start: &Entry, run: &RunMark) -> bool {
+    if run.pid == std::process::id() {
+        return true;
+    }
+    let Ok(cmdline) = std::fs::read(format!("/proc/{}/cmdline", run.pid)) else { return false };
+    let program = cmdline.split(|b| *b == 0).next().unwrap_or_default();
+    let name = program.rsplit(|b| *b == b'/').next().unwrap_or_default();
+    let written = crate::model::time::parse_rfc3339(&start.time);
+    name.starts_with(b"kgpu") || process_start(run.pid).zip(written).is_none_or(|(began, at)| began <= at + 1)
+}
+
+/// When process `pid` started, in seconds since the epoch (Linux: boot
+/// time plus its start in clock ticks, at the usual 100 a second).
+fn process_start(pid: u32) -> Option<i64> {
+    let boot: i64 = std::fs::read_to_string("/proc/stat")
+        .ok()?
+        .lines()
+        .find_map(|l| l.strip_prefix("btime ").and_then(|v| v.trim().parse().ok()))?;
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = stat.rsplit_once(')')?.1;
+    // starttime is field 22 of stat: the 20th after the command name.
+    let ticks: i64 = rest.split_whitespace().nth(19)?.parse().ok()?;
+    Some(boot + ticks / 100)
 }
 
 #[cfg(test)]
@@ -63,6 +116,7 @@ mod tests {
             dry_run: false,
             result: "ok".into(),
             detail: "node/gpu-01 cordoned".into(),
+            run: None,
         };
         log.append(&e).unwrap();
         log.append(&Entry { action: "drain".into(), ..e.clone() }).unwrap();
@@ -94,6 +148,7 @@ mod tests {
                             dry_run: false,
                             result: "ok".into(),
                             detail: long.clone(),
+                            run: None,
                         };
                         log.append(&e).unwrap();
                     }

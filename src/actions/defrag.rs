@@ -289,7 +289,7 @@ impl Executor {
 
     /// Removes the reservation taint; `Err` names the nodes that keep it
     /// and the command that removes it by hand.
-    async fn release(&self, nodes: &[Sym], dry: bool) -> Result<(), String> {
+    pub(super) async fn release(&self, nodes: &[Sym], dry: bool) -> Result<(), String> {
         let mut left = Vec::new();
         for node in nodes {
             if let Err(e) = self.backend.remove_taint(*node, Sym::new(RESERVATION_TAINT), dry).await {

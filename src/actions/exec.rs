@@ -51,7 +51,7 @@ impl Executor {
         // Nothing changes without a record that it started: an action leaves
         // one even if kgpu dies before its end.
         if !request.dry_run {
-            let entry = self.entry(&request, "started", String::new());
+            let entry = self.entry(&request, crate::model::audit::STARTED, String::new());
             let written = match &self.audit {
                 Some(log) => log
                     .append(&entry)
@@ -95,6 +95,7 @@ impl Executor {
             dry_run: request.dry_run,
             result: result.into(),
             detail,
+            run: Some(super::audit::this_run(self.id)),
         }
     }
 
@@ -114,6 +115,7 @@ impl Executor {
             Action::RunPlan { target, label, evictions, reserve } => {
                 self.run_plan(target, label, evictions, reserve, dry).await
             }
+            Action::Release { nodes, abandoned } => self.release_leftovers(&snap, nodes, abandoned, dry).await,
         }
     }
 

@@ -107,6 +107,7 @@ pub fn of(index: &Index<'_>, action: &Action) -> Impact {
         Action::RunPlan { target, evictions, reserve, .. } => {
             super::defrag::impact(index, target, evictions, reserve, &mut impact)
         }
+        Action::Release { nodes, abandoned } => super::release::impact(index.snap, nodes, abandoned, &mut impact),
     }
     impact
 }

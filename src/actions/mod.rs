@@ -11,9 +11,11 @@ pub mod defrag;
 mod drain;
 pub mod exec;
 pub mod impact;
+pub mod release;
 mod repartition;
 mod requeue;
 
+use crate::model::audit::AuditEntry;
 use crate::model::{GangKey, PodKey, Sym};
 
 /// A line from a running action: progress, or (`done`) its end.
@@ -62,6 +64,13 @@ pub enum Action {
         evictions: Vec<PodKey>,
         reserve: Vec<Sym>,
     },
+    /// What a kgpu that ended without finishing left: its defrag
+    /// reservations come off `nodes`, its open actions (their `started`
+    /// lines) are closed in the audit log.
+    Release {
+        nodes: Vec<Sym>,
+        abandoned: Vec<AuditEntry>,
+    },
 }
 
 /// What a defragmentation plan makes room for.
@@ -100,6 +109,7 @@ impl Action {
             Action::Requeue { .. } => "requeue",
             Action::RepartitionMig { .. } => "repartition-mig",
             Action::RunPlan { .. } => "run-defrag-plan",
+            Action::Release { .. } => "release",
         }
     }
 
@@ -126,6 +136,16 @@ impl Action {
                     .chain(evictions.iter().map(|k| format!("pod/{}/{}", k.namespace, k.name)))
                     .collect()
             }
+            Action::Release { nodes, abandoned } => nodes
+                .iter()
+                .map(|n| format!("node/{n}"))
+                .chain(
+                    abandoned
+                        .iter()
+                        .filter_map(|a| a.run.as_ref())
+                        .map(|r| format!("run {}/{}/{}", r.host, r.pid, r.action)),
+                )
+                .collect(),
         }
     }
 
@@ -137,13 +157,14 @@ impl Action {
             | Action::Drain { node, .. }
             | Action::RepartitionMig { node, .. } => vec![*node],
             Action::RunPlan { reserve, .. } => reserve.clone(),
+            Action::Release { nodes, .. } => nodes.clone(),
             Action::Requeue { .. } => Vec::new(),
         }
     }
 
     /// Whether it disrupts running work (and so needs the full confirmation).
     pub fn is_disruptive(&self) -> bool {
-        !matches!(self, Action::Cordon { .. } | Action::Uncordon { .. })
+        !matches!(self, Action::Cordon { .. } | Action::Uncordon { .. } | Action::Release { .. })
     }
 
     /// What the confirmation asks, naming every target.
@@ -155,6 +176,7 @@ impl Action {
             Action::Requeue { gang } => requeue::question(gang),
             Action::RepartitionMig { node, config } => repartition::question(*node, config),
             Action::RunPlan { label, evictions, reserve, .. } => defrag::question(label, evictions, reserve),
+            Action::Release { nodes, abandoned } => release::question(nodes, abandoned),
         }
     }
 
@@ -169,6 +191,7 @@ impl Action {
             Action::Requeue { gang } => gang.name.to_string(),
             Action::RunPlan { target: PlanTarget::Gang(g), .. } => g.name.to_string(),
             Action::RunPlan { target: PlanTarget::Pod(p), .. } => p.name.to_string(),
+            Action::Release { .. } => "release".into(),
         }
     }
 

@@ -104,6 +104,29 @@ impl App {
         Vec::new()
     }
 
+    /// `:release`: what abandoned actions left, in a confirmation.
+    pub(super) fn release(&mut self, views: &Views) -> Vec<Effect> {
+        if self.refuse_read_only() {
+            return Vec::new();
+        }
+        let left = crate::analysis::leftovers::find(&views.abandoned, &views.snap);
+        let (nodes, abandoned) = crate::actions::release::of_leftovers(&left);
+        if nodes.is_empty() && abandoned.is_empty() {
+            let why = match left.unaccounted.first() {
+                None => {
+                    "nothing left behind: no abandoned kgpu action in this context, no kgpu reservation".to_string()
+                }
+                Some((node, value)) => format!(
+                    "no abandoned kgpu action here; {node} keeps kgpu's reservation for {value} (a plan may be running elsewhere): kgpu release {node}"
+                ),
+            };
+            self.notify(why, false);
+            return Vec::new();
+        }
+        self.confirm(Action::Release { nodes, abandoned }, views);
+        Vec::new()
+    }
+
     pub(super) fn execute(&mut self, action: Action, dry_run: bool) -> Vec<Effect> {
         let label =
             format!("{}{} {}", if dry_run { "dry run: would " } else { "" }, action.verb(), action.targets().join(" "));

@@ -247,6 +247,7 @@ impl App {
                 return self.switch_source(SourceSwitch::Namespace(ns), views);
             }
             Ok(palette::PaletteCommand::Theme(name)) => return vec![Effect::SetTheme(name)],
+            Ok(palette::PaletteCommand::Release) => return self.release(views),
             Ok(palette::PaletteCommand::Plan(target)) => {
                 self.switch(Pane::Drivers);
                 if target.is_some() {

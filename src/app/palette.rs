@@ -23,6 +23,8 @@ pub enum PaletteCommand {
     Namespace(Option<String>),
     Help,
     Messages,
+    /// What a kgpu that ended without finishing left: see it, release it.
+    Release,
     /// The lesson or mystery running: its reader.
     Lesson,
     Hint,
@@ -42,6 +44,7 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ("lesson | hint | answer CAUSE", "a lesson or mystery: its question, the next hint, your answer"),
     ("help", "the key help"),
     ("messages", "every message of this session, newest first"),
+    ("release", "what a killed kgpu left (defrag reservations, open actions): see and release it"),
     ("q | quit", "quit"),
 ];
 
@@ -84,6 +87,7 @@ pub fn parse(line: &str) -> Result<PaletteCommand, String> {
         "answer" => PaletteCommand::Answer(need("a cause (Tab lists them)")?),
         "help" | "?" => PaletteCommand::Help,
         "messages" | "msgs" | "log" => PaletteCommand::Messages,
+        "release" => PaletteCommand::Release,
         "" => return Err("empty command; try :help".into()),
         other => {
             return Err(format!(
@@ -106,7 +110,7 @@ pub struct Vocabulary {
 /// The words a command line starts with, in the order the hint lists them.
 pub const WORDS: &[&str] = &[
     "fleet", "pending", "gangs", "queues", "mig", "drivers", "events", "usage", "idle", "ctx", "ns", "scenario",
-    "theme", "plan", "why", "filter", "messages", "lesson", "hint", "answer", "help", "quit",
+    "theme", "plan", "why", "filter", "messages", "release", "lesson", "hint", "answer", "help", "quit",
 ];
 
 pub const THEMES: &[&str] = &["dark", "light", "high-contrast", "mono"];

@@ -10,12 +10,14 @@ use std::process::ExitCode;
 use tokio::sync::{mpsc, watch};
 
 use crate::actions::impact::{self, Impact};
-use crate::actions::{Action, ActionRequest, Progress};
+use crate::actions::{self, Action, ActionRequest, Progress};
 use crate::analysis::fragmentation::PlanStatus;
 use crate::analysis::index::Index;
+use crate::analysis::leftovers;
 use crate::analysis::{self, Analysis, Thresholds};
 use crate::cli::{ActOptions, SourceArgs, UiArgs};
 use crate::config::Paths;
+use crate::model::audit::AuditEntry;
 use crate::model::{GangKey, Snapshot, Sym};
 use crate::reference::mig;
 
@@ -27,10 +29,19 @@ use super::{UsageError, outln};
 pub enum Wanted {
     Cordon(String),
     Uncordon(String),
-    Drain { node: String, gpu_only: bool, force: bool },
+    Drain {
+        node: String,
+        gpu_only: bool,
+        force: bool,
+    },
     Requeue(String),
-    Repartition { node: String, config: String },
+    Repartition {
+        node: String,
+        config: String,
+    },
     Defrag(Option<String>),
+    /// Nodes to release (none: whatever abandoned actions left).
+    Release(Vec<String>),
 }
 
 /// Exit code when the action was not confirmed (no --yes, no terminal).
@@ -62,7 +73,18 @@ async fn act(wanted: Wanted, opts: &ActOptions, source: &SourceArgs, paths: Path
     let now = session.now(&snap);
     let thresholds = Thresholds::default();
     let analysis = analysis::analyze(&snap, now, &thresholds);
-    let action = match resolve(&wanted, &snap, &analysis, &thresholds)? {
+    let abandoned = session
+        .executor
+        .as_ref()
+        .and_then(|e| e.audit.as_ref().map(|log| log.abandoned(&e.context)))
+        .unwrap_or_default();
+    if !abandoned.is_empty() && !matches!(wanted, Wanted::Release(_)) {
+        outln!(
+            "note: {} action(s) of a kgpu that ended without finishing are open in the audit log; `kgpu release` lists what they left and releases it",
+            abandoned.len()
+        );
+    }
+    let action = match resolve(&wanted, &snap, &analysis, &thresholds, &abandoned)? {
         Resolved::Act(action) => action,
         Resolved::Done(why) => {
             outln!("{why}");
@@ -155,8 +177,15 @@ fn node(snap: &Snapshot, name: &str) -> Result<Sym, UsageError> {
     Err(UsageError(format!("node {name} not found; nodes: {}", some.join(" "))))
 }
 
-fn resolve(wanted: &Wanted, snap: &Snapshot, analysis: &Analysis, thresholds: &Thresholds) -> anyhow::Result<Resolved> {
+fn resolve(
+    wanted: &Wanted,
+    snap: &Snapshot,
+    analysis: &Analysis,
+    thresholds: &Thresholds,
+    abandoned: &[AuditEntry],
+) -> anyhow::Result<Resolved> {
     let action = match wanted {
+        Wanted::Release(names) => return release(names, snap, abandoned),
         Wanted::Cordon(n) => Action::Cordon { node: node(snap, n)? },
         Wanted::Uncordon(n) => Action::Uncordon { node: node(snap, n)? },
         Wanted::Drain { node: n, gpu_only, force } => {
@@ -234,6 +263,45 @@ fn resolve(wanted: &Wanted, snap: &Snapshot, analysis: &Analysis, thresholds: &T
         }
     };
     Ok(Resolved::Act(action))
+}
+
+/// `kgpu release [NODE…]`: the named nodes' reservations (and the abandoned
+/// actions that held only those), or everything abandoned actions left.
+fn release(names: &[String], snap: &Snapshot, abandoned: &[AuditEntry]) -> anyhow::Result<Resolved> {
+    let left = leftovers::find(abandoned, snap);
+    let (nodes, runs) = if names.is_empty() {
+        actions::release::of_leftovers(&left)
+    } else {
+        let nodes = names.iter().map(|n| node(snap, n)).collect::<Result<Vec<Sym>, _>>()?;
+        let bare: Vec<&str> = nodes
+            .iter()
+            .filter(|n| !left.unaccounted.iter().any(|(u, _)| u == *n) && !left.reserved().contains(n))
+            .map(|n| n.as_str())
+            .collect();
+        if !bare.is_empty() {
+            return Err(UsageError(format!("no kgpu reservation on {}", bare.join(" "))).into());
+        }
+        let runs = left
+            .abandoned
+            .iter()
+            .filter(|a| !a.reserved.is_empty() && a.reserved.iter().all(|r| nodes.contains(r)))
+            .map(|a| a.start.clone())
+            .collect();
+        (nodes, runs)
+    };
+    if !nodes.is_empty() || !runs.is_empty() {
+        return Ok(Resolved::Act(Action::Release { nodes, abandoned: runs }));
+    }
+    let reserved: Vec<String> = left.unaccounted.iter().map(|(n, v)| format!("{n} (for {v})")).collect();
+    Ok(Resolved::Done(if reserved.is_empty() {
+        "nothing left behind: no abandoned kgpu action in this context's audit log, no kgpu reservation on any node"
+            .into()
+    } else {
+        format!(
+            "no abandoned kgpu action in this context's audit log; kgpu's reservation is on {}: a plan may be running; `kgpu release NODE…` releases it anyway",
+            reserved.join(", ")
+        )
+    }))
 }
 
 /// The blast radius, as the cockpit's confirmation shows it.

@@ -96,6 +96,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             act::run(act::Wanted::Repartition { node: a.node, config: a.config }, &a.act, &cli.source, &cli.ui)
         }
         Some(Command::Defrag(a)) => act::run(act::Wanted::Defrag(a.target), &a.act, &cli.source, &cli.ui),
+        Some(Command::Release(a)) => act::run(act::Wanted::Release(a.nodes), &a.act, &cli.source, &cli.ui),
         Some(Command::Completions(a)) => {
             let mut out = Vec::new();
             clap_complete::generate(a.shell, &mut crate::cli::command(false), "kgpu", &mut out);

@@ -115,17 +115,40 @@ fn wake_workers() {
 /// Audit entries the Events pane shows.
 const AUDIT_ROWS: usize = 50;
 
-/// The session's own entries of the audit log (its context only), newest first.
-fn audit_entries(session: &Session) -> Vec<AuditEntry> {
-    session
-        .executor
-        .as_ref()
-        .and_then(|e| e.audit.as_ref().map(|log| log.tail(AUDIT_ROWS, &e.context)))
-        .unwrap_or_default()
+/// What the audit log says in the session's context: its newest entries,
+/// and the actions a kgpu that ended without finishing left open.
+#[derive(Default)]
+struct Audit {
+    newest: Vec<AuditEntry>,
+    abandoned: Vec<AuditEntry>,
 }
 
-fn show_audit(views: &mut Views, audit: &[AuditEntry]) {
-    views.set_audit(&audit_rows(audit, crate::clock::wall_clock()));
+fn audit_entries(session: &Session) -> Audit {
+    let Some((log, context)) = session.executor.as_ref().and_then(|e| e.audit.as_ref().map(|log| (log, &e.context)))
+    else {
+        return Audit::default();
+    };
+    Audit { newest: log.tail(AUDIT_ROWS, context), abandoned: log.abandoned(context) }
+}
+
+fn show_audit(views: &mut Views, audit: &Audit) {
+    views.set_audit(&audit_rows(&audit.newest, crate::clock::wall_clock()));
+    views.abandoned = audit.abandoned.clone();
+}
+
+/// Said once a session starts: actions an earlier kgpu left open.
+fn abandoned_notice(audit: &Audit) -> Option<Msg> {
+    let first = audit.abandoned.first()?;
+    Some(Msg::Notice {
+        // Short enough for an 80-column status line: the way out comes first.
+        text: format!(
+            "a kgpu that died left {} action(s) open ({} at {}): :release",
+            audit.abandoned.len(),
+            first.action,
+            first.time.get(11..16).unwrap_or(&first.time)
+        ),
+        error: true,
+    })
 }
 
 /// Runs the cockpit until it quits; a lesson's or mystery's report is
@@ -274,6 +297,9 @@ where
     show_audit(&mut views, &audit);
     let mut app = cockpit.new_app(&views);
     if let Some(msg) = cockpit.first_notice.take() {
+        app.update(msg, &views);
+    }
+    if let Some(msg) = abandoned_notice(&audit) {
         app.update(msg, &views);
     }
     if app.tutor.is_some() {
@@ -437,6 +463,9 @@ where
                                 cockpit.session.context.source, cockpit.session.context.subtitle
                             );
                             effects.extend(app.update(Msg::Notice { text: now, error: false }, &views));
+                            if let Some(msg) = abandoned_notice(&audit) {
+                                effects.extend(app.update(msg, &views));
+                            }
                         }
                         Err(e) => {
                             effects.extend(app.update(Msg::Notice { text: e.to_string(), error: true }, &views));

@@ -392,6 +392,9 @@ pub struct Views {
     pub waves_from: Option<String>,
     /// Why the operator's objects give no single target, when they do not.
     pub target_problem: Option<String>,
+    /// Actions of a kgpu that ended without finishing them (from the audit
+    /// log): `:release` offers to release what they left.
+    pub abandoned: Vec<AuditEntry>,
 }
 
 impl Views {
@@ -445,7 +448,20 @@ impl Views {
         let (policy, bounds) = waves::bounds_for(wave_target.and_then(|(_, p)| p), target.upgrade.as_ref());
         let waves = target.version.as_ref().map(|t| waves::WavePlan { bounds, ..plan_waves(&snap, t, policy) });
         let (waves_from, target_problem) = (target.from, target.problem);
-        Views { snap, analysis, nodes, pools, mig, events, usage, usage_workloads, waves, waves_from, target_problem }
+        Views {
+            snap,
+            analysis,
+            nodes,
+            pools,
+            mig,
+            events,
+            usage,
+            usage_workloads,
+            waves,
+            waves_from,
+            target_problem,
+            abandoned: Vec::new(),
+        }
     }
 
     /// Puts kgpu's audit rows at the top of the events, in place of the
