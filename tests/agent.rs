@@ -91,15 +91,47 @@ async fn a_flood_without_the_token_does_not_starve_a_cockpit_with_it() {
     assert_eq!(cockpit, vec![StatusCode::OK; 20], "the cockpit's requests");
 }
 
+/// A connection to `addr` from the loopback address `from` (another client).
+async fn connect_from(from: &str, addr: SocketAddr) -> tokio::net::TcpStream {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind(format!("{from}:0").parse().unwrap()).unwrap();
+    socket.connect(addr).await.unwrap()
+}
+
+/// One client holding a thousand idle connections takes at most its share:
+/// another is answered every time (it used to get 1 answer in 19 tries).
+#[tokio::test]
+async fn one_client_holding_many_connections_cannot_lock_out_another() {
+    use tokio::io::AsyncReadExt;
+    let (running, _xids) = agent("h100-mig-all-balanced.json", Limits::default()).await;
+    let mut idle = Vec::new();
+    for _ in 0..1_000 {
+        idle.push(connect_from("127.0.0.2", running.addr).await);
+    }
+    let cockpit = futures_statuses(running.addr, 20, &[("x-kgpu-token", TOKEN)]).await;
+    assert_eq!(cockpit, vec![StatusCode::OK; 20], "the other client's requests");
+    // Past its share, the hoarder's connections were closed as they came.
+    let mut closed = 0;
+    for c in &mut idle {
+        let mut buf = [0u8; 16];
+        if let Ok(Ok(0)) = tokio::time::timeout(Duration::from_millis(20), c.read(&mut buf)).await {
+            closed += 1;
+        }
+    }
+    let kept = 1_000 - closed;
+    assert_eq!(kept, Limits::default().max_connections_per_client, "connections the hoarder keeps");
+}
+
 #[tokio::test]
 async fn slow_or_huge_headers_cost_a_bounded_buffer_and_time() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let limits = Limits { header_timeout: Duration::from_secs(1), ..Limits::default() };
     let (running, _xids) = agent("h100-mig-all-balanced.json", limits).await;
-    // 300 clients that start their headers and never finish them.
+    // 300 connections that start their headers and never finish them, from
+    // another address than the cockpit's.
     let mut slow = Vec::new();
     for _ in 0..300 {
-        let mut c = tokio::net::TcpStream::connect(running.addr).await.unwrap();
+        let mut c = connect_from("127.0.0.2", running.addr).await;
         c.write_all(b"GET /v1/snapshot HTTP/1.1\r\nhost: x\r\nx-pad: ").await.unwrap();
         slow.push(c);
     }

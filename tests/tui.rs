@@ -104,6 +104,43 @@ fn a_stop_signal_from_outside_restores_the_terminal() {
     }
 }
 
+/// A paste longer than crossterm's 1 KB read buffer used to leave the rest
+/// unread until the next key (edge-triggered polling), which it then
+/// misread (Escape followed by a digit as Alt+digit): the keys looked dead.
+#[test]
+fn a_long_paste_into_the_filter_leaves_the_keys_working() {
+    let t = Tmux::start(80, 24, "paste");
+    start_cockpit(&t, "");
+    t.wait_for("Nodes (64)");
+    t.keys(&["/"]);
+    t.wait_for("/ filter Fleet");
+    std::fs::write(t.path("paste"), "g".repeat(4096)).unwrap();
+    t.run(&["load-buffer", &t.path("paste")]);
+    t.run(&["paste-buffer", "-t", "t"]);
+    t.wait_for("Nodes (0)");
+    t.keys(&["Escape"]);
+    t.keys(&["Escape"]);
+    t.wait_for("Nodes (64)");
+    t.keys(&["2"]);
+    t.wait_for("Pending (");
+    t.keys(&["q"]);
+    assert_restored(&t);
+}
+
+/// `ESC[200~` opens a bracketed paste; if its end never comes, a parser
+/// waiting for it swallowed every later key, ctrl-c included.
+#[test]
+fn an_unterminated_bracketed_paste_does_not_swallow_the_keys() {
+    let t = Tmux::start(80, 24, "unterminated");
+    start_cockpit(&t, "");
+    t.wait_for("Nodes (64)");
+    t.literal("\u{1b}[200~");
+    t.keys(&["2"]);
+    t.wait_for("Pending (");
+    t.keys(&["C-c"]);
+    assert_restored(&t);
+}
+
 #[test]
 fn too_small_a_terminal_says_so() {
     let t = Tmux::start(50, 12, "small");

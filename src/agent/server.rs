@@ -48,6 +48,10 @@ pub struct Limits {
     pub max_body_bytes: usize,
     /// Connections open at once; more are closed as they arrive.
     pub max_connections: usize,
+    /// Connections one client (address) may hold open at once, so that one
+    /// holding many idle ones cannot lock the others out. (Through the pod
+    /// proxy every cockpit arrives from the API server's address.)
+    pub max_connections_per_client: usize,
     /// How long a connection may take to send a request's headers.
     pub header_timeout: Duration,
     /// A connection's read buffer: larger headers are refused (431).
@@ -62,6 +66,7 @@ impl Default for Limits {
             max_streams: 4,
             max_body_bytes: 4 << 20,
             max_connections: 512,
+            max_connections_per_client: 64,
             header_timeout: Duration::from_secs(10),
             max_header_bytes: 16 << 10,
         }
@@ -74,9 +79,11 @@ struct Peer(IpAddr);
 
 /// Serves `app` on `listener` within `limits`: a client that never finishes
 /// its headers is cut off after `header_timeout`, each connection reads at
-/// most `max_header_bytes` ahead, and past `max_connections` new ones are closed.
+/// most `max_header_bytes` ahead, and past `max_connections` (or a client's
+/// `max_connections_per_client`) new ones are closed.
 pub async fn serve(listener: TcpListener, app: Router, limits: Limits) {
     let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
+    let clients = Arc::new(Mutex::new(HashMap::new()));
     loop {
         let (stream, peer) = match listener.accept().await {
             Ok(accepted) => accepted,
@@ -86,6 +93,10 @@ pub async fn serve(listener: TcpListener, app: Router, limits: Limits) {
                 tokio::time::sleep(Duration::from_millis(100)).await;
                 continue;
             }
+        };
+        let Some(client) = ClientSlot::take(&clients, peer.ip(), limits.max_connections_per_client) else {
+            tracing::debug!("{peer} holds {} connections: closing its next", limits.max_connections_per_client);
+            continue;
         };
         let Ok(slot) = slots.clone().try_acquire_owned() else {
             tracing::debug!("{} connections open: closing one from {peer}", limits.max_connections);
@@ -106,8 +117,38 @@ pub async fn serve(listener: TcpListener, app: Router, limits: Limits) {
             if let Err(e) = connection.await {
                 tracing::debug!("connection from {peer}: {e}");
             }
-            drop(slot);
+            drop((slot, client));
         });
+    }
+}
+
+/// One of a client's open connections, given back when it closes.
+struct ClientSlot {
+    clients: Arc<Mutex<HashMap<IpAddr, usize>>>,
+    ip: IpAddr,
+}
+
+impl ClientSlot {
+    fn take(clients: &Arc<Mutex<HashMap<IpAddr, usize>>>, ip: IpAddr, most: usize) -> Option<ClientSlot> {
+        let mut open = clients.lock().unwrap_or_else(PoisonError::into_inner);
+        let held = open.entry(ip).or_insert(0);
+        if *held >= most.max(1) {
+            return None;
+        }
+        *held += 1;
+        Some(ClientSlot { clients: clients.clone(), ip })
+    }
+}
+
+impl Drop for ClientSlot {
+    fn drop(&mut self) {
+        let mut open = self.clients.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(held) = open.get_mut(&self.ip) {
+            *held -= 1;
+            if *held == 0 {
+                open.remove(&self.ip);
+            }
+        }
     }
 }
 

@@ -29,7 +29,7 @@ impl App {
                 }
                 Some(_) => {}
                 None => {
-                    area.input(key);
+                    area.input(text_input(key));
                     let text = area.lines().first().cloned().unwrap_or_default();
                     self.explain_filter(&text);
                     if text.is_empty() {
@@ -52,7 +52,7 @@ impl App {
                 }
                 Some(_) => {}
                 None => {
-                    area.input(key);
+                    area.input(text_input(key));
                     self.overlay = Some(Overlay::Palette(area));
                 }
             },
@@ -331,4 +331,34 @@ fn scroll_reader(command: Option<DialogCommand>, scroll: u16) -> Option<u16> {
         Some(DialogCommand::Bottom) => u16::MAX,
         _ => scroll,
     })
+}
+
+/// A key as the text field reads it. (tui-textarea converts from the
+/// crossterm its ratatui uses; kgpu reads keys with a newer one, see Cargo.toml.)
+fn text_input(key: KeyEvent) -> tui_textarea::Input {
+    use tui_textarea::Key;
+    let k = match key.code {
+        KeyCode::Char(c) => Key::Char(c),
+        KeyCode::F(n) => Key::F(n),
+        KeyCode::Backspace => Key::Backspace,
+        KeyCode::Enter => Key::Enter,
+        KeyCode::Left => Key::Left,
+        KeyCode::Right => Key::Right,
+        KeyCode::Up => Key::Up,
+        KeyCode::Down => Key::Down,
+        KeyCode::Tab => Key::Tab,
+        KeyCode::Delete => Key::Delete,
+        KeyCode::Home => Key::Home,
+        KeyCode::End => Key::End,
+        KeyCode::PageUp => Key::PageUp,
+        KeyCode::PageDown => Key::PageDown,
+        KeyCode::Esc => Key::Esc,
+        _ => Key::Null,
+    };
+    tui_textarea::Input {
+        key: k,
+        ctrl: key.modifiers.contains(KeyModifiers::CONTROL),
+        alt: key.modifiers.contains(KeyModifiers::ALT),
+        shift: key.modifiers.contains(KeyModifiers::SHIFT),
+    }
 }
