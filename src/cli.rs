@@ -70,6 +70,23 @@ fn api_budget(text: &str) -> Result<f64, String> {
     }
 }
 
+/// A node's name as Kubernetes allows it (a DNS-1123 subdomain): it is
+/// logged, served and turned into the node's token, so nothing else passes.
+fn node_name(text: &str) -> Result<String, String> {
+    let label_ok = |l: &str| {
+        !l.is_empty()
+            && l.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+            && !l.starts_with('-')
+            && !l.ends_with('-')
+    };
+    if text.len() <= 253 && text.split('.').all(label_ok) {
+        Ok(text.to_string())
+    } else {
+        // Debug quoting escapes control characters: none reaches the terminal.
+        Err(format!("{text:?} is not a node name: lowercase letters, digits, '-' and '.', at most 253 characters"))
+    }
+}
+
 #[derive(ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum AgentTransport {
     #[default]
@@ -353,7 +370,7 @@ pub struct AgentArgs {
     #[arg(long, value_name = "FILE")]
     pub token_file: PathBuf,
     /// The node this agent runs on.
-    #[arg(long, env = "NODE_NAME", value_name = "NAME")]
+    #[arg(long, env = "NODE_NAME", value_name = "NAME", value_parser = node_name)]
     pub node_name: String,
     /// Where the GPU facts come from: nvml, or fake:PATH (serve a recorded agent snapshot).
     #[arg(long, default_value = "nvml", value_name = "BACKEND")]

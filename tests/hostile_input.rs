@@ -159,10 +159,28 @@ fn agent_flags_that_would_panic_are_usage_errors() {
     }
 }
 
+/// The node name is logged, served and hashed into the node's token: a
+/// name Kubernetes would refuse (control characters, escapes) is refused.
+#[test]
+fn a_node_name_kubernetes_would_refuse_is_a_usage_error() {
+    for name in ["gpu-01\u{1b}[2J", "gpu\n01", "GPU-01", "-gpu", "a..b", &"a".repeat(254)] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_kgpu"))
+            .args(["agent", "--listen", "127.0.0.1:0", "--token-file", "/nonexistent"])
+            .arg(format!("--node-name={name}"))
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{name:?}: {said}");
+        assert!(said.contains("is not a node name"), "{name:?}: {said}");
+        assert!(!said.contains('\u{1b}'), "an escape reached the terminal: {said:?}");
+    }
+}
+
 #[test]
 fn weak_shared_or_multi_line_token_files_are_refused_with_a_reason() {
     for (token, mode, reason) in [
         ("c0ffee-5eed-4b1d-9a7e-0123456789ab\n", 0o644, "readable by every user"),
+        ("c0ffee-5eed-4b1d-9a7e-0123456789ab\n", 0o640, "readable by its group"),
         ("c0ffee-5eed-4b1d-9a7e-0123456789ab\nsecond-line\n", 0o600, "more than one word or line"),
         ("aaaaaaaaaaaaaaaaaaaaaaaa\n", 0o600, "weak"),
         ("short\n", 0o600, "weak"),

@@ -27,17 +27,18 @@ use backend::{GpuBackend, Reading, XidSeen};
 use collect::{DeviceMap, IdleClock, Inputs, XidHistory};
 use wire::{AgentSnapshot, Availability, StreamEvent};
 
-/// The agent's token from `path`, refused with the reason when anyone
-/// could read the file, when it is more than one line, or when it is weak:
+/// The agent's token from `path`, refused with the reason when another user
+/// could read the file (its group, or everyone), when it is more than one line, or when it is weak:
 /// one token guards every GPU fact the node serves.
 pub fn read_token(path: &std::path::Path) -> Result<String, String> {
     use std::os::unix::fs::PermissionsExt;
     let shown = path.display();
     let meta = std::fs::metadata(path).map_err(|e| format!("cannot read the token file {shown}: {e}"))?;
-    if meta.permissions().mode() & 0o007 != 0 {
+    let mode = meta.permissions().mode() & 0o777;
+    if mode & 0o077 != 0 {
+        let who = if mode & 0o007 != 0 { "every user" } else { "its group" };
         return Err(format!(
-            "the token file {shown} is readable by every user (mode {:o}); chmod 600 it (in the DaemonSet: defaultMode 0400)",
-            meta.permissions().mode() & 0o777
+            "the token file {shown} is readable by {who} (mode {mode:o}); chmod 600 it (in the DaemonSet: defaultMode 0400, no fsGroup)"
         ));
     }
     let text = crate::inputs::read_text(path, crate::inputs::TOKEN_MAX, "the token file")?;
