@@ -236,8 +236,60 @@ async fn delete_one(
     }
 }
 
+#[derive(Debug, Error)]
+pub enum YamlError {
+    #[error(
+        "flow collections ([ or {{) nested {depth} deep by line {line}; kgpu reads at most {MAX_FLOW_DEPTH} (Kubernetes objects nest a few)"
+    )]
+    TooDeep { depth: usize, line: usize },
+    #[error(transparent)]
+    Parse(#[from] serde_yaml::Error),
+}
+
+/// How deep `[`/`{` may nest. The YAML scanner's work per token grows with
+/// the depth (a 400 KB `[[[…` took minutes), so deeper text is refused
+/// before it is parsed; its own recursion limit catches block nesting.
+pub const MAX_FLOW_DEPTH: usize = 256;
+
+/// The first place where flow collections nest deeper than `max`, skipping
+/// quoted scalars and comments (one pass; block scalars are counted too,
+/// which only matters for text with hundreds of open brackets).
+fn flow_too_deep(text: &str, max: usize) -> Option<(usize, usize)> {
+    let (mut depth, mut line) = (0usize, 1usize);
+    let mut quote: Option<u8> = None;
+    let mut comment = false;
+    let mut previous = b'\n';
+    for &b in text.as_bytes() {
+        match (quote, b) {
+            (_, b'\n') => {
+                line += 1;
+                comment = false;
+                // A double-quoted scalar may span lines; a single-quoted one too.
+            }
+            _ if comment => {}
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), _) => {}
+            (None, b'#') if previous.is_ascii_whitespace() => comment = true,
+            (None, b'"' | b'\'') if !previous.is_ascii_alphanumeric() => quote = Some(b),
+            (None, b'[' | b'{') => {
+                depth += 1;
+                if depth > max {
+                    return Some((depth, line));
+                }
+            }
+            (None, b']' | b'}') => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        previous = b;
+    }
+    None
+}
+
 /// Parses multi-document YAML into JSON values (empty documents skipped).
-pub fn parse_yaml(text: &str) -> Result<Vec<Value>, serde_yaml::Error> {
+pub fn parse_yaml(text: &str) -> Result<Vec<Value>, YamlError> {
+    if let Some((depth, line)) = flow_too_deep(text, MAX_FLOW_DEPTH) {
+        return Err(YamlError::TooDeep { depth, line });
+    }
     let mut out = Vec::new();
     for doc in serde_yaml::Deserializer::from_str(text) {
         let v: Value = serde::Deserialize::deserialize(doc)?;
@@ -246,4 +298,27 @@ pub fn parse_yaml(text: &str) -> Result<Vec<Value>, serde_yaml::Error> {
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deep_flow_nesting_is_refused_before_parsing_and_quotes_and_comments_do_not_count() {
+        let deep = format!("items: {}{}\n", "[".repeat(200_000), "]".repeat(200_000));
+        match parse_yaml(&deep) {
+            Err(YamlError::TooDeep { depth, line }) => assert_eq!((depth, line), (MAX_FLOW_DEPTH + 1, 1)),
+            other => panic!("{other:?}"),
+        }
+        let brackets = "[".repeat(MAX_FLOW_DEPTH + 5);
+        let harmless = format!(
+            "kind: ConfigMap\nmetadata: {{name: x, labels: {{a: b}}}}\ndata:\n  q: \"{brackets}\"\n  s: '{brackets}'\n  it's: fine # {brackets}\n"
+        );
+        let docs = parse_yaml(&harmless).unwrap();
+        assert_eq!(docs[0]["data"]["q"], Value::String(brackets.clone()));
+        assert_eq!(docs[0]["metadata"]["labels"]["a"], "b");
+        assert_eq!(flow_too_deep("a: [[1], {b: 2}]\n# [[[[\n", 2), None);
+        assert_eq!(flow_too_deep("a: [[1], {b: 2}]\nc: [[[3]]]\n", 2), Some((3, 2)));
+    }
 }
