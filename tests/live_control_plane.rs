@@ -75,21 +75,11 @@ async fn kueue_and_volcano_crds_install() {
     assert_eq!(volcano.len(), 2, "{volcano:?}");
     cp.install_crds(&kueue).unwrap();
     cp.install_crds(&volcano).unwrap();
-    let (code, body) = support::controlplane::curl(
-        &cp.server,
-        support::controlplane::ADMIN_TOKEN,
-        &[],
-        "/apis/kueue.x-k8s.io/v1beta2",
-    )
-    .unwrap();
+    let (code, body) =
+        support::controlplane::curl(&cp.server, &cp.tokens.admin, &[], "/apis/kueue.x-k8s.io/v1beta2").unwrap();
     assert_eq!(code, 200, "{body}");
     assert!(body.contains("\"workloads\""));
-    let (code, _) = support::controlplane::curl(
-        &cp.server,
-        support::controlplane::ADMIN_TOKEN,
-        &[],
-        "/apis/scheduling.volcano.sh/v1beta1",
-    )
-    .unwrap();
+    let (code, _) =
+        support::controlplane::curl(&cp.server, &cp.tokens.admin, &[], "/apis/scheduling.volcano.sh/v1beta1").unwrap();
     assert_eq!(code, 200);
 }

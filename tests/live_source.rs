@@ -274,7 +274,7 @@ async fn after_an_etcd_compaction_the_feeds_equal_a_fresh_list() {
     // The fault is real: a client that resumed its watch would be told 410.
     let (code, body) = support::controlplane::curl(
         &cp.server,
-        support::controlplane::ADMIN_TOKEN,
+        &cp.tokens.admin,
         &[],
         &format!("/api/v1/nodes?watch=1&resourceVersion={seen}&timeoutSeconds=1"),
     )
@@ -400,7 +400,7 @@ async fn the_palette_switches_namespace_and_context_live() {
     // One kubeconfig, two contexts on the same cluster.
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = dir.path().join("kubeconfig");
-    let token = support::controlplane::ADMIN_TOKEN;
+    let token = &cp.tokens.admin;
     std::fs::write(
         &kubeconfig,
         format!(

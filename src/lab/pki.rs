@@ -5,16 +5,43 @@ use std::path::{Path, PathBuf};
 
 use super::LabError;
 
-/// The admin user's token (group `system:masters`).
-pub const ADMIN_TOKEN: &str = "kgpu-admin-token";
-/// A user with no RBAC at all (for forbidden-path tests and trainees).
-pub const VIEWER_TOKEN: &str = "kgpu-viewer-token";
+/// A lab cluster's bearer tokens, new for each start: anyone who can reach
+/// its loopback port must still read the user's own files to act on it.
+#[derive(Clone, Debug)]
+pub struct Tokens {
+    /// The admin user's (group `system:masters`).
+    pub admin: String,
+    /// A user with no RBAC at all (for forbidden-path tests and trainees).
+    pub viewer: String,
+}
 
+impl Tokens {
+    pub fn generate() -> Result<Tokens, LabError> {
+        let random = || {
+            let mut bytes = [0u8; 24];
+            ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut bytes).map_err(|_| {
+                LabError::Start { component: "pki".into(), message: "no randomness for the lab's tokens".into() }
+            })?;
+            Ok::<_, LabError>(bytes.iter().map(|b| format!("{b:02x}")).collect::<String>())
+        };
+        Ok(Tokens { admin: format!("kgpu-admin-{}", random()?), viewer: format!("kgpu-viewer-{}", random()?) })
+    }
+}
+
+/// Writes `text` to `path` readable by the user alone: the lab's keys,
+/// tokens and kubeconfigs are credentials.
 pub(crate) fn write(path: &Path, text: &str) -> Result<(), LabError> {
+    use std::io::Write;
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent).map_err(|source| LabError::Io { path: parent.to_path_buf(), source })?;
     }
-    std::fs::write(path, text).map_err(|source| LabError::Io { path: path.to_path_buf(), source })
+    let io = |source| LabError::Io { path: path.to_path_buf(), source };
+    let mut file =
+        std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(path).map_err(io)?;
+    // A file an older kgpu wrote 0644 is narrowed too.
+    file.set_permissions(std::fs::Permissions::from_mode(0o600)).map_err(io)?;
+    file.write_all(text.as_bytes()).map_err(io)
 }
 
 /// The API server's service-account signing key (ECDSA P-256, PKCS#8 PEM)
@@ -42,8 +69,8 @@ pub fn serving_cert(dir: &Path) -> Result<(PathBuf, PathBuf), LabError> {
 }
 
 /// The API server's `--token-auth-file`.
-pub fn tokens_csv() -> String {
-    format!("{ADMIN_TOKEN},admin,admin-uid,system:masters\n{VIEWER_TOKEN},viewer,viewer-uid,\n")
+pub fn tokens_csv(tokens: &Tokens) -> String {
+    format!("{},admin,admin-uid,system:masters\n{},viewer,viewer-uid,\n", tokens.admin, tokens.viewer)
 }
 
 /// A kubeconfig with one cluster, user and context (the API server's
@@ -73,9 +100,20 @@ mod tests {
 
     #[test]
     fn a_kubeconfig_names_its_context() {
-        let text = kubeconfig("https://127.0.0.1:6443", ADMIN_TOKEN, "admin", "kgpu-lab");
+        let tokens = Tokens::generate().unwrap();
+        let text = kubeconfig("https://127.0.0.1:6443", &tokens.admin, "admin", "kgpu-lab");
         let v: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
         assert_eq!(v["current-context"], "kgpu-lab");
-        assert_eq!(v["users"][0]["user"]["token"], ADMIN_TOKEN);
+        assert_eq!(v["users"][0]["user"]["token"], tokens.admin.as_str());
+        // Each start its own, and written for the user alone.
+        assert_ne!(Tokens::generate().unwrap().admin, tokens.admin);
+        assert!(tokens.admin.len() > 40);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("kubeconfig");
+        std::fs::write(&path, "old").unwrap();
+        write(&path, &text).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
     }
 }

@@ -22,8 +22,6 @@ use std::sync::OnceLock;
 
 use kgpu::lab::binaries::{self, Binaries};
 use kgpu::lab::cluster::{Cluster, Component, Options};
-#[allow(unused_imports)] // not every test binary uses both
-pub use kgpu::lab::pki::{ADMIN_TOKEN, VIEWER_TOKEN};
 
 /// A running control plane; everything of `Cluster` (server, kubeconfigs,
 /// `install_crds`, `restart`) through `Deref`.

@@ -146,6 +146,8 @@ pub struct Cluster {
     pub kubeconfig: PathBuf,
     /// A user with no RBAC.
     pub viewer_kubeconfig: PathBuf,
+    /// The bearer tokens of both, new for each start.
+    pub tokens: pki::Tokens,
     options: Options,
     ports: Ports,
     running: Mutex<Vec<(Component, Child)>>,
@@ -177,13 +179,14 @@ impl Cluster {
         };
         let server = format!("https://127.0.0.1:{}", ports.api);
         pki::service_account_key(&dir.join("sa.key"), &dir.join("sa.pub"))?;
-        pki::write(&dir.join("tokens.csv"), &pki::tokens_csv())?;
+        let tokens = pki::Tokens::generate()?;
+        pki::write(&dir.join("tokens.csv"), &pki::tokens_csv(&tokens))?;
         let kubeconfig = dir.join("admin.kubeconfig");
         let viewer_kubeconfig = dir.join("viewer.kubeconfig");
-        pki::write(&kubeconfig, &pki::kubeconfig(&server, pki::ADMIN_TOKEN, "admin", &options.context))?;
+        pki::write(&kubeconfig, &pki::kubeconfig(&server, &tokens.admin, "admin", &options.context))?;
         pki::write(
             &viewer_kubeconfig,
-            &pki::kubeconfig(&server, pki::VIEWER_TOKEN, "viewer", &format!("{}-viewer", options.context)),
+            &pki::kubeconfig(&server, &tokens.viewer, "viewer", &format!("{}-viewer", options.context)),
         )?;
         let cluster = Cluster {
             dir,
@@ -191,6 +194,7 @@ impl Cluster {
             server,
             kubeconfig,
             viewer_kubeconfig,
+            tokens,
             options,
             ports,
             running: Mutex::new(Vec::new()),
