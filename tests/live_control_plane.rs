@@ -83,3 +83,32 @@ async fn kueue_and_volcano_crds_install() {
         support::controlplane::curl(&cp.server, &cp.tokens.admin, &[], "/apis/scheduling.volcano.sh/v1beta1").unwrap();
     assert_eq!(code, 200);
 }
+
+/// A component that stops on its own (killed here) is named with its exit
+/// and its log's last lines, which `kgpu lab up` prints once: the lab used
+/// to go on without it and say nothing.
+#[test]
+fn a_component_that_dies_is_noticed_with_its_log() {
+    if !ControlPlane::enabled() {
+        return;
+    }
+    let cp = ControlPlane::start().unwrap();
+    assert!(cp.stopped().is_empty(), "all running at first");
+    let (_, pid) = cp
+        .processes()
+        .into_iter()
+        .find(|(c, _)| *c == kgpu::lab::cluster::Component::Scheduler)
+        .expect("the scheduler runs");
+    assert!(std::process::Command::new("kill").args(["-9", &pid.to_string()]).status().unwrap().success());
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let stopped = loop {
+        let stopped = cp.stopped();
+        if !stopped.is_empty() || std::time::Instant::now() > deadline {
+            break stopped;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(stopped.len(), 1, "{stopped:?}");
+    assert_eq!(stopped[0].0, kgpu::lab::cluster::Component::Scheduler);
+    assert!(stopped[0].1.contains("SIGKILL") && stopped[0].1.contains("kube-scheduler.log"), "{}", stopped[0].1);
+}

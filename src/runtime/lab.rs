@@ -87,7 +87,7 @@ fn up_here(lab: &Lab, root: &std::path::Path, up: &Up) -> anyhow::Result<ExitCod
     };
     lab.write_state(&state)?;
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
-    let result = runtime.block_on(live(&cluster.kubeconfig, up, t0));
+    let result = runtime.block_on(live(&cluster, up, t0));
     // In the order the cluster stops them: the last started first.
     let running: Vec<String> = state.processes.iter().rev().map(|(name, _)| name.clone()).collect();
     say(&format!("stopping: {}", running.join(", ")));
@@ -98,8 +98,8 @@ fn up_here(lab: &Lab, root: &std::path::Path, up: &Up) -> anyhow::Result<ExitCod
 }
 
 /// The scenario, the churn, and the wait for a signal.
-async fn live(kubeconfig: &std::path::Path, up: &Up, t0: Instant) -> anyhow::Result<()> {
-    let client = http::client(kubeconfig).await.map_err(LabError::Api)?;
+async fn live(cluster: &Cluster, up: &Up, t0: Instant) -> anyhow::Result<()> {
+    let client = http::client(&cluster.kubeconfig).await.map_err(LabError::Api)?;
     if let Some(name) = &up.scenario {
         let summary = super::scenario::apply_now(&client, name, false, |_| {}).await?;
         say(&format!("scenario {name}: {}", super::scenario::describe(&summary, false)));
@@ -118,7 +118,7 @@ async fn live(kubeconfig: &std::path::Path, up: &Up, t0: Instant) -> anyhow::Res
         up.scenario.as_ref().map_or(String::new(), |s| format!(", scenario {s}")),
         if up.churn { ", churn on" } else { "" }
     );
-    wait_for_signal().await;
+    watch_until_signal(cluster).await;
     let _ = stop_tx.send(true);
     if let Some(task) = churn_task {
         let _ = task.await;
@@ -189,6 +189,30 @@ fn node_ready(n: &Node) -> bool {
         .as_ref()
         .and_then(|s| s.conditions.as_ref())
         .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+}
+
+/// Until a signal, saying once of each component that stops on its own
+/// (killed, crashed): the lab goes on without it, and says so.
+async fn watch_until_signal(cluster: &Cluster) {
+    let mut told = std::collections::HashSet::new();
+    let mut tick = tokio::time::interval(Duration::from_secs(2));
+    let signal = wait_for_signal();
+    tokio::pin!(signal);
+    loop {
+        tokio::select! {
+            _ = &mut signal => return,
+            _ = tick.tick() => {
+                for (component, what) in cluster.stopped() {
+                    if told.insert(component) {
+                        say(&format!(
+                            "{} {what}\nthe lab goes on without it (`kgpu lab status` shows it GONE); `kgpu lab down` then `up` restarts everything",
+                            component.binary()
+                        ));
+                    }
+                }
+            }
+        }
+    }
 }
 
 async fn wait_for_signal() {

@@ -369,6 +369,20 @@ impl Cluster {
         })
     }
 
+    /// The components that have stopped on their own: each with its exit
+    /// status and the last lines of its log.
+    pub fn stopped(&self) -> Vec<(Component, String)> {
+        let components: Vec<Component> = self.processes().into_iter().map(|(c, _)| c).collect();
+        components
+            .into_iter()
+            .filter_map(|c| {
+                let status = self.exited(c)?;
+                let log = self.log(c);
+                Some((c, format!("exited ({status}); last lines of {}:\n{}", log.display(), tail(&log, 10))))
+            })
+            .collect()
+    }
+
     /// The exit status of a component that has stopped on its own.
     fn exited(&self, component: Component) -> Option<String> {
         let mut running = self.running.lock().unwrap_or_else(|p| p.into_inner());
