@@ -115,18 +115,95 @@ fn collect(
     Ok(())
 }
 
-/// The documents of one file: JSON (one value) or YAML (several).
+/// The objects of one file, List items included one by one.
 pub fn documents(path: &Path, text: &str) -> Result<Vec<Value>, FileError> {
+    let mut out = Vec::new();
+    each_object(path, text, &mut |v| out.push(v))?;
+    Ok(out)
+}
+
+/// Hands each object of one file to `item`, List items one by one: JSON
+/// (one value, read as it is parsed, so a 150 MB List never stands whole as
+/// a tree) or YAML (several documents).
+fn each_object(path: &Path, text: &str, item: &mut dyn FnMut(Value)) -> Result<(), FileError> {
     let parse_err = |message: String| FileError::Parse { path: path.display().to_string(), message };
     let trimmed = text.trim_start();
     if trimmed.starts_with('{') || trimmed.starts_with('[') {
-        let v: Value = serde_json::from_str(text).map_err(|e| parse_err(e.to_string()))?;
-        return Ok(match v {
-            Value::Array(items) => items,
-            other => vec![other],
-        });
+        let mut reader = serde_json::Deserializer::from_str(text);
+        serde::de::DeserializeSeed::deserialize(Objects(item), &mut reader).map_err(|e| parse_err(e.to_string()))?;
+        return reader.end().map_err(|e| parse_err(e.to_string()));
     }
-    super::kube::apply::parse_yaml(text).map_err(|e| parse_err(e.to_string()))
+    let docs = super::kube::apply::parse_yaml(text).map_err(|e| parse_err(e.to_string()))?;
+    let mut out = Vec::new();
+    flatten(docs, &mut out);
+    out.into_iter().for_each(item);
+    Ok(())
+}
+
+/// A JSON document as objects: an array's elements and an object's `items`
+/// go to the sink one at a time (kubectl writes `items` before `kind`, so an
+/// object with an `items` array is read as a List, as `kubectl` makes them).
+struct Objects<'a>(&'a mut dyn FnMut(Value));
+
+impl<'de> serde::de::DeserializeSeed<'de> for Objects<'_> {
+    type Value = ();
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Objects<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a Kubernetes object, a List of them, or an array of them")
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while let Some(v) = seq.next_element::<Value>()? {
+            let mut out = Vec::new();
+            flatten(vec![v], &mut out);
+            out.into_iter().for_each(&mut *self.0);
+        }
+        Ok(())
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let mut fields = serde_json::Map::new();
+        let mut list = false;
+        while let Some(key) = map.next_key::<String>()? {
+            if key == "items" && !list {
+                list = true;
+                map.next_value_seed(Items(&mut *self.0))?;
+            } else {
+                fields.insert(key, map.next_value()?);
+            }
+        }
+        if !list {
+            (self.0)(Value::Object(fields));
+        }
+        Ok(())
+    }
+}
+
+/// A List's `items`: each handed on as it is parsed (`null`: none).
+struct Items<'a>(&'a mut dyn FnMut(Value));
+
+impl<'de> serde::de::DeserializeSeed<'de> for Items<'_> {
+    type Value = ();
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Items<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a List's items (an array)")
+    }
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, seq: A) -> Result<(), A::Error> {
+        Objects(self.0).visit_seq(seq)
+    }
 }
 
 /// Splits List objects into their items.
@@ -197,12 +274,9 @@ pub fn load(paths: &[PathBuf]) -> Result<(Vec<ModelEvent>, Timestamp, Stats), Fi
     for f in &files {
         let text = crate::inputs::read_text(f, crate::inputs::DUMP_MAX, "the file")
             .map_err(|message| FileError::Read { path: f.display().to_string(), message })?;
-        let mut items = Vec::new();
-        flatten(documents(f, &text)?, &mut items);
-        if items.is_empty() {
-            stats.empty.push(f.display().to_string());
-        }
-        for item in items {
+        let mut found = 0usize;
+        each_object(f, &text, &mut |item| {
+            found += 1;
             newest_time(&item, &mut newest, limit, &mut stats.skewed);
             let key = ["/kind", "/metadata/namespace", "/metadata/name"]
                 .map(|p| item.pointer(p).and_then(|v| v.as_str()).unwrap_or("").to_string());
@@ -231,6 +305,9 @@ pub fn load(paths: &[PathBuf]) -> Result<(Vec<ModelEvent>, Timestamp, Stats), Fi
                     *stats.unknown.entry(kind).or_default() += 1;
                 }
             }
+        })?;
+        if found == 0 {
+            stats.empty.push(f.display().to_string());
         }
     }
     let name = paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(" ");
@@ -249,4 +326,30 @@ pub fn load(paths: &[PathBuf]) -> Result<(Vec<ModelEvent>, Timestamp, Stats), Fi
     }
     events.extend(skipped);
     Ok((events, newest, stats))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn objects(text: &str) -> Result<Vec<String>, FileError> {
+        let docs = documents(Path::new("t.json"), text)?;
+        Ok(docs.iter().map(|d| d.get("kind").and_then(|k| k.as_str()).unwrap_or("-").to_string()).collect())
+    }
+
+    #[test]
+    fn json_lists_are_read_item_by_item_as_kubectl_writes_them() {
+        // kubectl sorts keys: items come before kind.
+        let list = r#"{"apiVersion":"v1","items":[{"kind":"Node"},{"kind":"List","items":[{"kind":"Pod"}]},{"kind":"Pod"}],"kind":"List","metadata":{}}"#;
+        assert_eq!(objects(list).unwrap(), ["Node", "Pod", "Pod"], "nested Lists flattened");
+        assert_eq!(objects(r#"[{"kind":"Node"},{"kind":"Pod"}]"#).unwrap(), ["Node", "Pod"]);
+        assert_eq!(objects(r#"{"kind":"Node","metadata":{"name":"a"}}"#).unwrap(), ["Node"]);
+        assert_eq!(objects(r#"{"kind":"List","items":null}"#).unwrap(), Vec::<String>::new());
+        assert_eq!(objects("{}").unwrap(), ["-"], "an object without a kind is still one, counted unknown");
+        for broken in
+            [r#"{"items":[{"kind":"Node"}]} trailing"#, r#"{"items":[{"kind":"Node"},"#, r#"{"items":{"a":1}}"#]
+        {
+            assert!(matches!(objects(broken), Err(FileError::Parse { .. })), "{broken}");
+        }
+    }
 }
