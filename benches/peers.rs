@@ -41,6 +41,8 @@
 mod apiserver;
 #[path = "../tests/support/controlplane.rs"]
 mod controlplane;
+#[path = "../tests/support/exporter.rs"]
+mod exporter;
 #[path = "support/floor.rs"]
 mod floor;
 #[path = "support/labels.rs"]
@@ -146,9 +148,9 @@ fn main() {
         "/tests/fixtures/dcgm-exporter/gpu-util-no-pod.prom"
     ))
     .unwrap();
-    let (operator_pods, exporter_reads) = match apiserver::network_address() {
+    let (operator_pods, exporter_reads) = match exporter::network_address() {
         Some(ip) if env("KGPU_BENCH_OPERATOR", 1) == 1 => {
-            let (port, reads) = apiserver::fake_exporter(&ip, 9400, exporter_text);
+            let (port, reads) = exporter::serve(&ip, 9400, exporter_text);
             let t0 = Instant::now();
             let n = rt.block_on(populate::gpu_operator(&client, nodes, &ip, port));
             eprintln!(

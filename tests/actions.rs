@@ -588,6 +588,19 @@ async fn a_demo_drain_moves_the_pods_elsewhere_and_they_run() {
     assert!(d.snapshots.borrow().nodes[&node].unschedulable);
 }
 
+/// `kgpu defrag` of the fragmented demo's gang with --yes and the data dir
+/// `data`, its output piped.
+fn defrag_in(data: &std::path::Path) -> std::process::Child {
+    std::process::Command::new(env!("CARGO_BIN_EXE_kgpu"))
+        .args(["defrag", "research/job-llm-sft-295a1", "-s", "fragmented", "--yes"])
+        .env("KGPU_DATA_DIR", data)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
 /// A command-line action that a signal stops (SIGTERM from a supervisor,
 /// SIGHUP from an SSH session that drops) releases what it holds, says what
 /// it did and left, records the end in the audit log, and exits 128 + the
@@ -598,14 +611,7 @@ fn a_signal_cancels_a_command_line_defrag_which_releases_its_nodes_and_says_so()
     use std::io::{BufRead, BufReader};
     for (signal, code) in [("TERM", 143), ("HUP", 129)] {
         let data = tempfile::tempdir().unwrap();
-        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_kgpu"))
-            .args(["defrag", "research/job-llm-sft-295a1", "-s", "fragmented", "--yes"])
-            .env("KGPU_DATA_DIR", data.path())
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
+        let mut child = defrag_in(data.path());
         let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
         let mut text = String::new();
         for line in lines.by_ref() {
@@ -647,14 +653,7 @@ fn a_signal_cancels_a_command_line_defrag_which_releases_its_nodes_and_says_so()
 fn a_later_kgpu_finds_what_a_killed_one_left_and_releases_it() {
     use std::io::{BufRead, BufReader};
     let data = tempfile::tempdir().unwrap();
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_kgpu"))
-        .args(["defrag", "research/job-llm-sft-295a1", "-s", "fragmented", "--yes"])
-        .env("KGPU_DATA_DIR", data.path())
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = defrag_in(data.path());
     let pid = child.id();
     let reserved = BufReader::new(child.stdout.take().unwrap())
         .lines()

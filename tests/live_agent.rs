@@ -208,29 +208,9 @@ async fn the_cockpit_shows_the_gpus_of_a_running_agent_and_marks_an_unreachable_
     assert_eq!(row["gpus"][0]["instances"].as_array().unwrap().len(), 4, "{row}");
 }
 
-/// A dcgm-exporter stand-in: answers every request with `text` (verbatim
-/// exporter output) until the test ends.
+/// A dcgm-exporter stand-in on loopback: its port.
 fn fake_exporter(text: String) -> u16 {
-    fake_exporter_on("127.0.0.1", text)
-}
-
-fn fake_exporter_on(ip: &str, text: String) -> u16 {
-    use std::io::{Read, Write};
-    let listener = std::net::TcpListener::bind((ip, 0)).unwrap();
-    let port = listener.local_addr().unwrap().port();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut s) = stream else { continue };
-            let mut buf = [0u8; 4096];
-            let _ = s.read(&mut buf);
-            let head = format!(
-                "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                text.len()
-            );
-            let _ = s.write_all(head.as_bytes()).and_then(|_| s.write_all(text.as_bytes()));
-        }
-    });
-    port
+    support::exporter::serve("127.0.0.1", 0, text).0
 }
 
 #[tokio::test]
@@ -326,20 +306,10 @@ async fn dcgm_exporter_output_makes_its_mig_pods_idle_holders_in_the_cockpit_and
     assert_eq!(doc["feeds"]["dcgm-exporter"]["state"], "live", "{}", doc["feeds"]);
 }
 
-/// This machine's address on its network (not loopback: the API server
-/// refuses to proxy to loopback), found by the route a UDP socket would
-/// take; nothing is sent.
-fn network_address() -> Option<String> {
-    let socket = std::net::UdpSocket::bind("0.0.0.0:0").ok()?;
-    socket.connect("192.0.2.1:9").ok()?;
-    let ip = socket.local_addr().ok()?.ip();
-    (!ip.is_loopback() && !ip.is_unspecified()).then(|| ip.to_string())
-}
-
 #[tokio::test]
 async fn dcgm_exporter_is_read_through_the_api_servers_pod_proxy() {
     let Some(cp) = ControlPlane::shared_if_enabled() else { return };
-    let Some(ip) = network_address() else {
+    let Some(ip) = support::exporter::network_address() else {
         eprintln!("no network address here: the pod proxy cannot be tried (it refuses loopback)");
         return;
     };
@@ -349,7 +319,7 @@ async fn dcgm_exporter_is_read_through_the_api_servers_pod_proxy() {
         env!("CARGO_MANIFEST_DIR")
     ))
     .unwrap();
-    let port = fake_exporter_on(&ip, text);
+    let (port, _) = support::exporter::serve(&ip, 0, text);
     let node = "dcgm-proxy-node-0";
     gpu_node(&client, node, 1, json!({}), json!([])).await;
     support::kube::namespace(&client, "dcgm-standalone").await;
@@ -391,7 +361,7 @@ async fn dcgm_exporter_is_read_through_the_api_servers_pod_proxy() {
 #[tokio::test]
 async fn an_agent_is_read_through_the_api_servers_pod_proxy_with_its_nodes_token() {
     let Some(cp) = ControlPlane::shared_if_enabled() else { return };
-    let Some(ip) = network_address() else {
+    let Some(ip) = support::exporter::network_address() else {
         eprintln!("no network address here: the pod proxy cannot be tried (it refuses loopback)");
         return;
     };

@@ -3,5 +3,6 @@
 
 pub mod actions;
 pub mod controlplane;
+pub mod exporter;
 pub mod kube;
 pub mod tmux;
