@@ -307,7 +307,8 @@ impl Executor {
     }
 }
 
-fn join(nodes: &[Sym]) -> String {
+/// Node names, space-separated, for people.
+pub(super) fn join(nodes: &[Sym]) -> String {
     nodes.iter().map(|n| n.as_str()).collect::<Vec<_>>().join(" ")
 }
 

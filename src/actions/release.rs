@@ -9,6 +9,7 @@ use crate::model::audit::{ABANDONED, AuditEntry};
 use crate::model::{Snapshot, Sym, keys};
 
 use super::backend::ActionError;
+use super::defrag::join;
 use super::exec::Executor;
 use super::impact::Impact;
 
@@ -79,9 +80,7 @@ impl Executor {
         let held: Vec<Sym> = nodes
             .iter()
             .copied()
-            .filter(|n| {
-                snap.nodes.get(n).is_some_and(|n| n.taints.iter().any(|t| t.key.as_str() == keys::DEFRAG_RESERVATION))
-            })
+            .filter(|n| snap.nodes.get(n).is_some_and(|n| n.defrag_reservation().is_some()))
             .collect();
         self.release(&held, dry).await.map_err(ActionError::Failed)?;
         let would = if dry { "would be " } else { "" };
@@ -89,12 +88,9 @@ impl Executor {
         if !held.is_empty() {
             done.push(format!("reservation {would}released on {}", join(&held)));
         }
-        let gone: Vec<&Sym> = nodes.iter().filter(|n| !held.contains(n)).collect();
+        let gone: Vec<Sym> = nodes.iter().copied().filter(|n| !held.contains(n)).collect();
         if !gone.is_empty() {
-            done.push(format!(
-                "no reservation left on {}",
-                gone.iter().map(|n| n.as_str()).collect::<Vec<_>>().join(" ")
-            ));
+            done.push(format!("no reservation left on {}", join(&gone)));
         }
         if !abandoned.is_empty() {
             if !dry {
@@ -129,8 +125,4 @@ impl Executor {
         }
         Ok(())
     }
-}
-
-fn join(nodes: &[Sym]) -> String {
-    nodes.iter().map(|n| n.as_str()).collect::<Vec<_>>().join(" ")
 }

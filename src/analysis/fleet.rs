@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::model::{AgentStatus, GpuHealth, Node, PodPhase, Sym, Timestamp, keys};
+use crate::model::{AgentStatus, GpuHealth, Node, PodPhase, Sym, Timestamp};
 use crate::reference::xid;
 
 use super::Thresholds;
@@ -234,7 +234,7 @@ pub fn summarize_node(index: &Index<'_>, node: &Node, thresholds: &Thresholds) -
     if node.unschedulable {
         issues.push(NodeIssue { code: IssueCode::Cordoned, detail: "spec.unschedulable is true".into() });
     }
-    if let Some(t) = node.taints.iter().find(|t| t.key.as_str() == keys::DEFRAG_RESERVATION) {
+    if let Some(t) = node.defrag_reservation() {
         issues.push(NodeIssue {
             code: IssueCode::DefragReserved,
             detail: format!(
@@ -450,7 +450,7 @@ pub fn totals(nodes: &[NodeSummary], stranded: u64) -> Totals {
 mod tests {
     use super::*;
     use crate::analysis::testing::{node, pod, snapshot};
-    use crate::model::TaintEffect;
+    use crate::model::{TaintEffect, keys};
 
     #[test]
     fn a_reservation_left_by_a_killed_defrag_is_named_with_its_release() {

@@ -4,7 +4,7 @@
 //! the snapshot now; and reservations no open action accounts for.
 
 use crate::model::audit::AuditEntry;
-use crate::model::{Snapshot, Sym, keys};
+use crate::model::{Snapshot, Sym};
 
 /// One abandoned action and what of it is still in the cluster.
 #[derive(Clone, Debug, PartialEq)]
@@ -46,7 +46,7 @@ const CORDONING: [&str; 2] = ["drain", "repartition-mig"];
 pub fn find(abandoned: &[AuditEntry], snap: &Snapshot) -> Leftovers {
     let reserved_now = |name: &str| {
         let node = snap.nodes.get(&Sym::new(name))?;
-        node.taints.iter().any(|t| t.key.as_str() == keys::DEFRAG_RESERVATION).then_some(node.name)
+        node.defrag_reservation().map(|_| node.name)
     };
     let cordoned_now = |name: &str| snap.nodes.get(&Sym::new(name)).filter(|n| n.unschedulable).map(|n| n.name);
     let abandoned: Vec<Abandoned> = abandoned
@@ -70,7 +70,7 @@ pub fn find(abandoned: &[AuditEntry], snap: &Snapshot) -> Leftovers {
         .nodes
         .values()
         .filter(|n| !accounted.contains(&n.name))
-        .filter_map(|n| n.taints.iter().find(|t| t.key.as_str() == keys::DEFRAG_RESERVATION).map(|t| (n.name, t.value)))
+        .filter_map(|n| n.defrag_reservation().map(|t| (n.name, t.value)))
         .collect();
     leftovers
 }
@@ -79,8 +79,8 @@ pub fn find(abandoned: &[AuditEntry], snap: &Snapshot) -> Leftovers {
 mod tests {
     use super::*;
     use crate::analysis::testing::{node, snapshot};
-    use crate::model::TaintEffect;
     use crate::model::audit::{RunMark, STARTED};
+    use crate::model::{TaintEffect, keys};
 
     fn start(action: &str, targets: &[&str]) -> AuditEntry {
         AuditEntry {

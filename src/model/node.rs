@@ -205,6 +205,11 @@ pub struct Node {
 }
 
 impl Node {
+    /// The taint of a kgpu defrag plan's reservation, if the node carries one.
+    pub fn defrag_reservation(&self) -> Option<&Taint> {
+        self.taints.iter().find(|t| t.key.as_str() == keys::DEFRAG_RESERVATION)
+    }
+
     /// Builds the record and decodes its GPU labels.
     pub fn new(name: &str, labels: Labels) -> Node {
         let gpu = decode_gpu_labels(&labels);
