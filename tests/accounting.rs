@@ -12,8 +12,8 @@ use kgpu::analysis::{self, Analysis, Thresholds};
 use kgpu::model::build::{node, pod};
 use kgpu::model::dra::{AllocatedDevice, AttributeValue, Device, DeviceTaint, ResourceClaim, ResourceSlice};
 use kgpu::model::{
-    ClaimSource, Cluster, DraObject, ModelEvent, Node, Object, Pod, PodClaim, Snapshot, SourceInfo, SourceKind, Sym,
-    TaintEffect,
+    AgentStatus, ClaimSource, Cluster, DraObject, Gpu, GpuHealth, MigMode, ModelEvent, Node, NodeDevices, Object, Pod,
+    PodClaim, Snapshot, SourceInfo, SourceKind, Sym, TaintEffect,
 };
 use kgpu::sources::sim::scenarios;
 use kgpu::view_model::panes::Views;
@@ -68,6 +68,9 @@ enum Kind {
         gpus: u64,
         hidden: u64,
         single: bool,
+        /// The node's agent reports its GPUs, these many unhealthy (Xid),
+        /// and whether the device plugin has dropped them yet.
+        agent: Option<(u64, bool)>,
     },
     Mig {
         slices_1g: u64,
@@ -95,7 +98,8 @@ struct NodeSpec {
 
 fn node_spec() -> impl Strategy<Value = NodeSpec> {
     let kind = prop_oneof![
-        (1u64..=8, 0u64..=2, any::<bool>()).prop_map(|(gpus, hidden, single)| Kind::Whole { gpus, hidden, single }),
+        (1u64..=8, 0u64..=2, any::<bool>(), prop::option::of((0u64..=2, any::<bool>())))
+            .prop_map(|(gpus, hidden, single, agent)| Kind::Whole { gpus, hidden, single, agent }),
         (0u64..=7, 0u64..=2).prop_map(|(a, b)| Kind::Mig { slices_1g: a * 2, slices_3g: b }),
         (1u64..=8, 2u64..=4).prop_map(|(gpus, replicas)| Kind::TimeSliced { gpus, replicas }),
         (1u64..=8, 0u64..=2).prop_map(|(gpus, tainted)| Kind::Dra { gpus, tainted: tainted.min(gpus) }),
@@ -174,17 +178,56 @@ fn dra_node(name: &str, gpus: u64, tainted: u64, held: u64, pods: &mut Vec<Pod>)
     out
 }
 
+/// A node agent's report of `hardware` GPUs, the last `unhealthy` of them
+/// after an Xid (as the demo's h100-07).
+fn agent_report(name: &str, hardware: u64, unhealthy: u64) -> NodeDevices {
+    let gpus = (0..hardware as u32)
+        .map(|i| Gpu {
+            index: i,
+            uuid: Sym::new(&format!("GPU-{name}-{i}")),
+            product: Sym::new("NVIDIA H100 80GB HBM3"),
+            memory_mib: 81_559,
+            mig_mode: MigMode::Disabled,
+            mig_pending: None,
+            instances: Box::new([]),
+            health: if u64::from(i) + unhealthy >= hardware {
+                GpuHealth::Unhealthy("Xid 48".into())
+            } else {
+                GpuHealth::Healthy
+            },
+            xids: Box::new([]),
+            utilization: None,
+        })
+        .collect();
+    NodeDevices {
+        node: Sym::new(name),
+        status: AgentStatus::Reporting,
+        driver: None,
+        cuda_driver: None,
+        gpus,
+        observed: NOW,
+    }
+}
+
 fn fleet(specs: &[NodeSpec]) -> Snapshot {
     let mut nodes: Vec<Node> = Vec::new();
     let mut pods: Vec<Pod> = Vec::new();
     let mut dra: Vec<DraObject> = Vec::new();
+    let mut devices: Vec<NodeDevices> = Vec::new();
     for (i, s) in specs.iter().enumerate() {
         let name = format!("n{i:02}");
         let mut b = match s.kind {
-            Kind::Whole { gpus, hidden, single } => {
-                let b = node(&name).gpus(gpus).hardware(gpus + hidden).product("NVIDIA-H100-80GB-HBM3");
+            Kind::Whole { gpus, hidden, single, agent } => {
+                let hardware = gpus + hidden;
+                // Unhealthy GPUs the plugin has dropped are no longer advertised.
+                let (unhealthy, dropped) = agent.map_or((0, false), |(u, d)| (u.min(hardware), d));
+                let advertised = if dropped { gpus.saturating_sub(unhealthy) } else { gpus };
+                if agent.is_some() {
+                    devices.push(agent_report(&name, hardware, unhealthy));
+                }
+                let b = node(&name).gpus(advertised).hardware(hardware).product("NVIDIA-H100-80GB-HBM3");
                 let b = if single { b.label("nvidia.com/mig.strategy", "single") } else { b };
-                let held = gpus * s.load / 4;
+                let held = advertised * s.load / 4;
                 for p in 0..held {
                     pods.push(pod(&format!("{name}-p{p}")).gpus(1).on(&name).running().build());
                 }
@@ -234,6 +277,7 @@ fn fleet(specs: &[NodeSpec]) -> Snapshot {
     c.apply_all(nodes.into_iter().map(|n| ModelEvent::Upsert(Object::Node(n))));
     c.apply_all(pods.into_iter().map(|p| ModelEvent::Upsert(Object::Pod(p))));
     c.apply_all(dra.into_iter().map(|o| ModelEvent::Upsert(Object::Dra(o))));
+    c.apply_all(devices.into_iter().map(|d| ModelEvent::Upsert(Object::Devices(d))));
     c.snapshot()
 }
 
@@ -241,7 +285,17 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
     #[test]
     fn random_fleets_count_alike_in_every_view(specs in prop::collection::vec(node_spec(), 1..10)) {
-        agree(fleet(&specs), &format!("{specs:?}"));
+        let snap = fleet(&specs);
+        // The GPUs an agent calls unhealthy are the unhealthy bucket, on
+        // every node that is up, whether the plugin dropped them or not.
+        let a = analysis::analyze(&snap, NOW, &Thresholds::default());
+        for (i, s) in specs.iter().enumerate() {
+            if let (Kind::Whole { gpus, hidden, agent: Some((unhealthy, _)), .. }, true) = (&s.kind, s.ready) {
+                let row = a.nodes.iter().find(|n| n.name.as_str() == format!("n{i:02}")).unwrap();
+                prop_assert_eq!(row.buckets.unhealthy, (*unhealthy).min(gpus + hidden), "n{:02}: {:?}", i, s);
+            }
+        }
+        agree(snap, &format!("{specs:?}"));
     }
 }
 
@@ -280,4 +334,48 @@ fn the_named_cases_count_physical_gpus() {
     // No what-if whole-GPU shape fits on replicas: an 8-GPU pod has no 8 GPUs here.
     let eight = a.fragmentation.shapes.iter().find(|s| s.demand.gpus_per_pod == 8 && s.demand.pods == 1).unwrap();
     assert!(!eight.fits_now, "an 8-GPU pod does not fit on 8 replicas of 2 GPUs");
+}
+
+/// The GPU-hours an advice line prices (`…, 8.8 GPU-hours disrupted`,
+/// `… loses 8.8 GPU-hours of work`), if it prices one.
+fn priced(line: &str) -> Option<f64> {
+    let at = line.find(" GPU-hours")?;
+    let number = line[..at].rsplit(' ').next()?;
+    number.parse().ok()
+}
+
+/// "The first line of advice never costs more than the cheapest one kgpu
+/// itself knows": in every scenario, as it starts and ten minutes on, the
+/// first priced way to unblock a pending item is the cheapest priced one.
+#[test]
+fn the_first_advice_is_the_cheapest_kgpu_knows() {
+    let mut checked = 0;
+    for name in scenarios::names() {
+        let mut sim = scenarios::build(name, 1).unwrap();
+        let mut cluster = Cluster::new(SourceInfo { kind: SourceKind::Demo, name: name.into() });
+        cluster.apply_all(sim.initial_events());
+        for minute in [0, 10] {
+            if minute > 0 {
+                for _ in 0..20 {
+                    cluster.apply_all(sim.step(30));
+                }
+            }
+            let snap = cluster.snapshot();
+            let a = analysis::analyze(&snap, snap.clock, &Thresholds::default());
+            for item in &a.pending {
+                let prices: Vec<f64> = item.unblock.iter().filter_map(|u| priced(u)).collect();
+                if let Some(first) = prices.first() {
+                    checked += 1;
+                    let cheapest = prices.iter().copied().fold(f64::INFINITY, f64::min);
+                    assert!(
+                        *first <= cheapest + 0.05,
+                        "{name} +{minute}m {}: first advice {first} GPU-h, cheapest {cheapest}: {:#?}",
+                        item.name,
+                        item.unblock
+                    );
+                }
+            }
+        }
+    }
+    assert!(checked >= 5, "only {checked} pending items had priced advice");
 }

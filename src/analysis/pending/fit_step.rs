@@ -247,7 +247,16 @@ pub(super) fn fit_step(index: &Index<'_>, demand: &Demand) -> FitResult {
         } else {
             format!("0/{total_nodes} nodes can take it: {}", histogram(&node_reasons))
         };
-        if let Some(text) = make_room(&mut closest, demand.gpus_per_pod, need.saturating_sub(slots_total)) {
+        if let Some(text) = super::make_room::make_room(
+            index,
+            &closest,
+            match &demand.source {
+                ShapeSource::Gang(key) => Some(key),
+                _ => None,
+            },
+            demand.gpus_per_pod,
+            need.saturating_sub(slots_total),
+        ) {
             unblock.push(text);
         }
         if let Some(text) = free_ports(&port_holders, &demand.host_ports) {
@@ -518,44 +527,6 @@ fn free_ports(holders: &[(&Node, &Pod)], wanted: &[HostPort]) -> Option<String> 
         "host port {ports} is taken on {} by {}/{}{more}: move that pod, or drop hostPort/hostNetwork from this one",
         node.name, pod.namespace, pod.name
     ))
-}
-
-/// A freeing that makes room for `missing` more pods of `gpus_per_pod`
-/// GPUs, one per node, on the nodes short only of GPUs (most free first,
-/// so the least to evict). A gang's missing members need that many nodes,
-/// not the one closest.
-fn make_room(candidates: &mut [(u64, &Node)], gpus_per_pod: u64, missing: u64) -> Option<String> {
-    if missing == 0 || candidates.is_empty() {
-        return None;
-    }
-    candidates.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.name.cmp(&b.1.name)));
-    let picked = &candidates[..candidates.len().min(missing as usize)];
-    let one = |(free, node): &(u64, &Node)| {
-        format!(
-            "{} more on {} ({free} free of {})",
-            gpus_per_pod.saturating_sub(*free),
-            node.name,
-            node.allocatable.gpu
-        )
-    };
-    if missing == 1 {
-        let (free, node) = picked[0];
-        return Some(format!(
-            "free {} more GPU(s) on {} ({free} free of {})",
-            gpus_per_pod.saturating_sub(free),
-            node.name,
-            node.allocatable.gpu
-        ));
-    }
-    let listed = picked.iter().map(one).collect::<Vec<_>>().join(", ");
-    Some(if (picked.len() as u64) < missing {
-        format!(
-            "room for {missing} more pod(s) of {gpus_per_pod} GPU(s) is needed and only {} node(s) are short only of GPUs: free GPUs there ({listed}) or add nodes",
-            picked.len()
-        )
-    } else {
-        format!("free GPUs on {missing} node(s), one pod of {gpus_per_pod} each: {listed}")
-    })
 }
 
 /// What the shape hints read of the whole fleet, gathered once.

@@ -14,6 +14,7 @@ mod cross_check;
 mod fit_step;
 mod gang_step;
 mod honesty;
+mod make_room;
 mod nomination;
 mod quota;
 #[cfg(test)]

@@ -34,7 +34,13 @@ fn pods_of_one_shape_share_the_verdict_but_name_themselves() {
         assert_eq!(it.blocking, Some(Step::Fit));
         assert_eq!(&*step(it, Step::Fit).summary, "0/1 nodes can take it: 1 insufficient-gpu");
         // 8 − 6 = 2 free; 4 needed → free 2 more.
-        assert!(it.unblock.iter().any(|u| u == "free 2 more GPU(s) on n1 (2 free of 8)"), "{:?}", it.unblock);
+        assert!(
+            it.unblock.iter().any(
+                |u| u.starts_with("free 2 more GPU(s) on n1 (2 free of 8): stopping the cheapest pods there loses")
+            ),
+            "{:?}",
+            it.unblock
+        );
     }
     // The busy Job pod has nowhere else to go: the plan (for the older pod)
     // can only evict it, and says the work is lost.
@@ -137,13 +143,14 @@ fn a_gang_short_of_two_nodes_is_told_to_make_room_on_two() {
     let index = Index::build(&snap, NOW);
     let items = analyze(&index, &gangs::analyze(&index), &fragmentation::analyze(&index));
     let it = items.iter().find(|i| i.name.contains("train")).expect("the gang is pending");
-    // The two nodes with the most free, so the least to evict: n2 (6 free), n1 (3 free).
-    assert!(
-        it.unblock.iter().any(|u| u
-            == "free GPUs on 2 node(s), one pod of 8 each: 2 more on n2 (6 free of 8), 5 more on n1 (3 free of 8)"),
-        "{:?}",
-        it.unblock
+    // The two nodes whose holders lose the least work, here the ones with
+    // the most free: n2 (6 free, a 2-GPU pod), n1 (3 free, a 5-GPU pod).
+    // Running since the epoch with no checkpoint: NOW seconds busy + 10 min restart.
+    let lost = (2.0 + 5.0) * (NOW as f64 + 600.0) / 3600.0;
+    let wanted = format!(
+        "free GPUs on 2 node(s), one pod of 8 each: 2 more on n2 (6 free of 8), 5 more on n1 (3 free of 8); stopping the cheapest pods there loses {lost:.1} GPU-hours of work"
     );
+    assert!(it.unblock.contains(&wanted), "{:?}", it.unblock);
 }
 
 /// Verbatim shape from kubernetes/kubernetes issue threads about topology
@@ -401,4 +408,47 @@ fn a_nominated_pods_host_port_is_taken_for_pods_below_it() {
     assert_eq!(low.blocking, Some(Step::Fit), "{}", low.summary);
     assert_eq!(low.node_reasons.get("ports-taken"), Some(&1), "{:?}", low.node_reasons);
     assert!(low.unblock.iter().any(|u| u.contains("taken on n1 by default/high")), "{:?}", low.unblock);
+}
+
+#[test]
+fn room_is_made_where_the_least_work_is_lost_not_where_the_most_is_free() {
+    // n1 has 4 free beside a busy 4-GPU trainer; n2 has none free, all 8
+    // held by a notebook idle for the last 3 hours (agent readings).
+    let nodes = vec![node("n1").gpus(8).build(), node("n2").gpus(8).build()];
+    let pods = vec![
+        pod("trainer").gpus(4).owner("Job", "trainer").on("n1").running().transitioned(NOW - 7200).build(),
+        pod("notebook").gpus(8).on("n2").running().transitioned(NOW - 3 * 3600).build(),
+        pod("wants-8").gpus(8).build(),
+    ];
+    let mut snap = snapshot(nodes, pods, vec![], NOW);
+    let mut cluster = crate::model::Cluster::new(snap.source.clone());
+    cluster.apply(crate::model::ModelEvent::Clock(NOW));
+    cluster.apply(crate::model::ModelEvent::Upsert(crate::model::Object::Usage(crate::model::NodeUsage {
+        problem: None,
+        node: crate::model::Sym::new("n2"),
+        source: crate::model::UsageSource::Agent,
+        at: NOW,
+        devices: (0..8)
+            .map(|i| crate::model::DeviceReading {
+                gpu: crate::model::Sym::new(&format!("GPU-n2-{i}")),
+                index: i,
+                slice: None,
+                holders: Box::new([crate::model::PodKey::new("default", "notebook")]),
+                busy_pct: Some(0.0),
+                memory_used_mib: Some(1_000),
+                idle_since: Some(NOW - 3 * 3600),
+            })
+            .collect(),
+    })));
+    snap.usage = cluster.snapshot().usage;
+    let index = Index::build(&snap, NOW);
+    let items = analyze(&index, &gangs::analyze(&index), &fragmentation::analyze(&index));
+    let it = item(&items, "wants-8");
+    assert!(
+        it.unblock.iter().any(|u| u
+            == "free 8 more GPU(s) on n2 (0 free of 8): stopping the cheapest pods there loses 0.0 GPU-hours of work"),
+        "{:?}",
+        it.unblock
+    );
+    assert!(!it.unblock.iter().any(|u| u.contains("on n1")), "{:?}", it.unblock);
 }
