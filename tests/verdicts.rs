@@ -481,25 +481,24 @@ fn a_nominated_pod_waits_for_the_pod_preempted_for_it_and_no_plan_evicts_more() 
     );
 }
 
-/// Where kgpu does not model the rule (required pod anti-affinity, topology
-/// spread) the headline is the scheduler's message, each reason named with
-/// its plugin; a pod for a scheduler that does not run says so.
+/// Required pod anti-affinity and topology spread, captured from the real
+/// kube-scheduler v1.36 (`placement/`): kgpu models both filters, blocks at
+/// the fit step with the same per-node histogram, names the pod and the
+/// domain in the advice; a pod for a scheduler that does not run says so.
 #[test]
-fn rules_kgpu_does_not_model_put_the_schedulers_words_in_the_headline() {
+fn anti_affinity_and_spread_agree_with_the_real_scheduler() {
     let doc = snapshot(PLACEMENT, &[]);
-    for (name, words, plugin) in [
-        ("eval-apart", "2 node(s) didn't match pod anti-affinity rules", "InterPodAffinity"),
-        ("serve-2", "2 node(s) didn't match pod topology spread constraints", "PodTopologySpread"),
+    for (name, code, advice) in [
+        ("eval-apart", "pod-anti-affinity", "will not share kubernetes.io/hostname=gpu-a with ml/ddp-0"),
+        ("serve-2", "topology-spread", "matching pods per domain: zone-1: 2, zone-2: 0"),
     ] {
         let item = pending(&doc, name);
-        assert_eq!(item["blockingStep"], "scheduler", "{name}");
-        assert_eq!(item["verdictSource"], "scheduler", "{name}");
-        let summary = item["summary"].as_str().unwrap();
-        assert!(summary.contains(words), "{name}: {summary}");
-        assert!(!summary.contains("nothing blocks it"), "{name}: {summary}");
-        let details = step(item, "scheduler")["details"].to_string();
-        assert!(details.contains(plugin), "{name}: {details}");
-        assert!(details.contains("not evaluated by kgpu"), "{name}: {details}");
+        assert_eq!(item["blockingStep"], "fit", "{name}");
+        assert_eq!(item["verdictSource"], "kgpu", "{name}");
+        assert_eq!(item["nodeReasons"][code], 2, "{name}: {}", item["nodeReasons"]);
+        assert_eq!(item["agreesWithScheduler"], true, "{name}: {}", item["disagreement"]);
+        assert!(item["unblock"].to_string().contains(advice), "{name}: {}", item["unblock"]);
+        assert!(!item["summary"].as_str().unwrap().contains("nothing blocks it"), "{name}");
     }
     let kai = pending(&doc, "kai-job");
     assert_eq!(kai["blockingStep"], "scheduler");

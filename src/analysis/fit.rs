@@ -37,6 +37,20 @@ pub enum NodeReason {
     InsufficientMemory,
     InsufficientPods,
     InsufficientOther(Sym),
+    /// PodTopologySpread: placing it here would exceed a DoNotSchedule
+    /// constraint's maxSkew.
+    SpreadSkew,
+    /// PodTopologySpread: the node lacks a constraint's topology key.
+    SpreadMissingLabel,
+    /// InterPodAffinity: no pod its required podAffinity wants runs in
+    /// this node's domain.
+    PodAffinity,
+    /// InterPodAffinity: a pod its required podAntiAffinity refuses runs
+    /// in this node's domain.
+    PodAntiAffinity,
+    /// InterPodAffinity: a pod running in this node's domain refuses it
+    /// by its own required anti-affinity.
+    ExistingAntiAffinity,
 }
 
 /// The scheduler filter a reason belongs to, in the scheduler's order.
@@ -49,6 +63,8 @@ pub enum Filter {
     NodeAffinity,
     NodePorts,
     NodeResourcesFit,
+    PodTopologySpread,
+    InterPodAffinity,
 }
 
 impl NodeReason {
@@ -67,6 +83,11 @@ impl NodeReason {
             NodeReason::InsufficientMemory => "insufficient-memory".into(),
             NodeReason::InsufficientPods => "insufficient-pods".into(),
             NodeReason::InsufficientOther(r) => format!("insufficient:{r}"),
+            NodeReason::SpreadSkew => "topology-spread".into(),
+            NodeReason::SpreadMissingLabel => "topology-spread-missing-label".into(),
+            NodeReason::PodAffinity => "pod-affinity".into(),
+            NodeReason::PodAntiAffinity => "pod-anti-affinity".into(),
+            NodeReason::ExistingAntiAffinity => "existing-anti-affinity".into(),
         }
     }
 
@@ -77,6 +98,10 @@ impl NodeReason {
             NodeReason::NotReady | NodeReason::UntoleratedTaint { .. } => Filter::TaintToleration,
             NodeReason::SelectorMismatch | NodeReason::AffinityMismatch => Filter::NodeAffinity,
             NodeReason::PortsTaken => Filter::NodePorts,
+            NodeReason::SpreadSkew | NodeReason::SpreadMissingLabel => Filter::PodTopologySpread,
+            NodeReason::PodAffinity | NodeReason::PodAntiAffinity | NodeReason::ExistingAntiAffinity => {
+                Filter::InterPodAffinity
+            }
             _ => Filter::NodeResourcesFit,
         }
     }
@@ -100,13 +125,20 @@ impl NodeReason {
             NodeReason::InsufficientMemory => "Insufficient memory".into(),
             NodeReason::InsufficientPods => "Too many pods".into(),
             NodeReason::InsufficientOther(r) => format!("Insufficient {r}"),
+            NodeReason::SpreadSkew => SPREAD_SKEW.into(),
+            NodeReason::SpreadMissingLabel => SPREAD_MISSING_LABEL.into(),
+            NodeReason::PodAffinity => POD_AFFINITY.into(),
+            NodeReason::PodAntiAffinity => POD_ANTI_AFFINITY.into(),
+            NodeReason::ExistingAntiAffinity => EXISTING_ANTI_AFFINITY.into(),
         }
     }
 
     /// Reasons that preemption cannot fix (the scheduler marks them
-    /// UnschedulableAndUnresolvable); evicting the pod on a port frees it.
+    /// UnschedulableAndUnresolvable); evicting the pod on a port, or the
+    /// pods that skew a spread or an anti-affinity refuses, frees the node.
     pub fn unresolvable(&self) -> bool {
-        !matches!(self.filter(), Filter::NodeResourcesFit | Filter::NodePorts)
+        !matches!(self, NodeReason::SpreadSkew | NodeReason::PodAntiAffinity | NodeReason::ExistingAntiAffinity)
+            && !matches!(self.filter(), Filter::NodeResourcesFit | Filter::NodePorts)
     }
 
     /// Coarse class for comparing kgpu with the scheduler, whose wording
@@ -128,6 +160,13 @@ impl NodeReason {
 pub const PINNED_ELSEWHERE: &str = "node(s) didn't satisfy plugin(s) [NodeAffinity]";
 /// Its comparison class: not the same as a selector mismatch in the histogram.
 pub const PINNED_ELSEWHERE_CLASS: &str = "affinity-node-names";
+/// PodTopologySpread's reasons (v1.16 and v1.19 to v1.36).
+pub const SPREAD_SKEW: &str = "node(s) didn't match pod topology spread constraints";
+pub const SPREAD_MISSING_LABEL: &str = "node(s) didn't match pod topology spread constraints (missing required label)";
+/// InterPodAffinity's reasons, the same wording v1.10 to v1.36.
+pub const POD_AFFINITY: &str = "node(s) didn't match pod affinity rules";
+pub const POD_ANTI_AFFINITY: &str = "node(s) didn't match pod anti-affinity rules";
+pub const EXISTING_ANTI_AFFINITY: &str = "node(s) didn't satisfy existing pods anti-affinity rules";
 /// NodePorts' reason, the same wording since v1.10.
 pub const PORTS_TAKEN: &str = "node(s) didn't have free ports for the requested pod ports";
 
@@ -253,11 +292,14 @@ pub fn scheduler_view(reasons: &[NodeReason]) -> Vec<NodeReason> {
 /// [`scheduler_view`] without allocating.
 pub fn first_filter_reasons(reasons: &[NodeReason]) -> impl Iterator<Item = &NodeReason> {
     let first = reasons.iter().map(|r| r.filter()).min();
-    // One message per node from TaintToleration (however many taints) and
-    // NodeAffinity (selector and affinity alike); NodeResourcesFit names
-    // every resource short.
+    // One message per node from TaintToleration (however many taints),
+    // NodeAffinity (selector and affinity alike) and the two inter-pod
+    // filters (each returns at its first failing rule); NodeResourcesFit
+    // names every resource short.
     let keep = match first {
-        Some(Filter::TaintToleration | Filter::NodeAffinity) => 1,
+        Some(Filter::TaintToleration | Filter::NodeAffinity | Filter::PodTopologySpread | Filter::InterPodAffinity) => {
+            1
+        }
         _ => usize::MAX,
     };
     reasons.iter().filter(move |r| Some(r.filter()) == first).take(keep)

@@ -9,6 +9,7 @@ pub mod fragmentation;
 pub mod gangs;
 pub mod gpu_stack;
 pub mod index;
+pub mod inter_pod;
 pub mod leftovers;
 pub mod lost_work;
 pub mod pending;

@@ -224,6 +224,17 @@ pub fn reason_code(reason: &str) -> Option<String> {
     if r == super::fit::PORTS_TAKEN || r == "PodFitsHostPorts" {
         return Some("ports-taken".into());
     }
+    // Both plugins' reasons, and the 1.9 predicates' names for them.
+    let topology = [
+        (super::fit::SPREAD_SKEW, "EvenPodsSpreadNotMatch", "topology-spread"),
+        (super::fit::SPREAD_MISSING_LABEL, "", "topology-spread-missing-label"),
+        (super::fit::POD_AFFINITY, "PodAffinityRulesNotMatch", "pod-affinity"),
+        (super::fit::POD_ANTI_AFFINITY, "PodAntiAffinityRulesNotMatch", "pod-anti-affinity"),
+        (super::fit::EXISTING_ANTI_AFFINITY, "ExistingPodsAntiAffinityRulesNotMatch", "existing-anti-affinity"),
+    ];
+    if let Some((_, _, code)) = topology.iter().find(|(text, old, _)| r == *text || (!old.is_empty() && r == *old)) {
+        return Some((*code).into());
+    }
     if r == "Too many pods" {
         return Some("insufficient-pods".into());
     }

@@ -286,6 +286,60 @@ impl PodBuilder {
         self
     }
 
+    /// A `metadata.labels` entry.
+    pub fn pod_label(mut self, key: &str, value: &str) -> Self {
+        let mut labels: Vec<(Sym, Sym)> = self.pod.labels.iter().copied().filter(|(k, _)| k.as_str() != key).collect();
+        labels.push((Sym::new(key), Sym::new(value)));
+        labels.sort_by_key(|l| l.0);
+        self.pod.labels = labels.into();
+        self
+    }
+
+    /// A required anti-affinity term: no pod of its namespace labelled
+    /// `key=value` in the same `topology_key` domain.
+    pub fn anti_affinity(mut self, key: &str, value: &str, topology_key: &str) -> Self {
+        let term = self.term(key, value, topology_key);
+        let rules = self.pod.rules.get_or_insert_with(Default::default);
+        rules.anti_affinity = rules.anti_affinity.iter().cloned().chain([term]).collect();
+        self
+    }
+
+    /// A required affinity term: a pod of its namespace labelled
+    /// `key=value` in the same `topology_key` domain.
+    pub fn pod_affinity(mut self, key: &str, value: &str, topology_key: &str) -> Self {
+        let term = self.term(key, value, topology_key);
+        let rules = self.pod.rules.get_or_insert_with(Default::default);
+        rules.affinity = rules.affinity.iter().cloned().chain([term]).collect();
+        self
+    }
+
+    fn term(&self, key: &str, value: &str, topology_key: &str) -> crate::model::PodAffinityTerm {
+        crate::model::PodAffinityTerm {
+            selector: Some(crate::model::LabelSelector {
+                requirements: Box::new([crate::model::pod_rules::equals(key, value)]),
+            }),
+            namespaces: crate::model::Namespaces::Listed(Box::new([self.pod.namespace])),
+            topology_key: Sym::new(topology_key),
+        }
+    }
+
+    /// A DoNotSchedule spread constraint over pods labelled `key=value`.
+    pub fn spread(mut self, key: &str, value: &str, topology_key: &str, max_skew: i32) -> Self {
+        let constraint = crate::model::SpreadConstraint {
+            max_skew,
+            topology_key: Sym::new(topology_key),
+            selector: Some(crate::model::LabelSelector {
+                requirements: Box::new([crate::model::pod_rules::equals(key, value)]),
+            }),
+            min_domains: 1,
+            honor_node_affinity: true,
+            honor_node_taints: false,
+        };
+        let rules = self.pod.rules.get_or_insert_with(Default::default);
+        rules.spread = rules.spread.iter().cloned().chain([constraint]).collect();
+        self
+    }
+
     /// The scheduler nominated `node` for it (it preempted there).
     pub fn nominated(mut self, node: &str) -> Self {
         self.pod.nominated = Some(Sym::new(node));

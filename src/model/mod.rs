@@ -17,6 +17,7 @@ pub mod keys;
 pub mod node;
 pub mod node_labels;
 pub mod pod;
+pub mod pod_rules;
 pub mod quantity;
 pub mod queue;
 pub mod resources;
@@ -45,6 +46,7 @@ pub use pod::{
     CudaNeed, Endpoint, EndpointKind, HostPort, Operand, OperandLayer, Owner, Pod, PodKey, PodPhase, PortProtocol,
     Resume, Uid, Unschedulable,
 };
+pub use pod_rules::{LabelSelector, Namespaces, PodAffinityTerm, PodRules, SpreadConstraint};
 pub use queue::{Flavor, Queue, QueueKey, QueueKind, QueueQuota};
 pub use resources::Resources;
 pub use sym::{Sym, SymHash, SymMap};

@@ -208,6 +208,12 @@ pub struct Pod {
     /// A GPU Operator operand (driver, toolkit, device plugin…) and whether
     /// it works (rare: boxed).
     pub operand: Option<Box<Operand>>,
+    /// `metadata.labels`, sorted: what other pods' affinity terms and spread
+    /// constraints select.
+    pub labels: crate::model::Labels,
+    /// Required inter-pod (anti-)affinity and hard spread constraints
+    /// (rare: boxed).
+    pub rules: Option<Box<crate::model::PodRules>>,
 }
 
 /// The GPU Operator's operands on a node, in the order each waits for the
@@ -408,6 +414,8 @@ impl Pod {
             host_ports: Box::new([]),
             nominated: None,
             operand: None,
+            labels: Box::new([]),
+            rules: None,
         }
     }
 

@@ -6,7 +6,9 @@
 //! native sidecars, pod overhead (a RuntimeClass), tolerations of every
 //! form, nodeSelector and required node affinity (several terms, every
 //! operator, matchFields), host ports (hostNetwork, hostPort on every
-//! address or one, TCP and UDP, on a native sidecar).
+//! address or one, TCP and UDP, on a native sidecar); pod labels, required
+//! pod affinity and anti-affinity and hard topology spread constraints
+//! (`inter_pod.rs`).
 //!
 //! Every case renders as Kubernetes JSON (`node_json`, `pod_json`), so a
 //! failing case can be pasted into a fixture test.
@@ -97,6 +99,8 @@ pub struct PodCase {
     pub selector: Vec<(&'static str, String)>,
     pub affinity: Vec<TermCase>,
     pub host_port: Option<HostPortCase>,
+    /// Labels, pod (anti-)affinity and spread constraints.
+    pub inter_pod: super::inter_pod::InterPodCase,
 }
 
 /// A port bound on the node (NodePorts): the same two port numbers across a
@@ -280,29 +284,65 @@ fn pod(nodes: usize) -> impl Strategy<Value = PodCase> {
                 ]),
             ),
         ),
+        super::inter_pod::inter_pod(),
     )
-        .prop_map(|(main, mig, inits, sidecars, overhead, tolerations, selector, affinity, host_port)| PodCase {
-            main: ContainerCase { gpus: if mig.is_some() { 0 } else { main.gpus }, ..main },
-            mig,
-            inits,
-            sidecars,
-            overhead,
-            tolerations,
-            selector: selector
-                .into_iter()
-                .map(|(k, i)| {
-                    let v = match k {
-                        "kgpu.dev/pool" => POOLS[i % POOLS.len()].to_string(),
-                        "topology.kubernetes.io/zone" => ZONES[i].to_string(),
-                        // The classic mistake: a GPU count as a selector.
-                        _ => ["1", "4", "8"][i].to_string(),
-                    };
-                    (k, v)
-                })
-                .collect(),
-            affinity: affinity.unwrap_or_default(),
-            host_port: host_port.map(|(port, how)| HostPortCase { port, how }),
+        .prop_map(
+            |(main, mig, inits, sidecars, overhead, tolerations, selector, affinity, host_port, inter_pod)| PodCase {
+                main: ContainerCase { gpus: if mig.is_some() { 0 } else { main.gpus }, ..main },
+                mig,
+                inits,
+                sidecars,
+                overhead,
+                tolerations,
+                selector: selector
+                    .into_iter()
+                    .map(|(k, i)| {
+                        let v = match k {
+                            "kgpu.dev/pool" => POOLS[i % POOLS.len()].to_string(),
+                            "topology.kubernetes.io/zone" => ZONES[i].to_string(),
+                            // The classic mistake: a GPU count as a selector.
+                            _ => ["1", "4", "8"][i].to_string(),
+                        };
+                        (k, v)
+                    })
+                    .collect(),
+                affinity: affinity.unwrap_or_default(),
+                host_port: host_port.map(|(port, how)| HostPortCase { port, how }),
+                inter_pod,
+            },
+        )
+}
+
+/// Where pods meet: 2–5 Ready, untainted, roomy nodes and 3–6 small pods,
+/// nearly all with labels and rules about each other (InterPodAffinity,
+/// PodTopologySpread decide).
+pub fn crowd() -> impl Strategy<Value = ClusterCase> {
+    let roomy = node().prop_map(|n| NodeCase {
+        cpu: 96,
+        memory_gi: 1024,
+        max_pods: 110,
+        taints: Vec::new(),
+        cordoned: false,
+        readiness: Readiness::Ready,
+        ..n
+    });
+    prop::collection::vec(roomy, 2..=5)
+        .prop_flat_map(|nodes| {
+            let n = nodes.len();
+            let small = (pod(n), super::inter_pod::crowded()).prop_map(|(p, inter_pod)| PodCase {
+                main: ContainerCase { cpu_m: 100, memory_mi: 128, gpus: 0 },
+                mig: None,
+                inits: Vec::new(),
+                sidecars: Vec::new(),
+                host_port: None,
+                tolerations: Vec::new(),
+                overhead: false,
+                inter_pod,
+                ..p
+            });
+            (Just(nodes), prop::collection::vec(small, 3..=6))
         })
+        .prop_map(|(nodes, pods)| ClusterCase { nodes, pods })
 }
 
 /// 1–5 nodes, 1–5 pods.
@@ -490,7 +530,9 @@ pub fn pod_json(case: u32, namespace: &str, i: usize, p: &PodCase) -> Value {
         spec["affinity"] =
             json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}});
     }
-    json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": format!("p{i}"), "namespace": namespace}, "spec": spec})
+    let mut metadata = json!({"name": format!("p{i}"), "namespace": namespace});
+    super::inter_pod::apply(&p.inter_pod, &mut metadata, &mut spec);
+    json!({"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec})
 }
 
 /// The RuntimeClass whose overhead pods with `overhead` get (from the

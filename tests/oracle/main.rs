@@ -18,6 +18,7 @@
 mod support;
 
 mod cases;
+mod inter_pod;
 mod queues;
 
 use std::collections::BTreeMap;
@@ -27,6 +28,7 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use kgpu::analysis::fit::{self, Shape};
 use kgpu::analysis::index::Index;
+use kgpu::analysis::inter_pod::{Incoming, InterPod};
 use kgpu::analysis::scheduler_msg;
 use kgpu::analysis::{self, Thresholds};
 use kgpu::model::{PodKey, Snapshot};
@@ -46,6 +48,9 @@ pub fn runner(cases: u32, seed: u64) -> TestRunner {
     let config = Config { cases, failure_persistence: None, max_shrink_iters: 48, ..Config::default() };
     TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &bytes))
 }
+
+/// Refusals in which InterPodAffinity or PodTopologySpread had a say (coverage).
+static INTER_POD_REFUSALS: AtomicU32 = AtomicU32::new(0);
 
 /// What the real scheduler did with one pod.
 #[derive(Debug, Clone)]
@@ -82,10 +87,15 @@ fn kgpu_verdicts(snap: &Snapshot, now: i64, key: &PodKey) -> Result<BTreeMap<Str
     let mut pending = (*pod).clone();
     pending.node = None;
     let index = Index::build(&without, now);
+    let inter_pod = InterPod::prepare(&index, &Incoming::of(&pending));
     Ok(index
         .nodes_with_usage()
         .map(|(node, used)| {
-            (node.name.to_string(), fit::verdicts(&Shape::of(&pending), node, used, index.pods_on(node.name)))
+            let mut reasons = fit::verdicts(&Shape::of(&pending), node, used, index.pods_on(node.name));
+            if let Some(check) = &inter_pod {
+                check.reasons_into(node, &mut reasons);
+            }
+            (node.name.to_string(), reasons)
         })
         .collect())
 }
@@ -180,6 +190,9 @@ async fn run_cluster_case(
             }
             Outcome::Bound(_) => None,
             Outcome::Refused(message) => {
+                if message.contains("affinity rules") || message.contains("topology spread") {
+                    INTER_POD_REFUSALS.fetch_add(1, Ordering::SeqCst);
+                }
                 let parsed = scheduler_msg::parse(message);
                 let theirs: BTreeMap<String, u32> = parsed.reasons.iter().cloned().collect();
                 let ours = kgpu_histogram(&verdicts);
@@ -260,15 +273,51 @@ fn kgpu_predicts_what_the_real_scheduler_does() {
         }
     });
     eprintln!(
-        "scheduler oracle: {} cluster(s), {} pod(s) in {:.0}s (seed {seed})",
+        "scheduler oracle: {} cluster(s), {} pod(s), {} refused with an inter-pod reason, in {:.0}s (seed {seed})",
         counter.load(Ordering::SeqCst),
         pods.load(Ordering::SeqCst),
+        INTER_POD_REFUSALS.load(Ordering::SeqCst),
         t0.elapsed().as_secs_f64()
     );
     if let Err(e) = result {
         panic!("kgpu disagrees with the real kube-scheduler (KGPU_ORACLE_SEED={seed}; the shrunk case below):\n{e}");
     }
     assert!(pods.load(Ordering::SeqCst) >= 200 || cases < 80, "the budget is at least 200 generated pods per run");
+}
+
+/// The same comparison on crowds of small pods with labels and rules about
+/// each other, where InterPodAffinity and PodTopologySpread decide
+/// (`KGPU_ORACLE_CROWD_CASES`, default 120: a mutation that ignores a running pod's anti-affinity fails within about 45).
+#[test]
+fn kgpu_predicts_where_pods_keep_each_other_away() {
+    if !ControlPlane::enabled() {
+        return;
+    }
+    let cp = ControlPlane::start().unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let client = rt.block_on(support::kube::client(&cp));
+    let (snapshots, _tasks) = rt.block_on(support::kube::source(&cp, &cp.kubeconfig));
+    let cases = env_u64("KGPU_ORACLE_CROWD_CASES", 120) as u32;
+    let seed = env_u64("KGPU_ORACLE_SEED", 20_261_201);
+    let counter = AtomicU32::new(0);
+    let before = INTER_POD_REFUSALS.load(Ordering::SeqCst);
+    let mut runner = runner(cases, seed);
+    let result = runner.run(&cases::crowd(), |case| {
+        let n = 10_000 + counter.fetch_add(1, Ordering::SeqCst);
+        rt.block_on(run_cluster_case(&client, &snapshots, n, &case)).map(|_| ()).map_err(TestCaseError::fail)
+    });
+    let refusals = INTER_POD_REFUSALS.load(Ordering::SeqCst) - before;
+    eprintln!(
+        "crowd oracle: {} cluster(s), {refusals} refused with an inter-pod reason (seed {seed})",
+        counter.load(Ordering::SeqCst)
+    );
+    if let Err(e) = result {
+        panic!("kgpu disagrees with the real kube-scheduler (KGPU_ORACLE_SEED={seed}; the shrunk case below):\n{e}");
+    }
+    assert!(
+        refusals >= cases / 4 || cases < 40,
+        "the crowds must make the scheduler refuse by these rules ({refusals})"
+    );
 }
 
 #[test]

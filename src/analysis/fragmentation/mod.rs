@@ -51,9 +51,24 @@ pub struct Demand {
     pub source: ShapeSource,
     pub priority: i32,
     pub created: Timestamp,
+    /// Whose pods these are, for the filters that look at other pods
+    /// (`inter_pod`): their namespace, labels and rules.
+    pub namespace: Sym,
+    pub labels: crate::model::Labels,
+    pub rules: Option<Box<crate::model::PodRules>>,
 }
 
 impl Demand {
+    /// The pod being placed, as PodTopologySpread and InterPodAffinity see it.
+    pub fn incoming(&self) -> crate::analysis::inter_pod::Incoming<'_> {
+        crate::analysis::inter_pod::Incoming {
+            namespace: self.namespace,
+            labels: &self.labels,
+            rules: self.rules.as_deref(),
+            shape: self.shape(),
+        }
+    }
+
     pub fn shape(&self) -> Shape<'_> {
         Shape {
             requests: &self.requests,
@@ -104,7 +119,14 @@ impl Demand {
             pods: self.pods,
             pending: self.is_pending(),
             nominations: None,
+            inter_pod: self.rules.as_ref().map(|r| (self.namespace, self.labels.clone(), Some(r.clone()))),
         }
+    }
+
+    /// [`Demand::key`] where running pods have required anti-affinity:
+    /// whether it refuses these pods depends on their namespace and labels.
+    pub fn key_seeing_labels(&self, key: DemandKey) -> DemandKey {
+        DemandKey { inter_pod: Some((self.namespace, self.labels.clone(), self.rules.clone())), ..key }
     }
 
     /// [`Demand::key`] where pods are nominated to nodes: what a node holds
@@ -122,6 +144,7 @@ pub struct DemandKey {
     pods: u32,
     pending: bool,
     nominations: Option<(i32, ShapeSource)>,
+    inter_pod: Option<(Sym, crate::model::Labels, Option<Box<crate::model::PodRules>>)>,
 }
 
 #[derive(Clone, Debug)]
@@ -260,6 +283,9 @@ pub(crate) fn pod_demand(pod: &Pod, pods: u32, source: ShapeSource) -> Demand {
         source,
         priority: pod.priority,
         created: pod.created,
+        namespace: pod.namespace,
+        labels: pod.labels.clone(),
+        rules: pod.rules.clone(),
     }
 }
 
@@ -304,6 +330,9 @@ fn gang_demand(key: &GangKey, gang: &Gang, members: &[&Pod]) -> Option<Demand> {
             source: ShapeSource::Gang(key.clone()),
             priority: gang.priority,
             created: gang.created,
+            namespace: key.namespace,
+            labels: Box::new([]),
+            rules: None,
         })
     };
     if gang.pod_sets.is_empty() {
@@ -339,6 +368,9 @@ pub fn canonical_demands() -> Vec<Demand> {
             source: ShapeSource::Canonical,
             priority: 0,
             created: 0,
+            namespace: Sym::new("default"),
+            labels: Box::new([]),
+            rules: None,
         })
         .collect()
 }

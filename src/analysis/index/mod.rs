@@ -142,6 +142,8 @@ pub struct Index<'a> {
     nominated: OnceLock<SymMap<Vec<&'a Pod>>>,
     /// The GPU Operator's operands that have a pod on some node.
     operand_layers: OnceLock<Vec<crate::model::OperandLayer>>,
+    /// Bound pods with required anti-affinity, with their node's position.
+    anti_affinity: OnceLock<Vec<(&'a Pod, usize)>>,
 }
 
 /// What the index gathers from the pods, by node position: from a walk
@@ -231,7 +233,23 @@ impl<'a> Index<'a> {
             dra: OnceLock::new(),
             nominated: OnceLock::new(),
             operand_layers: OnceLock::new(),
+            anti_affinity: OnceLock::new(),
         }
+    }
+
+    /// Bound pods whose required anti-affinity may keep other pods away,
+    /// with their node's position: found once over the bound pods.
+    pub fn anti_affinity_pods(&self) -> &[(&'a Pod, usize)] {
+        self.anti_affinity.get_or_init(|| {
+            (0..self.node_list.len())
+                .flat_map(|i| {
+                    self.pods_at(i)
+                        .iter()
+                        .filter(|p| p.rules.as_ref().is_some_and(|r| !r.anti_affinity.is_empty()))
+                        .map(move |p| (*p, i))
+                })
+                .collect()
+        })
     }
 
     /// Whether the GPU Operator's `layer` has a pod on any node (its

@@ -9,6 +9,7 @@ use crate::model::{HostPort, Node, Pod, keys};
 use super::super::fit::{self, NodeReason};
 use super::super::fragmentation::{self, Demand, ShapeSource};
 use super::super::index::Index;
+use super::super::inter_pod::InterPod;
 use super::super::tally::Tally;
 use super::{Step, StepReport, Verdict, ns_flag, shape_text};
 
@@ -86,6 +87,10 @@ pub(super) fn fit_step(index: &Index<'_>, demand: &Demand) -> FitResult {
     // Nodes where a pod of this shape could go but for a host port: who holds it.
     let mut port_holders: Vec<(&Node, &Pod)> = Vec::new();
     let mut with_nominated;
+    // PodTopologySpread's and InterPodAffinity's counts, once for the shape.
+    let inter_pod = InterPod::prepare(index, &demand.incoming());
+    // Nodes only the other pods keep it off, for the advice.
+    let mut inter_pod_nodes: Vec<&Node> = Vec::new();
     for ((node, used), &class) in index.nodes_with_usage().zip(placement.class_of()) {
         let ahead = if index.has_nominations() { nominated_ahead(index, demand, node) } else { Vec::new() };
         let held_for_nominated = held_with(used, &ahead);
@@ -105,6 +110,12 @@ pub(super) fn fit_step(index: &Index<'_>, demand: &Demand) -> FitResult {
             // NodePorts comes before NodeResourcesFit in the scheduler's order.
             shortfalls.insert(0, NodeReason::PortsTaken);
         }
+        // Then PodTopologySpread and InterPodAffinity.
+        let before = shortfalls.len();
+        if let Some(check) = &inter_pod {
+            check.reasons_into(node, &mut shortfalls);
+        }
+        let kept_away = shortfalls.len() > before;
         let combos = &mut per_class[class as usize];
         match combos.iter_mut().find(|(s, _)| *s == shortfalls) {
             Some((_, n)) => *n += 1,
@@ -122,6 +133,13 @@ pub(super) fn fit_step(index: &Index<'_>, demand: &Demand) -> FitResult {
         }
         if let Some(pod) = holder {
             port_holders.push((node, pod));
+            continue;
+        }
+        if kept_away {
+            // Another pod keeps it off this node (spread, anti-affinity): no room here.
+            if before == 0 {
+                inter_pod_nodes.push(node);
+            }
             continue;
         }
         slots_total += fragmentation::room(demand, node, used);
@@ -258,6 +276,9 @@ pub(super) fn fit_step(index: &Index<'_>, demand: &Demand) -> FitResult {
             need.saturating_sub(slots_total),
         ) {
             unblock.push(text);
+        }
+        if let Some(check) = &inter_pod {
+            unblock.extend(super::kept_away::advice(check, &inter_pod_nodes));
         }
         if let Some(text) = free_ports(&port_holders, &demand.host_ports) {
             unblock.push(text);

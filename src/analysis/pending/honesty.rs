@@ -120,8 +120,12 @@ pub(super) fn defer_to_the_cluster<'a>(
             let mut details: Vec<String> = parsed
                 .reasons
                 .iter()
-                .map(|(reason, count)| match (vocabulary::lookup(reason), modelled(reason)) {
+                .map(|(reason, count)| match (vocabulary::lookup(reason), evaluated(reason, pod)) {
                     (Some(r), true) => format!("{count} × {reason} — {} ({}), modelled by kgpu", r.meaning, r.plugin),
+                    (Some(r), false) if modelled(reason) => format!(
+                        "{count} × {reason} — {} ({}): the pod has no DoNotSchedule spread constraint, so the scheduler's profile adds one (defaultConstraints in its KubeSchedulerConfiguration), which kgpu cannot see: not evaluated by kgpu",
+                        r.meaning, r.plugin
+                    ),
                     (Some(r), false) => format!(
                         "{count} × {reason} — {} ({}, Kubernetes {}): not evaluated by kgpu",
                         r.meaning, r.plugin, r.versions
@@ -138,7 +142,7 @@ pub(super) fn defer_to_the_cluster<'a>(
                     parsed
                         .reasons
                         .iter()
-                        .filter(|(r, _)| !modelled(r))
+                        .filter(|(r, _)| !evaluated(r, pod))
                         .filter_map(|(r, _)| vocabulary::lookup(r))
                         .flat_map(|r| r.check.split("; "))
                         .map(|c| c.replace("NS", pod.namespace.as_str()).replace("POD", &pod.name)),
@@ -177,6 +181,13 @@ pub(super) fn defer_to_the_cluster<'a>(
 /// Whether kgpu's fit model evaluates this scheduler reason.
 fn modelled(reason: &str) -> bool {
     scheduler_msg::reason_code(reason).is_some()
+}
+
+/// [`modelled`], for this pod: a spread reason for a pod with no hard
+/// spread constraint of its own comes from the scheduler's configuration.
+fn evaluated(reason: &str, pod: &Pod) -> bool {
+    let spread = scheduler_msg::reason_code(reason).is_some_and(|c| c.starts_with("topology-spread"));
+    modelled(reason) && !(spread && pod.rules.as_ref().is_none_or(|r| r.spread.is_empty()))
 }
 
 /// The PreFilter reason a message carries alone (`0/4 nodes are available:

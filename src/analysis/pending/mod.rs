@@ -14,6 +14,7 @@ mod cross_check;
 mod fit_step;
 mod gang_step;
 mod honesty;
+mod kept_away;
 mod make_room;
 mod nomination;
 mod quota;
@@ -265,6 +266,7 @@ impl<'a> Memo<'a> {
     fn shape(&mut self, index: &Index<'a>, demand: &Demand) -> ShapeFindings {
         let fleet = self.fleet.get_or_insert_with(|| FleetFacts::of(index));
         let key = if index.has_nominations() { demand.key_seeing_nominations() } else { demand.key() };
+        let key = if index.anti_affinity_pods().is_empty() { key } else { demand.key_seeing_labels(key) };
         self.shapes
             .entry(key)
             .or_insert_with(|| ShapeFindings {

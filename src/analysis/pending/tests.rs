@@ -154,9 +154,10 @@ fn a_gang_short_of_two_nodes_is_told_to_make_room_on_two() {
 }
 
 /// Verbatim shape from kubernetes/kubernetes issue threads about topology
-/// spread (`N node(s) didn't match pod topology spread constraints`): kgpu
-/// does not model PodTopologySpread, finds room, and must not say
-/// "nothing blocks it" over the scheduler's word.
+/// spread (`N node(s) didn't match pod topology spread constraints`) for a
+/// pod with no constraint of its own (the scheduler profile's
+/// defaultConstraints, which kgpu cannot see): kgpu finds room, and must
+/// not say "nothing blocks it" over the scheduler's word.
 const SPREAD_MESSAGE: &str = "0/3 nodes are available: 1 Insufficient nvidia.com/gpu, 2 node(s) didn't match pod topology spread constraints. preemption: 0/3 nodes are available: 1 No preemption victims found for incoming pod, 2 Preemption is not helpful for scheduling.";
 
 fn three_nodes() -> Vec<Node> {

@@ -269,6 +269,7 @@ pub struct PodSpec {
     pub resources: Option<ResourceRequirements>,
     pub overhead: Option<BTreeMap<String, Quantity>>,
     pub resource_claims: Option<Vec<PodResourceClaim>>,
+    pub topology_spread_constraints: Option<Vec<k8s_openapi::api::core::v1::TopologySpreadConstraint>>,
 }
 
 /// `spec.resourceClaims[]`: a claim the pod uses, by name or by template.

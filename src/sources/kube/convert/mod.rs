@@ -23,6 +23,7 @@ use super::manifest::{VALIDATION_START, WAIT_FOR_JOBS_START};
 mod crds;
 mod dra;
 mod operator;
+mod pod_rules;
 
 pub use crds::*;
 pub use dra::{device_class, resource_claim, resource_claim_template, resource_slice};
@@ -400,6 +401,8 @@ pub fn pod(p: &ApiPod) -> Result<Pod> {
     pod.endpoint = endpoint(p).map(Box::new);
     pod.claims = dra::pod_claims(spec, p.status.as_ref());
     pod.host_ports = host_ports(spec);
+    pod.labels = p.labels.clone();
+    pod.rules = pod_rules::of(spec, pod.namespace, &pod.labels).map_err(|e| format!("pod {namespace}/{name}: {e}"))?;
     pod.operand = operand(p).map(Box::new);
     pod.nominated =
         p.status.as_ref().and_then(|s| s.nominated_node_name.as_deref()).filter(|n| !n.is_empty()).map(Sym::new);
