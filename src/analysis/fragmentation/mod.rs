@@ -59,6 +59,16 @@ pub struct Demand {
 }
 
 impl Demand {
+    /// Its pods' required anti-affinity refuses its own pods on one node
+    /// (topology key `kubernetes.io/hostname`): one pod per node.
+    pub fn repels_itself_per_node(&self) -> bool {
+        self.rules.as_ref().is_some_and(|r| {
+            r.anti_affinity
+                .iter()
+                .any(|t| t.topology_key.as_str() == keys::HOSTNAME && t.selects(self.namespace, &self.labels))
+        })
+    }
+
     /// The pod being placed, as PodTopologySpread and InterPodAffinity see it.
     pub fn incoming(&self) -> crate::analysis::inter_pod::Incoming<'_> {
         crate::analysis::inter_pod::Incoming {
@@ -400,8 +410,9 @@ pub fn room(demand: &Demand, node: &Node, used: &Tally) -> u64 {
     for (name, amount) in r.extended.iter() {
         limit(free(name.as_str(), a.get(name.as_str())), *amount);
     }
-    // Two pods binding the same host port cannot share a node.
-    if !demand.host_ports.is_empty() {
+    // Two pods binding the same host port cannot share a node, nor two
+    // replicas whose anti-affinity refuses each other per node.
+    if !demand.host_ports.is_empty() || demand.repels_itself_per_node() {
         n = n.min(1);
     }
     if n == u64::MAX { 0 } else { n }

@@ -453,3 +453,24 @@ fn room_is_made_where_the_least_work_is_lost_not_where_the_most_is_free() {
     );
     assert!(!it.unblock.iter().any(|u| u.contains("on n1")), "{:?}", it.unblock);
 }
+
+#[test]
+fn replicas_that_refuse_each_other_per_node_take_a_node_each() {
+    // Two 1-GPU members with required anti-affinity on the hostname: one
+    // 8-GPU node holds one of them, not eight.
+    let nodes = vec![node("n1").gpus(8).label("kubernetes.io/hostname", "n1").build()];
+    let member = |name: &str| {
+        pod(name)
+            .gpus(1)
+            .group("apart")
+            .pod_label("app", "apart")
+            .anti_affinity("app", "apart", "kubernetes.io/hostname")
+            .build()
+    };
+    let pods = vec![member("apart-0"), member("apart-1")];
+    let snap = snapshot(nodes, pods, vec![podgroup("apart", 2, 1).phase("Inqueue").build()], NOW);
+    let index = Index::build(&snap, NOW);
+    let items = analyze(&index, &gangs::analyze(&index), &fragmentation::analyze(&index));
+    let it = items.iter().find(|i| i.name.contains("apart")).expect("the gang is pending");
+    assert_eq!(&*step(it, Step::Fit).summary, "room for 1 of the 2 pod(s) of shape 1×1 it needs", "{it:?}");
+}
