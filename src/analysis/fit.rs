@@ -344,28 +344,11 @@ fn term_matches(term: &NodeSelectorTerm, node: &Node) -> bool {
     }
     term.expressions.iter().all(|r| {
         let value = node.labels.get(r.key);
-        requirement_matches(r.operator, &r.values, value)
+        r.operator.matches(&r.values, value)
     }) && term.fields.iter().all(|r| {
         let value = (r.key.as_str() == "metadata.name").then_some(node.name);
-        requirement_matches(r.operator, &r.values, value)
+        r.operator.matches(&r.values, value)
     })
-}
-
-/// One `matchExpressions` requirement against a label's value (none when the label is absent).
-pub fn requirement_matches(op: SelectorOperator, values: &[Sym], value: Option<Sym>) -> bool {
-    let number = |s: Sym| s.as_str().trim().parse::<i64>().ok();
-    match op {
-        SelectorOperator::In => value.is_some_and(|v| values.contains(&v)),
-        SelectorOperator::NotIn => value.is_none_or(|v| !values.contains(&v)),
-        SelectorOperator::Exists => value.is_some(),
-        SelectorOperator::DoesNotExist => value.is_none(),
-        SelectorOperator::Gt | SelectorOperator::Lt => {
-            let (Some(v), Some(bound)) = (value.and_then(number), values.first().copied().and_then(number)) else {
-                return false;
-            };
-            if op == SelectorOperator::Gt { v > bound } else { v < bound }
-        }
-    }
 }
 
 /// NodePorts: whether `holder` (a pod on the node) binds a port of `wanted`.

@@ -107,6 +107,25 @@ pub enum SelectorOperator {
 }
 
 impl SelectorOperator {
+    /// Whether a label's `value` (None: the label is absent) satisfies this
+    /// operator over `values`, as node selectors and label selectors read
+    /// it (Gt and Lt compare integers; label selectors never carry them).
+    pub fn matches(self, values: &[Sym], value: Option<Sym>) -> bool {
+        let number = |s: Sym| s.as_str().trim().parse::<i64>().ok();
+        match self {
+            SelectorOperator::In => value.is_some_and(|v| values.contains(&v)),
+            SelectorOperator::NotIn => value.is_none_or(|v| !values.contains(&v)),
+            SelectorOperator::Exists => value.is_some(),
+            SelectorOperator::DoesNotExist => value.is_none(),
+            SelectorOperator::Gt | SelectorOperator::Lt => {
+                let (Some(v), Some(bound)) = (value.and_then(number), values.first().copied().and_then(number)) else {
+                    return false;
+                };
+                if self == SelectorOperator::Gt { v > bound } else { v < bound }
+            }
+        }
+    }
+
     pub fn parse(s: &str) -> Option<SelectorOperator> {
         Some(match s {
             "In" => SelectorOperator::In,
@@ -265,7 +284,11 @@ impl Node {
 }
 
 pub fn label_value(labels: &Labels, key: &str) -> Option<Sym> {
-    let key = Sym::get(key)?;
+    label_of(labels, Sym::get(key)?)
+}
+
+/// The value of label `key`.
+pub fn label_of(labels: &Labels, key: Sym) -> Option<Sym> {
     labels.iter().find(|(k, _)| *k == key).map(|(_, v)| *v)
 }
 

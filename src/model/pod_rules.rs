@@ -4,7 +4,7 @@
 //! API server stores them (kube-scheduler v1.36's reading of each field is
 //! noted where it matters). Rare: a pod holds them boxed.
 
-use super::node::{Requirement, SelectorOperator};
+use super::node::{Requirement, SelectorOperator, label_of};
 use super::{Labels, Sym};
 
 /// A `metav1.LabelSelector` read as the scheduler does: `None` (the field
@@ -17,17 +17,7 @@ pub struct LabelSelector {
 
 impl LabelSelector {
     pub fn matches(&self, labels: &Labels) -> bool {
-        self.requirements.iter().all(|r| {
-            let value = label(labels, r.key);
-            match r.operator {
-                SelectorOperator::In => value.is_some_and(|v| r.values.contains(&v)),
-                SelectorOperator::NotIn => value.is_none_or(|v| !r.values.contains(&v)),
-                SelectorOperator::Exists => value.is_some(),
-                SelectorOperator::DoesNotExist => value.is_none(),
-                // Not valid in a label selector (the API server refuses them).
-                SelectorOperator::Gt | SelectorOperator::Lt => false,
-            }
-        })
+        self.requirements.iter().all(|r| r.operator.matches(&r.values, label_of(labels, r.key)))
     }
 
     /// `{}`: every pod (but PodTopologySpread counts no pod with it).
@@ -39,11 +29,6 @@ impl LabelSelector {
     pub fn keys(&self) -> impl Iterator<Item = Sym> + '_ {
         self.requirements.iter().map(|r| r.key)
     }
-}
-
-/// The value of `key` in sorted labels.
-pub fn label(labels: &Labels, key: Sym) -> Option<Sym> {
-    labels.binary_search_by(|(k, _)| k.as_str().cmp(key.as_str())).ok().map(|i| labels[i].1)
 }
 
 /// Where an affinity term looks for pods.

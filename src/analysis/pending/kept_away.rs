@@ -15,16 +15,16 @@ fn who(pod: &Pod) -> String {
 /// naming the first pod and domain each time.
 pub(super) fn advice(check: &InterPod<'_>, nodes: &[&Node]) -> Vec<String> {
     let mut out = Vec::new();
-    let count = |reason: &NodeReason| {
-        nodes
-            .iter()
-            .filter(|n| {
-                let mut r = Vec::new();
-                check.reasons_into(n, &mut r);
-                r.contains(reason)
-            })
-            .count()
-    };
+    // Each node's reasons, once.
+    let reasons: Vec<Vec<NodeReason>> = nodes
+        .iter()
+        .map(|n| {
+            let mut r = Vec::new();
+            check.reasons_into(n, &mut r);
+            r
+        })
+        .collect();
+    let count = |reason: &NodeReason| reasons.iter().filter(|r| r.contains(reason)).count();
     let domain = |(key, value): (Sym, Sym)| format!("{key}={value}");
     if let Some((pod, d)) = nodes.iter().find_map(|n| check.anti_refuser(n)) {
         out.push(format!(

@@ -440,9 +440,7 @@ fn flavor_mismatch(
             .collect();
         let affinity_ok = terms.is_empty()
             || terms.iter().any(|t| t.is_empty())
-            || terms
-                .iter()
-                .any(|t| t.iter().all(|r| super::super::fit::requirement_matches(r.operator, &r.values, label(r.key))));
+            || terms.iter().any(|t| t.iter().all(|r| r.operator.matches(&r.values, label(r.key))));
         if !(selector_ok && affinity_ok) {
             return Some(format!("flavor {flavor} doesn't match node affinity"));
         }

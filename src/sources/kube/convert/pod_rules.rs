@@ -4,8 +4,9 @@
 use k8s_openapi::api::core::v1::{PodAffinityTerm as ApiTerm, TopologySpreadConstraint};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector as ApiSelector;
 
+use crate::model::node::label_of;
 use crate::model::node::{Requirement, SelectorOperator};
-use crate::model::pod_rules::{self, label};
+use crate::model::pod_rules;
 use crate::model::{LabelSelector, Labels, Namespaces, PodAffinityTerm, PodRules, SpreadConstraint, Sym};
 
 use super::super::lean::PodSpec;
@@ -39,7 +40,7 @@ fn merge_keys(selector: &mut Option<LabelSelector>, keys: Option<&Vec<String>>, 
     let Some(s) = selector else { return };
     let mut requirements = s.requirements.to_vec();
     for key in keys.into_iter().flatten() {
-        if let Some(value) = label(own, Sym::new(key)) {
+        if let Some(value) = label_of(own, Sym::new(key)) {
             requirements.push(Requirement { key: Sym::new(key), operator: op, values: Box::new([value]) });
         }
     }
