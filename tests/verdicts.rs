@@ -505,6 +505,47 @@ fn anti_affinity_and_spread_agree_with_the_real_scheduler() {
     assert!(kai["summary"].as_str().unwrap().contains("is 'kai-scheduler' running?"), "{}", kai["summary"]);
 }
 
+/// The volume filters, captured from the real kube-scheduler v1.36 and PV
+/// controller (`volumes/`): a claim that does not exist and an Immediate claim
+/// no volume matches stop the pod before any node (its volumes step, in the
+/// scheduler's words); a local volume pinned to a full node, a bound volume in
+/// the other zone, a bound volume whose node affinity names a busy node and a
+/// ReadWriteOncePod claim another pod holds give the scheduler's histogram at
+/// the fit step, with advice that names the volume.
+#[test]
+fn volume_filters_agree_with_the_real_scheduler() {
+    let doc = snapshot("volumes/cluster.yaml", &[]);
+    for (name, summary) in [
+        ("ckpt-reader", "PersistentVolumeClaim checkpoints does not exist"),
+        ("dataset-loader", "claim(s) dataset bind at once (Immediate) and are not bound"),
+    ] {
+        let item = pending(&doc, name);
+        assert_eq!(item["blockingStep"], "volumes", "{name}");
+        assert_eq!(item["verdictSource"], "kgpu", "{name}");
+        assert!(item["summary"].as_str().unwrap().ends_with(summary), "{name}: {}", item["summary"]);
+        assert_eq!(item["agreesWithScheduler"], true, "{name}: {}", item["disagreement"]);
+    }
+    for (name, code, nodes, advice) in [
+        ("local-trainer", "volume-unbindable", 2, "find no Available PersistentVolume"),
+        ("zone-trainer", "volume-zone", 1, "ckpt-zone-1 is in topology.kubernetes.io/zone=zone-1"),
+        (
+            "cached-serve",
+            "volume-node-affinity",
+            2,
+            "cache-gpu-b is usable only on nodes its nodeAffinity selects (gpu-b)",
+        ),
+        ("ledger-writer-0", "volume-in-use", 3, "pod ml/ledger-writer-1 uses it"),
+    ] {
+        let item = pending(&doc, name);
+        assert_eq!(item["blockingStep"], "fit", "{name}");
+        assert_eq!(item["nodeReasons"][code], nodes, "{name}: {}", item["nodeReasons"]);
+        assert_eq!(item["agreesWithScheduler"], true, "{name}: {}", item["disagreement"]);
+        assert!(item["unblock"].to_string().contains(advice), "{name}: {}", item["unblock"]);
+    }
+    // Where a volume pins the pod, the GPUs to free are on the node it may use.
+    assert!(pending(&doc, "cached-serve")["unblock"][0].as_str().unwrap().contains("on gpu-b"));
+}
+
 /// Queues their owners stopped (`kueue-stopped/`, captured with the real
 /// Kueue v0.17 manager): the workload behind a LocalQueue on Hold and the
 /// one behind a ClusterQueue on HoldAndDrain block at quota on the stopped

@@ -37,6 +37,18 @@ pub enum NodeReason {
     InsufficientMemory,
     InsufficientPods,
     InsufficientOther(Sym),
+    /// VolumeRestrictions: a ReadWriteOncePod claim of the pod is in use by
+    /// another pod (every node says it; preemption may free it).
+    VolumeInUse,
+    /// VolumeBinding: a bound volume's node affinity excludes the node.
+    VolumeNodeAffinity,
+    /// VolumeBinding: a WaitForFirstConsumer claim finds no volume here and
+    /// cannot be provisioned for this node.
+    VolumeUnbindable,
+    /// VolumeBinding: a bound claim's volume does not exist.
+    VolumeMissing,
+    /// VolumeZone: a bound volume's zone or region labels exclude the node.
+    VolumeZone,
     /// PodTopologySpread: placing it here would exceed a DoNotSchedule
     /// constraint's maxSkew.
     SpreadSkew,
@@ -63,6 +75,9 @@ pub enum Filter {
     NodeAffinity,
     NodePorts,
     NodeResourcesFit,
+    VolumeRestrictions,
+    VolumeBinding,
+    VolumeZone,
     PodTopologySpread,
     InterPodAffinity,
 }
@@ -83,6 +98,11 @@ impl NodeReason {
             NodeReason::InsufficientMemory => "insufficient-memory".into(),
             NodeReason::InsufficientPods => "insufficient-pods".into(),
             NodeReason::InsufficientOther(r) => format!("insufficient:{r}"),
+            NodeReason::VolumeInUse => "volume-in-use".into(),
+            NodeReason::VolumeNodeAffinity => "volume-node-affinity".into(),
+            NodeReason::VolumeUnbindable => "volume-unbindable".into(),
+            NodeReason::VolumeMissing => "volume-missing".into(),
+            NodeReason::VolumeZone => "volume-zone".into(),
             NodeReason::SpreadSkew => "topology-spread".into(),
             NodeReason::SpreadMissingLabel => "topology-spread-missing-label".into(),
             NodeReason::PodAffinity => "pod-affinity".into(),
@@ -98,6 +118,11 @@ impl NodeReason {
             NodeReason::NotReady | NodeReason::UntoleratedTaint { .. } => Filter::TaintToleration,
             NodeReason::SelectorMismatch | NodeReason::AffinityMismatch => Filter::NodeAffinity,
             NodeReason::PortsTaken => Filter::NodePorts,
+            NodeReason::VolumeInUse => Filter::VolumeRestrictions,
+            NodeReason::VolumeNodeAffinity | NodeReason::VolumeUnbindable | NodeReason::VolumeMissing => {
+                Filter::VolumeBinding
+            }
+            NodeReason::VolumeZone => Filter::VolumeZone,
             NodeReason::SpreadSkew | NodeReason::SpreadMissingLabel => Filter::PodTopologySpread,
             NodeReason::PodAffinity | NodeReason::PodAntiAffinity | NodeReason::ExistingAntiAffinity => {
                 Filter::InterPodAffinity
@@ -125,6 +150,11 @@ impl NodeReason {
             NodeReason::InsufficientMemory => "Insufficient memory".into(),
             NodeReason::InsufficientPods => "Too many pods".into(),
             NodeReason::InsufficientOther(r) => format!("Insufficient {r}"),
+            NodeReason::VolumeInUse => VOLUME_IN_USE.into(),
+            NodeReason::VolumeNodeAffinity => VOLUME_NODE_AFFINITY.into(),
+            NodeReason::VolumeUnbindable => VOLUME_UNBINDABLE.into(),
+            NodeReason::VolumeMissing => VOLUME_MISSING.into(),
+            NodeReason::VolumeZone => VOLUME_ZONE.into(),
             NodeReason::SpreadSkew => SPREAD_SKEW.into(),
             NodeReason::SpreadMissingLabel => SPREAD_MISSING_LABEL.into(),
             NodeReason::PodAffinity => POD_AFFINITY.into(),
@@ -137,8 +167,13 @@ impl NodeReason {
     /// UnschedulableAndUnresolvable); evicting the pod on a port, or the
     /// pods that skew a spread or an anti-affinity refuses, frees the node.
     pub fn unresolvable(&self) -> bool {
-        !matches!(self, NodeReason::SpreadSkew | NodeReason::PodAntiAffinity | NodeReason::ExistingAntiAffinity)
-            && !matches!(self.filter(), Filter::NodeResourcesFit | Filter::NodePorts)
+        !matches!(
+            self,
+            NodeReason::SpreadSkew
+                | NodeReason::PodAntiAffinity
+                | NodeReason::ExistingAntiAffinity
+                | NodeReason::VolumeInUse
+        ) && !matches!(self.filter(), Filter::NodeResourcesFit | Filter::NodePorts)
     }
 
     /// Coarse class for comparing kgpu with the scheduler, whose wording
@@ -167,6 +202,14 @@ pub const SPREAD_MISSING_LABEL: &str = "node(s) didn't match pod topology spread
 pub const POD_AFFINITY: &str = "node(s) didn't match pod affinity rules";
 pub const POD_ANTI_AFFINITY: &str = "node(s) didn't match pod anti-affinity rules";
 pub const EXISTING_ANTI_AFFINITY: &str = "node(s) didn't satisfy existing pods anti-affinity rules";
+/// The volume filters' reasons as v1.36 words them (older wordings:
+/// `scheduler_msg::reason_code`).
+pub const VOLUME_IN_USE: &str =
+    "node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod access mode already in-use by another pod";
+pub const VOLUME_NODE_AFFINITY: &str = "node(s) didn't match PersistentVolume's node affinity";
+pub const VOLUME_UNBINDABLE: &str = "node(s) didn't find available persistent volumes to bind";
+pub const VOLUME_MISSING: &str = "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)";
+pub const VOLUME_ZONE: &str = "node(s) had no available volume zone";
 /// NodePorts' reason, the same wording since v1.10.
 pub const PORTS_TAKEN: &str = "node(s) didn't have free ports for the requested pod ports";
 

@@ -23,6 +23,7 @@ pub mod supply;
 pub mod tally;
 pub mod testing;
 pub mod usage;
+pub mod volumes;
 pub mod waves;
 
 use crate::model::{Snapshot, Timestamp};

@@ -160,6 +160,18 @@ fn parse_pre_1_10(rest: &str) -> Parsed {
     Parsed { total_nodes: None, recognised: !reasons.is_empty(), reasons, preemption: Vec::new() }
 }
 
+/// The reason a whole-pod (PreFilter) rejection carries alone: `0/4 nodes
+/// are available: pod has unbound immediate PersistentVolumeClaims.
+/// preemption: …` → `pod has unbound immediate PersistentVolumeClaims`.
+/// `None` where the message has a per-node histogram or another shape.
+pub fn whole_pod_reason(message: &str) -> Option<&str> {
+    let (_, after) = message.split_once(" nodes are available: ")?;
+    let text = after.split(". ").next()?.trim();
+    let text = text.strip_suffix('.').unwrap_or(text).trim();
+    let counted = text.split_once(' ').is_some_and(|(n, _)| n.parse::<u32>().is_ok());
+    (!text.is_empty() && !counted).then_some(text)
+}
+
 /// Any message about why work waits, by who said it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Said {
@@ -233,6 +245,22 @@ pub fn reason_code(reason: &str) -> Option<String> {
         (super::fit::EXISTING_ANTI_AFFINITY, "ExistingPodsAntiAffinityRulesNotMatch", "existing-anti-affinity"),
     ];
     if let Some((_, _, code)) = topology.iter().find(|(text, old, _)| r == *text || (!old.is_empty() && r == *old)) {
+        return Some((*code).into());
+    }
+    // The volume filters' reasons, with their wordings since v1.9.
+    let volumes = [
+        (
+            super::fit::VOLUME_IN_USE,
+            "node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod access mode",
+            "volume-in-use",
+        ),
+        (super::fit::VOLUME_NODE_AFFINITY, "node(s) had volume node affinity conflict", "volume-node-affinity"),
+        (super::fit::VOLUME_NODE_AFFINITY, "VolumeNodeAffinityConflict", "volume-node-affinity"),
+        (super::fit::VOLUME_UNBINDABLE, "VolumeBindingNoMatch", "volume-unbindable"),
+        (super::fit::VOLUME_MISSING, "pvc(s) bound to non-existent pv(s)", "volume-missing"),
+        (super::fit::VOLUME_ZONE, "NoVolumeZoneConflict", "volume-zone"),
+    ];
+    if let Some((_, _, code)) = volumes.iter().find(|(text, old, _)| r == *text || r == *old) {
         return Some((*code).into());
     }
     if r == "Too many pods" {

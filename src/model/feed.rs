@@ -20,12 +20,15 @@ pub enum Feed {
     DeviceClasses,
     ResourceClaims,
     ResourceClaimTemplates,
+    PersistentVolumeClaims,
+    PersistentVolumes,
+    StorageClasses,
     DcgmExporter,
     Agents,
 }
 
 impl Feed {
-    pub const ALL: [Feed; 17] = [
+    pub const ALL: [Feed; 20] = [
         Feed::Nodes,
         Feed::Pods,
         Feed::Events,
@@ -41,6 +44,9 @@ impl Feed {
         Feed::DeviceClasses,
         Feed::ResourceClaims,
         Feed::ResourceClaimTemplates,
+        Feed::PersistentVolumeClaims,
+        Feed::PersistentVolumes,
+        Feed::StorageClasses,
         Feed::DcgmExporter,
         Feed::Agents,
     ];
@@ -62,6 +68,9 @@ impl Feed {
             Feed::DeviceClasses => "dra deviceclasses",
             Feed::ResourceClaims => "dra resourceclaims",
             Feed::ResourceClaimTemplates => "dra resourceclaimtemplates",
+            Feed::PersistentVolumeClaims => "persistentvolumeclaims",
+            Feed::PersistentVolumes => "persistentvolumes",
+            Feed::StorageClasses => "storageclasses",
             Feed::Agents => "node agents",
             Feed::DcgmExporter => "dcgm-exporter",
         }

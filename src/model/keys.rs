@@ -44,6 +44,22 @@ pub const PAUSED_FOR_MIG_CHANGE: &str = "paused-for-mig-change";
 
 // Kubernetes
 pub const HOSTNAME: &str = "kubernetes.io/hostname";
+/// The zone and region labels VolumeZone compares, beta keys first as it lists them.
+pub const VOLUME_TOPOLOGY_LABELS: [&str; 4] = [
+    "failure-domain.beta.kubernetes.io/zone",
+    "failure-domain.beta.kubernetes.io/region",
+    "topology.kubernetes.io/zone",
+    "topology.kubernetes.io/region",
+];
+
+/// The GA key for a beta zone or region key (a node may carry only the GA one).
+pub fn ga_topology_label(key: &str) -> &str {
+    match key {
+        "failure-domain.beta.kubernetes.io/zone" => "topology.kubernetes.io/zone",
+        "failure-domain.beta.kubernetes.io/region" => "topology.kubernetes.io/region",
+        other => other,
+    }
+}
 pub const TAINT_NOT_READY: &str = "node.kubernetes.io/not-ready";
 pub const TAINT_UNREACHABLE: &str = "node.kubernetes.io/unreachable";
 pub const TAINT_UNSCHEDULABLE: &str = "node.kubernetes.io/unschedulable";

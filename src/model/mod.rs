@@ -21,6 +21,7 @@ pub mod pod_rules;
 pub mod quantity;
 pub mod queue;
 pub mod resources;
+pub mod storage;
 pub mod sym;
 pub mod time;
 pub mod usage;
@@ -49,6 +50,7 @@ pub use pod::{
 pub use pod_rules::{LabelSelector, Namespaces, PodAffinityTerm, PodRules, SpreadConstraint};
 pub use queue::{Flavor, Queue, QueueKey, QueueKind, QueueQuota};
 pub use resources::Resources;
+pub use storage::{ClaimUse, StorageKey, StorageKind, StorageObject};
 pub use sym::{Sym, SymHash, SymMap};
 pub use usage::{DeviceReading, MigSlice, NodeUsage, NodeUsageHistory, UsageSource};
 pub use versions::{CudaVersion, DriverVersion};
@@ -115,6 +117,7 @@ pub enum Object {
     DriverPolicy(DriverPolicy),
     Usage(NodeUsage),
     Dra(DraObject),
+    Storage(StorageObject),
 }
 
 impl Object {
@@ -130,6 +133,7 @@ impl Object {
             Object::DriverPolicy(p) => driver_policy_feed(p.kind),
             Object::Usage(u) => usage_feed(u.source),
             Object::Dra(d) => dra_feed(d.key().kind),
+            Object::Storage(o) => storage_feed(o.key().kind),
         }
     }
 }
@@ -147,6 +151,14 @@ fn dra_feed(kind: DraKind) -> Feed {
         DraKind::DeviceClass => Feed::DeviceClasses,
         DraKind::ResourceClaim => Feed::ResourceClaims,
         DraKind::ResourceClaimTemplate => Feed::ResourceClaimTemplates,
+    }
+}
+
+fn storage_feed(kind: StorageKind) -> Feed {
+    match kind {
+        StorageKind::Claim => Feed::PersistentVolumeClaims,
+        StorageKind::Volume => Feed::PersistentVolumes,
+        StorageKind::Class => Feed::StorageClasses,
     }
 }
 
@@ -184,6 +196,7 @@ pub enum ObjectKey {
     DriverPolicy(DriverPolicyKind, Sym),
     Usage(UsageSource, Sym),
     Dra(DraKey),
+    Storage(StorageKey),
 }
 
 // Events are moved through a channel and applied at once, never stored:
@@ -249,6 +262,8 @@ pub struct Snapshot {
     pub usage: OrdMap<(UsageSource, Sym), Arc<NodeUsageHistory>>,
     /// ResourceSlices, DeviceClasses, ResourceClaims and their templates.
     pub dra: OrdMap<DraKey, Arc<DraObject>>,
+    /// PersistentVolumeClaims, PersistentVolumes and StorageClasses.
+    pub storage: OrdMap<StorageKey, Arc<StorageObject>>,
     pub feeds: BTreeMap<Feed, FeedStatus>,
     /// Objects skipped as malformed, per feed, with the last reason.
     pub skipped: BTreeMap<Feed, (u64, String)>,
@@ -273,6 +288,7 @@ impl Snapshot {
             driver_policies: OrdMap::new(),
             usage: OrdMap::new(),
             dra: OrdMap::new(),
+            storage: OrdMap::new(),
             feeds: BTreeMap::new(),
             skipped: BTreeMap::new(),
         }
@@ -373,6 +389,11 @@ impl Cluster {
                     ObjectKey::Dra(k) => {
                         let feed = dra_feed(k.kind);
                         s.dra.remove(&k);
+                        feed
+                    }
+                    ObjectKey::Storage(k) => {
+                        let feed = storage_feed(k.kind);
+                        s.storage.remove(&k);
                         feed
                     }
                 };
@@ -488,6 +509,14 @@ impl Cluster {
                     .map(|(k, v)| (k.clone(), v.clone()))
                     .collect()
             }
+            Feed::PersistentVolumeClaims | Feed::PersistentVolumes | Feed::StorageClasses => {
+                s.storage = s
+                    .storage
+                    .iter()
+                    .filter(|(k, _)| storage_feed(k.kind) != feed)
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect()
+            }
             Feed::ClusterPolicies | Feed::NvidiaDrivers => {
                 s.driver_policies = s
                     .driver_policies
@@ -559,6 +588,9 @@ impl Cluster {
             }
             Object::Dra(d) => {
                 s.dra.insert(d.key(), Arc::new(d));
+            }
+            Object::Storage(o) => {
+                s.storage.insert(o.key(), Arc::new(o));
             }
             Object::Usage(usage) => {
                 let key = (usage.source, usage.node);

@@ -199,6 +199,9 @@ pub struct Pod {
     pub endpoint: Option<Box<Endpoint>>,
     /// `spec.resourceClaims`: devices through DRA (empty for most pods).
     pub claims: Box<[crate::model::PodClaim]>,
+    /// The PersistentVolumeClaims its volumes name (generic ephemeral
+    /// volumes' included). Empty for most pods.
+    pub volumes: Box<[crate::model::ClaimUse]>,
     /// Host ports its containers bind (`hostPort`; with `hostNetwork` the
     /// API server sets it to each containerPort). Empty for most pods.
     pub host_ports: Box<[HostPort]>,
@@ -412,6 +415,7 @@ impl Pod {
             endpoint: None,
             claims: Box::new([]),
             host_ports: Box::new([]),
+            volumes: Box::new([]),
             nominated: None,
             operand: None,
             labels: Box::new([]),

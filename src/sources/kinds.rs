@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use crate::model::{
     DraKey, DraKind, DraObject, DriverPolicyKind, EventKey, Feed, GangKey, GangKind, Object, ObjectKey, PodKey,
-    QueueKey, QueueKind, Sym,
+    QueueKey, QueueKind, StorageKey, StorageKind, StorageObject, Sym,
 };
 
 use super::kube::convert;
@@ -187,7 +187,37 @@ pub const RESOURCE_CLAIM_TEMPLATE: Kind = Kind {
     crd: Some(DRA),
     convert: |v| typed(v, |t| convert::resource_claim_template(t).map(|t| Object::Dra(DraObject::Claim(t)))),
 };
-pub const KINDS: [&Kind; 15] = [
+pub const PERSISTENT_VOLUME_CLAIM: Kind = Kind {
+    feed: Feed::PersistentVolumeClaims,
+    group: "",
+    version: "v1",
+    kind: "PersistentVolumeClaim",
+    plural: "persistentvolumeclaims",
+    namespaced: true,
+    crd: None,
+    convert: |v| typed(v, |c| convert::volume_claim(c).map(|c| Object::Storage(StorageObject::Claim(c)))),
+};
+pub const PERSISTENT_VOLUME: Kind = Kind {
+    feed: Feed::PersistentVolumes,
+    group: "",
+    version: "v1",
+    kind: "PersistentVolume",
+    plural: "persistentvolumes",
+    namespaced: false,
+    crd: None,
+    convert: |v| typed(v, |p| convert::persistent_volume(p).map(|p| Object::Storage(StorageObject::Volume(p)))),
+};
+pub const STORAGE_CLASS: Kind = Kind {
+    feed: Feed::StorageClasses,
+    group: "storage.k8s.io",
+    version: "v1",
+    kind: "StorageClass",
+    plural: "storageclasses",
+    namespaced: false,
+    crd: None,
+    convert: |v| typed(v, |c| convert::storage_class(c).map(|c| Object::Storage(StorageObject::Class(c)))),
+};
+pub const KINDS: [&Kind; 18] = [
     &NODE,
     &POD,
     &EVENT,
@@ -203,6 +233,9 @@ pub const KINDS: [&Kind; 15] = [
     &DEVICE_CLASS,
     &RESOURCE_CLAIM,
     &RESOURCE_CLAIM_TEMPLATE,
+    &PERSISTENT_VOLUME_CLAIM,
+    &PERSISTENT_VOLUME,
+    &STORAGE_CLASS,
 ];
 
 impl Kind {
@@ -232,6 +265,7 @@ impl Kind {
         let gang = |kind| ObjectKey::Gang(GangKey { kind, namespace: ns(), name: name.into() });
         let queue = |kind, namespace| ObjectKey::Queue(QueueKey { kind, namespace, name: Sym::new(name) });
         let dra = |kind, namespace| ObjectKey::Dra(DraKey { kind, namespace, name: name.into() });
+        let storage = |kind, namespace| ObjectKey::Storage(StorageKey { kind, namespace, name: name.into() });
         match self.feed {
             Feed::Nodes => ObjectKey::Node(Sym::new(name)),
             Feed::Pods => ObjectKey::Pod(PodKey::new(namespace.unwrap_or("default"), name)),
@@ -252,6 +286,9 @@ impl Kind {
             Feed::DeviceClasses => dra(DraKind::DeviceClass, None),
             Feed::ResourceClaims => dra(DraKind::ResourceClaim, Some(ns())),
             Feed::ResourceClaimTemplates => dra(DraKind::ResourceClaimTemplate, Some(ns())),
+            Feed::PersistentVolumeClaims => storage(StorageKind::Claim, Some(ns())),
+            Feed::PersistentVolumes => storage(StorageKind::Volume, None),
+            Feed::StorageClasses => storage(StorageKind::Class, None),
         }
     }
 }

@@ -18,7 +18,7 @@ pub fn blocking_role(step: Option<Step>) -> Role {
     match step {
         Some(Step::Quota | Step::AdmissionCheck | Step::Scheduler) => Role::Warn,
         Some(Step::Gang | Step::DevicePlugin) => Role::Error,
-        Some(Step::Fit | Step::Claims) => Role::Pending,
+        Some(Step::Fit | Step::Claims | Step::Volumes) => Role::Pending,
         None => Role::Ok,
     }
 }

@@ -20,6 +20,7 @@
 //!   1: every free GPU is a fragment.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
 
 use crate::model::{
     Gang, GangKey, HostPort, Labels, Node, NodeSelectorTerm, Pod, PodKey, Resources, Sym, Timestamp, Toleration, keys,
@@ -56,6 +57,36 @@ pub struct Demand {
     pub namespace: Sym,
     pub labels: crate::model::Labels,
     pub rules: Option<Box<crate::model::PodRules>>,
+    /// The claims its pod's volumes name, for the volume filters.
+    pub volumes: Option<Arc<PodVolumes>>,
+}
+
+/// A pod's PersistentVolumeClaims, with what the volume filters need of
+/// the pod itself (its name and uid own its ephemeral volumes' claims).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct PodVolumes {
+    pub namespace: Sym,
+    pub pod: Arc<str>,
+    pub uid: Option<crate::model::Uid>,
+    pub claims: Box<[crate::model::ClaimUse]>,
+}
+
+impl PodVolumes {
+    pub fn of(pod: &Pod) -> Option<Arc<PodVolumes>> {
+        (!pod.volumes.is_empty()).then(|| {
+            Arc::new(PodVolumes {
+                namespace: pod.namespace,
+                pod: pod.name.clone(),
+                uid: pod.uid,
+                claims: pod.volumes.clone(),
+            })
+        })
+    }
+
+    /// The volume filters' PreFilters for these claims.
+    pub fn prepare<'a>(&self, index: &crate::analysis::index::Index<'a>) -> crate::analysis::volumes::Prepared<'a> {
+        crate::analysis::volumes::prepare(index, self.namespace, &self.pod, self.uid, &self.claims)
+    }
 }
 
 impl Demand {
@@ -130,6 +161,7 @@ impl Demand {
             pending: self.is_pending(),
             nominations: None,
             inter_pod: self.rules.as_ref().map(|r| (self.namespace, self.labels.clone(), Some(r.clone()))),
+            volumes: self.volumes.clone(),
         }
     }
 
@@ -155,6 +187,7 @@ pub struct DemandKey {
     pending: bool,
     nominations: Option<(i32, ShapeSource)>,
     inter_pod: Option<(Sym, crate::model::Labels, Option<Box<crate::model::PodRules>>)>,
+    volumes: Option<Arc<PodVolumes>>,
 }
 
 #[derive(Clone, Debug)]
@@ -296,6 +329,7 @@ pub(crate) fn pod_demand(pod: &Pod, pods: u32, source: ShapeSource) -> Demand {
         namespace: pod.namespace,
         labels: pod.labels.clone(),
         rules: pod.rules.clone(),
+        volumes: PodVolumes::of(pod),
     }
 }
 
@@ -343,6 +377,7 @@ fn gang_demand(key: &GangKey, gang: &Gang, members: &[&Pod]) -> Option<Demand> {
             namespace: key.namespace,
             labels: Box::new([]),
             rules: None,
+            volumes: None,
         })
     };
     if gang.pod_sets.is_empty() {
@@ -381,6 +416,7 @@ pub fn canonical_demands() -> Vec<Demand> {
             namespace: Sym::new("default"),
             labels: Box::new([]),
             rules: None,
+            volumes: None,
         })
         .collect()
 }

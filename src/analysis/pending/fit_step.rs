@@ -11,6 +11,7 @@ use super::super::fragmentation::{self, Demand, ShapeSource};
 use super::super::index::Index;
 use super::super::inter_pod::InterPod;
 use super::super::tally::Tally;
+use super::super::volumes::{Prepared, Refusal};
 use super::{Step, StepReport, Verdict, ns_flag, shape_text};
 
 /// The fit step's findings, shared by pods and gangs.
@@ -23,6 +24,8 @@ pub(super) struct FitResult {
     pub(super) scheduler_view: BTreeMap<String, u32>,
     pub(super) total_nodes: u32,
     pub(super) unblock: Vec<String>,
+    /// The volume filters stopped the pod before any node (their PreFilter).
+    pub(super) volume_refusal: Option<Refusal>,
 }
 
 impl FitResult {
@@ -53,7 +56,18 @@ impl FitResult {
             scheduler_view: BTreeMap::new(),
             total_nodes: 0,
             unblock: Vec::new(),
+            volume_refusal: None,
         }
+    }
+
+    /// No node is tried: a volume PreFilter refused the pod (its own step says why).
+    fn refused_by_volumes(refusal: Refusal, total_nodes: u32) -> FitResult {
+        let mut result = FitResult::not_evaluated();
+        result.report.summary = "not evaluated: the scheduler tries no node until its volumes are in order".into();
+        result.device_plugin.summary = result.report.summary.clone();
+        result.total_nodes = total_nodes;
+        result.volume_refusal = Some(refusal);
+        result
     }
 }
 
@@ -87,6 +101,15 @@ pub(super) fn fit_step(index: &Index<'_>, demand: &Demand) -> FitResult {
     // Nodes where a pod of this shape could go but for a host port: who holds it.
     let mut port_holders: Vec<(&Node, &Pod)> = Vec::new();
     let mut with_nominated;
+    // The volume filters' PreFilters, once for the shape.
+    let volumes = demand.volumes.as_ref().map(|v| v.prepare(index));
+    let volume_check = match volumes {
+        Some(Prepared::Refused(refusal)) => return FitResult::refused_by_volumes(refusal, total_nodes),
+        Some(Prepared::Check(check)) => Some(check),
+        Some(Prepared::Nothing) | None => None,
+    };
+    // Nodes only their volumes keep it off, for the advice.
+    let mut volume_nodes: Vec<(&Node, NodeReason)> = Vec::new();
     // PodTopologySpread's and InterPodAffinity's counts, once for the shape.
     let inter_pod = InterPod::prepare(index, &demand.incoming());
     // Nodes only the other pods keep it off, for the advice.
@@ -110,6 +133,12 @@ pub(super) fn fit_step(index: &Index<'_>, demand: &Demand) -> FitResult {
             // NodePorts comes before NodeResourcesFit in the scheduler's order.
             shortfalls.insert(0, NodeReason::PortsTaken);
         }
+        // Then VolumeRestrictions, VolumeBinding, VolumeZone.
+        let before_volumes = shortfalls.len();
+        if let Some(check) = &volume_check {
+            check.reasons_into(node, &mut shortfalls);
+        }
+        let volume_refused = shortfalls.len() > before_volumes;
         // Then PodTopologySpread and InterPodAffinity.
         let before = shortfalls.len();
         if let Some(check) = &inter_pod {
@@ -133,6 +162,13 @@ pub(super) fn fit_step(index: &Index<'_>, demand: &Demand) -> FitResult {
         }
         if let Some(pod) = holder {
             port_holders.push((node, pod));
+            continue;
+        }
+        if volume_refused {
+            // Its volumes cannot be used here: no room, whatever is free.
+            if before_volumes == 0 {
+                volume_nodes.push((node, shortfalls[0].clone()));
+            }
             continue;
         }
         if kept_away {
@@ -277,6 +313,9 @@ pub(super) fn fit_step(index: &Index<'_>, demand: &Demand) -> FitResult {
         ) {
             unblock.push(text);
         }
+        if let Some(check) = &volume_check {
+            unblock.extend(super::volume_step::advice(index, check, &volume_nodes));
+        }
         if let Some(check) = &inter_pod {
             unblock.extend(super::kept_away::advice(check, &inter_pod_nodes));
         }
@@ -414,7 +453,15 @@ pub(super) fn fit_step(index: &Index<'_>, demand: &Demand) -> FitResult {
         report.verdict = Verdict::Warn;
         report.summary = format!("{} (see device plugin)", report.summary).into();
     }
-    FitResult { report, device_plugin, node_reasons: Arc::new(node_reasons), scheduler_view, total_nodes, unblock }
+    FitResult {
+        report,
+        device_plugin,
+        node_reasons: Arc::new(node_reasons),
+        scheduler_view,
+        total_nodes,
+        unblock,
+        volume_refusal: None,
+    }
 }
 
 /// A resource the pod asks more of than any node offers at all: no

@@ -193,9 +193,8 @@ fn evaluated(reason: &str, pod: &Pod) -> bool {
 /// The PreFilter reason a message carries alone (`0/4 nodes are available:
 /// pod has unbound immediate PersistentVolumeClaims. preemption: …`).
 fn prefilter(message: &str) -> Option<&'static vocabulary::Reason> {
-    let (_, after) = message.split_once(" nodes are available: ")?;
-    let text = after.split(". ").next()?.trim().trim_end_matches('.');
-    vocabulary::lookup(text).filter(|r| r.scope == "prefilter" || r.scope == "whole-pod")
+    vocabulary::lookup(scheduler_msg::whole_pod_reason(message)?)
+        .filter(|r| r.scope == "prefilter" || r.scope == "whole-pod")
 }
 
 fn dedup(mut commands: Vec<String>) -> Vec<String> {

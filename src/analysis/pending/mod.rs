@@ -20,6 +20,7 @@ mod nomination;
 mod quota;
 #[cfg(test)]
 mod tests;
+mod volume_step;
 
 use super::fragmentation::{Demand, DemandKey, Fragmentation, PlanStatus, ShapeSource};
 use super::gangs::{GangState, GangSummary};
@@ -36,6 +37,8 @@ pub enum Step {
     Gang,
     /// DRA: the pod's ResourceClaims exist and can be allocated.
     Claims,
+    /// The pod's PersistentVolumeClaims exist and are bound or can bind.
+    Volumes,
     Fit,
     DevicePlugin,
     /// Where kgpu's model finds nothing in the way and the component that
@@ -51,6 +54,7 @@ impl Step {
             Step::AdmissionCheck => "admission-check",
             Step::Gang => "gang",
             Step::Claims => "claims",
+            Step::Volumes => "volumes",
             Step::Fit => "fit",
             Step::DevicePlugin => "device-plugin",
             Step::Scheduler => "scheduler",
@@ -62,6 +66,7 @@ impl Step {
             Step::AdmissionCheck => "admission checks",
             Step::Gang => "gang",
             Step::Claims => "DRA resource claims",
+            Step::Volumes => "persistent volumes",
             Step::Fit => "per-node fit",
             Step::DevicePlugin => "device plugin",
             Step::Scheduler => "the scheduler's verdict",
@@ -555,9 +560,15 @@ fn pod_item<'a>(index: &Index<'a>, memo: &mut Memo<'a>, pod: &Pod) -> PendingIte
         }
         steps.push(claim_step::report(pod, claims));
     }
+    if let Some(volumes) = super::fragmentation::PodVolumes::of(pod) {
+        steps.push(volume_step::report(index, pod, &volumes, fit.volume_refusal.as_ref()));
+    }
     memo.cross_check(&mut item, &fit, scheduler);
     if let Some(claims) = &claims {
         claim_step::cross_check(&mut item, claims);
+    }
+    if let Some(refusal) = &fit.volume_refusal {
+        volume_step::cross_check(&mut item, pod, refusal);
     }
     steps.push(fit.report_for(Some(pod)));
     match &claims {

@@ -390,7 +390,19 @@ pub struct EnvVar {
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Volume {
+    #[serde(default)]
+    pub name: String,
     pub empty_dir: Option<IgnoredAny>,
+    pub persistent_volume_claim: Option<ClaimSource>,
+    /// A generic ephemeral volume: its claim is `<pod>-<volume>`.
+    pub ephemeral: Option<IgnoredAny>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClaimSource {
+    #[serde(default)]
+    pub claim_name: String,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]

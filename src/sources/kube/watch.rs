@@ -352,7 +352,9 @@ pub fn spawn_all(
         |e| convert::event(e).map(Object::Event),
         tx.clone(),
     )));
-    for kind in kinds::KINDS.into_iter().filter(|k| k.crd.is_some()) {
+    // The rest (custom resources, DRA, storage) as JSON through their kind's conversion.
+    let typed_above = [Feed::Nodes, Feed::Pods, Feed::Events];
+    for kind in kinds::KINDS.into_iter().filter(|k| !typed_above.contains(&k.feed)) {
         let convert = move |o: &DynamicObject| json(o).and_then(|v| (kind.convert)(&v));
         tasks.push(tokio::spawn(run(dynamic(&client, &scope, kind), kind, scope.liveness, convert, tx.clone())));
     }

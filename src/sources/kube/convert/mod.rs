@@ -12,9 +12,10 @@ use serde_json::Value;
 
 use crate::model::node::{label_value, labels_from};
 use crate::model::{
-    ClusterEvent, CudaNeed, Endpoint, EndpointKind, EventType, HostPort, Labels, Node, NodeCondition, NodeSelectorTerm,
-    Operand, OperandLayer, Owner, Pod, PodPhase, PortProtocol, Readiness, Requirement, Resources, SelectorOperator,
-    Sym, Taint, TaintEffect, Timestamp, Toleration, TolerationOperator, Uid, Unschedulable, keys, quantity,
+    ClaimUse, ClusterEvent, CudaNeed, Endpoint, EndpointKind, EventType, HostPort, Labels, Node, NodeCondition,
+    NodeSelectorTerm, Operand, OperandLayer, Owner, Pod, PodPhase, PortProtocol, Readiness, Requirement, Resources,
+    SelectorOperator, Sym, Taint, TaintEffect, Timestamp, Toleration, TolerationOperator, Uid, Unschedulable, keys,
+    quantity,
 };
 
 use super::lean::{Container, Node as ApiNode, Pod as ApiPod, PodSpec, PortName};
@@ -24,10 +25,12 @@ mod crds;
 mod dra;
 mod operator;
 mod pod_rules;
+mod storage;
 
 pub use crds::*;
 pub use dra::{device_class, resource_claim, resource_claim_template, resource_slice};
 pub use operator::{cluster_policy, nvidia_driver};
+pub use storage::{persistent_volume, storage_class, volume_claim};
 
 pub type Result<T> = std::result::Result<T, String>;
 
@@ -85,14 +88,19 @@ fn selector_op(s: &str) -> Result<SelectorOperator> {
 }
 
 fn required_affinity(spec: &PodSpec) -> Result<Box<[NodeSelectorTerm]>> {
-    let Some(terms) = spec
+    match spec
         .affinity
         .as_ref()
         .and_then(|a| a.node_affinity.as_ref())
         .and_then(|n| n.required_during_scheduling_ignored_during_execution.as_ref())
-    else {
-        return Ok(Box::new([]));
-    };
+    {
+        Some(terms) => node_selector_terms(terms),
+        None => Ok(Box::new([])),
+    }
+}
+
+/// Required node selector terms (a pod's node affinity, a volume's).
+fn node_selector_terms(terms: &k8s_openapi::api::core::v1::NodeSelector) -> Result<Box<[NodeSelectorTerm]>> {
     terms
         .node_selector_terms
         .iter()
@@ -398,6 +406,16 @@ pub fn pod(p: &ApiPod) -> Result<Pod> {
         pod.resume = Some(Box::new(resume));
     }
     pod.local_data = spec.volumes.iter().flatten().any(|v| v.empty_dir.is_some());
+    pod.volumes = spec
+        .volumes
+        .iter()
+        .flatten()
+        .filter_map(|v| match (&v.persistent_volume_claim, &v.ephemeral) {
+            (Some(c), _) => Some(ClaimUse { claim: Arc::from(c.claim_name.as_str()), ephemeral: false }),
+            (None, Some(_)) => Some(ClaimUse { claim: Arc::from(format!("{name}-{}", v.name)), ephemeral: true }),
+            (None, None) => None,
+        })
+        .collect();
     pod.endpoint = endpoint(p).map(Box::new);
     pod.claims = dra::pod_claims(spec, p.status.as_ref());
     pod.host_ports = host_ports(spec);

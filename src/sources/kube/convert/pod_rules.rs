@@ -13,7 +13,7 @@ use super::super::lean::PodSpec;
 use super::Result;
 
 /// `matchLabels` and `matchExpressions` as requirements; `None` when unset.
-fn selector(s: Option<&ApiSelector>) -> Result<Option<LabelSelector>> {
+pub(super) fn selector(s: Option<&ApiSelector>) -> Result<Option<LabelSelector>> {
     let Some(s) = s else { return Ok(None) };
     let mut requirements: Vec<Requirement> =
         s.match_labels.iter().flatten().map(|(k, v)| pod_rules::equals(k, v)).collect();
