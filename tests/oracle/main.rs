@@ -20,6 +20,7 @@ mod support;
 mod cases;
 mod inter_pod;
 mod queues;
+mod volumes;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -27,9 +28,11 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use kgpu::analysis::fit::{self, Shape};
+use kgpu::analysis::fragmentation::PodVolumes;
 use kgpu::analysis::index::Index;
 use kgpu::analysis::inter_pod::{Incoming, InterPod};
 use kgpu::analysis::scheduler_msg;
+use kgpu::analysis::volumes::Prepared;
 use kgpu::analysis::{self, Thresholds};
 use kgpu::model::{PodKey, Snapshot};
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
@@ -88,16 +91,31 @@ fn kgpu_verdicts(snap: &Snapshot, now: i64, key: &PodKey) -> Result<BTreeMap<Str
     pending.node = None;
     let index = Index::build(&without, now);
     let inter_pod = InterPod::prepare(&index, &Incoming::of(&pending));
+    let volumes = PodVolumes::of(&pending).map(|v| v.prepare(&index));
     Ok(index
         .nodes_with_usage()
         .map(|(node, used)| {
             let mut reasons = fit::verdicts(&Shape::of(&pending), node, used, index.pods_on(node.name));
+            if let Some(Prepared::Check(check)) = &volumes {
+                check.reasons_into(node, &mut reasons);
+            }
             if let Some(check) = &inter_pod {
                 check.reasons_into(node, &mut reasons);
             }
             (node.name.to_string(), reasons)
         })
         .collect())
+}
+
+/// The volume PreFilters' refusal of `key`, in the scheduler's words, if
+/// kgpu finds one (no node is then tried).
+fn kgpu_refusal(snap: &Snapshot, key: &PodKey) -> Option<String> {
+    let pod = snap.pods.get(key)?;
+    let index = Index::build(snap, snap.clock);
+    match PodVolumes::of(pod)?.prepare(&index) {
+        Prepared::Refused(r) => Some(r.scheduler_text(pod.namespace, &pod.name)),
+        _ => None,
+    }
 }
 
 /// The scheduler's histogram as kgpu would print it: per node, the reasons
@@ -317,6 +335,52 @@ fn kgpu_predicts_where_pods_keep_each_other_away() {
     assert!(
         refusals >= cases / 4 || cases < 40,
         "the crowds must make the scheduler refuse by these rules ({refusals})"
+    );
+}
+
+/// The volume filters (`volumes.rs`): claims in every state the scheduler
+/// reads, volumes with node affinity and zones, classes that bind at once,
+/// wait for the first consumer or provision (`KGPU_ORACLE_STORAGE_CASES`,
+/// default 40).
+#[test]
+fn kgpu_predicts_what_the_volume_filters_decide() {
+    if !ControlPlane::enabled() {
+        return;
+    }
+    let cp = ControlPlane::start().unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let client = rt.block_on(support::kube::client(&cp));
+    let (snapshots, _tasks) = rt.block_on(support::kube::source(&cp, &cp.kubeconfig));
+    let cases = env_u64("KGPU_ORACLE_STORAGE_CASES", 40) as u32;
+    let seed = env_u64("KGPU_ORACLE_SEED", 20_261_201);
+    let counter = AtomicU32::new(0);
+    let pods = AtomicU32::new(0);
+    let t0 = Instant::now();
+    let mut runner = runner(cases, seed);
+    let result = runner.run(&volumes::storage_case(), |case| {
+        let n = counter.fetch_add(1, Ordering::SeqCst);
+        match rt.block_on(volumes::run_storage_case(&client, &snapshots, n, &case)) {
+            Ok(count) => {
+                pods.fetch_add(count, Ordering::SeqCst);
+                Ok(())
+            }
+            Err(e) => Err(TestCaseError::fail(e)),
+        }
+    });
+    let before_any = volumes::REFUSALS_BEFORE_ANY_NODE.load(Ordering::SeqCst);
+    let per_node = volumes::VOLUME_NODE_REFUSALS.load(Ordering::SeqCst);
+    eprintln!(
+        "volume oracle: {} case(s), {} pod(s), {before_any} refused before any node, {per_node} by a volume filter on some node, in {:.0}s (seed {seed})",
+        counter.load(Ordering::SeqCst),
+        pods.load(Ordering::SeqCst),
+        t0.elapsed().as_secs_f64()
+    );
+    if let Err(e) = result {
+        panic!("kgpu disagrees with the real kube-scheduler (KGPU_ORACLE_SEED={seed}; the shrunk case below):\n{e}");
+    }
+    assert!(
+        (before_any >= cases / 4 && per_node >= cases / 4) || cases < 20,
+        "the cases must make the volume filters decide ({before_any} before any node, {per_node} per node)"
     );
 }
 
