@@ -17,7 +17,7 @@ use std::sync::Arc;
 use crate::model::storage::{
     AccessModes, ClaimPhase, NO_PROVISIONER, PersistentVolume, StorageClass, VolumeClaim, VolumePhase,
 };
-use crate::model::{ClaimUse, Node, StorageKey, StorageKind, StorageObject, Sym, Uid, keys};
+use crate::model::{ClaimUse, Feed, FeedState, Node, StorageKey, StorageKind, StorageObject, Sym, Uid, keys};
 
 use super::fit::{self, NodeReason};
 use super::index::Index;
@@ -104,6 +104,10 @@ pub struct VolumeCheck<'a> {
 pub enum Prepared<'a> {
     /// No claims: the volume filters skip it.
     Nothing,
+    /// kgpu cannot read the storage objects the filters need (a feed
+    /// forbidden, not served, not in the files, still listing): not
+    /// evaluated, and why.
+    Unreadable(String),
     Refused(Refusal),
     Check(VolumeCheck<'a>),
 }
@@ -132,6 +136,24 @@ fn class<'a>(index: &Index<'a>, name: Sym) -> Option<&'a StorageClass> {
     }
 }
 
+/// Why the storage feeds cannot be trusted, if they cannot: each must
+/// have delivered a full list (live, or stale while reconnecting).
+fn unreadable(index: &Index<'_>) -> Option<String> {
+    [Feed::PersistentVolumeClaims, Feed::PersistentVolumes, Feed::StorageClasses].into_iter().find_map(|feed| {
+        let status = index.snap.feed(feed);
+        match status.map(|s| &s.state) {
+            Some(FeedState::Live | FeedState::Reconnecting { .. }) if status.is_some_and(|s| s.last_data.is_some()) => {
+                None
+            }
+            Some(FeedState::Unavailable(problem)) => {
+                Some(format!("{} {}: {}", feed.name(), problem.label(), problem.describe()))
+            }
+            Some(FeedState::Syncing) => Some(format!("{} still listing", feed.name())),
+            _ => Some(format!("kgpu has no {}", feed.name())),
+        }
+    })
+}
+
 /// `spec.claimRef` names this claim (and its uid, where both have one).
 fn reserved_for(v: &PersistentVolume, c: &VolumeClaim, claim_uid: Option<Uid>) -> bool {
     // IsVolumeBoundToClaim: the uid counts only where the volume names one.
@@ -151,6 +173,9 @@ pub fn prepare<'a>(
 ) -> Prepared<'a> {
     if uses.is_empty() {
         return Prepared::Nothing;
+    }
+    if let Some(why) = unreadable(index) {
+        return Prepared::Unreadable(why);
     }
     // VolumeRestrictions reads every claim a volume names directly.
     for u in uses.iter().filter(|u| !u.ephemeral) {
@@ -361,5 +386,210 @@ impl VolumeCheck<'_> {
             let provisioner = d.class.provisioner.as_str();
             !provisioner.is_empty() && provisioner != NO_PROVISIONER && topology_allows(d.class, node)
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::testing::node;
+    use crate::model::storage::{ClaimRef, PersistentVolume, StorageClass, VolumeClaim};
+    use crate::model::{Cluster, Feed, ModelEvent, Object, Snapshot, SourceInfo, SourceKind};
+
+    const GI: u64 = 1 << 30;
+
+    fn class(name: &str, provisioner: &str, wffc: bool) -> StorageObject {
+        StorageObject::Class(StorageClass {
+            name: name.into(),
+            provisioner: Sym::new(provisioner),
+            wait_for_first_consumer: wffc,
+            allowed_topologies: Box::new([]),
+        })
+    }
+
+    fn claim(name: &str, class: &str, gi: u64) -> VolumeClaim {
+        VolumeClaim {
+            namespace: Sym::new("ml"),
+            name: name.into(),
+            uid: None,
+            class: Some(Sym::new(class)),
+            volume: None,
+            bind_completed: false,
+            phase: ClaimPhase::Pending,
+            deleting: false,
+            access_modes: AccessModes::READ_WRITE_ONCE,
+            storage: gi * GI,
+            block: false,
+            selector: None,
+            selected_node: None,
+            owner_pod: None,
+        }
+    }
+
+    fn volume(name: &str, class: &str, gi: u64, host: Option<&str>) -> PersistentVolume {
+        let node_affinity = match host {
+            Some(h) => Box::new([crate::model::NodeSelectorTerm {
+                expressions: Box::new([crate::model::Requirement {
+                    key: Sym::new(keys::HOSTNAME),
+                    operator: crate::model::SelectorOperator::In,
+                    values: Box::new([Sym::new(h)]),
+                }]),
+                fields: Box::new([]),
+            }]) as Box<[_]>,
+            None => Box::new([]),
+        };
+        PersistentVolume {
+            name: name.into(),
+            class: Some(Sym::new(class)),
+            claim: None,
+            phase: VolumePhase::Available,
+            capacity: gi * GI,
+            block: false,
+            access_modes: AccessModes::READ_WRITE_ONCE,
+            node_affinity,
+            labels: Box::new([]),
+            deleting: false,
+        }
+    }
+
+    /// Two nodes, the storage feeds listed (or not).
+    fn cluster(storage: Vec<StorageObject>, listed: bool) -> Snapshot {
+        let mut c = Cluster::new(SourceInfo { kind: SourceKind::Demo, name: "test".into() });
+        for n in ["n1", "n2"] {
+            c.apply(ModelEvent::Upsert(Object::Node(node(n).gpus(8).label(keys::HOSTNAME, n).build())));
+        }
+        let feeds = [Feed::PersistentVolumeClaims, Feed::PersistentVolumes, Feed::StorageClasses];
+        for feed in feeds.into_iter().filter(|_| listed) {
+            let objects = storage.iter().filter(|o| {
+                o.key().kind
+                    == match feed {
+                        Feed::PersistentVolumeClaims => StorageKind::Claim,
+                        Feed::PersistentVolumes => StorageKind::Volume,
+                        _ => StorageKind::Class,
+                    }
+            });
+            c.apply(ModelEvent::Resync { feed, objects: objects.cloned().map(Object::Storage).collect() });
+        }
+        c.snapshot()
+    }
+
+    fn uses(claims: &[&str]) -> Vec<ClaimUse> {
+        claims.iter().map(|c| ClaimUse { claim: (*c).into(), ephemeral: false }).collect()
+    }
+
+    /// Each node's volume reasons for a pod naming `claims`.
+    fn reasons(snap: &Snapshot, claims: &[&str]) -> Result<Vec<(String, Vec<NodeReason>)>, String> {
+        let index = Index::build(snap, 0);
+        match prepare(&index, Sym::new("ml"), "p", None, &uses(claims)) {
+            Prepared::Check(check) => Ok(index
+                .nodes()
+                .map(|n| {
+                    let mut out = Vec::new();
+                    check.reasons_into(n, &mut out);
+                    (n.name.to_string(), out)
+                })
+                .collect()),
+            other => Err(format!("{other:?}")),
+        }
+    }
+
+    #[test]
+    fn storage_kgpu_cannot_read_is_not_evaluated() {
+        let snap = cluster(vec![], false);
+        let index = Index::build(&snap, 0);
+        assert!(matches!(prepare(&index, Sym::new("ml"), "p", None, &uses(&["data"])), Prepared::Unreadable(_)));
+        // Read, and the claim is not there: the PreFilter's refusal.
+        let snap = cluster(vec![], true);
+        let index = Index::build(&snap, 0);
+        assert_eq!(
+            match prepare(&index, Sym::new("ml"), "p", None, &uses(&["data"])) {
+                Prepared::Refused(r) => r.scheduler_text(Sym::new("ml"), "p"),
+                other => format!("{other:?}"),
+            },
+            "persistentvolumeclaim \"data\" not found"
+        );
+    }
+
+    /// Two WaitForFirstConsumer claims of one pod cannot share a volume, and
+    /// the smallest volume that fits goes to the smallest claim first.
+    #[test]
+    fn each_volume_binds_one_claim_of_the_pod() {
+        let base = vec![
+            class("local", NO_PROVISIONER, true),
+            StorageObject::Claim(claim("a", "local", 10)),
+            StorageObject::Claim(claim("b", "local", 50)),
+            StorageObject::Volume(volume("pv-100", "local", 100, Some("n1"))),
+        ];
+        let one = reasons(&cluster(base.clone(), true), &["a", "b"]).unwrap();
+        assert_eq!(one[0].1, [NodeReason::VolumeUnbindable], "n1 has one volume for two claims");
+        assert_eq!(one[1].1, [NodeReason::VolumeUnbindable]);
+        let mut two = base.clone();
+        two.push(StorageObject::Volume(volume("pv-20", "local", 20, Some("n1"))));
+        let two = reasons(&cluster(two, true), &["a", "b"]).unwrap();
+        assert!(two[0].1.is_empty(), "a takes pv-20, b pv-100: {:?}", two[0].1);
+        // Too small for b: pv-20 only fits a, and a would take it first.
+        let mut small = base;
+        small[3] = StorageObject::Volume(volume("pv-20", "local", 20, Some("n1")));
+        small.push(StorageObject::Volume(volume("pv-30", "local", 30, Some("n1"))));
+        assert_eq!(reasons(&cluster(small, true), &["a", "b"]).unwrap()[0].1, [NodeReason::VolumeUnbindable]);
+    }
+
+    /// A volume reserved for the claim (claimRef) is its only answer: where
+    /// its node affinity does not hold, the claim must be provisioned.
+    #[test]
+    fn a_volume_reserved_for_the_claim_is_its_only_answer() {
+        let mut reserved = volume("pv-r", "local", 100, Some("n2"));
+        reserved.claim = Some(ClaimRef { namespace: Sym::new("ml"), name: "a".into(), uid: None });
+        let free = volume("pv-free", "local", 100, Some("n1"));
+        let storage = vec![
+            class("local", NO_PROVISIONER, true),
+            StorageObject::Claim(claim("a", "local", 10)),
+            StorageObject::Volume(reserved),
+            StorageObject::Volume(free),
+        ];
+        let r = reasons(&cluster(storage, true), &["a"]).unwrap();
+        assert_eq!(r[0].1, [NodeReason::VolumeUnbindable], "n1's free volume is not considered");
+        assert!(r[1].1.is_empty());
+    }
+
+    /// A claim the scheduler already chose a node for binds there only; a
+    /// provisioner class binds anywhere its allowed topologies reach.
+    #[test]
+    fn a_selected_node_and_allowed_topologies_bound_provisioning() {
+        let mut chosen = claim("a", "csi", 10);
+        chosen.selected_node = Some(Sym::new("n2"));
+        let storage = vec![class("csi", "ebs.csi.aws.com", true), StorageObject::Claim(chosen)];
+        let r = reasons(&cluster(storage, true), &["a"]).unwrap();
+        assert_eq!((r[0].1.len(), r[1].1.len()), (1, 0));
+        let mut zoned = class("csi", "ebs.csi.aws.com", true);
+        if let StorageObject::Class(c) = &mut zoned {
+            c.allowed_topologies =
+                Box::new([Box::new([(Sym::new(keys::HOSTNAME), Box::new([Sym::new("n1")]) as Box<[Sym]>)])]);
+        }
+        let storage = vec![zoned, StorageObject::Claim(claim("a", "csi", 10))];
+        let r = reasons(&cluster(storage, true), &["a"]).unwrap();
+        assert_eq!((r[0].1.len(), r[1].1.len()), (0, 1));
+    }
+
+    /// VolumeZone: a beta zone key on the volume against the GA key on the
+    /// node; a node with no zone or region label at all is not checked.
+    #[test]
+    fn zones_compare_beta_and_ga_keys_and_skip_unzoned_nodes() {
+        let mut pv = volume("pv-z", "manual", 10, None);
+        pv.labels = Box::new([(Sym::new("failure-domain.beta.kubernetes.io/zone"), Sym::new("a__b"))]);
+        let mut bound = claim("a", "manual", 10);
+        bound.volume = Some("pv-z".into());
+        bound.bind_completed = true;
+        let storage =
+            vec![class("manual", NO_PROVISIONER, false), StorageObject::Claim(bound), StorageObject::Volume(pv)];
+        let mut snap = cluster(storage, true);
+        let zoned = |name: &str, zone: &str| {
+            node(name).gpus(8).label(keys::HOSTNAME, name).label("topology.kubernetes.io/zone", zone).build()
+        };
+        snap.nodes.insert(Sym::new("n1"), Arc::new(zoned("n1", "b")));
+        snap.nodes.insert(Sym::new("n2"), Arc::new(zoned("n2", "c")));
+        snap.nodes.insert(Sym::new("n3"), Arc::new(node("n3").gpus(8).build()));
+        let r = reasons(&snap, &["a"]).unwrap();
+        assert_eq!(r.iter().map(|(_, v)| v.len()).collect::<Vec<_>>(), [0, 1, 0], "{r:?}");
     }
 }

@@ -26,6 +26,8 @@ pub(super) struct FitResult {
     pub(super) unblock: Vec<String>,
     /// The volume filters stopped the pod before any node (their PreFilter).
     pub(super) volume_refusal: Option<Refusal>,
+    /// Why the volume filters were not evaluated (storage kgpu cannot read).
+    pub(super) volumes_unreadable: Option<String>,
 }
 
 impl FitResult {
@@ -57,6 +59,7 @@ impl FitResult {
             total_nodes: 0,
             unblock: Vec::new(),
             volume_refusal: None,
+            volumes_unreadable: None,
         }
     }
 
@@ -103,9 +106,14 @@ pub(super) fn fit_step(index: &Index<'_>, demand: &Demand) -> FitResult {
     let mut with_nominated;
     // The volume filters' PreFilters, once for the shape.
     let volumes = demand.volumes.as_ref().map(|v| v.prepare(index));
+    let mut volumes_unreadable = None;
     let volume_check = match volumes {
         Some(Prepared::Refused(refusal)) => return FitResult::refused_by_volumes(refusal, total_nodes),
         Some(Prepared::Check(check)) => Some(check),
+        Some(Prepared::Unreadable(why)) => {
+            volumes_unreadable = Some(why);
+            None
+        }
         Some(Prepared::Nothing) | None => None,
     };
     // Nodes only their volumes keep it off, for the advice.
@@ -461,6 +469,7 @@ pub(super) fn fit_step(index: &Index<'_>, demand: &Demand) -> FitResult {
         total_nodes,
         unblock,
         volume_refusal: None,
+        volumes_unreadable,
     }
 }
 

@@ -262,6 +262,22 @@ fn a_prefilter_rejection_is_the_headline_with_its_plugin() {
     );
 }
 
+/// Storage kgpu cannot read (a dump without PersistentVolumeClaims, RBAC
+/// that forbids them): its claims are not judged missing; the volumes step
+/// says why it is not evaluated, and the scheduler's words are the headline.
+#[test]
+fn claims_kgpu_cannot_read_are_not_evaluated_and_the_scheduler_speaks() {
+    let said = "0/3 nodes are available: persistentvolumeclaim \"data\" not found. not found";
+    let mut p = pod("reader").gpus(1).unschedulable(said, NOW - 60).build();
+    p.volumes = Box::new([crate::model::ClaimUse { claim: "data".into(), ephemeral: false }]);
+    let it = items(three_nodes(), vec![p]).remove(0);
+    assert_eq!(it.blocking, Some(Step::Scheduler));
+    let v = step(&it, Step::Volumes);
+    assert_eq!(v.verdict, Verdict::NotApplicable);
+    assert!(v.summary.contains("not evaluated: kgpu has no persistentvolumeclaims"), "{}", v.summary);
+    assert!(it.summary.contains(said), "{}", it.summary);
+}
+
 #[test]
 fn a_host_port_taken_on_every_node_blocks_as_the_scheduler_says_and_names_who_holds_it() {
     let nodes = vec![node("n1").gpus(8).build(), node("n2").gpus(8).build(), node("n3").gpus(8).build()];

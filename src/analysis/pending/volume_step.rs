@@ -43,10 +43,30 @@ fn claim_state(index: &Index<'_>, namespace: crate::model::Sym, name: &Arc<str>)
 
 /// The step's report: a Block where a PreFilter refuses the pod, else what
 /// each claim is.
-pub(super) fn report(index: &Index<'_>, pod: &Pod, volumes: &PodVolumes, refusal: Option<&Refusal>) -> StepReport {
+pub(super) fn report(
+    index: &Index<'_>,
+    pod: &Pod,
+    volumes: &PodVolumes,
+    fit: &super::fit_step::FitResult,
+) -> StepReport {
+    let refusal = fit.volume_refusal.as_ref();
     let ns = ns_flag(pod.namespace);
     let claims: Vec<&str> = volumes.claims.iter().map(|c| c.claim.as_ref()).collect();
     let mut commands = vec![format!("kubectl get pvc {ns} {}", claims.join(" "))];
+    if let Some(why) = &fit.volumes_unreadable {
+        return StepReport {
+            step: Step::Volumes,
+            verdict: Verdict::NotApplicable,
+            summary: format!("not evaluated: {why}").into(),
+            details: vec![format!(
+                "its claim(s) {}: the scheduler's volume filters are not evaluated by kgpu without them",
+                claims.join(", ")
+            )]
+            .into(),
+            commands,
+            said_by: None,
+        };
+    }
     let Some(refusal) = refusal else {
         let details: Vec<String> = volumes.claims.iter().map(|c| claim_state(index, pod.namespace, &c.claim)).collect();
         return StepReport {
@@ -170,8 +190,11 @@ pub(super) fn cross_check(item: &mut super::PendingItem, pod: &Pod, refusal: &Re
     let Some(message) = item.scheduler_message.as_deref() else { return };
     let ours = refusal.scheduler_text(pod.namespace, &pod.name);
     let theirs = crate::analysis::scheduler_msg::whole_pod_reason(message);
-    item.scheduler_recognised = Some(theirs.is_some());
-    if theirs == Some(ours.as_str()) {
+    // 1.19-1.25 counted a PreFilter's reason once per node.
+    let counted = crate::analysis::scheduler_msg::parse(message).reasons;
+    let counted_alone = matches!(&counted[..], [(reason, _)] if *reason == ours);
+    item.scheduler_recognised = Some(theirs.is_some() || !counted.is_empty());
+    if theirs == Some(ours.as_str()) || counted_alone {
         item.agrees_with_scheduler = Some(true);
         item.disagreement = None;
     } else {
