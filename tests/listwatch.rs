@@ -112,7 +112,8 @@ async fn the_source_lists_pages_ahead_in_order_then_follows_the_watch() {
             kind: kgpu::model::SourceKind::Kube,
             name: String::new(),
         })));
-    let _tasks = kgpu::sources::kube::watch::spawn_all(client, Default::default(), tx, nothing);
+    let (clients, _) = kgpu::sources::kube::client::connect_clients(&target, Default::default()).await.unwrap();
+    let _tasks = kgpu::sources::kube::watch::spawn_all(clients, Default::default(), tx, nothing);
     let pod_name = |o: &Object| match o {
         Object::Pod(p) => p.name.to_string(),
         other => panic!("not a pod: {other:?}"),

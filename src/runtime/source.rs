@@ -318,10 +318,11 @@ fn start_demo(scenario: &str, seed: u64, advance: u64, hidden: bool, run: Run<'_
 }
 
 async fn start_kube(target: &client::Target, scope: &kube_watch::Scope, run: Run<'_>) -> anyhow::Result<Session> {
-    let (client, info) = client::connect_with(target, scope.liveness).await.map_err(|e| UsageError(e.to_string()))?;
+    let (clients, info) =
+        client::connect_clients(target, scope.liveness).await.map_err(|e| UsageError(e.to_string()))?;
     let (tx, rx) = mpsc::channel(1024);
     let (snapshots, model) = spawn_model(SourceInfo { kind: SourceKind::Kube, name: info.context.clone() }, rx);
-    let mut tasks = kube_watch::spawn_all(client, scope.clone(), tx, snapshots.clone());
+    let mut tasks = kube_watch::spawn_all(clients, scope.clone(), tx, snapshots.clone());
     tasks.push(model);
     let executor = match run {
         Run::Live(shared) => {

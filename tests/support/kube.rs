@@ -112,11 +112,11 @@ pub async fn source_with(
     scope: watch::Scope,
 ) -> (tokio_watch::Receiver<Arc<Snapshot>>, Vec<tokio::task::JoinHandle<()>>) {
     let target = kgpu::sources::kube::client::Target { kubeconfig: Some(kubeconfig.to_path_buf()), context: None };
-    let (client, _) = kgpu::sources::kube::client::connect_with(&target, scope.liveness).await.unwrap();
+    let (clients, _) = kgpu::sources::kube::client::connect_clients(&target, scope.liveness).await.unwrap();
     let (tx, rx) = tokio::sync::mpsc::channel(1024);
     let (snapshots, model) =
         kgpu::runtime::source::spawn_model(SourceInfo { kind: SourceKind::Kube, name: cp.server.clone() }, rx);
-    let mut tasks = watch::spawn_all(client, scope, tx, snapshots.clone());
+    let mut tasks = watch::spawn_all(clients, scope, tx, snapshots.clone());
     tasks.push(model);
     (snapshots, tasks)
 }

@@ -72,12 +72,30 @@ impl Default for Liveness {
 }
 
 impl Liveness {
-    /// How long the server keeps one watch open (its `timeoutSeconds`):
-    /// three quarters of the stall timeout, so that a healthy watch ends
-    /// and starts again well before a read times out.
+    /// How long the server keeps one watch open (its `timeoutSeconds`): ten
+    /// stall timeouts (5 minutes by default). Watches are long because the
+    /// probe, not each watch's silence, tells when the server stops
+    /// answering: each renewal is a request to the API server.
     pub fn watch_seconds(self) -> u32 {
-        u32::try_from((self.stall_after * 3 / 4).as_secs()).unwrap_or(u32::MAX).max(1)
+        u32::try_from((self.stall_after * 10).as_secs()).unwrap_or(u32::MAX).max(1)
     }
+
+    /// How often the probe asks the API server whether it answers (a third
+    /// of the stall timeout: a silent server is noticed within it).
+    pub fn probe_every(self) -> Duration {
+        (self.stall_after / 3).max(Duration::from_millis(200))
+    }
+}
+
+/// Two clients on one configuration: `requests` (lists, gets, the probe)
+/// gives up on a read silent for the stall timeout; `watches` has no read
+/// timeout (a quiet cluster's watch says nothing for minutes) — the server
+/// ends each watch at its `timeoutSeconds`, and the probe says when the
+/// server stops answering.
+#[derive(Clone)]
+pub struct Clients {
+    pub requests: Client,
+    pub watches: Client,
 }
 
 fn tune(mut cfg: Config, liveness: Liveness) -> Config {
@@ -177,11 +195,29 @@ pub async fn connect(target: &Target) -> Result<(Client, ClusterInfo), ClientErr
 pub async fn connect_with(target: &Target, liveness: Liveness) -> Result<(Client, ClusterInfo), ClientError> {
     let (cfg, info) = config(target, liveness).await?;
     let client = Client::try_from(cfg).map_err(|e| ClientError::Config(e.to_string()))?;
+    answers(&client, &info).await?;
+    Ok((client, info))
+}
+
+/// The API server answers within a few seconds.
+async fn answers(client: &Client, info: &ClusterInfo) -> Result<(), ClientError> {
     match tokio::time::timeout(Duration::from_secs(6), client.apiserver_version()).await {
-        Ok(Ok(_)) => Ok((client, info)),
-        Ok(Err(e)) => Err(ClientError::Unreachable { server: info.server, message: short_error(&e) }),
-        Err(_) => Err(ClientError::Unreachable { server: info.server, message: "no answer within 6s".into() }),
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(e)) => Err(ClientError::Unreachable { server: info.server.clone(), message: short_error(&e) }),
+        Err(_) => Err(ClientError::Unreachable { server: info.server.clone(), message: "no answer within 6s".into() }),
     }
+}
+
+/// [`connect_with`], and a second client for long watches on the same
+/// configuration (one kubeconfig read, one set of credentials).
+pub async fn connect_clients(target: &Target, liveness: Liveness) -> Result<(Clients, ClusterInfo), ClientError> {
+    let (cfg, info) = config(target, liveness).await?;
+    let mut watch_cfg = cfg.clone();
+    watch_cfg.read_timeout = None;
+    let requests = Client::try_from(cfg).map_err(|e| ClientError::Config(e.to_string()))?;
+    let watches = Client::try_from(watch_cfg).map_err(|e| ClientError::Config(e.to_string()))?;
+    answers(&requests, &info).await?;
+    Ok((Clients { requests, watches }, info))
 }
 
 /// A client for actions: no automatic retries (a PDB's 429 must reach us at

@@ -1,10 +1,13 @@
 //! One watcher per kind: a paginated initial list (500 per page), then a
-//! watch; after any error (410 Gone included), a fresh list with backoff.
-//! Each complete list goes out as a `Resync` — the truth, so deletes missed
-//! while away are not lost. A 403 or a missing CRD makes that feed
-//! unavailable with its reason; other errors, and a connection that stays
-//! silent past [`Liveness::stall_after`], mark it reconnecting, and its data
-//! stays, shown with its age.
+//! long watch (`Liveness::watch_seconds`, 5 minutes: each renewal is a
+//! request to the API server); after any error (410 Gone included), a
+//! fresh list with backoff. Each complete list goes out as a `Resync` — the
+//! truth, so deletes missed while away are not lost. A 403 or a missing CRD
+//! makes that feed unavailable with its reason; other errors mark it
+//! reconnecting, and its data stays, shown with its age. One probe per
+//! source (`/readyz`, every third of [`Liveness::stall_after`]) tells when
+//! the server stops answering: every watching feed is then marked
+//! reconnecting since its last answer, and lists afresh once it answers.
 
 use std::fmt::Debug;
 use std::time::Duration;
@@ -21,7 +24,7 @@ use tokio::task::JoinHandle;
 use crate::model::{Feed, FeedProblem, FeedState, ModelEvent, Object};
 use crate::sources::kinds::{self, Kind};
 
-use super::client::Liveness;
+use super::client::{Clients, Liveness};
 use super::convert;
 use super::lean::{Node as ApiNode, Pod as ApiPod};
 use super::pages::{self, Read};
@@ -76,8 +79,32 @@ fn stalled(e: &watcher::Error) -> bool {
     false
 }
 
-async fn run<K, C>(api: Api<K>, d: &'static Kind, liveness: Liveness, convert: C, tx: mpsc::Sender<Vec<ModelEvent>>)
-where
+/// What the probe knows of the API server.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Health {
+    Answering,
+    /// Nothing answered since `since` (wall clock, seconds).
+    Silent {
+        since: i64,
+    },
+}
+
+type HealthRx = tokio::sync::watch::Receiver<Health>;
+
+/// Where one kind is read: lists on the client that gives up on a silent
+/// read, watches on the one that does not (`Clients`).
+struct Apis<K> {
+    list: Api<K>,
+    watch: Api<K>,
+}
+
+async fn run<K, C>(
+    apis: Apis<K>,
+    d: &'static Kind,
+    (liveness, mut health): (Liveness, HealthRx),
+    convert: C,
+    tx: mpsc::Sender<Vec<ModelEvent>>,
+) where
     K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
     C: Fn(&K) -> Read + Copy + Send + 'static,
 {
@@ -89,17 +116,31 @@ where
         return;
     }
     loop {
-        let e = match list(&api, d, convert, &tx).await {
+        let e = match list(&apis.list, d, convert, &tx).await {
             Err(Stop::Closed) => return,
             Err(Stop::Failed(e)) => e,
+            Err(Stop::Silent(_)) => continue,
             Ok(version) => {
                 // The model marked the feed live again with the list.
                 failing_since = None;
                 recheck = RECHECK_FIRST;
                 retry = RETRY_FIRST;
-                match watch(&api, d, liveness, convert, &tx, version).await {
+                match watch(&apis.watch, d, liveness, &mut health, convert, &tx, version).await {
                     Stop::Closed => return,
                     Stop::Failed(e) => e,
+                    Stop::Silent(since) => {
+                        let error = format!("the API server sent nothing for {}s", liveness.stall_after.as_secs());
+                        let state = FeedState::Reconnecting { since, error };
+                        if tx.send(vec![ModelEvent::Feed { feed, state }]).await.is_err() {
+                            return;
+                        }
+                        // List afresh once it answers (nothing missed meanwhile).
+                        if health.wait_for(|h| *h == Health::Answering).await.is_err() {
+                            return;
+                        }
+                        failing_since = Some(since);
+                        continue;
+                    }
                 }
             }
         };
@@ -140,11 +181,13 @@ where
     }
 }
 
-/// Why a list or watch stopped: the cockpit went away, or an error to show.
+/// Why a list or watch stopped: the cockpit went away, an error to show,
+/// or the probe found the server silent since then.
 #[derive(Debug)]
 enum Stop {
     Closed,
     Failed(watcher::Error),
+    Silent(i64),
 }
 
 /// Lists the feed and sends it as one `Resync` (the truth: deletes missed
@@ -183,6 +226,7 @@ async fn watch<K, C>(
     api: &Api<K>,
     d: &'static Kind,
     liveness: Liveness,
+    health: &mut HealthRx,
     convert: C,
     tx: &mpsc::Sender<Vec<ModelEvent>>,
     mut version: String,
@@ -195,12 +239,31 @@ where
     // As kube-rs's watcher: a watch silent past its own timeout is over.
     let idle = Duration::from_secs(u64::from(liveness.watch_seconds())) + Duration::from_secs(5);
     loop {
+        if let Health::Silent { since } = *health.borrow_and_update() {
+            return Stop::Silent(since);
+        }
         let stream = match api.watch(&params, &version).await {
             Ok(stream) => stream,
             Err(e) => return Stop::Failed(watcher::Error::WatchStartFailed(e)),
         };
         futures::pin_mut!(stream);
-        while let Ok(Some(event)) = tokio::time::timeout(idle, stream.next()).await {
+        loop {
+            let event = tokio::select! {
+                next = tokio::time::timeout(idle, stream.next()) => match next {
+                    Ok(Some(event)) => event,
+                    // The server ended the watch at its timeout: resume where it was.
+                    _ => break,
+                },
+                changed = health.changed() => {
+                    if changed.is_err() {
+                        return Stop::Closed;
+                    }
+                    match *health.borrow_and_update() {
+                        Health::Silent { since } => return Stop::Silent(since),
+                        Health::Answering => continue,
+                    }
+                }
+            };
             let read = event.map_err(watcher::Error::WatchFailed).and_then(|e| read_event(d, convert, e, &mut version));
             match read {
                 Ok(None) => {}
@@ -212,7 +275,39 @@ where
                 Err(e) => return Stop::Failed(e),
             }
         }
-        // The server ended the watch at its timeout: resume where it was.
+    }
+}
+
+/// Asks the API server every [`Liveness::probe_every`] whether it answers
+/// (`/readyz`: any HTTP answer counts, an error status included — the feeds
+/// say what else is wrong); silent for [`Liveness::stall_after`], it is
+/// [`Health::Silent`] since its last answer, until it answers again.
+async fn probe(client: Client, liveness: Liveness, health: tokio::sync::watch::Sender<Health>) {
+    let every = liveness.probe_every();
+    let stall = liveness.stall_after.as_secs().max(1) as i64;
+    let mut last_answer = crate::clock::wall_clock();
+    while !health.is_closed() {
+        tokio::time::sleep(every).await;
+        let answered = match http::Request::get("/readyz").body(Vec::new()) {
+            Ok(request) => matches!(
+                tokio::time::timeout(every, client.request_text(request)).await,
+                Ok(Ok(_) | Err(kube::Error::Api(_)))
+            ),
+            Err(_) => false,
+        };
+        let now = crate::clock::wall_clock();
+        if answered {
+            last_answer = now;
+            health.send_if_modified(|h| std::mem::replace(h, Health::Answering) != Health::Answering);
+        } else if now - last_answer >= stall {
+            health.send_if_modified(|h| {
+                let silent = matches!(h, Health::Silent { .. });
+                if !silent {
+                    *h = Health::Silent { since: last_answer };
+                }
+                !silent
+            });
+        }
     }
 }
 
@@ -311,12 +406,16 @@ fn json(o: &DynamicObject) -> Result<serde_json::Value, String> {
 /// Starts every watcher; each sends its feed's events to `tx`. The agents
 /// and dcgm-exporters are found in `snapshots`, the model these feed.
 pub fn spawn_all(
-    client: Client,
+    clients: Clients,
     scope: Scope,
     tx: mpsc::Sender<Vec<ModelEvent>>,
     snapshots: tokio::sync::watch::Receiver<std::sync::Arc<crate::model::Snapshot>>,
 ) -> Vec<JoinHandle<()>> {
     let mut tasks = Vec::new();
+    let client = clients.requests.clone();
+    let (health_tx, health) = tokio::sync::watch::channel(Health::Answering);
+    tasks.push(tokio::spawn(probe(client.clone(), scope.liveness, health_tx)));
+    let live = || (scope.liveness, health.clone());
     let polling = crate::sources::agents::Polling {
         client: client.clone(),
         config: scope.agents.clone(),
@@ -332,23 +431,23 @@ pub fn spawn_all(
     // no JSON round trip, nothing unread allocated, for 100,000 pods);
     // events into k8s-openapi's type; custom resources are read as JSON.
     tasks.push(tokio::spawn(run(
-        Api::<ApiNode>::all(client.clone()),
+        Apis { list: Api::<ApiNode>::all(client.clone()), watch: Api::all(clients.watches.clone()) },
         &kinds::NODE,
-        scope.liveness,
+        live(),
         |n| convert::node(n).map(Object::Node),
         tx.clone(),
     )));
     tasks.push(tokio::spawn(run(
-        namespaced::<ApiPod>(&client, &scope),
+        Apis { list: namespaced::<ApiPod>(&client, &scope), watch: namespaced(&clients.watches, &scope) },
         &kinds::POD,
-        scope.liveness,
+        live(),
         |p| convert::pod(p).map(Object::Pod),
         tx.clone(),
     )));
     tasks.push(tokio::spawn(run(
-        namespaced::<K8sEvent>(&client, &scope),
+        Apis { list: namespaced::<K8sEvent>(&client, &scope), watch: namespaced(&clients.watches, &scope) },
         &kinds::EVENT,
-        scope.liveness,
+        live(),
         |e| convert::event(e).map(Object::Event),
         tx.clone(),
     )));
@@ -356,7 +455,8 @@ pub fn spawn_all(
     let typed_above = [Feed::Nodes, Feed::Pods, Feed::Events];
     for kind in kinds::KINDS.into_iter().filter(|k| !typed_above.contains(&k.feed)) {
         let convert = move |o: &DynamicObject| json(o).and_then(|v| (kind.convert)(&v));
-        tasks.push(tokio::spawn(run(dynamic(&client, &scope, kind), kind, scope.liveness, convert, tx.clone())));
+        let apis = Apis { list: dynamic(&client, &scope, kind), watch: dynamic(&clients.watches, &scope, kind) };
+        tasks.push(tokio::spawn(run(apis, kind, live(), convert, tx.clone())));
     }
     // The model learns the time from here, once a second.
     tasks.push(tokio::spawn(async move {
