@@ -544,6 +544,16 @@ fn volume_filters_agree_with_the_real_scheduler() {
     }
     // Where a volume pins the pod, the GPUs to free are on the node it may use.
     assert!(pending(&doc, "cached-serve")["unblock"][0].as_str().unwrap().contains("on gpu-b"));
+    // The fragmentation pane agrees: none of their shapes fits now.
+    for name in ["ckpt-reader", "dataset-loader", "local-trainer", "zone-trainer", "cached-serve", "ledger-writer-0"] {
+        let shape = doc["fragmentation"]["shapes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["source"] == format!("Pod ml/{name}"))
+            .unwrap_or_else(|| panic!("no shape for {name}"));
+        assert_eq!(shape["fitsNow"], false, "{name}: {shape}");
+    }
 }
 
 /// Queues their owners stopped (`kueue-stopped/`, captured with the real

@@ -393,64 +393,9 @@ impl VolumeCheck<'_> {
 mod tests {
     use super::*;
     use crate::analysis::testing::node;
-    use crate::model::storage::{ClaimRef, PersistentVolume, StorageClass, VolumeClaim};
+    use crate::analysis::testing::storage::{claim, class, volume};
+    use crate::model::storage::ClaimRef;
     use crate::model::{Cluster, Feed, ModelEvent, Object, Snapshot, SourceInfo, SourceKind};
-
-    const GI: u64 = 1 << 30;
-
-    fn class(name: &str, provisioner: &str, wffc: bool) -> StorageObject {
-        StorageObject::Class(StorageClass {
-            name: name.into(),
-            provisioner: Sym::new(provisioner),
-            wait_for_first_consumer: wffc,
-            allowed_topologies: Box::new([]),
-        })
-    }
-
-    fn claim(name: &str, class: &str, gi: u64) -> VolumeClaim {
-        VolumeClaim {
-            namespace: Sym::new("ml"),
-            name: name.into(),
-            uid: None,
-            class: Some(Sym::new(class)),
-            volume: None,
-            bind_completed: false,
-            phase: ClaimPhase::Pending,
-            deleting: false,
-            access_modes: AccessModes::READ_WRITE_ONCE,
-            storage: gi * GI,
-            block: false,
-            selector: None,
-            selected_node: None,
-            owner_pod: None,
-        }
-    }
-
-    fn volume(name: &str, class: &str, gi: u64, host: Option<&str>) -> PersistentVolume {
-        let node_affinity = match host {
-            Some(h) => Box::new([crate::model::NodeSelectorTerm {
-                expressions: Box::new([crate::model::Requirement {
-                    key: Sym::new(keys::HOSTNAME),
-                    operator: crate::model::SelectorOperator::In,
-                    values: Box::new([Sym::new(h)]),
-                }]),
-                fields: Box::new([]),
-            }]) as Box<[_]>,
-            None => Box::new([]),
-        };
-        PersistentVolume {
-            name: name.into(),
-            class: Some(Sym::new(class)),
-            claim: None,
-            phase: VolumePhase::Available,
-            capacity: gi * GI,
-            block: false,
-            access_modes: AccessModes::READ_WRITE_ONCE,
-            node_affinity,
-            labels: Box::new([]),
-            deleting: false,
-        }
-    }
 
     /// Two nodes, the storage feeds listed (or not).
     fn cluster(storage: Vec<StorageObject>, listed: bool) -> Snapshot {

@@ -29,6 +29,7 @@ use crate::model::{
 use super::fit::{self, PlacementKey, Shape};
 use super::index::Index;
 use super::tally::Tally;
+use super::volumes::Prepared;
 
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum ShapeSource {
@@ -397,6 +398,31 @@ fn gang_demand(key: &GangKey, gang: &Gang, members: &[&Pod]) -> Option<Demand> {
         .max_by_key(|d| (d.pods as u64 * (d.gpus_per_pod + d.requests.mig_total()), d.gpus_per_pod))
 }
 
+/// Per node (in `Index::node_list` order), whether the pod's volumes let
+/// it run there, as the volume filters decide; every node for a demand
+/// without claims or whose storage kgpu cannot read. `None`: its volumes
+/// stop it before any node (a missing or unbound claim).
+pub(crate) fn volume_nodes(index: &Index<'_>, demand: &Demand) -> Option<Vec<bool>> {
+    let nodes = index.node_list();
+    match demand.volumes.as_ref().map(|v| v.prepare(index)) {
+        Some(Prepared::Refused(_)) => None,
+        Some(Prepared::Check(check)) => {
+            let mut reasons = Vec::new();
+            Some(
+                nodes
+                    .iter()
+                    .map(|n| {
+                        reasons.clear();
+                        check.reasons_into(n, &mut reasons);
+                        reasons.is_empty()
+                    })
+                    .collect(),
+            )
+        }
+        _ => Some(vec![true; nodes.len()]),
+    }
+}
+
 /// The canonical shapes; their pods tolerate the usual GPU taint keys.
 pub fn canonical_demands() -> Vec<Demand> {
     CANONICAL
@@ -505,8 +531,13 @@ pub fn analyze(index: &Index<'_>) -> Fragmentation {
             None => {
                 let size = unit_size(&demand);
                 let placement = index.placement(&demand.shape());
+                // A pod's volumes keep it off nodes as the pending chain says.
+                let volumes_ok = volume_nodes(index, &demand);
                 let (mut largest, mut usable, mut stranded) = (0, 0, 0);
                 for (i, ((node, used), blockers)) in index.nodes_with_usage().zip(placement.iter()).enumerate() {
+                    if !volumes_ok.as_ref().is_some_and(|ok| ok[i]) {
+                        continue;
+                    }
                     // Only nodes this shape may use at all, and that are big enough
                     // for one pod when empty: elsewhere a free GPU is idle, not stranded.
                     let NodeGpus { whole_free, replicas_per_gpu, .. } = gpus[i];

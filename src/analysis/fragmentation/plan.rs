@@ -61,7 +61,10 @@ fn waits_only_for_room(index: &Index<'_>, demand: &Demand) -> bool {
             crate::model::GangKind::KueueWorkload => g.condition_true("Admitted"),
             crate::model::GangKind::VolcanoPodGroup => g.has_quota(),
         }),
-        ShapeSource::Pod(key) => index.snap.pods.get(key).is_some_and(|p| !p.gated && p.nominated.is_none()),
+        ShapeSource::Pod(key) => {
+            index.snap.pods.get(key).is_some_and(|p| !p.gated && p.nominated.is_none())
+                && super::volume_nodes(index, demand).is_some()
+        }
         ShapeSource::Canonical => false,
     }
 }
@@ -106,6 +109,11 @@ pub fn plan(index: &Index<'_>, shapes: &[ShapeFit]) -> Plan {
                 status: PlanStatus::Impossible(if s.demand.mig_profile.is_some() {
                     format!(
                         "{} needs MIG slices; the plan moves whole GPUs: repartition a node (m) for it",
+                        s.demand.name()
+                    )
+                } else if super::volume_nodes(index, &s.demand).is_none() {
+                    format!(
+                        "{} waits for its volumes (a claim missing, unbound or going), not for room: see its volumes step",
                         s.demand.name()
                     )
                 } else if let Some(node) = nominated(index, &s.demand) {
@@ -307,10 +315,18 @@ impl<'i, 'a> Workspace<'i, 'a> {
         let nodes = index.node_list();
         let placement = index.placement(&target.shape());
         let empty = Tally::default();
+        // Where its volumes let it run (waits_only_for_room left out a refused one).
+        let volumes_ok = super::volume_nodes(index, target).unwrap_or_default();
         let target_ok: Vec<bool> = nodes
             .iter()
             .zip(placement.iter())
-            .map(|(n, blockers)| index.accepts_work(n) && blockers.is_empty() && room(target, n, &empty) > 0)
+            .enumerate()
+            .map(|(i, (n, blockers))| {
+                index.accepts_work(n)
+                    && blockers.is_empty()
+                    && room(target, n, &empty) > 0
+                    && volumes_ok.get(i).copied().unwrap_or(false)
+            })
             .collect();
         let mut by_free: BTreeMap<u64, std::collections::BTreeSet<Sym>> = BTreeMap::new();
         for n in nodes.iter().filter(|n| index.accepts_work(n)) {

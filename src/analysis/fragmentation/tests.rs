@@ -306,3 +306,30 @@ fn an_idle_holder_is_the_cheapest_to_move_and_the_plan_says_so() {
     // b: 10 busy minutes + its 10-minute restart; a: its hour + 10 minutes.
     assert!((f.plan.gpu_hours - (20.0 / 60.0 + 70.0 / 60.0)).abs() < 1e-9, "{}", f.plan.gpu_hours);
 }
+
+/// A pod whose bound volume is pinned to a full node: the free node does
+/// not count as room for it, and the plan frees the node its volume allows.
+#[test]
+fn a_plan_frees_the_node_a_pods_volume_allows() {
+    use crate::analysis::testing::storage::{self, bound, manual, volume};
+    use crate::model::{ClaimUse, StorageObject, keys};
+    let nodes = ["n1", "n2"].iter().map(|n| node(n).gpus(8).label(keys::HOSTNAME, n).build()).collect();
+    let mut pinned = pod("pinned").ns("ml").gpus(8).build();
+    pinned.volumes = Box::new([ClaimUse { claim: "cache".into(), ephemeral: false }]);
+    let snap = snapshot(nodes, vec![running("busy", 8, "n1", 1), pinned], vec![], NOW);
+    let snap = storage::with(
+        snap,
+        vec![
+            manual("manual"),
+            bound("cache", "manual", "pv-n1"),
+            StorageObject::Volume(volume("pv-n1", "manual", 10, Some("n1"))),
+        ],
+    );
+    let f = analyze(&Index::build(&snap, NOW));
+    let s = shape(&f, "1×8", true);
+    assert_eq!((s.largest_gang, s.fits_now), (0, false), "n2's 8 free GPUs are not room for it");
+    assert_eq!(f.plan.status, PlanStatus::Found);
+    let moves: Vec<(&str, &str, &str)> =
+        f.plan.steps.iter().map(|s| (s.pod.as_str(), s.from_node.as_str(), s.to_node.unwrap().as_str())).collect();
+    assert_eq!(moves, [("busy", "n1", "n2")]);
+}
