@@ -14,7 +14,8 @@ use super::{StepReport, Verdict, ns_flag};
 /// How many nodes a detail line lists by name.
 const NODES_NAMED: usize = 5;
 
-fn names(nodes: impl Iterator<Item = String>) -> String {
+/// Up to five names, then how many more.
+pub(super) fn names(nodes: impl Iterator<Item = String>) -> String {
     let all: Vec<String> = nodes.collect();
     let more = all.len().saturating_sub(NODES_NAMED);
     let mut text = all.into_iter().take(NODES_NAMED).collect::<Vec<_>>().join(", ");

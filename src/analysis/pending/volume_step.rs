@@ -13,18 +13,6 @@ use super::super::volumes::{self, Refusal, VolumeCheck};
 use super::{Step, StepReport, Verdict, ns_flag};
 use crate::model::storage::AccessModes;
 
-/// How many nodes a line names.
-const NODES_NAMED: usize = 3;
-
-fn names<'a>(nodes: impl Iterator<Item = &'a str>) -> String {
-    let all: Vec<&str> = nodes.collect();
-    let mut text = all.iter().take(NODES_NAMED).copied().collect::<Vec<_>>().join(", ");
-    if all.len() > NODES_NAMED {
-        text.push_str(&format!(" and {} more", all.len() - NODES_NAMED));
-    }
-    text
-}
-
 /// What one claim is, once the PreFilters passed it.
 fn claim_state(index: &Index<'_>, namespace: crate::model::Sym, name: &Arc<str>) -> String {
     let Some(c) = volumes::claim(index, namespace, name) else { return format!("{name}: not found") };
@@ -151,8 +139,8 @@ pub(super) fn advice(index: &Index<'_>, check: &VolumeCheck<'_>, nodes: &[(&Node
             if volume.node_affinity.is_empty() {
                 continue;
             }
-            let usable = names(
-                index.nodes().filter(|n| fit::affinity_matches(&volume.node_affinity, n)).map(|n| n.name.as_str()),
+            let usable = super::claim_step::names(
+                index.nodes().filter(|n| fit::affinity_matches(&volume.node_affinity, n)).map(|n| n.name.to_string()),
             );
             let usable = if usable.is_empty() { "none of today's nodes".to_string() } else { usable };
             out.push(format!(
