@@ -34,9 +34,23 @@ pub fn doc(doc: &Doc, theme: &Theme, width: usize) -> Vec<Line<'static>> {
     let mut lines = Vec::new();
     for l in &doc.lines {
         match l {
-            DocLine::Pieces(pieces) => lines.push(Line::from(
-                pieces.iter().map(|(role, text)| Span::styled(text.clone(), theme.style(*role))).collect::<Vec<_>>(),
-            )),
+            // An indented detail wider than the pane: its continuation
+            // lines keep the indent (at column 0 they read as a new item).
+            DocLine::Pieces(pieces) => match &pieces[..] {
+                [(role, text)] if text.starts_with(' ') && width > 0 && text.width() > width => {
+                    let body = text.trim_start();
+                    let lead = &text[..text.len() - body.len()];
+                    for l in wrap_under(lead, body, width, lead.width()) {
+                        lines.push(Line::styled(l, theme.style(*role)));
+                    }
+                }
+                _ => lines.push(Line::from(
+                    pieces
+                        .iter()
+                        .map(|(role, text)| Span::styled(text.clone(), theme.style(*role)))
+                        .collect::<Vec<_>>(),
+                )),
+            },
             DocLine::Command { prefix, text } => {
                 for l in hanging(prefix, text, width) {
                     lines.push(Line::styled(l, theme.style(Role::Accent)));
@@ -52,10 +66,16 @@ pub fn doc(doc: &Doc, theme: &Theme, width: usize) -> Vec<Line<'static>> {
 /// command that restarts at column 0 reads as a second command). Breaks
 /// at a space when there is one late enough in the line, else mid-word.
 pub fn hanging(prefix: &str, command: &str, width: usize) -> Vec<String> {
-    let indent = prefix.width() + 2;
+    wrap_under(prefix, command, width, prefix.width() + 2)
+}
+
+/// `text` after `first` in `width` columns, its continuation lines
+/// indented by `indent`; breaks at a space late enough in the line, else
+/// mid-word.
+fn wrap_under(first: &str, text: &str, width: usize, indent: usize) -> Vec<String> {
     let mut out = Vec::new();
-    let mut rest: Vec<char> = command.chars().collect();
-    let mut lead = prefix.to_string();
+    let mut rest: Vec<char> = text.chars().collect();
+    let mut lead = first.to_string();
     loop {
         let room = width.saturating_sub(lead.width()).max(8);
         if rest.len() <= room {

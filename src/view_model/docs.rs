@@ -155,6 +155,10 @@ pub fn why(item: &PendingItem) -> Doc {
     if let Some(m) = &item.scheduler_message {
         doc.blank().line(Role::Header, "scheduler said:").line(Role::Text, format!("  {m}"));
         match (item.agrees_with_scheduler, item.scheduler_recognised) {
+            // A PreFilter's refusal has no per-node verdicts: its step agrees.
+            (Some(true), _) if item.blocking == Some(Step::Volumes) => {
+                doc.line(Role::Ok, "  kgpu's volumes step agrees");
+            }
             (Some(true), _) => {
                 doc.line(Role::Ok, "  kgpu's per-node verdicts agree");
             }

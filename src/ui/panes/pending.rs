@@ -5,6 +5,7 @@
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Rect};
 
+use crate::analysis::pending::PendingKind;
 use crate::app::{App, Pane, Section, Viewport, rows};
 use crate::ui::theme::{Role, Theme};
 use crate::ui::widgets::{self, block, fit, scrolled_text};
@@ -18,9 +19,11 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, shown: &mut Viewport, view
         match views.analysis.pending.iter().find(|p| p.display_name() == id) {
             Some(item) => {
                 let name = item.display_name();
+                // Requeue acts on a Workload or PodGroup, not on a lone pod.
+                let requeue = if item.kind == PendingKind::Pod { "" } else { " · R requeue" };
                 let title = match app.breadcrumb(&name) {
-                    Some(path) => format!(" {path} · esc: back · R requeue "),
-                    None => format!(" Why pending: {name} · esc back · R requeue "),
+                    Some(path) => format!(" {path} · esc: back{requeue} "),
+                    None => format!(" Why pending: {name} · esc back{requeue} "),
                 };
                 return drill(frame, area, app, shown, &docs::why(item), title, theme);
             }
