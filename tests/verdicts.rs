@@ -474,11 +474,16 @@ fn a_nominated_pod_waits_for_the_pod_preempted_for_it_and_no_plan_evicts_more() 
     assert!(item.get("preemption").is_none(), "{item}");
     let text = why(PLACEMENT, "ml/urgent");
     assert!(text.contains("{.metadata.finalizers}"), "{text}");
+    // No plan evicts anything: its target is ddp-2 (urgent only waits), whose
+    // host ports keep it off the nodes where pods could move, as the
+    // fragmentation pane agrees: no pending shape here fits now.
     let fleet = kgpu(&["snapshot", "--file", &fixture(PLACEMENT)]);
-    assert!(
-        fleet.contains("plan for Pod ml/urgent: none — the scheduler is preempting for Pod ml/urgent on gpu-c"),
-        "{fleet}"
-    );
+    assert!(fleet.contains("plan for Pod ml/ddp-2: none — "), "{fleet}");
+    let shapes = doc["fragmentation"]["shapes"].as_array().unwrap();
+    for name in ["ddp-2", "eval-apart", "serve-2"] {
+        let shape = shapes.iter().find(|s| s["source"] == format!("Pod ml/{name}")).unwrap();
+        assert_eq!(shape["fitsNow"], false, "{name}: the pending chain blocks it at fit");
+    }
 }
 
 /// Required pod anti-affinity and topology spread, captured from the real

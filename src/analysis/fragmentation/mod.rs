@@ -28,6 +28,7 @@ use crate::model::{
 
 use super::fit::{self, PlacementKey, Shape};
 use super::index::Index;
+use super::inter_pod::InterPod;
 use super::tally::Tally;
 use super::volumes::Prepared;
 
@@ -398,29 +399,41 @@ fn gang_demand(key: &GangKey, gang: &Gang, members: &[&Pod]) -> Option<Demand> {
         .max_by_key(|d| (d.pods as u64 * (d.gpus_per_pod + d.requests.mig_total()), d.gpus_per_pod))
 }
 
-/// Per node (in `Index::node_list` order), whether the pod's volumes let
-/// it run there, as the volume filters decide; every node for a demand
-/// without claims or whose storage kgpu cannot read. `None`: its volumes
-/// stop it before any node (a missing or unbound claim).
-pub(crate) fn volume_nodes(index: &Index<'_>, demand: &Demand) -> Option<Vec<bool>> {
+/// Per node (in `Index::node_list` order), whether the rules about other
+/// objects let a pod of this demand run there, as the pending chain's fit
+/// step decides: its volumes (the volume filters), the host ports pods
+/// there already bind (NodePorts), and the other pods' and its own
+/// inter-pod rules (PodTopologySpread, InterPodAffinity). Every node for a
+/// demand with none of these. `None`: its volumes stop it before any node
+/// (a missing or unbound claim).
+pub(crate) fn allowed_nodes(index: &Index<'_>, demand: &Demand) -> Option<Vec<bool>> {
     let nodes = index.node_list();
-    match demand.volumes.as_ref().map(|v| v.prepare(index)) {
-        Some(Prepared::Refused(_)) => None,
-        Some(Prepared::Check(check)) => {
-            let mut reasons = Vec::new();
-            Some(
-                nodes
-                    .iter()
-                    .map(|n| {
-                        reasons.clear();
-                        check.reasons_into(n, &mut reasons);
-                        reasons.is_empty()
-                    })
-                    .collect(),
-            )
-        }
-        _ => Some(vec![true; nodes.len()]),
+    let volumes = demand.volumes.as_ref().map(|v| v.prepare(index));
+    let check = match volumes {
+        Some(Prepared::Refused(_)) => return None,
+        Some(Prepared::Check(check)) => Some(check),
+        _ => None,
+    };
+    let inter_pod = if demand.is_pending() { InterPod::prepare(index, &demand.incoming()) } else { None };
+    if check.is_none() && inter_pod.is_none() && demand.host_ports.is_empty() {
+        return Some(vec![true; nodes.len()]);
     }
+    let mut reasons = Vec::new();
+    Some(
+        nodes
+            .iter()
+            .map(|n| {
+                reasons.clear();
+                if let Some(c) = &check {
+                    c.reasons_into(n, &mut reasons);
+                }
+                if let Some(rules) = &inter_pod {
+                    rules.reasons_into(n, &mut reasons);
+                }
+                reasons.is_empty() && !index.pods_on(n.name).iter().any(|p| fit::port_conflict(&demand.host_ports, p))
+            })
+            .collect(),
+    )
 }
 
 /// The canonical shapes; their pods tolerate the usual GPU taint keys.
@@ -524,18 +537,22 @@ pub fn analyze(index: &Index<'_>) -> Fragmentation {
             NodeGpus { buckets, whole_free, replicas_per_gpu: supply.replicas.map(|r| r.per_gpu as u64) }
         })
         .collect();
+    // Running pods' required anti-affinity may refuse some pending pods and
+    // not others of the same shape: then their namespace and labels count.
+    let seeing_labels = !index.anti_affinity_pods().is_empty();
     for demand in pending.into_iter().chain(canonical_demands()) {
-        let key = demand.key();
+        let key =
+            if seeing_labels && demand.is_pending() { demand.key_seeing_labels(demand.key()) } else { demand.key() };
         let (largest, usable, stranded) = match seen.get(&key) {
             Some(found) => *found,
             None => {
                 let size = unit_size(&demand);
                 let placement = index.placement(&demand.shape());
-                // A pod's volumes keep it off nodes as the pending chain says.
-                let volumes_ok = volume_nodes(index, &demand);
+                // Its volumes, ports and pod rules keep it off nodes as the pending chain says.
+                let allowed = allowed_nodes(index, &demand);
                 let (mut largest, mut usable, mut stranded) = (0, 0, 0);
                 for (i, ((node, used), blockers)) in index.nodes_with_usage().zip(placement.iter()).enumerate() {
-                    if !volumes_ok.as_ref().is_some_and(|ok| ok[i]) {
+                    if !allowed.as_ref().is_some_and(|ok| ok[i]) {
                         continue;
                     }
                     // Only nodes this shape may use at all, and that are big enough

@@ -63,7 +63,7 @@ fn waits_only_for_room(index: &Index<'_>, demand: &Demand) -> bool {
         }),
         ShapeSource::Pod(key) => {
             index.snap.pods.get(key).is_some_and(|p| !p.gated && p.nominated.is_none())
-                && super::volume_nodes(index, demand).is_some()
+                && super::allowed_nodes(index, demand).is_some()
         }
         ShapeSource::Canonical => false,
     }
@@ -111,7 +111,7 @@ pub fn plan(index: &Index<'_>, shapes: &[ShapeFit]) -> Plan {
                         "{} needs MIG slices; the plan moves whole GPUs: repartition a node (m) for it",
                         s.demand.name()
                     )
-                } else if super::volume_nodes(index, &s.demand).is_none() {
+                } else if super::allowed_nodes(index, &s.demand).is_none() {
                     format!(
                         "{} waits for its volumes (a claim missing, unbound or going), not for room: see its volumes step",
                         s.demand.name()
@@ -315,8 +315,8 @@ impl<'i, 'a> Workspace<'i, 'a> {
         let nodes = index.node_list();
         let placement = index.placement(&target.shape());
         let empty = Tally::default();
-        // Where its volumes let it run (waits_only_for_room left out a refused one).
-        let volumes_ok = super::volume_nodes(index, target).unwrap_or_default();
+        // Where its volumes, ports and pod rules let it run (waits_only_for_room left out a refused one).
+        let allowed = super::allowed_nodes(index, target).unwrap_or_default();
         let target_ok: Vec<bool> = nodes
             .iter()
             .zip(placement.iter())
@@ -325,7 +325,7 @@ impl<'i, 'a> Workspace<'i, 'a> {
                 index.accepts_work(n)
                     && blockers.is_empty()
                     && room(target, n, &empty) > 0
-                    && volumes_ok.get(i).copied().unwrap_or(false)
+                    && allowed.get(i).copied().unwrap_or(false)
             })
             .collect();
         let mut by_free: BTreeMap<u64, std::collections::BTreeSet<Sym>> = BTreeMap::new();
