@@ -23,6 +23,12 @@ pub fn blocking_role(step: Option<Step>) -> Role {
     }
 }
 
+/// Whether `R` (requeue) acts on this pending item: a Workload or a
+/// PodGroup, not a lone pod.
+pub fn offers_requeue(item: &PendingItem) -> bool {
+    item.kind != crate::analysis::pending::PendingKind::Pod
+}
+
 /// A driver × CUDA cell as the matrix shows it.
 pub fn compat_cell(v: compat::Verdict) -> (&'static str, Role) {
     match v {

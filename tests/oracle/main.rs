@@ -133,6 +133,55 @@ fn kgpu_histogram(verdicts: &BTreeMap<String, Vec<fit::NodeReason>>) -> BTreeMap
     out
 }
 
+/// Where kgpu parts from the scheduler on a pod it refused with `message`:
+/// kgpu finds a node that fits, counts another histogram, or its pending
+/// chain does not say it agrees; `None` when they agree.
+fn refusal_problem(
+    snap: &Snapshot,
+    now: i64,
+    (ns, name): (&str, &str),
+    message: &str,
+    verdicts: &BTreeMap<String, Vec<fit::NodeReason>>,
+    nodes: usize,
+) -> Option<String> {
+    let fitting: Vec<&String> = verdicts.iter().filter(|(_, r)| r.is_empty()).map(|(n, _)| n).collect();
+    let parsed = scheduler_msg::parse(message);
+    let theirs: BTreeMap<String, u32> = parsed.reasons.iter().cloned().collect();
+    let ours = kgpu_histogram(verdicts);
+    let analysis = analysis::analyze(snap, now, &Thresholds::default());
+    let item = analysis::pending::find(&analysis.pending, ns, name);
+    if !fitting.is_empty() {
+        Some(format!("refused ({message}); kgpu: fits on {fitting:?}"))
+    } else if theirs != ours {
+        Some(format!("refused ({message}); kgpu's histogram: {ours:?}"))
+    } else if parsed.total_nodes != Some(nodes as u32) {
+        Some(format!("the scheduler saw {:?} nodes of {nodes}", parsed.total_nodes))
+    } else if item.is_none_or(|i| i.agrees_with_scheduler != Some(true)) {
+        Some(format!("refused ({message}); kgpu's pending chain: {:?}", item.map(|i| (&i.summary, &i.disagreement))))
+    } else {
+        None
+    }
+}
+
+/// A control plane with kgpu's live source on it, and the runtime that
+/// drives both (kept together: dropping one stops the others).
+struct Harness {
+    rt: tokio::runtime::Runtime,
+    client: kube::Client,
+    snapshots: Snapshots,
+    _tasks: Vec<tokio::task::JoinHandle<()>>,
+    _cp: ControlPlane,
+}
+
+impl Harness {
+    fn on(cp: ControlPlane) -> Harness {
+        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+        let client = rt.block_on(support::kube::client(&cp));
+        let (snapshots, _tasks) = rt.block_on(support::kube::source(&cp, &cp.kubeconfig));
+        Harness { rt, client, snapshots, _tasks, _cp: cp }
+    }
+}
+
 /// kgpu's live model of the cluster (its kube source and model task).
 pub type Snapshots = tokio::sync::watch::Receiver<std::sync::Arc<Snapshot>>;
 
@@ -211,25 +260,7 @@ async fn run_cluster_case(
                 if message.contains("affinity rules") || message.contains("topology spread") {
                     INTER_POD_REFUSALS.fetch_add(1, Ordering::SeqCst);
                 }
-                let parsed = scheduler_msg::parse(message);
-                let theirs: BTreeMap<String, u32> = parsed.reasons.iter().cloned().collect();
-                let ours = kgpu_histogram(&verdicts);
-                let analysis = analysis::analyze(&snap, now, &Thresholds::default());
-                let item = analysis::pending::find(&analysis.pending, &ns, &name);
-                if !fitting.is_empty() {
-                    Some(format!("refused ({message}); kgpu: fits on {fitting:?}"))
-                } else if theirs != ours {
-                    Some(format!("refused ({message}); kgpu's histogram: {ours:?}"))
-                } else if parsed.total_nodes != Some(case.nodes.len() as u32) {
-                    Some(format!("the scheduler saw {:?} nodes of {}", parsed.total_nodes, case.nodes.len()))
-                } else if item.is_none_or(|i| i.agrees_with_scheduler != Some(true)) {
-                    Some(format!(
-                        "refused ({message}); kgpu's pending chain: {:?}",
-                        item.map(|i| (&i.summary, &i.disagreement))
-                    ))
-                } else {
-                    None
-                }
+                refusal_problem(&snap, now, (&ns, &name), message, &verdicts, case.nodes.len())
             }
         };
         if let Some(p) = problem {
@@ -264,9 +295,8 @@ fn kgpu_predicts_what_the_real_scheduler_does() {
         return;
     }
     let cp = ControlPlane::start().unwrap();
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-    let client = rt.block_on(support::kube::client(&cp));
-    let (snapshots, _tasks) = rt.block_on(support::kube::source(&cp, &cp.kubeconfig));
+    let h = Harness::on(cp);
+    let (rt, client, snapshots) = (&h.rt, &h.client, &h.snapshots);
     rt.block_on(async {
         let rc: k8s_openapi::api::node::v1::RuntimeClass = serde_json::from_value(cases::runtime_class_json()).unwrap();
         Api::<k8s_openapi::api::node::v1::RuntimeClass>::all(client.clone())
@@ -282,7 +312,7 @@ fn kgpu_predicts_what_the_real_scheduler_does() {
     let mut runner = runner(cases, seed);
     let result = runner.run(&cases::cluster(), |case| {
         let n = counter.fetch_add(1, Ordering::SeqCst);
-        match rt.block_on(run_cluster_case(&client, &snapshots, n, &case)) {
+        match rt.block_on(run_cluster_case(client, snapshots, n, &case)) {
             Ok(count) => {
                 pods.fetch_add(count, Ordering::SeqCst);
                 Ok(())
@@ -312,9 +342,8 @@ fn kgpu_predicts_where_pods_keep_each_other_away() {
         return;
     }
     let cp = ControlPlane::start().unwrap();
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-    let client = rt.block_on(support::kube::client(&cp));
-    let (snapshots, _tasks) = rt.block_on(support::kube::source(&cp, &cp.kubeconfig));
+    let h = Harness::on(cp);
+    let (rt, client, snapshots) = (&h.rt, &h.client, &h.snapshots);
     let cases = env_u64("KGPU_ORACLE_CROWD_CASES", 120) as u32;
     let seed = env_u64("KGPU_ORACLE_SEED", 20_261_201);
     let counter = AtomicU32::new(0);
@@ -322,7 +351,7 @@ fn kgpu_predicts_where_pods_keep_each_other_away() {
     let mut runner = runner(cases, seed);
     let result = runner.run(&cases::crowd(), |case| {
         let n = 10_000 + counter.fetch_add(1, Ordering::SeqCst);
-        rt.block_on(run_cluster_case(&client, &snapshots, n, &case)).map(|_| ()).map_err(TestCaseError::fail)
+        rt.block_on(run_cluster_case(client, snapshots, n, &case)).map(|_| ()).map_err(TestCaseError::fail)
     });
     let refusals = INTER_POD_REFUSALS.load(Ordering::SeqCst) - before;
     eprintln!(
@@ -348,9 +377,8 @@ fn kgpu_predicts_what_the_volume_filters_decide() {
         return;
     }
     let cp = ControlPlane::start().unwrap();
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-    let client = rt.block_on(support::kube::client(&cp));
-    let (snapshots, _tasks) = rt.block_on(support::kube::source(&cp, &cp.kubeconfig));
+    let h = Harness::on(cp);
+    let (rt, client, snapshots) = (&h.rt, &h.client, &h.snapshots);
     let cases = env_u64("KGPU_ORACLE_STORAGE_CASES", 40) as u32;
     let seed = env_u64("KGPU_ORACLE_SEED", 20_261_201);
     let counter = AtomicU32::new(0);
@@ -359,7 +387,7 @@ fn kgpu_predicts_what_the_volume_filters_decide() {
     let mut runner = runner(cases, seed);
     let result = runner.run(&volumes::storage_case(), |case| {
         let n = counter.fetch_add(1, Ordering::SeqCst);
-        match rt.block_on(volumes::run_storage_case(&client, &snapshots, n, &case)) {
+        match rt.block_on(volumes::run_storage_case(client, snapshots, n, &case)) {
             Ok(count) => {
                 pods.fetch_add(count, Ordering::SeqCst);
                 Ok(())
@@ -395,9 +423,8 @@ fn kgpu_predicts_what_the_real_kueue_admits() {
         ..kgpu::lab::cluster::Options::control_plane(dir, bins)
     })
     .unwrap();
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-    let client = rt.block_on(support::kube::client(&cp));
-    let (snapshots, _tasks) = rt.block_on(support::kube::source(&cp, &cp.kubeconfig));
+    let h = Harness::on(cp);
+    let (rt, client, snapshots) = (&h.rt, &h.client, &h.snapshots);
     let cases = env_u64("KGPU_ORACLE_QUEUE_CASES", 30) as u32;
     let seed = env_u64("KGPU_ORACLE_SEED", 20_261_201);
     let counter = AtomicU32::new(0);
@@ -406,7 +433,7 @@ fn kgpu_predicts_what_the_real_kueue_admits() {
     let mut runner = runner(cases, seed);
     let result = runner.run(&queues::queue_case(), |case| {
         let n = counter.fetch_add(1, Ordering::SeqCst);
-        match rt.block_on(queues::run_queue_case(&client, &snapshots, n, &case)) {
+        match rt.block_on(queues::run_queue_case(client, snapshots, n, &case)) {
             Ok(count) => {
                 workloads.fetch_add(count, Ordering::SeqCst);
                 Ok(())

@@ -16,14 +16,13 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::storage::v1::StorageClass;
 use kgpu::analysis::scheduler_msg;
-use kgpu::analysis::{self, Thresholds};
 use kgpu::model::storage::{ClaimPhase, VolumePhase};
 use kgpu::model::{PodKey, StorageKind, StorageObject, Sym};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
-use super::{Outcome, Snapshots, kgpu_histogram, kgpu_refusal, kgpu_sees, kgpu_verdicts};
+use super::{Outcome, Snapshots, kgpu_refusal, kgpu_sees, kgpu_verdicts, refusal_problem};
 
 /// Pods the scheduler refused before any node (a volume PreFilter), and
 /// by a volume filter on some node (coverage).
@@ -532,23 +531,7 @@ pub async fn run_storage_case(
                 if message.contains("volume") || message.contains("PersistentVolume") {
                     VOLUME_NODE_REFUSALS.fetch_add(1, Ordering::SeqCst);
                 }
-                let fitting: Vec<&String> = verdicts.iter().filter(|(_, r)| r.is_empty()).map(|(n, _)| n).collect();
-                let theirs: BTreeMap<String, u32> = scheduler_msg::parse(message).reasons.into_iter().collect();
-                let ours = kgpu_histogram(&verdicts);
-                let analysis = analysis::analyze(&snap, now, &Thresholds::default());
-                let item = analysis::pending::find(&analysis.pending, &ns, &name);
-                if !fitting.is_empty() {
-                    Some(format!("refused ({message}); kgpu: fits on {fitting:?}"))
-                } else if theirs != ours {
-                    Some(format!("refused ({message}); kgpu's histogram: {ours:?}"))
-                } else if item.is_none_or(|i| i.agrees_with_scheduler != Some(true)) {
-                    Some(format!(
-                        "refused ({message}); kgpu's pending chain: {:?}",
-                        item.map(|i| (&i.summary, &i.disagreement))
-                    ))
-                } else {
-                    None
-                }
+                refusal_problem(&snap, now, (&ns, &name), message, &verdicts, case.nodes.len())
             }
         };
         if let Some(p) = problem {

@@ -5,7 +5,6 @@
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Rect};
 
-use crate::analysis::pending::PendingKind;
 use crate::app::{App, Pane, Section, Viewport, rows};
 use crate::ui::theme::{Role, Theme};
 use crate::ui::widgets::{self, block, fit, scrolled_text};
@@ -20,7 +19,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, shown: &mut Viewport, view
             Some(item) => {
                 let name = item.display_name();
                 // Requeue acts on a Workload or PodGroup, not on a lone pod.
-                let requeue = if item.kind == PendingKind::Pod { "" } else { " · R requeue" };
+                let requeue = if docs::offers_requeue(item) { " · R requeue" } else { "" };
                 let title = match app.breadcrumb(&name) {
                     Some(path) => format!(" {path} · esc: back{requeue} "),
                     None => format!(" Why pending: {name} · esc back{requeue} "),
