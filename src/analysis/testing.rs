@@ -105,7 +105,7 @@ pub mod storage {
         for o in objects {
             snap.storage.insert(o.key(), Arc::new(o));
         }
-        for feed in [Feed::PersistentVolumeClaims, Feed::PersistentVolumes, Feed::StorageClasses] {
+        for feed in Feed::STORAGE {
             snap.feeds.insert(feed, FeedStatus { state: FeedState::Live, last_data: Some(snap.clock), coverage: None });
         }
         snap

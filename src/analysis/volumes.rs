@@ -14,6 +14,7 @@
 
 use std::sync::Arc;
 
+use crate::model::node::label_of;
 use crate::model::storage::{
     AccessModes, ClaimPhase, NO_PROVISIONER, PersistentVolume, StorageClass, VolumeClaim, VolumePhase,
 };
@@ -112,26 +113,33 @@ pub enum Prepared<'a> {
     Check(VolumeCheck<'a>),
 }
 
+/// The storage object of this kind and name, if kgpu has it.
+fn lookup<'a>(
+    index: &Index<'a>,
+    kind: StorageKind,
+    namespace: Option<Sym>,
+    name: Arc<str>,
+) -> Option<&'a StorageObject> {
+    index.snap.storage.get(&StorageKey { kind, namespace, name }).map(|o| &**o)
+}
+
 pub fn claim<'a>(index: &Index<'a>, namespace: Sym, name: &Arc<str>) -> Option<&'a VolumeClaim> {
-    let key = StorageKey { kind: StorageKind::Claim, namespace: Some(namespace), name: name.clone() };
-    match index.snap.storage.get(&key).map(|o| &**o) {
-        Some(StorageObject::Claim(c)) => Some(c),
+    match lookup(index, StorageKind::Claim, Some(namespace), name.clone())? {
+        StorageObject::Claim(c) => Some(c),
         _ => None,
     }
 }
 
 fn volume<'a>(index: &Index<'a>, name: &Arc<str>) -> Option<&'a PersistentVolume> {
-    let key = StorageKey { kind: StorageKind::Volume, namespace: None, name: name.clone() };
-    match index.snap.storage.get(&key).map(|o| &**o) {
-        Some(StorageObject::Volume(v)) => Some(v),
+    match lookup(index, StorageKind::Volume, None, name.clone())? {
+        StorageObject::Volume(v) => Some(v),
         _ => None,
     }
 }
 
 fn class<'a>(index: &Index<'a>, name: Sym) -> Option<&'a StorageClass> {
-    let key = StorageKey { kind: StorageKind::Class, namespace: None, name: Arc::from(name.as_str()) };
-    match index.snap.storage.get(&key).map(|o| &**o) {
-        Some(StorageObject::Class(c)) => Some(c),
+    match lookup(index, StorageKind::Class, None, Arc::from(name.as_str()))? {
+        StorageObject::Class(c) => Some(c),
         _ => None,
     }
 }
@@ -139,7 +147,7 @@ fn class<'a>(index: &Index<'a>, name: Sym) -> Option<&'a StorageClass> {
 /// Why the storage feeds cannot be trusted, if they cannot: each must
 /// have delivered a full list (live, or stale while reconnecting).
 fn unreadable(index: &Index<'_>) -> Option<String> {
-    [Feed::PersistentVolumeClaims, Feed::PersistentVolumes, Feed::StorageClasses].into_iter().find_map(|feed| {
+    Feed::STORAGE.into_iter().find_map(|feed| {
         let status = index.snap.feed(feed);
         match status.map(|s| &s.state) {
             Some(FeedState::Live | FeedState::Reconnecting { .. }) if status.is_some_and(|s| s.last_data.is_some()) => {
@@ -154,12 +162,12 @@ fn unreadable(index: &Index<'_>) -> Option<String> {
     })
 }
 
-/// `spec.claimRef` names this claim (and its uid, where both have one).
-fn reserved_for(v: &PersistentVolume, c: &VolumeClaim, claim_uid: Option<Uid>) -> bool {
-    // IsVolumeBoundToClaim: the uid counts only where the volume names one.
+/// `spec.claimRef` names this claim (IsVolumeBoundToClaim: the uid counts
+/// only where the volume names one).
+fn reserved_for(v: &PersistentVolume, c: &VolumeClaim) -> bool {
     v.claim
         .as_ref()
-        .is_some_and(|r| r.namespace == c.namespace && r.name == c.name && (r.uid.is_none() || r.uid == claim_uid))
+        .is_some_and(|r| r.namespace == c.namespace && r.name == c.name && (r.uid.is_none() || r.uid == c.uid))
 }
 
 /// The PreFilters of VolumeRestrictions, VolumeBinding and VolumeZone, in
@@ -226,8 +234,8 @@ pub fn prepare<'a>(
             None => return Prepared::Refused(Refusal::VolumeMissing { claim: u.claim.clone(), volume: name.clone() }),
             Some(v) => {
                 for key in keys::VOLUME_TOPOLOGY_LABELS {
-                    if let Some(value) = v.labels.iter().find(|(k, _)| k.as_str() == key).map(|(_, v)| v.as_str()) {
-                        check.zones.push((Sym::new(key), value.split("__").collect(), v.name.clone()));
+                    if let Some(value) = label_of(&v.labels, Sym::new(key)) {
+                        check.zones.push((Sym::new(key), value.as_str().split("__").collect(), v.name.clone()));
                     }
                 }
             }
@@ -248,7 +256,7 @@ pub fn prepare<'a>(
             let c = d.claim;
             let pvs = volumes.iter().copied().filter(|v| v.class == c.class);
             for v in pvs {
-                let reserved = v.claim.as_ref().is_some_and(|_| reserved_for(v, c, c.uid));
+                let reserved = reserved_for(v, c);
                 if v.claim.is_some() && !reserved {
                     continue;
                 }
@@ -403,7 +411,7 @@ mod tests {
         for n in ["n1", "n2"] {
             c.apply(ModelEvent::Upsert(Object::Node(node(n).gpus(8).label(keys::HOSTNAME, n).build())));
         }
-        let feeds = [Feed::PersistentVolumeClaims, Feed::PersistentVolumes, Feed::StorageClasses];
+        let feeds = Feed::STORAGE;
         for feed in feeds.into_iter().filter(|_| listed) {
             let objects = storage.iter().filter(|o| {
                 o.key().kind

@@ -51,6 +51,9 @@ impl Feed {
         Feed::Agents,
     ];
 
+    /// The feeds the scheduler's volume filters read.
+    pub const STORAGE: [Feed; 3] = [Feed::PersistentVolumeClaims, Feed::PersistentVolumes, Feed::StorageClasses];
+
     pub fn name(self) -> &'static str {
         match self {
             Feed::Nodes => "nodes",

@@ -197,13 +197,7 @@ pub fn resource_claim(c: &dra::ResourceClaim) -> Result<ResourceClaim> {
             device: Sym::new(&r.device),
         })
         .collect();
-    let owner_pod = c
-        .metadata
-        .owner_references
-        .iter()
-        .flatten()
-        .find(|o| o.kind == "Pod" && o.controller == Some(true))
-        .map(|o| Arc::from(o.name.as_str()));
+    let owner_pod = super::controlling_pod(c.metadata.owner_references.as_ref()).map(|o| Arc::from(o.name.as_str()));
     Ok(ResourceClaim {
         namespace: Sym::new(namespace),
         name: name.into(),

@@ -99,6 +99,13 @@ fn required_affinity(spec: &PodSpec) -> Result<Box<[NodeSelectorTerm]>> {
     }
 }
 
+/// The pod that controls an object (a claim made for a pod), by its owner references.
+fn controlling_pod(
+    owners: Option<&Vec<k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference>>,
+) -> Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference> {
+    owners.into_iter().flatten().find(|o| o.kind == "Pod" && o.controller == Some(true))
+}
+
 /// Required node selector terms (a pod's node affinity, a volume's).
 fn node_selector_terms(terms: &k8s_openapi::api::core::v1::NodeSelector) -> Result<Box<[NodeSelectorTerm]>> {
     terms

@@ -49,13 +49,7 @@ pub fn volume_claim(c: &ApiClaim) -> Result<VolumeClaim> {
         Some("Lost") => ClaimPhase::Lost,
         _ => ClaimPhase::Pending,
     };
-    let owner_pod = c
-        .metadata
-        .owner_references
-        .iter()
-        .flatten()
-        .find(|o| o.kind == "Pod" && o.controller == Some(true))
-        .and_then(|o| Uid::parse(&o.uid));
+    let owner_pod = super::controlling_pod(c.metadata.owner_references.as_ref()).and_then(|o| Uid::parse(&o.uid));
     Ok(VolumeClaim {
         namespace: Sym::new(namespace),
         name: Arc::from(name),
