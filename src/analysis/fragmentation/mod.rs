@@ -399,6 +399,12 @@ fn gang_demand(key: &GangKey, gang: &Gang, members: &[&Pod]) -> Option<Demand> {
         .max_by_key(|d| (d.pods as u64 * (d.gpus_per_pod + d.requests.mig_total()), d.gpus_per_pod))
 }
 
+/// Its volumes stop a pod of this demand before any node (a missing or
+/// unbound claim): no node's room helps it.
+pub(crate) fn stopped_by_volumes(index: &Index<'_>, demand: &Demand) -> bool {
+    matches!(demand.volumes.as_ref().map(|v| v.prepare(index)), Some(Prepared::Refused(_)))
+}
+
 /// Per node (in `Index::node_list` order), whether the rules about other
 /// objects let a pod of this demand run there, as the pending chain's fit
 /// step decides: its volumes (the volume filters), the host ports pods

@@ -63,7 +63,7 @@ fn waits_only_for_room(index: &Index<'_>, demand: &Demand) -> bool {
         }),
         ShapeSource::Pod(key) => {
             index.snap.pods.get(key).is_some_and(|p| !p.gated && p.nominated.is_none())
-                && super::allowed_nodes(index, demand).is_some()
+                && !super::stopped_by_volumes(index, demand)
         }
         ShapeSource::Canonical => false,
     }
@@ -111,7 +111,7 @@ pub fn plan(index: &Index<'_>, shapes: &[ShapeFit]) -> Plan {
                         "{} needs MIG slices; the plan moves whole GPUs: repartition a node (m) for it",
                         s.demand.name()
                     )
-                } else if super::allowed_nodes(index, &s.demand).is_none() {
+                } else if super::stopped_by_volumes(index, &s.demand) {
                     format!(
                         "{} waits for its volumes (a claim missing, unbound or going), not for room: see its volumes step",
                         s.demand.name()
