@@ -766,3 +766,32 @@ fn the_readme_key_table_names_every_bound_key() {
         }
     }
 }
+
+#[test]
+fn the_status_bar_offers_requeue_only_for_a_gang() {
+    let (mut gangs, mut pods) = (0, 0);
+    for scenario in ["default", "quota-starvation", "taint-mismatch", "fragmented"] {
+        let v = views(scenario);
+        let mut app = App::new(false, "dark", true);
+        app.pane = Pane::Pending;
+        for _ in 0..v.analysis.pending.len() {
+            let Some(id) = app.selected_id(Pane::Pending, &v) else { break };
+            let Some(item) = v.analysis.pending.iter().find(|p| p.display_name() == id) else { break };
+            let is_gang = item.kind != kgpu::analysis::pending::PendingKind::Pod;
+            let bar = bottom_line(&render(&mut app, &v, scenario, 200, 60));
+            assert_eq!(bar.contains("R requeue"), is_gang, "{scenario} {id}: {bar}");
+            // The why view says the same.
+            key(&mut app, &v, KeyCode::Enter);
+            let bar = bottom_line(&render(&mut app, &v, scenario, 200, 60));
+            assert_eq!(bar.contains("R requeue"), is_gang, "{scenario} {id} (why view): {bar}");
+            key(&mut app, &v, KeyCode::Esc);
+            if is_gang {
+                gangs += 1
+            } else {
+                pods += 1
+            }
+            key(&mut app, &v, KeyCode::Char('j'));
+        }
+    }
+    assert!(gangs > 0 && pods > 0, "both kinds seen ({gangs} gangs, {pods} pods)");
+}

@@ -65,7 +65,17 @@ impl App {
         if self.refuse_read_only() {
             return Vec::new();
         }
-        let key = match self.pane {
+        match self.requeue_target(views) {
+            Some(gang) => self.confirm(Action::Requeue { gang }, views),
+            None => self.notify("select a gang (Gangs pane) or a pending Workload/PodGroup", true),
+        }
+        Vec::new()
+    }
+
+    /// The gang `R` would requeue: the selected gang, or the selected (or
+    /// opened) pending Workload or PodGroup; a lone pod has none.
+    pub(super) fn requeue_target(&self, views: &Views) -> Option<crate::model::GangKey> {
+        match self.pane {
             Pane::Gangs if self.section(Pane::Gangs) == Section::First => {
                 let id = self.selected_id(Pane::Gangs, views);
                 views.analysis.gangs.iter().find(|g| Some(gang_id(&g.key)) == id).map(|g| g.key.clone())
@@ -80,12 +90,7 @@ impl App {
                     .and_then(|p| views.snap.gangs.keys().find(|k| gang_id(k) == gang_id_of_item(p)).cloned())
             }
             _ => None,
-        };
-        match key {
-            Some(gang) => self.confirm(Action::Requeue { gang }, views),
-            None => self.notify("select a gang (Gangs pane) or a pending Workload/PodGroup", true),
         }
-        Vec::new()
     }
 
     pub(super) fn run_plan(&mut self, views: &Views) -> Vec<Effect> {

@@ -410,6 +410,16 @@ impl App {
         ids.get(self.selected_index(pane, &ids)).cloned()
     }
 
+    /// The status bar's key hints for the current pane: `R requeue` only
+    /// where the selection (or the opened why view) is a gang to requeue.
+    pub fn key_hints(&self, views: &Views) -> Vec<(&'static str, &'static str)> {
+        let mut hints = keys::hints(self.pane);
+        if self.pane == Pane::Pending && self.requeue_target(views).is_none() {
+            hints.retain(|&(_, what)| what != "requeue");
+        }
+        hints
+    }
+
     fn move_selection(&mut self, views: &Views, delta: isize) {
         let ids = self.row_ids(self.pane, views);
         if ids.is_empty() {

@@ -203,7 +203,7 @@ fn status_bar(frame: &mut Frame, area: Rect, app: &App, views: &Views, theme: &T
         let used: usize = spans.iter().map(|s| s.width()).sum();
         let mut hints = Vec::new();
         let mut width = used + 2;
-        for (key, what) in crate::app::keys::hints(app.pane) {
+        for (key, what) in app.key_hints(views) {
             let w = key.chars().count() + what.chars().count() + 2;
             if width + w > area.width as usize {
                 break;
