@@ -6,14 +6,16 @@
 //! running). What the PreFilters count once, [`InterPod::prepare`] counts;
 //! what each node's Filter decides, [`InterPod::reasons_into`] decides.
 //!
+//! Pods the scheduler nominated to a node (`status.nominatedNodeName`) of
+//! equal or higher priority count as placed there in a first pass, and the
+//! node must pass without them too ([`InterPod::node_reasons_into`]).
+//!
 //! Not modelled: a `namespaceSelector` with requirements (kgpu does not
-//! read namespaces' labels; such a term selects no pod here), and the pods
-//! the scheduler nominated to a node (it counts those of equal or higher
-//! priority as placed there).
+//! read namespaces' labels; such a term selects no pod here).
 
 use std::collections::HashMap;
 
-use crate::model::{Labels, Node, Pod, PodAffinityTerm, PodRules, Sym, TaintEffect};
+use crate::model::{Labels, Node, Pod, PodAffinityTerm, PodRules, SpreadConstraint, Sym, TaintEffect};
 
 use super::fit::{self, NodeReason, Shape};
 use super::index::Index;
@@ -38,6 +40,7 @@ impl<'p> Incoming<'p> {
 type Domain = (Sym, Sym);
 
 /// One hard spread constraint, counted over the eligible nodes.
+#[derive(Clone)]
 struct Spread {
     topology_key: Sym,
     max_skew: i64,
@@ -45,10 +48,22 @@ struct Spread {
     counts: HashMap<Sym, i64>,
     /// The least count, or 0 when fewer domains than minDomains exist.
     min: i64,
+    min_domains: i64,
     self_match: i64,
 }
 
+impl Spread {
+    fn update_min(&mut self) {
+        self.min = if (self.counts.len() as i64) < self.min_domains {
+            0
+        } else {
+            self.counts.values().copied().min().unwrap_or(i64::MAX)
+        };
+    }
+}
+
 /// What the two filters need, counted once for one incoming pod.
+#[derive(Clone)]
 pub struct InterPod<'a> {
     spread: Vec<Spread>,
     affinity_keys: Vec<Sym>,
@@ -69,6 +84,17 @@ fn selected_by_all(terms: &[PodAffinityTerm], namespace: Sym, labels: &Labels) -
 /// Untolerated NoSchedule or NoExecute taints (`nodeTaintsPolicy: Honor`).
 fn untolerated(shape: &Shape<'_>, node: &Node) -> bool {
     node.taints.iter().any(|t| t.effect != TaintEffect::PreferNoSchedule && !fit::tolerates(shape.tolerations, t))
+}
+
+/// The pod's nodeSelector and required node affinity match `node`.
+fn affinity_matches(shape: &Shape<'_>, node: &Node) -> bool {
+    fit::selector_matches(shape.node_selector, node) && fit::affinity_matches(shape.affinity, node)
+}
+
+/// Whether `node`'s domain counts for constraint `c` (the node inclusion
+/// policies; `affinity_ok`: [`affinity_matches`]).
+fn included(c: &SpreadConstraint, shape: &Shape<'_>, node: &Node, affinity_ok: bool) -> bool {
+    !((c.honor_node_affinity && !affinity_ok) || (c.honor_node_taints && untolerated(shape, node)))
 }
 
 impl<'a> InterPod<'a> {
@@ -131,6 +157,85 @@ impl<'a> InterPod<'a> {
         }
         if let Some(r) = self.affinity_reason(node) {
             reasons.push(r);
+        }
+    }
+
+    /// Why `node` fails either filter where `ahead` (the pods nominated to
+    /// it of equal or higher priority, [`Demand::nominated_ahead`]) may be
+    /// placed there first: kube-scheduler's two passes
+    /// (`RunFilterPluginsWithNominatedPods`) — with them counted on the node
+    /// (the PreFilters' AddPod), then, if that passes, without them (a
+    /// partner that is only nominated does not satisfy affinity yet).
+    /// `check`: [`InterPod::prepare`]'s; `None` when it had nothing to
+    /// check, and then the nominated pods are not looked at either: the
+    /// PreFilters returned Skip, and a skipped plugin's AddPod is not run (a
+    /// nominated pod's own anti-affinity does not refuse a pod that has no
+    /// rules where no bound pod's anti-affinity selects it; the oracle found
+    /// it).
+    ///
+    /// [`Demand::nominated_ahead`]: super::fragmentation::Demand::nominated_ahead
+    pub fn node_reasons_into(
+        check: Option<&InterPod<'a>>,
+        incoming: &Incoming<'_>,
+        node: &Node,
+        ahead: &[&'a Pod],
+        out: &mut Vec<NodeReason>,
+    ) {
+        let Some(check) = check else { return };
+        let before = out.len();
+        if !ahead.is_empty() {
+            let mut with_ahead = check.clone();
+            for pod in ahead {
+                with_ahead.add_pod(incoming, node, pod);
+            }
+            with_ahead.reasons_into(node, out);
+        }
+        if out.len() == before {
+            check.reasons_into(node, out);
+        }
+    }
+
+    /// Counts `pod` as placed on `node` (the PreFilters' AddPod:
+    /// InterPodAffinity's `updateWithPod`, PodTopologySpread's).
+    fn add_pod(&mut self, incoming: &Incoming<'_>, node: &Node, pod: &'a Pod) {
+        let empty = PodRules::default();
+        let rules = incoming.rules.unwrap_or(&empty);
+        // The nominated pod's own anti-affinity against the incoming pod.
+        for term in pod.rules.as_ref().map_or(&[][..], |r| &r.anti_affinity[..]) {
+            if term.selects(incoming.namespace, incoming.labels)
+                && let Some(value) = node.labels.get(term.topology_key)
+            {
+                self.existing_anti.entry((term.topology_key, value)).or_insert((0, pod)).0 += 1;
+            }
+        }
+        if selected_by_all(&rules.affinity, pod.namespace, &pod.labels) {
+            for term in rules.affinity.iter() {
+                if let Some(value) = node.labels.get(term.topology_key) {
+                    *self.affinity_counts.entry((term.topology_key, value)).or_default() += 1;
+                }
+            }
+        }
+        for term in rules.anti_affinity.iter().filter(|t| t.selects(pod.namespace, &pod.labels)) {
+            if let Some(value) = node.labels.get(term.topology_key) {
+                self.anti_counts.entry((term.topology_key, value)).or_insert((0, pod)).0 += 1;
+            }
+        }
+        // Spread: a pod of the incoming pod's namespace, on a node with every
+        // constraint's key that the inclusion policies count.
+        if pod.namespace != incoming.namespace || rules.spread.iter().any(|c| node.labels.get(c.topology_key).is_none())
+        {
+            return;
+        }
+        let affinity_ok = affinity_matches(&incoming.shape, node);
+        for (c, s) in rules.spread.iter().zip(self.spread.iter_mut()) {
+            let selected = c.selector.as_ref().is_some_and(|sel| sel.matches(&pod.labels));
+            if !selected || !included(c, &incoming.shape, node, affinity_ok) {
+                continue;
+            }
+            if let Some(value) = node.labels.get(c.topology_key) {
+                *s.counts.entry(value).or_default() += 1;
+                s.update_min();
+            }
         }
     }
 
@@ -207,6 +312,7 @@ fn spread_counts(index: &Index<'_>, incoming: &Incoming<'_>, rules: &PodRules) -
             max_skew: i64::from(c.max_skew),
             counts: HashMap::new(),
             min: 0,
+            min_domains: i64::from(c.min_domains),
             self_match: i64::from(c.selector.as_ref().is_some_and(|s| s.matches(incoming.labels))),
         })
         .collect();
@@ -218,10 +324,9 @@ fn spread_counts(index: &Index<'_>, incoming: &Incoming<'_>, rules: &PodRules) -
         if rules.spread.iter().any(|c| node.labels.get(c.topology_key).is_none()) {
             continue;
         }
-        let affinity_ok =
-            fit::selector_matches(shape.node_selector, node) && fit::affinity_matches(shape.affinity, node);
+        let affinity_ok = affinity_matches(shape, node);
         for (c, s) in rules.spread.iter().zip(spread.iter_mut()) {
-            if (c.honor_node_affinity && !affinity_ok) || (c.honor_node_taints && untolerated(shape, node)) {
+            if !included(c, shape, node, affinity_ok) {
                 continue;
             }
             let Some(value) = node.labels.get(c.topology_key) else { continue };
@@ -236,13 +341,7 @@ fn spread_counts(index: &Index<'_>, incoming: &Incoming<'_>, rules: &PodRules) -
             *s.counts.entry(value).or_default() += count;
         }
     }
-    for (c, s) in rules.spread.iter().zip(spread.iter_mut()) {
-        s.min = if (s.counts.len() as i64) < i64::from(c.min_domains) {
-            0
-        } else {
-            s.counts.values().copied().min().unwrap_or(i64::MAX)
-        };
-    }
+    spread.iter_mut().for_each(Spread::update_min);
     spread
 }
 

@@ -1,6 +1,6 @@
 //! A growable sum of resources (what pods on a node use, what a queue holds).
 
-use crate::model::{Resources, Sym, keys};
+use crate::model::{Pod, Resources, Sym, keys};
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Tally {
@@ -16,6 +16,20 @@ impl Tally {
     pub fn add_pod(&mut self, requests: &Resources) {
         self.add(requests);
         self.pods += 1;
+    }
+
+    /// What a node holds once `pods` (nominated there, not yet bound) are
+    /// added, as the scheduler counts them for pods below them; `None` when
+    /// there are none.
+    pub fn with_pods(&self, pods: &[&Pod]) -> Option<Tally> {
+        if pods.is_empty() {
+            return None;
+        }
+        let mut held = self.clone();
+        for pod in pods {
+            held.add_pod(&pod.requests);
+        }
+        Some(held)
     }
 
     pub fn add(&mut self, r: &Resources) {

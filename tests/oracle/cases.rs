@@ -101,6 +101,11 @@ pub struct PodCase {
     pub host_port: Option<HostPortCase>,
     /// Labels, pod (anti-)affinity and spread constraints.
     pub inter_pod: super::inter_pod::InterPodCase,
+    /// A PriorityClass (`preempt.rs`); none: priority 0.
+    pub priority_class: Option<&'static str>,
+    /// A 30 s termination grace period: preempted, it stays Terminating
+    /// (no kubelet ends it), so its preemptor waits nominated.
+    pub lingers: bool,
 }
 
 /// A port bound on the node (NodePorts): the same two port numbers across a
@@ -145,7 +150,7 @@ fn taint() -> impl Strategy<Value = TaintCase> {
     })
 }
 
-fn node() -> impl Strategy<Value = NodeCase> {
+pub fn node() -> impl Strategy<Value = NodeCase> {
     (
         prop::option::weighted(0.8, 0..LABEL_SETS.len()),
         prop::sample::select(vec![0u32, 1, 2, 4, 8]),
@@ -258,7 +263,7 @@ fn term(nodes: usize) -> impl Strategy<Value = TermCase> {
         .prop_filter("a term needs an expression or a field", |t| !t.expressions.is_empty() || t.fields.is_some())
 }
 
-fn pod(nodes: usize) -> impl Strategy<Value = PodCase> {
+pub fn pod(nodes: usize) -> impl Strategy<Value = PodCase> {
     (
         container(8),
         prop::option::weighted(0.15, (0..MIG_PROFILES.len(), 1u32..=2)),
@@ -309,6 +314,8 @@ fn pod(nodes: usize) -> impl Strategy<Value = PodCase> {
                 affinity: affinity.unwrap_or_default(),
                 host_port: host_port.map(|(port, how)| HostPortCase { port, how }),
                 inter_pod,
+                priority_class: None,
+                lingers: false,
             },
         )
 }
@@ -439,8 +446,11 @@ fn container_json(name: &str, c: &ContainerCase, mig: Option<(usize, u32)>) -> V
 pub fn pod_json(case: u32, namespace: &str, i: usize, p: &PodCase) -> Value {
     let mut spec = json!({
         "containers": [container_json("main", &p.main, p.mig)],
-        "terminationGracePeriodSeconds": 0,
+        "terminationGracePeriodSeconds": if p.lingers { 30 } else { 0 },
     });
+    if let Some(class) = p.priority_class {
+        spec["priorityClassName"] = json!(class);
+    }
     let mut inits: Vec<Value> =
         p.inits.iter().enumerate().map(|(j, c)| container_json(&format!("init{j}"), c, None)).collect();
     for (j, c) in p.sidecars.iter().enumerate() {

@@ -19,6 +19,7 @@ mod support;
 
 mod cases;
 mod inter_pod;
+mod preempt;
 mod queues;
 mod volumes;
 
@@ -28,7 +29,7 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use kgpu::analysis::fit::{self, Shape};
-use kgpu::analysis::fragmentation::PodVolumes;
+use kgpu::analysis::fragmentation::{self as frag, PodVolumes, ShapeSource};
 use kgpu::analysis::index::Index;
 use kgpu::analysis::inter_pod::{Incoming, InterPod};
 use kgpu::analysis::scheduler_msg;
@@ -54,6 +55,12 @@ pub fn runner(cases: u32, seed: u64) -> TestRunner {
 
 /// Refusals in which InterPodAffinity or PodTopologySpread had a say (coverage).
 static INTER_POD_REFUSALS: AtomicU32 = AtomicU32::new(0);
+
+/// Pods judged while another pod of equal or higher priority was nominated
+/// to some node, and those of them whose verdict on some node the nominated
+/// pods changed (coverage of the preemption oracle).
+static NOMINATED_AHEAD: AtomicU32 = AtomicU32::new(0);
+static NOMINATION_DECIDED: AtomicU32 = AtomicU32::new(0);
 
 /// What the real scheduler did with one pod.
 #[derive(Debug, Clone)]
@@ -83,26 +90,62 @@ async fn outcome(pods: &Api<Pod>, name: &str) -> Result<Outcome, String> {
 }
 
 /// kgpu's view of `key` as a pending pod: every node's reasons, against
-/// the snapshot without the pod's own usage.
+/// the snapshot without the pod's own usage, with the pods nominated to
+/// each node of equal or higher priority counted there (their resources
+/// and ports, and both of the scheduler's passes for the inter-pod rules).
 fn kgpu_verdicts(snap: &Snapshot, now: i64, key: &PodKey) -> Result<BTreeMap<String, Vec<fit::NodeReason>>, String> {
     let mut without = snap.clone();
     let pod = without.pods.remove(key).ok_or_else(|| format!("kgpu does not see pod {key}"))?;
     let mut pending = (*pod).clone();
     pending.node = None;
     let index = Index::build(&without, now);
-    let inter_pod = InterPod::prepare(&index, &Incoming::of(&pending));
+    let incoming = Incoming::of(&pending);
+    let inter_pod = InterPod::prepare(&index, &incoming);
     let volumes = PodVolumes::of(&pending).map(|v| v.prepare(&index));
+    let demand = frag::pod_demand(&pending, 1, ShapeSource::Pod(key.clone()));
     Ok(index
         .nodes_with_usage()
         .map(|(node, used)| {
-            let mut reasons = fit::verdicts(&Shape::of(&pending), node, used, index.pods_on(node.name));
+            let ahead = demand.nominated_ahead(&index, node.name);
+            let held = used.with_pods(&ahead);
+            let holders: Vec<&kgpu::model::Pod> = index.pods_on(node.name).iter().chain(&ahead).copied().collect();
+            let mut reasons = fit::verdicts(&Shape::of(&pending), node, held.as_ref().unwrap_or(used), &holders);
             if let Some(Prepared::Check(check)) = &volumes {
                 check.reasons_into(node, &mut reasons);
             }
-            if let Some(check) = &inter_pod {
-                check.reasons_into(node, &mut reasons);
-            }
+            InterPod::node_reasons_into(inter_pod.as_ref(), &incoming, node, &ahead, &mut reasons);
             (node.name.to_string(), reasons)
+        })
+        .collect())
+}
+
+/// `snap` with `victims` not yet terminating.
+fn before_preemption(mut snap: Snapshot, victims: &[&PodKey]) -> Snapshot {
+    for key in victims {
+        if let Some(pod) = snap.pods.get_mut(*key) {
+            std::sync::Arc::make_mut(pod).terminating = false;
+        }
+    }
+    snap
+}
+
+/// Whom the API server says the scheduler nominated, and which pods are
+/// terminating, in `pods`' namespace: kgpu must see the same before it
+/// judges (the scheduler preempts, nominates and clears nominations as it
+/// goes). Called after a short pause, so the scheduler's patches land.
+async fn nominations(pods: &Api<Pod>, ns: &str) -> Result<Vec<(PodKey, Option<String>, bool)>, String> {
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let listed = pods.list(&ListParams::default()).await.map_err(|e| format!("listing pods: {e}"))?;
+    Ok(listed
+        .items
+        .iter()
+        .map(|p| {
+            let nominated = p.status.as_ref().and_then(|s| s.nominated_node_name.clone()).filter(|n| !n.is_empty());
+            (
+                PodKey::new(ns, p.metadata.name.as_deref().unwrap_or_default()),
+                nominated,
+                p.metadata.deletion_timestamp.is_some(),
+            )
         })
         .collect())
 }
@@ -229,6 +272,8 @@ async fn run_cluster_case(
     let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
     let mut report = Vec::new();
     let mut pod_docs = Vec::new();
+    // Pods terminating before the pod being judged was created.
+    let mut terminating: Vec<PodKey> = Vec::new();
     for (i, p) in case.pods.iter().enumerate() {
         let doc = cases::pod_json(n, &ns, i, p);
         pod_docs.push(doc.clone());
@@ -241,15 +286,43 @@ async fn run_cluster_case(
         }
         let outcome = outcome(&pods, &name).await?;
         let key = PodKey::new(&ns, &name);
+        let settled = if case.pods.iter().any(|p| p.lingers) { nominations(&pods, &ns).await? } else { Vec::new() };
         let snap = kgpu_sees(snapshots, "the pod's outcome", |s| {
-            s.pods.get(&key).is_some_and(|p| match &outcome {
+            let seen = s.pods.get(&key).is_some_and(|p| match &outcome {
                 Outcome::Bound(_) => p.node.is_some(),
                 Outcome::Refused(_) => p.unschedulable.is_some(),
+            });
+            seen && settled.iter().all(|(k, nominated, terminating)| {
+                s.pods
+                    .get(k)
+                    .is_some_and(|p| p.nominated.map(|n| n.to_string()) == *nominated && p.terminating == *terminating)
             })
         })
         .await?;
+        // The scheduler's message was written before its preemption took
+        // effect: judge on the cluster as it was then, its victims not yet
+        // terminating.
+        let victims: Vec<&PodKey> =
+            settled.iter().filter(|(k, _, t)| *t && !terminating.contains(k)).map(|(k, _, _)| k).collect();
+        let snap = before_preemption(snap, &victims);
+        terminating = settled.iter().filter(|(_, _, t)| *t).map(|(k, _, _)| k.clone()).collect();
         let now = snap.clock.max(kgpu::clock::wall_clock());
+        let priority = snap.pods.get(&key).map_or(0, |p| p.priority);
         let verdicts = kgpu_verdicts(&snap, now, &key)?;
+        if snap.pods.values().any(|p| p.nominated.is_some() && p.priority >= priority && p.key() != key) {
+            NOMINATED_AHEAD.fetch_add(1, Ordering::SeqCst);
+            let mut unnominated = snap.clone();
+            let nominated: Vec<PodKey> =
+                unnominated.pods.iter().filter(|(_, p)| p.nominated.is_some()).map(|(k, _)| k.clone()).collect();
+            for k in &nominated {
+                if let Some(pod) = unnominated.pods.get_mut(k) {
+                    std::sync::Arc::make_mut(pod).nominated = None;
+                }
+            }
+            if kgpu_verdicts(&unnominated, now, &key)? != verdicts {
+                NOMINATION_DECIDED.fetch_add(1, Ordering::SeqCst);
+            }
+        }
         let fitting: Vec<&String> = verdicts.iter().filter(|(_, r)| r.is_empty()).map(|(n, _)| n).collect();
         let problem = match &outcome {
             Outcome::Bound(node) if !fitting.contains(&node) => {
@@ -365,6 +438,55 @@ fn kgpu_predicts_where_pods_keep_each_other_away() {
         refusals >= cases / 4 || cases < 40,
         "the crowds must make the scheduler refuse by these rules ({refusals})"
     );
+}
+
+/// Preemption (`preempt.rs`): full nodes, then pods of several priorities
+/// with rules about each other; the scheduler preempts and nominates, and
+/// kgpu must count each nominated pod where the scheduler does
+/// (`KGPU_ORACLE_PREEMPT_CASES`, default 30).
+#[test]
+fn kgpu_predicts_around_nominated_preemptors() {
+    if !ControlPlane::enabled() {
+        return;
+    }
+    let cp = ControlPlane::start().unwrap();
+    let h = Harness::on(cp);
+    let (rt, client, snapshots) = (&h.rt, &h.client, &h.snapshots);
+    rt.block_on(async {
+        let classes: Api<k8s_openapi::api::scheduling::v1::PriorityClass> = Api::all(client.clone());
+        for (name, value) in preempt::PRIORITY_CLASSES {
+            let class = serde_json::from_value(preempt::priority_class_json(name, value)).unwrap();
+            classes.create(&PostParams::default(), &class).await.unwrap();
+        }
+    });
+    let cases = env_u64("KGPU_ORACLE_PREEMPT_CASES", 30) as u32;
+    let seed = env_u64("KGPU_ORACLE_SEED", 20_261_201);
+    let counter = AtomicU32::new(0);
+    let pods = AtomicU32::new(0);
+    let t0 = Instant::now();
+    let mut runner = runner(cases, seed);
+    let result = runner.run(&preempt::preempting(), |case| {
+        let n = 20_000 + counter.fetch_add(1, Ordering::SeqCst);
+        match rt.block_on(run_cluster_case(client, snapshots, n, &case)) {
+            Ok(count) => {
+                pods.fetch_add(count, Ordering::SeqCst);
+                Ok(())
+            }
+            Err(e) => Err(TestCaseError::fail(e)),
+        }
+    });
+    let judged = NOMINATED_AHEAD.load(Ordering::SeqCst);
+    let decided = NOMINATION_DECIDED.load(Ordering::SeqCst);
+    eprintln!(
+        "preemption oracle: {} case(s), {} pod(s), {judged} judged with a pod nominated ahead of them ({decided} of whose verdicts it changed), in {:.0}s (seed {seed})",
+        counter.load(Ordering::SeqCst),
+        pods.load(Ordering::SeqCst),
+        t0.elapsed().as_secs_f64()
+    );
+    if let Err(e) = result {
+        panic!("kgpu disagrees with the real kube-scheduler (KGPU_ORACLE_SEED={seed}; the shrunk case below):\n{e}");
+    }
+    assert!(decided >= cases / 4 || cases < 10, "the nominated pods must decide verdicts ({judged}, {decided})");
 }
 
 /// The volume filters (`volumes.rs`): claims in every state the scheduler

@@ -122,6 +122,28 @@ impl Demand {
         }
     }
 
+    /// The pods nominated to `node` that the scheduler counts as placed
+    /// there for a pod of this demand (`addGENominatedPods`): of equal or
+    /// higher priority, and not its own.
+    pub fn nominated_ahead<'a>(&self, index: &Index<'a>, node: Sym) -> Vec<&'a Pod> {
+        if !index.has_nominations() {
+            return Vec::new();
+        }
+        index
+            .nominated_to(node)
+            .iter()
+            .copied()
+            .filter(|pod| {
+                let own = match &self.source {
+                    ShapeSource::Pod(key) => pod.namespace == key.namespace && pod.name == key.name,
+                    ShapeSource::Gang(key) => index.gang_of(&pod.key()) == Some(key),
+                    ShapeSource::Canonical => false,
+                };
+                pod.priority >= self.priority && !own
+            })
+            .collect()
+    }
+
     /// Whether this is the demand of the gang or pod `namespace/name`.
     pub fn is_named(&self, namespace: &str, name: &str) -> bool {
         match &self.source {
@@ -167,16 +189,23 @@ impl Demand {
         }
     }
 
-    /// [`Demand::key`] where running pods have required anti-affinity:
+    /// [`Demand::key`] as it must read on this cluster for a pending
+    /// demand: where pods are nominated to nodes, what a node holds for them
+    /// (their resources, ports and rules) depends on this demand's priority
+    /// and on whose it is; where running pods have required anti-affinity,
     /// whether it refuses these pods depends on their namespace and labels.
-    pub fn key_seeing_labels(&self, key: DemandKey) -> DemandKey {
-        DemandKey { inter_pod: Some((self.namespace, self.labels.clone(), self.rules.clone())), ..key }
-    }
-
-    /// [`Demand::key`] where pods are nominated to nodes: what a node holds
-    /// for them depends on this demand's priority and on whose it is.
-    pub fn key_seeing_nominations(&self) -> DemandKey {
-        DemandKey { nominations: Some((self.priority, self.source.clone())), ..self.key() }
+    pub fn key_in(&self, index: &Index<'_>) -> DemandKey {
+        let mut key = self.key();
+        if !self.is_pending() {
+            return key;
+        }
+        if index.has_nominations() {
+            key.nominations = Some((self.priority, self.source.clone()));
+        }
+        if !index.anti_affinity_pods().is_empty() {
+            key.inter_pod = Some((self.namespace, self.labels.clone(), self.rules.clone()));
+        }
+        key
     }
 }
 
@@ -315,7 +344,7 @@ pub fn pending_demands(index: &Index<'_>) -> Vec<Demand> {
 }
 
 /// What `pods` pods like `pod` ask of the fleet.
-pub(crate) fn pod_demand(pod: &Pod, pods: u32, source: ShapeSource) -> Demand {
+pub fn pod_demand(pod: &Pod, pods: u32, source: ShapeSource) -> Demand {
     Demand {
         gpus_per_pod: pod.requests.gpu,
         mig_profile: pod.requests.mig().next().map(|(p, _)| Sym::new(p)),
@@ -420,8 +449,9 @@ pub(crate) fn allowed_nodes(index: &Index<'_>, demand: &Demand) -> Option<Vec<bo
         Some(Prepared::Check(check)) => Some(check),
         _ => None,
     };
-    let inter_pod = if demand.is_pending() { InterPod::prepare(index, &demand.incoming()) } else { None };
-    if check.is_none() && inter_pod.is_none() && demand.host_ports.is_empty() {
+    let incoming = demand.incoming();
+    let inter_pod = if demand.is_pending() { InterPod::prepare(index, &incoming) } else { None };
+    if check.is_none() && inter_pod.is_none() && demand.host_ports.is_empty() && !index.has_nominations() {
         return Some(vec![true; nodes.len()]);
     }
     let mut reasons = Vec::new();
@@ -433,10 +463,12 @@ pub(crate) fn allowed_nodes(index: &Index<'_>, demand: &Demand) -> Option<Vec<bo
                 if let Some(c) = &check {
                     c.reasons_into(n, &mut reasons);
                 }
-                if let Some(rules) = &inter_pod {
-                    rules.reasons_into(n, &mut reasons);
-                }
-                reasons.is_empty() && !index.pods_on(n.name).iter().any(|p| fit::port_conflict(&demand.host_ports, p))
+                let ahead = if demand.is_pending() { demand.nominated_ahead(index, n.name) } else { Vec::new() };
+                InterPod::node_reasons_into(inter_pod.as_ref(), &incoming, n, &ahead, &mut reasons);
+                // Nominated pods bind their host ports too (as in the pending chain's fit step).
+                let ports_taken =
+                    index.pods_on(n.name).iter().chain(&ahead).any(|p| fit::port_conflict(&demand.host_ports, p));
+                reasons.is_empty() && !ports_taken
             })
             .collect(),
     )
@@ -545,10 +577,8 @@ pub fn analyze(index: &Index<'_>) -> Fragmentation {
         .collect();
     // Running pods' required anti-affinity may refuse some pending pods and
     // not others of the same shape: then their namespace and labels count.
-    let seeing_labels = !index.anti_affinity_pods().is_empty();
     for demand in pending.into_iter().chain(canonical_demands()) {
-        let key =
-            if seeing_labels && demand.is_pending() { demand.key_seeing_labels(demand.key()) } else { demand.key() };
+        let key = demand.key_in(index);
         let (largest, usable, stranded) = match seen.get(&key) {
             Some(found) => *found,
             None => {
@@ -575,12 +605,19 @@ pub fn analyze(index: &Index<'_>) -> Fragmentation {
                     {
                         continue;
                     }
-                    let s = room(&demand, node, used);
+                    // Room the scheduler holds for pods nominated here ahead of it is not room.
+                    let held = used.with_pods(&demand.nominated_ahead(index, node.name));
+                    let promised = held.as_ref().map_or(0, |h| h.gpu.saturating_sub(used.gpu));
+                    let s = room(&demand, node, held.as_ref().unwrap_or(used));
                     // Usable and free in the demand's units: MIG slices, or physical
                     // GPUs (replicas taken by a shape fill whole GPUs only at r per GPU).
                     let (free, used_by_shape) = match demand.mig_profile {
                         Some(p) => (index.free_mig(node, p.as_str()), s * size),
-                        None => (whole_free, (s * size).div_ceil(replicas_per_gpu.unwrap_or(1)).min(whole_free)),
+                        // GPUs promised to a nominated pod are neither usable nor stranded.
+                        None => {
+                            let free = whole_free.saturating_sub(promised);
+                            (free, (s * size).div_ceil(replicas_per_gpu.unwrap_or(1)).min(free))
+                        }
                     };
                     largest += s;
                     usable += used_by_shape;

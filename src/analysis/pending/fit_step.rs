@@ -119,12 +119,15 @@ pub(super) fn fit_step(index: &Index<'_>, demand: &Demand) -> FitResult {
     // Nodes only their volumes keep it off, for the advice.
     let mut volume_nodes: Vec<(&Node, NodeReason)> = Vec::new();
     // PodTopologySpread's and InterPodAffinity's counts, once for the shape.
-    let inter_pod = InterPod::prepare(index, &demand.incoming());
+    let incoming = demand.incoming();
+    let inter_pod = InterPod::prepare(index, &incoming);
     // Nodes only the other pods keep it off, for the advice.
     let mut inter_pod_nodes: Vec<&Node> = Vec::new();
+    // Nodes only the pods nominated there ahead of it keep it off.
+    let mut kept_for_nominated = 0u32;
     for ((node, used), &class) in index.nodes_with_usage().zip(placement.class_of()) {
-        let ahead = if index.has_nominations() { nominated_ahead(index, demand, node) } else { Vec::new() };
-        let held_for_nominated = held_with(used, &ahead);
+        let ahead = demand.nominated_ahead(index, node.name);
+        let held_for_nominated = used.with_pods(&ahead);
         let promised = held_for_nominated.is_some();
         let used = match held_for_nominated {
             Some(held) => {
@@ -149,9 +152,7 @@ pub(super) fn fit_step(index: &Index<'_>, demand: &Demand) -> FitResult {
         let volume_refused = shortfalls.len() > before_volumes;
         // Then PodTopologySpread and InterPodAffinity.
         let before = shortfalls.len();
-        if let Some(check) = &inter_pod {
-            check.reasons_into(node, &mut shortfalls);
-        }
+        InterPod::node_reasons_into(inter_pod.as_ref(), &incoming, node, &ahead, &mut shortfalls);
         let kept_away = shortfalls.len() > before;
         let combos = &mut per_class[class as usize];
         match combos.iter_mut().find(|(s, _)| *s == shortfalls) {
@@ -182,7 +183,11 @@ pub(super) fn fit_step(index: &Index<'_>, demand: &Demand) -> FitResult {
         if kept_away {
             // Another pod keeps it off this node (spread, anti-affinity): no room here.
             if before == 0 {
-                inter_pod_nodes.push(node);
+                if kept_only_by(&ahead, inter_pod.as_ref(), node) {
+                    kept_for_nominated += 1;
+                } else {
+                    inter_pod_nodes.push(node);
+                }
             }
             continue;
         }
@@ -326,6 +331,11 @@ pub(super) fn fit_step(index: &Index<'_>, demand: &Demand) -> FitResult {
         }
         if let Some(check) = &inter_pod {
             unblock.extend(super::kept_away::advice(check, &inter_pod_nodes));
+        }
+        if kept_for_nominated > 0 {
+            unblock.push(format!(
+                "{kept_for_nominated} node(s) with room are kept for pods the scheduler nominated there (equal or higher priority): their rules or spread keep this pod away once they bind, so it waits for them"
+            ));
         }
         if let Some(text) = free_ports(&port_holders, &demand.host_ports) {
             unblock.push(text);
@@ -553,35 +563,17 @@ fn stack_breaks(index: &Index<'_>, silent: &[(&Node, u32)]) -> String {
     if broken.is_empty() { String::new() } else { format!("; GPU Operator stack broken: {}", broken.join(", ")) }
 }
 
-/// The pods nominated to `node` that the scheduler counts as placed there
-/// for `demand`: those of equal or higher priority, not the demand's own.
-fn nominated_ahead<'a>(index: &Index<'a>, demand: &Demand, node: &Node) -> Vec<&'a Pod> {
-    index
-        .nominated_to(node.name)
-        .iter()
-        .copied()
-        .filter(|pod| {
-            let own = match &demand.source {
-                ShapeSource::Pod(key) => pod.namespace == key.namespace && pod.name == key.name,
-                ShapeSource::Gang(key) => index.gang_of(&pod.key()) == Some(key),
-                ShapeSource::Canonical => false,
-            };
-            pod.priority >= demand.priority && !own
-        })
-        .collect()
-}
-
-/// What a node holds (`used`) once `ahead` (its nominated pods that count) are added;
-/// None when there are none.
-fn held_with(used: &Tally, ahead: &[&Pod]) -> Option<Tally> {
+/// Whether only the nominated pods `ahead` keep a pod off `node`: the
+/// inter-pod rules refuse it there with them and not without them.
+fn kept_only_by(ahead: &[&Pod], check: Option<&InterPod<'_>>, node: &Node) -> bool {
     if ahead.is_empty() {
-        return None;
+        return false;
     }
-    let mut held = used.clone();
-    for pod in ahead {
-        held.add_pod(&pod.requests);
+    let mut without = Vec::new();
+    if let Some(check) = check {
+        check.reasons_into(node, &mut without);
     }
-    Some(held)
+    without.is_empty()
 }
 
 /// A pod on the node that binds a host port the shape wants.

@@ -270,8 +270,7 @@ struct Memo<'a> {
 impl<'a> Memo<'a> {
     fn shape(&mut self, index: &Index<'a>, demand: &Demand) -> ShapeFindings {
         let fleet = self.fleet.get_or_insert_with(|| FleetFacts::of(index));
-        let key = if index.has_nominations() { demand.key_seeing_nominations() } else { demand.key() };
-        let key = if index.anti_affinity_pods().is_empty() { key } else { demand.key_seeing_labels(key) };
+        let key = demand.key_in(index);
         self.shapes
             .entry(key)
             .or_insert_with(|| ShapeFindings {

@@ -490,3 +490,69 @@ fn replicas_that_refuse_each_other_per_node_take_a_node_each() {
     let it = items.iter().find(|i| i.name.contains("apart")).expect("the gang is pending");
     assert_eq!(&*step(it, Step::Fit).summary, "room for 1 of the 2 pod(s) of shape 1×1 it needs", "{it:?}");
 }
+
+#[test]
+fn a_nominated_pods_rules_count_on_its_node_for_pods_below_it() {
+    const HOST: &str = "kubernetes.io/hostname";
+    let nodes = vec![node("n1").gpus(8).label(HOST, "n1").build(), node("n2").gpus(8).label(HOST, "n2").build()];
+    // `web-0` was nominated to n1 (the scheduler preempted there for it);
+    // n2 is full. `web-1` refuses to share a host with another web pod.
+    let full = pod("full").gpus(8).owner("Job", "full").on("n2").running().build();
+    let web0 = pod("web-0").gpus(2).pod_label("app", "web").priority(100).nominated("n1").created(NOW - 300).build();
+    let web1 = |priority: i32| {
+        pod("web-1").gpus(2).pod_label("app", "web").anti_affinity("app", "web", HOST).priority(priority).build()
+    };
+    let below = items(nodes.clone(), vec![full.clone(), web0.clone(), web1(10)]);
+    let it = item(&below, "web-1");
+    assert_eq!(it.blocking, Some(Step::Fit), "{}", it.summary);
+    assert_eq!(it.node_reasons.get("pod-anti-affinity"), Some(&1), "{:?}", it.node_reasons);
+    assert!(it.unblock.iter().any(|u| u.contains("kept for pods the scheduler nominated there")), "{:?}", it.unblock);
+    // Above the nominated pod, the scheduler does not count it.
+    let above = items(nodes.clone(), vec![full.clone(), web0.clone(), web1(500)]);
+    assert_eq!(item(&above, "web-1").blocking, None, "{}", item(&above, "web-1").summary);
+    // The nominated pod's own anti-affinity refuses a pod below it too, if
+    // InterPodAffinity runs for that pod at all: it has rules of its own
+    // (or a bound pod's anti-affinity selects it). A pod with none is not
+    // checked (the plugin's PreFilter says Skip): the scheduler places it.
+    let loner = pod("loner").gpus(2).anti_affinity("team", "noisy", HOST).priority(100).nominated("n1").build();
+    let noisy = pod("noisy").gpus(2).pod_label("team", "noisy").anti_affinity("app", "x", HOST).priority(10).build();
+    let got = items(nodes.clone(), vec![full.clone(), loner.clone(), noisy]);
+    let it = item(&got, "noisy");
+    assert_eq!(it.node_reasons.get("existing-anti-affinity"), Some(&1), "{:?}", it.node_reasons);
+    let plain = pod("noisy").gpus(2).pod_label("team", "noisy").priority(10).build();
+    let got = items(nodes.clone(), vec![full.clone(), loner, plain]);
+    assert_eq!(item(&got, "noisy").blocking, None, "{}", item(&got, "noisy").summary);
+    // A partner that is only nominated does not satisfy affinity yet (the
+    // scheduler's second pass, without the nominated pods).
+    let cache = pod("cache").gpus(2).pod_label("app", "cache").priority(100).nominated("n1").build();
+    let worker = pod("worker").gpus(2).pod_affinity("app", "cache", HOST).priority(10).build();
+    let got = items(nodes, vec![full, cache, worker]);
+    let it = item(&got, "worker");
+    assert_eq!(it.blocking, Some(Step::Fit), "{}", it.summary);
+    // n1 (the partner is only nominated there) and the full n2 (which has no partner either).
+    assert_eq!(it.node_reasons.get("pod-affinity"), Some(&2), "{:?}", it.node_reasons);
+}
+
+#[test]
+fn the_fragmentation_pane_sees_room_held_for_a_nominated_pod_as_the_chain_does() {
+    const HOST: &str = "kubernetes.io/hostname";
+    let nodes = vec![node("n1").gpus(8).label(HOST, "n1").build()];
+    let pods = vec![
+        pod("high").gpus(4).priority(100).nominated("n1").created(NOW - 300).build(),
+        pod("low").gpus(6).priority(10).created(NOW - 100).build(),
+        pod("web-0").gpus(1).pod_label("app", "web").priority(100).nominated("n1").build(),
+        pod("web-1").gpus(1).pod_label("app", "web").anti_affinity("app", "web", HOST).build(),
+    ];
+    let snap = snapshot(nodes, pods, vec![], NOW);
+    let index = Index::build(&snap, NOW);
+    let frag = fragmentation::analyze(&index);
+    let chain = analyze(&index, &gangs::analyze(&index), &frag);
+    for name in ["low", "web-1"] {
+        let shape = frag.shapes.iter().find(|s| s.demand.is_named("default", name)).expect(name);
+        assert!(!shape.fits_now, "{name}: the pane says it fits now");
+        assert_eq!(item(&chain, name).blocking, Some(Step::Fit), "{name}");
+    }
+    let low = frag.shapes.iter().find(|s| s.demand.is_named("default", "low")).expect("low");
+    // 5 of n1's 8 free GPUs are promised to `high` and `web-0`: 3 are stranded for it.
+    assert_eq!((low.usable_free, low.stranded_free), (0, 3));
+}
