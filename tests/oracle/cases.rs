@@ -320,11 +320,9 @@ pub fn pod(nodes: usize) -> impl Strategy<Value = PodCase> {
         )
 }
 
-/// Where pods meet: 2–5 Ready, untainted, roomy nodes and 3–6 small pods,
-/// nearly all with labels and rules about each other (InterPodAffinity,
-/// PodTopologySpread decide).
-pub fn crowd() -> impl Strategy<Value = ClusterCase> {
-    let roomy = node().prop_map(|n| NodeCase {
+/// A Ready, untainted node with room for many small pods.
+pub fn roomy_node() -> impl Strategy<Value = NodeCase> {
+    node().prop_map(|n| NodeCase {
         cpu: 96,
         memory_gi: 1024,
         max_pods: 110,
@@ -332,8 +330,14 @@ pub fn crowd() -> impl Strategy<Value = ClusterCase> {
         cordoned: false,
         readiness: Readiness::Ready,
         ..n
-    });
-    prop::collection::vec(roomy, 2..=5)
+    })
+}
+
+/// Where pods meet: 2–5 Ready, untainted, roomy nodes and 3–6 small pods,
+/// nearly all with labels and rules about each other (InterPodAffinity,
+/// PodTopologySpread decide).
+pub fn crowd() -> impl Strategy<Value = ClusterCase> {
+    prop::collection::vec(roomy_node(), 2..=5)
         .prop_flat_map(|nodes| {
             let n = nodes.len();
             let small = (pod(n), super::inter_pod::crowded()).prop_map(|(p, inter_pod)| PodCase {

@@ -11,7 +11,7 @@
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
-use super::cases::{self, ClusterCase, ContainerCase, NodeCase, PodCase, Readiness};
+use super::cases::{self, ClusterCase, ContainerCase, NodeCase, PodCase};
 use super::inter_pod::{InterPodCase, PodTermCase};
 
 /// The PriorityClasses the pods name (none: priority 0, the fillers').
@@ -24,18 +24,7 @@ pub fn priority_class_json(name: &str, value: i32) -> Value {
 /// A Ready, untainted 8-GPU node (its hostname, pool and zone labels from
 /// `node_json`).
 fn gpu_node() -> impl Strategy<Value = NodeCase> {
-    cases::node().prop_map(|n| NodeCase {
-        labels: Some(0),
-        gpus: 8,
-        mig: None,
-        cpu: 96,
-        memory_gi: 1024,
-        max_pods: 110,
-        taints: Vec::new(),
-        cordoned: false,
-        readiness: Readiness::Ready,
-        ..n
-    })
+    cases::roomy_node().prop_map(|n| NodeCase { labels: Some(0), gpus: 8, mig: None, ..n })
 }
 
 /// A pod of `gpus` GPUs with `inter_pod`'s labels and rules; it lingers
