@@ -510,6 +510,37 @@ fn anti_affinity_and_spread_agree_with_the_real_scheduler() {
     assert!(kai["summary"].as_str().unwrap().contains("is 'kai-scheduler' running?"), "{}", kai["summary"]);
 }
 
+const NAMESPACES: &str = "namespaces/cluster.yaml";
+
+/// Affinity terms that choose their namespaces by label, captured from the
+/// real kube-scheduler v1.36 (`namespaces/`): the guard in `vision` refuses
+/// trainers of both namespaces labelled team=vision on gpu-a, not those of
+/// `speech` or `infer` (placed); a follower finds its server through its
+/// namespace's label, another finds none in the namespace named `infer` by
+/// the API server's own label. kgpu reads the namespaces and agrees.
+#[test]
+fn namespace_selectors_read_the_namespaces_labels_as_the_scheduler_does() {
+    let doc = snapshot(NAMESPACES, &[]);
+    let items = doc["pending"].as_array().unwrap();
+    let pending: Vec<String> =
+        items.iter().map(|p| format!("{}/{}", p["namespace"].as_str().unwrap(), p["name"].as_str().unwrap())).collect();
+    assert_eq!(pending.len(), 3, "{pending:?}");
+    for (ns, name, code) in [
+        ("vision", "trainer", "existing-anti-affinity"),
+        ("vision-eval", "trainer", "existing-anti-affinity"),
+        ("speech", "follower", "pod-affinity"),
+    ] {
+        let item = pending_like(&doc, ns, name).unwrap_or_else(|| panic!("{ns}/{name} not pending: {pending:?}"));
+        assert_eq!(item["blockingStep"], "fit", "{ns}/{name}");
+        assert_eq!(item["verdictSource"], "kgpu", "{ns}/{name}");
+        assert!(item["nodeReasons"][code].as_u64().is_some_and(|n| n >= 1), "{ns}/{name}: {}", item["nodeReasons"]);
+        assert_eq!(item["agreesWithScheduler"], true, "{ns}/{name}: {}", item["disagreement"]);
+    }
+    let text = why(NAMESPACES, "vision-eval/trainer");
+    assert!(text.contains("kgpu agrees with the scheduler."), "{text}");
+    assert!(text.contains("vision/guard"), "the advice names the guard: {text}");
+}
+
 /// The volume filters, captured from the real kube-scheduler v1.36 and PV
 /// controller (`volumes/`): a claim that does not exist and an Immediate claim
 /// no volume matches stop the pod before any node (its volumes step, in the

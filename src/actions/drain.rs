@@ -172,7 +172,7 @@ impl Executor {
                 let mut replacements: Vec<String> = now
                     .pods
                     .values()
-                    .filter(|p| !seen.pods.get(&p.key()).is_some_and(|old| old.uid == p.uid))
+                    .filter(|p| seen.pods.get(&p.key()).is_none_or(|old| old.uid != p.uid))
                     .filter(|p| controllers.made(p))
                     .map(|p| match p.node {
                         Some(n) => format!("{} on {n}", p.name),

@@ -10,12 +10,13 @@
 //! equal or higher priority count as placed there in a first pass, and the
 //! node must pass without them too ([`InterPod::node_reasons_into`]).
 //!
-//! Not modelled: a `namespaceSelector` with requirements (kgpu does not
-//! read namespaces' labels; such a term selects no pod here).
+//! A term's `namespaceSelector` reads the namespaces' labels (the
+//! namespaces feed); a namespace kgpu has not read is known only by the
+//! `kubernetes.io/metadata.name` label every namespace carries.
 
 use std::collections::HashMap;
 
-use crate::model::{Labels, Node, Pod, PodAffinityTerm, PodRules, SpreadConstraint, Sym, TaintEffect};
+use crate::model::{Labels, NamespaceMap, Node, Pod, PodAffinityTerm, PodRules, SpreadConstraint, Sym, TaintEffect};
 
 use super::fit::{self, NodeReason, Shape};
 use super::index::Index;
@@ -74,11 +75,14 @@ pub struct InterPod<'a> {
     anti_keys: Vec<Sym>,
     anti_counts: HashMap<Domain, (i64, &'a Pod)>,
     existing_anti: HashMap<Domain, (i64, &'a Pod)>,
+    /// What the terms' namespaceSelectors read.
+    namespaces: &'a NamespaceMap,
 }
 
 /// Whether every term selects `pod` (`podMatchesAllAffinityTerms`).
-fn selected_by_all(terms: &[PodAffinityTerm], namespace: Sym, labels: &Labels) -> bool {
-    !terms.is_empty() && terms.iter().all(|t| t.selects(namespace, labels))
+/// The terms are the incoming pod's ([`PodAffinityTerm::selects_as_incoming`]).
+fn selected_by_all(terms: &[PodAffinityTerm], namespace: Sym, labels: &Labels, known: &NamespaceMap) -> bool {
+    !terms.is_empty() && terms.iter().all(|t| t.selects_as_incoming(namespace, labels, known))
 }
 
 /// Untolerated NoSchedule or NoExecute taints (`nodeTaintsPolicy: Honor`).
@@ -104,9 +108,10 @@ impl<'a> InterPod<'a> {
     pub fn prepare(index: &Index<'a>, incoming: &Incoming<'_>) -> Option<InterPod<'a>> {
         let mut existing_anti: HashMap<Domain, (i64, &'a Pod)> = HashMap::new();
         let nodes = index.node_list();
+        let known = &index.snap.namespaces;
         for &(pod, position) in index.anti_affinity_pods() {
             let terms = pod.rules.as_ref().map_or(&[][..], |r| &r.anti_affinity[..]);
-            for term in terms.iter().filter(|t| t.selects(incoming.namespace, incoming.labels)) {
+            for term in terms.iter().filter(|t| t.selects(incoming.namespace, incoming.labels, known)) {
                 if let Some(value) = nodes[position].labels.get(term.topology_key) {
                     existing_anti.entry((term.topology_key, value)).or_insert((0, pod)).0 += 1;
                 }
@@ -122,14 +127,16 @@ impl<'a> InterPod<'a> {
         if !rules.affinity.is_empty() || !rules.anti_affinity.is_empty() {
             for (position, node) in nodes.iter().enumerate() {
                 for pod in index.pods_at(position) {
-                    if selected_by_all(&rules.affinity, pod.namespace, &pod.labels) {
+                    if selected_by_all(&rules.affinity, pod.namespace, &pod.labels, known) {
                         for term in rules.affinity.iter() {
                             if let Some(value) = node.labels.get(term.topology_key) {
                                 *affinity_counts.entry((term.topology_key, value)).or_default() += 1;
                             }
                         }
                     }
-                    for term in rules.anti_affinity.iter().filter(|t| t.selects(pod.namespace, &pod.labels)) {
+                    for term in
+                        rules.anti_affinity.iter().filter(|t| t.selects_as_incoming(pod.namespace, &pod.labels, known))
+                    {
                         if let Some(value) = node.labels.get(term.topology_key) {
                             anti_counts.entry((term.topology_key, value)).or_insert((0, pod)).0 += 1;
                         }
@@ -142,10 +149,11 @@ impl<'a> InterPod<'a> {
             spread,
             affinity_keys: rules.affinity.iter().map(|t| t.topology_key).collect(),
             affinity_counts,
-            self_affinity: selected_by_all(&rules.affinity, incoming.namespace, incoming.labels),
+            self_affinity: selected_by_all(&rules.affinity, incoming.namespace, incoming.labels, known),
             anti_keys: rules.anti_affinity.iter().map(|t| t.topology_key).collect(),
             anti_counts,
             existing_anti,
+            namespaces: known,
         })
     }
 
@@ -202,20 +210,22 @@ impl<'a> InterPod<'a> {
         let rules = incoming.rules.unwrap_or(&empty);
         // The nominated pod's own anti-affinity against the incoming pod.
         for term in pod.rules.as_ref().map_or(&[][..], |r| &r.anti_affinity[..]) {
-            if term.selects(incoming.namespace, incoming.labels)
+            if term.selects(incoming.namespace, incoming.labels, self.namespaces)
                 && let Some(value) = node.labels.get(term.topology_key)
             {
                 self.existing_anti.entry((term.topology_key, value)).or_insert((0, pod)).0 += 1;
             }
         }
-        if selected_by_all(&rules.affinity, pod.namespace, &pod.labels) {
+        if selected_by_all(&rules.affinity, pod.namespace, &pod.labels, self.namespaces) {
             for term in rules.affinity.iter() {
                 if let Some(value) = node.labels.get(term.topology_key) {
                     *self.affinity_counts.entry((term.topology_key, value)).or_default() += 1;
                 }
             }
         }
-        for term in rules.anti_affinity.iter().filter(|t| t.selects(pod.namespace, &pod.labels)) {
+        for term in
+            rules.anti_affinity.iter().filter(|t| t.selects_as_incoming(pod.namespace, &pod.labels, self.namespaces))
+        {
             if let Some(value) = node.labels.get(term.topology_key) {
                 self.anti_counts.entry((term.topology_key, value)).or_insert((0, pod)).0 += 1;
             }

@@ -313,6 +313,23 @@ impl PodBuilder {
         self
     }
 
+    /// Its affinity and anti-affinity terms look in the namespaces labelled
+    /// `key=value` (a `namespaceSelector`), not in its own.
+    pub fn in_namespaces_labelled(mut self, key: &str, value: &str) -> Self {
+        if let Some(rules) = self.pod.rules.as_mut() {
+            let selected = || crate::model::Namespaces::Selected {
+                listed: Box::new([]),
+                selector: crate::model::LabelSelector {
+                    requirements: Box::new([crate::model::pod_rules::equals(key, value)]),
+                },
+            };
+            for term in rules.affinity.iter_mut().chain(rules.anti_affinity.iter_mut()) {
+                term.namespaces = selected();
+            }
+        }
+        self
+    }
+
     fn term(&self, key: &str, value: &str, topology_key: &str) -> crate::model::PodAffinityTerm {
         crate::model::PodAffinityTerm {
             selector: Some(crate::model::LabelSelector {
@@ -449,6 +466,7 @@ pub fn podgroup(name: &str, min_members: u32, gpus: u64) -> GangBuilder {
             }]),
             priority: 0,
             created: 0,
+            uid: None,
             active: true,
             conditions: Box::new([]),
             admission: None,

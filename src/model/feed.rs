@@ -23,12 +23,13 @@ pub enum Feed {
     PersistentVolumeClaims,
     PersistentVolumes,
     StorageClasses,
+    Namespaces,
     DcgmExporter,
     Agents,
 }
 
 impl Feed {
-    pub const ALL: [Feed; 20] = [
+    pub const ALL: [Feed; 21] = [
         Feed::Nodes,
         Feed::Pods,
         Feed::Events,
@@ -47,6 +48,7 @@ impl Feed {
         Feed::PersistentVolumeClaims,
         Feed::PersistentVolumes,
         Feed::StorageClasses,
+        Feed::Namespaces,
         Feed::DcgmExporter,
         Feed::Agents,
     ];
@@ -74,6 +76,7 @@ impl Feed {
             Feed::PersistentVolumeClaims => "persistentvolumeclaims",
             Feed::PersistentVolumes => "persistentvolumes",
             Feed::StorageClasses => "storageclasses",
+            Feed::Namespaces => "namespaces",
             Feed::Agents => "node agents",
             Feed::DcgmExporter => "dcgm-exporter",
         }

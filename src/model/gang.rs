@@ -97,6 +97,9 @@ pub struct Gang {
     pub pod_sets: Box<[PodSet]>,
     pub priority: i32,
     pub created: Timestamp,
+    /// `metadata.uid`: Kueue orders workloads of one priority created in
+    /// the same second by it.
+    pub uid: Option<super::pod::Uid>,
     /// Kueue `spec.active` (false = deactivated).
     pub active: bool,
     pub conditions: Box<[Condition]>,

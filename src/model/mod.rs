@@ -47,7 +47,7 @@ pub use pod::{
     CudaNeed, Endpoint, EndpointKind, HostPort, Operand, OperandLayer, Owner, Pod, PodKey, PodPhase, PortProtocol,
     Resume, Uid, Unschedulable,
 };
-pub use pod_rules::{LabelSelector, Namespaces, PodAffinityTerm, PodRules, SpreadConstraint};
+pub use pod_rules::{LabelSelector, Namespace, NamespaceMap, Namespaces, PodAffinityTerm, PodRules, SpreadConstraint};
 pub use queue::{Flavor, Queue, QueueKey, QueueKind, QueueQuota};
 pub use resources::Resources;
 pub use storage::{ClaimUse, StorageKey, StorageKind, StorageObject};
@@ -118,6 +118,7 @@ pub enum Object {
     Usage(NodeUsage),
     Dra(DraObject),
     Storage(StorageObject),
+    Namespace(Namespace),
 }
 
 impl Object {
@@ -134,6 +135,7 @@ impl Object {
             Object::Usage(u) => usage_feed(u.source),
             Object::Dra(d) => dra_feed(d.key().kind),
             Object::Storage(o) => storage_feed(o.key().kind),
+            Object::Namespace(_) => Feed::Namespaces,
         }
     }
 }
@@ -197,6 +199,7 @@ pub enum ObjectKey {
     Usage(UsageSource, Sym),
     Dra(DraKey),
     Storage(StorageKey),
+    Namespace(Sym),
 }
 
 // Events are moved through a channel and applied at once, never stored:
@@ -264,6 +267,8 @@ pub struct Snapshot {
     pub dra: OrdMap<DraKey, Arc<DraObject>>,
     /// PersistentVolumeClaims, PersistentVolumes and StorageClasses.
     pub storage: OrdMap<StorageKey, Arc<StorageObject>>,
+    /// Namespaces, for the affinity terms' namespaceSelectors.
+    pub namespaces: pod_rules::NamespaceMap,
     pub feeds: BTreeMap<Feed, FeedStatus>,
     /// Objects skipped as malformed, per feed, with the last reason.
     pub skipped: BTreeMap<Feed, (u64, String)>,
@@ -289,6 +294,7 @@ impl Snapshot {
             usage: OrdMap::new(),
             dra: OrdMap::new(),
             storage: OrdMap::new(),
+            namespaces: OrdMap::new(),
             feeds: BTreeMap::new(),
             skipped: BTreeMap::new(),
         }
@@ -396,6 +402,10 @@ impl Cluster {
                         s.storage.remove(&k);
                         feed
                     }
+                    ObjectKey::Namespace(name) => {
+                        s.namespaces.remove(&name);
+                        Feed::Namespaces
+                    }
                 };
                 self.touch(feed);
             }
@@ -498,6 +508,7 @@ impl Cluster {
                     .collect()
             }
             Feed::ResourceFlavors => s.flavors.clear(),
+            Feed::Namespaces => s.namespaces.clear(),
             Feed::Agents => s.devices.clear(),
             // Usage is folded into its history, not replaced: see Resync.
             Feed::DcgmExporter => {}
@@ -591,6 +602,9 @@ impl Cluster {
             }
             Object::Storage(o) => {
                 s.storage.insert(o.key(), Arc::new(o));
+            }
+            Object::Namespace(ns) => {
+                s.namespaces.insert(ns.name, Arc::new(ns));
             }
             Object::Usage(usage) => {
                 let key = (usage.source, usage.node);

@@ -288,7 +288,7 @@ pub fn label_value(labels: &Labels, key: &str) -> Option<Sym> {
 }
 
 /// The value of label `key`.
-pub fn label_of(labels: &Labels, key: Sym) -> Option<Sym> {
+pub fn label_of(labels: &[(Sym, Sym)], key: Sym) -> Option<Sym> {
     labels.iter().find(|(k, _)| *k == key).map(|(_, v)| *v)
 }
 

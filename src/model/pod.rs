@@ -63,7 +63,9 @@ impl std::fmt::Display for PodKey {
 /// replacement has the same name and another uid, so an eviction bound to
 /// the uid cannot reach the wrong one. Kept as the 16 bytes of the UUID the
 /// API server generates; anything else is not kept (no precondition then).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// Ordered as its canonical string is (Kueue breaks ties between
+/// workloads of one priority and creation second by uid).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Uid([u8; 16]);
 
 impl Uid {

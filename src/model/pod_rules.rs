@@ -16,7 +16,7 @@ pub struct LabelSelector {
 }
 
 impl LabelSelector {
-    pub fn matches(&self, labels: &Labels) -> bool {
+    pub fn matches(&self, labels: &[(Sym, Sym)]) -> bool {
         self.requirements.iter().all(|r| r.operator.matches(&r.values, label_of(labels, r.key)))
     }
 
@@ -38,10 +38,25 @@ pub enum Namespaces {
     Listed(Box<[Sym]>),
     /// `namespaceSelector: {}`: every namespace (with any listed).
     All,
-    /// A `namespaceSelector` with requirements: it needs the namespaces'
-    /// labels, which kgpu does not read; the term is not evaluated.
-    BySelector,
+    /// A `namespaceSelector` with requirements: the namespaces whose labels
+    /// it matches, and those listed.
+    Selected { listed: Box<[Sym]>, selector: LabelSelector },
 }
+
+/// A Namespace, for the labels a `namespaceSelector` reads.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Namespace {
+    pub name: Sym,
+    pub labels: Labels,
+}
+
+/// The namespaces kgpu has read, by name.
+pub type NamespaceMap = imbl::OrdMap<Sym, std::sync::Arc<Namespace>>;
+
+/// The label the API server sets on every namespace (since 1.21): what a
+/// `namespaceSelector` can read of a namespace kgpu has not read (the
+/// namespaces feed forbidden, or a dump without them).
+pub const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
 
 /// One required `podAffinity` / `podAntiAffinity` term.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -54,15 +69,40 @@ pub struct PodAffinityTerm {
 }
 
 impl PodAffinityTerm {
-    /// Whether `pod` (its namespace and labels) is one this term selects
-    /// (`AffinityTerm.Matches`; a namespace selector is never evaluated).
-    pub fn selects(&self, namespace: Sym, labels: &Labels) -> bool {
-        let in_scope = match &self.namespaces {
+    /// Whether `pod` (its namespace and labels) is one this term of a
+    /// running pod selects (`AffinityTerm.Matches` with the namespace's
+    /// labels: its namespace listed or its labels matching the
+    /// namespaceSelector, then the pod's own labels).
+    pub fn selects(&self, namespace: Sym, labels: &Labels, known: &NamespaceMap) -> bool {
+        self.in_scope(namespace, known, false) && self.selector.as_ref().is_some_and(|s| s.matches(labels))
+    }
+
+    /// [`PodAffinityTerm::selects`] for a term of the pod being placed, as
+    /// kube-scheduler v1.36 matches those: its PreFilter adds the namespaces
+    /// the namespaceSelector matches to the term's list, but the selector it
+    /// meant to clear stays on the term (`mergeAffinityTermNamespacesIfNotEmpty`
+    /// takes the term by value), and the term is then matched against no
+    /// namespace labels at all. So a selector that matches an empty label
+    /// set (only NotIn and DoesNotExist) selects pods of every namespace
+    /// (the oracle found it: a pod whose affinity looks in namespaces
+    /// without `team` was placed next to its own kind in a `team` namespace).
+    pub fn selects_as_incoming(&self, namespace: Sym, labels: &Labels, known: &NamespaceMap) -> bool {
+        self.in_scope(namespace, known, true) && self.selector.as_ref().is_some_and(|s| s.matches(labels))
+    }
+
+    fn in_scope(&self, namespace: Sym, known: &NamespaceMap, incoming: bool) -> bool {
+        match &self.namespaces {
             Namespaces::Listed(list) => list.contains(&namespace),
             Namespaces::All => true,
-            Namespaces::BySelector => false,
-        };
-        in_scope && self.selector.as_ref().is_some_and(|s| s.matches(labels))
+            Namespaces::Selected { listed, selector } => {
+                listed.contains(&namespace)
+                    || (incoming && selector.matches(&[]))
+                    || match known.get(&namespace) {
+                        Some(ns) => selector.matches(&ns.labels),
+                        None => selector.matches(&[(Sym::new(NAMESPACE_NAME_LABEL), namespace)][..]),
+                    }
+            }
+        }
     }
 }
 
@@ -130,9 +170,51 @@ mod tests {
             namespaces: Namespaces::Listed(Box::new([Sym::new("ml")])),
             topology_key: Sym::new("kubernetes.io/hostname"),
         };
-        assert!(own.selects(Sym::new("ml"), &pod));
-        assert!(!own.selects(Sym::new("other"), &pod), "another namespace");
-        let nothing = PodAffinityTerm { selector: None, ..own };
-        assert!(!nothing.selects(Sym::new("ml"), &pod), "an unset selector selects nothing");
+        let known = NamespaceMap::new();
+        assert!(own.selects(Sym::new("ml"), &pod, &known));
+        assert!(!own.selects(Sym::new("other"), &pod, &known), "another namespace");
+        let nothing = PodAffinityTerm { selector: None, ..own.clone() };
+        assert!(!nothing.selects(Sym::new("ml"), &pod, &known), "an unset selector selects nothing");
+    }
+
+    #[test]
+    fn a_namespace_selector_reads_the_namespaces_labels() {
+        let pod = labels(&[("app", "web")]);
+        let sel = |reqs: Vec<Requirement>| LabelSelector { requirements: reqs.into() };
+        let term = |listed: &[&str], selector| PodAffinityTerm {
+            selector: Some(sel(vec![equals("app", "web")])),
+            namespaces: Namespaces::Selected { listed: listed.iter().map(|n| Sym::new(n)).collect(), selector },
+            topology_key: Sym::new("kubernetes.io/hostname"),
+        };
+        let mut known = NamespaceMap::new();
+        let ns = |name: &str, pairs: &[(&str, &str)]| {
+            std::sync::Arc::new(Namespace { name: Sym::new(name), labels: labels(pairs) })
+        };
+        known.insert(Sym::new("ml"), ns("ml", &[("team", "vision"), (NAMESPACE_NAME_LABEL, "ml")]));
+        known.insert(Sym::new("batch"), ns("batch", &[(NAMESPACE_NAME_LABEL, "batch")]));
+        let vision = term(&[], sel(vec![equals("team", "vision")]));
+        assert!(vision.selects(Sym::new("ml"), &pod, &known));
+        assert!(!vision.selects(Sym::new("batch"), &pod, &known), "its labels do not match");
+        assert!(
+            term(&["batch"], sel(vec![equals("team", "vision")])).selects(Sym::new("batch"), &pod, &known),
+            "listed"
+        );
+        // A namespace kgpu has not read is known by the label every namespace has.
+        let by_name = term(&[], sel(vec![equals(NAMESPACE_NAME_LABEL, "infer")]));
+        assert!(by_name.selects(Sym::new("infer"), &pod, &known));
+        assert!(!vision.selects(Sym::new("infer"), &pod, &known));
+        // The pod being placed: a selector that matches no labels at all
+        // selects every namespace (kube-scheduler v1.36), others as above.
+        let no_team = term(
+            &[],
+            sel(vec![Requirement {
+                key: Sym::new("team"),
+                operator: SelectorOperator::DoesNotExist,
+                values: Box::new([]),
+            }]),
+        );
+        assert!(!no_team.selects(Sym::new("ml"), &pod, &known));
+        assert!(no_team.selects_as_incoming(Sym::new("ml"), &pod, &known));
+        assert!(!vision.selects_as_incoming(Sym::new("batch"), &pod, &known));
     }
 }

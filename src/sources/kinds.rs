@@ -217,7 +217,17 @@ pub const STORAGE_CLASS: Kind = Kind {
     crd: None,
     convert: |v| typed(v, |c| convert::storage_class(c).map(|c| Object::Storage(StorageObject::Class(c)))),
 };
-pub const KINDS: [&Kind; 18] = [
+pub const NAMESPACE: Kind = Kind {
+    feed: Feed::Namespaces,
+    group: "",
+    version: "v1",
+    kind: "Namespace",
+    plural: "namespaces",
+    namespaced: false,
+    crd: None,
+    convert: |v| typed(v, |n| convert::namespace(n).map(Object::Namespace)),
+};
+pub const KINDS: [&Kind; 19] = [
     &NODE,
     &POD,
     &EVENT,
@@ -236,6 +246,7 @@ pub const KINDS: [&Kind; 18] = [
     &PERSISTENT_VOLUME_CLAIM,
     &PERSISTENT_VOLUME,
     &STORAGE_CLASS,
+    &NAMESPACE,
 ];
 
 impl Kind {
@@ -289,6 +300,7 @@ impl Kind {
             Feed::PersistentVolumeClaims => storage(StorageKind::Claim, Some(ns())),
             Feed::PersistentVolumes => storage(StorageKind::Volume, None),
             Feed::StorageClasses => storage(StorageKind::Class, None),
+            Feed::Namespaces => ObjectKey::Namespace(Sym::new(name)),
         }
     }
 }

@@ -106,6 +106,9 @@ pub struct PodCase {
     /// A 30 s termination grace period: preempted, it stays Terminating
     /// (no kubelet ends it), so its preemptor waits nominated.
     pub lingers: bool,
+    /// `spec.schedulerName` of a scheduler that does not run here: no one
+    /// places it or says why.
+    pub scheduler_name: Option<&'static str>,
 }
 
 /// A port bound on the node (NodePorts): the same two port numbers across a
@@ -290,9 +293,22 @@ pub fn pod(nodes: usize) -> impl Strategy<Value = PodCase> {
             ),
         ),
         super::inter_pod::inter_pod(),
+        prop::option::weighted(0.06, prop::sample::select(vec!["kai-scheduler", "volcano"])),
     )
         .prop_map(
-            |(main, mig, inits, sidecars, overhead, tolerations, selector, affinity, host_port, inter_pod)| PodCase {
+            |(
+                main,
+                mig,
+                inits,
+                sidecars,
+                overhead,
+                tolerations,
+                selector,
+                affinity,
+                host_port,
+                inter_pod,
+                scheduler_name,
+            )| PodCase {
                 main: ContainerCase { gpus: if mig.is_some() { 0 } else { main.gpus }, ..main },
                 mig,
                 inits,
@@ -316,6 +332,7 @@ pub fn pod(nodes: usize) -> impl Strategy<Value = PodCase> {
                 inter_pod,
                 priority_class: None,
                 lingers: false,
+                scheduler_name,
             },
         )
 }
@@ -455,6 +472,9 @@ pub fn pod_json(case: u32, namespace: &str, i: usize, p: &PodCase) -> Value {
     if let Some(class) = p.priority_class {
         spec["priorityClassName"] = json!(class);
     }
+    if let Some(name) = p.scheduler_name {
+        spec["schedulerName"] = json!(name);
+    }
     let mut inits: Vec<Value> =
         p.inits.iter().enumerate().map(|(j, c)| container_json(&format!("init{j}"), c, None)).collect();
     for (j, c) in p.sidecars.iter().enumerate() {
@@ -545,7 +565,7 @@ pub fn pod_json(case: u32, namespace: &str, i: usize, p: &PodCase) -> Value {
             json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}});
     }
     let mut metadata = json!({"name": format!("p{i}"), "namespace": namespace});
-    super::inter_pod::apply(&p.inter_pod, &mut metadata, &mut spec);
+    super::inter_pod::apply(&p.inter_pod, namespace, &mut metadata, &mut spec);
     json!({"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec})
 }
 

@@ -1,12 +1,34 @@
 //! Pod labels, required inter-pod affinity and anti-affinity, and hard
 //! topology spread constraints for the scheduler oracle: what
 //! kube-scheduler's InterPodAffinity and PodTopologySpread filters read.
-//! Pods of a case share a namespace and two `app` values, so that they meet.
+//! Pods of a case share a namespace and two `app` values, so that they meet;
+//! the case's namespace is labelled with a team ([`team_of`]), which the
+//! terms' namespaceSelectors read.
 
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
 const APPS: [&str; 2] = ["a", "b"];
+const TEAMS: [&str; 2] = ["red", "blue"];
+
+/// The `team` label of case `n`'s namespace.
+pub fn team_of(n: u32) -> &'static str {
+    TEAMS[n as usize % TEAMS.len()]
+}
+
+/// Where a term looks for pods.
+#[derive(Clone, Debug)]
+pub enum NamespaceScope {
+    /// Neither field: the pod's own namespace.
+    Own,
+    /// `namespaceSelector: {}`: every namespace.
+    All,
+    /// `namespaceSelector` on the `team` label (In, NotIn, Exists, DoesNotExist).
+    Team { operator: &'static str, team: &'static str },
+    /// `namespaceSelector` on `kubernetes.io/metadata.name` (the API
+    /// server's label): the pod's own namespace, or `default`.
+    Named { own: bool },
+}
 /// Topology keys: the node's own, its zone and pool, and one no node has.
 const TOPOLOGY_KEYS: [&str; 4] =
     ["kubernetes.io/hostname", "topology.kubernetes.io/zone", "kgpu.dev/pool", "kgpu.dev/missing"];
@@ -17,8 +39,7 @@ pub struct PodTermCase {
     /// In, NotIn or Exists on `app`.
     pub operator: &'static str,
     pub topology_key: &'static str,
-    /// `namespaceSelector: {}` (every namespace) instead of the pod's own.
-    pub all_namespaces: bool,
+    pub namespaces: NamespaceScope,
 }
 
 #[derive(Clone, Debug)]
@@ -42,18 +63,28 @@ pub struct InterPodCase {
     pub spread: Vec<SpreadCase>,
 }
 
+fn namespace_scope() -> impl Strategy<Value = NamespaceScope> {
+    prop_oneof![
+        6 => Just(NamespaceScope::Own),
+        1 => Just(NamespaceScope::All),
+        2 => (prop::sample::select(vec!["In", "NotIn", "Exists", "DoesNotExist"]), prop::sample::select(TEAMS.to_vec()))
+            .prop_map(|(operator, team)| NamespaceScope::Team { operator, team }),
+        1 => any::<bool>().prop_map(|own| NamespaceScope::Named { own }),
+    ]
+}
+
 fn pod_term() -> impl Strategy<Value = PodTermCase> {
     (
         prop::sample::select(APPS.to_vec()),
         prop::sample::select(vec!["In", "In", "NotIn", "Exists"]),
         prop::sample::select(vec![0usize, 0, 1, 1, 2, 3]),
-        prop::bool::weighted(0.2),
+        namespace_scope(),
     )
-        .prop_map(|(app, operator, key, all_namespaces)| PodTermCase {
+        .prop_map(|(app, operator, key, namespaces)| PodTermCase {
             app,
             operator,
             topology_key: TOPOLOGY_KEYS[key],
-            all_namespaces,
+            namespaces,
         })
 }
 
@@ -114,16 +145,28 @@ fn selector(app: &str, operator: &str) -> Value {
     }
 }
 
-fn term_json(t: &PodTermCase) -> Value {
+fn term_json(t: &PodTermCase, namespace: &str) -> Value {
     let mut v = json!({"labelSelector": selector(t.app, t.operator), "topologyKey": t.topology_key});
-    if t.all_namespaces {
-        v["namespaceSelector"] = json!({});
+    match &t.namespaces {
+        NamespaceScope::Own => {}
+        NamespaceScope::All => v["namespaceSelector"] = json!({}),
+        NamespaceScope::Team { operator, team } => {
+            let mut requirement = json!({"key": "team", "operator": operator});
+            if matches!(*operator, "In" | "NotIn") {
+                requirement["values"] = json!([team]);
+            }
+            v["namespaceSelector"] = json!({"matchExpressions": [requirement]});
+        }
+        NamespaceScope::Named { own } => {
+            let name = if *own { namespace } else { "default" };
+            v["namespaceSelector"] = json!({"matchLabels": {"kubernetes.io/metadata.name": name}});
+        }
     }
     v
 }
 
-/// Writes the case into the pod's metadata and spec.
-pub fn apply(case: &InterPodCase, metadata: &mut Value, spec: &mut Value) {
+/// Writes the case into the pod's metadata and spec (`namespace`: the pod's).
+pub fn apply(case: &InterPodCase, namespace: &str, metadata: &mut Value, spec: &mut Value) {
     let mut labels = serde_json::Map::new();
     if let Some(app) = case.app {
         labels.insert("app".into(), json!(app));
@@ -135,11 +178,12 @@ pub fn apply(case: &InterPodCase, metadata: &mut Value, spec: &mut Value) {
         metadata["labels"] = Value::Object(labels);
     }
     if !case.affinity.is_empty() {
-        spec["affinity"]["podAffinity"] = json!({"requiredDuringSchedulingIgnoredDuringExecution": case.affinity.iter().map(term_json).collect::<Vec<_>>()});
+        spec["affinity"]["podAffinity"] = json!({"requiredDuringSchedulingIgnoredDuringExecution":
+            case.affinity.iter().map(|t| term_json(t, namespace)).collect::<Vec<_>>()});
     }
     if !case.anti_affinity.is_empty() {
         spec["affinity"]["podAntiAffinity"] = json!({"requiredDuringSchedulingIgnoredDuringExecution":
-            case.anti_affinity.iter().map(term_json).collect::<Vec<_>>()});
+            case.anti_affinity.iter().map(|t| term_json(t, namespace)).collect::<Vec<_>>()});
     }
     if !case.spread.is_empty() {
         let constraints: Vec<Value> = case

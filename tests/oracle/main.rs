@@ -32,6 +32,7 @@ use kgpu::analysis::fit::{self, Shape};
 use kgpu::analysis::fragmentation::{self as frag, PodVolumes, ShapeSource};
 use kgpu::analysis::index::Index;
 use kgpu::analysis::inter_pod::{Incoming, InterPod};
+use kgpu::analysis::pending::Step;
 use kgpu::analysis::scheduler_msg;
 use kgpu::analysis::volumes::Prepared;
 use kgpu::analysis::{self, Thresholds};
@@ -61,6 +62,8 @@ static INTER_POD_REFUSALS: AtomicU32 = AtomicU32::new(0);
 /// pods changed (coverage of the preemption oracle).
 static NOMINATED_AHEAD: AtomicU32 = AtomicU32::new(0);
 static NOMINATION_DECIDED: AtomicU32 = AtomicU32::new(0);
+/// Pods for a scheduler that does not run (`spec.schedulerName`).
+static FOR_ABSENT_SCHEDULER: AtomicU32 = AtomicU32::new(0);
 
 /// What the real scheduler did with one pod.
 #[derive(Debug, Clone)]
@@ -89,6 +92,41 @@ async fn outcome(pods: &Api<Pod>, name: &str) -> Result<Outcome, String> {
     }
 }
 
+/// A pod for a scheduler that does not run: nothing binds it and nothing
+/// explains it. kgpu must never promise it a place: where its model of
+/// kube-scheduler finds room, the blocking step is the named scheduler's;
+/// elsewhere, the fit step (the oracle's other cases check those verdicts).
+async fn judge_unanswered(
+    pods: &Api<Pod>,
+    snapshots: &Snapshots,
+    key: &PodKey,
+    scheduler: &str,
+) -> Result<Option<String>, String> {
+    FOR_ABSENT_SCHEDULER.fetch_add(1, Ordering::SeqCst);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let p = pods.get(&key.name).await.map_err(|e| format!("reading pod {key}: {e}"))?;
+    if p.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_some() {
+        return Ok(Some(format!("bound, though its scheduler '{scheduler}' does not run")));
+    }
+    let snap = kgpu_sees(snapshots, "the pod", |s| s.pods.contains_key(key)).await?;
+    let now = snap.clock.max(kgpu::clock::wall_clock());
+    let room = kgpu_verdicts(&snap, now, key)?.values().any(|reasons| reasons.is_empty());
+    let a = analysis::analyze(&snap, now, &Thresholds::default());
+    let Some(item) = analysis::pending::find(&a.pending, key.namespace.as_str(), &key.name) else {
+        return Ok(Some("kgpu has no pending item for it".into()));
+    };
+    let expected = if room { Step::Scheduler } else { Step::Fit };
+    let named = item.summary.contains(&format!("'{scheduler}'"));
+    Ok((item.blocking != Some(expected) || (room && !named)).then(|| {
+        format!(
+            "for '{scheduler}', which does not run ({}); kgpu blocks at {:?}: {}",
+            if room { "kube-scheduler would find room" } else { "no room either" },
+            item.blocking,
+            item.summary
+        )
+    }))
+}
+
 /// kgpu's view of `key` as a pending pod: every node's reasons, against
 /// the snapshot without the pod's own usage, with the pods nominated to
 /// each node of equal or higher priority counted there (their resources
@@ -102,7 +140,7 @@ fn kgpu_verdicts(snap: &Snapshot, now: i64, key: &PodKey) -> Result<BTreeMap<Str
     let incoming = Incoming::of(&pending);
     let inter_pod = InterPod::prepare(&index, &incoming);
     let volumes = PodVolumes::of(&pending).map(|v| v.prepare(&index));
-    let demand = frag::pod_demand(&pending, 1, ShapeSource::Pod(key.clone()));
+    let demand = frag::pod_demand(&pending, 1, ShapeSource::Pod(key.clone()), &snap.namespaces);
     Ok(index
         .nodes_with_usage()
         .map(|(node, used)| {
@@ -254,7 +292,10 @@ async fn run_cluster_case(
 ) -> Result<u32, String> {
     let ns = format!("oracle-{n}");
     let namespaces: Api<Namespace> = Api::all(client.clone());
-    let ns_obj: Namespace = serde_json::from_value(serde_json::json!({"metadata": {"name": ns}})).unwrap();
+    let ns_obj: Namespace = serde_json::from_value(
+        serde_json::json!({"metadata": {"name": ns, "labels": {"team": inter_pod::team_of(n)}}}),
+    )
+    .unwrap();
     namespaces.create(&PostParams::default(), &ns_obj).await.map_err(|e| format!("namespace: {e}"))?;
     let nodes: Api<Node> = Api::all(client.clone());
     let node_docs: Vec<Value> = case.nodes.iter().enumerate().map(|(i, node)| cases::node_json(n, i, node)).collect();
@@ -264,8 +305,9 @@ async fn run_cluster_case(
     }
     // Let the informers (kgpu's, and so most likely the scheduler's) see every node first.
     let names: Vec<String> = (0..case.nodes.len()).map(|i| cases::node_name(n, i)).collect();
-    kgpu_sees(snapshots, "the case's nodes", |s| {
+    kgpu_sees(snapshots, "the case's nodes and namespace", |s| {
         names.iter().all(|name| s.nodes.contains_key(&kgpu::model::Sym::new(name)))
+            && s.namespaces.contains_key(&kgpu::model::Sym::new(&ns))
     })
     .await?;
     tokio::time::sleep(Duration::from_millis(100)).await;
@@ -284,8 +326,14 @@ async fn run_cluster_case(
             report.push(format!("{name}: refused by the API server: {e}"));
             continue;
         }
-        let outcome = outcome(&pods, &name).await?;
         let key = PodKey::new(&ns, &name);
+        if let Some(scheduler) = p.scheduler_name {
+            if let Some(problem) = judge_unanswered(&pods, snapshots, &key, scheduler).await? {
+                report.push(format!("{name}: {problem}"));
+            }
+            continue;
+        }
+        let outcome = outcome(&pods, &name).await?;
         let settled = if case.pods.iter().any(|p| p.lingers) { nominations(&pods, &ns).await? } else { Vec::new() };
         let snap = kgpu_sees(snapshots, "the pod's outcome", |s| {
             let seen = s.pods.get(&key).is_some_and(|p| match &outcome {
@@ -394,10 +442,11 @@ fn kgpu_predicts_what_the_real_scheduler_does() {
         }
     });
     eprintln!(
-        "scheduler oracle: {} cluster(s), {} pod(s), {} refused with an inter-pod reason, in {:.0}s (seed {seed})",
+        "scheduler oracle: {} cluster(s), {} pod(s), {} refused with an inter-pod reason, {} for a scheduler that does not run, in {:.0}s (seed {seed})",
         counter.load(Ordering::SeqCst),
         pods.load(Ordering::SeqCst),
         INTER_POD_REFUSALS.load(Ordering::SeqCst),
+        FOR_ABSENT_SCHEDULER.load(Ordering::SeqCst),
         t0.elapsed().as_secs_f64()
     );
     if let Err(e) = result {
@@ -564,9 +613,11 @@ fn kgpu_predicts_what_the_real_kueue_admits() {
         }
     });
     eprintln!(
-        "Kueue oracle: {} case(s), {} workload(s) in {:.0}s (seed {seed})",
+        "Kueue oracle: {} case(s), {} workload(s) ({} held behind a StrictFIFO head, {} by a stopped queue) in {:.0}s (seed {seed})",
         counter.load(Ordering::SeqCst),
         workloads.load(Ordering::SeqCst),
+        queues::HELD_BEHIND_HEAD.load(Ordering::SeqCst),
+        queues::HELD_BY_STOP.load(Ordering::SeqCst),
         t0.elapsed().as_secs_f64()
     );
     if let Err(e) = result {

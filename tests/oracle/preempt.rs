@@ -47,6 +47,7 @@ fn gpu_pod(
         inter_pod,
         priority_class: class,
         lingers: true,
+        scheduler_name: None,
         ..base
     }
 }
@@ -79,7 +80,7 @@ pub fn preempting() -> impl Strategy<Value = ClusterCase> {
                         app,
                         operator: "In",
                         topology_key: "kubernetes.io/hostname",
-                        all_namespaces: false,
+                        namespaces: super::inter_pod::NamespaceScope::Own,
                     };
                     gpu_pod(p, gpus, InterPodCase { anti_affinity: vec![apart], ..rules }, Some(class))
                 });

@@ -1,6 +1,8 @@
 //! The Kueue oracle: generated ClusterQueues (one or several in a cohort,
 //! one or two flavors, nominal quotas, borrowing and lending limits,
-//! sometimes an admission check), flavors that sometimes carry nodeLabels,
+//! sometimes an admission check, sometimes StrictFIFO, sometimes stopped
+//! with `stopPolicy: Hold` or behind a stopped LocalQueue), flavors that
+//! sometimes carry nodeLabels,
 //! a NoSchedule nodeTaint and its toleration, and Workloads whose pod set
 //! sometimes selects a pool (nodeSelector or required node affinity) or
 //! tolerates the taint, on the real Kueue manager.
@@ -10,6 +12,7 @@
 //! behind an admission check, kgpu must block at the admission-check step
 //! until the check says Ready (or report the rejection).
 
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use kgpu::analysis::pending::{Step, Verdict};
@@ -21,6 +24,11 @@ use proptest::prelude::*;
 use serde_json::{Value, json};
 
 use super::Snapshots;
+
+/// Workloads Kueue held behind a StrictFIFO head, and in or behind a
+/// stopped queue, as kgpu predicted (coverage).
+pub static HELD_BEHIND_HEAD: AtomicU32 = AtomicU32::new(0);
+pub static HELD_BY_STOP: AtomicU32 = AtomicU32::new(0);
 
 #[derive(Clone, Debug)]
 pub struct FlavorQuota {
@@ -34,6 +42,12 @@ pub struct CqCase {
     /// Quota in flavor 0, and maybe flavor 1 (tried in that order).
     pub flavors: Vec<FlavorQuota>,
     pub admission_check: bool,
+    /// `queueingStrategy: StrictFIFO` (else Kueue's default BestEffortFIFO).
+    pub strict_fifo: bool,
+    /// `stopPolicy: Hold` on the ClusterQueue.
+    pub stopped: bool,
+    /// `stopPolicy: Hold` on its LocalQueue.
+    pub local_queue_stopped: bool,
 }
 
 /// What the case's two flavors say of their nodes: flavor 0 is pool a,
@@ -63,6 +77,8 @@ pub struct WorkloadCase {
     pub tolerates_spot: bool,
     /// Required node affinity on the pool label: operator and value.
     pub pool_affinity: Option<(&'static str, &'static str)>,
+    /// `spec.priority` (Kueue orders a queue by it, then by creation).
+    pub priority: Option<i32>,
 }
 
 #[derive(Clone, Debug)]
@@ -95,8 +111,20 @@ fn flavor_quota(cohort: bool) -> impl Strategy<Value = FlavorQuota> {
 pub fn queue_case() -> impl Strategy<Value = QueueCase> {
     any::<bool>()
         .prop_flat_map(|cohort| {
-            let cq = (prop::collection::vec(flavor_quota(cohort), 1..=2), prop::bool::weighted(0.25))
-                .prop_map(|(flavors, admission_check)| CqCase { flavors, admission_check });
+            let cq = (
+                prop::collection::vec(flavor_quota(cohort), 1..=2),
+                prop::bool::weighted(0.25),
+                prop::bool::weighted(0.35),
+                prop::bool::weighted(0.08),
+                prop::bool::weighted(0.08),
+            )
+                .prop_map(|(flavors, admission_check, strict_fifo, stopped, local_queue_stopped)| CqCase {
+                    flavors,
+                    admission_check,
+                    strict_fifo,
+                    stopped,
+                    local_queue_stopped,
+                });
             (Just(cohort), prop::collection::vec(cq, if cohort { 2..=3 } else { 1..=1 }))
         })
         .prop_flat_map(|(cohort, cqs)| {
@@ -115,16 +143,20 @@ pub fn queue_case() -> impl Strategy<Value = QueueCase> {
                         prop::sample::select(vec!["a", "b"]),
                     ),
                 ),
+                prop::option::weighted(0.3, prop::sample::select(vec![-10i32, 100])),
             )
-                .prop_map(|(cq, pods, gpus_per_pod, ready, pool, tolerates_spot, pool_affinity)| WorkloadCase {
-                    cq,
-                    pods,
-                    gpus_per_pod,
-                    check: if ready { CheckOutcome::Ready } else { CheckOutcome::Rejected },
-                    pool,
-                    tolerates_spot,
-                    pool_affinity,
-                });
+                .prop_map(
+                    |(cq, pods, gpus_per_pod, ready, pool, tolerates_spot, pool_affinity, priority)| WorkloadCase {
+                        cq,
+                        pods,
+                        gpus_per_pod,
+                        check: if ready { CheckOutcome::Ready } else { CheckOutcome::Rejected },
+                        pool,
+                        tolerates_spot,
+                        pool_affinity,
+                        priority,
+                    },
+                );
             (Just(cohort), Just(cqs), prop::collection::vec(workload, 1..=5), [flavor_nodes(), flavor_nodes()])
         })
         .prop_map(|(cohort, cqs, workloads, flavor_nodes)| QueueCase { cohort, cqs, workloads, flavor_nodes })
@@ -197,10 +229,20 @@ pub fn objects(n: u32, case: &QueueCase) -> Vec<Value> {
         if cq.admission_check {
             spec["admissionChecksStrategy"] = json!({"admissionChecks": [{"name": format!("o{n}-check")}]});
         }
+        if cq.strict_fifo {
+            spec["queueingStrategy"] = json!("StrictFIFO");
+        }
+        if cq.stopped {
+            spec["stopPolicy"] = json!("Hold");
+        }
         out.push(json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": format!("o{n}-cq{i}")}, "spec": spec}));
+        let mut local = json!({"clusterQueue": format!("o{n}-cq{i}")});
+        if cq.local_queue_stopped {
+            local["stopPolicy"] = json!("Hold");
+        }
         out.push(json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
                         "metadata": {"name": format!("lq{i}"), "namespace": format!("oq-{n}")},
-                        "spec": {"clusterQueue": format!("o{n}-cq{i}")}}));
+                        "spec": local}));
     }
     out
 }
@@ -219,6 +261,9 @@ pub fn workload_json(n: u32, i: usize, w: &WorkloadCase, active: bool) -> Value 
                                               "limits": {"nvidia.com/gpu": w.gpus_per_pod.to_string()}}}]}}}],
         },
     });
+    if let Some(priority) = w.priority {
+        doc["spec"]["priority"] = json!(priority);
+    }
     let spec = &mut doc["spec"]["podSets"][0]["template"]["spec"];
     if let Some(pool) = w.pool {
         spec["nodeSelector"] = json!({"kgpu.dev/pool": pool});
@@ -241,15 +286,25 @@ fn condition<'a>(w: &'a Value, kind: &str) -> Option<&'a Value> {
     w["status"]["conditions"].as_array()?.iter().find(|c| c["type"] == kind)
 }
 
-/// Kueue's decision on a workload: quota reserved, or its message.
-async fn decision(workloads: &Api<DynamicObject>, name: &str) -> Result<Result<(), String>, String> {
-    let deadline = Instant::now() + Duration::from_secs(30);
+/// Kueue's decision on a workload: quota reserved, or its message. Kueue
+/// writes nothing on a workload behind a StrictFIFO head: where kgpu
+/// predicts no reservation, 5 s without one is Kueue's "no" too.
+async fn decision(
+    workloads: &Api<DynamicObject>,
+    name: &str,
+    predicts_admit: bool,
+) -> Result<Result<(), String>, String> {
+    let start = Instant::now();
+    let deadline = start + Duration::from_secs(30);
     loop {
         let w = workloads.get(name).await.map_err(|e| format!("reading workload {name}: {e}"))?;
         match condition(&w.data, "QuotaReserved") {
             Some(c) if c["status"] == "True" => return Ok(Ok(())),
-            Some(c) if c["status"] == "False" && c["reason"] == "Pending" => {
+            Some(c) if c["status"] == "False" && (c["reason"] == "Pending" || c["reason"] == "Inadmissible") => {
                 return Ok(Err(c["message"].as_str().unwrap_or_default().to_string()));
+            }
+            None if !predicts_admit && start.elapsed() > Duration::from_secs(5) => {
+                return Ok(Err("(no condition written)".into()));
             }
             _ => {}
         }
@@ -322,14 +377,27 @@ pub async fn run_queue_case(
         };
         apply(&api(client, kind, plural, namespace), doc).await?;
     }
-    let cq_names: Vec<Sym> = (0..case.cqs.len()).map(|i| Sym::new(&format!("o{n}-cq{i}"))).collect();
-    // Kueue must see every queue Active before it admits anything into it.
-    super::kgpu_sees(snapshots, "the ClusterQueues active", |s| {
-        cq_names.iter().all(|name| {
+    // Kueue must have made up its mind on every queue (Active, or stopped)
+    // before it is asked to admit anything into it.
+    let expected: Vec<(QueueKind, Sym, bool)> = case
+        .cqs
+        .iter()
+        .enumerate()
+        .flat_map(|(i, c)| {
+            [
+                (QueueKind::ClusterQueue, Sym::new(&format!("o{n}-cq{i}")), !c.stopped),
+                (QueueKind::LocalQueue, Sym::new(&format!("lq{i}")), !c.stopped && !c.local_queue_stopped),
+            ]
+        })
+        .collect();
+    let ns_sym = Sym::new(&ns);
+    super::kgpu_sees(snapshots, "the queues active or stopped", |s| {
+        expected.iter().all(|(kind, name, active)| {
             s.queues.values().any(|q| {
-                q.kind == QueueKind::ClusterQueue
+                q.kind == *kind
                     && q.name == *name
-                    && q.conditions.iter().any(|c| c.kind.as_str() == "Active" && c.status)
+                    && (q.kind == QueueKind::ClusterQueue || q.namespace == Some(ns_sym))
+                    && q.conditions.iter().any(|c| c.kind.as_str() == "Active" && c.status == *active)
             })
         })
     })
@@ -363,7 +431,14 @@ pub async fn run_queue_case(
             .patch(&name, &PatchParams::default(), &Patch::Merge(&json!({"spec": {"active": true}})))
             .await
             .map_err(|e| format!("activating {name}: {e}"))?;
-        let decided = decision(&workloads, &name).await?;
+        let decided = decision(&workloads, &name, predicts_admit).await?;
+        if decided.is_err() && !predicts_admit {
+            if quota.summary.contains("StrictFIFO") {
+                HELD_BEHIND_HEAD.fetch_add(1, Ordering::SeqCst);
+            } else if quota.summary.contains("is stopped") {
+                HELD_BY_STOP.fetch_add(1, Ordering::SeqCst);
+            }
+        }
         match (&decided, predicts_admit) {
             (Ok(()), false) => {
                 report.push(format!("{name}: Kueue reserved quota; kgpu said: {} {:?}", quota.summary, quota.details))

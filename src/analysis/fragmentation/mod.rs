@@ -23,7 +23,8 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
 use crate::model::{
-    Gang, GangKey, HostPort, Labels, Node, NodeSelectorTerm, Pod, PodKey, Resources, Sym, Timestamp, Toleration, keys,
+    Gang, GangKey, HostPort, Labels, NamespaceMap, Node, NodeSelectorTerm, Pod, PodKey, Resources, Sym, Timestamp,
+    Toleration, keys,
 };
 
 use super::fit::{self, PlacementKey, Shape};
@@ -61,6 +62,10 @@ pub struct Demand {
     pub rules: Option<Box<crate::model::PodRules>>,
     /// The claims its pod's volumes name, for the volume filters.
     pub volumes: Option<Arc<PodVolumes>>,
+    /// The topology keys of its required anti-affinity terms that select
+    /// its own pods: one of them per domain of each (per node for the
+    /// hostname).
+    pub own_domains: Box<[Sym]>,
 }
 
 /// A pod's PersistentVolumeClaims, with what the volume filters need of
@@ -95,11 +100,7 @@ impl Demand {
     /// Its pods' required anti-affinity refuses its own pods on one node
     /// (topology key `kubernetes.io/hostname`): one pod per node.
     pub fn repels_itself_per_node(&self) -> bool {
-        self.rules.as_ref().is_some_and(|r| {
-            r.anti_affinity
-                .iter()
-                .any(|t| t.topology_key.as_str() == keys::HOSTNAME && t.selects(self.namespace, &self.labels))
-        })
+        self.own_domains.iter().any(|k| k.as_str() == keys::HOSTNAME)
     }
 
     /// The pod being placed, as PodTopologySpread and InterPodAffinity see it.
@@ -329,7 +330,7 @@ pub fn pending_demands(index: &Index<'_>) -> Vec<Demand> {
         if gang.is_finished() || !gang.active || gang.condition_true("PodsReady") {
             continue;
         }
-        if let Some(d) = gang_demand(key, gang, members) {
+        if let Some(d) = gang_demand(key, gang, members, &index.snap.namespaces) {
             out.push(d);
         }
     }
@@ -337,15 +338,31 @@ pub fn pending_demands(index: &Index<'_>) -> Vec<Demand> {
         if in_gang.contains(&pod.key()) || !pod.wants_gpu() {
             continue;
         }
-        out.push(pod_demand(pod, 1, ShapeSource::Pod(pod.key())));
+        out.push(pod_demand(pod, 1, ShapeSource::Pod(pod.key()), &index.snap.namespaces));
     }
     out.sort_by(|a, b| b.priority.cmp(&a.priority).then(a.created.cmp(&b.created)).then(a.source.cmp(&b.source)));
     out
 }
 
-/// What `pods` pods like `pod` ask of the fleet.
-pub fn pod_demand(pod: &Pod, pods: u32, source: ShapeSource) -> Demand {
+/// The topology keys on which `pod`'s required anti-affinity refuses pods
+/// like itself (its namespace and labels).
+fn own_domains(pod: &Pod, namespaces: &NamespaceMap) -> Box<[Sym]> {
+    let terms = pod.rules.as_ref().map_or(&[][..], |r| &r.anti_affinity[..]);
+    let mut keys: Vec<Sym> = terms
+        .iter()
+        .filter(|t| t.selects_as_incoming(pod.namespace, &pod.labels, namespaces))
+        .map(|t| t.topology_key)
+        .collect();
+    keys.sort();
+    keys.dedup();
+    keys.into()
+}
+
+/// What `pods` pods like `pod` ask of the fleet (`namespaces`: what its
+/// rules' namespaceSelectors read).
+pub fn pod_demand(pod: &Pod, pods: u32, source: ShapeSource, namespaces: &NamespaceMap) -> Demand {
     Demand {
+        own_domains: own_domains(pod, namespaces),
         gpus_per_pod: pod.requests.gpu,
         mig_profile: pod.requests.mig().next().map(|(p, _)| Sym::new(p)),
         pods,
@@ -371,7 +388,7 @@ pub fn pod_demand(pod: &Pod, pods: u32, source: ShapeSource) -> Demand {
 /// Kueue's partial admission makes a set expect what was admitted; a gang
 /// without pod sets (a Volcano PodGroup) expects every member it has, so
 /// the extra members of an elastic gang (minMember < replicas) are demand too.
-fn gang_demand(key: &GangKey, gang: &Gang, members: &[&Pod]) -> Option<Demand> {
+fn gang_demand(key: &GangKey, gang: &Gang, members: &[&Pod], namespaces: &NamespaceMap) -> Option<Demand> {
     let placed_like = |requests: &crate::model::Resources| {
         members
             .iter()
@@ -388,7 +405,7 @@ fn gang_demand(key: &GangKey, gang: &Gang, members: &[&Pod]) -> Option<Demand> {
             .iter()
             .find(|p| p.is_pending() && p.requests.gpu == set.requests.gpu && p.requests.mig().eq(set.requests.mig()))
         {
-            let mut d = pod_demand(pending, missing, ShapeSource::Gang(key.clone()));
+            let mut d = pod_demand(pending, missing, ShapeSource::Gang(key.clone()), namespaces);
             d.priority = gang.priority.max(pending.priority);
             d.created = gang.created;
             return Some(d);
@@ -409,6 +426,7 @@ fn gang_demand(key: &GangKey, gang: &Gang, members: &[&Pod]) -> Option<Demand> {
             labels: Box::new([]),
             rules: None,
             volumes: None,
+            own_domains: Box::new([]),
         })
     };
     if gang.pod_sets.is_empty() {
@@ -417,7 +435,8 @@ fn gang_demand(key: &GangKey, gang: &Gang, members: &[&Pod]) -> Option<Demand> {
         let expected = (gpu_members.len() as u32).max(gang.min_members);
         let placed = gpu_members.iter().filter(|p| p.holds_resources()).count() as u32;
         let pending = gpu_members.iter().find(|p| p.is_pending())?;
-        let mut d = pod_demand(pending, expected.saturating_sub(placed).max(1), ShapeSource::Gang(key.clone()));
+        let mut d =
+            pod_demand(pending, expected.saturating_sub(placed).max(1), ShapeSource::Gang(key.clone()), namespaces);
         d.priority = gang.priority.max(pending.priority);
         d.created = gang.created;
         return Some(d);
@@ -494,6 +513,7 @@ pub fn canonical_demands() -> Vec<Demand> {
             labels: Box::new([]),
             rules: None,
             volumes: None,
+            own_domains: Box::new([]),
         })
         .collect()
 }
@@ -587,6 +607,7 @@ pub fn analyze(index: &Index<'_>) -> Fragmentation {
                 // Its volumes, ports and pod rules keep it off nodes as the pending chain says.
                 let allowed = allowed_nodes(index, &demand);
                 let (mut largest, mut usable, mut stranded) = (0, 0, 0);
+                let mut domains = OwnDomains::of(&demand);
                 for (i, ((node, used), blockers)) in index.nodes_with_usage().zip(placement.iter()).enumerate() {
                     if !allowed.as_ref().is_some_and(|ok| ok[i]) {
                         continue;
@@ -608,7 +629,7 @@ pub fn analyze(index: &Index<'_>) -> Fragmentation {
                     // Room the scheduler holds for pods nominated here ahead of it is not room.
                     let held = used.with_pods(&demand.nominated_ahead(index, node.name));
                     let promised = held.as_ref().map_or(0, |h| h.gpu.saturating_sub(used.gpu));
-                    let s = room(&demand, node, held.as_ref().unwrap_or(used));
+                    let s = domains.take(node, room(&demand, node, held.as_ref().unwrap_or(used)));
                     // Usable and free in the demand's units: MIG slices, or physical
                     // GPUs (replicas taken by a shape fill whole GPUs only at r per GPU).
                     let (free, used_by_shape) = match demand.mig_profile {
@@ -677,7 +698,9 @@ pub fn analyze(index: &Index<'_>) -> Fragmentation {
     }
 }
 
+mod domains;
 mod plan;
+pub use domains::OwnDomains;
 pub use plan::{MAX_NODES_FREED, plan};
 
 #[cfg(test)]

@@ -96,6 +96,7 @@ pub fn plan(index: &Index<'_>, shapes: &[ShapeFit]) -> Plan {
             && !s.fits_now
             && s.demand.mig_profile.is_none()
             && s.demand.gpus_per_pod > 0
+            && super::OwnDomains::of(&s.demand).wider_key().is_none()
             && waits_only_for_room(index, &s.demand)
     }) else {
         // Pending work that does not fit, but no plan can help it: say so
@@ -109,6 +110,11 @@ pub fn plan(index: &Index<'_>, shapes: &[ShapeFit]) -> Plan {
                 status: PlanStatus::Impossible(if s.demand.mig_profile.is_some() {
                     format!(
                         "{} needs MIG slices; the plan moves whole GPUs: repartition a node (m) for it",
+                        s.demand.name()
+                    )
+                } else if let Some(key) = super::OwnDomains::of(&s.demand).wider_key() {
+                    format!(
+                        "{}'s pods refuse each other in one {key} (required anti-affinity): the plan frees nodes, not {key} domains; see its fit step",
                         s.demand.name()
                     )
                 } else if super::stopped_by_volumes(index, &s.demand) {

@@ -125,6 +125,8 @@ pub(super) fn fit_step(index: &Index<'_>, demand: &Demand) -> FitResult {
     let mut inter_pod_nodes: Vec<&Node> = Vec::new();
     // Nodes only the pods nominated there ahead of it keep it off.
     let mut kept_for_nominated = 0u32;
+    // Its pods refuse each other per zone (or another domain): one per domain.
+    let mut domains = fragmentation::OwnDomains::of(demand);
     for ((node, used), &class) in index.nodes_with_usage().zip(placement.class_of()) {
         let ahead = demand.nominated_ahead(index, node.name);
         let held_for_nominated = used.with_pods(&ahead);
@@ -191,7 +193,7 @@ pub(super) fn fit_step(index: &Index<'_>, demand: &Demand) -> FitResult {
             }
             continue;
         }
-        slots_total += fragmentation::room(demand, node, used);
+        slots_total += domains.take(node, fragmentation::room(demand, node, used));
         if shortfalls.is_empty() {
             fitting_nodes += 1;
             continue;
@@ -331,6 +333,12 @@ pub(super) fn fit_step(index: &Index<'_>, demand: &Demand) -> FitResult {
         }
         if let Some(check) = &inter_pod {
             unblock.extend(super::kept_away::advice(check, &inter_pod_nodes));
+        }
+        if let Some(key) = domains.wider_key().filter(|_| domains.cut > 0) {
+            unblock.push(format!(
+                "its pods' required anti-affinity refuses each other in one {key}: each {key} with room takes one of them ({} more pod(s) would fit on those nodes), so it needs more {key} domains with room, fewer pods, or a preferred rule",
+                domains.cut
+            ));
         }
         if kept_for_nominated > 0 {
             unblock.push(format!(

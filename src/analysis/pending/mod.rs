@@ -424,7 +424,7 @@ pub fn pod_items<'a>(index: &Index<'a>, gangs: &[GangSummary]) -> Vec<PendingIte
                 item.steps[1] = gang_step::member_step(gang, summary);
                 item.queue = gang.queue;
                 let steps = std::mem::take(&mut item.steps);
-                let fit = memo.shape(index, &pod_demand(pod)).fit;
+                let fit = memo.shape(index, &pod_demand(index, pod)).fit;
                 finish(&mut item, steps, &fit);
                 nomination::apply(index, pod, &mut item);
                 honesty::defer_to_the_cluster(index, &mut memo, &mut item, Some(pod), &fit);
@@ -526,7 +526,7 @@ fn pod_item<'a>(index: &Index<'a>, memo: &mut Memo<'a>, pod: &Pod) -> PendingIte
     });
     let mut steps = Vec::with_capacity(4);
     steps.extend([no_queue.clone(), no_gang.clone()]);
-    let shape = memo.shape(index, &pod_demand(pod));
+    let shape = memo.shape(index, &pod_demand(index, pod));
     let fit = shape.fit;
     let scheduler = memo.scheduler_message(index.snap, pod);
     let mut item = PendingItem {
@@ -588,8 +588,8 @@ fn pod_item<'a>(index: &Index<'a>, memo: &mut Memo<'a>, pod: &Pod) -> PendingIte
     item
 }
 
-fn pod_demand(pod: &Pod) -> Demand {
-    super::fragmentation::pod_demand(pod, 1, ShapeSource::Pod(pod.key()))
+fn pod_demand(index: &Index<'_>, pod: &Pod) -> Demand {
+    super::fragmentation::pod_demand(pod, 1, ShapeSource::Pod(pod.key()), &index.snap.namespaces)
 }
 
 fn gang_item<'a>(

@@ -171,7 +171,14 @@ fn blocked_head<'g>(index: &Index<'g>, gang: &Gang, cq: &crate::model::Queue) ->
         .filter(|g| {
             g.queue.and_then(|lq| queues::cluster_queue_of(snap, g.namespace, lq)).is_some_and(|q| q.name == cq.name)
         })
-        .min_by(|a, b| b.priority.cmp(&a.priority).then(a.created.cmp(&b.created)).then(a.name.cmp(&b.name)))?;
+        .min_by(|a, b| {
+            // Kueue's order: priority, creation (to the second), then uid.
+            b.priority
+                .cmp(&a.priority)
+                .then(a.created.cmp(&b.created))
+                .then(a.uid.cmp(&b.uid))
+                .then(a.name.cmp(&b.name))
+        })?;
     let is_self = head.namespace == gang.namespace && head.name == gang.name;
     (!is_self && quota_step(index, head).verdict == Verdict::Block).then_some(&**head)
 }

@@ -492,6 +492,75 @@ fn replicas_that_refuse_each_other_per_node_take_a_node_each() {
 }
 
 #[test]
+fn replicas_that_refuse_each_other_per_zone_take_a_zone_each() {
+    // Three 1-GPU members that refuse to share a zone; three 8-GPU nodes in
+    // two zones hold two of them, however many GPUs are free.
+    const ZONE: &str = "topology.kubernetes.io/zone";
+    let nodes = vec![
+        node("a1").gpus(8).label(ZONE, "a").build(),
+        node("a2").gpus(8).label(ZONE, "a").build(),
+        node("b1").gpus(8).label(ZONE, "b").build(),
+    ];
+    let member = |name: &str| {
+        pod(name).gpus(1).group("zonal").pod_label("app", "zonal").anti_affinity("app", "zonal", ZONE).build()
+    };
+    let pods = vec![member("zonal-0"), member("zonal-1"), member("zonal-2")];
+    let snap = snapshot(nodes, pods, vec![podgroup("zonal", 3, 1).phase("Inqueue").build()], NOW);
+    let index = Index::build(&snap, NOW);
+    let frag = fragmentation::analyze(&index);
+    let items = analyze(&index, &gangs::analyze(&index), &frag);
+    let it = items.iter().find(|i| i.name.contains("zonal")).expect("the gang is pending");
+    let fit = step(it, Step::Fit);
+    assert_eq!(&*fit.summary, "room for 2 of the 3 pod(s) of shape 1×1 it needs", "{it:?}");
+    assert!(
+        it.unblock.iter().any(
+            |u| u.contains("refuses each other in one topology.kubernetes.io/zone") && u.contains("22 more pod(s)")
+        ),
+        "{:?}",
+        it.unblock
+    );
+    // The fragmentation pane counts the same room, and the plan says why it cannot help.
+    let shape = frag.shapes.iter().find(|s| s.demand.name().contains("zonal")).expect("its shape");
+    assert_eq!((shape.largest_gang, shape.fits_now), (2, false));
+    assert!(
+        matches!(&frag.plan.status, fragmentation::PlanStatus::Impossible(why) if why.contains("not topology.kubernetes.io/zone domains")),
+        "{:?}",
+        frag.plan.status
+    );
+}
+
+#[test]
+fn a_namespace_selector_reads_the_namespaces_labels() {
+    // `guard` (in ml, labelled team=vision) refuses pods labelled app=web in
+    // the namespaces labelled team=vision on its node: a web pod of ml, not
+    // one of batch.
+    const HOST: &str = "kubernetes.io/hostname";
+    let nodes = vec![node("n1").gpus(8).label(HOST, "n1").build()];
+    let guard = pod("guard")
+        .ns("ml")
+        .gpus(1)
+        .anti_affinity("app", "web", HOST)
+        .in_namespaces_labelled("team", "vision")
+        .on("n1")
+        .running()
+        .build();
+    let web = |ns: &str| pod(&format!("web-{ns}")).ns(ns).gpus(1).pod_label("app", "web").build();
+    let mut snap = snapshot(nodes, vec![guard, web("ml"), web("batch")], vec![], NOW);
+    let labelled = |name: &str, team: &str| {
+        let labels =
+            crate::model::node::labels_from([("team", team), (crate::model::pod_rules::NAMESPACE_NAME_LABEL, name)]);
+        std::sync::Arc::new(crate::model::Namespace { name: Sym::new(name), labels })
+    };
+    snap.namespaces.insert(Sym::new("ml"), labelled("ml", "vision"));
+    snap.namespaces.insert(Sym::new("batch"), labelled("batch", "speech"));
+    let index = Index::build(&snap, NOW);
+    let items = analyze(&index, &gangs::analyze(&index), &fragmentation::analyze(&index));
+    let refused = item(&items, "web-ml");
+    assert_eq!(refused.node_reasons.get("existing-anti-affinity"), Some(&1), "{:?}", refused.node_reasons);
+    assert!(item(&items, "web-batch").node_reasons.is_empty(), "{:?}", item(&items, "web-batch"));
+}
+
+#[test]
 fn a_nominated_pods_rules_count_on_its_node_for_pods_below_it() {
     const HOST: &str = "kubernetes.io/hostname";
     let nodes = vec![node("n1").gpus(8).label(HOST, "n1").build(), node("n2").gpus(8).label(HOST, "n2").build()];

@@ -30,6 +30,7 @@ mod storage;
 pub use crds::*;
 pub use dra::{device_class, resource_claim, resource_claim_template, resource_slice};
 pub use operator::{cluster_policy, nvidia_driver};
+pub use pod_rules::namespace;
 pub use storage::{persistent_volume, storage_class, volume_claim};
 
 pub type Result<T> = std::result::Result<T, String>;

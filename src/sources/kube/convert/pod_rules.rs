@@ -1,13 +1,13 @@
 //! A pod's inter-pod affinity, anti-affinity and hard spread constraints
 //! (`model::PodRules`), read as kube-scheduler v1.36 reads them.
 
-use k8s_openapi::api::core::v1::{PodAffinityTerm as ApiTerm, TopologySpreadConstraint};
+use k8s_openapi::api::core::v1::{Namespace as ApiNamespace, PodAffinityTerm as ApiTerm, TopologySpreadConstraint};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector as ApiSelector;
 
-use crate::model::node::label_of;
 use crate::model::node::{Requirement, SelectorOperator};
+use crate::model::node::{label_of, labels_from};
 use crate::model::pod_rules;
-use crate::model::{LabelSelector, Labels, Namespaces, PodAffinityTerm, PodRules, SpreadConstraint, Sym};
+use crate::model::{LabelSelector, Labels, Namespace, Namespaces, PodAffinityTerm, PodRules, SpreadConstraint, Sym};
 
 use super::super::lean::PodSpec;
 use super::Result;
@@ -32,6 +32,15 @@ pub(super) fn selector(s: Option<&ApiSelector>) -> Result<Option<LabelSelector>>
         });
     }
     Ok(Some(LabelSelector { requirements: requirements.into() }))
+}
+
+/// A Namespace: its name and labels (what a `namespaceSelector` reads).
+pub fn namespace(n: &ApiNamespace) -> Result<Namespace> {
+    let name = n.metadata.name.as_deref().ok_or("namespace without metadata.name")?;
+    Ok(Namespace {
+        name: Sym::new(name),
+        labels: labels_from(n.metadata.labels.iter().flatten().map(|(k, v)| (k.as_str(), v.as_str()))),
+    })
 }
 
 /// Adds `key In/NotIn [the pod's value]` for each key the pod has
@@ -61,7 +70,10 @@ fn term(t: &ApiTerm, namespace: Sym, own: &Labels) -> Result<PodAffinityTerm> {
         {
             Namespaces::All
         }
-        Some(_) => Namespaces::BySelector,
+        Some(s) => Namespaces::Selected {
+            listed,
+            selector: selector(Some(s))?.unwrap_or(LabelSelector { requirements: Box::new([]) }),
+        },
     };
     Ok(PodAffinityTerm { selector: sel, namespaces, topology_key: Sym::new(&t.topology_key) })
 }

@@ -164,6 +164,7 @@ pub(super) fn workload(ns: &str, job: &str, queue: &str, pods: u32, gpus: u64, p
         }]),
         priority,
         created,
+        uid: None,
         active: true,
         conditions: Box::new([]),
         admission: None,

@@ -156,6 +156,7 @@ fn build(sim: &mut SimCluster) {
             }]),
             priority: 0,
             created: ago(20),
+            uid: None,
             active: true,
             conditions: Box::new([]),
             admission: None,

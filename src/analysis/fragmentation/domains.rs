@@ -1,0 +1,52 @@
+//! Room for a demand whose pods refuse each other in a topology domain
+//! (required anti-affinity that selects its own pods, on a zone, a rack,
+//! a node pool): however many GPUs a zone has free, it takes one of them.
+
+use std::collections::HashSet;
+
+use crate::model::{Node, Sym};
+
+use super::Demand;
+
+/// Counts a demand's room node by node, at most one pod in each domain of
+/// each of its own anti-affinity keys. A node without a key's label is not
+/// limited by that key (the scheduler finds no domain to refuse there).
+/// Nodes a running pod of the demand already refuses never get here: the
+/// filters keep them away first.
+pub struct OwnDomains<'d> {
+    keys: &'d [Sym],
+    taken: HashSet<(Sym, Sym)>,
+    /// Room the domains cut: pods the nodes would hold but for them.
+    pub cut: u64,
+}
+
+impl<'d> OwnDomains<'d> {
+    pub fn of(demand: &'d Demand) -> OwnDomains<'d> {
+        OwnDomains { keys: &demand.own_domains, taken: HashSet::new(), cut: 0 }
+    }
+
+    /// Of the `room` pods `node` holds, those the demand can still place
+    /// there, given the domains earlier nodes took.
+    pub fn take(&mut self, node: &Node, room: u64) -> u64 {
+        if room == 0 || self.keys.is_empty() {
+            return room;
+        }
+        let domains: Vec<(Sym, Sym)> = self.keys.iter().filter_map(|&k| node.labels.get(k).map(|v| (k, v))).collect();
+        if domains.is_empty() {
+            return room;
+        }
+        if domains.iter().any(|d| self.taken.contains(d)) {
+            self.cut += room;
+            return 0;
+        }
+        self.taken.extend(domains);
+        self.cut += room - 1;
+        1
+    }
+
+    /// The key that limits the demand beyond its nodes (not the hostname,
+    /// which [`super::room`] already counts per node), if it has one.
+    pub fn wider_key(&self) -> Option<Sym> {
+        self.keys.iter().copied().find(|k| k.as_str() != crate::model::keys::HOSTNAME)
+    }
+}
