@@ -795,3 +795,26 @@ fn the_status_bar_offers_requeue_only_for_a_gang() {
     }
     assert!(gangs > 0 && pods > 0, "both kinds seen ({gangs} gangs, {pods} pods)");
 }
+
+#[test]
+fn a_long_confirmation_scrolls_to_its_last_step_at_80x24() {
+    // A repartition's steps end with the mig.config label and the uncordon:
+    // below the fold at 80×24, reached with G, and the border says so.
+    let v = views("mig-mismatch");
+    let mut app = App::new(false, "dark", true);
+    app.aggregate = Some(false);
+    key(&mut app, &v, KeyCode::Char('m'));
+    key(&mut app, &v, KeyCode::Enter);
+    let top = format!("{}", render(&mut app, &v, "mig-mismatch", 80, 24).backend());
+    assert!(top.contains("confirm repartition"), "{top}");
+    assert!(top.contains("more line(s): j/PgDn") && !top.contains("kubectl uncordon"), "{top}");
+    key(&mut app, &v, KeyCode::Char('G'));
+    let bottom = format!("{}", render(&mut app, &v, "mig-mismatch", 80, 24).backend());
+    assert!(bottom.contains("kubectl uncordon") && bottom.contains("mig.config="), "{bottom}");
+    assert!(!bottom.contains("more line(s)") && bottom.contains("k/PgUp"), "{bottom}");
+    // The question and the keys stay in sight while it scrolls.
+    assert!(bottom.contains(" y  run") && bottom.contains("Repartition"), "{bottom}");
+    key(&mut app, &v, KeyCode::Char('k'));
+    let back = format!("{}", render(&mut app, &v, "mig-mismatch", 80, 24).backend());
+    assert!(back.contains("more line(s)"), "{back}");
+}

@@ -541,6 +541,31 @@ fn namespace_selectors_read_the_namespaces_labels_as_the_scheduler_does() {
     assert!(text.contains("vision/guard"), "the advice names the guard: {text}");
 }
 
+/// The same dump without its namespaces (as an older bundle would be): kgpu
+/// cannot tell which namespaces the guard's `team=vision` selector picks, so
+/// it does not evaluate the pod rules, and the scheduler's word is the
+/// headline, marked as not evaluated — never "nothing blocks it".
+#[test]
+fn without_the_namespaces_a_namespace_selector_is_not_evaluated_and_the_scheduler_speaks() {
+    let text = std::fs::read_to_string(fixture(NAMESPACES)).unwrap();
+    let mut dump: Value = serde_yaml::from_str(&text).unwrap();
+    dump["items"].as_array_mut().unwrap().retain(|item| item["kind"] != "Namespace");
+    let dir = std::env::temp_dir().join(format!("kgpu-verdicts-ns-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("no-namespaces.json");
+    std::fs::write(&path, serde_json::to_string(&dump).unwrap()).unwrap();
+    let out = kgpu(&["snapshot", "--file", path.to_str().unwrap(), "-o", "json"]);
+    let text = kgpu(&["why", "vision/trainer", "--file", path.to_str().unwrap()]);
+    let _ = std::fs::remove_dir_all(&dir);
+    let doc: Value = serde_json::from_str(&out).unwrap();
+    let item = pending_like(&doc, "vision", "trainer").expect("vision/trainer pending");
+    assert_eq!(item["blockingStep"], "scheduler", "{item}");
+    assert_eq!(item["verdictSource"], "scheduler", "{item}");
+    assert!(!item["summary"].as_str().unwrap().contains("nothing blocks it"), "{item}");
+    assert!(text.contains("anti-affinity rules") && text.contains("not evaluated by kgpu"), "{text}");
+    assert!(text.contains("select namespaces by label, and kgpu cannot read the namespaces"), "{text}");
+}
+
 /// The volume filters, captured from the real kube-scheduler v1.36 and PV
 /// controller (`volumes/`): a claim that does not exist and an Immediate claim
 /// no volume matches stop the pod before any node (its volumes step, in the
@@ -701,6 +726,40 @@ fn a_workload_behind_a_blocked_strict_fifo_head_names_the_head() {
     assert!(find("team-b", "job-eval-").is_none(), "BestEffortFIFO admitted it: {}", doc["pending"]);
     let head = find("team-a", "job-pretrain-").unwrap();
     assert!(!head["summary"].as_str().unwrap().contains("waits behind"), "{}", head["summary"]);
+}
+
+/// The same queue with the head moved to a stopped LocalQueue of the same
+/// ClusterQueue: Kueue drops a stopped LocalQueue's workloads from its
+/// queues (v0.17 `DeleteLocalQueue`), so the head no longer holds anyone
+/// back; the head itself is held by the stop, and the small job is not
+/// "behind" it.
+#[test]
+fn a_head_in_a_stopped_local_queue_holds_no_one_back() {
+    let text = std::fs::read_to_string(fixture("kueue-strict-fifo/cluster.yaml")).unwrap();
+    let mut dump: Value = serde_yaml::from_str(&text).unwrap();
+    let items = dump["items"].as_array_mut().unwrap();
+    let mut paused =
+        items.iter().find(|i| i["kind"] == "LocalQueue" && i["metadata"]["namespace"] == "team-a").unwrap().clone();
+    paused["metadata"]["name"] = serde_json::json!("paused");
+    paused["spec"]["stopPolicy"] = serde_json::json!("Hold");
+    items.push(paused);
+    for item in items.iter_mut() {
+        let pretrain = item["metadata"]["name"].as_str().is_some_and(|n| n.starts_with("job-pretrain-"));
+        if item["kind"] == "Workload" && item["metadata"]["namespace"] == "team-a" && pretrain {
+            item["spec"]["queueName"] = serde_json::json!("paused");
+        }
+    }
+    let dir = std::env::temp_dir().join(format!("kgpu-verdicts-fifo-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("stopped-head.json");
+    std::fs::write(&path, serde_json::to_string(&dump).unwrap()).unwrap();
+    let out = kgpu(&["snapshot", "--file", path.to_str().unwrap(), "-o", "json"]);
+    let _ = std::fs::remove_dir_all(&dir);
+    let doc: Value = serde_json::from_str(&out).unwrap();
+    let head = pending_like(&doc, "team-a", "job-pretrain-").expect("the head waits");
+    assert!(head["summary"].as_str().unwrap().contains("LocalQueue paused is stopped"), "{}", head["summary"]);
+    let eval = pending_like(&doc, "team-a", "job-eval-").expect("the small job has no reservation in the dump");
+    assert!(!eval["summary"].as_str().unwrap().contains("waits behind"), "{}", eval["summary"]);
 }
 
 /// A GPU node too small in CPU for the pod (`fit-neighbours/`, captured) is

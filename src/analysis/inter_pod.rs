@@ -101,6 +101,35 @@ fn included(c: &SpreadConstraint, shape: &Shape<'_>, node: &Node, affinity_ok: b
     !((c.honor_node_affinity && !affinity_ok) || (c.honor_node_taints && untolerated(shape, node)))
 }
 
+/// Why the two filters cannot be evaluated for `incoming`, if so: some
+/// term that would decide (its own, or a running pod's anti-affinity whose
+/// label selector matches it) selects namespaces by a label, and kgpu has
+/// not read the namespaces (the feed forbidden or still listing, or a dump
+/// without them). The scheduler's word is then the verdict.
+pub fn namespaces_unreadable(index: &Index<'_>, incoming: &Incoming<'_>) -> Option<String> {
+    let feed = index.snap.feed(crate::model::Feed::Namespaces)?;
+    let why = match &feed.state {
+        crate::model::FeedState::Live | crate::model::FeedState::Reconnecting { .. } => return None,
+        crate::model::FeedState::Syncing => "kgpu is still listing the namespaces".to_string(),
+        crate::model::FeedState::Unavailable(problem) => {
+            format!("kgpu cannot read the namespaces ({})", problem.describe())
+        }
+    };
+    let own = incoming
+        .rules
+        .is_some_and(|r| r.affinity.iter().chain(r.anti_affinity.iter()).any(|t| t.reads_namespace_labels()));
+    let theirs = || {
+        index.anti_affinity_pods().iter().any(|(pod, _)| {
+            pod.rules.as_ref().is_some_and(|r| {
+                r.anti_affinity.iter().any(|t| {
+                    t.reads_namespace_labels() && t.selector.as_ref().is_some_and(|s| s.matches(incoming.labels))
+                })
+            })
+        })
+    };
+    (own || theirs()).then(|| format!("pod affinity rules that decide here select namespaces by label, and {why}"))
+}
+
 impl<'a> InterPod<'a> {
     /// The PreFilters of both plugins for `incoming`; `None` when neither
     /// has anything to check (no rules of its own, no running pod's

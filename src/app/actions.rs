@@ -25,7 +25,7 @@ impl App {
         let impact = impact::of(&index, &action);
         let gpu_only = matches!(action, Action::Drain { gpu_only: true, .. });
         let typed = (self.production && action.is_disruptive()).then(String::new);
-        self.overlay = Some(Overlay::Confirm(Box::new(Confirm { action, impact, gpu_only, typed })));
+        self.overlay = Some(Overlay::Confirm(Box::new(Confirm { action, impact, gpu_only, typed, scroll: 0 })));
     }
 
     pub(super) fn node_action(&mut self, command: Command, views: &Views) -> Vec<Effect> {

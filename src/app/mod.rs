@@ -88,6 +88,9 @@ pub struct Confirm {
     /// On a production context, a disruptive action runs only once its
     /// target's name is typed (`Action::confirm_word`): this is what is typed so far.
     pub typed: Option<String>,
+    /// How far its blast radius and commands are scrolled (at 80×24 a
+    /// repartition's last steps are below the fold).
+    pub scroll: u16,
 }
 
 #[derive(Debug)]
@@ -493,6 +496,10 @@ impl App {
                     (shown.overlay_scroll, self.overlay.as_mut().and_then(Overlay::reader_scroll))
                 {
                     *scroll = s;
+                }
+                // A confirmation scrolls too, but reads its own keys.
+                if let (Some(s), Some(Overlay::Confirm(confirm))) = (shown.overlay_scroll, self.overlay.as_mut()) {
+                    confirm.scroll = s;
                 }
                 Vec::new()
             }

@@ -90,6 +90,17 @@ impl App {
             }
             Overlay::Confirm(mut confirm) => match command(Dialog::Confirm) {
                 Some(DialogCommand::Yes) => return self.execute(confirm.action, false),
+                Some(
+                    c @ (DialogCommand::Down
+                    | DialogCommand::Up
+                    | DialogCommand::PageDown
+                    | DialogCommand::PageUp
+                    | DialogCommand::Top
+                    | DialogCommand::Bottom),
+                ) => {
+                    confirm.scroll = scroll_reader(Some(c), confirm.scroll).unwrap_or(0);
+                    self.overlay = Some(Overlay::Confirm(confirm));
+                }
                 Some(DialogCommand::YesIfHarmless) if !confirm.action.is_disruptive() => {
                     return self.execute(confirm.action, false);
                 }
@@ -138,6 +149,9 @@ impl App {
             Some(DialogCommand::Choose) if *typed == word => return self.execute(confirm.action, false),
             Some(DialogCommand::Choose) => {
                 self.notify(format!("type {word} exactly to run the {}", confirm.action.verb()), true);
+            }
+            Some(c @ (DialogCommand::Down | DialogCommand::Up | DialogCommand::PageDown | DialogCommand::PageUp)) => {
+                confirm.scroll = scroll_reader(Some(c), confirm.scroll).unwrap_or(0);
             }
             _ => match key.code {
                 KeyCode::Backspace => {

@@ -90,6 +90,16 @@ impl PodAffinityTerm {
         self.in_scope(namespace, known, true) && self.selector.as_ref().is_some_and(|s| s.matches(labels))
     }
 
+    /// Whether its namespaceSelector reads a namespace label other than the
+    /// name the API server puts on every namespace: what kgpu cannot tell
+    /// without the namespaces themselves.
+    pub fn reads_namespace_labels(&self) -> bool {
+        match &self.namespaces {
+            Namespaces::Selected { selector, .. } => selector.keys().any(|k| k.as_str() != NAMESPACE_NAME_LABEL),
+            _ => false,
+        }
+    }
+
     fn in_scope(&self, namespace: Sym, known: &NamespaceMap, incoming: bool) -> bool {
         match &self.namespaces {
             Namespaces::Listed(list) => list.contains(&namespace),

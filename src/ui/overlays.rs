@@ -75,7 +75,7 @@ pub fn draw(
             frame.render_widget(Clear, rect);
             frame.render_widget(&text, rect);
         }
-        Overlay::Confirm(c) => confirm(frame, area, c, theme, ctx),
+        Overlay::Confirm(c) => shown.overlay_scroll = Some(confirm(frame, area, c, theme, ctx)),
         Overlay::QuitWhileRunning => quit_while_running(frame, area, &in_flight, theme),
         Overlay::NodeDetail { node, scroll } => {
             shown.overlay_scroll =
@@ -135,11 +135,6 @@ pub fn draw(
 }
 
 /// Rows `lines` take when wrapped to `width` columns.
-fn wrapped_height(lines: &[Line], width: u16) -> u16 {
-    let w = width.max(1) as usize;
-    lines.iter().map(|l| l.width().max(1).div_ceil(w) as u16).sum()
-}
-
 fn help(frame: &mut Frame, area: Rect, views: &Views, theme: &Theme, scroll: u16) -> u16 {
     let mut lines = Vec::new();
     if let Some(s) = &views.snap.scenario {
@@ -217,7 +212,8 @@ fn quit_while_running(frame: &mut Frame, area: Rect, running: &[String], theme: 
     frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }).block(block(" quit? ", true, theme)), rect);
 }
 
-fn confirm(frame: &mut Frame, area: Rect, c: &Confirm, theme: &Theme, ctx: &Context) {
+/// The confirmation; returns its scroll clamped to the last page.
+fn confirm(frame: &mut Frame, area: Rect, c: &Confirm, theme: &Theme, ctx: &Context) -> u16 {
     let role = if c.action.is_disruptive() { Role::Destructive } else { Role::Warn };
     let mut lines = vec![Line::styled(c.action.question(), theme.style(role))];
     if ctx.production {
@@ -255,6 +251,10 @@ fn confirm(frame: &mut Frame, area: Rect, c: &Confirm, theme: &Theme, ctx: &Cont
     keys.push(Span::styled(if c.typed.is_some() { "esc" } else { "n/esc" }, theme.style(Role::KeyHint)));
     keys.push(Span::styled(" cancel", theme.style(Role::Text)));
     lines.push(Line::from(keys));
+    // The question and the keys stay; the blast radius and the commands
+    // below them scroll (a repartition's last steps are below the fold at 80×24).
+    let head = lines;
+    let mut lines = Vec::new();
     let i = &c.impact;
     lines.push(Line::styled(
         format!(
@@ -282,20 +282,43 @@ fn confirm(frame: &mut Frame, area: Rect, c: &Confirm, theme: &Theme, ctx: &Cont
     }
     let width = 96.min(area.width);
     lines.push(Line::styled("by hand:", theme.style(Role::Header)));
-    for k in i.kubectl.iter().take(6) {
+    // Every step, to the last (it scrolls); a drain of hundreds of pods is cut.
+    const MAX_COMMANDS: usize = 40;
+    for k in i.kubectl.iter().take(MAX_COMMANDS) {
         for l in super::widgets::hanging("  $ ", k, width.saturating_sub(2) as usize) {
             lines.push(Line::styled(l, theme.style(Role::Accent)));
         }
     }
-    if i.kubectl.len() > 6 {
-        lines.push(Line::styled(format!("  … {} more command(s)", i.kubectl.len() - 6), theme.style(Role::Dim)));
+    if i.kubectl.len() > MAX_COMMANDS {
+        let more = i.kubectl.len() - MAX_COMMANDS;
+        lines.push(Line::styled(format!("  … {more} more command(s)"), theme.style(Role::Dim)));
     }
-    let h = (wrapped_height(&lines, width.saturating_sub(2)) + 2).min(area.height);
+    let inner_width = width.saturating_sub(2);
+    let head = Paragraph::new(head).wrap(Wrap { trim: false });
+    let body = Paragraph::new(lines).wrap(Wrap { trim: false });
+    let rows = |p: &Paragraph| u16::try_from(p.line_count(inner_width)).unwrap_or(u16::MAX);
+    let (head_height, body_height) = (rows(&head), rows(&body));
+    let h = (head_height + body_height + 2).min(area.height);
     let rect = centered(area, width, h);
     frame.render_widget(Clear, rect);
     let border_role = if ctx.production { Role::Production } else { Role::BorderFocused };
-    let b = block(format!(" confirm {} ", c.action.verb()), true, theme).border_style(theme.style(border_role));
-    frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }).block(b), rect);
+    let mut b = block(format!(" confirm {} ", c.action.verb()), true, theme).border_style(theme.style(border_role));
+    let inner = b.inner(rect);
+    let [head_area, body_area] =
+        Layout::vertical([Constraint::Length(head_height.min(inner.height)), Constraint::Min(0)]).areas(inner);
+    let scroll = c.scroll.min(body_height.saturating_sub(body_area.height));
+    let below = body_height.saturating_sub(scroll + body_area.height);
+    if below > 0 || scroll > 0 {
+        let more = match (scroll > 0, below > 0) {
+            (_, true) => format!(" ↓ {below} more line(s): j/PgDn "),
+            _ => " ↑ k/PgUp: the top ".to_string(),
+        };
+        b = b.title_bottom(Line::styled(more, theme.style(Role::KeyHint)));
+    }
+    frame.render_widget(b, rect);
+    frame.render_widget(head, head_area);
+    frame.render_widget(body.scroll((scroll, 0)), body_area);
+    scroll
 }
 
 fn node_detail(frame: &mut Frame, area: Rect, node: &str, detail: Doc, scroll: u16, theme: &Theme) -> u16 {

@@ -4,9 +4,23 @@
 
 use std::collections::HashSet;
 
-use crate::model::{Node, Sym};
+use crate::model::{NamespaceMap, Node, Pod, Sym};
 
 use super::Demand;
+
+/// The topology keys on which `pod`'s required anti-affinity refuses pods
+/// like itself (its namespace and labels).
+pub(super) fn own_domains(pod: &Pod, namespaces: &NamespaceMap) -> Box<[Sym]> {
+    let terms = pod.rules.as_ref().map_or(&[][..], |r| &r.anti_affinity[..]);
+    let mut keys: Vec<Sym> = terms
+        .iter()
+        .filter(|t| t.selects_as_incoming(pod.namespace, &pod.labels, namespaces))
+        .map(|t| t.topology_key)
+        .collect();
+    keys.sort();
+    keys.dedup();
+    keys.into()
+}
 
 /// Counts a demand's room node by node, at most one pod in each domain of
 /// each of its own anti-affinity keys. A node without a key's label is not

@@ -344,25 +344,11 @@ pub fn pending_demands(index: &Index<'_>) -> Vec<Demand> {
     out
 }
 
-/// The topology keys on which `pod`'s required anti-affinity refuses pods
-/// like itself (its namespace and labels).
-fn own_domains(pod: &Pod, namespaces: &NamespaceMap) -> Box<[Sym]> {
-    let terms = pod.rules.as_ref().map_or(&[][..], |r| &r.anti_affinity[..]);
-    let mut keys: Vec<Sym> = terms
-        .iter()
-        .filter(|t| t.selects_as_incoming(pod.namespace, &pod.labels, namespaces))
-        .map(|t| t.topology_key)
-        .collect();
-    keys.sort();
-    keys.dedup();
-    keys.into()
-}
-
 /// What `pods` pods like `pod` ask of the fleet (`namespaces`: what its
 /// rules' namespaceSelectors read).
 pub fn pod_demand(pod: &Pod, pods: u32, source: ShapeSource, namespaces: &NamespaceMap) -> Demand {
     Demand {
-        own_domains: own_domains(pod, namespaces),
+        own_domains: domains::own_domains(pod, namespaces),
         gpus_per_pod: pod.requests.gpu,
         mig_profile: pod.requests.mig().next().map(|(p, _)| Sym::new(p)),
         pods,
@@ -469,7 +455,9 @@ pub(crate) fn allowed_nodes(index: &Index<'_>, demand: &Demand) -> Option<Vec<bo
         _ => None,
     };
     let incoming = demand.incoming();
-    let inter_pod = if demand.is_pending() { InterPod::prepare(index, &incoming) } else { None };
+    // As the pending chain: rules kgpu cannot evaluate (namespaces it cannot read) keep nothing away.
+    let readable = crate::analysis::inter_pod::namespaces_unreadable(index, &incoming).is_none();
+    let inter_pod = if demand.is_pending() && readable { InterPod::prepare(index, &incoming) } else { None };
     if check.is_none() && inter_pod.is_none() && demand.host_ports.is_empty() && !index.has_nominations() {
         return Some(vec![true; nodes.len()]);
     }
@@ -629,7 +617,11 @@ pub fn analyze(index: &Index<'_>) -> Fragmentation {
                     // Room the scheduler holds for pods nominated here ahead of it is not room.
                     let held = used.with_pods(&demand.nominated_ahead(index, node.name));
                     let promised = held.as_ref().map_or(0, |h| h.gpu.saturating_sub(used.gpu));
-                    let s = domains.take(node, room(&demand, node, held.as_ref().unwrap_or(used)));
+                    // Usable and stranded count what the node could give the shape;
+                    // how many pods fit at once counts one per domain of its own
+                    // anti-affinity (a zone's second node is not stranded for that).
+                    let s = room(&demand, node, held.as_ref().unwrap_or(used));
+                    largest += domains.take(node, s);
                     // Usable and free in the demand's units: MIG slices, or physical
                     // GPUs (replicas taken by a shape fill whole GPUs only at r per GPU).
                     let (free, used_by_shape) = match demand.mig_profile {
@@ -640,7 +632,6 @@ pub fn analyze(index: &Index<'_>) -> Fragmentation {
                             (free, (s * size).div_ceil(replicas_per_gpu.unwrap_or(1)).min(free))
                         }
                     };
-                    largest += s;
                     usable += used_by_shape;
                     stranded += free.saturating_sub(used_by_shape);
                     if demand.is_pending() && demand.mig_profile.is_none() {

@@ -96,7 +96,7 @@ pub fn plan(index: &Index<'_>, shapes: &[ShapeFit]) -> Plan {
             && !s.fits_now
             && s.demand.mig_profile.is_none()
             && s.demand.gpus_per_pod > 0
-            && super::OwnDomains::of(&s.demand).wider_key().is_none()
+            && !s.demand.own_domains.iter().any(|k| k.as_str() != crate::model::keys::HOSTNAME)
             && waits_only_for_room(index, &s.demand)
     }) else {
         // Pending work that does not fit, but no plan can help it: say so

@@ -28,6 +28,9 @@ pub(super) struct FitResult {
     pub(super) volume_refusal: Option<Refusal>,
     /// Why the volume filters were not evaluated (storage kgpu cannot read).
     pub(super) volumes_unreadable: Option<String>,
+    /// Why InterPodAffinity and PodTopologySpread were not evaluated
+    /// (namespaces kgpu cannot read).
+    pub(super) inter_pod_unreadable: Option<String>,
 }
 
 impl FitResult {
@@ -60,6 +63,7 @@ impl FitResult {
             unblock: Vec::new(),
             volume_refusal: None,
             volumes_unreadable: None,
+            inter_pod_unreadable: None,
         }
     }
 
@@ -120,7 +124,8 @@ pub(super) fn fit_step(index: &Index<'_>, demand: &Demand) -> FitResult {
     let mut volume_nodes: Vec<(&Node, NodeReason)> = Vec::new();
     // PodTopologySpread's and InterPodAffinity's counts, once for the shape.
     let incoming = demand.incoming();
-    let inter_pod = InterPod::prepare(index, &incoming);
+    let inter_pod_unreadable = crate::analysis::inter_pod::namespaces_unreadable(index, &incoming);
+    let inter_pod = if inter_pod_unreadable.is_some() { None } else { InterPod::prepare(index, &incoming) };
     // Nodes only the other pods keep it off, for the advice.
     let mut inter_pod_nodes: Vec<&Node> = Vec::new();
     // Nodes only the pods nominated there ahead of it keep it off.
@@ -316,16 +321,24 @@ pub(super) fn fit_step(index: &Index<'_>, demand: &Demand) -> FitResult {
         } else {
             format!("0/{total_nodes} nodes can take it: {}", histogram(&node_reasons))
         };
-        if let Some(text) = super::make_room::make_room(
-            index,
-            &closest,
-            match &demand.source {
-                ShapeSource::Gang(key) => Some(key),
-                _ => None,
-            },
-            demand.gpus_per_pod,
-            need.saturating_sub(slots_total),
-        ) {
+        // Where its own anti-affinity caps it per zone, freeing GPUs on a
+        // node of a zone it already has does not help: no make-room advice.
+        let capped_by_domains = domains.wider_key().is_some() && domains.cut > 0;
+        if let Some(text) = (!capped_by_domains)
+            .then(|| {
+                super::make_room::make_room(
+                    index,
+                    &closest,
+                    match &demand.source {
+                        ShapeSource::Gang(key) => Some(key),
+                        _ => None,
+                    },
+                    demand.gpus_per_pod,
+                    need.saturating_sub(slots_total),
+                )
+            })
+            .flatten()
+        {
             unblock.push(text);
         }
         if let Some(check) = &volume_check {
@@ -475,6 +488,14 @@ pub(super) fn fit_step(index: &Index<'_>, demand: &Demand) -> FitResult {
     };
     // Isolation order: a device-plugin block explains the fit block; report it there.
     let mut report = report;
+    if let Some(why) = &inter_pod_unreadable {
+        report.details = report
+            .details
+            .iter()
+            .cloned()
+            .chain([format!("not evaluated: {why}: where the scheduler refuses it by pod affinity or spread, its word is the verdict")])
+            .collect();
+    }
     if device_plugin.verdict == Verdict::Block && report.verdict == Verdict::Block {
         report.verdict = Verdict::Warn;
         report.summary = format!("{} (see device plugin)", report.summary).into();
@@ -488,6 +509,7 @@ pub(super) fn fit_step(index: &Index<'_>, demand: &Demand) -> FitResult {
         unblock,
         volume_refusal: None,
         volumes_unreadable,
+        inter_pod_unreadable,
     }
 }
 

@@ -120,8 +120,14 @@ pub(super) fn defer_to_the_cluster<'a>(
             let mut details: Vec<String> = parsed
                 .reasons
                 .iter()
-                .map(|(reason, count)| match (vocabulary::lookup(reason), evaluated(reason, pod)) {
+                .map(|(reason, count)| match (vocabulary::lookup(reason), evaluated(reason, pod, fit)) {
                     (Some(r), true) => format!("{count} × {reason} — {} ({}), modelled by kgpu", r.meaning, r.plugin),
+                    (Some(r), false) if modelled(reason) && !from_default_constraints(reason, pod) => format!(
+                        "{count} × {reason} — {} ({}): {}: not evaluated by kgpu",
+                        r.meaning,
+                        r.plugin,
+                        fit.inter_pod_unreadable.as_deref().unwrap_or("not evaluated for this pod")
+                    ),
                     (Some(r), false) if modelled(reason) => format!(
                         "{count} × {reason} — {} ({}): the pod has no DoNotSchedule spread constraint, so the scheduler's profile adds one (defaultConstraints in its KubeSchedulerConfiguration), which kgpu cannot see: not evaluated by kgpu",
                         r.meaning, r.plugin
@@ -142,7 +148,7 @@ pub(super) fn defer_to_the_cluster<'a>(
                     parsed
                         .reasons
                         .iter()
-                        .filter(|(r, _)| !evaluated(r, pod))
+                        .filter(|(r, _)| !evaluated(r, pod, fit))
                         .filter_map(|(r, _)| vocabulary::lookup(r))
                         .flat_map(|r| r.check.split("; "))
                         .map(|c| c.replace("NS", pod.namespace.as_str()).replace("POD", &pod.name)),
@@ -184,10 +190,28 @@ fn modelled(reason: &str) -> bool {
 }
 
 /// [`modelled`], for this pod: a spread reason for a pod with no hard
-/// spread constraint of its own comes from the scheduler's configuration.
-fn evaluated(reason: &str, pod: &Pod) -> bool {
-    let spread = scheduler_msg::reason_code(reason).is_some_and(|c| c.starts_with("topology-spread"));
-    modelled(reason) && !(spread && pod.rules.as_ref().is_none_or(|r| r.spread.is_empty()))
+/// spread constraint of its own comes from the scheduler's configuration;
+/// nor is an inter-pod reason evaluated where kgpu cannot read the
+/// namespaces its rules select (`fit.inter_pod_unreadable`).
+fn evaluated(reason: &str, pod: &Pod, fit: &FitResult) -> bool {
+    modelled(reason)
+        && !from_default_constraints(reason, pod)
+        && !(inter_pod(reason) && fit.inter_pod_unreadable.is_some())
+}
+
+fn spread(reason: &str) -> bool {
+    scheduler_msg::reason_code(reason).is_some_and(|c| c.starts_with("topology-spread"))
+}
+
+fn inter_pod(reason: &str) -> bool {
+    spread(reason)
+        || scheduler_msg::reason_code(reason)
+            .is_some_and(|c| matches!(c.as_str(), "pod-affinity" | "pod-anti-affinity" | "existing-anti-affinity"))
+}
+
+/// A spread reason for a pod without a DoNotSchedule constraint of its own.
+fn from_default_constraints(reason: &str, pod: &Pod) -> bool {
+    spread(reason) && pod.rules.as_ref().is_none_or(|r| r.spread.is_empty())
 }
 
 /// The PreFilter reason a message carries alone (`0/4 nodes are available:

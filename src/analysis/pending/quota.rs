@@ -171,8 +171,12 @@ fn blocked_head<'g>(index: &Index<'g>, gang: &Gang, cq: &crate::model::Queue) ->
         .filter(|g| {
             g.queue.and_then(|lq| queues::cluster_queue_of(snap, g.namespace, lq)).is_some_and(|q| q.name == cq.name)
         })
+        // A stopped LocalQueue's workloads leave Kueue's queues: never a head.
+        .filter(|g| {
+            g.queue.and_then(|lq| queues::local_queue(snap, g.namespace, lq)).is_none_or(|q| q.stopped_with().is_none())
+        })
         .min_by(|a, b| {
-            // Kueue's order: priority, creation (to the second), then uid.
+            // Kueue's order: priority, queue-order time (creation, to the second), then uid.
             b.priority
                 .cmp(&a.priority)
                 .then(a.created.cmp(&b.created))
