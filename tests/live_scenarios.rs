@@ -263,4 +263,15 @@ fn an_unreachable_cluster_fails_fast_with_exit_2() {
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("context 'nope' is not in the kubeconfig; contexts there: gone")
     );
+    // A $KUBECONFIG that names a file that is not there: the error names it.
+    let missing = dir.path().join("typo-config");
+    let out = Command::new(env!("CARGO_BIN_EXE_kgpu"))
+        .args(["snapshot"])
+        .env("KUBECONFIG", &missing)
+        .env_remove("KUBERNETES_SERVICE_HOST")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(&format!("$KUBECONFIG names {}: no such file", missing.display())), "{err}");
 }

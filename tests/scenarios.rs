@@ -244,6 +244,23 @@ fn bad_input_names_the_valid_choices_and_exits_2() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("valid panes: fleet"));
     let out = Command::new(env!("CARGO_BIN_EXE_kgpu")).args(["demo", "--scenario", "nope"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
+    // Wave bounds no upgrade could have.
+    for (flag, value, says) in [
+        ("--target-driver", "999.1", "no NVIDIA driver branch R999 is known to kgpu"),
+        ("--max-unavailable", "200%", "a percentage up to 100%"),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_kgpu"))
+            .args(["snapshot", "--scenario", "driver-skew", "--pane", "drivers", flag, value])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{flag} {value}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains(says), "{flag} {value}");
+    }
+    // A theme typo too, before any terminal is needed.
+    let out = Command::new(env!("CARGO_BIN_EXE_kgpu")).args(["demo", "--theme", "nope"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("unknown theme 'nope'; valid themes: dark, light, high-contrast, mono"), "{err}");
     let out = Command::new(env!("CARGO_BIN_EXE_kgpu")).args(["demo", "--list"]).output().unwrap();
     assert!(out.status.success());
     let list = String::from_utf8_lossy(&out.stdout);

@@ -818,3 +818,19 @@ fn a_long_confirmation_scrolls_to_its_last_step_at_80x24() {
     let back = format!("{}", render(&mut app, &v, "mig-mismatch", 80, 24).backend());
     assert!(back.contains("more line(s)"), "{back}");
 }
+
+#[test]
+fn ctrl_u_clears_the_palette_line_as_a_shell_does() {
+    let v = views("default");
+    let mut app = App::new(false, "dark", true);
+    key(&mut app, &v, KeyCode::Char(':'));
+    for c in "gangs".chars() {
+        key(&mut app, &v, KeyCode::Char(c));
+    }
+    app.update(Msg::Key(KeyEvent::new(KeyCode::Char('u'), KeyModifiers::CONTROL)), &v);
+    for c in "pending".chars() {
+        key(&mut app, &v, KeyCode::Char(c));
+    }
+    key(&mut app, &v, KeyCode::Enter);
+    assert_eq!(app.pane, kgpu::app::Pane::Pending);
+}

@@ -29,7 +29,7 @@ impl App {
                 }
                 Some(_) => {}
                 None => {
-                    area.input(text_input(key));
+                    edit(&mut area, key);
                     let text = area.lines().first().cloned().unwrap_or_default();
                     self.explain_filter(&text);
                     if text.is_empty() {
@@ -52,7 +52,7 @@ impl App {
                 }
                 Some(_) => {}
                 None => {
-                    area.input(text_input(key));
+                    edit(&mut area, key);
                     self.overlay = Some(Overlay::Palette(area));
                 }
             },
@@ -349,6 +349,16 @@ fn scroll_reader(command: Option<DialogCommand>, scroll: u16) -> Option<u16> {
 
 /// A key as the text field reads it. (tui-textarea converts from the
 /// crossterm its ratatui uses; kgpu reads keys with a newer one, see Cargo.toml.)
+/// One key into a one-line field. Ctrl-U clears to the start of the line,
+/// as in a shell (the field's own binding would undo).
+fn edit(area: &mut TextArea<'static>, key: KeyEvent) {
+    if key.code == KeyCode::Char('u') && key.modifiers.contains(KeyModifiers::CONTROL) {
+        area.delete_line_by_head();
+    } else {
+        area.input(text_input(key));
+    }
+}
+
 fn text_input(key: KeyEvent) -> tui_textarea::Input {
     use tui_textarea::Key;
     let k = match key.code {

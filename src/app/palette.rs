@@ -33,7 +33,7 @@ pub enum PaletteCommand {
 }
 
 pub const COMMANDS: &[(&str, &str)] = &[
-    ("fleet | pending | gangs | queues | mig | drivers | events", "switch pane (:no :po :ev too)"),
+    ("fleet | pending | gangs | queues | mig | drivers | events | usage", "switch pane (:no :po :ev :idle too)"),
     ("ctx NAME", "switch kube context; the feeds restart (live cluster)"),
     ("ns NAME | ns all", "watch one namespace's pods and events, or all"),
     ("scenario NAME", "restart the demo on another scenario (demo only)"),
@@ -76,7 +76,10 @@ pub fn parse(line: &str) -> Result<PaletteCommand, String> {
             "" => return Err(":plan needs a driver version, e.g. :plan 570.124.06 (or :plan off)".into()),
             "off" => PaletteCommand::Plan(None),
             v => match DriverVersion::parse(v) {
-                Some(version) => PaletteCommand::Plan(Some(version)),
+                Some(version) => {
+                    crate::reference::cuda::check_target(&version).map_err(|e| format!("'{v}': {e}"))?;
+                    PaletteCommand::Plan(Some(version))
+                }
                 None => return Err(format!("'{v}' is not a driver version like 570.124.06")),
             },
         },
@@ -179,9 +182,20 @@ mod tests {
         assert_eq!(parse(":plan off"), Ok(PaletteCommand::Plan(None)));
         // The version is parsed here, so the effect carries a version, never a string.
         assert_eq!(parse(":plan 570.124.06"), Ok(PaletteCommand::Plan(DriverVersion::parse("570.124.06"))));
+        assert!(parse(":plan 999.1").is_err_and(|e| e.contains("no NVIDIA driver branch R999")));
         assert_eq!(parse(":plan 57x").unwrap_err(), "'57x' is not a driver version like 570.124.06");
         assert!(parse(":scenario").unwrap_err().contains("needs"));
         assert!(parse(":bogus").unwrap_err().contains("unknown command ':bogus'"));
+    }
+
+    #[test]
+    fn the_help_names_every_command_word() {
+        // Each word the hint offers is in the help's command list (or is an
+        // alias the help names in its description).
+        let help: String = COMMANDS.iter().map(|(c, d)| format!("{c} {d} ")).collect();
+        for word in WORDS {
+            assert!(help.contains(word), ":{word} is missing from the help");
+        }
     }
 
     #[test]

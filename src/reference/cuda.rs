@@ -41,6 +41,27 @@ pub struct Tables {
     pub branches: Vec<DriverBranch>,
 }
 
+/// The oldest and newest driver branch the tables know (a toolkit's
+/// bundled driver or a data-center branch).
+pub fn known_branches() -> (u32, u32) {
+    let t = tables();
+    let majors = t.toolkits.iter().map(|r| r.min_driver.major).chain(t.branches.iter().map(|b| b.branch));
+    majors.fold((u32::MAX, 0), |(lo, hi), m| (lo.min(m), hi.max(m)))
+}
+
+/// An upgrade target outside every branch kgpu knows is a typo, or a driver
+/// whose CUDA support kgpu cannot judge: refused rather than planned for.
+pub fn check_target(v: &crate::model::DriverVersion) -> Result<(), String> {
+    let (oldest, newest) = known_branches();
+    if (oldest..=newest).contains(&v.major) {
+        return Ok(());
+    }
+    Err(format!(
+        "no NVIDIA driver branch R{} is known to kgpu (it knows R{oldest} to R{newest}); pass a published data-center driver like 570.124.06",
+        v.major
+    ))
+}
+
 pub fn tables() -> &'static Tables {
     static TABLES: OnceLock<Tables> = OnceLock::new();
     TABLES.get_or_init(|| Tables {

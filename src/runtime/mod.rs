@@ -245,17 +245,23 @@ fn snapshot(args: &SnapshotArgs, source: &crate::cli::SourceArgs) -> anyhow::Res
         .max_unavailable
         .as_deref()
         .map(|m| {
-            waves::MaxUnavailable::parse(m).ok_or_else(|| {
-                UsageError(format!("--max-unavailable '{m}' is not a count or a percentage (e.g. 2 or 25%)"))
-            })
+            waves::MaxUnavailable::parse(m)
+                .filter(|v| !matches!(v, waves::MaxUnavailable::Percent(p) if *p > 100))
+                .ok_or_else(|| {
+                    UsageError(format!(
+                        "--max-unavailable '{m}' is not a count or a percentage up to 100% (e.g. 2 or 25%)"
+                    ))
+                })
         })
         .transpose()?;
     let target = args
         .target_driver
         .as_deref()
         .map(|t| {
-            crate::model::DriverVersion::parse(t)
-                .ok_or_else(|| UsageError(format!("--target-driver '{t}' is not a driver version like 570.124.06")))
+            let v = crate::model::DriverVersion::parse(t)
+                .ok_or_else(|| UsageError(format!("--target-driver '{t}' is not a driver version like 570.124.06")))?;
+            crate::reference::cuda::check_target(&v).map_err(|e| UsageError(format!("--target-driver '{t}': {e}")))?;
+            Ok::<_, UsageError>(v)
         })
         .transpose()?;
     let (snap, now) = load::once(&Source::from_args(&args.from, args.advance, source))?;

@@ -151,16 +151,32 @@ fn abandoned_notice(audit: &Audit) -> Option<Msg> {
     })
 }
 
+/// `--theme NAME` names a built-in theme or a file in the themes folder: a
+/// typo is a usage error, as an unknown scenario is (not a silent default).
+fn known_theme(name: &str, paths: &Paths) -> Result<(), UsageError> {
+    let builtin = ui::theme::BUILTIN.iter().any(|(n, _)| *n == name);
+    let file = paths.themes_dir().map(|d| d.join(format!("{name}.toml")));
+    if builtin || file.as_ref().is_some_and(|f| f.is_file()) {
+        return Ok(());
+    }
+    let names: Vec<&str> = ui::theme::BUILTIN.iter().map(|(n, _)| *n).collect();
+    let folder = file.and_then(|f| f.parent().map(|d| d.display().to_string())).unwrap_or_else(|| "(none)".into());
+    Err(UsageError(format!("unknown theme '{name}'; valid themes: {} (or a NAME.toml in {folder})", names.join(", "))))
+}
+
 /// Runs the cockpit until it quits; a lesson's or mystery's report is
 /// returned for the terminal once the screen is restored.
 pub async fn run(opts: CockpitOptions) -> anyhow::Result<Option<String>> {
+    let paths = Paths::from_env();
+    if let Some(name) = &opts.theme {
+        known_theme(name, &paths)?;
+    }
     if !std::io::stdout().is_terminal() {
         return Err(UsageError(
             "stdout is not a terminal: the cockpit needs one; for scripts use `kgpu snapshot`".into(),
         )
         .into());
     }
-    let paths = Paths::from_env();
     let log_note = super::logging::init(paths.log_file().as_deref(), &opts.log_level);
     let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
     let theme_name = opts.theme.clone().unwrap_or_else(|| ui::theme::DEFAULT.to_string());

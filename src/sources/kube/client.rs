@@ -38,10 +38,8 @@ impl ClusterInfo {
 pub enum ClientError {
     #[error("cannot read kubeconfig '{path}': {message}")]
     Kubeconfig { path: String, message: String },
-    #[error(
-        "no kubeconfig found ($KUBECONFIG unset, no ~/.kube/config) and not running in a pod; pass --kubeconfig, or try `kgpu demo`"
-    )]
-    NoConfig,
+    #[error("no kubeconfig found ({looked}) and not running in a pod; pass --kubeconfig, or try `kgpu demo`")]
+    NoConfig { looked: String },
     #[error("context '{context}' is not in the kubeconfig; contexts there: {known}")]
     UnknownContext { context: String, known: String },
     #[error("kubeconfig problem: {0}")]
@@ -118,6 +116,17 @@ fn kubeconfig_paths(target: &Target) -> Vec<PathBuf> {
     std::env::var_os("HOME").map(|h| vec![PathBuf::from(h).join(".kube/config")]).unwrap_or_default()
 }
 
+/// Where kgpu looked for a kubeconfig and found none, in words: the files
+/// `$KUBECONFIG` names (a typo there is the usual cause), or the default.
+fn looked_at(candidates: &[PathBuf]) -> String {
+    let names = || candidates.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ");
+    match std::env::var_os("KUBECONFIG").filter(|v| !v.is_empty()) {
+        Some(_) => format!("$KUBECONFIG names {}: no such file", names()),
+        None if candidates.is_empty() => "$KUBECONFIG unset, $HOME unset".into(),
+        None => format!("$KUBECONFIG unset, no {}", names()),
+    }
+}
+
 /// The context names of the kubeconfig(s) `target` reads (none in a pod,
 /// or when they cannot be read: the palette then completes nothing).
 pub fn contexts(target: &Target) -> Vec<String> {
@@ -134,10 +143,11 @@ pub fn contexts(target: &Target) -> Vec<String> {
 
 /// Builds the client config and what we know about the target.
 pub async fn config(target: &Target, liveness: Liveness) -> Result<(Config, ClusterInfo), ClientError> {
+    let candidates = kubeconfig_paths(target);
     let paths: Vec<PathBuf> =
-        kubeconfig_paths(target).into_iter().filter(|p| target.kubeconfig.is_some() || p.exists()).collect();
+        candidates.iter().filter(|p| target.kubeconfig.is_some() || p.exists()).cloned().collect();
     if paths.is_empty() {
-        let cfg = Config::incluster().map_err(|_| ClientError::NoConfig)?;
+        let cfg = Config::incluster().map_err(|_| ClientError::NoConfig { looked: looked_at(&candidates) })?;
         let info = ClusterInfo {
             context: "in-cluster".into(),
             server: cfg.cluster_url.to_string(),
@@ -157,7 +167,7 @@ pub async fn config(target: &Target, liveness: Liveness) -> Result<(Config, Clus
             Some(m) => m.merge(kc).map_err(|e| ClientError::Config(e.to_string()))?,
         });
     }
-    let kc = merged.ok_or(ClientError::NoConfig)?;
+    let kc = merged.ok_or_else(|| ClientError::NoConfig { looked: looked_at(&candidates) })?;
     let context = match &target.context {
         Some(c) => {
             if !kc.contexts.iter().any(|x| &x.name == c) {
