@@ -539,3 +539,15 @@ fn dra_claims_counts_published_gpus_and_blocks_the_h200_claim() {
     assert!(p["summary"].as_str().unwrap().contains("no published device matches"), "{p}");
     assert_eq!(doc["pending"].as_array().unwrap().len(), 1, "the placed claim pods are not pending");
 }
+
+#[test]
+fn a_node_mid_repartition_advertises_no_slices_not_zero_of_zero() {
+    let out = Command::new(env!("CARGO_BIN_EXE_kgpu"))
+        .args(["snapshot", "--scenario", "mig-mismatch", "--pane", "mig"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let row = text.lines().find(|l| l.starts_with("mig-08")).expect("mig-08 listed");
+    assert!(row.contains("none advertised: reconfiguring"), "{row}");
+    assert!(!text.contains(" 0/0"), "{text}");
+}

@@ -834,3 +834,18 @@ fn ctrl_u_clears_the_palette_line_as_a_shell_does() {
     key(&mut app, &v, KeyCode::Enter);
     assert_eq!(app.pane, kgpu::app::Pane::Pending);
 }
+
+#[test]
+fn why_from_a_small_fleet_is_titled_from_the_fleet_not_the_pools() {
+    let v = views("mig-mismatch");
+    let mut app = App::new(false, "dark", true);
+    assert!(!app.aggregated(&v), "a small fleet lists its nodes");
+    key(&mut app, &v, KeyCode::Char(':'));
+    for c in "why inference/llm-70b-7f6c5-0".chars() {
+        key(&mut app, &v, KeyCode::Char(c));
+    }
+    key(&mut app, &v, KeyCode::Enter);
+    let screen = format!("{}", render(&mut app, &v, "mig-mismatch", 80, 24).backend());
+    assert!(screen.contains("Fleet › inference/llm-70b"), "{screen}");
+    assert!(!screen.contains("Pools ›"), "{screen}");
+}

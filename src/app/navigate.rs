@@ -32,8 +32,10 @@ impl App {
     }
 
     /// A jump that leaves the current view: `esc` comes back here.
-    pub(super) fn remember(&mut self) {
-        let here = if self.pane == Pane::Fleet && self.aggregate != Some(false) {
+    pub(super) fn remember(&mut self, views: &Views) {
+        // The Fleet is the pools' map only where it shows one (a small
+        // fleet lists its nodes: that is where esc returns, and the title says so).
+        let here = if self.pane == Pane::Fleet && self.aggregated(views) {
             Place::Pools
         } else {
             Place::Pane(self.pane, self.section(self.pane))
@@ -83,7 +85,7 @@ impl App {
             Pane::Fleet => {
                 // Enter on a pool narrows the node list to it.
                 if let Some(pool) = self.selected_id(Pane::Fleet, views) {
-                    self.remember();
+                    self.remember(views);
                     self.aggregate = Some(false);
                     self.filters.insert(Pane::Fleet, pool);
                 }
@@ -93,7 +95,7 @@ impl App {
                 let item = views.analysis.pending.iter().find(|p| gang_id_of_item(p) == id);
                 match item {
                     Some(p) => {
-                        self.remember();
+                        self.remember(views);
                         self.pane = Pane::Pending;
                         self.selected.insert(Pane::Pending, p.display_name());
                         self.drill = Some(p.display_name());
@@ -121,7 +123,7 @@ impl App {
                 // A workload's pods: the pods table, filtered to it.
                 let Some(id) = self.selected_id(Pane::Usage, views) else { return };
                 let Some(w) = views.usage_workloads.iter().find(|w| w.id() == id) else { return };
-                self.remember();
+                self.remember(views);
                 self.section.insert(Pane::Usage, Section::First);
                 self.filters.insert(Pane::Usage, w.pods_filter.clone());
             }

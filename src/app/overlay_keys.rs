@@ -273,7 +273,7 @@ impl App {
                 match views.analysis.pending.iter().find(|p| p.display_name() == target) {
                     Some(p) => {
                         if self.pane != Pane::Pending {
-                            self.remember();
+                            self.remember(views);
                         }
                         self.switch(Pane::Pending);
                         self.selected.insert(Pane::Pending, p.display_name());

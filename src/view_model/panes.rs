@@ -304,14 +304,24 @@ pub fn mig_rows(snap: &Snapshot, a: &Analysis) -> Vec<MigNodeRow> {
                 state: node.operator.mig_config_state.map_or_else(|| "-".into(), |c| c.to_string()),
                 paused: node.operator.paused_for_mig_change,
                 gpus,
-                summary: if n.mig.is_empty() {
-                    format!("{} whole GPU(s), MIG off", n.gpu_allocatable)
-                } else {
-                    n.mig
+                summary: {
+                    // A profile the node no longer advertises (0/0 while
+                    // mig-manager applies another config) is not a slice count.
+                    let advertised: Vec<String> = n
+                        .mig
                         .iter()
+                        .filter(|m| m.allocatable > 0 || m.allocated > 0)
                         .map(|m| format!("{} {}/{}", m.profile, m.allocated, m.allocatable))
-                        .collect::<Vec<_>>()
-                        .join("  ")
+                        .collect();
+                    if n.mig.is_empty() {
+                        format!("{} whole GPU(s), MIG off", n.gpu_allocatable)
+                    } else if advertised.is_empty() && node.operator.paused_for_mig_change {
+                        "none advertised: reconfiguring".into()
+                    } else if advertised.is_empty() {
+                        "none advertised".into()
+                    } else {
+                        advertised.join("  ")
+                    }
                 },
             })
         })
