@@ -264,6 +264,8 @@ fn bad_input_names_the_valid_choices_and_exits_2() {
     let out = Command::new(env!("CARGO_BIN_EXE_kgpu")).args(["demo", "--list"]).output().unwrap();
     assert!(out.status.success());
     let list = String::from_utf8_lossy(&out.stdout);
+    // Wrapped under the name column (100 columns into a pipe), not 300-column lines.
+    assert!(list.lines().all(|l| l.chars().count() <= 100), "{list}");
     for s in [
         "default",
         "fragmented",

@@ -114,13 +114,26 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     }
 }
 
+/// The scenarios, each field wrapped under the name column to the
+/// terminal's width (100 columns into a pipe).
 pub fn list_scenarios() -> String {
+    use std::io::IsTerminal;
+    let width = if std::io::stdout().is_terminal() {
+        crossterm::terminal::size().map_or(100, |(w, _)| usize::from(w).max(40))
+    } else {
+        100
+    };
     let mut out = String::new();
     for s in scenarios::SCENARIOS {
-        out.push_str(&format!(
-            "{:<17} {}\n{:<17} {}\n{:<17} signal: {}\n\n",
-            s.name, s.title, "", s.story, "", s.signal
-        ));
+        let name = format!("{:<17} ", s.name);
+        let signal = format!("signal: {}", s.signal);
+        for (lead, text) in [(name.as_str(), s.title), ("", s.story), ("", signal.as_str())] {
+            for line in crate::ui::widgets::wrap_under(&format!("{lead:<18}"), text, width, 18) {
+                out.push_str(&line);
+                out.push('\n');
+            }
+        }
+        out.push('\n');
     }
     out
 }

@@ -72,7 +72,7 @@ pub fn hanging(prefix: &str, command: &str, width: usize) -> Vec<String> {
 /// `text` after `first` in `width` columns, its continuation lines
 /// indented by `indent`; breaks at a space late enough in the line, else
 /// mid-word.
-fn wrap_under(first: &str, text: &str, width: usize, indent: usize) -> Vec<String> {
+pub fn wrap_under(first: &str, text: &str, width: usize, indent: usize) -> Vec<String> {
     let mut out = Vec::new();
     let mut rest: Vec<char> = text.chars().collect();
     let mut lead = first.to_string();

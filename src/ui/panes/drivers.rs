@@ -41,7 +41,14 @@ fn draw_matrix(frame: &mut Frame, area: Rect, app: &App, views: &Views, theme: &
         return;
     }
     let (sel_r, sel_c) = (app.matrix_cell.0.min(m.drivers.len() - 1), app.matrix_cell.1.min(m.needs.len() - 1));
-    let col_w = 13usize;
+    // Wide enough for every column's header ("12.6 (guessed)·1"), within reason.
+    let col_w = m
+        .needs
+        .iter()
+        .map(|(cuda, pods)| unicode_width::UnicodeWidthStr::width(format!("{cuda}·{}", pods.count).as_str()))
+        .max()
+        .unwrap_or(0)
+        .clamp(13, 18);
     let inner_w = area.width.saturating_sub(2) as usize;
     let max_cols = ((inner_w.saturating_sub(18)) / (col_w + 1)).max(1);
     let first_col = sel_c.saturating_sub(max_cols - 1);
