@@ -202,6 +202,41 @@ fn a_gang_without_start_times_is_of_unknown_topology_not_split() {
     assert_eq!(g["issues"], serde_json::json!(["topology-unknown"]), "{g}");
 }
 
+const NOT_STARTING: &str = "hand-made/not-starting.yaml";
+
+/// GPU pods placed on a Ready node whose containers do not start
+/// (`hand-made/not-starting.yaml`, the kubelet's own waiting reasons and
+/// messages): each is pending at the `start` step with what would unblock
+/// it; a GPU pod still creating its container and a CPU pod are left alone.
+#[test]
+fn placed_gpu_pods_that_do_not_start_are_pending_at_the_start_step() {
+    let doc = snapshot(NOT_STARTING, &[]);
+    for (ns, name, says, fix) in [
+        ("ml", "train-pull-0", "its image cannot be pulled on gpu-01 (ImagePullBackOff)", "pull secret"),
+        ("ml", "weights-init-0", "its image cannot be pulled on gpu-01 (ErrImagePull)", "pull secret"),
+        ("ml", "train-crash-0", "keeps exiting on gpu-01 (CrashLoopBackOff)", "kubectl logs --previous"),
+        (
+            "llm",
+            "vlm-train-0",
+            "the NVIDIA container runtime refuses to start it on gpu-01: the image needs cuda>=12.8 and gpu-01 runs driver 550.54.15",
+            "nvidia.com/cuda.driver-version.major Gt 569",
+        ),
+    ] {
+        let item =
+            pending_like(&doc, ns, name).unwrap_or_else(|| panic!("{ns}/{name} not pending: {}", doc["pending"]));
+        assert_eq!(item["blockingStep"], "start", "{ns}/{name}");
+        assert!(item["summary"].as_str().unwrap().contains(says), "{ns}/{name}: {}", item["summary"]);
+        assert!(item["unblock"].to_string().contains(fix), "{ns}/{name}: {}", item["unblock"]);
+    }
+    assert!(pending_like(&doc, "ml", "starting-0").is_none(), "a container being created is not stuck");
+    assert!(pending_like(&doc, "ml", "cpu-pull-0").is_none(), "not GPU demand");
+    // The header counts them with the pending work, and why explains one.
+    let text = kgpu(&["snapshot", "--file", &fixture(NOT_STARTING), "--pane", "pending"]);
+    assert!(text.contains("PENDING  4 item(s)"), "{text}");
+    let why = why(NOT_STARTING, "ml/train-crash-0");
+    assert!(why.contains("blocked at: start") && why.contains("kubectl logs -n ml train-crash-0 --previous"), "{why}");
+}
+
 const JOBSET: &str = "hand-made/jobset-gang.yaml";
 
 #[test]

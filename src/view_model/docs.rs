@@ -17,7 +17,7 @@ use super::style::{Doc, Role};
 pub fn blocking_role(step: Option<Step>) -> Role {
     match step {
         Some(Step::Quota | Step::AdmissionCheck | Step::Scheduler) => Role::Warn,
-        Some(Step::Gang | Step::DevicePlugin) => Role::Error,
+        Some(Step::Gang | Step::DevicePlugin | Step::Start) => Role::Error,
         Some(Step::Fit | Step::Claims | Step::Volumes) => Role::Pending,
         None => Role::Ok,
     }

@@ -1,7 +1,9 @@
 //! Pods the scheduler bound to a node that cannot start them: the node went
-//! NotReady, or was deleted, after the binding. `kubectl get pods` still says
-//! Pending, the scheduler has nothing more to say (it placed the pod), so the
-//! blocking step is on the node's side.
+//! NotReady, or was deleted, after the binding; or, on a Ready node, the
+//! GPU pod's containers do not start (its image, the NVIDIA container
+//! runtime's CUDA requirement, a crash loop). `kubectl get pods` still says
+//! Pending (or Running, for a crash loop), the scheduler has nothing more to
+//! say (it placed the pod), so the blocking step is on the node's side.
 
 use crate::model::{Node, Pod, PodPhase, Readiness, Sym, keys};
 
@@ -12,7 +14,13 @@ use super::{PendingItem, Step, StepReport, Verdict, ns_flag};
 enum NodeTrouble<'a> {
     Gone,
     NotReady(&'a Node),
+    /// Its node is Ready; a container waits with this reason (the kubelet's
+    /// `state.waiting.reason`, or the pod's own `status.reason`).
+    Start(&'a Node, Sym),
 }
+
+/// Waiting reasons that are a container starting, not failing to.
+const STARTING: [&str; 2] = ["ContainerCreating", "PodInitializing"];
 
 /// Every Pending pod bound to a NotReady or missing node, oldest first.
 pub(super) fn items(index: &Index<'_>) -> Vec<PendingItem> {
@@ -28,7 +36,99 @@ pub(super) fn items(index: &Index<'_>) -> Vec<PendingItem> {
             out.push(item(index, pod, node, &NodeTrouble::Gone));
         }
     }
+    // GPU pods placed on a Ready node whose containers do not start: GPU
+    // demand that is not served, though the scheduler is done with it.
+    for node in index.nodes().filter(|n| n.readiness == Readiness::Ready) {
+        for pod in index.pods_on(node.name) {
+            let not_started = matches!(pod.phase, PodPhase::Pending | PodPhase::Running)
+                && !pod.terminating
+                && !pod.mirror
+                && pod.wants_gpu();
+            if let Some(reason) = pod.reason.filter(|r| not_started && !STARTING.contains(&r.as_str())) {
+                out.push(item(index, pod, node.name, &NodeTrouble::Start(node, reason)));
+            }
+        }
+    }
     out
+}
+
+/// The node affinity that keeps a pod needing `condition` (`cuda>=12.8`) on
+/// drivers that provide it, from CUDA's Table 3, where kgpu knows the version.
+fn affinity_for(condition: &str) -> String {
+    let needed = condition
+        .strip_prefix("cuda>=")
+        .and_then(crate::model::CudaVersion::parse)
+        .and_then(|cuda| crate::reference::cuda::tables().native_min_driver(cuda));
+    match needed {
+        Some(row) => format!(
+            "a required node affinity `{} Gt {}` ({} needs driver {} or newer)",
+            keys::DRIVER_MAJOR,
+            row.min_driver.major.saturating_sub(1),
+            row.release,
+            row.min_driver
+        ),
+        None => format!("a required node affinity on {} for a new enough branch", keys::DRIVER_MAJOR),
+    }
+}
+
+/// What a container that does not start says, in words, with what would
+/// unblock it: (summary, details, unblock).
+fn start_trouble(pod: &Pod, node: &Node, reason: Sym) -> (String, Vec<String>, Vec<String>) {
+    let message = pod.message.as_deref().unwrap_or("").trim();
+    // One line: the runtime's error carries the hook's stderr on a second one.
+    let said = if message.is_empty() { String::new() } else { format!(": {}", message.replace('\n', " ")) };
+    let recreate = if pod.owner.is_some() {
+        "then delete the pod so that its controller creates it again"
+    } else {
+        "then create it again (it has no controller)"
+    };
+    // The NVIDIA container runtime's hook checks the image's NVIDIA_REQUIRE_CUDA.
+    let cuda =
+        message.split("unsatisfied condition: ").nth(1).map(|rest| rest.split(',').next().unwrap_or(rest).trim());
+    if let Some(condition) = cuda.filter(|_| message.contains("nvidia-container-cli")) {
+        let driver =
+            node.gpu.driver.as_ref().map_or_else(|| "an unknown driver".to_string(), |d| format!("driver {d}"));
+        return (
+            format!(
+                "the NVIDIA container runtime refuses to start it on {}: the image needs {condition} and {} runs {driver}",
+                node.name, node.name
+            ),
+            vec![
+                format!("the kubelet says {reason}{said}"),
+                "the image's NVIDIA_REQUIRE_CUDA is checked when the container starts, after the scheduler placed it: the scheduler does not know a node's driver".into(),
+            ],
+            vec![format!(
+                "keep it on nodes whose driver provides {condition}: {}, or finish the driver upgrade of {} (Drivers pane); {recreate}",
+                affinity_for(condition),
+                node.name
+            )],
+        );
+    }
+    let (summary, unblock) = match reason.as_str() {
+        "ErrImagePull" | "ImagePullBackOff" | "InvalidImageName" | "ErrImageNeverPull" => (
+            format!("its image cannot be pulled on {} ({reason})", node.name),
+            format!("fix the image name or tag, or its pull secret (imagePullSecrets); {recreate}"),
+        ),
+        "CrashLoopBackOff" => (
+            format!(
+                "its container keeps exiting on {} (CrashLoopBackOff): it holds its GPUs and does no work",
+                node.name
+            ),
+            format!(
+                "read why it exits (kubectl logs --previous); if {} reports Xid errors (Fleet pane), the GPU may be the cause: cordon and drain it",
+                node.name
+            ),
+        ),
+        "CreateContainerConfigError" => (
+            format!("its container cannot be configured on {} (CreateContainerConfigError)", node.name),
+            format!("create the Secret or ConfigMap it names, or fix the reference; {recreate}"),
+        ),
+        _ => (
+            format!("its container does not start on {} ({reason})", node.name),
+            format!("read the kubelet's events for the pod; {recreate}"),
+        ),
+    };
+    (summary, vec![format!("the kubelet says {reason}{said}")], vec![unblock])
 }
 
 fn item(index: &Index<'_>, pod: &Pod, node: Sym, trouble: &NodeTrouble<'_>) -> PendingItem {
@@ -47,6 +147,7 @@ fn item(index: &Index<'_>, pod: &Pod, node: Sym, trouble: &NodeTrouble<'_>) -> P
         "it has no controller, so nothing recreates it: create it again"
     };
     let (summary, details, unblock) = match trouble {
+        NodeTrouble::Start(n, reason) => start_trouble(pod, n, *reason),
         NodeTrouble::Gone => (
             format!("bound to {node}, which is no longer in the cluster: nothing will ever start it"),
             vec![format!("the pod garbage collector deletes pods bound to deleted nodes; {recreated}")],
@@ -73,7 +174,7 @@ fn item(index: &Index<'_>, pod: &Pod, node: Sym, trouble: &NodeTrouble<'_>) -> P
             )
         }
     };
-    let steps = vec![
+    let mut steps = vec![
         match pod.queue {
             Some(q) => report(Step::Quota, Verdict::Pass, format!("admitted through {q}"), vec![], vec![]),
             None => {
@@ -97,17 +198,41 @@ fn item(index: &Index<'_>, pod: &Pod, node: Sym, trouble: &NodeTrouble<'_>) -> P
             vec![],
             vec![format!("kubectl get pod {} {} -o wide", ns_flag(pod.namespace), pod.name)],
         ),
-        report(
-            Step::DevicePlugin,
-            Verdict::Block,
-            summary.clone(),
-            details,
-            vec![format!("kubectl describe node {node}")],
-        ),
     ];
+    let ns = ns_flag(pod.namespace);
+    let blocking = match trouble {
+        NodeTrouble::Start(..) => {
+            steps.push(report(
+                Step::DevicePlugin,
+                Verdict::Pass,
+                format!("{node} is Ready and took the pod"),
+                vec![],
+                vec![],
+            ));
+            let mut commands = vec![
+                format!("kubectl describe pod {ns} {}", pod.name),
+                format!("kubectl get events {ns} --field-selector involvedObject.name={},type=Warning", pod.name),
+            ];
+            if pod.reason.is_some_and(|r| r.as_str() == "CrashLoopBackOff") {
+                commands.push(format!("kubectl logs {ns} {} --previous", pod.name));
+            }
+            steps.push(report(Step::Start, Verdict::Block, summary.clone(), details, commands));
+            Step::Start
+        }
+        _ => {
+            steps.push(report(
+                Step::DevicePlugin,
+                Verdict::Block,
+                summary.clone(),
+                details,
+                vec![format!("kubectl describe node {node}")],
+            ));
+            Step::DevicePlugin
+        }
+    };
     PendingItem {
-        blocking: Some(Step::DevicePlugin),
-        summary: format!("{}: {summary}", Step::DevicePlugin.title()),
+        blocking: Some(blocking),
+        summary: format!("{}: {summary}", blocking.title()),
         steps,
         unblock,
         ..PendingItem::of_pod(pod, index.now)

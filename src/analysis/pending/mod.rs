@@ -41,6 +41,9 @@ pub enum Step {
     Volumes,
     Fit,
     DevicePlugin,
+    /// Bound to a Ready node, the pod's containers do not start: the image,
+    /// the container runtime (the NVIDIA hook's CUDA requirement), a crash loop.
+    Start,
     /// Where kgpu's model finds nothing in the way and the component that
     /// decides (kube-scheduler, another scheduler, Volcano) says otherwise:
     /// its word, not evaluated by kgpu.
@@ -57,6 +60,7 @@ impl Step {
             Step::Volumes => "volumes",
             Step::Fit => "fit",
             Step::DevicePlugin => "device-plugin",
+            Step::Start => "start",
             Step::Scheduler => "scheduler",
         }
     }
@@ -69,6 +73,7 @@ impl Step {
             Step::Volumes => "persistent volumes",
             Step::Fit => "per-node fit",
             Step::DevicePlugin => "device plugin",
+            Step::Start => "container start",
             Step::Scheduler => "the scheduler's verdict",
         }
     }

@@ -456,10 +456,15 @@ pub fn pod(p: &ApiPod) -> Result<Pod> {
                 }));
             }
         }
-        for cs in status.container_statuses.iter().flatten() {
+        // A container that does not start (init containers first, as the
+        // kubelet runs them): its waiting reason is the pod's, while Pending,
+        // or Running with a container in CrashLoopBackOff.
+        let statuses =
+            status.init_container_statuses.iter().flatten().chain(status.container_statuses.iter().flatten());
+        for cs in statuses {
             if let Some(state) = &cs.state {
                 if let Some(w) = &state.waiting
-                    && pod.phase == PodPhase::Pending
+                    && matches!(pod.phase, PodPhase::Pending | PodPhase::Running)
                     && pod.reason.is_none()
                     && let Some(r) =
                         w.reason.as_deref().filter(|r| *r != "ContainerCreating" && *r != "PodInitializing")

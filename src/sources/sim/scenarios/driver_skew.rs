@@ -13,7 +13,7 @@ pub const SCENARIO: Scenario = Scenario {
     name: "driver-skew",
     title: "A driver rollout half done",
     story: "The fleet is moving from 550 to 570 for CUDA 12.8. Eight nodes are done, one is stuck in validation-required for three hours, one failed, and CUDA 12.8 pods the scheduler put on 550 nodes cannot start.",
-    signal: "the matrix shows CUDA 12.8 on 550.54.15 incompatible with pods placed there; the stuck node heads the upgrade board",
+    signal: "the matrix shows CUDA 12.8 on 550.54.15 incompatible with pods placed there, and Pending holds those pods at the start step; the stuck node heads the upgrade board",
     manifests: include_str!("../../../../assets/scenarios/driver-skew/scenario.yaml"),
     build,
 };
