@@ -132,6 +132,8 @@ pub(super) fn fit_step(index: &Index<'_>, demand: &Demand) -> FitResult {
     let mut kept_for_nominated = 0u32;
     // Its pods refuse each other per zone (or another domain): one per domain.
     let mut domains = fragmentation::OwnDomains::of(demand);
+    // Cordoned nodes that would take it now but for the cordon, with room.
+    let mut cordoned_with_room: Vec<(&Node, u64)> = Vec::new();
     for ((node, used), &class) in index.nodes_with_usage().zip(placement.class_of()) {
         let ahead = demand.nominated_ahead(index, node.name);
         let held_for_nominated = used.with_pods(&ahead);
@@ -167,6 +169,18 @@ pub(super) fn fit_step(index: &Index<'_>, demand: &Demand) -> FitResult {
             None => combos.push((shortfalls.clone(), 1)),
         }
         if !classes[class as usize].is_empty() {
+            // Only its cordon keeps it out, with room now (a node just
+            // drained, a maintenance over): the cheapest fix there is.
+            if classes[class as usize][..] == [NodeReason::Cordoned]
+                && shortfalls.is_empty()
+                && node.readiness == crate::model::Readiness::Ready
+                && !index.is_black_hole(node)
+            {
+                let room = fragmentation::room(demand, node, used);
+                if room > 0 {
+                    cordoned_with_room.push((node, room));
+                }
+            }
             continue;
         }
         if index.is_black_hole(node) {
@@ -321,6 +335,9 @@ pub(super) fn fit_step(index: &Index<'_>, demand: &Demand) -> FitResult {
         } else {
             format!("0/{total_nodes} nodes can take it: {}", histogram(&node_reasons))
         };
+        if let Some(text) = uncordon(&cordoned_with_room, need.saturating_sub(slots_total)) {
+            unblock.push(text);
+        }
         // Where its own anti-affinity caps it per zone, freeing GPUs on a
         // node of a zone it already has does not help: no make-room advice.
         let capped_by_domains = domains.wider_key().is_some() && domains.cut > 0;
@@ -511,6 +528,26 @@ pub(super) fn fit_step(index: &Index<'_>, demand: &Demand) -> FitResult {
         volumes_unreadable,
         inter_pod_unreadable,
     }
+}
+
+/// Cordoned nodes that would take the pod now but for their cordon: the
+/// cheapest fix when the reason for the cordon is over (a drain done, a
+/// maintenance finished); a driver upgrade still under way is named.
+fn uncordon(nodes: &[(&Node, u64)], missing: u64) -> Option<String> {
+    let (first, _) = nodes.first()?;
+    let room: u64 = nodes.iter().map(|(_, r)| r).sum();
+    let upgrading = first.operator.upgrade_state.filter(|s| s.as_str() != "upgrade-done");
+    let why = match upgrading {
+        Some(state) => format!("it is cordoned for its driver upgrade ({state}): let the upgrade finish"),
+        None => format!("if its maintenance is over: kubectl uncordon {}", first.name),
+    };
+    let more =
+        if nodes.len() > 1 { format!(" (and {} more cordoned node(s))", nodes.len() - 1) } else { String::new() };
+    let enough = if room >= missing { "enough" } else { "part of what it needs" };
+    Some(format!(
+        "uncordon {}{more}: only the cordon keeps this pod out there, with room for {room} pod(s) of this shape now ({enough}); {why}",
+        first.name
+    ))
 }
 
 /// A resource the pod asks more of than any node offers at all: no

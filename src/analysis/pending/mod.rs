@@ -467,8 +467,10 @@ pub fn complete<'a>(
             target.ends_with(&i.display_name()) && i.blocking == Some(Step::Fit) && i.nominated_node.is_none()
         })
     {
+        // After an uncordon that would do (no work lost), never before it.
+        let cheaper = item.unblock.iter().take_while(|u| u.starts_with("uncordon ")).count();
         item.unblock.insert(
-            0,
+            cheaper,
             format!(
                 "run the defragmentation plan (Fleet pane, x): {}, {:.1} GPU-hours disrupted, frees {}",
                 plan.steps_summary(),

@@ -492,6 +492,25 @@ fn replicas_that_refuse_each_other_per_node_take_a_node_each() {
 }
 
 #[test]
+fn a_cordoned_node_with_room_is_the_first_fix() {
+    // n1 was drained and stays cordoned with 8 free GPUs; n2 is full. The
+    // cheapest fix is the uncordon, before any eviction.
+    let nodes = vec![node("n1").gpus(8).cordoned().build(), node("n2").gpus(8).build()];
+    let pods = vec![
+        pod("busy").gpus(8).owner("Job", "busy").on("n2").running().build(),
+        pod("train").gpus(8).owner("Job", "train").build(),
+    ];
+    let items = items(nodes, pods);
+    let it = item(&items, "train");
+    assert_eq!(it.blocking, Some(Step::Fit));
+    assert!(
+        it.unblock[0].starts_with("uncordon n1: only the cordon keeps this pod out there, with room for 1 pod(s) of this shape now (enough); if its maintenance is over: kubectl uncordon n1"),
+        "{:?}",
+        it.unblock
+    );
+}
+
+#[test]
 fn replicas_that_refuse_each_other_per_zone_take_a_zone_each() {
     // Three 1-GPU members that refuse to share a zone; three 8-GPU nodes in
     // two zones hold two of them, however many GPUs are free.
