@@ -849,3 +849,21 @@ fn why_from_a_small_fleet_is_titled_from_the_fleet_not_the_pools() {
     assert!(screen.contains("Fleet › inference/llm-70b"), "{screen}");
     assert!(!screen.contains("Pools ›"), "{screen}");
 }
+
+#[test]
+fn an_xid_48_gpu_gets_the_advice_an_expert_gives() {
+    use kgpu::view_model::style::DocLine;
+    let v = views("default");
+    let doc = kgpu::view_model::docs::node(&v, kgpu::model::Sym::new("h100-07"));
+    let text: Vec<String> = doc
+        .lines
+        .iter()
+        .map(|l| match l {
+            DocLine::Pieces(pieces) => pieces.iter().map(|(_, t)| t.as_str()).collect::<String>(),
+            DocLine::Command { prefix, text } => format!("{prefix}{text}"),
+        })
+        .collect();
+    let advice = text.iter().find(|l| l.starts_with("→ Xid 48")).unwrap_or_else(|| panic!("{text:#?}"));
+    assert!(advice.contains("cordon h100-07 so no new pod lands on the GPU"), "{advice}");
+    assert!(advice.contains("nvidia-smi -q -d ROW_REMAPPER -i 3") && advice.contains("RMA"), "{advice}");
+}

@@ -104,6 +104,8 @@ pub struct NodeSummary {
     pub gpu_unhealthy: u64,
     /// Healthy GPUs with a recent XID the device plugin would act on.
     pub gpu_recent_xid: u32,
+    /// Those recent XIDs, as (GPU index, code), for the advice.
+    pub recent_xids: Vec<(u32, u32)>,
     /// GPUs in hardware the device plugin does not advertise.
     pub gpu_unadvertised: u64,
     pub mig: Vec<MigUsage>,
@@ -252,21 +254,25 @@ pub fn summarize_node(index: &Index<'_>, node: &Node, thresholds: &Thresholds) -
     if let Some(AgentStatus::Unavailable(why)) = index.snap.devices.get(&node.name).map(|d| &d.status) {
         issues.push(NodeIssue { code: IssueCode::AgentUnavailable, detail: format!("agent: {why}") });
     }
-    if let Some(d) = devices {
-        let recent: Vec<String> = d
-            .gpus
+    // Recent XIDs the device plugin acts on, as (GPU index, code), each once.
+    let mut recent_xids: Vec<(u32, u32)> = devices
+        .into_iter()
+        .flat_map(|d| d.gpus.iter())
+        .flat_map(|g| g.xids.iter().map(move |x| (g.index, x)))
+        .filter(|(_, x)| index.now - x.at <= thresholds.xid_window)
+        .filter(|(_, x)| !xid::lookup(x.code).is_some_and(|info| info.ignored_by_device_plugin))
+        .map(|(gpu, x)| (gpu, x.code))
+        .collect();
+    recent_xids.dedup();
+    if !recent_xids.is_empty() {
+        let recent: Vec<String> = recent_xids
             .iter()
-            .flat_map(|g| g.xids.iter().map(move |x| (g.index, x)))
-            .filter(|(_, x)| index.now - x.at <= thresholds.xid_window)
-            .filter(|(_, x)| !xid::lookup(x.code).is_some_and(|info| info.ignored_by_device_plugin))
-            .map(|(gpu, x)| match xid::lookup(x.code) {
-                Some(info) => format!("Xid {} on GPU {gpu} ({})", x.code, info.description),
-                None => format!("Xid {} on GPU {gpu}", x.code),
+            .map(|&(gpu, code)| match xid::lookup(code) {
+                Some(info) => format!("Xid {code} on GPU {gpu} ({})", info.description),
+                None => format!("Xid {code} on GPU {gpu}"),
             })
             .collect();
-        if !recent.is_empty() {
-            issues.push(NodeIssue { code: IssueCode::XidErrors, detail: recent.join("; ") });
-        }
+        issues.push(NodeIssue { code: IssueCode::XidErrors, detail: recent.join("; ") });
     }
     let gpu_recent_xid = devices.map_or(0, |d| {
         d.gpus
@@ -313,6 +319,7 @@ pub fn summarize_node(index: &Index<'_>, node: &Node, thresholds: &Thresholds) -
         gpu_free: (node.allocatable.gpu + dra_offered).saturating_sub(used.gpu + dra_allocated),
         gpu_unhealthy,
         gpu_recent_xid,
+        recent_xids,
         gpu_unadvertised,
         mig,
         gpu_pods,

@@ -135,8 +135,10 @@ fn title_bar(frame: &mut Frame, area: Rect, app: &App, theme: &Theme, ctx: &Cont
     }
     let used: usize = width(&spans);
     let room = (area.width as usize).saturating_sub(used + tabs_width + 1);
-    if room > 4 && !ctx.subtitle.is_empty() {
-        // Cut with an ellipsis: a server URL cut silently reads as another URL.
+    // Whole, or cut with an ellipsis where enough of it shows (a server URL
+    // cut silently reads as another URL; "A …" of a title says nothing).
+    let shows = room > 2 && (ctx.subtitle.width() <= room - 2 || room - 2 >= 16);
+    if shows && !ctx.subtitle.is_empty() {
         let sub = widgets::fit(&ctx.subtitle, room - 2);
         spans.push(Span::styled(format!(" {sub}"), theme.style(Role::Dim)));
         let pad = room.saturating_sub(sub.width() + 1);

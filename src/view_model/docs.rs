@@ -194,6 +194,49 @@ pub fn why(item: &PendingItem) -> Doc {
 
 /// A node in full: state, GPU counts (as the fleet row counts them),
 /// issues, taints, its pods and its GPU labels.
+/// What an expert does about a node's recent XIDs, per code, from NVIDIA's
+/// Xid catalog's immediate action: get the work off the GPU first (cordon,
+/// drain), then reset it; a double-bit ECC error that recurs, or a memory
+/// remap that failed, is a hardware replacement (RMA).
+fn xid_advice(node: Sym, cordoned: bool, xids: &[(u32, u32)]) -> Vec<String> {
+    let mut codes: Vec<u32> = xids.iter().map(|&(_, code)| code).collect();
+    codes.sort();
+    codes.dedup();
+    let first_steps = if cordoned {
+        format!("drain its GPU pods (kubectl drain {node} --ignore-daemonsets)")
+    } else {
+        format!(
+            "cordon {node} so no new pod lands on the GPU, drain its GPU pods (kubectl drain {node} --ignore-daemonsets)"
+        )
+    };
+    codes
+        .into_iter()
+        .filter_map(|code| {
+            let gpus: Vec<String> =
+                xids.iter().filter(|(_, c)| *c == code).map(|(gpu, _)| gpu.to_string()).collect();
+            let gpus = gpus.join(",");
+            let info = crate::reference::xid::lookup(code)?;
+            let action = info.immediate_action.as_str();
+            let then = if code == 48 || action.contains("XID_48") {
+                format!(
+                    "then reset GPU {gpus} (nvidia-smi -r -i {gpus} once idle, or reboot) and read its remapped rows (nvidia-smi -q -d ROW_REMAPPER -i {gpus}): a failed remap, or the error again, means RMA"
+                )
+            } else if action.contains("RESET_GPU") {
+                format!(
+                    "then reset GPU {gpus} (nvidia-smi -r -i {gpus} once idle, or reboot); if it returns, contact NVIDIA support (RMA)"
+                )
+            } else if action.contains("RESTART_APP") {
+                "then restart the workload that hit it: NVIDIA's catalog calls it an application error".to_string()
+            } else if action.contains("CONTACT_SUPPORT") {
+                "then contact NVIDIA support with an nvidia-bug-report.sh log".to_string()
+            } else {
+                format!("then follow NVIDIA's Xid catalog for {} ({action})", info.mnemonic)
+            };
+            Some(format!("→ Xid {code} ({}) on GPU {gpus}: {first_steps}, {then}", info.description))
+        })
+        .collect()
+}
+
 pub fn node(views: &Views, node: Sym) -> Doc {
     let mut doc = Doc::default();
     let row = views.nodes.iter().find(|r| r.name == node);
@@ -235,6 +278,11 @@ pub fn node(views: &Views, node: Sym) -> Doc {
     }
     for d in &r.issue_details {
         doc.line(Role::Error, format!("! {d}"));
+    }
+    if let Some(summary) = views.analysis.nodes.iter().find(|s| s.name == node) {
+        for line in xid_advice(node, summary.cordoned, &summary.recent_xids) {
+            doc.line(Role::Warn, line);
+        }
     }
     super::details::node_conditions(&mut doc, n);
     if !n.taints.is_empty() {

@@ -146,7 +146,8 @@ fn cells(snap: &Snapshot, n: &NodeSummary, stranded: u64) -> Vec<Cell> {
         out.extend(std::iter::repeat_n(cell, usize::try_from(count).unwrap_or(usize::MAX).min(room)));
     };
     add(Cell::Used, used);
-    if n.schedulable() {
+    // A black hole's free GPUs are unavailable, as the header counts them.
+    if n.accepts_work() {
         add(Cell::Free, free.saturating_sub(stranded));
         add(Cell::Stranded, stranded.min(free));
     } else {
