@@ -227,6 +227,15 @@ impl Demo {
         std::fs::read_to_string(path).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
     }
 
+    /// Every report so far, progress and final, in order.
+    fn reports_so_far(&mut self) -> Vec<Progress> {
+        let mut out = Vec::new();
+        while let Ok(m) = self.reports.try_recv() {
+            out.push(m);
+        }
+        out
+    }
+
     /// The final report of the last action.
     async fn last_report(&mut self) -> (String, bool) {
         let mut last = None;
@@ -317,7 +326,15 @@ async fn the_simulated_mig_manager_finishes_a_repartition_and_wedges_another() {
             dry_run: false,
         })
         .await;
-    let (text, error) = d.last_report().await;
+    let reports = d.reports_so_far();
+    // The minute-long wait reports each state the mig-manager writes, with the time so far.
+    assert!(
+        reports.iter().any(|r| !r.done && r.text.starts_with("mig-01: mig.config.state pending after ")),
+        "{:?}",
+        reports.iter().map(|r| &r.text).collect::<Vec<_>>()
+    );
+    let (text, error) =
+        reports.iter().rev().find(|r| r.done).map(|r| (r.text.clone(), r.error)).expect("a final report");
     assert!(!error, "{text}");
     assert!(text.contains("repartitioned to all-3g.40gb and uncordoned"), "{text}");
     d.until("mig-01 uncordoned with the new config", |s| {

@@ -345,6 +345,8 @@ fn the_pending_badge_marks_exactly_the_node_acted_on() {
     key(&mut app, &v, KeyCode::Char('y'));
     assert_eq!(app.in_flight[0].action.nodes()[0].as_str(), "gpu-10");
     let screen = format!("{}", render(&mut app, &v, "test", 200, 60).backend());
+    // The status bar says what runs, and for how long.
+    assert!(screen.lines().last().is_some_and(|l| l.contains("│ ⟳ drain 0s")), "{screen}");
     let badged: Vec<&str> = screen
         .lines()
         .filter(|l| l.contains("⟳pending"))

@@ -61,6 +61,8 @@ impl Executor {
         let mut rx = self.snapshots.clone();
         let deadline = tokio::time::Instant::now() + self.mig_timeout;
         let mut seen_pending = false;
+        let started = tokio::time::Instant::now();
+        let mut last_state: Option<String> = None;
         loop {
             if let Err(ActionError::Cancelled) = self.check_cancel() {
                 let state =
@@ -85,6 +87,21 @@ impl Executor {
                 )
             };
             seen_pending |= state.as_deref() == Some("pending");
+            // Each step of the mig-manager's, as it reports it, with the time so far.
+            if state != last_state {
+                let elapsed = started.elapsed().as_secs();
+                self.say(
+                    format!(
+                        "{node}: mig.config.state {} after {elapsed}s (gives up at {}s)",
+                        state.as_deref().unwrap_or("unset"),
+                        self.mig_timeout.as_secs()
+                    ),
+                    false,
+                    false,
+                )
+                .await;
+                last_state.clone_from(&state);
+            }
             let ours = current.as_deref() == Some(config);
             match state.as_deref() {
                 // Success counts once the mig-manager has taken the new config up.

@@ -137,7 +137,7 @@ impl App {
             format!("{}{} {}", if dry_run { "dry run: would " } else { "" }, action.verb(), action.targets().join(" "));
         self.next_action += 1;
         let id = self.next_action;
-        self.in_flight.push(InFlight { id, action: action.clone(), label: label.clone(), dry_run });
+        self.in_flight.push(InFlight { id, action: action.clone(), label: label.clone(), dry_run, started: self.wall });
         self.notify(format!("{label}…"), false);
         vec![Effect::Execute { id, request: ActionRequest { action, dry_run } }]
     }

@@ -214,6 +214,8 @@ pub struct InFlight {
     pub label: String,
     /// A dry run changes nothing: it solves no lesson.
     pub dry_run: bool,
+    /// When it started (wall clock): long steps show how long they run.
+    pub started: crate::model::Timestamp,
 }
 
 /// What a detail reader shows: an event as it was when opened; a gang

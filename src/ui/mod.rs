@@ -184,6 +184,14 @@ fn status_bar(frame: &mut Frame, area: Rect, app: &App, views: &Views, theme: &T
         format!(" {} GPU · {} used · {} free · {} pending ", t.gpus, t.allocated, t.free, views.analysis.pending.len()),
         theme.style(Role::Text),
     ));
+    // What runs, and for how long: a long step (a drain's evictions, the
+    // mig-manager's minute) is not a frozen screen.
+    if let Some(first) = app.in_flight.iter().min_by_key(|f| f.started) {
+        let more = app.in_flight.len() - 1;
+        let more = if more > 0 { format!(" +{more}") } else { String::new() };
+        let elapsed = crate::view_model::age(app.wall.saturating_sub(first.started));
+        spans.push(Span::styled(format!("│ ⟳ {} {elapsed}{more} ", first.action.verb()), theme.style(Role::Warn)));
+    }
     let (feeds, role) = crate::view_model::feeds::summary(&views.snap, views.analysis.now);
     spans.push(Span::styled(format!("│ {feeds} "), theme.style(role)));
     if app.read_only {
