@@ -155,6 +155,14 @@ fn too_small_a_terminal_says_so() {
 #[test]
 fn an_action_lands_in_the_events_pane_and_the_audit_log() {
     let t = Tmux::start(120, 30, "audit");
+    // An earlier run's command-line dry run on the demo: about another
+    // simulated cluster, so not in this cockpit's Events.
+    std::fs::write(
+        t.dir.path().join("audit.jsonl"),
+        r#"{"time":"2026-12-01T00:00:00Z","context":"demo:default","user":"demo","action":"drain","targets":["node/gpu-earlier-run"],"dryRun":true,"result":"ok","detail":"dry run","run":{"host":"elsewhere","pid":1,"action":1}}
+"#,
+    )
+    .unwrap();
     start_cockpit(&t, "--seed 77");
     t.wait_for("Nodes (64)");
     // Cordon the selected node: the result leads the status bar...
@@ -171,6 +179,7 @@ fn an_action_lands_in_the_events_pane_and_the_audit_log() {
     let first_row =
         s.lines().find(|l| l.contains("AGE")).and_then(|_| s.lines().skip_while(|l| !l.contains("AGE")).nth(1));
     assert!(first_row.is_some_and(|r| r.contains("kgpu cordon")), "{s}");
+    assert!(!s.contains("gpu-earlier-run"), "{s}");
     t.keys(&["q"]);
     assert_restored(&t);
 }

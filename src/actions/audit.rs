@@ -61,6 +61,12 @@ impl AuditLog {
     }
 }
 
+/// Whether this process wrote `entry` (a demo's cluster lives and dies with
+/// the kgpu that simulates it: another run's entries are about another one).
+pub fn written_here(entry: &Entry) -> bool {
+    entry.run.as_ref().is_some_and(|r| r.pid == std::process::id() && r.host == host_name())
+}
+
 /// The mark of this process's action `action`.
 pub fn this_run(action: u64) -> RunMark {
     RunMark { host: host_name(), pid: std::process::id(), action }

@@ -128,6 +128,12 @@ fn audit_entries(session: &Session) -> Audit {
     else {
         return Audit::default();
     };
+    // A demo's simulated cluster is new each run: earlier runs' actions (a
+    // command-line dry run, a killed cockpit) are not about this one.
+    if context.starts_with("demo:") {
+        let newest = log.tail(AUDIT_ROWS, context).into_iter().filter(crate::actions::audit::written_here).collect();
+        return Audit { newest, abandoned: Vec::new() };
+    }
     Audit { newest: log.tail(AUDIT_ROWS, context), abandoned: log.abandoned(context) }
 }
 
