@@ -37,6 +37,16 @@ fn snapshot_json(scenario: &str) -> Value {
 }
 
 #[test]
+fn the_readmes_mystery_report_is_what_its_seed_picks() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let picked = kgpu::runtime::mystery_scenario(3);
+    let cause = kgpu::view_model::lessons::find(picked).unwrap().causes[0].word();
+    let line =
+        format!("kgpu mystery (seed 3, replay: kgpu demo --mystery --seed 3): scenario {picked}\ncause: {cause}");
+    assert!(readme.contains(&line), "the README's mystery example should read:\n{line}");
+}
+
+#[test]
 fn every_scenario_has_a_lesson_its_cluster_can_solve() {
     let names = kgpu::sources::sim::scenarios::names();
     let mut lessons: Vec<&str> = LESSONS.iter().map(|l| l.scenario).collect();
