@@ -553,3 +553,18 @@ fn a_node_mid_repartition_advertises_no_slices_not_zero_of_zero() {
     assert!(row.contains("none advertised: reconfiguring"), "{row}");
     assert!(!text.contains(" 0/0"), "{text}");
 }
+
+#[test]
+fn a_mig_shortage_names_the_repartition_that_serves_it_and_its_cost() {
+    let out = Command::new(env!("CARGO_BIN_EXE_kgpu"))
+        .args(["why", "inference/llm-70b-7f6c5-1", "--scenario", "mig-mismatch"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let advice = text.lines().find(|l| l.contains("  - repartition ")).unwrap_or_else(|| panic!("{text}"));
+    // mig-08 is already being cut to all-3g.40gb: another node, with what it evicts.
+    assert!(advice.contains("to all-3g.40gb") && !advice.contains("mig-08"), "{advice}");
+    assert!(advice.contains("16× 3g.40gb (enough)") && advice.contains("GPU-hours of work"), "{advice}");
+    // Not "no node can ever hold it": a profile is a partitioning, not a size.
+    assert!(!text.contains("no node can ever hold it"), "{text}");
+}

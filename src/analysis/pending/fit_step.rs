@@ -338,6 +338,13 @@ pub(super) fn fit_step(index: &Index<'_>, demand: &Demand) -> FitResult {
         if let Some(text) = uncordon(&cordoned_with_room, need.saturating_sub(slots_total)) {
             unblock.push(text);
         }
+        // Short of MIG slices: the node whose repartition serves it for the least work.
+        if let Some(text) = demand
+            .mig_profile
+            .and_then(|p| super::repartition::advice(index, &demand.shape(), p, need.saturating_sub(slots_total)))
+        {
+            unblock.push(text);
+        }
         // Where its own anti-affinity caps it per zone, freeing GPUs on a
         // node of a zone it already has does not help: no make-room advice.
         let capped_by_domains = domains.wider_key().is_some() && domains.cut > 0;
@@ -556,7 +563,10 @@ fn never_fits(index: &Index<'_>, requests: &crate::model::Resources) -> Option<S
     let asked = [("cpu", requests.cpu_milli), ("memory", requests.memory), (keys::RESOURCE_GPU, requests.gpu)]
         .into_iter()
         .chain(requests.extended.iter().map(|(r, n)| (r.as_str(), *n)));
-    for (resource, amount) in asked.filter(|(_, n)| *n > 0) {
+    // A MIG profile no node offers today is a partitioning, not a size: a
+    // repartition makes it (its own advice says which node).
+    let partitioned = |r: &str| r.starts_with(keys::RESOURCE_MIG_PREFIX);
+    for (resource, amount) in asked.filter(|(r, n)| *n > 0 && !partitioned(r)) {
         // GPUs a device plugin does not advertise yet still count: fixing it places the pod.
         let offers = |n: &Node| match resource {
             keys::RESOURCE_GPU => n.allocatable.gpu.max(n.hardware_gpus().map_or(0, u64::from)),

@@ -18,6 +18,7 @@ mod kept_away;
 mod make_room;
 mod nomination;
 mod quota;
+mod repartition;
 #[cfg(test)]
 mod tests;
 mod volume_step;
