@@ -410,6 +410,43 @@ async fn run_cluster_case(
     }
 }
 
+/// One oracle campaign: `cases` generated cases (from `$cases_var`, or
+/// `default`), seeded by `KGPU_ORACLE_SEED`, each run by `run` (its case
+/// number, from `first`, and the case), which returns how many objects it
+/// compared. Returns the cases asked for and the objects compared.
+/// `describe` writes the summary line from the cases run, the
+/// objects compared, the seconds taken and the seed; a disagreement panics
+/// with the seed and the shrunk case.
+fn campaign<S: proptest::strategy::Strategy>(
+    cases_var: &str,
+    default: u64,
+    first: u32,
+    strategy: &S,
+    against: &str,
+    run: impl Fn(u32, &S::Value) -> Result<u32, String>,
+    describe: impl FnOnce(u32, u32, f64, u64) -> String,
+) -> (u32, u32) {
+    let cases = env_u64(cases_var, default) as u32;
+    let seed = env_u64("KGPU_ORACLE_SEED", 20_261_201);
+    let counter = AtomicU32::new(0);
+    let objects = AtomicU32::new(0);
+    let t0 = Instant::now();
+    let result = runner(cases, seed).run(strategy, |case| {
+        let n = first + counter.fetch_add(1, Ordering::SeqCst);
+        let count = run(n, &case).map_err(TestCaseError::fail)?;
+        objects.fetch_add(count, Ordering::SeqCst);
+        Ok(())
+    });
+    eprintln!(
+        "{}",
+        describe(counter.load(Ordering::SeqCst), objects.load(Ordering::SeqCst), t0.elapsed().as_secs_f64(), seed)
+    );
+    if let Err(e) = result {
+        panic!("kgpu disagrees with {against} (KGPU_ORACLE_SEED={seed}; the shrunk case below):\n{e}");
+    }
+    (cases, objects.load(Ordering::SeqCst))
+}
+
 #[test]
 fn kgpu_predicts_what_the_real_scheduler_does() {
     if !ControlPlane::enabled() {
@@ -425,34 +462,22 @@ fn kgpu_predicts_what_the_real_scheduler_does() {
             .await
             .unwrap();
     });
-    let cases = env_u64("KGPU_ORACLE_CASES", 80) as u32;
-    let seed = env_u64("KGPU_ORACLE_SEED", 20_261_201);
-    let counter = AtomicU32::new(0);
-    let pods = AtomicU32::new(0);
-    let t0 = Instant::now();
-    let mut runner = runner(cases, seed);
-    let result = runner.run(&cases::cluster(), |case| {
-        let n = counter.fetch_add(1, Ordering::SeqCst);
-        match rt.block_on(run_cluster_case(client, snapshots, n, &case)) {
-            Ok(count) => {
-                pods.fetch_add(count, Ordering::SeqCst);
-                Ok(())
-            }
-            Err(e) => Err(TestCaseError::fail(e)),
-        }
-    });
-    eprintln!(
-        "scheduler oracle: {} cluster(s), {} pod(s), {} refused with an inter-pod reason, {} for a scheduler that does not run, in {:.0}s (seed {seed})",
-        counter.load(Ordering::SeqCst),
-        pods.load(Ordering::SeqCst),
-        INTER_POD_REFUSALS.load(Ordering::SeqCst),
-        FOR_ABSENT_SCHEDULER.load(Ordering::SeqCst),
-        t0.elapsed().as_secs_f64()
+    let (cases, pods) = campaign(
+        "KGPU_ORACLE_CASES",
+        80,
+        0,
+        &cases::cluster(),
+        "the real kube-scheduler",
+        |n, case| rt.block_on(run_cluster_case(client, snapshots, n, case)),
+        |run, count, secs, seed| {
+            format!(
+                "scheduler oracle: {run} cluster(s), {count} pod(s), {} refused with an inter-pod reason, {} for a scheduler that does not run, in {secs:.0}s (seed {seed})",
+                INTER_POD_REFUSALS.load(Ordering::SeqCst),
+                FOR_ABSENT_SCHEDULER.load(Ordering::SeqCst),
+            )
+        },
     );
-    if let Err(e) = result {
-        panic!("kgpu disagrees with the real kube-scheduler (KGPU_ORACLE_SEED={seed}; the shrunk case below):\n{e}");
-    }
-    assert!(pods.load(Ordering::SeqCst) >= 200 || cases < 80, "the budget is at least 200 generated pods per run");
+    assert!(pods >= 200 || cases < 80, "the budget is at least 200 generated pods per run");
 }
 
 /// The same comparison on crowds of small pods with labels and rules about
@@ -466,23 +491,20 @@ fn kgpu_predicts_where_pods_keep_each_other_away() {
     let cp = ControlPlane::start().unwrap();
     let h = Harness::on(cp);
     let (rt, client, snapshots) = (&h.rt, &h.client, &h.snapshots);
-    let cases = env_u64("KGPU_ORACLE_CROWD_CASES", 120) as u32;
-    let seed = env_u64("KGPU_ORACLE_SEED", 20_261_201);
-    let counter = AtomicU32::new(0);
     let before = INTER_POD_REFUSALS.load(Ordering::SeqCst);
-    let mut runner = runner(cases, seed);
-    let result = runner.run(&cases::crowd(), |case| {
-        let n = 10_000 + counter.fetch_add(1, Ordering::SeqCst);
-        rt.block_on(run_cluster_case(client, snapshots, n, &case)).map(|_| ()).map_err(TestCaseError::fail)
-    });
-    let refusals = INTER_POD_REFUSALS.load(Ordering::SeqCst) - before;
-    eprintln!(
-        "crowd oracle: {} cluster(s), {refusals} refused with an inter-pod reason (seed {seed})",
-        counter.load(Ordering::SeqCst)
+    let (cases, _) = campaign(
+        "KGPU_ORACLE_CROWD_CASES",
+        120,
+        10_000,
+        &cases::crowd(),
+        "the real kube-scheduler",
+        |n, case| rt.block_on(run_cluster_case(client, snapshots, n, case)),
+        |run, _, _, seed| {
+            let refusals = INTER_POD_REFUSALS.load(Ordering::SeqCst) - before;
+            format!("crowd oracle: {run} cluster(s), {refusals} refused with an inter-pod reason (seed {seed})")
+        },
     );
-    if let Err(e) = result {
-        panic!("kgpu disagrees with the real kube-scheduler (KGPU_ORACLE_SEED={seed}; the shrunk case below):\n{e}");
-    }
+    let refusals = INTER_POD_REFUSALS.load(Ordering::SeqCst) - before;
     assert!(
         refusals >= cases / 4 || cases < 40,
         "the crowds must make the scheduler refuse by these rules ({refusals})"
@@ -508,33 +530,22 @@ fn kgpu_predicts_around_nominated_preemptors() {
             classes.create(&PostParams::default(), &class).await.unwrap();
         }
     });
-    let cases = env_u64("KGPU_ORACLE_PREEMPT_CASES", 30) as u32;
-    let seed = env_u64("KGPU_ORACLE_SEED", 20_261_201);
-    let counter = AtomicU32::new(0);
-    let pods = AtomicU32::new(0);
-    let t0 = Instant::now();
-    let mut runner = runner(cases, seed);
-    let result = runner.run(&preempt::preempting(), |case| {
-        let n = 20_000 + counter.fetch_add(1, Ordering::SeqCst);
-        match rt.block_on(run_cluster_case(client, snapshots, n, &case)) {
-            Ok(count) => {
-                pods.fetch_add(count, Ordering::SeqCst);
-                Ok(())
-            }
-            Err(e) => Err(TestCaseError::fail(e)),
-        }
-    });
-    let judged = NOMINATED_AHEAD.load(Ordering::SeqCst);
-    let decided = NOMINATION_DECIDED.load(Ordering::SeqCst);
-    eprintln!(
-        "preemption oracle: {} case(s), {} pod(s), {judged} judged with a pod nominated ahead of them ({decided} of whose verdicts it changed), in {:.0}s (seed {seed})",
-        counter.load(Ordering::SeqCst),
-        pods.load(Ordering::SeqCst),
-        t0.elapsed().as_secs_f64()
+    let (cases, _) = campaign(
+        "KGPU_ORACLE_PREEMPT_CASES",
+        30,
+        20_000,
+        &preempt::preempting(),
+        "the real kube-scheduler",
+        |n, case| rt.block_on(run_cluster_case(client, snapshots, n, case)),
+        |run, count, secs, seed| {
+            format!(
+                "preemption oracle: {run} case(s), {count} pod(s), {} judged with a pod nominated ahead of them ({} of whose verdicts it changed), in {secs:.0}s (seed {seed})",
+                NOMINATED_AHEAD.load(Ordering::SeqCst),
+                NOMINATION_DECIDED.load(Ordering::SeqCst),
+            )
+        },
     );
-    if let Err(e) = result {
-        panic!("kgpu disagrees with the real kube-scheduler (KGPU_ORACLE_SEED={seed}; the shrunk case below):\n{e}");
-    }
+    let (judged, decided) = (NOMINATED_AHEAD.load(Ordering::SeqCst), NOMINATION_DECIDED.load(Ordering::SeqCst));
     assert!(decided >= cases / 4 || cases < 10, "the nominated pods must decide verdicts ({judged}, {decided})");
 }
 
@@ -550,33 +561,23 @@ fn kgpu_predicts_what_the_volume_filters_decide() {
     let cp = ControlPlane::start().unwrap();
     let h = Harness::on(cp);
     let (rt, client, snapshots) = (&h.rt, &h.client, &h.snapshots);
-    let cases = env_u64("KGPU_ORACLE_STORAGE_CASES", 40) as u32;
-    let seed = env_u64("KGPU_ORACLE_SEED", 20_261_201);
-    let counter = AtomicU32::new(0);
-    let pods = AtomicU32::new(0);
-    let t0 = Instant::now();
-    let mut runner = runner(cases, seed);
-    let result = runner.run(&volumes::storage_case(), |case| {
-        let n = counter.fetch_add(1, Ordering::SeqCst);
-        match rt.block_on(volumes::run_storage_case(client, snapshots, n, &case)) {
-            Ok(count) => {
-                pods.fetch_add(count, Ordering::SeqCst);
-                Ok(())
-            }
-            Err(e) => Err(TestCaseError::fail(e)),
-        }
-    });
+    let (cases, _) = campaign(
+        "KGPU_ORACLE_STORAGE_CASES",
+        40,
+        0,
+        &volumes::storage_case(),
+        "the real kube-scheduler",
+        |n, case| rt.block_on(volumes::run_storage_case(client, snapshots, n, case)),
+        |run, count, secs, seed| {
+            format!(
+                "volume oracle: {run} case(s), {count} pod(s), {} refused before any node, {} by a volume filter on some node, in {secs:.0}s (seed {seed})",
+                volumes::REFUSALS_BEFORE_ANY_NODE.load(Ordering::SeqCst),
+                volumes::VOLUME_NODE_REFUSALS.load(Ordering::SeqCst),
+            )
+        },
+    );
     let before_any = volumes::REFUSALS_BEFORE_ANY_NODE.load(Ordering::SeqCst);
     let per_node = volumes::VOLUME_NODE_REFUSALS.load(Ordering::SeqCst);
-    eprintln!(
-        "volume oracle: {} case(s), {} pod(s), {before_any} refused before any node, {per_node} by a volume filter on some node, in {:.0}s (seed {seed})",
-        counter.load(Ordering::SeqCst),
-        pods.load(Ordering::SeqCst),
-        t0.elapsed().as_secs_f64()
-    );
-    if let Err(e) = result {
-        panic!("kgpu disagrees with the real kube-scheduler (KGPU_ORACLE_SEED={seed}; the shrunk case below):\n{e}");
-    }
     assert!(
         (before_any >= cases / 4 && per_node >= cases / 4) || cases < 20,
         "the cases must make the volume filters decide ({before_any} before any node, {per_node} per node)"
@@ -596,31 +597,19 @@ fn kgpu_predicts_what_the_real_kueue_admits() {
     .unwrap();
     let h = Harness::on(cp);
     let (rt, client, snapshots) = (&h.rt, &h.client, &h.snapshots);
-    let cases = env_u64("KGPU_ORACLE_QUEUE_CASES", 30) as u32;
-    let seed = env_u64("KGPU_ORACLE_SEED", 20_261_201);
-    let counter = AtomicU32::new(0);
-    let workloads = AtomicU32::new(0);
-    let t0 = Instant::now();
-    let mut runner = runner(cases, seed);
-    let result = runner.run(&queues::queue_case(), |case| {
-        let n = counter.fetch_add(1, Ordering::SeqCst);
-        match rt.block_on(queues::run_queue_case(client, snapshots, n, &case)) {
-            Ok(count) => {
-                workloads.fetch_add(count, Ordering::SeqCst);
-                Ok(())
-            }
-            Err(e) => Err(TestCaseError::fail(e)),
-        }
-    });
-    eprintln!(
-        "Kueue oracle: {} case(s), {} workload(s) ({} held behind a StrictFIFO head, {} by a stopped queue) in {:.0}s (seed {seed})",
-        counter.load(Ordering::SeqCst),
-        workloads.load(Ordering::SeqCst),
-        queues::HELD_BEHIND_HEAD.load(Ordering::SeqCst),
-        queues::HELD_BY_STOP.load(Ordering::SeqCst),
-        t0.elapsed().as_secs_f64()
+    campaign(
+        "KGPU_ORACLE_QUEUE_CASES",
+        30,
+        0,
+        &queues::queue_case(),
+        "the real Kueue manager",
+        |n, case| rt.block_on(queues::run_queue_case(client, snapshots, n, case)),
+        |run, count, secs, seed| {
+            format!(
+                "Kueue oracle: {run} case(s), {count} workload(s) ({} held behind a StrictFIFO head, {} by a stopped queue) in {secs:.0}s (seed {seed})",
+                queues::HELD_BEHIND_HEAD.load(Ordering::SeqCst),
+                queues::HELD_BY_STOP.load(Ordering::SeqCst),
+            )
+        },
     );
-    if let Err(e) = result {
-        panic!("kgpu disagrees with the real Kueue manager (KGPU_ORACLE_SEED={seed}; the shrunk case below):\n{e}");
-    }
 }
