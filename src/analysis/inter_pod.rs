@@ -106,7 +106,7 @@ fn included(c: &SpreadConstraint, shape: &Shape<'_>, node: &Node, affinity_ok: b
 /// label selector matches it) selects namespaces by a label, and kgpu has
 /// not read the namespaces (the feed forbidden or still listing, or a dump
 /// without them). The scheduler's word is then the verdict.
-pub fn namespaces_unreadable(index: &Index<'_>, incoming: &Incoming<'_>) -> Option<String> {
+fn namespaces_unreadable(index: &Index<'_>, incoming: &Incoming<'_>) -> Option<String> {
     let feed = index.snap.feed(crate::model::Feed::Namespaces)?;
     let why = match &feed.state {
         crate::model::FeedState::Live | crate::model::FeedState::Reconnecting { .. } => return None,
@@ -131,6 +131,17 @@ pub fn namespaces_unreadable(index: &Index<'_>, incoming: &Incoming<'_>) -> Opti
 }
 
 impl<'a> InterPod<'a> {
+    /// [`InterPod::prepare`] where kgpu can evaluate the rules; `Err` with
+    /// why not where a deciding term reads namespaces kgpu has not read
+    /// ([`namespaces_unreadable`]): such rules keep nothing away in kgpu's
+    /// count, and the scheduler's word is the verdict.
+    pub fn prepare_readable(index: &Index<'a>, incoming: &Incoming<'_>) -> Result<Option<InterPod<'a>>, String> {
+        match namespaces_unreadable(index, incoming) {
+            Some(why) => Err(why),
+            None => Ok(InterPod::prepare(index, incoming)),
+        }
+    }
+
     /// The PreFilters of both plugins for `incoming`; `None` when neither
     /// has anything to check (no rules of its own, no running pod's
     /// anti-affinity refuses it).

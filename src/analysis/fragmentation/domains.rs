@@ -28,7 +28,7 @@ pub(super) fn own_domains(pod: &Pod, namespaces: &NamespaceMap) -> Box<[Sym]> {
 /// Nodes a running pod of the demand already refuses never get here: the
 /// filters keep them away first.
 pub struct OwnDomains<'d> {
-    keys: &'d [Sym],
+    demand: &'d Demand,
     taken: HashSet<(Sym, Sym)>,
     /// Room the domains cut: pods the nodes would hold but for them.
     pub cut: u64,
@@ -36,16 +36,17 @@ pub struct OwnDomains<'d> {
 
 impl<'d> OwnDomains<'d> {
     pub fn of(demand: &'d Demand) -> OwnDomains<'d> {
-        OwnDomains { keys: &demand.own_domains, taken: HashSet::new(), cut: 0 }
+        OwnDomains { demand, taken: HashSet::new(), cut: 0 }
     }
 
     /// Of the `room` pods `node` holds, those the demand can still place
     /// there, given the domains earlier nodes took.
     pub fn take(&mut self, node: &Node, room: u64) -> u64 {
-        if room == 0 || self.keys.is_empty() {
+        if room == 0 || self.demand.own_domains.is_empty() {
             return room;
         }
-        let domains: Vec<(Sym, Sym)> = self.keys.iter().filter_map(|&k| node.labels.get(k).map(|v| (k, v))).collect();
+        let domains: Vec<(Sym, Sym)> =
+            self.demand.own_domains.iter().filter_map(|&k| node.labels.get(k).map(|v| (k, v))).collect();
         if domains.is_empty() {
             return room;
         }
@@ -58,9 +59,8 @@ impl<'d> OwnDomains<'d> {
         1
     }
 
-    /// The key that limits the demand beyond its nodes (not the hostname,
-    /// which [`super::room`] already counts per node), if it has one.
+    /// The key that limits the demand beyond its nodes, if it has one.
     pub fn wider_key(&self) -> Option<Sym> {
-        self.keys.iter().copied().find(|k| k.as_str() != crate::model::keys::HOSTNAME)
+        self.demand.wider_own_domain()
     }
 }

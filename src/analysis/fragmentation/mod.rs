@@ -103,6 +103,12 @@ impl Demand {
         self.own_domains.iter().any(|k| k.as_str() == keys::HOSTNAME)
     }
 
+    /// The key of its own anti-affinity that limits it beyond its nodes
+    /// (a zone, a rack: not the hostname, which room counts per node).
+    pub fn wider_own_domain(&self) -> Option<Sym> {
+        self.own_domains.iter().copied().find(|k| k.as_str() != keys::HOSTNAME)
+    }
+
     /// The pod being placed, as PodTopologySpread and InterPodAffinity see it.
     pub fn incoming(&self) -> crate::analysis::inter_pod::Incoming<'_> {
         crate::analysis::inter_pod::Incoming {
@@ -456,8 +462,8 @@ pub(crate) fn allowed_nodes(index: &Index<'_>, demand: &Demand) -> Option<Vec<bo
     };
     let incoming = demand.incoming();
     // As the pending chain: rules kgpu cannot evaluate (namespaces it cannot read) keep nothing away.
-    let readable = crate::analysis::inter_pod::namespaces_unreadable(index, &incoming).is_none();
-    let inter_pod = if demand.is_pending() && readable { InterPod::prepare(index, &incoming) } else { None };
+    let inter_pod =
+        if demand.is_pending() { InterPod::prepare_readable(index, &incoming).ok().flatten() } else { None };
     if check.is_none() && inter_pod.is_none() && demand.host_ports.is_empty() && !index.has_nominations() {
         return Some(vec![true; nodes.len()]);
     }

@@ -96,7 +96,7 @@ pub fn plan(index: &Index<'_>, shapes: &[ShapeFit]) -> Plan {
             && !s.fits_now
             && s.demand.mig_profile.is_none()
             && s.demand.gpus_per_pod > 0
-            && !s.demand.own_domains.iter().any(|k| k.as_str() != crate::model::keys::HOSTNAME)
+            && s.demand.wider_own_domain().is_none()
             && waits_only_for_room(index, &s.demand)
     }) else {
         // Pending work that does not fit, but no plan can help it: say so
@@ -112,7 +112,7 @@ pub fn plan(index: &Index<'_>, shapes: &[ShapeFit]) -> Plan {
                         "{} needs MIG slices; the plan moves whole GPUs: repartition a node (m) for it",
                         s.demand.name()
                     )
-                } else if let Some(key) = super::OwnDomains::of(&s.demand).wider_key() {
+                } else if let Some(key) = s.demand.wider_own_domain() {
                     format!(
                         "{}'s pods refuse each other in one {key} (required anti-affinity): the plan frees nodes, not {key} domains; see its fit step",
                         s.demand.name()

@@ -24,6 +24,9 @@ pub(super) struct FitResult {
     pub(super) scheduler_view: BTreeMap<String, u32>,
     pub(super) total_nodes: u32,
     pub(super) unblock: Vec<String>,
+    /// How many of `unblock`'s first entries lose no work (an uncordon):
+    /// costlier fixes go after them.
+    pub(super) lossless_fixes: usize,
     /// The volume filters stopped the pod before any node (their PreFilter).
     pub(super) volume_refusal: Option<Refusal>,
     /// Why the volume filters were not evaluated (storage kgpu cannot read).
@@ -61,6 +64,7 @@ impl FitResult {
             scheduler_view: BTreeMap::new(),
             total_nodes: 0,
             unblock: Vec::new(),
+            lossless_fixes: 0,
             volume_refusal: None,
             volumes_unreadable: None,
             inter_pod_unreadable: None,
@@ -124,8 +128,10 @@ pub(super) fn fit_step(index: &Index<'_>, demand: &Demand) -> FitResult {
     let mut volume_nodes: Vec<(&Node, NodeReason)> = Vec::new();
     // PodTopologySpread's and InterPodAffinity's counts, once for the shape.
     let incoming = demand.incoming();
-    let inter_pod_unreadable = crate::analysis::inter_pod::namespaces_unreadable(index, &incoming);
-    let inter_pod = if inter_pod_unreadable.is_some() { None } else { InterPod::prepare(index, &incoming) };
+    let (inter_pod, inter_pod_unreadable) = match InterPod::prepare_readable(index, &incoming) {
+        Ok(prepared) => (prepared, None),
+        Err(why) => (None, Some(why)),
+    };
     // Nodes only the other pods keep it off, for the advice.
     let mut inter_pod_nodes: Vec<&Node> = Vec::new();
     // Nodes only the pods nominated there ahead of it keep it off.
@@ -286,6 +292,7 @@ pub(super) fn fit_step(index: &Index<'_>, demand: &Demand) -> FitResult {
     let histogram =
         |m: &BTreeMap<String, u32>| m.iter().map(|(k, v)| format!("{v} {k}")).collect::<Vec<_>>().join(", ");
     let mut unblock = Vec::new();
+    let mut lossless_fixes = 0;
     let black_hole_note = (!black_holes.is_empty()).then(|| {
         format!(
             "{} more node(s) would take it but fail every GPU pod at admission (black hole): {}",
@@ -337,6 +344,7 @@ pub(super) fn fit_step(index: &Index<'_>, demand: &Demand) -> FitResult {
         };
         if let Some(text) = uncordon(&cordoned_with_room, need.saturating_sub(slots_total)) {
             unblock.push(text);
+            lossless_fixes = unblock.len();
         }
         // Short of MIG slices: the node whose repartition serves it for the least work.
         if let Some(text) = demand
@@ -390,6 +398,7 @@ pub(super) fn fit_step(index: &Index<'_>, demand: &Demand) -> FitResult {
         }
         if let Some(text) = never_fits(index, &demand.requests) {
             unblock.insert(0, text);
+            lossless_fixes = 0;
         }
         let mut details: Vec<String> = node_reasons.iter().map(|(k, v)| format!("{v} node(s): {k}")).collect();
         details.extend(black_hole_note);
@@ -477,6 +486,7 @@ pub(super) fn fit_step(index: &Index<'_>, demand: &Demand) -> FitResult {
         let first = silent[0].0;
         let broken = super::super::gpu_stack::first_break(index, first);
         let first = first.name;
+        lossless_fixes = 0;
         unblock.insert(
             0,
             match &broken {
@@ -531,6 +541,7 @@ pub(super) fn fit_step(index: &Index<'_>, demand: &Demand) -> FitResult {
         scheduler_view,
         total_nodes,
         unblock,
+        lossless_fixes,
         volume_refusal: None,
         volumes_unreadable,
         inter_pod_unreadable,

@@ -173,6 +173,8 @@ pub struct PendingItem {
     pub hints: Vec<String>,
     /// The smallest changes that would unblock it.
     pub unblock: Vec<String>,
+    /// How many of `unblock`'s first entries lose no work (an uncordon).
+    pub lossless_fixes: usize,
     /// A pod that outranks pods holding what it needs: what preempting them costs.
     pub preemption: Option<Box<crate::analysis::preemption::Preemption>>,
     /// `status.nominatedNodeName`: the scheduler preempted for it there.
@@ -213,6 +215,7 @@ impl PendingItem {
             disagreement: None,
             hints: Vec::new(),
             unblock: Vec::new(),
+            lossless_fixes: 0,
             preemption: None,
             nominated_node: None,
         }
@@ -469,9 +472,8 @@ pub fn complete<'a>(
         })
     {
         // After an uncordon that would do (no work lost), never before it.
-        let cheaper = item.unblock.iter().take_while(|u| u.starts_with("uncordon ")).count();
         item.unblock.insert(
-            cheaper,
+            item.lossless_fixes,
             format!(
                 "run the defragmentation plan (Fleet pane, x): {}, {:.1} GPU-hours disrupted, frees {}",
                 plan.steps_summary(),
@@ -672,6 +674,8 @@ fn finish(item: &mut PendingItem, steps: Vec<StepReport>, fit: &FitResult) {
                 .collect(),
         })
         .collect();
+    item.lossless_fixes =
+        if matches!(item.blocking, Some(Step::Fit | Step::DevicePlugin)) { fit.lossless_fixes } else { 0 };
     item.steps = steps;
 }
 
