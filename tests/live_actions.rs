@@ -150,6 +150,65 @@ async fn drain_evicts_and_a_pdb_refusal_is_retried_then_reported() {
     assert_eq!((last["action"].as_str(), last["result"].as_str()), (Some("drain"), Some("error")));
 }
 
+/// A drain cancelled while it waits for its evicted pods to leave (a pod
+/// with a grace period, and no kubelet here to end it) says, as one
+/// cancelled during the evictions does, that the node stays cordoned and
+/// how to undo it — in its report and in the audit log.
+#[tokio::test]
+async fn a_drain_cancelled_while_its_pods_leave_says_the_node_stays_cordoned() {
+    let Some(cp) = ControlPlane::shared_if_enabled() else { return };
+    let client = client(cp).await;
+    gpu_node(&client, "act-slow-leave", 8, json!({}), json!([])).await;
+    let ns = "act-slow-leave";
+    namespace(&client, ns).await;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    let mut spec = pool("act-slow-leave");
+    spec["terminationGracePeriodSeconds"] = json!(300);
+    pods.create(&PostParams::default(), &gpu_pod("lingers", 1, spec)).await.unwrap();
+    let mut h = harness(cp).await;
+    h.executor.drain_timeout = Duration::from_secs(120);
+    let node = Sym::new("act-slow-leave");
+    until(&h.snapshots, "the pod bound", |s| {
+        s.pods.get(&PodKey::new(ns, "lingers")).is_some_and(|p| p.node == Some(node))
+    })
+    .await;
+    let running = json!({"status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}});
+    pods.patch_status("lingers", &PatchParams::default(), &Patch::Merge(&running)).await.unwrap();
+
+    let executor = h.executor.clone();
+    let drain = tokio::spawn(async move {
+        executor
+            .run(ActionRequest { action: Action::Drain { node, gpu_only: false, force: true }, dry_run: false })
+            .await;
+    });
+    let mut seen = Vec::new();
+    loop {
+        let report = tokio::time::timeout(Duration::from_secs(30), h.reports.recv()).await.unwrap().unwrap();
+        seen.push(report.text.clone());
+        assert!(!report.done, "ended before the cancel: {seen:#?}");
+        if report.text.contains("waiting for 1 pod(s) to leave") {
+            break;
+        }
+    }
+    h.cancel.send_modify(|c| {
+        c.insert(1);
+    });
+    tokio::time::timeout(Duration::from_secs(30), drain).await.expect("the cancel ends it").unwrap();
+    let (_, text, error) = h.reports();
+    assert!(error, "{text}");
+    assert!(
+        text.contains("drain cancelled: 1 of 1 pod(s) evicted or leaving; node/act-slow-leave left cordoned (undo: kubectl uncordon act-slow-leave)"),
+        "{text}"
+    );
+    assert!(unschedulable(&client, "act-slow-leave").await, "left cordoned, as it says");
+    let last = h.audit().pop().unwrap();
+    assert_eq!(last["result"], "cancelled", "{last}");
+    assert!(
+        last["detail"].as_str().unwrap().contains("left cordoned (undo: kubectl uncordon act-slow-leave)"),
+        "{last}"
+    );
+}
+
 #[tokio::test]
 async fn requeue_toggles_a_kueue_workloads_active_flag() {
     let Some(cp) = ControlPlane::shared_if_enabled() else { return };

@@ -136,7 +136,16 @@ impl Executor {
         if left.is_empty() {
             // As kubectl drain: done when the pods are gone, not when the
             // evictions return; then where their replacements run.
-            let after = if dry { String::new() } else { self.pods_gone(snap, node, &victims).await? };
+            let after = if dry {
+                String::new()
+            } else {
+                match self.pods_gone(snap, node, &victims).await {
+                    Err(ActionError::Cancelled) => {
+                        return Err(self.cancelled_drain(node, &victims, cordoned_here, dry));
+                    }
+                    other => other?,
+                }
+            };
             Ok(format!(
                 "{prefix}node/{node} {}: cordoned, {evicted} pod(s) {pods}{}{after}",
                 drained.trim_start_matches(prefix),
