@@ -26,7 +26,7 @@ struct Running {
     dir: tempfile::TempDir,
     snapshots: tokio::sync::watch::Receiver<std::sync::Arc<kgpu::model::Snapshot>>,
     keys: mpsc::UnboundedSender<std::io::Result<Event>>,
-    task: tokio::task::JoinHandle<(anyhow::Result<Option<String>>, Terminal<TestBackend>)>,
+    task: tokio::task::JoinHandle<(anyhow::Result<kgpu::runtime::tui::Ending>, Terminal<TestBackend>)>,
 }
 
 async fn run_fragmented() -> Running {
@@ -82,7 +82,14 @@ async fn leaving_while_a_plan_runs_stops_it_cleanly_and_records_where() {
     }
     let (left, _) =
         tokio::time::timeout(Duration::from_secs(40), running).await.expect("left within the grace").unwrap();
-    left.unwrap();
+    let ending = left.unwrap();
+    // What it stopped is said for the terminal, as the audit log has it; a
+    // q is no signal, and the plan stopped in time: exit 0.
+    let words = ending.words(Some(&dir.path().join("audit.jsonl"))).join("\n");
+    assert!(words.contains("the cockpit was left while 1 action(s) ran"), "{words}");
+    assert!(words.contains("  run-defrag-plan ") && words.contains("reservation released"), "{words}");
+    assert!(words.contains("audit.jsonl"), "{words}");
+    assert_eq!(ending.exit_code(), std::process::ExitCode::SUCCESS);
     let audit: Vec<serde_json::Value> = std::fs::read_to_string(dir.path().join("audit.jsonl"))
         .unwrap()
         .lines()

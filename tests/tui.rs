@@ -104,6 +104,33 @@ fn a_stop_signal_from_outside_restores_the_terminal() {
     }
 }
 
+/// SIGTERM while an action runs (a repartition waits a minute for the
+/// mig-manager): the cockpit cancels it, restores the terminal, then says
+/// on it what the action did and left, with the undo, and exits 143, as a
+/// shell reports a kill.
+#[test]
+fn a_signal_while_an_action_runs_says_what_it_left_and_exits_non_zero() {
+    let t = Tmux::start(120, 30, "sigact");
+    let demo = "--scenario mig-mismatch --seed 31";
+    start_cockpit(&t, demo);
+    t.keys(&["4"]);
+    t.wait_for("MIG nodes");
+    t.keys(&["m"]);
+    t.wait_for("mig.config for mig-01");
+    t.keys(&["j", "j", "j", "j", "Enter"]);
+    t.wait_for("confirm repartition-mig");
+    t.keys(&["y"]);
+    t.wait_for("⟳");
+    let killed = Command::new("pkill").args(["-TERM", "-f", &format!("kgpu demo {demo}")]).status().unwrap();
+    assert!(killed.success());
+    assert_restored(&t);
+    let screen = t.screen().replace('\n', "");
+    assert!(screen.contains("SIGTERM stopped the cockpit while 1 action(s) ran"), "{screen}");
+    assert!(screen.contains("repartition-mig cancelled: node/mig-01 stays cordoned"), "{screen}");
+    assert!(screen.contains("undo: kubectl uncordon mig-01"), "{screen}");
+    assert!(screen.contains("EXIT=143"), "{screen}");
+}
+
 /// A paste longer than crossterm's 1 KB read buffer used to leave the rest
 /// unread until the next key (edge-triggered polling), which it then
 /// misread (Escape followed by a digit as Alt+digit): the keys looked dead.

@@ -152,17 +152,23 @@ fn cockpit_with(
     tutor: Option<(&'static crate::view_model::lessons::Lesson, crate::app::TutorMode)>,
 ) -> anyhow::Result<ExitCode> {
     let runtime = memory::cockpit_runtime()?;
-    let report = runtime.block_on(tui::run(tui::CockpitOptions {
+    let ending = runtime.block_on(tui::run(tui::CockpitOptions {
         source,
         tutor,
         theme: ui.theme.clone(),
         read_only: ui.read_only,
         log_level: ui.log_level.clone(),
     }))?;
-    if let Some(report) = report {
-        emit(&report)?;
+    // What leaving stopped goes on stderr first: after an SSH drop only the
+    // audit log reads it, but a q or a kill in a live terminal sees it here.
+    let audit = crate::config::Paths::from_env().audit_log();
+    for line in ending.words(audit.as_deref()) {
+        say(&line);
     }
-    Ok(ExitCode::SUCCESS)
+    if let Some(report) = &ending.report {
+        emit(report)?;
+    }
+    Ok(ending.exit_code())
 }
 
 fn lesson(name: &str) -> anyhow::Result<&'static crate::view_model::lessons::Lesson> {

@@ -170,9 +170,10 @@ fn known_theme(name: &str, paths: &Paths) -> Result<(), UsageError> {
     Err(UsageError(format!("unknown theme '{name}'; valid themes: {} (or a NAME.toml in {folder})", names.join(", "))))
 }
 
-/// Runs the cockpit until it quits; a lesson's or mystery's report is
-/// returned for the terminal once the screen is restored.
-pub async fn run(opts: CockpitOptions) -> anyhow::Result<Option<String>> {
+/// Runs the cockpit until it quits; how it ended (a lesson's or mystery's
+/// report, the actions it stopped) is returned for the terminal once the
+/// screen is restored.
+pub async fn run(opts: CockpitOptions) -> anyhow::Result<Ending> {
     let paths = Paths::from_env();
     if let Some(name) = &opts.theme {
         known_theme(name, &paths)?;
@@ -304,11 +305,7 @@ fn on_input(app: &mut App, views: &Views, event: Event, effects: &mut VecDeque<E
 /// The cockpit's loop on `terminal`, reading `input`, until the app quits,
 /// the input ends or the process is told to stop. Draws only when
 /// something changed, and only after every key already typed is handled.
-pub async fn drive<B, S>(
-    terminal: &mut Terminal<B>,
-    mut input: S,
-    mut cockpit: Cockpit,
-) -> anyhow::Result<Option<String>>
+pub async fn drive<B, S>(terminal: &mut Terminal<B>, mut input: S, mut cockpit: Cockpit) -> anyhow::Result<Ending>
 where
     B: Backend,
     S: Stream<Item = std::io::Result<Event>> + Unpin,
@@ -339,6 +336,8 @@ where
     let mut wanted = false;
     let mut pacing = Pacing::new(Instant::now(), views.snap.content_generation());
     let mut stop = super::signals::StopSignals::new()?;
+    let mut stopped_by = None;
+    let mut input_ended = false;
     let mut dirty = true;
     let mut source_gone = false;
     // Some feed is still on its first list (see `memory`).
@@ -365,7 +364,11 @@ where
                     match next {
                         Some(Ok(event)) => dirty |= on_input(&mut app, &views, event, &mut effects),
                         Some(Err(e)) => return Err(anyhow::anyhow!("reading the terminal: {e}")),
-                        None => return Ok(report(&app)),
+                        // The terminal is gone: leave as on a quit, stopping running actions first.
+                        None => {
+                            input_ended = true;
+                            break;
+                        }
                     }
                     // Polled with this task's own waker: a stream that keeps
                     // the first waker it is given while pending (crossterm's
@@ -426,8 +429,9 @@ where
                 effects.extend(app.update(Msg::Action(progress), &views));
                 dirty = true;
             },
-            (signal, _) = stop.recv() => {
+            (signal, number) = stop.recv() => {
                 tracing::info!("{signal}: the cockpit stops and restores the terminal");
+                stopped_by = Some((signal, number));
                 break;
             }
         }
@@ -510,16 +514,71 @@ where
             }
             dirty = true;
         }
-        if app.quit {
+        if app.quit || input_ended {
             break;
         }
     }
-    stop_running_actions(terminal, &mut app, &views, &mut cockpit).await?;
-    Ok(report(&app))
+    let (stopped, unfinished) = stop_running_actions(terminal, &mut app, &views, &mut cockpit).await?;
+    Ok(Ending {
+        report: app.tutor.as_ref().map(|t| t.report(crate::clock::wall_clock())),
+        signal: stopped_by,
+        stopped,
+        unfinished,
+    })
 }
 
-fn report(app: &App) -> Option<String> {
-    app.tutor.as_ref().map(|t| t.report(crate::clock::wall_clock()))
+/// How the cockpit ended, for the terminal once its screen is restored.
+#[derive(Debug, Default)]
+pub struct Ending {
+    /// A lesson's or mystery's report.
+    pub report: Option<String>,
+    /// The signal that stopped it (name and number), if one did.
+    pub signal: Option<(&'static str, i32)>,
+    /// Each action stopped on the way out: its label and its last word
+    /// (what it did, what it left, the undo).
+    pub stopped: Vec<String>,
+    /// Actions still stopping when the grace ran out.
+    pub unfinished: Vec<String>,
+}
+
+impl Ending {
+    /// What leaving did to running work, for the terminal: nothing when no
+    /// action ran. The audit log has the same, line by line.
+    pub fn words(&self, audit: Option<&std::path::Path>) -> Vec<String> {
+        if self.stopped.is_empty() && self.unfinished.is_empty() {
+            return Vec::new();
+        }
+        let why = match self.signal {
+            Some((name, _)) => format!("{name} stopped the cockpit"),
+            None => "the cockpit was left".to_string(),
+        };
+        let mut lines = vec![format!(
+            "kgpu: {why} while {} action(s) ran; each was cancelled at its next step:",
+            self.stopped.len() + self.unfinished.len()
+        )];
+        lines.extend(self.stopped.iter().map(|s| format!("  {s}")));
+        lines.extend(self.unfinished.iter().map(|u| {
+            format!(
+                "  {u}: still stopping after {}s; `kgpu release` finds and releases what it left",
+                STOP_GRACE.as_secs()
+            )
+        }));
+        if let Some(path) = audit {
+            lines.push(format!("  (the audit log has each: {})", path.display()));
+        }
+        lines
+    }
+
+    /// As a shell reports a process a signal ended (128 + its number) when
+    /// the signal cancelled work; 1 when an action was still stopping.
+    pub fn exit_code(&self) -> std::process::ExitCode {
+        let cancelled = !self.stopped.is_empty() || !self.unfinished.is_empty();
+        match self.signal {
+            Some((_, number)) if cancelled => std::process::ExitCode::from(u8::try_from(128 + number).unwrap_or(1)),
+            _ if !self.unfinished.is_empty() => std::process::ExitCode::FAILURE,
+            _ => std::process::ExitCode::SUCCESS,
+        }
+    }
 }
 
 /// How long leaving waits for running actions to stop at their next step.
@@ -529,15 +588,18 @@ const STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(30);
 /// cancelled, so it stops at its next step, releases what it holds (a plan's
 /// reserved nodes) and writes its end to the audit log; the cockpit says
 /// so and waits for them, at most `STOP_GRACE`. Never a silent exit mid-action.
+/// Returns each stopped action's label and last word, and the labels of
+/// those still stopping when the grace ran out.
 async fn stop_running_actions<B: Backend>(
     terminal: &mut Terminal<B>,
     app: &mut App,
     views: &Views,
     cockpit: &mut Cockpit,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<(Vec<String>, Vec<String>)> {
     let running: Vec<ActionId> = app.in_flight.iter().map(|f| f.id).collect();
+    let mut stopped = Vec::new();
     if running.is_empty() {
-        return Ok(());
+        return Ok((stopped, Vec::new()));
     }
     tracing::info!("leaving with {} action(s) running: cancelling them", running.len());
     cockpit.cancel.send_modify(|cancelled| cancelled.extend(running.iter().copied()));
@@ -550,6 +612,11 @@ async fn stop_running_actions<B: Backend>(
         })?;
         match tokio::time::timeout_at(deadline, cockpit.progress.recv()).await {
             Ok(Some(progress)) => {
+                if progress.done
+                    && let Some(flight) = app.in_flight.iter().find(|f| f.id == progress.id)
+                {
+                    stopped.push(format!("{}\n    {}", flight.label, progress.text));
+                }
                 app.update(Msg::Action(progress), views);
             }
             Ok(None) => break,
@@ -560,5 +627,5 @@ async fn stop_running_actions<B: Backend>(
             }
         }
     }
-    Ok(())
+    Ok((stopped, app.in_flight.iter().map(|f| f.label.clone()).collect()))
 }
