@@ -309,6 +309,33 @@ fn kubeconfigs_and_token_files_that_are_not_bounded_regular_files_are_refused() 
         assert_eq!(out.status.code(), Some(2), "{kubeconfig:?}: {said}");
         assert!(said.contains("not a regular file") || said.contains("a directory"), "{kubeconfig:?}: {said}");
     }
+    // The files a kubeconfig names (token file, client certificate and key,
+    // CA) are bounded too: kube-rs would read /dev/zero until memory ran out.
+    for (user, cluster) in [
+        ("tokenFile: /dev/zero", ""),
+        ("client-certificate: /dev/zero", ""),
+        ("client-key: FIFO", ""),
+        ("token: t", "certificate-authority: /dev/zero"),
+    ] {
+        let user = user.replace("FIFO", &fifo.display().to_string());
+        let kubeconfig = dir.path().join("names-files");
+        std::fs::write(
+            &kubeconfig,
+            format!(
+                "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {{server: \"https://127.0.0.1:1\", {cluster}}}\nusers:\n- name: u\n  user: {{{user}}}\ncontexts:\n- name: x\n  context: {{cluster: c, user: u}}\ncurrent-context: x\n"
+            ),
+        )
+        .unwrap();
+        let out = std::process::Command::new(bin)
+            .arg("snapshot")
+            .env("KUBECONFIG", &kubeconfig)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{user} {cluster}: {said}");
+        assert!(said.contains("context 'x'") && said.contains("not a regular file"), "{user} {cluster}: {said}");
+    }
     // A 0600 FIFO as the agent's token file: refused, not waited on.
     let out = std::process::Command::new(bin)
         .args(["agent", "--listen", "127.0.0.1:0", "--node-name", "n1", "--backend", "fake:/nonexistent"])

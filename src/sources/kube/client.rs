@@ -2,7 +2,7 @@
 //! `~/.kube/config`) with an optional context, or the in-cluster config in a
 //! pod. Connection failures are quick (3 s connect timeout) and say what to do.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use kube::config::{KubeConfigOptions, Kubeconfig};
@@ -190,10 +190,40 @@ pub async fn config(target: &Target, liveness: Liveness) -> Result<(Config, Clus
         .and_then(|x| x.context.as_ref())
         .and_then(|c| c.user.clone())
         .unwrap_or_default();
+    referenced_files_bounded(&kc, &context)?;
     let opts = KubeConfigOptions { context: Some(context.clone()), cluster: None, user: None };
     let cfg = Config::from_custom_kubeconfig(kc, &opts).await.map_err(|e| ClientError::Config(e.to_string()))?;
     let info = ClusterInfo { context, server: cfg.cluster_url.to_string(), user };
     Ok((tune(cfg, liveness), info))
+}
+
+/// The files `context` names (its user's token file, client certificate
+/// and key, its cluster's CA) are bounded regular files like the kubeconfig
+/// itself: kube-rs reads them whole, and a `tokenFile: /dev/zero` would
+/// fill the memory before any error.
+fn referenced_files_bounded(kc: &Kubeconfig, context: &str) -> Result<(), ClientError> {
+    let named = kc.contexts.iter().find(|c| c.name == context).and_then(|c| c.context.as_ref());
+    let user = named
+        .and_then(|c| c.user.as_deref())
+        .and_then(|u| kc.auth_infos.iter().find(|a| a.name == u))
+        .and_then(|a| a.auth_info.as_ref());
+    let cluster = named
+        .map(|c| c.cluster.as_str())
+        .and_then(|name| kc.clusters.iter().find(|c| c.name == name))
+        .and_then(|c| c.cluster.as_ref());
+    let files = [
+        (user.and_then(|u| u.token_file.as_deref()), crate::inputs::TOKEN_MAX, "its token file"),
+        (user.and_then(|u| u.client_certificate.as_deref()), crate::inputs::KUBECONFIG_MAX, "its client certificate"),
+        (user.and_then(|u| u.client_key.as_deref()), crate::inputs::KUBECONFIG_MAX, "its client key"),
+        (cluster.and_then(|c| c.certificate_authority.as_deref()), crate::inputs::KUBECONFIG_MAX, "its cluster's CA"),
+    ];
+    for (path, limit, what) in files {
+        if let Some(path) = path {
+            crate::inputs::check(Path::new(path), limit, what)
+                .map_err(|message| ClientError::Config(format!("context '{context}': {message}")))?;
+        }
+    }
+    Ok(())
 }
 
 /// Connects and checks the API server answers (within a few seconds).
