@@ -4,6 +4,9 @@
 //! pods run, the gang gets the real scheduler's FailedScheduling, kgpu reads
 //! the story; a Job's deleted pod is recreated and runs, a drained node's
 //! pods come back elsewhere, and a node whose kubelet is gone goes NotReady.
+//! Chaos on a lab of its own: a plan through a hung API server, a drain
+//! through an etcd restart and compaction, each audited truthfully and the
+//! model equal to a fresh list afterwards.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic on broken fixtures
 
@@ -16,7 +19,7 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use kgpu::actions::defrag::RESERVATION_TAINT;
 use kgpu::actions::{Action, ActionRequest, PlanTarget};
 use kgpu::analysis::{self, Thresholds};
-use kgpu::model::{Readiness, Sym};
+use kgpu::model::{Readiness, Snapshot, Sym};
 use kube::api::{Api, ListParams, PostParams};
 use serde_json::json;
 use support::actions::harness;
@@ -383,4 +386,170 @@ async fn a_cancelled_plan_on_the_lab_leaves_no_reservation_behind() {
     let audit = h.audit();
     assert_eq!(audit.first().unwrap()["result"], "started");
     assert!(matches!(audit.last().unwrap()["result"].as_str(), Some("cancelled" | "ok")), "{audit:?}");
+}
+
+/// The pods of `ns` that are not going, as `name on node`: what a fresh
+/// list says and what kgpu's model must say too.
+async fn pods_listed(pods: &Api<Pod>) -> Vec<String> {
+    let mut out: Vec<String> = pods
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .map(|p| {
+            let on = p.spec.as_ref().and_then(|s| s.node_name.clone()).unwrap_or_default();
+            format!("{} on {on}", p.metadata.name.clone().unwrap_or_default())
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+fn pods_modelled(snap: &Snapshot, ns: &str) -> Vec<String> {
+    let mut out: Vec<String> = snap
+        .pods
+        .values()
+        .filter(|p| p.namespace.as_str() == ns && !p.terminating)
+        .map(|p| format!("{} on {}", p.name, p.node.map(|n| n.to_string()).unwrap_or_default()))
+        .collect();
+    out.sort();
+    out
+}
+
+/// Chaos on a lab of its own: the API server paused (SIGSTOP, a hung
+/// server) in the middle of a defragmentation plan, then etcd stopped,
+/// started again and compacted (watches end with 410) in the middle of a
+/// drain. Each action rides through: the
+/// plan places its target and releases its reservation, the drain ends when
+/// its pods are gone; the audit log says `started` then `ok` for each, and
+/// kgpu's model equals a fresh list afterwards.
+#[tokio::test]
+async fn a_plan_and_a_drain_ride_through_a_paused_apiserver_and_an_etcd_restart() {
+    if !ControlPlane::enabled() {
+        return;
+    }
+    let lab = ControlPlane::start_with(|dir, bins| kgpu::lab::cluster::Options::living(dir, bins, false)).unwrap();
+    let client = client(&lab).await;
+    for name in ["chaos-a", "chaos-b"] {
+        lab_node(&client, name, 4, Some("chaos"), true).await;
+    }
+    let ns = "lab-chaos";
+    namespace(&client, ns).await;
+    let tolerate = json!([{"key": "kgpu.dev/test", "operator": "Equal", "value": "chaos", "effect": "NoSchedule"}]);
+    for node in ["chaos-a", "chaos-b"] {
+        let rs: ReplicaSet = serde_json::from_value(json!({
+            "metadata": {"name": format!("fill-{node}"), "namespace": ns},
+            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "fill", "node": node}},
+                     "template": {"metadata": {"labels": {"app": "fill", "node": node}}, "spec": {
+                         "terminationGracePeriodSeconds": 0,
+                         "tolerations": tolerate,
+                         "nodeSelector": {"kgpu.dev/pool": "chaos"},
+                         "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+                             {"labelSelector": {"matchLabels": {"app": "fill"}}, "topologyKey": "kubernetes.io/hostname"}]}},
+                         "containers": [{"name": "main", "image": "ghcr.io/acme/eval:v1",
+                                         "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}}}
+        }))
+        .unwrap();
+        Api::<ReplicaSet>::namespaced(client.clone(), ns).create(&PostParams::default(), &rs).await.unwrap();
+    }
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    eventually("one fill pod Running on each node", Duration::from_secs(60), || async {
+        let list = pods.list(&ListParams::default().labels("app=fill")).await.ok()?;
+        let mut on: Vec<String> = list
+            .items
+            .iter()
+            .filter(|p| phase(p) == "Running")
+            .filter_map(|p| p.spec.as_ref()?.node_name.clone())
+            .collect();
+        on.sort();
+        (on == ["chaos-a", "chaos-b"]).then_some(())
+    })
+    .await;
+    let big: Pod = serde_json::from_value(json!({
+        "metadata": {"name": "big", "namespace": ns},
+        "spec": {"nodeSelector": {"kgpu.dev/pool": "chaos"}, "tolerations": tolerate,
+                 "terminationGracePeriodSeconds": 0,
+                 "containers": [{"name": "main", "image": "ghcr.io/acme/train:v1",
+                                 "resources": {"limits": {"nvidia.com/gpu": "4"}}}]}
+    }))
+    .unwrap();
+    pods.create(&PostParams::default(), &big).await.unwrap();
+
+    let mut h = harness(&lab).await;
+    h.executor.drain_timeout = Duration::from_secs(120);
+    h.executor.place_timeout = Duration::from_secs(120);
+    until(&h.snapshots, "the big pod seen pending", |s| {
+        s.pods.values().any(|p| p.name.as_ref() == "big" && p.node.is_none())
+            && s.pods.values().filter(|p| p.namespace.as_str() == ns && p.node.is_some()).count() == 2
+    })
+    .await;
+    let snap = h.snapshots.borrow().clone();
+    let a = analysis::analyze(&snap, snap.clock, &Thresholds::default());
+    let plan = analysis::defrag_plan_for(&snap, &a, &Thresholds::default(), ns, "big").expect("pending");
+    let action = Action::run_plan(&plan).unwrap_or_else(|| panic!("a plan: {:?}", plan.status));
+
+    // The plan; the API server hangs for 8 s once the nodes are reserved.
+    let executor = h.executor.clone();
+    let run = tokio::spawn(async move { executor.run(ActionRequest { action, dry_run: false }).await });
+    let mut seen = Vec::new();
+    loop {
+        let report = tokio::time::timeout(Duration::from_secs(60), h.reports.recv()).await.unwrap().unwrap();
+        seen.push(report.text.clone());
+        assert!(!report.done, "ended before reserving: {seen:#?}");
+        if report.text.starts_with("defrag: reserved") {
+            break;
+        }
+    }
+    lab.pause_apiserver();
+    tokio::time::sleep(Duration::from_secs(8)).await;
+    lab.resume_apiserver();
+    tokio::time::timeout(Duration::from_secs(240), run).await.expect("the plan ends").unwrap();
+    let (all, text, error) = h.reports();
+    assert!(!error && text.contains("placed on"), "{text}\n{seen:#?}\n{all:#?}");
+    let nodes: Api<Node> = Api::all(client.clone());
+    for name in ["chaos-a", "chaos-b"] {
+        let taints = nodes.get(name).await.unwrap().spec.and_then(|s| s.taints).unwrap_or_default();
+        assert!(taints.iter().all(|t| t.key != RESERVATION_TAINT), "{name} keeps {taints:?} after: {text}");
+    }
+    let results: Vec<String> = h.audit().iter().map(|e| e["result"].as_str().unwrap().to_string()).collect();
+    assert_eq!(results, ["started", "ok"]);
+    let listed = pods_listed(&pods).await;
+    until(&h.snapshots, "the model equal to a fresh list after the pause", |s| pods_modelled(s, ns) == listed).await;
+
+    // A drain of the node the big pod left alone; etcd goes away for 5 s
+    // once the drain has begun.
+    let big_on = pods.get("big").await.unwrap().spec.unwrap().node_name.unwrap();
+    let drained = if big_on == "chaos-a" { "chaos-b" } else { "chaos-a" };
+    let node = Sym::new(drained);
+    let executor = h.executor.clone();
+    let drain = tokio::spawn(async move {
+        executor
+            .run(ActionRequest { action: Action::Drain { node, gpu_only: false, force: true }, dry_run: false })
+            .await
+    });
+    eventually("the drain's cordon", Duration::from_secs(30), || async {
+        nodes.get(drained).await.ok()?.spec?.unschedulable.filter(|u| *u).map(|_| ())
+    })
+    .await;
+    lab.stop_etcd();
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    lab.start_etcd().unwrap();
+    // And its history compacted: watches that resume from before get 410 Gone.
+    lab.compact_etcd();
+    tokio::time::timeout(Duration::from_secs(240), drain).await.expect("the drain ends").unwrap();
+    let (all, text, error) = h.reports();
+    assert!(!error && text.contains("all gone"), "{text}\n{all:#?}");
+    let audit = h.audit();
+    let results: Vec<&str> = audit.iter().map(|e| e["result"].as_str().unwrap()).collect();
+    assert_eq!(results, ["started", "ok", "started", "ok"], "{audit:#?}");
+    eventually("nothing of the namespace left on the drained node", Duration::from_secs(60), || async {
+        let listed = pods_listed(&pods).await;
+        (!listed.iter().any(|p| p.ends_with(&format!(" on {drained}")))).then_some(())
+    })
+    .await;
+    let listed = pods_listed(&pods).await;
+    until(&h.snapshots, "the model equal to a fresh list after etcd's restart", |s| pods_modelled(s, ns) == listed)
+        .await;
 }

@@ -136,6 +136,17 @@ impl ControlPlane {
         self.restart(Component::ApiServer).map_err(|e| e.to_string())
     }
 
+    /// Stops etcd (SIGTERM, then SIGKILL) and waits for it to exit: the API
+    /// server stays up and answers every request that needs storage with errors.
+    pub fn stop_etcd(&self) {
+        self.stop(Component::Etcd);
+    }
+
+    /// Starts etcd again on the same ports and data and waits for it.
+    pub fn start_etcd(&self) -> Result<(), String> {
+        self.restart(Component::Etcd).map_err(|e| e.to_string())
+    }
+
     /// Pauses kube-apiserver (SIGSTOP): its connections stay open and say
     /// nothing, as a hung or overloaded server's do.
     pub fn pause_apiserver(&self) {
