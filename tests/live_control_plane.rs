@@ -112,3 +112,43 @@ fn a_component_that_dies_is_noticed_with_its_log() {
     assert_eq!(stopped[0].0, kgpu::lab::cluster::Component::Scheduler);
     assert!(stopped[0].1.contains("SIGKILL") && stopped[0].1.contains("kube-scheduler.log"), "{}", stopped[0].1);
 }
+
+/// etcd holds every Secret of the lab: on loopback it still asks each client
+/// for a certificate of the lab's own CA (files for the user alone), so
+/// another local user cannot read it. With the certificate, it answers.
+#[test]
+fn etcd_answers_only_clients_with_the_labs_certificate() {
+    let Some(cp) = ControlPlane::shared_if_enabled() else { return };
+    let range = format!("{}/v3/kv/range", cp.etcd_url());
+    let body = r#"{"key":"L3JlZ2lzdHJ5","range_end":"L3JlZ2lzdHJ6","count_only":true}"#;
+    let ask = |with_cert: bool| {
+        let mut curl = std::process::Command::new("curl");
+        curl.args(["-s", "--max-time", "10", "-X", "POST", "-d", body]).arg("--cacert").arg(&cp.etcd_certs.ca);
+        if with_cert {
+            curl.arg("--cert").arg(&cp.etcd_certs.client_cert).arg("--key").arg(&cp.etcd_certs.client_key);
+        }
+        curl.arg(&range).output().unwrap()
+    };
+    let refused = ask(false);
+    assert!(!refused.status.success(), "no certificate, no answer: {}", String::from_utf8_lossy(&refused.stdout));
+    let plain = std::process::Command::new("curl")
+        .args(["-s", "--max-time", "10", "-X", "POST", "-d", body])
+        .arg(range.replace("https://", "http://"))
+        .output()
+        .unwrap();
+    assert!(
+        !String::from_utf8_lossy(&plain.stdout).contains("\"count\""),
+        "no plain HTTP: {}",
+        String::from_utf8_lossy(&plain.stdout)
+    );
+    let answered = ask(true);
+    assert!(answered.status.success(), "{}", String::from_utf8_lossy(&answered.stderr));
+    assert!(
+        String::from_utf8_lossy(&answered.stdout).contains("\"count\""),
+        "{}",
+        String::from_utf8_lossy(&answered.stdout)
+    );
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&cp.etcd_certs.client_key).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600, "the client key is the user's alone");
+}

@@ -68,6 +68,64 @@ pub fn serving_cert(dir: &Path) -> Result<(PathBuf, PathBuf), LabError> {
     Ok((crt, key))
 }
 
+/// etcd's certificates: its own CA, a certificate etcd serves (and uses
+/// with its peer port) for 127.0.0.1, and the client certificate the API
+/// server presents. etcd asks every client for a certificate of that CA, so
+/// another local user cannot read the lab's Secrets off its loopback port.
+#[derive(Clone, Debug)]
+pub struct EtcdCerts {
+    pub ca: PathBuf,
+    pub server_cert: PathBuf,
+    pub server_key: PathBuf,
+    pub client_cert: PathBuf,
+    pub client_key: PathBuf,
+}
+
+impl EtcdCerts {
+    /// Makes them under `dir` (files for the user alone).
+    pub fn generate(dir: &Path) -> Result<EtcdCerts, LabError> {
+        use rcgen::{
+            BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa, KeyPair,
+            KeyUsagePurpose,
+        };
+        let fail = |e: rcgen::Error| LabError::Start {
+            component: "pki".into(),
+            message: format!("cannot make etcd's certificates: {e}"),
+        };
+        let mut ca_params = CertificateParams::new(Vec::<String>::new()).map_err(fail)?;
+        ca_params.distinguished_name.push(DnType::CommonName, "kgpu lab etcd CA");
+        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        ca_params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+        let ca = CertifiedIssuer::self_signed(ca_params, KeyPair::generate().map_err(fail)?).map_err(fail)?;
+        let leaf = |name: &str, usages: Vec<ExtendedKeyUsagePurpose>| {
+            let mut params =
+                CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()]).map_err(fail)?;
+            params.distinguished_name.push(DnType::CommonName, name);
+            params.key_usages = vec![KeyUsagePurpose::DigitalSignature, KeyUsagePurpose::KeyEncipherment];
+            params.extended_key_usages = usages;
+            let key = KeyPair::generate().map_err(fail)?;
+            let cert = params.signed_by(&key, &ca).map_err(fail)?;
+            Ok::<_, LabError>((cert.pem(), key.serialize_pem()))
+        };
+        use ExtendedKeyUsagePurpose::{ClientAuth, ServerAuth};
+        let (server_pem, server_key_pem) = leaf("kgpu-lab-etcd", vec![ServerAuth, ClientAuth])?;
+        let (client_pem, client_key_pem) = leaf("kube-apiserver-etcd-client", vec![ClientAuth])?;
+        let certs = EtcdCerts {
+            ca: dir.join("ca.crt"),
+            server_cert: dir.join("server.crt"),
+            server_key: dir.join("server.key"),
+            client_cert: dir.join("client.crt"),
+            client_key: dir.join("client.key"),
+        };
+        write(&certs.ca, &ca.pem())?;
+        write(&certs.server_cert, &server_pem)?;
+        write(&certs.server_key, &server_key_pem)?;
+        write(&certs.client_cert, &client_pem)?;
+        write(&certs.client_key, &client_key_pem)?;
+        Ok(certs)
+    }
+}
+
 /// The API server's `--token-auth-file`.
 pub fn tokens_csv(tokens: &Tokens) -> String {
     format!("{},admin,admin-uid,system:masters\n{},viewer,viewer-uid,\n", tokens.admin, tokens.viewer)

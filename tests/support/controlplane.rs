@@ -178,6 +178,12 @@ impl ControlPlane {
         let post = |path: &str, body: &str| -> serde_json::Value {
             let out = Command::new("curl")
                 .args(["-sf", "--max-time", "10", "-X", "POST", "-d", body])
+                .arg("--cacert")
+                .arg(&self.etcd_certs.ca)
+                .arg("--cert")
+                .arg(&self.etcd_certs.client_cert)
+                .arg("--key")
+                .arg(&self.etcd_certs.client_key)
                 .arg(format!("{}{path}", self.etcd_url()))
                 .output()
                 .expect("curl");

@@ -127,6 +127,8 @@ impl Options {
 struct Ports {
     etcd: u16,
     etcd_peer: u16,
+    /// etcd's /health and /metrics, plain HTTP (no data there).
+    etcd_metrics: u16,
     api: u16,
     scheduler: u16,
     controller_manager: u16,
@@ -148,6 +150,8 @@ pub struct Cluster {
     pub viewer_kubeconfig: PathBuf,
     /// The bearer tokens of both, new for each start.
     pub tokens: pki::Tokens,
+    /// etcd's CA and certificates (clients must present one of its CA).
+    pub etcd_certs: pki::EtcdCerts,
     options: Options,
     ports: Ports,
     running: Mutex<Vec<(Component, Child)>>,
@@ -169,6 +173,7 @@ impl Cluster {
         let ports = Ports {
             etcd: free_port()?,
             etcd_peer: free_port()?,
+            etcd_metrics: free_port()?,
             api: free_port()?,
             scheduler: free_port()?,
             controller_manager: free_port()?,
@@ -181,6 +186,7 @@ impl Cluster {
         pki::service_account_key(&dir.join("sa.key"), &dir.join("sa.pub"))?;
         let tokens = pki::Tokens::generate()?;
         pki::write(&dir.join("tokens.csv"), &pki::tokens_csv(&tokens))?;
+        let etcd_certs = pki::EtcdCerts::generate(&dir.join("etcd-pki"))?;
         let kubeconfig = dir.join("admin.kubeconfig");
         let viewer_kubeconfig = dir.join("viewer.kubeconfig");
         pki::write(&kubeconfig, &pki::kubeconfig(&server, &tokens.admin, "admin", &options.context))?;
@@ -195,6 +201,7 @@ impl Cluster {
             kubeconfig,
             viewer_kubeconfig,
             tokens,
+            etcd_certs,
             options,
             ports,
             running: Mutex::new(Vec::new()),
@@ -228,11 +235,21 @@ impl Cluster {
             Component::Etcd => vec![
                 "--name=kgpu".into(),
                 format!("--data-dir={}", d.join("etcd").display()),
-                format!("--listen-client-urls=http://127.0.0.1:{}", p.etcd),
-                format!("--advertise-client-urls=http://127.0.0.1:{}", p.etcd),
-                format!("--listen-peer-urls=http://127.0.0.1:{}", p.etcd_peer),
-                format!("--initial-advertise-peer-urls=http://127.0.0.1:{}", p.etcd_peer),
-                format!("--initial-cluster=kgpu=http://127.0.0.1:{}", p.etcd_peer),
+                format!("--listen-client-urls=https://127.0.0.1:{}", p.etcd),
+                format!("--advertise-client-urls=https://127.0.0.1:{}", p.etcd),
+                format!("--listen-peer-urls=https://127.0.0.1:{}", p.etcd_peer),
+                format!("--initial-advertise-peer-urls=https://127.0.0.1:{}", p.etcd_peer),
+                format!("--initial-cluster=kgpu=https://127.0.0.1:{}", p.etcd_peer),
+                format!("--listen-metrics-urls=http://127.0.0.1:{}", p.etcd_metrics),
+                // Every client and peer shows a certificate of the lab's own CA.
+                "--client-cert-auth=true".into(),
+                format!("--trusted-ca-file={}", self.etcd_certs.ca.display()),
+                format!("--cert-file={}", self.etcd_certs.server_cert.display()),
+                format!("--key-file={}", self.etcd_certs.server_key.display()),
+                "--peer-client-cert-auth=true".into(),
+                format!("--peer-trusted-ca-file={}", self.etcd_certs.ca.display()),
+                format!("--peer-cert-file={}", self.etcd_certs.server_cert.display()),
+                format!("--peer-key-file={}", self.etcd_certs.server_key.display()),
                 "--unsafe-no-fsync=true".into(),
                 "--log-level=warn".into(),
                 "--quota-backend-bytes=4294967296".into(),
@@ -244,7 +261,10 @@ impl Cluster {
                 let disabled =
                     if self.options.controllers { "ServiceAccount" } else { "ServiceAccount,TaintNodesByCondition" };
                 vec![
-                    format!("--etcd-servers=http://127.0.0.1:{}", p.etcd),
+                    format!("--etcd-servers=https://127.0.0.1:{}", p.etcd),
+                    format!("--etcd-cafile={}", self.etcd_certs.ca.display()),
+                    format!("--etcd-certfile={}", self.etcd_certs.client_cert.display()),
+                    format!("--etcd-keyfile={}", self.etcd_certs.client_key.display()),
                     "--bind-address=127.0.0.1".into(),
                     format!("--secure-port={}", p.api),
                     "--advertise-address=127.0.0.1".into(),
@@ -323,7 +343,7 @@ impl Cluster {
     fn wait_ready(&self, component: Component) -> Result<(), LabError> {
         let p = self.ports;
         let (timeout, ready): (u64, Box<dyn Fn() -> bool>) = match component {
-            Component::Etcd => (30, Box::new(move || http::plain_ok(p.etcd, "/health", "\"health\":\"true\""))),
+            Component::Etcd => (30, Box::new(move || http::plain_ok(p.etcd_metrics, "/health", "\"health\":\"true\""))),
             Component::ApiServer => {
                 let kubeconfig = self.kubeconfig.clone();
                 (
@@ -460,9 +480,10 @@ done"#,
         self.start_component(component)
     }
 
-    /// etcd's client URL (`http://127.0.0.1:<port>`).
+    /// etcd's client URL (`https://127.0.0.1:<port>`; a client shows a
+    /// certificate of [`Cluster::etcd_certs`]' CA).
     pub fn etcd_url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.ports.etcd)
+        format!("https://127.0.0.1:{}", self.ports.etcd)
     }
 
     /// The components started, with their process ids, in start order.
