@@ -467,6 +467,14 @@ fn fair_share_names_the_borrower_and_its_share() {
     let details = p["steps"].to_string();
     assert!(details.contains("team-b 300 (24 of the 80 nvidia.com/gpu the cohort lends, weight 1)"), "{details}");
     assert!(details.contains("reclaimWithinCohort is Never"), "{details}");
+    // The advice says what the detail says: take the lent quota back, not "raise nominalQuota".
+    let unblock = p["unblock"].to_string();
+    assert!(
+        unblock.contains("set spec.preemption.reclaimWithinCohort: Any (or LowerPriority) on ClusterQueue team-a")
+            && unblock.contains("lends to ClusterQueue team-b"),
+        "{unblock}"
+    );
+    assert!(!unblock.contains("raise nominalQuota"), "{unblock}");
 }
 
 #[test]

@@ -355,6 +355,7 @@ fn queues(out: &mut String, _snap: &Snapshot, a: &Analysis) {
                 q.flavor.map_or("-".into(), |f| f.to_string()),
                 q.resource.to_string(),
                 format!("{}/{}", fmt(q.used), fmt(q.nominal)),
+                if q.cohort.is_some() { fmt(q.borrowed) } else { "-".into() },
                 q.borrowing_limit.map_or("-".into(), fmt),
                 q.pending.to_string(),
                 q.admitted.to_string(),
@@ -362,7 +363,18 @@ fn queues(out: &mut String, _snap: &Snapshot, a: &Analysis) {
         })
         .collect();
     out.push_str(&table(
-        &["KIND", "NAME", "COHORT", "FLAVOR", "RESOURCE", "USED/NOMINAL", "BORROW LIMIT", "PENDING", "ADMITTED"],
+        &[
+            "KIND",
+            "NAME",
+            "COHORT",
+            "FLAVOR",
+            "RESOURCE",
+            "USED/NOMINAL",
+            "BORROWED",
+            "BORROW LIMIT",
+            "PENDING",
+            "ADMITTED",
+        ],
         &rows,
     ));
     out.push('\n');

@@ -318,14 +318,19 @@ fn kueue_quota_arithmetic(
                 let within_nominal = quota.reserved.max(quota.used) + amount <= quota.nominal;
                 let reclaimable = !borrowers.is_empty() && within_nominal && keys::is_gpu_resource(resource);
                 details.extend(borrowers);
-                if reclaimable {
-                    details.extend(reclaim_lines(snap, cq));
-                }
-                let text = format!(
-                    "unblock: {} more {resource} in flavor {name} of ClusterQueue {} (raise nominalQuota, lend from the cohort, or finish other work)",
-                    fmt(resource, short.1),
-                    cq.name
-                );
+                // Its own nominal quota is lent out: the fix is taking it back,
+                // not more quota (the detail and the advice say the same).
+                let text = if reclaimable {
+                    let (lines, advice) = reclaim(snap, cq);
+                    details.extend(lines);
+                    format!("unblock: {advice}")
+                } else {
+                    format!(
+                        "unblock: {} more {resource} in flavor {name} of ClusterQueue {} (raise nominalQuota, lend from the cohort, or finish other work)",
+                        fmt(resource, short.1),
+                        cq.name
+                    )
+                };
                 if shortest.as_ref().is_none_or(|(s, _)| short < *s) {
                     shortest = Some((short, text));
                 }
@@ -489,15 +494,33 @@ fn cohort_borrowers(
 }
 
 /// A queue under its nominal quota while others borrow: the fair shares in
-/// the cohort, and whether Kueue will take the quota back by preemption.
-fn reclaim_lines(snap: &crate::model::Snapshot, cq: &crate::model::Queue) -> Vec<String> {
-    let Some(cohort) = cq.cohort else { return Vec::new() };
+/// the cohort and whether Kueue will take the quota back by preemption
+/// (detail lines), and the advice that follows from it.
+fn reclaim(snap: &crate::model::Snapshot, cq: &crate::model::Queue) -> (Vec<String>, String) {
+    let Some(cohort) = cq.cohort else { return (Vec::new(), String::new()) };
     let shares = queues::fair_shares(snap, cohort);
     let mut out = vec![format!(
         "fair share in cohort {cohort} (borrowed ÷ lent ×1000 ÷ weight; Kueue reclaims from the largest): {}",
         shares.iter().map(|s| format!("{} {}", s.queue, s.explain())).collect::<Vec<_>>().join("; ")
     )];
     let policy = shares.iter().find(|s| s.queue == cq.name).map_or("Never", |s| s.reclaim_within_cohort.as_str());
+    // The borrower Kueue reclaims from first: the largest weighted share (an infinite one first).
+    let first = shares
+        .iter()
+        .filter(|s| s.queue != cq.name && s.borrowed > 0)
+        .max_by_key(|s| s.weighted.map_or(u64::MAX, |w| w))
+        .map_or_else(|| "the borrowers".to_string(), |s| format!("ClusterQueue {}", s.queue));
+    let advice = if policy == "Never" {
+        format!(
+            "set spec.preemption.reclaimWithinCohort: Any (or LowerPriority) on ClusterQueue {}: it fits within its own nominal quota, which the cohort lends to {first}; Kueue then preempts borrowed work to take it back",
+            cq.name
+        )
+    } else {
+        format!(
+            "wait for Kueue to preempt borrowed work of {first} (reclaimWithinCohort {policy} on ClusterQueue {}); if nothing is preempted, read the borrowers' Workloads' Evicted/Preempted conditions",
+            cq.name
+        )
+    };
     out.push(if policy == "Never" {
         format!(
             "it fits within {}'s own nominal quota, but reclaimWithinCohort is Never: Kueue preempts no borrower, so it waits until their workloads finish; set spec.preemption.reclaimWithinCohort: Any (or LowerPriority) on ClusterQueue {} to take the quota back",
@@ -509,7 +532,7 @@ fn reclaim_lines(snap: &crate::model::Snapshot, cq: &crate::model::Queue) -> Vec
             cq.name
         )
     });
-    out
+    (out, advice)
 }
 
 /// Kueue's admission checks: once quota is reserved, every check must say

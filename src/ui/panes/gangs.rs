@@ -149,7 +149,18 @@ fn draw_queues(
                     if q.nominal > 0 { format!("{}/{}", fmt(q.used), fmt(q.nominal)) } else { String::new() },
                     theme.style(Role::Text),
                 ),
-                widgets::styled(q.borrowing_limit.map_or("-".into(), fmt), theme.style(Role::Dim)),
+                // What it borrows now, and (wide) its limit: ∞ when none is set.
+                widgets::styled(
+                    if q.cohort.is_none() {
+                        // Only a ClusterQueue in a cohort borrows.
+                        "-".to_string()
+                    } else if area.width >= 110 {
+                        format!("{}/{}", fmt(q.borrowed), q.borrowing_limit.map_or("∞".into(), fmt))
+                    } else {
+                        fmt(q.borrowed)
+                    },
+                    theme.style(if q.borrowed > 0 { Role::Warn } else { Role::Dim }),
+                ),
                 widgets::styled(
                     q.pending.to_string(),
                     theme.style(if q.pending > 0 { Role::Pending } else { Role::Dim }),
@@ -158,10 +169,12 @@ fn draw_queues(
             ]
         })
         .collect();
-    let mut header = vec!["KIND", "NAME", "COHORT", "FLAVOR", "RESOURCE", "QUOTA", "USED/NOM", "BORROW", "PEND", "ADM"];
+    let mut header =
+        vec!["KIND", "NAME", "COHORT", "FLAVOR", "RESOURCE", "QUOTA", "USED/NOM", "BORROWED", "PEND", "ADM"];
     let mut rows = rows;
     let widths: Vec<Constraint> = if area.width >= 110 {
-        [12, 22, 9, 8, 14, bar_w as u16, 13, 6, 4, 4].into_iter().map(Constraint::Length).collect()
+        header[7] = "BORROW/LIM";
+        [12, 22, 9, 8, 14, bar_w as u16, 13, 10, 4, 4].into_iter().map(Constraint::Length).collect()
     } else {
         // Narrow: no bar, and every column keeps its numbers whole (a cut
         // "9600Gi/2" reads as another quota).
@@ -169,6 +182,7 @@ fn draw_queues(
         for r in &mut rows {
             r.remove(5);
         }
+        header[6] = "BORROW";
         [2, 20, 8, 6, 8, 13, 6, 4, 3].into_iter().map(Constraint::Length).collect()
     };
     let key = Pane::Gangs;
