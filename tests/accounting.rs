@@ -295,8 +295,42 @@ proptest! {
                 prop_assert_eq!(row.buckets.unhealthy, (*unhealthy).min(gpus + hidden), "n{:02}: {:?}", i, s);
             }
         }
+        // A fleet of DRA nodes only: every free GPU is a whole GPU that a
+        // what-if 1-GPU pod can have, so the fragmentation section's 1×1 shape
+        // uses them all (it counted none before DRA joined the shapes).
+        if specs.iter().all(|s| matches!(s.kind, Kind::Dra { .. })) {
+            let one = a.fragmentation.shapes.iter().find(|s| s.demand.gpus_per_pod == 1 && s.demand.pods == 1).unwrap();
+            prop_assert_eq!(one.usable_free, a.totals.free, "{:?}", specs);
+            prop_assert_eq!(one.largest_gang, a.totals.free, "{:?}", specs);
+        }
         agree(snap, &format!("{specs:?}"));
     }
+}
+
+/// One DRA node of 8 whole GPUs: the what-if shapes take them as they
+/// take a device plugin's, and lose the ones claims hold or taints keep off.
+#[test]
+fn what_if_shapes_take_dra_gpus() {
+    let shape = |a: &Analysis, gpus: u64| {
+        a.fragmentation.shapes.iter().find(|s| s.demand.gpus_per_pod == gpus && s.demand.pods == 1).unwrap().clone()
+    };
+    let a = analysis::analyze(
+        &fleet(&[NodeSpec { kind: Kind::Dra { gpus: 8, tainted: 0 }, cordoned: false, ready: true, load: 0 }]),
+        NOW,
+        &Thresholds::default(),
+    );
+    assert!(shape(&a, 8).fits_now, "8 free DRA GPUs hold an 8-GPU pod");
+    assert_eq!(shape(&a, 8).usable_free, 8);
+    // One tainted, 3 of the other 7 held through claims: 4 free, no 8-GPU pod.
+    let a = analysis::analyze(
+        &fleet(&[NodeSpec { kind: Kind::Dra { gpus: 8, tainted: 1 }, cordoned: false, ready: true, load: 2 }]),
+        NOW,
+        &Thresholds::default(),
+    );
+    assert_eq!(a.totals.free, 4, "{:?}", a.totals);
+    assert!(!shape(&a, 8).fits_now);
+    assert_eq!(shape(&a, 8).stranded_free, 0, "a node too small for an 8-GPU pod strands nothing for it");
+    assert_eq!((shape(&a, 1).usable_free, shape(&a, 1).largest_gang), (4, 4));
 }
 
 /// Every scenario, as it starts and ten minutes on.

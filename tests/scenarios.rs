@@ -548,6 +548,14 @@ fn dra_claims_counts_published_gpus_and_blocks_the_h200_claim() {
     assert_eq!(p["agreesWithScheduler"], true, "{p}");
     assert!(p["summary"].as_str().unwrap().contains("no published device matches"), "{p}");
     assert_eq!(doc["pending"].as_array().unwrap().len(), 1, "the placed claim pods are not pending");
+    // The fragmentation section's 1-GPU what-if shape can use every free GPU, DRA's included.
+    let one = doc["fragmentation"]["shapes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["gpusPerPod"] == 1 && s["pods"] == 1)
+        .unwrap_or_else(|| panic!("{}", doc["fragmentation"]));
+    assert_eq!(one["usableFree"], 18, "{one}");
 }
 
 #[test]

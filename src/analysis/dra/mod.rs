@@ -26,6 +26,12 @@ pub struct DraGpus {
     pub allocated: u64,
     /// Not allocated, and tainted NoSchedule or NoExecute (device taints).
     pub tainted: u64,
+    /// Published as a whole GPU (`type: gpu`) and not tainted (allocated
+    /// or not): the most whole GPUs one claim could have here.
+    pub whole: u64,
+    /// Of `whole`, those with no device of theirs allocated: what a claim
+    /// for whole GPUs can have here now.
+    pub whole_free: u64,
 }
 
 /// GPUs a pod holds through DRA claims.
@@ -148,17 +154,29 @@ impl<'a> DraIndex<'a> {
         let mut allocated: HashSet<Sym> = HashSet::new();
         let mut tainted: HashSet<Sym> = HashSet::new();
         let mut all: HashSet<Sym> = HashSet::new();
+        let mut whole: HashSet<Sym> = HashSet::new();
         for d in devices {
             let Some(gpu) = d.physical_gpu() else { continue };
             all.insert(gpu);
+            if d.is_whole_gpu() {
+                whole.insert(gpu);
+            }
             if self.allocated.contains_key(&d.id()) {
                 allocated.insert(gpu);
             } else if d.tainted() {
                 tainted.insert(gpu);
             }
         }
+        let untainted: Vec<&Sym> = whole.iter().filter(|g| allocated.contains(*g) || !tainted.contains(*g)).collect();
+        let whole_free = untainted.iter().filter(|g| !allocated.contains(**g)).count() as u64;
         let tainted = tainted.difference(&allocated).count() as u64;
-        DraGpus { published: all.len() as u64, allocated: allocated.len() as u64, tainted }
+        DraGpus {
+            published: all.len() as u64,
+            allocated: allocated.len() as u64,
+            tainted,
+            whole: untainted.len() as u64,
+            whole_free,
+        }
     }
 
     pub fn is_empty(&self) -> bool {

@@ -519,6 +519,13 @@ pub fn slots(demand: &Demand, node: &Node, used: &Tally) -> u64 {
 
 /// Pods of `demand` that fit in `node`'s free resources, placement aside.
 pub fn room(demand: &Demand, node: &Node, used: &Tally) -> u64 {
+    room_with_dra(demand, node, used, 0)
+}
+
+/// [`room`] where the node also has `dra_whole_free` whole GPUs free
+/// through DRA: a what-if shape's pod takes its GPUs whichever way the node
+/// offers them (one way: a GPU offered both ways is one GPU).
+fn room_with_dra(demand: &Demand, node: &Node, used: &Tally, dra_whole_free: u64) -> u64 {
     let free = |name: &str, alloc: u64| alloc.saturating_sub(used.get(name));
     let mut n = u64::MAX;
     let mut limit = |have: u64, need: u64| {
@@ -533,7 +540,7 @@ pub fn room(demand: &Demand, node: &Node, used: &Tally) -> u64 {
     if a.pods > 0 {
         limit(a.pods.saturating_sub(used.pods), 1);
     }
-    limit(a.gpu.saturating_sub(used.gpu), r.gpu);
+    limit(a.gpu.saturating_sub(used.gpu).max(dra_whole_free), r.gpu);
     for (name, amount) in r.extended.iter() {
         limit(free(name.as_str(), a.get(name.as_str())), *amount);
     }
@@ -553,6 +560,9 @@ struct NodeGpus {
     whole_free: u64,
     /// Time-slicing: replicas per GPU.
     replicas_per_gpu: Option<u64>,
+    /// Whole GPUs through DRA: published (untainted), and free (counted in `whole_free` too).
+    dra_whole: u64,
+    dra_whole_free: u64,
 }
 
 fn unit_size(d: &Demand) -> u64 {
@@ -580,13 +590,20 @@ pub fn analyze(index: &Index<'_>) -> Fragmentation {
         .map(|(node, used)| {
             let supply = super::supply::supply(index, node);
             let buckets = supply.buckets(node, used, true);
+            let (dra_whole, dra_whole_free) = supply.dra.map_or((0, 0), |d| (d.whole, d.whole_free));
             let whole_free = match supply.replicas {
                 // Time-sliced: the GPUs none of whose replicas is allocated.
                 Some(_) => buckets.free,
                 // MIG GPUs are not whole GPUs; unhealthy ones are not free.
-                None => node.allocatable.gpu.saturating_sub(used.gpu).min(buckets.free),
+                None => node.allocatable.gpu.saturating_sub(used.gpu).max(dra_whole_free).min(buckets.free),
             };
-            NodeGpus { buckets, whole_free, replicas_per_gpu: supply.replicas.map(|r| r.per_gpu as u64) }
+            NodeGpus {
+                buckets,
+                whole_free,
+                replicas_per_gpu: supply.replicas.map(|r| r.per_gpu as u64),
+                dra_whole,
+                dra_whole_free,
+            }
         })
         .collect();
     // Running pods' required anti-affinity may refuse some pending pods and
@@ -608,7 +625,11 @@ pub fn analyze(index: &Index<'_>) -> Fragmentation {
                     }
                     // Only nodes this shape may use at all, and that are big enough
                     // for one pod when empty: elsewhere a free GPU is idle, not stranded.
-                    let NodeGpus { whole_free, replicas_per_gpu, .. } = gpus[i];
+                    let NodeGpus { whole_free, replicas_per_gpu, dra_whole, dra_whole_free, .. } = gpus[i];
+                    // A what-if shape takes DRA's whole GPUs too; a pending pod
+                    // that asks nvidia.com/gpu cannot (its claims are not planned).
+                    let what_if = demand.source == ShapeSource::Canonical;
+                    let (dra_all, dra) = if what_if { (dra_whole, dra_whole_free) } else { (0, 0) };
                     // A what-if shape asks for whole GPUs: a time-slicing replica
                     // is a turn on a shared GPU, not one (a pending pod that asks
                     // nvidia.com/gpu there gets replicas: the scheduler's truth).
@@ -616,7 +637,7 @@ pub fn analyze(index: &Index<'_>) -> Fragmentation {
                     if !index.accepts_work(node)
                         || !blockers.is_empty()
                         || replicas_only
-                        || room(&demand, node, &empty) == 0
+                        || room_with_dra(&demand, node, &empty, dra_all) == 0
                     {
                         continue;
                     }
@@ -626,7 +647,7 @@ pub fn analyze(index: &Index<'_>) -> Fragmentation {
                     // Usable and stranded count what the node could give the shape;
                     // how many pods fit at once counts one per domain of its own
                     // anti-affinity (a zone's second node is not stranded for that).
-                    let s = room(&demand, node, held.as_ref().unwrap_or(used));
+                    let s = room_with_dra(&demand, node, held.as_ref().unwrap_or(used), dra);
                     largest += domains.take(node, s);
                     // Usable and free in the demand's units: MIG slices, or physical
                     // GPUs (replicas taken by a shape fill whole GPUs only at r per GPU).
