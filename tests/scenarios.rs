@@ -556,6 +556,18 @@ fn dra_claims_counts_published_gpus_and_blocks_the_h200_claim() {
         .find(|s| s["gpusPerPod"] == 1 && s["pods"] == 1)
         .unwrap_or_else(|| panic!("{}", doc["fragmentation"]));
     assert_eq!(one["usableFree"], 18, "{one}");
+    // Usage finds who holds the DRA GPUs in the claims (the agent's kubelet
+    // view names no pod for them): 22 held, as the header's 22 in use.
+    let u = &doc["utilization"];
+    assert_eq!(u["gpusHeld"], 22.0, "{u}");
+    let pretrain =
+        u["pods"].as_array().unwrap().iter().find(|p| p["name"] == "pretrain-7b-0").unwrap_or_else(|| panic!("{u}"));
+    assert_eq!(pretrain["gpus"], 8.0, "{pretrain}");
+    // The Drivers pane lists the DRA nodes' driver, from their agent and slices.
+    let rows = doc["drivers"]["matrix"].as_array().unwrap();
+    let dra =
+        rows.iter().find(|r| r["driver"] == "550.90.07" && r["placed"] == 7).unwrap_or_else(|| panic!("{rows:?}"));
+    assert_eq!(dra["nodes"], 3, "{dra}");
 }
 
 #[test]

@@ -148,6 +148,28 @@ fn dra_attribute(index: &Index<'_>, node: &Node, name: &str) -> Option<String> {
         .find_map(|d| d.nvidia_attribute(name).map(str::to_string))
 }
 
+/// The NVIDIA driver a node runs, as GFD labels it, else as its agent
+/// reads it, else as its DRA slices publish it: one answer for the Fleet
+/// rows and the Drivers pane.
+pub fn node_driver(index: &Index<'_>, node: &Node) -> Option<crate::model::DriverVersion> {
+    let agent = || index.snap.devices.get(&node.name).filter(|d| d.status == crate::model::AgentStatus::Reporting);
+    node.gpu
+        .driver
+        .clone()
+        .or_else(|| agent().and_then(|d| d.driver.clone()))
+        .or_else(|| dra_attribute(index, node, "driverVersion").and_then(|v| crate::model::DriverVersion::parse(&v)))
+}
+
+/// The product a node's DRA slices publish, written as GFD labels it.
+pub fn node_product(index: &Index<'_>, node: &Node) -> Option<Sym> {
+    dra_attribute(index, node, "productName").map(|p| Sym::new(&p.replace(' ', "-")))
+}
+
+/// A node with GPUs, the device plugin's or DRA's.
+pub fn has_gpus(index: &Index<'_>, node: &Node) -> bool {
+    node.is_gpu_node() || index.dra().gpus(node.name).is_some()
+}
+
 pub fn summarize(index: &Index<'_>, thresholds: &Thresholds) -> Vec<NodeSummary> {
     index.nodes().map(|node| summarize_node(index, node, thresholds)).collect()
 }
@@ -302,17 +324,8 @@ pub fn summarize_node(index: &Index<'_>, node: &Node, thresholds: &Thresholds) -
         name: node.name,
         ready: node.is_ready(),
         cordoned: node.unschedulable,
-        product: node
-            .gpu
-            .product
-            .or_else(|| dra_attribute(index, node, "productName").map(|p| Sym::new(&p.replace(' ', "-")))),
-        driver: node
-            .gpu
-            .driver
-            .as_ref()
-            .or(devices.and_then(|d| d.driver.as_ref()))
-            .map(|d| d.to_string())
-            .or_else(|| dra_attribute(index, node, "driverVersion")),
+        product: node.gpu.product.or_else(|| node_product(index, node)),
+        driver: node_driver(index, node).map(|d| d.to_string()),
         hardware,
         gpu_allocatable: node.allocatable.gpu + dra_offered,
         gpu_allocated: used.gpu + dra_allocated,

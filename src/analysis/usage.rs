@@ -214,12 +214,19 @@ pub fn analyze(snap: &Snapshot, now: Timestamp) -> Utilization {
     }
     util.nodes_unreported = snap.nodes.values().filter(|n| n.is_gpu_node() && !believed.contains_key(&n.name)).count();
     let mut by_pod: BTreeMap<PodKey, Acc<'_>> = BTreeMap::new();
+    // GPUs held through DRA claims: the kubelet's device-plugin view (what
+    // the agent reads) does not name their pods; the claims do.
+    let dra_holders = crate::analysis::dra::DraIndex::build(snap).whole_gpu_holders();
     for history in believed.values() {
         for device in history.devices.iter() {
             let r = &device.reading;
+            let named = match (&r.slice, r.holders.is_empty()) {
+                (None, true) => dra_holders.get(&r.gpu).map_or(&[][..], Vec::as_slice),
+                _ => &r.holders[..],
+            };
             // A finished pod the kubelet still lists holds nothing.
             let holders: Vec<&PodKey> =
-                r.holders.iter().filter(|k| snap.pods.get(*k).is_none_or(|p| !p.phase.is_terminal())).collect();
+                named.iter().filter(|k| snap.pods.get(*k).is_none_or(|p| !p.phase.is_terminal())).collect();
             if holders.is_empty() {
                 let busy = r.busy_pct.is_some_and(|b| b >= IDLE_BELOW_PCT);
                 if busy || r.memory_used_mib.is_some_and(|m| m > 0) {

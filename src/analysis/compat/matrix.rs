@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use super::super::index::Index;
-use super::{Need, NodeFacts, Verdict, need_of, node_facts, verdict};
+use super::{Need, NodeFacts, Verdict, need_of, node_facts_in, verdict};
 use crate::model::{CudaNeed, CudaVersion, DriverVersion, Pod, PodKey, Sym, Timestamp};
 
 /// How many pods, and the first few by name: a detail view lists a screenful,
@@ -65,8 +65,8 @@ pub fn matrix(index: &Index<'_>, now: Timestamp) -> Matrix {
     let all = index.node_list();
     // (driver, its label) → positions of its nodes
     let mut by_driver: BTreeMap<(Option<DriverVersion>, String), Vec<usize>> = BTreeMap::new();
-    for (i, n) in all.iter().enumerate().filter(|(_, n)| n.is_gpu_node()) {
-        let d = n.gpu.driver.clone();
+    for (i, n) in all.iter().enumerate().filter(|(_, n)| crate::analysis::fleet::has_gpus(index, n)) {
+        let d = crate::analysis::fleet::node_driver(index, n);
         let label = d.as_ref().map_or_else(|| "unknown".to_string(), |d| d.to_string());
         by_driver.entry((d, label)).or_default().push(i);
     }
@@ -90,7 +90,10 @@ pub fn matrix(index: &Index<'_>, now: Timestamp) -> Matrix {
     let mut columns: Vec<(Need, Vec<RowAndPod>)> = Vec::new();
     let mut column_of: HashMap<*const CudaNeed, Option<usize>> = HashMap::new();
     let mut unknown_need = 0;
-    for w in index.gpu_workloads() {
+    let mut selectors = crate::analysis::dra::cel::Selectors::default();
+    // Pods with claims are listed whatever their claims ask: keep those whose claims hold or ask for GPUs.
+    for w in index.gpu_workloads().iter().filter(|w| w.pod.wants_gpu() || index.dra().wants_gpus(&mut selectors, w.pod))
+    {
         let column = w.cuda.and_then(|c| {
             *column_of.entry(std::ptr::from_ref(c)).or_insert_with(|| {
                 let need = need_of(c)?;
@@ -125,7 +128,7 @@ pub fn matrix(index: &Index<'_>, now: Timestamp) -> Matrix {
                     continue;
                 }
                 inputs_seen.push(inputs);
-                let facts = node_facts(all[i]);
+                let facts = node_facts_in(index, all[i]);
                 if !distinct.contains(&facts) {
                     distinct.push(facts);
                 }

@@ -257,9 +257,18 @@ pub struct NodeFacts {
 }
 
 pub fn node_facts(node: &Node) -> NodeFacts {
-    let driver = node.gpu.driver.clone();
-    let cuda = node.gpu.cuda_runtime.or_else(|| driver.as_ref().and_then(|d| tables().max_native_cuda(d)));
-    let product = node.gpu.product;
+    facts_of(node.gpu.driver.clone(), node.gpu.cuda_runtime, node.gpu.product)
+}
+
+/// [`node_facts`] where GFD's labels are missing: the driver its agent
+/// reads or its DRA slices publish, and the product they publish.
+pub fn node_facts_in(index: &crate::analysis::index::Index<'_>, node: &Node) -> NodeFacts {
+    let product = node.gpu.product.or_else(|| crate::analysis::fleet::node_product(index, node));
+    facts_of(crate::analysis::fleet::node_driver(index, node), node.gpu.cuda_runtime, product)
+}
+
+fn facts_of(driver: Option<DriverVersion>, cuda_runtime: Option<CudaVersion>, product: Option<Sym>) -> NodeFacts {
+    let cuda = cuda_runtime.or_else(|| driver.as_ref().and_then(|d| tables().max_native_cuda(d)));
     let datacenter = product.is_some_and(|p| is_datacenter(p.as_str()));
     NodeFacts { driver, cuda, brand: brand_of(product.map(|p| p.as_str())), datacenter, product }
 }

@@ -236,6 +236,42 @@ impl<'a> DraIndex<'a> {
         held
     }
 
+    /// Whole GPUs (by UUID, as NVML and dcgm-exporter name them) allocated
+    /// to claims, and the pods the claims are reserved for: who holds a GPU
+    /// that the kubelet's device-plugin view does not name.
+    pub fn whole_gpu_holders(&self) -> HashMap<Sym, Vec<crate::model::PodKey>> {
+        let mut out: HashMap<Sym, Vec<crate::model::PodKey>> = HashMap::new();
+        for claim in self.claims.values() {
+            if claim.reserved_for.is_empty() {
+                continue;
+            }
+            for a in claim.allocated.iter() {
+                let Some(d) = self.devices.get(&(a.driver, a.pool, a.device)) else { continue };
+                let Some(uuid) = d.nvidia_attribute("uuid").filter(|_| d.is_whole_gpu()) else { continue };
+                let holders = out.entry(Sym::new(uuid)).or_default();
+                for pod in claim.reserved_for.iter() {
+                    let key = crate::model::PodKey::new(claim.namespace.as_str(), pod);
+                    if !holders.contains(&key) {
+                        holders.push(key);
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Whether `pod` holds GPUs through its claims, or its claims (or their
+    /// templates) ask for some.
+    pub fn wants_gpus(&self, selectors: &mut cel::Selectors, pod: &Pod) -> bool {
+        self.held_by(pod).share > 0.0
+            || self.pod_claims(pod).into_iter().any(|state| match state {
+                PodClaimState::Found(_, claim) | PodClaimState::NotYetCreated(_, claim) => {
+                    self.gpus_asked(selectors, claim) > 0
+                }
+                _ => false,
+            })
+    }
+
     /// Where each of a pod's claims stands.
     pub fn pod_claims(&self, pod: &Pod) -> Vec<PodClaimState<'a>> {
         pod.claims

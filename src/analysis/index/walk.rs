@@ -196,8 +196,10 @@ impl Place {
 }
 
 /// An unfinished pod that wants a GPU: the matrix and the waves list it.
+/// An unfinished pod that asks for GPUs, or may through DRA claims (which
+/// of those ask for GPUs, the claims say: see `DraIndex::wants_gpus`).
 pub(super) fn is_gpu_workload(pod: &Pod) -> bool {
-    pod.wants_gpu() && !pod.phase.is_terminal()
+    (pod.wants_gpu() || !pod.claims.is_empty()) && !pod.phase.is_terminal()
 }
 
 /// `gather` over every pod of `snap` in key order: from `parallel_from`

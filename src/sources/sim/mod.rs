@@ -295,6 +295,7 @@ impl SimCluster {
                 }
             }
         }
+        let dra = self.dra_held_gpus();
         let mut running: BTreeMap<Sym, Vec<&Pod>> = BTreeMap::new();
         for p in self.pods.values().filter(|p| p.phase == PodPhase::Running) {
             if let Some(node) = p.node {
@@ -310,11 +311,51 @@ impl SimCluster {
                 Object::Usage(usage::reading(
                     d,
                     pods,
-                    &usage::Said { idle: &idle, memory: &self.gpu_memory, replicas },
+                    &usage::Said { idle: &idle, memory: &self.gpu_memory, replicas, dra: &dra },
                     self.now,
                 ))
             })
             .collect()
+    }
+
+    /// GPUs (by the UUID their slice publishes) allocated to the claims of
+    /// running pods.
+    fn dra_held_gpus(&self) -> BTreeMap<Sym, &Pod> {
+        use crate::model::DraObject;
+        let mut out = BTreeMap::new();
+        for o in self.dra.values() {
+            let DraObject::Claim(claim) = o else { continue };
+            let Some(pod) = claim
+                .reserved_for
+                .first()
+                .and_then(|name| self.pods.get(&PodKey::new(claim.namespace.as_str(), name)))
+                .filter(|p| p.phase == PodPhase::Running)
+            else {
+                continue;
+            };
+            for a in claim.allocated.iter() {
+                let uuid = self.dra.values().find_map(|o| match o {
+                    DraObject::Slice(s) if s.driver == a.driver && s.pool == a.pool => s
+                        .devices
+                        .iter()
+                        .find(|d| d.name == a.device)
+                        .and_then(|d| d.attribute("gpu.nvidia.com/uuid"))
+                        .and_then(|v| v.as_str())
+                        .map(Sym::new),
+                    _ => None,
+                });
+                if let Some(uuid) = uuid {
+                    out.insert(uuid, pod);
+                }
+            }
+        }
+        out
+    }
+
+    /// A node's agent reports `devices` (a node added without a catalog spec).
+    pub fn add_devices(&mut self, devices: NodeDevices) {
+        self.dirty.devices.insert(devices.node);
+        self.devices.insert(devices.node, devices);
     }
 
     pub fn node_count(&self) -> usize {

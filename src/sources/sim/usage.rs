@@ -39,6 +39,8 @@ pub struct Said<'a> {
     pub idle: &'a BTreeMap<PodKey, Timestamp>,
     pub memory: &'a BTreeMap<PodKey, u64>,
     pub replicas: u32,
+    /// GPUs (by UUID) allocated to a running pod's DRA claims.
+    pub dra: &'a BTreeMap<Sym, &'a Pod>,
 }
 
 pub fn reading(devices: &NodeDevices, pods: &[&Pod], said: &Said<'_>, now: Timestamp) -> NodeUsage {
@@ -50,7 +52,29 @@ pub fn reading(devices: &NodeDevices, pods: &[&Pod], said: &Said<'_>, now: Times
     let mig = devices.gpus.iter().any(|g| g.mig_mode == MigMode::Enabled);
     let source = if mig { UsageSource::DcgmExporter } else { UsageSource::Agent };
     let mut out = Vec::new();
-    let mut whole = devices.gpus.iter().filter(|g| g.mig_mode == MigMode::Disabled);
+    // GPUs a DRA claim holds are busy as their pod is; the kubelet's
+    // device-plugin view (what the agent reads) names no holder for them:
+    // the cockpit finds it in the claims.
+    for g in devices.gpus.iter().filter(|g| g.mig_mode == MigMode::Disabled) {
+        if let Some(pod) = said.dra.get(&g.uuid) {
+            let key = pod.key();
+            let name = key.to_string();
+            let idle_since = idle.get(&key).copied().filter(|&s| s <= now);
+            let busy = if idle_since.is_some() { jitter(&name, step, 3) as f32 } else { busy_level(pod, step) };
+            out.push(DeviceReading {
+                gpu: g.uuid,
+                index: g.index,
+                slice: None,
+                holders: Box::new([]),
+                busy_pct: Some(busy),
+                memory_used_mib: Some(
+                    said.memory.get(&key).copied().unwrap_or_else(|| 20_000 + jitter(&name, 0, 40) * 1000),
+                ),
+                idle_since: idle_since.filter(|_| source == UsageSource::Agent),
+            });
+        }
+    }
+    let mut whole = devices.gpus.iter().filter(|g| g.mig_mode == MigMode::Disabled && !said.dra.contains_key(&g.uuid));
     let mut slices: Vec<(Sym, u32, MigSlice, bool)> = devices
         .gpus
         .iter()

@@ -42,7 +42,7 @@ fn gpu(node: &str, minor: u32) -> Device {
     let q = |name: &str| Sym::new(&format!("{DRIVER}/{name}"));
     let mut attributes = vec![
         (q("type"), string("gpu")),
-        (q("uuid"), string(&format!("GPU-{:08x}-5e1d-4c2b-9f0a-{:012x}", fnv(node), minor))),
+        (q("uuid"), string(&uuid(node, minor))),
         (q("productName"), string(PRODUCT)),
         (q("brand"), string("Nvidia")),
         (q("architecture"), string("Hopper")),
@@ -58,6 +58,37 @@ fn gpu(node: &str, minor: u32) -> Device {
         capacity: Box::new([(q("memory"), 80 << 30)]),
         taints: Box::new([]),
         consumes: Box::new([]),
+    }
+}
+
+/// The GPU's UUID, as NVML reports it and the driver publishes it.
+fn uuid(node: &str, minor: u32) -> String {
+    format!("GPU-{:08x}-5e1d-4c2b-9f0a-{:012x}", fnv(node), minor)
+}
+
+/// What kgpu's agent on a DRA node reads: the same GPUs, by the same UUIDs.
+fn agent(node: &str, gpus: u32, now: crate::model::Timestamp) -> crate::model::NodeDevices {
+    use crate::model::{AgentStatus, CudaVersion, DriverVersion, Gpu, GpuHealth, MigMode};
+    crate::model::NodeDevices {
+        node: Sym::new(node),
+        status: AgentStatus::Reporting,
+        driver: DriverVersion::parse("550.90.07"),
+        cuda_driver: CudaVersion::parse("12.4"),
+        gpus: (0..gpus)
+            .map(|minor| Gpu {
+                index: minor,
+                uuid: Sym::new(&uuid(node, minor)),
+                product: Sym::new(H100.nvml_name),
+                memory_mib: H100.memory_mib,
+                mig_mode: MigMode::Disabled,
+                mig_pending: None,
+                instances: Box::new([]),
+                health: GpuHealth::Healthy,
+                xids: Box::new([]),
+                utilization: None,
+            })
+            .collect(),
+        observed: now,
     }
 }
 
@@ -179,6 +210,7 @@ fn build(sim: &mut SimCluster) {
                 .build(),
         );
         sim.add_dra(slice(&name, 8));
+        sim.add_devices(agent(&name, 8, sim.now));
     }
     sim.add_dra(DraObject::Class(DeviceClass {
         name: DRIVER.into(),
