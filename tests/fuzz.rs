@@ -145,7 +145,13 @@ proptest! {
 
     #[test]
     fn whole_device_counts_read_exactly(n in any::<u64>()) {
-        prop_assert_eq!(quantity::parse("nvidia.com/gpu", &n.to_string()), Ok(n));
+        // Up to kgpu's bound exactly; past it, refused (never wrapped).
+        let read = quantity::parse("nvidia.com/gpu", &n.to_string());
+        if n <= quantity::MAX_QUANTITY {
+            prop_assert_eq!(read, Ok(n));
+        } else {
+            prop_assert!(matches!(read, Err(quantity::QuantityError::Overflow(_))));
+        }
     }
 
     #[test]

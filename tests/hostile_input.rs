@@ -26,6 +26,50 @@ fn screen(app: &mut App, views: &Views, w: u16, h: u16) -> String {
     format!("{}", terminal.backend())
 }
 
+/// Quantities past kgpu's bound (2^53) are refused with the reason, and
+/// nodes right at it, summed over a fleet, saturate: never an overflow
+/// panic (a debug build) or a wrapped total (a release one).
+#[test]
+fn absurd_quantities_are_refused_and_sums_at_the_bound_never_overflow() {
+    let dir = tempfile::tempdir().unwrap();
+    let dump = dir.path().join("overflow.json");
+    let node = |name: &str, gpus: &str| {
+        format!(
+            r#"{{"apiVersion": "v1", "kind": "Node", "metadata": {{"name": "{name}"}}, "status": {{"capacity": {{"nvidia.com/gpu": "{gpus}"}}, "allocatable": {{"nvidia.com/gpu": "{gpus}"}}, "conditions": [{{"type": "Ready", "status": "True"}}]}}}}"#
+        )
+    };
+    let mut items =
+        vec![node("max-a", "18446744073709551615"), node("max-b", "18446744073709551615"), node("ei", "1Ei")];
+    // 2,100 nodes of 2^53 GPUs each: 2^64 and more in total.
+    items.extend((0..2100).map(|i| node(&format!("at-bound-{i}"), "9007199254740992")));
+    std::fs::write(&dump, format!(r#"{{"apiVersion": "v1", "kind": "List", "items": [{}]}}"#, items.join(",")))
+        .unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kgpu"))
+        .args(["snapshot", "-o", "json", "--file"])
+        .arg(&dump)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    assert!(!said.contains("panicked") && said.contains("is too large (kgpu takes at most 2^53)"), "{said}");
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["fleet"]["totals"]["gpus"], u64::MAX, "saturated, not wrapped");
+    // The text output and the cockpit's panes (pools, every table) too.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kgpu"))
+        .args(["snapshot", "--file"])
+        .arg(&dump)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let (snap, now) = kgpu::runtime::load::once(&kgpu::runtime::source::Source::File(vec![dump])).unwrap();
+    let views = Views::build(Arc::new(snap), now, &Thresholds::default(), None);
+    let mut app = App::new(true, "dark", false);
+    for pane in Pane::ALL {
+        app.pane = pane;
+        screen(&mut app, &views, 200, 60);
+    }
+}
+
 #[test]
 fn a_node_that_claims_a_trillion_gpus_is_a_number_not_a_trillion_cells() {
     let mut cluster = Cluster::new(SourceInfo { kind: SourceKind::File, name: "hostile".into() });
@@ -90,11 +134,12 @@ const HOSTILE_DUMP: &str = r#"{"apiVersion": "v1", "kind": "List", "items": [
     "message": "0/1 nodes are available: \u001b]0;pwned\u0007 1 Insufficient nvidia.com/gpu.", "lastTransitionTime": "2026-11-30T08:50:00Z"}]}},
  {"apiVersion": "v1", "kind": "Event", "metadata": {"name": "train-0.1", "namespace": "ml"},
   "involvedObject": {"kind": "Pod", "name": "train-0", "namespace": "ml"}, "reason": "FailedScheduling", "type": "Warning",
-  "message": "\u001b]0;pwned\u0007\u009b2J0/1 nodes are available", "lastTimestamp": "2026-11-30T09:00:00Z"}
+  "message": "\u001b]0;pwned\u0007\u009b2J0/1 nodes are available \u202ecod.sh\u2067x\u2069 gpu-1\u200b\ufeff\u2028", "lastTimestamp": "2026-11-30T09:00:00Z"}
 ]}"#;
 
+/// A control, bidi or invisible character (what may not reach a terminal).
 fn has_control(s: &str) -> bool {
-    s.chars().any(|c| c.is_control() && c != '\n')
+    s.chars().any(|c| c != '\n' && kgpu::view_model::style::unsafe_on_screen(c))
 }
 
 #[test]

@@ -440,24 +440,30 @@ pub struct Totals {
 pub fn totals(nodes: &[NodeSummary], stranded: u64) -> Totals {
     let mut t = Totals::default();
     for n in nodes {
+        // Saturating: absurd inputs (a quantity near the bound on many
+        // nodes) give a capped total, never a panic or a wrapped one.
         let b = n.buckets;
-        t.gpus += b.total();
-        t.allocated += b.used;
-        t.free += b.free;
-        t.unavailable += b.unavailable;
-        t.unadvertised += b.unadvertised;
-        t.unhealthy += b.unhealthy;
+        let add = |sum: &mut u64, v: u64| *sum = sum.saturating_add(v);
+        add(&mut t.gpus, b.total());
+        add(&mut t.allocated, b.used);
+        add(&mut t.free, b.free);
+        add(&mut t.unavailable, b.unavailable);
+        add(&mut t.unadvertised, b.unadvertised);
+        add(&mut t.unhealthy, b.unhealthy);
         if n.replicas.is_none() {
-            t.mig_gpus += (b.used + b.free + b.unavailable).saturating_sub(n.gpu_allocatable);
+            add(
+                &mut t.mig_gpus,
+                b.used.saturating_add(b.free).saturating_add(b.unavailable).saturating_sub(n.gpu_allocatable),
+            );
         }
         if let Some(r) = n.replicas {
-            t.replicas.0 += r.advertised;
-            t.replicas.1 += r.allocated;
+            add(&mut t.replicas.0, r.advertised);
+            add(&mut t.replicas.1, r.allocated);
         }
         for m in &n.mig {
             let e = t.mig_slices.entry(m.profile).or_insert((0, 0));
-            e.0 += m.allocatable;
-            e.1 += m.allocated;
+            add(&mut e.0, m.allocatable);
+            add(&mut e.1, m.allocated);
         }
     }
     // Stranded GPUs are free ones (counted in what the scheduler sees,

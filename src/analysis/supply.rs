@@ -86,7 +86,9 @@ pub struct GpuBuckets {
 
 impl GpuBuckets {
     pub fn total(&self) -> u64 {
-        self.used + self.free + self.unavailable + self.unadvertised + self.unhealthy
+        [self.free, self.unavailable, self.unadvertised, self.unhealthy]
+            .iter()
+            .fold(self.used, |s, v| s.saturating_add(*v))
     }
 }
 

@@ -13,7 +13,7 @@ pub enum QuantityError {
     Malformed(String),
     #[error("quantity '{0}' is negative")]
     Negative(String),
-    #[error("quantity '{0}' is too large")]
+    #[error("quantity '{0}' is too large (kgpu takes at most 2^53)")]
     Overflow(String),
     #[error("quantity '{0}' is not a whole number, as an extended resource's must be")]
     Fractional(String),
@@ -127,8 +127,17 @@ fn parse_exact(unit: Unit, text: &str) -> Result<(u64, bool), QuantityError> {
         exact = value % divisor == 0;
         value = value.div_ceil(divisor);
     }
+    if value > MAX_QUANTITY as u128 {
+        return Err(overflow());
+    }
     u64::try_from(value).map(|v| (v, exact)).map_err(|_| overflow())
 }
+
+/// The largest amount kgpu takes (2^53, 8 PiB of bytes or 9·10^15 devices):
+/// beyond any real node, the largest integer a JSON reader keeps exactly,
+/// and small enough that sums over a fleet of 65,000 nodes stay in 64 bits
+/// (where they would not, the sums saturate).
+pub const MAX_QUANTITY: u64 = 1 << 53;
 
 /// Formats a base-unit amount for people: `8`, `500m`, `64Gi`.
 pub fn format(resource: &str, value: u64) -> String {
@@ -209,6 +218,11 @@ mod tests {
         assert!(matches!(parse("nvidia.com/gpu", "18446744073709551616"), Err(QuantityError::Overflow(_))));
         assert!(matches!(parse("nvidia.com/gpu", "1e30"), Err(QuantityError::Overflow(_))));
         assert!(matches!(parse("memory", "99999999999Ei"), Err(QuantityError::Overflow(_))));
+        // The bound: 2^53 is taken, one more is not; 8 PiB of memory is, 1 EiB is not.
+        assert_eq!(parse("nvidia.com/gpu", "9007199254740992"), Ok(MAX_QUANTITY));
+        assert!(matches!(parse("nvidia.com/gpu", "9007199254740993"), Err(QuantityError::Overflow(_))));
+        assert_eq!(parse("memory", "8Pi"), Ok(MAX_QUANTITY));
+        assert!(matches!(parse("memory", "1Ei"), Err(QuantityError::Overflow(_))));
         // Kubernetes' own resources still round up, as the API server does.
         assert_eq!(parse("memory", "0.5"), Ok(1));
         assert_eq!(parse("cpu", "0.0001"), Ok(1));

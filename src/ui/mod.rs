@@ -47,14 +47,18 @@ pub fn draw(frame: &mut Frame, app: &App, views: &Views, theme: &Theme, ctx: &Co
     shown
 }
 
-/// The frame without a control character in any cell: ratatui drops them
-/// where it writes strings, but not where it lays out wrapped lines, and an
-/// escape sequence from the cluster must not reach the terminal.
+/// The frame without a control, bidi or invisible character in any cell:
+/// ratatui drops controls where it writes strings, but not where it lays
+/// out wrapped lines, and an escape sequence, a right-to-left override or a
+/// zero-width space from the cluster must not reach the terminal.
 fn scrub(frame: &mut Frame) {
     for cell in frame.buffer_mut().content.iter_mut() {
-        if cell.symbol().contains(char::is_control) {
-            let clean = crate::view_model::style::printable(cell.symbol()).replace('\n', " ");
-            cell.set_symbol(&clean);
+        let unsafe_char = crate::view_model::style::unsafe_on_screen;
+        if cell.symbol().chars().any(unsafe_char) {
+            // A zero-width one rides on the character before it: dropped, so
+            // the cell keeps its width; a cell of nothing else shows �.
+            let kept: String = cell.symbol().chars().filter(|c| !unsafe_char(*c)).collect();
+            cell.set_symbol(if kept.is_empty() { "\u{FFFD}" } else { &kept });
         }
     }
 }

@@ -224,10 +224,11 @@ pub fn pool_rows(rows: &[NodeRow]) -> Vec<PoolRow> {
         });
         // The totals' buckets: a pool's numbers add up to the header's.
         p.nodes += 1;
-        p.gpus += r.buckets.total();
-        p.used += r.buckets.used;
-        p.free += r.buckets.free;
-        p.stranded += r.stranded.min(r.buckets.free);
+        // Saturating, as the totals (absurd inputs cap, never wrap).
+        p.gpus = p.gpus.saturating_add(r.buckets.total());
+        p.used = p.used.saturating_add(r.buckets.used);
+        p.free = p.free.saturating_add(r.buckets.free);
+        p.stranded = p.stranded.saturating_add(r.stranded.min(r.buckets.free));
         p.free_histogram[(r.buckets.free as usize).min(8)] += 1;
         for i in &r.issues {
             *p.issues.entry(i.as_str()).or_default() += 1;

@@ -111,7 +111,7 @@ impl Role {
 /// (right-to-left override and its kin) become `�` too: they make a name
 /// read backwards on screen ("Trojan Source"), and no Kubernetes name needs one.
 pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
-    let unsafe_char = |c: char| (c.is_control() && c != '\n') || is_bidi_control(c);
+    let unsafe_char = |c: char| c != '\n' && unsafe_on_screen(c);
     if !text.chars().any(unsafe_char) {
         return std::borrow::Cow::Borrowed(text);
     }
@@ -127,10 +127,38 @@ pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(cleaned)
 }
 
+/// A character that must not reach a terminal as it is: a control, or one
+/// that reorders or hides text so that a name reads as another (`gpu-1` +
+/// zero-width space looks like `gpu-1`).
+pub fn unsafe_on_screen(c: char) -> bool {
+    c.is_control() || is_bidi_control(c) || is_invisible(c)
+}
+
 /// Unicode's explicit directional formatting characters (UAX #9): marks,
 /// embeddings, overrides and isolates.
 fn is_bidi_control(c: char) -> bool {
     matches!(c, '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+}
+
+/// Characters that draw nothing (zero-width spaces and joiners, word
+/// joiners, the BOM, soft hyphen, tag characters, Hangul fillers) or break
+/// lines by themselves (U+2028, U+2029).
+fn is_invisible(c: char) -> bool {
+    matches!(
+        c,
+        '\u{00AD}'
+            | '\u{115F}'
+            | '\u{1160}'
+            | '\u{180E}'
+            | '\u{200B}'..='\u{200D}'
+            | '\u{2028}'
+            | '\u{2029}'
+            | '\u{2060}'..='\u{2064}'
+            | '\u{3164}'
+            | '\u{FEFF}'
+            | '\u{FFA0}'
+            | '\u{E0000}'..='\u{E007F}'
+    )
 }
 
 /// One piece of text and its role.

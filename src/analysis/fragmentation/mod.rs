@@ -648,19 +648,19 @@ pub fn analyze(index: &Index<'_>) -> Fragmentation {
                     // how many pods fit at once counts one per domain of its own
                     // anti-affinity (a zone's second node is not stranded for that).
                     let s = room_with_dra(&demand, node, held.as_ref().unwrap_or(used), dra);
-                    largest += domains.take(node, s);
+                    largest = u64::saturating_add(largest, domains.take(node, s));
                     // Usable and free in the demand's units: MIG slices, or physical
                     // GPUs (replicas taken by a shape fill whole GPUs only at r per GPU).
                     let (free, used_by_shape) = match demand.mig_profile {
-                        Some(p) => (index.free_mig(node, p.as_str()), s * size),
+                        Some(p) => (index.free_mig(node, p.as_str()), s.saturating_mul(size)),
                         // GPUs promised to a nominated pod are neither usable nor stranded.
                         None => {
                             let free = whole_free.saturating_sub(promised);
-                            (free, (s * size).div_ceil(replicas_per_gpu.unwrap_or(1)).min(free))
+                            (free, s.saturating_mul(size).div_ceil(replicas_per_gpu.unwrap_or(1)).min(free))
                         }
                     };
-                    usable += used_by_shape;
-                    stranded += free.saturating_sub(used_by_shape);
+                    usable = u64::saturating_add(usable, used_by_shape);
+                    stranded = u64::saturating_add(stranded, free.saturating_sub(used_by_shape));
                     if demand.is_pending() && demand.mig_profile.is_none() {
                         let e = usable_by_node[i].get_or_insert(0);
                         *e = (*e).max(used_by_shape);
@@ -689,9 +689,9 @@ pub fn analyze(index: &Index<'_>) -> Fragmentation {
         }
         // Physical GPUs, as the fleet's totals count them (MIG GPUs with no
         // slice allocated included; a replica is not a GPU).
-        free_total += buckets.free;
+        free_total = u64::saturating_add(free_total, buckets.free);
         if buckets.free > 0 && buckets.used == 0 {
-            free_on_whole_nodes += buckets.free;
+            free_on_whole_nodes = u64::saturating_add(free_on_whole_nodes, buckets.free);
         }
         if let Some(usable) = usable {
             let stranded = whole_free.saturating_sub(usable);
@@ -700,7 +700,7 @@ pub fn analyze(index: &Index<'_>) -> Fragmentation {
             }
         }
     }
-    let stranded_total = stranded_by_node.values().sum();
+    let stranded_total = stranded_by_node.values().fold(0u64, |s, v| s.saturating_add(*v));
     let score = if free_total == 0 { 0.0 } else { 1.0 - free_on_whole_nodes as f64 / free_total as f64 };
     let plan = plan(index, &shapes);
     let unplanned_claims = index.pending_pods().iter().filter(|p| !p.claims.is_empty()).count();
