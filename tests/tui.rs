@@ -134,6 +134,8 @@ fn a_signal_while_an_action_runs_says_what_it_left_and_exits_non_zero() {
 /// A paste longer than crossterm's 1 KB read buffer used to leave the rest
 /// unread until the next key (edge-triggered polling), which it then
 /// misread (Escape followed by a digit as Alt+digit): the keys looked dead.
+/// 64 KB: each character a key (no bracketed paste), each cheap once the
+/// line is at its bound (it pinned a core for minutes before).
 #[test]
 fn a_long_paste_into_the_filter_leaves_the_keys_working() {
     let t = Tmux::start(80, 24, "paste");
@@ -141,7 +143,7 @@ fn a_long_paste_into_the_filter_leaves_the_keys_working() {
     t.wait_for("Nodes (64)");
     t.keys(&["/"]);
     t.wait_for("/ filter Fleet");
-    std::fs::write(t.path("paste"), "g".repeat(4096)).unwrap();
+    std::fs::write(t.path("paste"), "g".repeat(65536)).unwrap();
     t.run(&["load-buffer", &t.path("paste")]);
     t.run(&["paste-buffer", "-t", "t"]);
     t.wait_for("Nodes (0)");

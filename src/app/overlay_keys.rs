@@ -29,7 +29,10 @@ impl App {
                 }
                 Some(_) => {}
                 None => {
-                    edit(&mut area, key);
+                    if !edit(&mut area, key) {
+                        self.overlay = Some(Overlay::Filter(area));
+                        return Vec::new();
+                    }
                     let text = area.lines().first().cloned().unwrap_or_default();
                     self.explain_filter(&text);
                     if text.is_empty() {
@@ -351,12 +354,24 @@ fn scroll_reader(command: Option<DialogCommand>, scroll: u16) -> Option<u16> {
 /// crossterm its ratatui uses; kgpu reads keys with a newer one, see Cargo.toml.)
 /// One key into a one-line field. Ctrl-U clears to the start of the line,
 /// as in a shell (the field's own binding would undo).
-fn edit(area: &mut TextArea<'static>, key: KeyEvent) {
+/// The longest filter or command line kept: a paste of 64 KB (no bracketed
+/// paste: each character is a key) must cost a key press per character,
+/// not a scan of an ever longer line.
+pub const MAX_INPUT: usize = 512;
+
+/// Applies `key` to the line; false when the line is full and it was a
+/// character (nothing changed).
+fn edit(area: &mut TextArea<'static>, key: KeyEvent) -> bool {
+    let typing = matches!(key.code, KeyCode::Char(_)) && !key.modifiers.contains(KeyModifiers::CONTROL);
+    if typing && area.lines().first().is_some_and(|l| l.len() >= MAX_INPUT) {
+        return false;
+    }
     if key.code == KeyCode::Char('u') && key.modifiers.contains(KeyModifiers::CONTROL) {
         area.delete_line_by_head();
     } else {
         area.input(text_input(key));
     }
+    true
 }
 
 fn text_input(key: KeyEvent) -> tui_textarea::Input {

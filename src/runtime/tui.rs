@@ -339,6 +339,7 @@ where
     let mut stopped_by = None;
     let mut input_ended = false;
     let mut dirty = true;
+    let mut last_frame = Instant::now() - FRAME;
     let mut source_gone = false;
     // Some feed is still on its first list (see `memory`).
     let mut listing = feeds_listing(&views.snap);
@@ -348,15 +349,21 @@ where
         if app.tutor.is_some() {
             effects.extend(app.update(Msg::WallClock(crate::clock::wall_clock()), &views));
         }
-        if dirty {
+        // At most one frame per FRAME: a paste that arrives in many small
+        // reads (each character a key) draws a few times, not once per read.
+        let frame_due = last_frame + FRAME;
+        if dirty && Instant::now() >= frame_due {
             let mut shown = Viewport::default();
             terminal.draw(|f| shown = ui::draw(f, &app, &views, &cockpit.theme, &cockpit.session.context))?;
             effects.extend(app.update(Msg::Viewport(shown), &views));
             dirty = false;
+            last_frame = Instant::now();
         }
         let session = &mut cockpit.session;
         let analyse_at = pacing.ready_at(session.snapshots.borrow().content_generation());
         tokio::select! {
+            // A frame put off by the pacing above.
+            () = tokio::time::sleep_until(frame_due.into()), if dirty => {},
             event = input.next() => {
                 let mut next = event;
                 // Everything already typed is handled before the next frame.
@@ -580,6 +587,9 @@ impl Ending {
         }
     }
 }
+
+/// The shortest time between two frames (30 a second).
+const FRAME: std::time::Duration = std::time::Duration::from_millis(33);
 
 /// How long leaving waits for running actions to stop at their next step.
 const STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(30);
