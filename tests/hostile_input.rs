@@ -381,6 +381,17 @@ fn kubeconfigs_and_token_files_that_are_not_bounded_regular_files_are_refused() 
         assert_eq!(out.status.code(), Some(2), "{user} {cluster}: {said}");
         assert!(said.contains("context 'x'") && said.contains("not a regular file"), "{user} {cluster}: {said}");
     }
+    // A kubeconfig that is not YAML: where, never an excerpt with the credentials.
+    let broken = dir.path().join("broken");
+    std::fs::write(
+        &broken,
+        "apiVersion: v1\nkind: Config\nusers:\n- name: u\n  user: {token: \"SECRET-TOKEN-1234\", client-key-data: LS0tSECRET }}\n",
+    )
+    .unwrap();
+    let out = std::process::Command::new(bin).arg("snapshot").env("KUBECONFIG", &broken).output().unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{said}");
+    assert!(said.contains("line 5") && !said.contains("SECRET"), "{said}");
     // A 0600 FIFO as the agent's token file: refused, not waited on.
     let out = std::process::Command::new(bin)
         .args(["agent", "--listen", "127.0.0.1:0", "--node-name", "n1", "--backend", "fake:/nonexistent"])

@@ -160,8 +160,10 @@ pub async fn config(target: &Target, liveness: Liveness) -> Result<(Config, Clus
         // A bounded regular file: not /dev/zero, a FIFO or 50 GB.
         crate::inputs::check(p, crate::inputs::KUBECONFIG_MAX, "the kubeconfig")
             .map_err(|message| ClientError::Kubeconfig { path: p.display().to_string(), message })?;
-        let kc = Kubeconfig::read_from(p)
-            .map_err(|e| ClientError::Kubeconfig { path: p.display().to_string(), message: e.to_string() })?;
+        let kc = Kubeconfig::read_from(p).map_err(|e| ClientError::Kubeconfig {
+            path: p.display().to_string(),
+            message: without_excerpt(&e.to_string()),
+        })?;
         merged = Some(match merged {
             None => kc,
             Some(m) => m.merge(kc).map_err(|e| ClientError::Config(e.to_string()))?,
@@ -195,6 +197,13 @@ pub async fn config(target: &Target, liveness: Liveness) -> Result<(Config, Clus
     let cfg = Config::from_custom_kubeconfig(kc, &opts).await.map_err(|e| ClientError::Config(e.to_string()))?;
     let info = ClusterInfo { context, server: cfg.cluster_url.to_string(), user };
     Ok((tune(cfg, liveness), info))
+}
+
+/// A kubeconfig parse error's first line (`… line 5 column 114: misplaced
+/// bracket`): the YAML parser goes on with an excerpt of the file, which
+/// on a user's line holds its token or key.
+fn without_excerpt(message: &str) -> String {
+    message.lines().next().unwrap_or_default().to_string()
 }
 
 /// The files `context` names (its user's token file, client certificate
