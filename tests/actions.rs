@@ -267,7 +267,7 @@ async fn demo_actions_are_audited_and_dry_runs_change_nothing() {
     d.executor.run(ActionRequest { action: Action::Cordon { node }, dry_run: true }).await;
     assert!(!d.snapshots.borrow().nodes[&node].unschedulable, "a dry run changes nothing");
     d.executor.run(ActionRequest { action: Action::Cordon { node }, dry_run: false }).await;
-    d.until("cordoned", |s| s.nodes[&node].unschedulable).await;
+    assert!(d.snapshots.borrow().nodes[&node].unschedulable, "a cordon ends when the watch shows it");
     d.executor.run(ActionRequest { action: Action::Cordon { node }, dry_run: false }).await;
     let (text, error) = d.last_report().await;
     assert!(!error);
@@ -289,6 +289,21 @@ async fn demo_actions_are_audited_and_dry_runs_change_nothing() {
     assert!(first["time"].as_str().unwrap().ends_with('Z'), "RFC 3339 UTC: {}", first["time"]);
     assert_eq!(audit[2]["dryRun"], false);
     assert!(audit[2]["detail"].as_str().unwrap().contains("cordoned"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_cordon_the_watch_never_shows_is_reported_not_claimed() {
+    let mut d = demo("default");
+    d.synced().await;
+    let node = *d.snapshots.borrow().nodes.keys().next().unwrap();
+    // A stalled feed: the executor's view never moves past this snapshot.
+    let (_frozen, stalled) = watch::channel(d.snapshots.borrow().clone());
+    d.executor.snapshots = stalled;
+    d.executor.run(ActionRequest { action: Action::Cordon { node }, dry_run: false }).await;
+    let (text, error) = d.last_report().await;
+    assert!(error, "{text}");
+    assert!(text.contains("the watch still shows it schedulable") && text.contains("kubectl get node"), "{text}");
+    assert_eq!(d.audit().last().unwrap()["result"], "error");
 }
 
 #[tokio::test]

@@ -63,7 +63,7 @@ async fn cordon_stops_the_real_scheduler_and_a_dry_run_changes_nothing() {
     assert!(said.contains("node(s) were unschedulable"), "{said}");
 
     // Uncordon: the real scheduler places the pod.
-    until(&h.snapshots, "cordon seen", |s| s.nodes.get(&node).is_some_and(|n| n.unschedulable)).await;
+    assert!(h.snapshots.borrow().nodes[&node].unschedulable, "a cordon ends when the watch shows it");
     h.executor.run(ActionRequest { action: Action::Uncordon { node }, dry_run: false }).await;
     eventually("bound after uncordon", Duration::from_secs(30), || {
         let pods = pods.clone();

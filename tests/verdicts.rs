@@ -448,7 +448,7 @@ fn dra_gpus_are_counted_and_claims_judged_as_the_scheduler_did() {
 /// `--gpu-only` takes them, each holds 1 GPU, and their work is priced.
 #[test]
 fn a_drain_of_a_dra_node_counts_the_gpus_its_pods_hold_through_claims() {
-    use kgpu::actions::{Action, impact};
+    use kgpu::actions::Action;
     use kgpu::model::{Cluster, SourceInfo, SourceKind, Sym};
     let (events, newest, _) = kgpu::sources::file::load(&[fixture("dra/cluster.yaml").into()]).unwrap();
     let mut cluster = Cluster::new(SourceInfo { kind: SourceKind::File, name: "dra".into() });
@@ -456,7 +456,7 @@ fn a_drain_of_a_dra_node_counts_the_gpus_its_pods_hold_through_claims() {
     let snap = cluster.snapshot();
     let index = kgpu::analysis::index::Index::build(&snap, newest);
     let drain = Action::Drain { node: Sym::new("dra-h100-0"), gpu_only: true, force: true };
-    let i = impact::of(&index, &drain);
+    let i = drain.impact(&index);
     let pods: Vec<String> = i.pods.iter().map(|(k, _, holds)| format!("{} {holds}", k.name)).collect();
     assert_eq!(pods, ["train-0 1 GPU", "train-1 1 GPU"], "{i:?}");
     assert!(i.gpu_hours > 0.0, "their work is priced: {i:?}");

@@ -1,5 +1,7 @@
 //! Cordon and uncordon: `spec.unschedulable`, nothing running moves.
 
+use std::time::Duration;
+
 use crate::model::{Snapshot, Sym};
 
 use super::backend::ActionError;
@@ -30,6 +32,39 @@ impl Executor {
             return Ok(format!("node/{node} already {word}"));
         }
         self.backend.set_unschedulable(node, cordon, dry).await?;
-        Ok(format!("{}node/{node} {}{word}", if dry { "dry run: " } else { "" }, if dry { "would be " } else { "" }))
+        if dry {
+            return Ok(format!("dry run: node/{node} would be {word}"));
+        }
+        self.until_seen(node, cordon).await?;
+        Ok(format!("node/{node} {word}"))
+    }
+
+    /// Done when the watch shows the node's new state, as the cockpit will
+    /// show it, not when the PATCH returned: an autoscaler or the lab's
+    /// controller may undo it, and a stalled watch would show the old state.
+    async fn until_seen(&self, node: Sym, cordon: bool) -> Result<(), ActionError> {
+        let deadline = tokio::time::Instant::now() + SEEN_WITHIN;
+        let mut snapshots = self.snapshots.clone();
+        loop {
+            self.check_cancel()?;
+            match self.snapshot().nodes.get(&node) {
+                Some(n) if n.unschedulable == cordon => return Ok(()),
+                Some(_) => {}
+                None => return Err(ActionError::Failed(format!("node/{node} is gone"))),
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Err(ActionError::Failed(format!(
+                    "node/{node}: the API server took the change, but after {}s the watch still shows it {}; \
+                     something undid it or the feed is stalled (kubectl get node {node} -o jsonpath='{{.spec.unschedulable}}')",
+                    SEEN_WITHIN.as_secs(),
+                    if cordon { "schedulable" } else { "cordoned" }
+                )));
+            }
+            let _ = tokio::time::timeout(Duration::from_secs(1), snapshots.changed()).await;
+        }
     }
 }
+
+/// How long a cordon waits for the watch to show it (a watch event takes
+/// milliseconds; seconds mean a stalled feed or a controller fighting it).
+const SEEN_WITHIN: Duration = Duration::from_secs(15);

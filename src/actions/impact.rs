@@ -9,8 +9,6 @@ use crate::analysis::index::Index;
 use crate::analysis::lost_work;
 use crate::model::{Pod, PodKey, Sym};
 
-use super::Action;
-
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Impact {
     /// Pods that would be evicted or deleted: (pod, node, what it holds).
@@ -95,26 +93,10 @@ pub(super) fn add_pods(index: &Index<'_>, victims: &[&Pod], impact: &mut Impact)
     }
 }
 
-/// The blast radius of `action` on the cluster `index` describes.
-pub fn of(index: &Index<'_>, action: &Action) -> Impact {
-    let mut impact = Impact::default();
-    match action {
-        Action::Cordon { node } => super::cordon::impact(*node, true, &mut impact),
-        Action::Uncordon { node } => super::cordon::impact(*node, false, &mut impact),
-        Action::Drain { node, gpu_only, force } => super::drain::impact(index, *node, *gpu_only, *force, &mut impact),
-        Action::Requeue { gang } => super::requeue::impact(index, gang, &mut impact),
-        Action::RepartitionMig { node, config } => super::repartition::impact(index, *node, config, &mut impact),
-        Action::RunPlan { target, evictions, reserve, .. } => {
-            super::defrag::impact(index, target, evictions, reserve, &mut impact)
-        }
-        Action::Release { nodes, abandoned } => super::release::impact(index.snap, nodes, abandoned, &mut impact),
-    }
-    impact
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::actions::Action;
     use crate::model::build::{node, pod};
     use crate::model::{Cluster, ModelEvent, Object, SourceInfo, SourceKind};
 
@@ -131,7 +113,7 @@ mod tests {
         }
         let snap = c.snapshot();
         let index = Index::build(&snap, 7200);
-        let i = of(&index, &Action::Drain { node: Sym::new("n1"), gpu_only: false, force: true });
+        let i = Action::Drain { node: Sym::new("n1"), gpu_only: false, force: true }.impact(&index);
         assert_eq!(i.pods.len(), 2, "the DaemonSet pod stays");
         // Busy since start (no usage read) + the default 10 min restart:
         // 4 GPUs × (2h + 10m) + 1 GPU × (1.5h + 10m)
@@ -154,7 +136,7 @@ mod tests {
         }
         let snap = c.snapshot();
         let index = Index::build(&snap, 7200);
-        let kept = of(&index, &Action::Drain { node: Sym::new("n1"), gpu_only: false, force: false });
+        let kept = Action::Drain { node: Sym::new("n1"), gpu_only: false, force: false }.impact(&index);
         assert!(kept.pods.is_empty(), "as kubectl drain: nothing is evicted while a pod stops the drain");
         assert!(
             kept.warnings[0].contains("2 pod(s) stop the drain") && kept.warnings[0].contains("emptyDir"),
@@ -162,7 +144,7 @@ mod tests {
             kept.warnings
         );
         assert!(!kept.kubectl.iter().any(|k| k.contains("--force")));
-        let forced = of(&index, &Action::Drain { node: Sym::new("n1"), gpu_only: false, force: true });
+        let forced = Action::Drain { node: Sym::new("n1"), gpu_only: false, force: true }.impact(&index);
         assert_eq!(forced.pods.len(), 3);
         assert!(forced.warnings.iter().any(|w| w.starts_with("forced: 2 pod(s) lost")), "{:?}", forced.warnings);
         assert!(forced.kubectl.iter().any(|k| k.ends_with("--force --delete-emptydir-data")));

@@ -81,6 +81,23 @@ pub enum PlanTarget {
 }
 
 impl Action {
+    /// The blast radius of this action on the cluster `index` describes.
+    pub fn impact(&self, index: &crate::analysis::index::Index<'_>) -> impact::Impact {
+        let mut out = impact::Impact::default();
+        match self {
+            Action::Cordon { node } => cordon::impact(*node, true, &mut out),
+            Action::Uncordon { node } => cordon::impact(*node, false, &mut out),
+            Action::Drain { node, gpu_only, force } => drain::impact(index, *node, *gpu_only, *force, &mut out),
+            Action::Requeue { gang } => requeue::impact(index, gang, &mut out),
+            Action::RepartitionMig { node, config } => repartition::impact(index, *node, config, &mut out),
+            Action::RunPlan { target, evictions, reserve, .. } => {
+                defrag::impact(index, target, evictions, reserve, &mut out)
+            }
+            Action::Release { nodes, abandoned } => release::impact(index.snap, nodes, abandoned, &mut out),
+        }
+        out
+    }
+
     /// Running a found plan; `None` when it has no pending target.
     pub fn run_plan(plan: &crate::analysis::fragmentation::Plan) -> Option<Action> {
         use crate::analysis::fragmentation::ShapeSource;

@@ -12,6 +12,7 @@ pub mod index;
 pub mod inter_pod;
 pub mod leftovers;
 pub mod lost_work;
+pub mod node_issue;
 pub mod pending;
 pub mod preemption;
 pub mod queue_msg;

@@ -5,8 +5,8 @@
 
 use crate::model::{Node, Sym};
 
-use super::fleet::{IssueCode, NodeIssue};
 use super::index::Index;
+use super::node_issue::{IssueCode, NodeIssue};
 
 /// A time-sliced GPU's memory nearly full: time-slicing shares the memory
 /// with no limit per pod (unlike a MIG slice), so one pod's next allocation

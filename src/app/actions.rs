@@ -22,7 +22,7 @@ impl App {
 
     pub(super) fn confirm(&mut self, action: Action, views: &Views) {
         let index = Index::build(&views.snap, views.analysis.now);
-        let impact = impact::of(&index, &action);
+        let impact = action.impact(&index);
         let gpu_only = matches!(action, Action::Drain { gpu_only: true, .. });
         let typed = (self.production && action.is_disruptive()).then(String::new);
         self.overlay = Some(Overlay::Confirm(Box::new(Confirm { action, impact, gpu_only, typed, scroll: 0 })));

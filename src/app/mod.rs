@@ -20,7 +20,7 @@ use std::collections::HashMap;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use tui_textarea::TextArea;
 
-use crate::actions::impact::{self, Impact};
+use crate::actions::impact::Impact;
 use crate::actions::{Action, ActionId, ActionRequest, Progress};
 use crate::analysis::fragmentation::PlanStatus;
 use crate::analysis::index::Index;

@@ -30,6 +30,10 @@ pub const CUDA_RUNTIME_MINOR_DEPRECATED: &str = "nvidia.com/cuda.runtime.minor";
 
 // GPU Operator
 pub const DRIVER_UPGRADE_STATE: &str = "nvidia.com/gpu-driver-upgrade-state";
+/// When the GPU Operator's upgrade controller entered `validation-required`
+/// and `wait-for-jobs-required` (unix seconds): its timeouts count from them.
+pub const DRIVER_UPGRADE_VALIDATION_START: &str = "nvidia.com/gpu-driver-upgrade-validation-start-time";
+pub const DRIVER_UPGRADE_WAIT_FOR_JOBS_START: &str = "nvidia.com/gpu-driver-upgrade-wait-for-pod-completion-start-time";
 /// When a pod last wrote a checkpoint (RFC 3339), for the work a restart loses.
 pub const LAST_CHECKPOINT: &str = "kgpu.dev/last-checkpoint";
 /// Seconds from a restart until the pod computes again.

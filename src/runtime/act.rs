@@ -9,7 +9,7 @@ use std::process::ExitCode;
 
 use tokio::sync::{mpsc, watch};
 
-use crate::actions::impact::{self, Impact};
+use crate::actions::impact::Impact;
 use crate::actions::{self, Action, ActionRequest, Progress};
 use crate::analysis::fragmentation::PlanStatus;
 use crate::analysis::index::Index;
@@ -95,7 +95,7 @@ async fn act(wanted: Wanted, opts: &ActOptions, source: &SourceArgs, paths: Path
             return Ok(ExitCode::FAILURE);
         }
     };
-    let impact = impact::of(&Index::build(&snap, now), &action);
+    let impact = action.impact(&Index::build(&snap, now));
     outln!("{}", describe(&action, &impact, &session.context.source, opts.dry_run));
     // On a production-looking context a disruptive action asks for its target's name, as the cockpit does.
     let word = (session.context.production && action.is_disruptive()).then(|| action.confirm_word());

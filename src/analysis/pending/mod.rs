@@ -570,7 +570,13 @@ fn pod_item<'a>(index: &Index<'a>, memo: &mut Memo<'a>, pod: &Pod) -> PendingIte
         steps.push(claim_step::report(pod, claims));
     }
     if let Some(volumes) = super::fragmentation::PodVolumes::of(pod) {
-        steps.push(volume_step::report(index, pod, &volumes, &fit));
+        steps.push(volume_step::report(
+            index,
+            pod,
+            &volumes,
+            fit.volume_refusal.as_ref(),
+            fit.volumes_unreadable.as_deref(),
+        ));
     }
     memo.cross_check(&mut item, &fit, scheduler);
     if let Some(claims) = &claims {

@@ -29,19 +29,20 @@ fn claim_state(index: &Index<'_>, namespace: crate::model::Sym, name: &Arc<str>)
     text
 }
 
-/// The step's report: a Block where a PreFilter refuses the pod, else what
-/// each claim is.
+/// The step's report: a Block where a PreFilter refuses the pod (`refusal`,
+/// from the fit step), else what each claim is; not evaluated where the
+/// claims could not be read (`unreadable`, why).
 pub(super) fn report(
     index: &Index<'_>,
     pod: &Pod,
     volumes: &PodVolumes,
-    fit: &super::fit_step::FitResult,
+    refusal: Option<&Refusal>,
+    unreadable: Option<&str>,
 ) -> StepReport {
-    let refusal = fit.volume_refusal.as_ref();
     let ns = ns_flag(pod.namespace);
     let claims: Vec<&str> = volumes.claims.iter().map(|c| c.claim.as_ref()).collect();
     let mut commands = vec![format!("kubectl get pvc {ns} {}", claims.join(" "))];
-    if let Some(why) = &fit.volumes_unreadable {
+    if let Some(why) = unreadable {
         return StepReport {
             step: Step::Volumes,
             verdict: Verdict::NotApplicable,

@@ -20,12 +20,12 @@ use serde::de::{self, IgnoredAny, MapAccess, Visitor};
 
 use crate::model::{Labels, Sym, keys};
 
-use super::manifest::{VALIDATION_START, WAIT_FOR_JOBS_START};
+use crate::model::keys::{DRIVER_UPGRADE_VALIDATION_START, DRIVER_UPGRADE_WAIT_FOR_JOBS_START};
 
 /// The annotations conversion reads; every other one is skipped.
 const KEPT_ANNOTATIONS: &[&str] = &[
-    VALIDATION_START,
-    WAIT_FOR_JOBS_START,
+    DRIVER_UPGRADE_VALIDATION_START,
+    DRIVER_UPGRADE_WAIT_FOR_JOBS_START,
     keys::VOLCANO_GROUP_NAME,
     keys::VOLCANO_GROUP_NAME_NEW,
     keys::MIRROR_POD_ANNOTATION,

@@ -8,7 +8,9 @@ use crate::analysis::waves;
 use crate::model::Sym;
 use crate::model::time::age;
 
-use super::catalog::GONE;
+/// What an answer says when its scenario's signal has left the cluster.
+pub(super) const GONE: &str =
+    "The signal this lesson is about is not on the cluster now (it was fixed, or the scenario moved on).";
 
 /// Per node: the GPUs its idle holders hold.
 fn idle_gpus_by_node(a: &Analysis) -> BTreeMap<Sym, f64> {

@@ -10,7 +10,7 @@ use crate::analysis::pending::{PendingItem, Step};
 
 use crate::model::time::age;
 
-use super::answers;
+use super::answers::{self, GONE};
 use super::{Cause, Evidence, Lesson};
 
 fn blocked_at(a: &Analysis, step: Step) -> Option<&PendingItem> {
@@ -41,9 +41,6 @@ fn per_pod(p: &PendingItem) -> String {
 fn with_hint<'a>(p: &'a PendingItem, code: &str) -> Option<&'a String> {
     p.hints.iter().find(|h| h.starts_with(code))
 }
-
-pub(super) const GONE: &str =
-    "The signal this lesson is about is not on the cluster now (it was fixed, or the scenario moved on).";
 
 pub static LESSONS: &[Lesson] = &[
     Lesson {

@@ -19,7 +19,7 @@ use crate::model::{
 };
 
 use super::lean::{Container, Node as ApiNode, Pod as ApiPod, PodSpec, PortName};
-use super::manifest::{VALIDATION_START, WAIT_FOR_JOBS_START};
+use crate::model::keys::{DRIVER_UPGRADE_VALIDATION_START, DRIVER_UPGRADE_WAIT_FOR_JOBS_START};
 
 mod crds;
 mod dra;
@@ -279,8 +279,8 @@ pub fn node(n: &ApiNode) -> Result<Node> {
     // tracks the time it first saw the state.
     let annotation = |k: &str| n.annotations.get(k).and_then(|v| v.parse::<i64>().ok());
     node.operator.upgrade_since = match node.operator.upgrade_state.map(|s| s.as_str()) {
-        Some("validation-required") => annotation(VALIDATION_START),
-        Some("wait-for-jobs-required") => annotation(WAIT_FOR_JOBS_START),
+        Some("validation-required") => annotation(DRIVER_UPGRADE_VALIDATION_START),
+        Some("wait-for-jobs-required") => annotation(DRIVER_UPGRADE_WAIT_FOR_JOBS_START),
         _ => None,
     };
     Ok(node)

@@ -16,6 +16,7 @@ use std::collections::BTreeSet;
 use serde_json::{Map, Value, json};
 
 use crate::analysis::index::Index;
+use crate::model::keys::{DRIVER_UPGRADE_VALIDATION_START, DRIVER_UPGRADE_WAIT_FOR_JOBS_START};
 use crate::model::time::{parse_rfc3339, rfc3339};
 use crate::model::{
     Condition, Gang, GangKind, Node, NodeSelectorTerm, PodPhase, Queue, QueueKind, Resources, SelectorOperator,
@@ -28,8 +29,6 @@ pub const SCENARIO_LABEL: &str = "kgpu.dev/scenario";
 /// KWOK keeps nodes with this annotation (`fake`) Ready: the lab's GPU nodes,
 /// or a kind cluster's with KWOK installed. NotReady nodes go without it.
 pub const KWOK_ANNOTATION: &str = "kwok.x-k8s.io/node";
-pub const VALIDATION_START: &str = "nvidia.com/gpu-driver-upgrade-validation-start-time";
-pub const WAIT_FOR_JOBS_START: &str = "nvidia.com/gpu-driver-upgrade-wait-for-pod-completion-start-time";
 
 fn quantities(r: &Resources) -> Value {
     let mut m = Map::new();
@@ -129,8 +128,10 @@ fn node_json(n: &Node, scenario: &str) -> Value {
     }
     if let (Some(state), Some(since)) = (n.operator.upgrade_state, n.operator.upgrade_since) {
         match state.as_str() {
-            "validation-required" => annotations.push((VALIDATION_START.into(), since.to_string())),
-            "wait-for-jobs-required" => annotations.push((WAIT_FOR_JOBS_START.into(), since.to_string())),
+            "validation-required" => annotations.push((DRIVER_UPGRADE_VALIDATION_START.into(), since.to_string())),
+            "wait-for-jobs-required" => {
+                annotations.push((DRIVER_UPGRADE_WAIT_FOR_JOBS_START.into(), since.to_string()))
+            }
             _ => {}
         }
     }
@@ -412,7 +413,7 @@ pub fn shift_times(v: &mut Value, delta: i64) {
                             *x = Value::String(rfc3339(t + delta));
                         }
                     }
-                    (VALIDATION_START | WAIT_FOR_JOBS_START, Value::String(s)) => {
+                    (DRIVER_UPGRADE_VALIDATION_START | DRIVER_UPGRADE_WAIT_FOR_JOBS_START, Value::String(s)) => {
                         if let Ok(t) = s.parse::<i64>() {
                             *x = Value::String((t + delta).to_string());
                         }
@@ -433,10 +434,10 @@ mod tests {
     #[test]
     fn times_shift() {
         let mut v = json!({"status": {"startTime": "2026-11-30T09:00:00Z", "conditions": [{"lastTransitionTime": "2026-11-30T08:00:00Z"}]},
-                           "metadata": {"annotations": {VALIDATION_START: "1796029200"}}});
+                           "metadata": {"annotations": {DRIVER_UPGRADE_VALIDATION_START: "1796029200"}}});
         shift_times(&mut v, 60);
         assert_eq!(v["status"]["startTime"], "2026-11-30T09:01:00Z");
         assert_eq!(v["status"]["conditions"][0]["lastTransitionTime"], "2026-11-30T08:01:00Z");
-        assert_eq!(v["metadata"]["annotations"][VALIDATION_START], "1796029260");
+        assert_eq!(v["metadata"]["annotations"][DRIVER_UPGRADE_VALIDATION_START], "1796029260");
     }
 }
