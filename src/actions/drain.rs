@@ -147,8 +147,9 @@ impl Executor {
                 }
             };
             Ok(format!(
-                "{prefix}node/{node} {}: cordoned, {evicted} pod(s) {pods}{}{after}",
+                "{prefix}node/{node} {}: {}, {evicted} pod(s) {pods}{}{after}",
                 drained.trim_start_matches(prefix),
+                cordoned.trim_start_matches(prefix),
                 if gpu_only { " (GPU pods only)" } else { "" }
             ))
         } else {

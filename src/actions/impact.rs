@@ -93,6 +93,62 @@ pub(super) fn add_pods(index: &Index<'_>, victims: &[&Pod], impact: &mut Impact)
     }
 }
 
+/// What a line of the blast radius is, for the one who draws it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LineKind {
+    /// `blast radius: …`, the counts.
+    Summary,
+    /// A pod it stops, or how many more there are.
+    Pod,
+    /// A running gang that restarts.
+    Gang,
+    Warning,
+    /// `by hand:`
+    ByHand,
+    /// A kubectl command, unindented (the drawer adds its prompt).
+    Command,
+}
+
+/// How many pods and commands the blast radius lists before `… N more`.
+pub const LISTED: usize = 40;
+
+impl Impact {
+    /// The blast radius in words, one list for the cockpit's confirmation
+    /// and the command line's. A dry run says "would": nothing has happened.
+    pub fn lines(&self, disruptive: bool, dry_run: bool) -> Vec<(LineKind, String)> {
+        let would = if dry_run { "would be " } else { "" };
+        let mut out = vec![(
+            LineKind::Summary,
+            if disruptive {
+                format!(
+                    "blast radius: {} pod(s), {} gang(s) broken, {:.1} GPU-h {would}lost (busy + restart)",
+                    self.pods.len(),
+                    self.gangs.len(),
+                    self.gpu_hours
+                )
+            } else {
+                "blast radius: none, nothing running stops".to_string()
+            },
+        )];
+        for (pod, node, holds) in self.pods.iter().take(LISTED) {
+            out.push((LineKind::Pod, format!("  pod {pod} on {} ({holds})", node.map_or("-", |n| n.as_str()))));
+        }
+        if self.pods.len() > LISTED {
+            out.push((LineKind::Pod, format!("  … and {} more pod(s)", self.pods.len() - LISTED)));
+        }
+        out.extend(self.gangs.iter().map(|g| (LineKind::Gang, format!("  gang {g} restarts"))));
+        out.extend(self.warnings.iter().map(|w| (LineKind::Warning, format!("  ! {w}"))));
+        if !self.kubectl.is_empty() {
+            out.push((LineKind::ByHand, "by hand:".to_string()));
+            out.extend(self.kubectl.iter().take(LISTED).map(|k| (LineKind::Command, k.clone())));
+            if self.kubectl.len() > LISTED {
+                out.push((LineKind::Pod, format!("  … {} more command(s)", self.kubectl.len() - LISTED)));
+            }
+        }
+        out
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -148,5 +204,31 @@ mod tests {
         assert_eq!(forced.pods.len(), 3);
         assert!(forced.warnings.iter().any(|w| w.starts_with("forced: 2 pod(s) lost")), "{:?}", forced.warnings);
         assert!(forced.kubectl.iter().any(|k| k.ends_with("--force --delete-emptydir-data")));
+    }
+
+    #[test]
+    fn the_blast_radius_reads_the_same_wherever_it_is_shown_and_lists_a_bounded_few() {
+        let mut c = Cluster::new(SourceInfo { kind: SourceKind::Demo, name: "t".into() });
+        c.apply(ModelEvent::Upsert(Object::Node(node("n1").gpus(64).build())));
+        for i in 0..45 {
+            let p = pod(&format!("w{i:02}")).gpus(1).on("n1").running().owner("Job", &format!("w{i:02}")).build();
+            c.apply(ModelEvent::Upsert(Object::Pod(p)));
+        }
+        let snap = c.snapshot();
+        let index = Index::build(&snap, 7200);
+        let drain = Action::Drain { node: Sym::new("n1"), gpu_only: false, force: false };
+        let lines = drain.impact(&index).lines(true, true);
+        assert!(
+            lines[0].1.starts_with("blast radius: 45 pod(s), 0 gang(s) broken") && lines[0].1.contains("would be lost")
+        );
+        let pods: Vec<&str> = lines.iter().filter(|(k, _)| *k == LineKind::Pod).map(|(_, t)| t.as_str()).collect();
+        assert_eq!(pods.len(), LISTED + 1);
+        assert_eq!(pods[0], "  pod default/w00 on n1 (1 GPU)");
+        assert_eq!(pods[LISTED], "  … and 5 more pod(s)");
+        assert!(lines.iter().any(|(k, t)| *k == LineKind::Command && t.starts_with("kubectl drain n1")));
+        let cordon = Action::Cordon { node: Sym::new("n1") };
+        let lines = cordon.impact(&index).lines(false, false);
+        assert_eq!(lines[0].1, "blast radius: none, nothing running stops");
+        assert_eq!(lines.last().unwrap(), &(LineKind::Command, "kubectl cordon n1".to_string()));
     }
 }

@@ -6,6 +6,7 @@
 
 pub mod audit;
 pub mod backend;
+pub mod choose;
 mod cordon;
 pub mod defrag;
 mod drain;

@@ -3,6 +3,7 @@
 
 use super::keys::Command;
 use super::*;
+use crate::actions::choose;
 
 impl App {
     pub(super) fn selected_node(&self, views: &Views) -> Option<Sym> {
@@ -41,19 +42,10 @@ impl App {
             Command::Uncordon => Action::Uncordon { node },
             Command::Drain => Action::Drain { node, gpu_only: false, force: false },
             _ => {
-                let product = views.snap.nodes.get(&node).and_then(|n| n.gpu.product);
-                let configs = mig::config_names_for_product(product.map(|p| p.as_str()));
-                if configs.is_empty() {
-                    self.notify(
-                        format!(
-                            "{node}: no MIG configs known for this GPU ({})",
-                            product.map_or("unknown product", |p| p.as_str())
-                        ),
-                        true,
-                    );
-                    return Vec::new();
+                match choose::mig_configs(&views.snap, node) {
+                    Ok(configs) => self.overlay = Some(Overlay::MigPicker { node, configs, selected: 0 }),
+                    Err(no) => self.notify(no.words().to_string(), no.is_error()),
                 }
-                self.overlay = Some(Overlay::MigPicker { node, configs, selected: 0 });
                 return Vec::new();
             }
         };
@@ -97,14 +89,9 @@ impl App {
         if self.refuse_read_only() {
             return Vec::new();
         }
-        let plan = &views.analysis.fragmentation.plan;
-        match &plan.status {
-            PlanStatus::Found => match Action::run_plan(plan) {
-                Some(action) => self.confirm(action, views),
-                None => self.notify("no plan: it has no pending target", true),
-            },
-            PlanStatus::NotNeeded => self.notify("no plan needed: every pending shape fits", false),
-            PlanStatus::Impossible(why) => self.notify(format!("no plan: {why}"), true),
+        match choose::plan(&views.analysis.fragmentation.plan) {
+            Ok(action) => self.confirm(action, views),
+            Err(no) => self.notify(no.words().to_string(), no.is_error()),
         }
         Vec::new()
     }
@@ -115,20 +102,10 @@ impl App {
             return Vec::new();
         }
         let left = crate::analysis::leftovers::find(&views.abandoned, &views.snap);
-        let (nodes, abandoned) = crate::actions::release::of_leftovers(&left);
-        if nodes.is_empty() && abandoned.is_empty() {
-            let why = match left.unaccounted.first() {
-                None => {
-                    "nothing left behind: no abandoned kgpu action in this context, no kgpu reservation".to_string()
-                }
-                Some((node, value)) => format!(
-                    "no abandoned kgpu action here; {node} keeps kgpu's reservation for {value} (a plan may be running elsewhere): kgpu release {node}"
-                ),
-            };
-            self.notify(why, false);
-            return Vec::new();
+        match choose::release_leftovers(&left) {
+            Ok(action) => self.confirm(action, views),
+            Err(no) => self.notify(no.words().to_string(), no.is_error()),
         }
-        self.confirm(Action::Release { nodes, abandoned }, views);
         Vec::new()
     }
 

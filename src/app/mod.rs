@@ -21,11 +21,11 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use tui_textarea::TextArea;
 
 use crate::actions::impact::Impact;
+/// The blast radius's lines, for the ui to draw (it sees actions only through the app).
+pub use crate::actions::impact::LineKind;
 use crate::actions::{Action, ActionId, ActionRequest, Progress};
-use crate::analysis::fragmentation::PlanStatus;
 use crate::analysis::index::Index;
 use crate::model::{GangKey, GangKind, Sym};
-use crate::reference::mig;
 use crate::view_model::lessons::Sighting;
 use crate::view_model::panes::Views;
 

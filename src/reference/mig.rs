@@ -298,15 +298,15 @@ fn filter_matches(filter: &Option<serde_yaml::Value>, ids: &[&str]) -> bool {
     }
 }
 
-/// The configs of the default mig-parted file that apply to `model`: the
-/// entry whose device-filter names the model's GPU (or that has no filter),
-/// and only when every profile it asks for exists on that GPU.
 /// The names of the mig-parted configs valid for a GPU product (GFD's
 /// `nvidia.com/gpu.product`); empty when the product has no known geometry.
 pub fn config_names_for_product(product: Option<&str>) -> Vec<String> {
     product.and_then(model_for_product).map(configs_for_model).unwrap_or_default().into_iter().map(|c| c.name).collect()
 }
 
+/// The configs of the default mig-parted file that apply to `model`: the
+/// entry whose device-filter names the model's GPU (or that has no filter),
+/// and only when every profile it asks for exists on that GPU.
 pub fn configs_for_model(model: &str) -> Vec<MigConfig> {
     let Some(file) = config_file() else {
         return Vec::new();

@@ -9,9 +9,9 @@ use std::process::ExitCode;
 
 use tokio::sync::{mpsc, watch};
 
-use crate::actions::impact::Impact;
-use crate::actions::{self, Action, ActionRequest, Progress};
-use crate::analysis::fragmentation::PlanStatus;
+use crate::actions::choose::{self, NoAction};
+use crate::actions::impact::{Impact, LineKind};
+use crate::actions::{Action, ActionRequest, Progress};
 use crate::analysis::index::Index;
 use crate::analysis::leftovers;
 use crate::analysis::{self, Analysis, Thresholds};
@@ -19,7 +19,6 @@ use crate::cli::{ActOptions, SourceArgs, UiArgs};
 use crate::config::Paths;
 use crate::model::audit::AuditEntry;
 use crate::model::{GangKey, Snapshot, Sym};
-use crate::reference::mig;
 
 use super::source::{self, Run, Shared, Source};
 use super::{UsageError, outln};
@@ -192,18 +191,7 @@ fn resolve(
             Action::Drain { node: node(snap, n)?, gpu_only: *gpu_only, force: *force }
         }
         Wanted::Repartition { node: n, config } => {
-            let node = node(snap, n)?;
-            let product = snap.nodes.get(&node).and_then(|x| x.gpu.product);
-            let configs = mig::config_names_for_product(product.map(|p| p.as_str()));
-            if !configs.contains(config) {
-                return Err(UsageError(format!(
-                    "{config} is not a MIG config for {node}'s GPU ({}); valid: {}",
-                    product.map_or("unknown product", |p| p.as_str()),
-                    if configs.is_empty() { "none known".into() } else { configs.join(" ") }
-                ))
-                .into());
-            }
-            Action::RepartitionMig { node, config: config.clone() }
+            choose::repartition(snap, node(snap, n)?, config).map_err(|no| UsageError(no.words().to_string()))?
         }
         Wanted::Requeue(target) => {
             let (namespace, name) = split_target(target)?;
@@ -235,12 +223,9 @@ fn resolve(
                     }
                 }
             };
-            match &plan.status {
-                PlanStatus::Found => match Action::run_plan(&plan) {
-                    Some(action) => action,
-                    None => return Ok(Resolved::Cannot("no plan: it has no pending target".into())),
-                },
-                PlanStatus::NotNeeded => {
+            match choose::plan(&plan) {
+                Ok(action) => action,
+                Err(NoAction::AlreadyThere(all_fit)) => {
                     // Room is there; whatever else holds the target is what to fix.
                     let held = target.as_deref().and_then(|t| {
                         let (namespace, name) = t.split_once('/')?;
@@ -255,10 +240,10 @@ fn resolve(
                             item.summary
                         )),
                         (None, Some(t)) => Resolved::Done(format!("no plan needed: {t} fits now")),
-                        (None, None) => Resolved::Done("no plan needed: every pending shape fits".into()),
+                        (None, None) => Resolved::Done(all_fit),
                     });
                 }
-                PlanStatus::Impossible(why) => return Ok(Resolved::Cannot(format!("no plan: {why}"))),
+                Err(NoAction::Cannot(why)) => return Ok(Resolved::Cannot(why)),
             }
         }
     };
@@ -269,74 +254,42 @@ fn resolve(
 /// actions that held only those), or everything abandoned actions left.
 fn release(names: &[String], snap: &Snapshot, abandoned: &[AuditEntry]) -> anyhow::Result<Resolved> {
     let left = leftovers::find(abandoned, snap);
-    let (nodes, runs) = if names.is_empty() {
-        actions::release::of_leftovers(&left)
-    } else {
-        let nodes = names.iter().map(|n| node(snap, n)).collect::<Result<Vec<Sym>, _>>()?;
-        let bare: Vec<&str> = nodes
-            .iter()
-            .filter(|n| !left.unaccounted.iter().any(|(u, _)| u == *n) && !left.reserved().contains(n))
-            .map(|n| n.as_str())
-            .collect();
-        if !bare.is_empty() {
-            return Err(UsageError(format!("no kgpu reservation on {}", bare.join(" "))).into());
-        }
-        let runs = left
-            .abandoned
-            .iter()
-            .filter(|a| !a.reserved.is_empty() && a.reserved.iter().all(|r| nodes.contains(r)))
-            .map(|a| a.start.clone())
-            .collect();
-        (nodes, runs)
-    };
-    if !nodes.is_empty() || !runs.is_empty() {
-        return Ok(Resolved::Act(Action::Release { nodes, abandoned: runs }));
+    if names.is_empty() {
+        return Ok(match choose::release_leftovers(&left) {
+            Ok(action) => Resolved::Act(action),
+            Err(no) => Resolved::Done(no.words().to_string()),
+        });
     }
-    let reserved: Vec<String> = left.unaccounted.iter().map(|(n, v)| format!("{n} (for {v})")).collect();
-    Ok(Resolved::Done(if reserved.is_empty() {
-        "nothing left behind: no abandoned kgpu action in this context's audit log, no kgpu reservation on any node"
-            .into()
-    } else {
-        format!(
-            "no abandoned kgpu action in this context's audit log; kgpu's reservation is on {}: a plan may be running; `kgpu release NODE…` releases it anyway",
-            reserved.join(", ")
-        )
-    }))
+    let nodes = names.iter().map(|n| node(snap, n)).collect::<Result<Vec<Sym>, _>>()?;
+    let bare: Vec<&str> = nodes
+        .iter()
+        .filter(|n| !left.unaccounted.iter().any(|(u, _)| u == *n) && !left.reserved().contains(n))
+        .map(|n| n.as_str())
+        .collect();
+    if !bare.is_empty() {
+        return Err(UsageError(format!("no kgpu reservation on {}", bare.join(" "))).into());
+    }
+    let abandoned = left
+        .abandoned
+        .iter()
+        .filter(|a| !a.reserved.is_empty() && a.reserved.iter().all(|r| nodes.contains(r)))
+        .map(|a| a.start.clone())
+        .collect();
+    Ok(Resolved::Act(Action::Release { nodes, abandoned }))
 }
 
-/// The blast radius, as the cockpit's confirmation shows it.
+/// The blast radius, as the cockpit's confirmation shows it (`Impact::lines`).
 /// A dry run says "would" on every line: nothing it prints has happened.
 fn describe(action: &Action, impact: &Impact, context: &str, dry_run: bool) -> String {
     let mut out = format!(
-        "{}{} {} on {context}{}\n",
+        "{}{} {} on {context}\n",
         if dry_run { "dry run: would " } else { "" },
         action.verb(),
-        action.targets().join(" "),
-        if action.is_disruptive() { "" } else { " (disrupts nothing)" }
+        action.targets().join(" ")
     );
-    if action.is_disruptive() {
-        out.push_str(&format!(
-            "blast radius: {} pod(s), {} gang(s) broken, {:.1} GPU-h {}lost (busy + restart)\n",
-            impact.pods.len(),
-            impact.gangs.len(),
-            impact.gpu_hours,
-            if dry_run { "would be " } else { "" }
-        ));
-        for (pod, node, gpus) in &impact.pods {
-            out.push_str(&format!("  pod {pod} on {} ({gpus})\n", node.map_or("-", |n| n.as_str())));
-        }
-        for gang in &impact.gangs {
-            out.push_str(&format!("  gang {gang} restarts\n"));
-        }
-    }
-    for w in &impact.warnings {
-        out.push_str(&format!("warning: {w}\n"));
-    }
-    if !impact.kubectl.is_empty() {
-        out.push_str("by hand:\n");
-        for c in &impact.kubectl {
-            out.push_str(&format!("  $ {c}\n"));
-        }
+    for (kind, text) in impact.lines(action.is_disruptive(), dry_run) {
+        let prompt = if kind == LineKind::Command { "  $ " } else { "" };
+        out.push_str(&format!("{prompt}{text}\n"));
     }
     out.trim_end().to_string()
 }

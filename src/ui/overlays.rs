@@ -9,7 +9,7 @@ use ratatui::widgets::{Clear, Paragraph, Wrap};
 
 use crate::app::dialog_keys::{DIALOG_BINDINGS, Dialog};
 use crate::app::keys::BINDINGS;
-use crate::app::{App, Confirm, Detail, Overlay, Pane, Viewport, palette};
+use crate::app::{App, Confirm, Detail, LineKind, Overlay, Pane, Viewport, palette};
 use crate::view_model::lessons::{self, Standing};
 use crate::view_model::panes::Views;
 use crate::view_model::style::Doc;
@@ -254,44 +254,22 @@ fn confirm(frame: &mut Frame, area: Rect, c: &Confirm, theme: &Theme, ctx: &Cont
     // The question and the keys stay; the blast radius and the commands
     // below them scroll (a repartition's last steps are below the fold at 80×24).
     let head = lines;
-    let mut lines = Vec::new();
-    let i = &c.impact;
-    lines.push(Line::styled(
-        format!(
-            "blast radius: {} pod(s), {} gang(s) broken, {:.1} GPU-h lost (busy + restart)",
-            i.pods.len(),
-            i.gangs.len(),
-            i.gpu_hours
-        ),
-        theme.style(Role::Text),
-    ));
-    for (pod, node, gpus) in i.pods.iter().take(8) {
-        lines.push(Line::styled(
-            format!("  pod {}/{} on {} ({gpus})", pod.namespace, pod.name, node.map_or("-", |n| n.as_str())),
-            theme.style(Role::Dim),
-        ));
-    }
-    if i.pods.len() > 8 {
-        lines.push(Line::styled(format!("  … and {} more", i.pods.len() - 8), theme.style(Role::Dim)));
-    }
-    for g in &i.gangs {
-        lines.push(Line::styled(format!("  restarts gang {g}"), theme.style(Role::Warn)));
-    }
-    for w in &i.warnings {
-        lines.push(Line::styled(format!("  ! {w}"), theme.style(Role::Warn)));
-    }
     let width = 96.min(area.width);
-    lines.push(Line::styled("by hand:", theme.style(Role::Header)));
-    // Every step, to the last (it scrolls); a drain of hundreds of pods is cut.
-    const MAX_COMMANDS: usize = 40;
-    for k in i.kubectl.iter().take(MAX_COMMANDS) {
-        for l in super::widgets::hanging("  $ ", k, width.saturating_sub(2) as usize) {
-            lines.push(Line::styled(l, theme.style(Role::Accent)));
-        }
-    }
-    if i.kubectl.len() > MAX_COMMANDS {
-        let more = i.kubectl.len() - MAX_COMMANDS;
-        lines.push(Line::styled(format!("  … {more} more command(s)"), theme.style(Role::Dim)));
+    let mut lines = Vec::new();
+    for (kind, text) in c.impact.lines(c.action.is_disruptive(), false) {
+        let role = match kind {
+            LineKind::Summary => Role::Text,
+            LineKind::Pod => Role::Dim,
+            LineKind::Gang | LineKind::Warning => Role::Warn,
+            LineKind::ByHand => Role::Header,
+            LineKind::Command => {
+                for l in super::widgets::hanging("  $ ", &text, width.saturating_sub(2) as usize) {
+                    lines.push(Line::styled(l, theme.style(Role::Accent)));
+                }
+                continue;
+            }
+        };
+        lines.push(Line::styled(text, theme.style(role)));
     }
     let inner_width = width.saturating_sub(2);
     let head = Paragraph::new(head).wrap(Wrap { trim: false });
