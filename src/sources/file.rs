@@ -6,8 +6,13 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use std::cell::Cell;
+
+use serde::de::DeserializeSeed;
 use serde_json::Value;
 use thiserror::Error;
+
+use crate::sources::bounded_value::{Bounded, budget_for};
 
 use crate::model::{Feed, FeedProblem, FeedState, ModelEvent, Object, SourceInfo, SourceKind, Timestamp};
 use crate::sources::kinds::{self, Kind};
@@ -122,46 +127,88 @@ pub fn documents(path: &Path, text: &str) -> Result<Vec<Value>, FileError> {
     Ok(out)
 }
 
-/// Hands each object of one file to `item`, List items one by one: JSON
-/// (one value, read as it is parsed, so a 150 MB List never stands whole as
-/// a tree) or YAML (several documents).
+/// Hands each object of one file to `item`, List items one by one, read as
+/// they are parsed, so a 150 MB List never stands whole as a tree: JSON (one
+/// value) or YAML (several documents). Either within a budget proportional
+/// to the text (`bounded_value`: YAML aliases cannot blow it up).
 fn each_object(path: &Path, text: &str, item: &mut dyn FnMut(Value)) -> Result<(), FileError> {
     let parse_err = |message: String| FileError::Parse { path: path.display().to_string(), message };
+    let budget = budget_for(text.len());
     let trimmed = text.trim_start();
     if trimmed.starts_with('{') || trimmed.starts_with('[') {
         let mut reader = serde_json::Deserializer::from_str(text);
-        serde::de::DeserializeSeed::deserialize(Objects(item), &mut reader).map_err(|e| parse_err(e.to_string()))?;
+        Objects { sink: item, budget: &budget }.deserialize(&mut reader).map_err(|e| parse_err(e.to_string()))?;
         return reader.end().map_err(|e| parse_err(e.to_string()));
     }
-    let docs = super::kube::apply::parse_yaml(text).map_err(|e| parse_err(e.to_string()))?;
-    let mut out = Vec::new();
-    flatten(docs, &mut out);
-    out.into_iter().for_each(item);
+    let Some(items) = super::kubectl_yaml::list_items(text) else {
+        return super::kube::apply::each_yaml_document(text, |doc| {
+            Objects { sink: &mut *item, budget: &budget }.deserialize(doc)
+        })
+        .map_err(|e| parse_err(e.to_string()));
+    };
+    // kubectl's List, one item at a time (its lines are an item each).
+    super::kube::apply::check_depth(text).map_err(|e| parse_err(e.to_string()))?;
+    for (line, text) in items {
+        for doc in serde_yaml::Deserializer::from_str(text) {
+            Objects { sink: &mut *item, budget: &budget }
+                .deserialize(doc)
+                .map_err(|e| parse_err(format!("the item at line {line}: {e} (lines counted from the item)")))?;
+        }
+    }
     Ok(())
 }
 
-/// A JSON document as objects: an array's elements and an object's `items`
-/// go to the sink one at a time (kubectl writes `items` before `kind`, so an
+/// A document as objects: an array's elements and an object's `items` go to
+/// the sink one at a time (kubectl writes `items` before `kind`, so an
 /// object with an `items` array is read as a List, as `kubectl` makes them).
-struct Objects<'a>(&'a mut dyn FnMut(Value));
+struct Objects<'a, 'b> {
+    sink: &'a mut dyn FnMut(Value),
+    budget: &'b Cell<u64>,
+}
 
-impl<'de> serde::de::DeserializeSeed<'de> for Objects<'_> {
+impl<'de> DeserializeSeed<'de> for Objects<'_, '_> {
     type Value = ();
     fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
         d.deserialize_any(self)
     }
 }
 
-impl<'de> serde::de::Visitor<'de> for Objects<'_> {
+impl<'de> serde::de::Visitor<'de> for Objects<'_, '_> {
     type Value = ();
     fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
         f.write_str("a Kubernetes object, a List of them, or an array of them")
     }
+    /// An empty YAML document.
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_none<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+    // A YAML document that is a scalar is no object: counted as one with no kind.
+    fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<(), E> {
+        let v = Bounded(self.budget).visit_bool(v)?;
+        self.scalar(v)
+    }
+    fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<(), E> {
+        let v = Bounded(self.budget).visit_i64(v)?;
+        self.scalar(v)
+    }
+    fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<(), E> {
+        let v = Bounded(self.budget).visit_u64(v)?;
+        self.scalar(v)
+    }
+    fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<(), E> {
+        let v = Bounded(self.budget).visit_f64(v)?;
+        self.scalar(v)
+    }
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<(), E> {
+        let v = Bounded(self.budget).visit_str(v)?;
+        self.scalar(v)
+    }
     fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        while let Some(v) = seq.next_element::<Value>()? {
-            let mut out = Vec::new();
-            flatten(vec![v], &mut out);
-            out.into_iter().for_each(&mut *self.0);
+        while let Some(v) = seq.next_element_seed(Bounded(self.budget))? {
+            flatten(v, &mut *self.sink);
         }
         Ok(())
     }
@@ -171,29 +218,40 @@ impl<'de> serde::de::Visitor<'de> for Objects<'_> {
         while let Some(key) = map.next_key::<String>()? {
             if key == "items" && !list {
                 list = true;
-                map.next_value_seed(Items(&mut *self.0))?;
+                map.next_value_seed(Items { sink: &mut *self.sink, budget: self.budget })?;
             } else {
-                fields.insert(key, map.next_value()?);
+                let v = map.next_value_seed(Bounded(self.budget))?;
+                fields.insert(key, v);
             }
         }
         if !list {
-            (self.0)(Value::Object(fields));
+            (self.sink)(Value::Object(fields));
         }
         Ok(())
     }
 }
 
-/// A List's `items`: each handed on as it is parsed (`null`: none).
-struct Items<'a>(&'a mut dyn FnMut(Value));
+impl Objects<'_, '_> {
+    fn scalar<E>(self, v: Value) -> Result<(), E> {
+        (self.sink)(v);
+        Ok(())
+    }
+}
 
-impl<'de> serde::de::DeserializeSeed<'de> for Items<'_> {
+/// A List's `items`: each handed on as it is parsed (`null`: none).
+struct Items<'a, 'b> {
+    sink: &'a mut dyn FnMut(Value),
+    budget: &'b Cell<u64>,
+}
+
+impl<'de> DeserializeSeed<'de> for Items<'_, '_> {
     type Value = ();
     fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
         d.deserialize_any(self)
     }
 }
 
-impl<'de> serde::de::Visitor<'de> for Items<'_> {
+impl<'de> serde::de::Visitor<'de> for Items<'_, '_> {
     type Value = ();
     fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
         f.write_str("a List's items (an array)")
@@ -202,22 +260,20 @@ impl<'de> serde::de::Visitor<'de> for Items<'_> {
         Ok(())
     }
     fn visit_seq<A: serde::de::SeqAccess<'de>>(self, seq: A) -> Result<(), A::Error> {
-        Objects(self.0).visit_seq(seq)
+        Objects { sink: self.sink, budget: self.budget }.visit_seq(seq)
     }
 }
 
-/// Splits List objects into their items.
-fn flatten(docs: Vec<Value>, out: &mut Vec<Value>) {
-    for d in docs {
-        let is_list =
-            d.get("kind").and_then(|k| k.as_str()).is_some_and(|k| k.ends_with("List")) && d.get("items").is_some();
-        if is_list {
-            if let Some(Value::Array(items)) = d.get("items").cloned() {
-                flatten(items, out);
-            }
-        } else if !d.is_null() {
-            out.push(d);
+/// Hands on `v`, or a List's items one by one (Lists in Lists too).
+fn flatten(mut v: Value, sink: &mut dyn FnMut(Value)) {
+    let is_list =
+        v.get("kind").and_then(|k| k.as_str()).is_some_and(|k| k.ends_with("List")) && v.get("items").is_some();
+    if is_list {
+        if let Some(Value::Array(items)) = v.get_mut("items").map(Value::take) {
+            items.into_iter().for_each(|i| flatten(i, sink));
         }
+    } else if !v.is_null() {
+        sink(v);
     }
 }
 
@@ -351,5 +407,24 @@ mod tests {
         {
             assert!(matches!(objects(broken), Err(FileError::Parse { .. })), "{broken}");
         }
+    }
+
+    #[test]
+    fn a_kubectl_yaml_list_read_item_by_item_equals_the_whole_document_read() {
+        let list = "apiVersion: v1\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata:\n    name: a\n  data:\n    script: |\n      echo 'x\n\n      [[[\n- apiVersion: v1\n  kind: List\n  items:\n  - kind: Pod\n    metadata: {name: b}\n- kind: Node\n  metadata:\n    name: \"n\"\nkind: List\nmetadata:\n  resourceVersion: \"\"\n";
+        assert!(super::super::kubectl_yaml::list_items(list).is_some());
+        let path = Path::new("t.yaml");
+        let cut = documents(path, list).unwrap();
+        let mut whole = Vec::new();
+        for v in super::super::kube::apply::parse_yaml(list).unwrap() {
+            flatten(v, &mut |o| whole.push(o));
+        }
+        assert_eq!(cut, whole);
+        assert_eq!(cut.len(), 3);
+        assert_eq!(cut[0]["data"]["script"], "echo 'x\n\n[[[\n");
+        // An error names the item's line.
+        let broken = list.replace("kind: Node", "kind: [Node");
+        let Err(FileError::Parse { message, .. }) = documents(path, &broken) else { panic!("parsed") };
+        assert!(message.starts_with("the item at line 17:"), "{message}");
     }
 }

@@ -7,9 +7,11 @@
 //!   and read within a request budget.
 
 pub mod agents;
+pub mod bounded_value;
 pub mod dcgm;
 pub mod file;
 pub mod kinds;
 pub mod kube;
+pub mod kubectl_yaml;
 pub mod poll;
 pub mod sim;

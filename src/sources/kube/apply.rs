@@ -5,11 +5,13 @@
 
 use kube::Client;
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams};
+use serde::de::DeserializeSeed;
 use serde_json::{Value, json};
 use thiserror::Error;
 
 use super::client::short_error;
 use super::manifest::SCENARIO_LABEL;
+use crate::sources::bounded_value::{Bounded, budget_for};
 
 pub const FIELD_MANAGER: &str = "kgpu-scenario";
 
@@ -251,53 +253,92 @@ pub enum YamlError {
 /// before it is parsed; its own recursion limit catches block nesting.
 pub const MAX_FLOW_DEPTH: usize = 256;
 
-/// The first place where flow collections nest deeper than `max`, skipping
-/// quoted scalars and comments (one pass; block scalars are counted too,
-/// which only matters for text with hundreds of open brackets).
+/// The first place where flow collections may nest deeper than `max`, in
+/// one pass. It may count too deep, never too shallow: every `[`/`{` counts,
+/// in quoted scalars and comments too, and a `]`/`}` in one only closes what
+/// opened inside it. So a quote the scan takes for one that YAML does not
+/// (`foo 'bar`, a block scalar's `'`) cannot hide real nesting; a string of
+/// JSON with balanced brackets costs nothing; only hundreds of unmatched
+/// brackets in strings are refused.
 fn flow_too_deep(text: &str, max: usize) -> Option<(usize, usize)> {
     let (mut depth, mut line) = (0usize, 1usize);
+    // The quoted scalar or comment being read, and the depth it began at.
     let mut quote: Option<u8> = None;
     let mut comment = false;
+    let mut floor = 0usize;
+    let mut escaped = false;
     let mut previous = b'\n';
     for &b in text.as_bytes() {
-        match (quote, b) {
-            (_, b'\n') => {
-                line += 1;
-                comment = false;
-                // A double-quoted scalar may span lines; a single-quoted one too.
-            }
-            _ if comment => {}
-            (Some(q), c) if c == q => quote = None,
-            (Some(_), _) => {}
-            (None, b'#') if previous.is_ascii_whitespace() => comment = true,
-            (None, b'"' | b'\'') if !previous.is_ascii_alphanumeric() => quote = Some(b),
-            (None, b'[' | b'{') => {
+        let in_text = quote.is_some() || comment;
+        match b {
+            b'[' | b'{' => {
                 depth += 1;
                 if depth > max {
                     return Some((depth, line));
                 }
             }
-            (None, b']' | b'}') => depth = depth.saturating_sub(1),
+            b']' | b'}' if !in_text || depth > floor => depth = depth.saturating_sub(1),
             _ => {}
+        }
+        if b == b'\n' {
+            line += 1;
+            comment = false;
+        } else if comment {
+        } else if let Some(q) = quote {
+            // `\"` inside "…" escapes; `''` inside '…' closes and reopens.
+            if escaped {
+                escaped = false;
+            } else if q == b'"' && b == b'\\' {
+                escaped = true;
+            } else if b == q {
+                quote = None;
+            }
+        } else if b == b'#' && previous.is_ascii_whitespace() {
+            comment = true;
+            floor = depth;
+        } else if matches!(b, b'"' | b'\'') && !previous.is_ascii_alphanumeric() {
+            quote = Some(b);
+            floor = depth;
         }
         previous = b;
     }
     None
 }
 
-/// Parses multi-document YAML into JSON values (empty documents skipped).
+/// Parses multi-document YAML into JSON values (empty documents skipped),
+/// within a budget proportional to the text (`bounded_value`).
 pub fn parse_yaml(text: &str) -> Result<Vec<Value>, YamlError> {
-    if let Some((depth, line)) = flow_too_deep(text, MAX_FLOW_DEPTH) {
-        return Err(YamlError::TooDeep { depth, line });
-    }
+    let budget = budget_for(text.len());
     let mut out = Vec::new();
-    for doc in serde_yaml::Deserializer::from_str(text) {
-        let v: Value = serde::Deserialize::deserialize(doc)?;
+    each_yaml_document(text, |doc| {
+        let v = Bounded(&budget).deserialize(doc)?;
         if !v.is_null() {
             out.push(v);
         }
-    }
+        Ok(())
+    })?;
     Ok(out)
+}
+
+/// Refuses text whose flow collections nest too deep for the parser.
+pub fn check_depth(text: &str) -> Result<(), YamlError> {
+    match flow_too_deep(text, MAX_FLOW_DEPTH) {
+        Some((depth, line)) => Err(YamlError::TooDeep { depth, line }),
+        None => Ok(()),
+    }
+}
+
+/// Hands each document of multi-document YAML to `read`, once the text is
+/// known not to nest too deep for the parser.
+pub fn each_yaml_document(
+    text: &str,
+    mut read: impl FnMut(serde_yaml::Deserializer<'_>) -> Result<(), serde_yaml::Error>,
+) -> Result<(), YamlError> {
+    check_depth(text)?;
+    for doc in serde_yaml::Deserializer::from_str(text) {
+        read(doc)?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -305,20 +346,41 @@ mod tests {
     use super::*;
 
     #[test]
-    fn deep_flow_nesting_is_refused_before_parsing_and_quotes_and_comments_do_not_count() {
+    fn deep_flow_nesting_is_refused_before_parsing_and_strings_may_hold_brackets() {
         let deep = format!("items: {}{}\n", "[".repeat(200_000), "]".repeat(200_000));
         match parse_yaml(&deep) {
             Err(YamlError::TooDeep { depth, line }) => assert_eq!((depth, line), (MAX_FLOW_DEPTH + 1, 1)),
             other => panic!("{other:?}"),
         }
-        let brackets = "[".repeat(MAX_FLOW_DEPTH + 5);
+        // Unmatched brackets in strings and comments count, a few dozen are fine.
+        let brackets = "[".repeat(MAX_FLOW_DEPTH / 4);
         let harmless = format!(
             "kind: ConfigMap\nmetadata: {{name: x, labels: {{a: b}}}}\ndata:\n  q: \"{brackets}\"\n  s: '{brackets}'\n  it's: fine # {brackets}\n"
         );
         let docs = parse_yaml(&harmless).unwrap();
         assert_eq!(docs[0]["data"]["q"], Value::String(brackets.clone()));
         assert_eq!(docs[0]["metadata"]["labels"]["a"], "b");
-        assert_eq!(flow_too_deep("a: [[1], {b: 2}]\n# [[[[\n", 2), None);
+        assert_eq!(flow_too_deep("a: [[1], {b: 2}]\n# [x] {y}\n", 2), None);
+        assert_eq!(flow_too_deep("a: [[1], {b: 2}]\n# [[[[\n", 2), Some((3, 2)), "left open in a comment, counted");
         assert_eq!(flow_too_deep("a: [[1], {b: 2}]\nc: [[[3]]]\n", 2), Some((3, 2)));
+    }
+
+    #[test]
+    fn nesting_cannot_hide_behind_what_the_scan_takes_for_quotes_or_comments() {
+        let deep = "[".repeat(MAX_FLOW_DEPTH + 1);
+        for (what, text) in [
+            ("a quote in a plain scalar", format!("x: a-'\ny: {deep}\n")),
+            ("a quote after a space in a plain scalar", format!("x: foo 'bar\ny: {deep}\n")),
+            ("a quote in a block scalar", format!("a: |\n  'x\nb: {deep}\n")),
+            ("closing brackets in strings", format!("y: {}\n", "[ \"]\", ".repeat(MAX_FLOW_DEPTH + 1))),
+            ("an escaped quote", format!("y: {}\n", "[ \"\\\"]\", ".repeat(MAX_FLOW_DEPTH + 1))),
+            ("closing brackets in comments", format!("y: {}\n", "[ # ]\n".repeat(MAX_FLOW_DEPTH + 1))),
+        ] {
+            assert!(matches!(parse_yaml(&text), Err(YamlError::TooDeep { .. })), "{what}");
+        }
+        // JSON in an annotation, as kubectl's last-applied-configuration: balanced, free.
+        let annotation = r#"{\"spec\":{\"containers\":[{\"resources\":{\"limits\":{}}}]}}"#;
+        let many = format!("items:\n{}", format!("- metadata: {{annotations: {{a: \"{annotation}\"}}}}\n").repeat(500));
+        assert_eq!(parse_yaml(&many).unwrap()[0]["items"].as_array().unwrap().len(), 500);
     }
 }
