@@ -463,14 +463,21 @@ pub enum Output {
     Json,
 }
 
+/// How far `--advance` may run the demo: a day (a simulated day takes about
+/// a minute; 2^32 seconds ran for ever and u64::MAX wrapped to nothing).
+fn advance_seconds() -> clap::builder::RangedU64ValueParser<u64> {
+    clap::value_parser!(u64).range(0..=86_400)
+}
+
 /// `kgpu snapshot`: the source is the current kube context unless `--demo`,
 /// `--scenario` or `--file` says otherwise.
 #[derive(Args, Debug, Clone)]
 pub struct SnapshotArgs {
     #[command(flatten)]
     pub from: DemoChoice,
-    /// Run the demo cluster this many seconds before taking the snapshot.
-    #[arg(long, default_value_t = 0, value_name = "SECONDS")]
+    /// Run the demo cluster this many seconds before taking the snapshot
+    /// (at most a day, 86400: a simulated day takes about a minute).
+    #[arg(long, default_value_t = 0, value_name = "SECONDS", value_parser = advance_seconds())]
     pub advance: u64,
     /// Limit the output to one section: fleet, fragmentation, pending, gangs, queues, drivers, mig, events, utilization (or usage).
     #[arg(long, value_name = "PANE")]
@@ -497,8 +504,8 @@ pub struct WhyArgs {
     pub target: String,
     #[command(flatten)]
     pub from: DemoChoice,
-    /// Run the demo cluster this many seconds first.
-    #[arg(long, default_value_t = 0, value_name = "SECONDS")]
+    /// Run the demo cluster this many seconds first (at most a day, 86400).
+    #[arg(long, default_value_t = 0, value_name = "SECONDS", value_parser = advance_seconds())]
     pub advance: u64,
     /// Output format.
     #[arg(long, short = 'o', value_enum, default_value = "text")]

@@ -403,3 +403,56 @@ fn kubeconfigs_and_token_files_that_are_not_bounded_regular_files_are_refused() 
     assert_eq!(out.status.code(), Some(2), "{said}");
     assert!(said.contains("not a regular file"), "{said}");
 }
+
+/// The API server stores no object without a name: one in a dump is skipped
+/// with the reason, not drawn as a nameless row.
+#[test]
+fn objects_without_a_name_are_skipped_with_the_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let dump = dir.path().join("nameless.json");
+    let node =
+        r#"{"apiVersion":"v1","kind":"Node","metadata":{"name":""},"status":{"allocatable":{"nvidia.com/gpu":"8"}}}"#;
+    let pod = r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"","namespace":"a"},"spec":{"containers":[]}}"#;
+    std::fs::write(&dump, format!(r#"{{"kind":"List","items":[{node},{pod}]}}"#)).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kgpu"))
+        .args(["snapshot", "--pane", "fleet", "--file"])
+        .arg(&dump)
+        .output()
+        .unwrap();
+    let (said, text) = (String::from_utf8_lossy(&out.stderr), String::from_utf8_lossy(&out.stdout));
+    assert!(said.contains("node without metadata.name") && said.contains("pod without metadata.name"), "{said}");
+    assert!(text.contains("FLEET  0 GPUs"), "{text}");
+}
+
+/// `--advance` runs the simulator second by second: a day at most, refused past it.
+#[test]
+fn advancing_the_demo_past_a_day_is_a_usage_error() {
+    for seconds in ["86401", "4294967296", "18446744073709551615"] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_kgpu"))
+            .args(["snapshot", "--scenario", "default", "--advance", seconds])
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{seconds}: {said}");
+        assert!(said.contains("not in 0..=86400"), "{seconds}: {said}");
+    }
+}
+
+/// An action whose report cannot be written (a full disk behind `>`) still
+/// runs to its end, then exits 1 saying so, not 0 with a report nobody got.
+#[test]
+fn an_action_whose_report_is_lost_says_so_and_fails() {
+    let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") else { return };
+    let data = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kgpu"))
+        .args(["cordon", "gpu-01", "-s", "fragmented", "--dry-run"])
+        .env("KGPU_DATA_DIR", data.path())
+        .stdout(full)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(said.contains("the report could not be written"), "{said}");
+    let audit = std::fs::read_to_string(data.path().join("audit.jsonl")).unwrap();
+    assert!(audit.contains("\"dryRun\":true"), "the action ran and was audited: {audit}");
+}

@@ -5,7 +5,7 @@
 //! so two cockpits never interleave their lines.
 
 use std::io::Write;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::PathBuf;
 
 pub use crate::model::audit::AuditEntry as Entry;
@@ -19,7 +19,8 @@ pub struct AuditLog {
 impl AuditLog {
     pub fn append(&self, entry: &Entry) -> std::io::Result<()> {
         if let Some(dir) = self.path.parent() {
-            std::fs::create_dir_all(dir)?;
+            // The data dir (the log, this audit log): the owner's alone.
+            std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
         }
         let mut f = std::fs::OpenOptions::new().create(true).append(true).mode(0o600).open(&self.path)?;
         // A log made before kgpu kept it private is made private now.
@@ -133,6 +134,8 @@ mod tests {
         assert_eq!(tail[0].action, "drain", "newest first");
         assert_eq!(tail[1], e);
         assert_eq!(std::fs::metadata(&log.path).unwrap().permissions().mode() & 0o777, 0o600, "the user's alone");
+        let made = std::fs::metadata(dir.path().join("sub")).unwrap().permissions().mode();
+        assert_eq!(made & 0o777, 0o700, "the data dir it made too, whatever the umask");
     }
 
     #[test]

@@ -58,7 +58,14 @@ pub fn run(wanted: Wanted, opts: &ActOptions, source: &SourceArgs, ui: &UiArgs) 
         tracing::debug!("{e}");
     }
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
-    runtime.block_on(act(wanted, opts, source, paths))
+    let code = runtime.block_on(act(wanted, opts, source, paths))?;
+    match super::output_lost() {
+        Some(why) => {
+            super::say(&format!("kgpu: the report could not be written ({why}); the audit log has what was done"));
+            Ok(ExitCode::FAILURE)
+        }
+        None => Ok(code),
+    }
 }
 
 async fn act(wanted: Wanted, opts: &ActOptions, source: &SourceArgs, paths: Paths) -> anyhow::Result<ExitCode> {

@@ -12,7 +12,12 @@ pub fn init(log_file: Option<&Path>, level: &str) -> Result<String, String> {
         return Err("no data dir (no home directory): logging is off".into());
     };
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        // The data dir holds the log and the audit log: the owner's alone.
+        let mut builder = std::fs::DirBuilder::new();
+        builder.recursive(true);
+        #[cfg(unix)]
+        std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+        builder.create(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     }
     // The log names nodes, pods and errors: the owner's alone (0600), as kubeconfigs are.
     let mut options = std::fs::OpenOptions::new();

@@ -43,8 +43,25 @@ pub fn exit_code(err: &anyhow::Error) -> ExitCode {
 /// (`kgpu lab status | head -3`) does not panic.
 macro_rules! outln {
     ($($arg:tt)*) => {{
-        let _ = $crate::runtime::emit(&format!("{}\n", format_args!($($arg)*)));
+        if let Err(e) = $crate::runtime::emit(&format!("{}\n", format_args!($($arg)*))) {
+            $crate::runtime::note_output_lost(&e);
+        }
     }};
+}
+
+/// The first error writing a report line (a full disk, a closed terminal):
+/// the command goes on — an action half done must finish or undo what it
+/// holds — and then fails with it (`output_lost`), rather than exit 0 with
+/// a report nobody got.
+static OUTPUT_LOST: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+pub fn note_output_lost(e: &anyhow::Error) {
+    let _ = OUTPUT_LOST.set(e.to_string());
+}
+
+/// Why some of the command's output was lost, if it was.
+pub fn output_lost() -> Option<&'static str> {
+    OUTPUT_LOST.get().map(String::as_str)
 }
 pub(crate) use outln;
 

@@ -20,7 +20,7 @@ fn str_at<'a>(v: &'a Value, path: &str) -> Option<&'a str> {
 }
 
 fn name_of(v: &Value) -> Result<&str> {
-    str_at(v, "/metadata/name").ok_or_else(|| "object without metadata.name".to_string())
+    super::named(str_at(v, "/metadata/name"), "object")
 }
 
 fn time_at(v: &Value, path: &str) -> Option<Timestamp> {

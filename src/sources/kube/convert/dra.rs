@@ -14,7 +14,7 @@ use crate::model::dra::{
 use crate::model::{ClaimSource, PodClaim, Sym, TaintEffect, quantity};
 
 use super::super::lean::{PodSpec, PodStatus};
-use super::{Result, ts};
+use super::{Result, named, ts};
 
 /// A slice's device attributes and capacities by fully qualified name: an
 /// unqualified name is in the driver's domain (as CEL's
@@ -80,7 +80,7 @@ fn device(driver: &str, d: &dra::Device) -> Result<Device> {
 }
 
 pub fn resource_slice(s: &dra::ResourceSlice) -> Result<ResourceSlice> {
-    let name = s.metadata.name.as_deref().ok_or("resourceslice without metadata.name")?;
+    let name = named(s.metadata.name.as_deref(), "resourceslice")?;
     let spec = &s.spec;
     let driver = spec.driver.as_str();
     let devices = spec
@@ -113,7 +113,7 @@ fn selectors(list: Option<&Vec<dra::DeviceSelector>>) -> Box<[Box<str>]> {
 }
 
 pub fn device_class(c: &dra::DeviceClass) -> Result<DeviceClass> {
-    let name = c.metadata.name.as_deref().ok_or("deviceclass without metadata.name")?;
+    let name = named(c.metadata.name.as_deref(), "deviceclass")?;
     Ok(DeviceClass { name: name.into(), selectors: selectors(c.spec.selectors.as_ref()) })
 }
 
@@ -181,7 +181,7 @@ fn allocated_node(selector: Option<&NodeSelector>) -> Option<Sym> {
 }
 
 pub fn resource_claim(c: &dra::ResourceClaim) -> Result<ResourceClaim> {
-    let name = c.metadata.name.as_deref().ok_or("resourceclaim without metadata.name")?;
+    let name = named(c.metadata.name.as_deref(), "resourceclaim")?;
     let namespace = c.metadata.namespace.as_deref().unwrap_or("default");
     let requests = requests(&c.spec).map_err(|e| format!("resourceclaim {namespace}/{name}: {e}"))?;
     let status = c.status.as_ref();
@@ -219,7 +219,7 @@ pub fn resource_claim(c: &dra::ResourceClaim) -> Result<ResourceClaim> {
 }
 
 pub fn resource_claim_template(t: &dra::ResourceClaimTemplate) -> Result<ResourceClaim> {
-    let name = t.metadata.name.as_deref().ok_or("resourceclaimtemplate without metadata.name")?;
+    let name = named(t.metadata.name.as_deref(), "resourceclaimtemplate")?;
     let namespace = t.metadata.namespace.as_deref().unwrap_or("default");
     let requests = requests(&t.spec.spec).map_err(|e| format!("resourceclaimtemplate {namespace}/{name}: {e}"))?;
     Ok(ResourceClaim {

@@ -35,6 +35,12 @@ pub use storage::{persistent_volume, storage_class, volume_claim};
 
 pub type Result<T> = std::result::Result<T, String>;
 
+/// An object's name; the API server never stores one without (an empty
+/// name in a dump would be a row with no name and a key two objects share).
+pub(super) fn named<'a>(name: Option<&'a str>, kind: &str) -> Result<&'a str> {
+    name.filter(|n| !n.is_empty()).ok_or_else(|| format!("{kind} without metadata.name"))
+}
+
 fn ts(t: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time) -> Timestamp {
     t.0.as_second()
 }
@@ -244,7 +250,7 @@ fn owner_of(refs: Option<&Vec<k8s_openapi::apimachinery::pkg::apis::meta::v1::Ow
 }
 
 pub fn node(n: &ApiNode) -> Result<Node> {
-    let name = n.metadata.name.as_deref().ok_or("node without metadata.name")?;
+    let name = named(n.metadata.name.as_deref(), "node")?;
     let mut node = Node::new(name, n.labels.clone());
     let spec = n.spec.as_ref();
     node.unschedulable = spec.and_then(|s| s.unschedulable).unwrap_or(false);
@@ -382,7 +388,7 @@ fn operand(p: &ApiPod) -> Option<Operand> {
 }
 
 pub fn pod(p: &ApiPod) -> Result<Pod> {
-    let name = p.metadata.name.as_deref().ok_or("pod without metadata.name")?;
+    let name = named(p.metadata.name.as_deref(), "pod")?;
     let namespace = p.metadata.namespace.as_deref().unwrap_or("default");
     let spec = p.spec.as_ref().ok_or_else(|| format!("pod {namespace}/{name} without spec"))?;
     let mut pod = Pod::new(namespace, name);
@@ -485,8 +491,25 @@ pub fn pod(p: &ApiPod) -> Result<Pod> {
     Ok(pod)
 }
 
+/// The most of an event's message kgpu keeps. The API server bounds only the
+/// whole object (about 1.5 MB; the events.k8s.io note is 1 KB), and the
+/// longest real messages — a scheduler's reasons on a large fleet — are a few
+/// KB; a 20 MB one was printed whole.
+pub const MAX_EVENT_MESSAGE: usize = 16 << 10;
+
+fn bounded_message(message: &str) -> std::borrow::Cow<'_, str> {
+    if message.len() <= MAX_EVENT_MESSAGE {
+        return message.into();
+    }
+    let mut end = MAX_EVENT_MESSAGE;
+    while !message.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… ({} more bytes)", &message[..end], message.len() - end).into()
+}
+
 pub fn event(e: &K8sEvent) -> Result<ClusterEvent> {
-    let name = e.metadata.name.as_deref().ok_or("event without metadata.name")?;
+    let name = named(e.metadata.name.as_deref(), "event")?;
     let namespace = e.metadata.namespace.as_deref().unwrap_or("");
     let last = e
         .last_timestamp
@@ -503,7 +526,7 @@ pub fn event(e: &K8sEvent) -> Result<ClusterEvent> {
         reason: Sym::new(e.reason.as_deref().unwrap_or("")),
         object_kind: Sym::new(e.involved_object.kind.as_deref().unwrap_or("")),
         object_name: Arc::from(e.involved_object.name.as_deref().unwrap_or("")),
-        message: e.message.as_deref().unwrap_or("").into(),
+        message: bounded_message(e.message.as_deref().unwrap_or("")).into(),
         count: e.count.or_else(|| e.series.as_ref().and_then(|s| s.count)).unwrap_or(1).max(1) as u32,
         first: e.first_timestamp.as_ref().map(ts).unwrap_or(last),
         last,
@@ -515,4 +538,21 @@ pub fn event(e: &K8sEvent) -> Result<ClusterEvent> {
                 .unwrap_or(""),
         ),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_event_message_is_kept_to_its_bound_on_a_character_boundary() {
+        let mut e = K8sEvent::default();
+        e.metadata.name = Some("e".into());
+        e.message = Some(format!("{}é{}", "x".repeat(MAX_EVENT_MESSAGE - 1), "y".repeat(20 << 20)));
+        let kept = event(&e).unwrap().message;
+        assert!(kept.len() < MAX_EVENT_MESSAGE + 64, "{}", kept.len());
+        assert!(kept.ends_with(&format!("… ({} more bytes)", (20 << 20) + 2)), "{}", &kept[kept.len() - 40..]);
+        e.message = Some("0/8 nodes are available: 8 Insufficient nvidia.com/gpu.".into());
+        assert_eq!(&*event(&e).unwrap().message, "0/8 nodes are available: 8 Insufficient nvidia.com/gpu.");
+    }
 }

@@ -10,7 +10,7 @@ use crate::model::pod_rules;
 use crate::model::{LabelSelector, Labels, Namespace, Namespaces, PodAffinityTerm, PodRules, SpreadConstraint, Sym};
 
 use super::super::lean::PodSpec;
-use super::Result;
+use super::{Result, named};
 
 /// `matchLabels` and `matchExpressions` as requirements; `None` when unset.
 pub(super) fn selector(s: Option<&ApiSelector>) -> Result<Option<LabelSelector>> {
@@ -36,7 +36,7 @@ pub(super) fn selector(s: Option<&ApiSelector>) -> Result<Option<LabelSelector>>
 
 /// A Namespace: its name and labels (what a `namespaceSelector` reads).
 pub fn namespace(n: &ApiNamespace) -> Result<Namespace> {
-    let name = n.metadata.name.as_deref().ok_or("namespace without metadata.name")?;
+    let name = named(n.metadata.name.as_deref(), "namespace")?;
     Ok(Namespace {
         name: Sym::new(name),
         labels: labels_from(n.metadata.labels.iter().flatten().map(|(k, v)| (k.as_str(), v.as_str()))),

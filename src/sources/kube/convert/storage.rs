@@ -15,7 +15,7 @@ use crate::model::storage::{
 };
 use crate::model::{Sym, Uid, quantity};
 
-use super::Result;
+use super::{Result, named};
 
 /// The beta annotation that still overrides `storageClassName`.
 const BETA_CLASS: &str = "volume.beta.kubernetes.io/storage-class";
@@ -35,7 +35,7 @@ fn modes(list: Option<&Vec<String>>) -> AccessModes {
 }
 
 pub fn volume_claim(c: &ApiClaim) -> Result<VolumeClaim> {
-    let name = c.metadata.name.as_deref().ok_or("persistentvolumeclaim without metadata.name")?;
+    let name = named(c.metadata.name.as_deref(), "persistentvolumeclaim")?;
     let namespace = c.metadata.namespace.as_deref().unwrap_or("default");
     let what = format!("persistentvolumeclaim {namespace}/{name}");
     let spec = c.spec.as_ref();
@@ -72,7 +72,7 @@ pub fn volume_claim(c: &ApiClaim) -> Result<VolumeClaim> {
 }
 
 pub fn persistent_volume(v: &ApiVolume) -> Result<PersistentVolume> {
-    let name = v.metadata.name.as_deref().ok_or("persistentvolume without metadata.name")?;
+    let name = named(v.metadata.name.as_deref(), "persistentvolume")?;
     let what = format!("persistentvolume {name}");
     let spec = v.spec.as_ref();
     let phase = match v.status.as_ref().and_then(|s| s.phase.as_deref()) {
@@ -106,7 +106,7 @@ pub fn persistent_volume(v: &ApiVolume) -> Result<PersistentVolume> {
 }
 
 pub fn storage_class(c: &ApiClass) -> Result<StorageClass> {
-    let name = c.metadata.name.as_deref().ok_or("storageclass without metadata.name")?;
+    let name = named(c.metadata.name.as_deref(), "storageclass")?;
     let allowed_topologies = c
         .allowed_topologies
         .iter()
