@@ -141,7 +141,7 @@ fn summarize(index: &Index<'_>, key: &GangKey, gang: &Gang) -> GangSummary {
         gpus_total,
         gpus_held_idle,
         state,
-        age: index.now - gang.created,
+        age: crate::model::time::since(index.now, gang.created),
         deadlocked_with: Vec::new(),
         nodes: per_node.into_iter().collect(),
         topology_split: matches!(topology, Topology::Split { .. }),

@@ -41,6 +41,12 @@ pub fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
     era * 146_097 + doe - 719_468
 }
 
+/// Seconds from `then` to `now`; 0 when `then` lies ahead (a node's clock
+/// ahead of kgpu's): a pod created "in the future" is new, not -4 years old.
+pub fn since(now: i64, then: i64) -> i64 {
+    now.saturating_sub(then).max(0)
+}
+
 /// A duration for people: `45s`, `12m`, `3h20m`, `2d4h`.
 pub fn age(seconds: i64) -> String {
     let s = seconds.max(0);

@@ -644,3 +644,14 @@ fn the_fragmentation_pane_sees_room_held_for_a_nominated_pod_as_the_chain_does()
     // 5 of n1's 8 free GPUs are promised to `high` and `web-0`: 3 are stranded for it.
     assert_eq!((low.usable_free, low.stranded_free), (0, 3));
 }
+
+#[test]
+fn a_pod_created_ahead_of_the_clock_is_new_not_negative_and_stays_listed() {
+    let nodes = vec![node("n1").gpus(8).build()];
+    let pods =
+        vec![pod("skewed").gpus(16).created(NOW + 86_400).build(), pod("old").gpus(16).created(NOW - 60).build()];
+    let items = items(nodes, pods);
+    assert_eq!(item(&items, "skewed").age, 0);
+    assert_eq!(item(&items, "old").age, 60);
+    assert_eq!(item(&items, "skewed").blocking, Some(Step::Fit));
+}
