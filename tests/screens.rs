@@ -169,6 +169,18 @@ fn help_lists_the_keys_of_every_dialog_too() {
 }
 
 #[test]
+fn the_mig_picker_says_what_each_config_cuts_and_serves() {
+    let v = views("mig-mismatch");
+    let mut app = App::new(false, "dark", true);
+    key(&mut app, &v, KeyCode::Char('4'));
+    key(&mut app, &v, KeyCode::Char('m'));
+    let screen = format!("{}", render(&mut app, &v, "mig-mismatch", 200, 60).backend());
+    assert!(screen.contains("mig.config for") && screen.contains("← serves"), "{screen}");
+    insta::assert_snapshot!("mig_picker_80x24", format!("{}", render(&mut app, &v, "mig-mismatch", 80, 24).backend()));
+    insta::assert_snapshot!("mig_picker_200x60", screen);
+}
+
+#[test]
 fn confirm_dialog_shows_the_blast_radius() {
     let v = views("fragmented");
     let mut app = App::new(false, "dark", true);

@@ -117,7 +117,9 @@ fn a_signal_while_an_action_runs_says_what_it_left_and_exits_non_zero() {
     t.wait_for("MIG nodes");
     t.keys(&["m"]);
     t.wait_for("mig.config for mig-01");
-    t.keys(&["j", "j", "j", "j", "Enter"]);
+    // The picker starts on the config that serves the pending slices (all-3g.40gb).
+    t.wait_for("← serves 3 of 3 pending 3g.40gb");
+    t.keys(&["Enter"]);
     t.wait_for("confirm repartition-mig");
     t.keys(&["y"]);
     t.wait_for("⟳");

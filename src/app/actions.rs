@@ -43,7 +43,11 @@ impl App {
             Command::Drain => Action::Drain { node, gpu_only: false, force: false },
             _ => {
                 match choose::mig_configs(&views.snap, node) {
-                    Ok(configs) => self.overlay = Some(Overlay::MigPicker { node, configs, selected: 0 }),
+                    Ok(configs) => {
+                        // Start on the config that serves the pending MIG slices.
+                        let selected = crate::view_model::mig_picker::best(&views.snap, node, &configs);
+                        self.overlay = Some(Overlay::MigPicker { node, configs, selected });
+                    }
                     Err(no) => self.notify(no.words().to_string(), no.is_error()),
                 }
                 return Vec::new();

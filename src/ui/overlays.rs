@@ -13,7 +13,7 @@ use crate::app::{App, Confirm, Detail, LineKind, Overlay, Pane, Viewport, palett
 use crate::view_model::lessons::{self, Standing};
 use crate::view_model::panes::Views;
 use crate::view_model::style::Doc;
-use crate::view_model::{details, docs};
+use crate::view_model::{details, docs, mig_picker};
 
 use super::Context;
 use super::theme::{Role, Theme};
@@ -116,14 +116,24 @@ pub fn draw(
             shown.overlay_scroll = Some(reader(frame, area, doc, title, *scroll, theme));
         }
         Overlay::MigPicker { node, configs, selected } => {
-            let h = (configs.len() as u16 + 4).min(area.height);
-            let rect = centered(area, 50, h);
-            let lines: Vec<Line> = configs
+            let rows = mig_picker::rows(&views.snap, *node, configs);
+            let name_width = rows.iter().map(|r| r.config.chars().count()).max().unwrap_or(0);
+            let h = (rows.len() as u16 + 2).min(area.height);
+            let rect = centered(area, 100, h);
+            let lines: Vec<Line> = rows
                 .iter()
                 .enumerate()
-                .map(|(i, c)| {
-                    let style = if i == *selected { theme.style(Role::Selection) } else { theme.style(Role::Text) };
-                    Line::styled(format!(" {c} "), style)
+                .map(|(i, r)| {
+                    let chosen = i == *selected;
+                    let pick = |role| if chosen { theme.style(Role::Selection) } else { theme.style(role) };
+                    let mut spans = vec![
+                        Span::styled(format!(" {:<name_width$} ", r.config), pick(Role::Text)),
+                        Span::styled(format!(" {} ", r.cuts), pick(Role::Dim)),
+                    ];
+                    if let Some(serves) = &r.serves {
+                        spans.push(Span::styled(format!(" ← {serves} "), pick(Role::Accent)));
+                    }
+                    Line::from(spans)
                 })
                 .collect();
             frame.render_widget(Clear, rect);

@@ -6,6 +6,7 @@ pub mod docs;
 pub mod feeds;
 pub mod json;
 pub mod lessons;
+pub mod mig_picker;
 pub mod panes;
 pub mod rows;
 pub mod style;

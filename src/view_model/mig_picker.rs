@@ -1,0 +1,109 @@
+//! The MIG config picker's rows: what each config cuts the node's GPUs
+//! into, and which of the pending MIG demand it would serve, so the config
+//! that helps is the one the picker starts on.
+
+use std::collections::BTreeMap;
+
+use crate::model::{Snapshot, Sym};
+use crate::reference::mig;
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct PickerRow {
+    pub config: String,
+    /// Per GPU: `7× 1g.10gb`, `MIG off`.
+    pub cuts: String,
+    /// The pending MIG demand it serves on this node: `serves 4 of 4 pending 1g.10gb`.
+    pub serves: Option<String>,
+}
+
+/// Pending pods' MIG slices by profile (pods not yet on a node).
+fn pending_slices(snap: &Snapshot) -> BTreeMap<&'static str, u64> {
+    let mut out = BTreeMap::new();
+    for p in snap.pods.values().filter(|p| p.is_pending()) {
+        for (profile, n) in p.requests.mig() {
+            let total = out.entry(profile).or_insert(0u64);
+            *total = total.saturating_add(n);
+        }
+    }
+    out
+}
+
+/// The node's GPU count, the configs its GPU knows, and the pending slices.
+fn context(snap: &Snapshot, node: Sym) -> (u64, Vec<mig::MigConfig>, BTreeMap<&'static str, u64>) {
+    let n = snap.nodes.get(&node);
+    let gpus = u64::from(n.and_then(|n| n.gpu.count).unwrap_or(0));
+    let model = n.and_then(|n| n.gpu.product).and_then(|p| mig::model_for_product(p.as_str()));
+    (gpus, model.map(mig::configs_for_model).unwrap_or_default(), pending_slices(snap))
+}
+
+/// One row per config name, in the order given.
+pub fn rows(snap: &Snapshot, node: Sym, configs: &[String]) -> Vec<PickerRow> {
+    let (gpus, known, wanted) = context(snap, node);
+    configs
+        .iter()
+        .map(|name| {
+            let config = known.iter().find(|c| &c.name == name);
+            let cuts = match config {
+                Some(c) if !c.mig_enabled => "MIG off".to_string(),
+                Some(c) if c.devices.is_empty() => "MIG on, no slices".to_string(),
+                Some(c) => c.devices.iter().map(|(p, k)| format!("{k}× {p}")).collect::<Vec<_>>().join(" + "),
+                None => String::new(),
+            };
+            let served: Vec<String> = config
+                .into_iter()
+                .flat_map(|c| c.devices.iter())
+                .filter_map(|(profile, per_gpu)| {
+                    let want = *wanted.get(profile.as_str())?;
+                    let offered = u64::from(*per_gpu).saturating_mul(gpus);
+                    Some(format!("{} of {want} pending {profile}", offered.min(want)))
+                })
+                .collect();
+            let serves = (!served.is_empty()).then(|| format!("serves {}", served.join(", ")));
+            PickerRow { config: name.clone(), cuts, serves }
+        })
+        .collect()
+}
+
+/// The row to start on: the config that serves the most pending slices
+/// (the first when none does).
+pub fn best(snap: &Snapshot, node: Sym, configs: &[String]) -> usize {
+    let (gpus, known, wanted) = context(snap, node);
+    let served = |name: &String| -> u64 {
+        known.iter().find(|c| &c.name == name).map_or(0, |c| {
+            c.devices
+                .iter()
+                .map(|(p, k)| u64::from(*k).saturating_mul(gpus).min(wanted.get(p.as_str()).copied().unwrap_or(0)))
+                .sum()
+        })
+    };
+    // The most served, and of those the first listed.
+    configs.iter().enumerate().max_by_key(|(i, c)| (served(c), std::cmp::Reverse(*i))).map_or(0, |(i, _)| i)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::build::{node, pod};
+    use crate::model::{Cluster, ModelEvent, Object, SourceInfo, SourceKind};
+
+    #[test]
+    fn the_picker_says_what_each_config_cuts_and_starts_on_the_one_that_serves_the_pending_slices() {
+        let mut c = Cluster::new(SourceInfo { kind: SourceKind::Demo, name: "t".into() });
+        c.apply(ModelEvent::Upsert(Object::Node(node("a100").gpus(2).product("NVIDIA-A100-SXM4-40GB").build())));
+        for name in ["w1", "w2", "w3"] {
+            c.apply(ModelEvent::Upsert(Object::Pod(pod(name).mig("3g.20gb", 2).build())));
+        }
+        let snap = c.snapshot();
+        let node = Sym::new("a100");
+        let configs = vec!["all-disabled".to_string(), "all-1g.5gb".to_string(), "all-3g.20gb".to_string()];
+        let rows = rows(&snap, node, &configs);
+        assert_eq!(rows[0].cuts, "MIG off");
+        assert_eq!(rows[0].serves, None);
+        assert_eq!(rows[1].cuts, "7× 1g.5gb");
+        assert_eq!(rows[1].serves, None, "no pending pod wants 1g.5gb");
+        assert_eq!(rows[2].cuts, "2× 3g.20gb");
+        assert_eq!(rows[2].serves.as_deref(), Some("serves 4 of 6 pending 3g.20gb"), "2 GPUs × 2 slices");
+        assert_eq!(best(&snap, node, &configs), 2);
+        assert_eq!(best(&snap, Sym::new("gone"), &configs), 0);
+    }
+}
