@@ -125,12 +125,45 @@ fn look(snap: &Snapshot, target: &PlanTarget) -> (Progress, Vec<Arc<Pod>>) {
     (progress, waiting)
 }
 
+/// Where the plan expected the replacements of each evicted pod's
+/// controller to run: a replacement is known by its controller, not its name.
+struct Expected(Vec<(Sym, crate::model::Owner, Option<Sym>)>);
+
+impl Expected {
+    fn of(snap: &Snapshot, evictions: &[PodKey], planned: &[Option<Sym>]) -> Expected {
+        Expected(
+            evictions
+                .iter()
+                .zip(planned.iter().copied().chain(std::iter::repeat(None)))
+                .filter_map(|(k, to)| snap.pods.get(k).and_then(|p| Some((p.namespace, p.owner.clone()?, to))))
+                .collect(),
+        )
+    }
+
+    /// Where the plan expected `pod`'s controller's replacement, when it
+    /// runs on none of those nodes: `gpu-05`, or `no room` for one the plan
+    /// expected to wait.
+    fn elsewhere(&self, pod: &Pod, node: Sym) -> Option<String> {
+        let planned: Vec<Option<Sym>> = self
+            .0
+            .iter()
+            .filter(|(ns, owner, _)| *ns == pod.namespace && pod.owner.as_ref() == Some(owner))
+            .map(|(_, _, to)| *to)
+            .collect();
+        if planned.is_empty() || planned.contains(&Some(node)) {
+            return None;
+        }
+        let names: Vec<String> = planned.iter().map(|t| t.map_or("no room".to_string(), |n| n.to_string())).collect();
+        Some(names.join(" or "))
+    }
+}
+
 impl Executor {
     pub(super) async fn run_plan(
         &self,
         target: &PlanTarget,
         label: &str,
-        evictions: &[PodKey],
+        (evictions, planned): (&[PodKey], &[Option<Sym>]),
         reserve: &[Sym],
         dry: bool,
     ) -> Result<String, ActionError> {
@@ -159,7 +192,7 @@ impl Executor {
                 false,
             )
             .await;
-            outcome = self.make_room(target, label, evictions, &value, dry).await;
+            outcome = self.make_room(target, label, (evictions, planned), &value, dry).await;
         }
         let release = self.release(&reserved, dry).await;
         match outcome {
@@ -185,7 +218,7 @@ impl Executor {
         &self,
         target: &PlanTarget,
         label: &str,
-        evictions: &[PodKey],
+        (evictions, planned): (&[PodKey], &[Option<Sym>]),
         value: &str,
         dry: bool,
     ) -> Result<String, ActionError> {
@@ -195,6 +228,7 @@ impl Executor {
         self.tolerate(&look(&snap, target).1, &toleration, dry, &mut tolerated).await?;
         let before: HashSet<PodKey> = snap.pods.keys().cloned().collect();
         let controllers = Controllers::of(&snap, evictions);
+        let expected = Expected::of(&snap, evictions, planned);
         let (evicted, blocked) = self.evict_all(&snap, evictions, dry, "defrag").await?;
         if !blocked.is_empty() {
             return Err(ActionError::Failed(format!(
@@ -220,7 +254,10 @@ impl Executor {
                     continue;
                 }
                 if let Some(node) = p.node {
-                    let line = format!("{} on {node}", p.name);
+                    let line = match expected.elsewhere(p, node) {
+                        Some(planned) => format!("{} on {node} (the plan expected {planned})", p.name),
+                        None => format!("{} on {node}", p.name),
+                    };
                     if !landed.contains(&line) {
                         self.say(format!("defrag: replacement {line}"), false, false).await;
                         landed.push(line);
@@ -231,10 +268,15 @@ impl Executor {
             self.tolerate(&waiting, &toleration, dry, &mut tolerated).await?;
             match progress {
                 Progress::Placed { nodes } => {
+                    let elsewhere = landed.iter().filter(|l| l.contains("(the plan expected")).count();
                     return Ok(format!(
-                        "defrag plan for {label}: placed on {}; {evicted} pod(s) evicted, replacements: {}",
+                        "defrag plan for {label}: placed on {}; {evicted} pod(s) evicted, replacements: {}{}",
                         join(&nodes),
-                        if landed.is_empty() { "none yet".to_string() } else { landed.join(", ") }
+                        if landed.is_empty() { "none yet".to_string() } else { landed.join(", ") },
+                        match elsewhere {
+                            0 => String::new(),
+                            n => format!(" ({n} landed elsewhere than planned: the scheduler chose, not kgpu)"),
+                        }
                     ));
                 }
                 Progress::Gone => {
@@ -328,5 +370,27 @@ mod tests {
         // Cut in the middle of a separator: trimmed to end alphanumeric.
         let cut = reservation_value(&gang("ns", &format!("{}-.-y", "a".repeat(58))));
         assert!(cut.ends_with('a') && cut.len() <= 63, "{cut}");
+    }
+
+    #[test]
+    fn a_replacement_is_matched_to_its_planned_node_by_its_controller() {
+        use crate::model::build::pod;
+        use crate::model::{Cluster, ModelEvent, Object, SourceInfo, SourceKind};
+        let mut c = Cluster::new(SourceInfo { kind: SourceKind::Demo, name: "t".into() });
+        for p in [
+            pod("a-1").gpus(2).on("n1").running().owner("Job", "a").build(),
+            pod("b-1").gpus(2).on("n1").running().owner("Job", "b").build(),
+        ] {
+            c.apply(ModelEvent::Upsert(Object::Pod(p)));
+        }
+        let snap = c.snapshot();
+        let evictions: Vec<PodKey> =
+            ["a-1", "b-1"].map(|n| PodKey { namespace: Sym::new("default"), name: n.into() }).to_vec();
+        let expected = Expected::of(&snap, &evictions, &[Some(Sym::new("n5")), None]);
+        let replacement = |name: &str, job: &str| pod(name).owner("Job", job).build();
+        assert_eq!(expected.elsewhere(&replacement("a-2", "a"), Sym::new("n5")), None, "where the plan said");
+        assert_eq!(expected.elsewhere(&replacement("a-2", "a"), Sym::new("n7")).as_deref(), Some("n5"));
+        assert_eq!(expected.elsewhere(&replacement("b-2", "b"), Sym::new("n7")).as_deref(), Some("no room"));
+        assert_eq!(expected.elsewhere(&replacement("c-1", "c"), Sym::new("n7")), None, "not a replacement");
     }
 }

@@ -112,8 +112,8 @@ impl Executor {
             Action::Drain { node, gpu_only, force } => self.drain(&snap, *node, *gpu_only, *force, dry).await,
             Action::Requeue { gang } => self.requeue(&snap, gang, dry).await,
             Action::RepartitionMig { node, config } => self.repartition(&snap, *node, config, dry).await,
-            Action::RunPlan { target, label, evictions, reserve } => {
-                self.run_plan(target, label, evictions, reserve, dry).await
+            Action::RunPlan { target, label, evictions, planned, reserve } => {
+                self.run_plan(target, label, (evictions, planned), reserve, dry).await
             }
             Action::Release { nodes, abandoned } => self.release_leftovers(&snap, nodes, abandoned, dry).await,
         }

@@ -63,6 +63,10 @@ pub enum Action {
         /// `Workload research/train`, for people.
         label: String,
         evictions: Vec<PodKey>,
+        /// Where the plan expects each evicted pod's replacement to run
+        /// (aligned with `evictions`; `None`: nowhere), to tell when
+        /// replacements land elsewhere.
+        planned: Vec<Option<Sym>>,
         reserve: Vec<Sym>,
     },
     /// What a kgpu that ended without finishing left: its defrag
@@ -115,6 +119,7 @@ impl Action {
                 .iter()
                 .map(|s| PodKey { namespace: s.namespace, name: s.pod.as_str().into() })
                 .collect(),
+            planned: plan.steps.iter().map(|s| s.to_node).collect(),
             reserve: plan.reserve.clone(),
         })
     }
