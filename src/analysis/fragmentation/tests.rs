@@ -333,3 +333,28 @@ fn a_plan_frees_the_node_a_pods_volume_allows() {
         f.plan.steps.iter().map(|s| (s.pod.as_str(), s.from_node.as_str(), s.to_node.unwrap().as_str())).collect();
     assert_eq!(moves, [("busy", "n1", "n2")]);
 }
+
+/// Equal costs are decided by name (the index keeps each node's pods in
+/// order), not by the order pods arrive in: a watch delivers them in any
+/// order, and the plan a cockpit shows must not flip between ticks.
+#[test]
+fn the_plan_is_the_same_whatever_order_pods_arrive_in() {
+    let nodes = || (1..=3).map(|i| node(&format!("n{i}")).gpus(8).build()).collect::<Vec<_>>();
+    // Twin pods of equal cost on n1 (1 free); a 1×3 pending pod needs one of them moved to n2 or n3.
+    let mut pods = vec![
+        running("twin-b", 2, "n1", 1),
+        running("twin-a", 2, "n1", 1),
+        running("fill1", 3, "n1", 1),
+        running("fill2", 6, "n2", 1),
+        running("fill3", 6, "n3", 1),
+    ];
+    pods.push(pod("mid").gpus(3).build());
+    let plan_of = |pods: Vec<Pod>| {
+        let snap = snapshot(nodes(), pods, vec![], NOW);
+        analyze(&Index::build(&snap, NOW)).plan.steps.iter().map(|s| s.pod.clone()).collect::<Vec<_>>()
+    };
+    let forwards = plan_of(pods.clone());
+    pods.reverse();
+    assert_eq!(plan_of(pods), forwards);
+    assert_eq!(forwards, ["twin-a"], "of two equal costs, the first by name");
+}
