@@ -137,7 +137,7 @@ pub fn draw(
                 })
                 .collect();
             frame.render_widget(Clear, rect);
-            let title = format!(" mig.config for {node} (enter choose · esc cancel) ");
+            let title = format!(" mig.config for {node} · slices per GPU (enter choose · esc cancel) ");
             let scroll = (*selected as u16).saturating_sub(h.saturating_sub(3));
             frame.render_widget(Paragraph::new(lines).scroll((scroll, 0)).block(block(title, true, theme)), rect);
         }
