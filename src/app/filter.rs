@@ -2,7 +2,8 @@
 //! column contains it, ignoring case), a regex when it has regex syntax
 //! (`/h100-0[12]`), the inverse with a leading `!` (`/!a100`), and a label
 //! selector with `-l` (`/-l nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3`,
-//! `k!=v`, `k`, `!k`, comma-separated) on rows that have labels (nodes).
+//! `k!=v`, `k in (a,b)`, `k notin (a,b)`, `k`, `!k`, comma-separated, as
+//! kubectl reads them) on rows that have labels (nodes).
 
 use regex::{Regex, RegexBuilder};
 
@@ -14,12 +15,16 @@ enum Pattern {
     Text(String),
     Regex(Regex),
     Labels(Vec<Requirement>),
+    /// A selector kubectl would refuse: no row, inverted or not.
+    Nothing,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Requirement {
     Equals(String, String),
     NotEquals(String, String),
+    In(String, Vec<String>),
+    NotIn(String, Vec<String>),
     Exists(String),
     Absent(String),
 }
@@ -46,7 +51,14 @@ impl Filter {
         let pattern = if text.is_empty() {
             Pattern::Everything
         } else if let Some(selector) = text.strip_prefix("-l").filter(|s| s.is_empty() || s.starts_with(' ')) {
-            Pattern::Labels(selector.split(',').map(str::trim).filter(|s| !s.is_empty()).map(requirement).collect())
+            match selector_terms(selector).and_then(|terms| terms.into_iter().map(requirement).collect()) {
+                Ok(requirements) => Pattern::Labels(requirements),
+                Err(why) => {
+                    // kubectl refuses it; so nothing matches, and the note says why.
+                    note = Some(format!("not a label selector: {why}"));
+                    Pattern::Nothing
+                }
+            }
         } else if text.contains(REGEX_SYNTAX) {
             match RegexBuilder::new(text).case_insensitive(true).size_limit(1 << 20).build() {
                 Ok(re) => Pattern::Regex(re),
@@ -81,6 +93,7 @@ impl Filter {
     pub fn matches(&self, columns: &[&str], labels: Option<&NodeLabels>) -> bool {
         let hit = match &self.pattern {
             Pattern::Everything => return true,
+            Pattern::Nothing => return false,
             Pattern::Text(t) => columns.iter().any(|c| contains_ignoring_case(c, t)),
             Pattern::Regex(re) => columns.iter().any(|c| re.is_match(c)),
             Pattern::Labels(requirements) => match labels {
@@ -109,16 +122,67 @@ fn first_line(s: &str) -> &str {
     s.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or(s).trim()
 }
 
-fn requirement(term: &str) -> Requirement {
-    if let Some((k, v)) = term.split_once("!=") {
-        Requirement::NotEquals(k.trim().to_string(), v.trim().to_string())
-    } else if let Some((k, v)) = term.split_once("==").or_else(|| term.split_once('=')) {
-        Requirement::Equals(k.trim().to_string(), v.trim().to_string())
-    } else if let Some(k) = term.strip_prefix('!') {
-        Requirement::Absent(k.trim().to_string())
-    } else {
-        Requirement::Exists(term.to_string())
+/// The selector's terms: split at the commas outside `( )`.
+fn selector_terms(selector: &str) -> Result<Vec<&str>, String> {
+    let (mut terms, mut depth, mut start) = (Vec::new(), 0usize, 0);
+    for (i, c) in selector.char_indices() {
+        match c {
+            '(' if depth == 0 => depth = 1,
+            '(' => return Err("a '(' inside a set".into()),
+            ')' if depth == 1 => depth = 0,
+            ')' => return Err("a ')' with no '('".into()),
+            ',' if depth == 0 => {
+                terms.push(selector[start..i].trim());
+                start = i + 1;
+            }
+            _ => {}
+        }
     }
+    if depth > 0 {
+        return Err("a '(' is not closed".into());
+    }
+    terms.push(selector[start..].trim());
+    Ok(terms.into_iter().filter(|t| !t.is_empty()).collect())
+}
+
+fn requirement(term: &str) -> Result<Requirement, String> {
+    let requirement = if let Some((k, v)) = term.split_once("!=") {
+        Requirement::NotEquals(key(k)?, value(v)?)
+    } else if let Some((k, v)) = term.split_once("==").or_else(|| term.split_once('=')) {
+        Requirement::Equals(key(k)?, value(v)?)
+    } else if let Some(k) = term.strip_prefix('!') {
+        Requirement::Absent(key(k)?)
+    } else if let Some((k, set)) = term.split_once('(') {
+        let set = set.strip_suffix(')').ok_or_else(|| format!("'{term}': text after the set"))?;
+        let values = set.split(',').map(value).collect::<Result<Vec<_>, _>>()?;
+        match k.trim().rsplit_once(char::is_whitespace) {
+            Some((k, "in")) => Requirement::In(key(k)?, values),
+            Some((k, "notin")) => Requirement::NotIn(key(k)?, values),
+            _ => return Err(format!("'{term}': a set needs 'in' or 'notin' before it")),
+        }
+    } else {
+        Requirement::Exists(key(term)?)
+    };
+    Ok(requirement)
+}
+
+/// A label key as Kubernetes allows it: `[prefix/]name`, letters, digits, `-_.`.
+fn key(text: &str) -> Result<String, String> {
+    let k = text.trim();
+    let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/');
+    if k.is_empty() || !k.chars().all(allowed) || k.matches('/').count() > 1 {
+        return Err(format!("'{k}' is not a label key"));
+    }
+    Ok(k.to_string())
+}
+
+/// A label value: letters, digits, `-_.`, at most 63; empty is allowed.
+fn value(text: &str) -> Result<String, String> {
+    let v = text.trim();
+    if v.len() > 63 || !v.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')) {
+        return Err(format!("'{v}' is not a label value"));
+    }
+    Ok(v.to_string())
 }
 
 impl Requirement {
@@ -128,6 +192,9 @@ impl Requirement {
         match self {
             Requirement::Equals(k, v) => get(k) == Some(v.as_str()),
             Requirement::NotEquals(k, v) => get(k) != Some(v.as_str()),
+            Requirement::In(k, set) => get(k).is_some_and(|v| set.iter().any(|s| s == v)),
+            // As `!=`: a node without the label is not in the set.
+            Requirement::NotIn(k, set) => get(k).is_none_or(|v| set.iter().all(|s| s != v)),
             Requirement::Exists(k) => get(k).is_some(),
             Requirement::Absent(k) => get(k).is_none(),
         }
@@ -205,6 +272,19 @@ mod tests {
         assert!(!Filter::parse("-l pool=train").matches(&["x"], None));
         assert!(!Filter::parse("!-l pool=train").matches(&["x"], None));
         assert!(Filter::parse("-l pool").is_label_selector());
+        // Sets, as kubectl reads them; notin holds when the label is absent.
+        assert!(f("-l pool in (train, serve)"));
+        assert!(f("-l pool in (train),nvidia.com/gpu.product"));
+        assert!(!f("-l pool in (serve)"));
+        assert!(f("-l pool notin (serve)") && f("-l zone notin (a,b)"));
+        assert!(!f("-l pool notin (train)"));
+        // What kubectl refuses matches nothing, inverted or not, and says why.
+        for bad in ["-l pool in (", "-l pool in (a,b", "-l pool (a)", "-l pool in (a) x", "-l po ol", "-l a=b c"] {
+            let filter = Filter::parse(bad);
+            assert!(!filter.matches(&["x"], Some(&node)), "{bad}");
+            assert!(!Filter::parse(&format!("!{bad}")).matches(&["x"], Some(&node)), "!{bad}");
+            assert!(filter.note().is_some_and(|n| n.starts_with("not a label selector")), "{bad}: {:?}", filter.note());
+        }
         // `-lx` is text, not a selector.
         assert!(!Filter::parse("-lx").is_label_selector());
     }

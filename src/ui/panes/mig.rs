@@ -88,6 +88,8 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, shown: &mut Viewport, view
     };
     let ids: Vec<String> = nodes.iter().map(|n| n.id()).collect();
     let selected = app.selected_index(Pane::Mig, &ids);
+    // Borders, the three columns before it and their gaps.
+    let summary_width = usize::from(list_area.width).saturating_sub(2 + 16 + 14 + 10 + 3).max(10);
     let rows: Vec<Vec<Cell>> = nodes
         .iter()
         .map(|n| {
@@ -104,7 +106,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, shown: &mut Viewport, view
                     if n.paused { format!("{} ⏸", n.state) } else { n.state.clone() },
                     theme.style(state_role),
                 ),
-                widgets::styled(n.summary.clone(), theme.style(Role::Dim)),
+                widgets::styled(whole_items(&n.summary, summary_width), theme.style(Role::Dim)),
             ]
         })
         .collect();
@@ -155,4 +157,37 @@ fn detail(frame: &mut Frame, area: Rect, node: &MigNodeRow, theme: &Theme) {
         Span::styled(" free   slices are memory slices 0-7 (placement start:size)", theme.style(Role::Dim)),
     ]));
     frame.render_widget(Paragraph::new(lines).block(block(" GPUs and slices ", false, theme)), area);
+}
+
+/// `1g.10gb 3/16  2g.20gb 8/8  3g.40gb 1/8` cut at a whole profile, with how
+/// many more there are (`+1`), rather than mid-count (`3g.40gb` with no `1/8`).
+fn whole_items(summary: &str, width: usize) -> String {
+    if summary.chars().count() <= width {
+        return summary.to_string();
+    }
+    let items: Vec<&str> = summary.split("  ").collect();
+    let mut out = String::new();
+    for (i, item) in items.iter().enumerate() {
+        let more = format!(" +{}", items.len() - i);
+        let next = if out.is_empty() { item.to_string() } else { format!("{out}  {item}") };
+        let rest_after = if i + 1 < items.len() { format!(" +{}", items.len() - i - 1).chars().count() } else { 0 };
+        if next.chars().count() + rest_after > width {
+            return if out.is_empty() { fit(summary, width) } else { format!("{out}{more}") };
+        }
+        out = next;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::whole_items;
+
+    #[test]
+    fn a_slice_summary_is_cut_at_a_whole_profile() {
+        let s = "1g.10gb 3/16  2g.20gb 8/8  3g.40gb 1/8";
+        assert_eq!(whole_items(s, 40), s);
+        assert_eq!(whole_items(s, 30), "1g.10gb 3/16  2g.20gb 8/8 +1");
+        assert_eq!(whole_items(s, 20), "1g.10gb 3/16 +2");
+    }
 }

@@ -20,7 +20,9 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, shown: &mut Viewport, view
     // What the numbers are, where they come from: the rules in a line.
     let about = usage::rules(u);
     let title = if filter.is_empty() {
-        format!(" Usage ({} pods){sort} · tab: by workload · {about} ", shown_rows.len())
+        // The key hint goes first when the rules and their sources do not fit.
+        let hint = fits(area, &format!(" Usage ({} pods){sort} · tab: by workload · {about} ", shown_rows.len()));
+        format!(" Usage ({} pods){sort}{} · {about} ", shown_rows.len(), if hint { " · tab: by workload" } else { "" })
     } else {
         format!(" Usage ({} of {} pods) · /{filter}{sort} · {about} ", shown_rows.len(), views.usage.len())
     };
@@ -125,7 +127,8 @@ fn workloads(
     } else {
         format!("{} of {} · /{filter}", rows.len(), views.usage_workloads.len())
     };
-    let title = format!(" Workloads ({count}){sort} · tab: pods · enter: its pods · {about} ");
+    let full = format!(" Workloads ({count}){sort} · tab: pods · enter: its pods · {about} ");
+    let title = if fits(area, &full) { full } else { format!(" Workloads ({count}){sort} · {about} ") };
     let selected = app.selected_position(Pane::Usage, rows.iter().map(|r| r.id()));
     // At 80 columns the name keeps its room (embed-1g and embed-2g must
     // read apart); the idle-for time waits for a wide terminal.
@@ -183,4 +186,9 @@ fn workloads(
     );
     shown.offsets.push((Pane::Usage, offset));
     shown.page = Some(usize::from(area.height.saturating_sub(3)));
+}
+
+/// Whether `title` fits on `area`'s top border.
+fn fits(area: Rect, title: &str) -> bool {
+    title.chars().count() + 2 <= usize::from(area.width)
 }
