@@ -83,8 +83,7 @@ impl Disguise {
         let chosen: HashMap<Sym, Sym> = teams.into_iter().zip(picked).map(|(old, new)| (old, Sym::new(new))).collect();
         let site = rng.pick(SITES).copied().unwrap_or("site1");
         let offset = rng.range(1, 40) as u64;
-        let renamed_nodes: HashMap<Sym, Sym> =
-            nodes.iter().map(|old| (*old, Sym::new(&node_name(site, offset, old.as_str())))).collect();
+        let renamed_nodes: HashMap<Sym, Sym> = node_names(site, offset, nodes);
         let by_length = |map: &HashMap<Sym, Sym>| {
             let mut texts: Vec<(Box<str>, Box<str>)> =
                 map.iter().map(|(o, n)| (Box::from(o.as_str()), Box::from(n.as_str()))).collect();
@@ -301,15 +300,13 @@ impl Disguise {
     }
 }
 
-/// `gpu-05` → `fra1-gpu-021`: the site, the old stem, the number moved by the offset.
-fn node_name(site: &str, offset: u64, old: &str) -> String {
-    let digits = old.len() - old.trim_end_matches(|c: char| c.is_ascii_digit()).len();
-    let (stem, number) = old.split_at(old.len() - digits);
-    match number.parse::<u64>() {
-        // Three digits at least, so the offset never changes the names' order.
-        Ok(n) => format!("{site}-{stem}{:0width$}", n + offset, width = digits.max(3)),
-        Err(_) => format!("{site}-{old}"),
-    }
+/// Every node `{site}-node-NNN`, numbered from `offset` in the old names'
+/// order (ties the analyses break by name break the same way). The old stem
+/// goes: `ts-`, `mig-`, `spot-` told the candidate what kind of node it was.
+fn node_names(site: &str, offset: u64, nodes: &BTreeSet<Sym>) -> HashMap<Sym, Sym> {
+    let last = offset.saturating_add(nodes.len() as u64);
+    let width = last.to_string().len().max(3);
+    nodes.iter().zip(offset..).map(|(old, n)| (*old, Sym::new(&format!("{site}-node-{n:0width$}")))).collect()
 }
 
 fn rekey<K: Ord, V>(map: &mut BTreeMap<K, V>, key: impl Fn(&K) -> K, value: impl Fn(&V) -> V) {
@@ -381,10 +378,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn node_names_keep_their_stem_and_width() {
-        assert_eq!(node_name("fra1", 16, "gpu-05"), "fra1-gpu-021");
-        assert_eq!(node_name("fra1", 16, "h100-0001"), "fra1-h100-0017");
-        assert_eq!(node_name("fra1", 3, "spot-a"), "fra1-spot-a");
+    fn node_names_hide_their_kind_and_keep_their_order() {
+        let old: BTreeSet<Sym> = ["gpu-05", "mig-01", "spot-a", "ts-008"].into_iter().map(Sym::new).collect();
+        let new = node_names("fra1", 16, &old);
+        let in_order: Vec<&str> = old.iter().map(|o| new[o].as_str()).collect();
+        assert_eq!(in_order, ["fra1-node-016", "fra1-node-017", "fra1-node-018", "fra1-node-019"]);
     }
 
     fn disguise(namespaces: &[&str], nodes: &[&str]) -> Disguise {
@@ -404,7 +402,7 @@ mod tests {
 
     #[test]
     fn a_new_name_is_never_renamed_again() {
-        // gpu-05 may become …-gpu-021 while gpu-21 exists too.
+        // A new name may contain an old one (`node-021` holds `node-02`…).
         let nodes: Vec<String> = (1..=40).map(|i| format!("gpu-{i:02}")).collect();
         let names: Vec<&str> = nodes.iter().map(String::as_str).collect();
         let d = disguise(&[], &names);
