@@ -240,7 +240,18 @@ fn a_mystery_grades_the_first_answer_and_never_names_the_scenario_before() {
     assert!(report.contains("first answer: quota (wrong)"), "{report}");
     assert!(report.contains("answers: quota (wrong), gang-deadlock (right)"), "{report}");
     assert!(report.contains("panes visited: Fleet, Gangs & Queues, Pending"), "{report}");
+    assert!(report.contains("drill-downs opened: pending chain "), "the gang's chain, opened with enter: {report}");
+    assert!(!report.contains("guessing"), "one wrong answer is no guessing: {report}");
     assert_eq!(app.pane, Pane::Pending);
+    // Cause after cause until one is right reads as guessing.
+    let mut app = App::new(false, "dark", true);
+    app.tutor = Some(Tutor::new(lessons::find("gang-deadlock").unwrap(), TutorMode::Mystery { seed: 7 }));
+    for cause in ["quota", "taint", "fragmentation", "gang-deadlock"] {
+        palette(&mut app, &v, &format!("answer {cause}"));
+    }
+    let report = app.tutor.as_ref().unwrap().report(app.wall);
+    assert!(report.contains("guessing: 3 wrong causes named in 0s before the right one"), "{report}");
+    assert!(report.contains("drill-downs opened: none"), "{report}");
     assert_eq!(Cause::parse("Gang Deadlock"), Some(Cause::GangDeadlock));
 }
 

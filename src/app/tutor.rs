@@ -10,6 +10,9 @@ use crate::view_model::panes::Views;
 
 use super::{App, Detail, Overlay};
 
+/// Wrong answers in a row, before the right one, that read as guessing.
+const GUESSES: usize = 3;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
     /// `kgpu demo --lesson NAME`: the question is shown; opening the
@@ -160,11 +163,36 @@ impl Tutor {
                 .collect();
             out.push_str(&format!("answers: {}\n", all.join(", ")));
         }
+        // Naming cause after cause until one is right is guessing, not
+        // diagnosing: the interviewer should see it as such.
+        let wrong_first = self.answers.iter().take_while(|a| !a.right).count();
+        if wrong_first >= GUESSES {
+            let last = self.answers.get(wrong_first.saturating_sub(1)).map_or(now, |a| a.at);
+            let span = age(last.saturating_sub(self.answers[0].at).max(0));
+            out.push_str(&format!(
+                "guessing: {wrong_first} wrong causes named in {span}{} — a list of answers, not a diagnosis\n",
+                if self.answers.iter().any(|a| a.right) { " before the right one" } else { "" }
+            ));
+        }
         out.push_str(&format!("time: {}\n", self.elapsed(now)));
         out.push_str(&format!("hints: {} of {}\n", self.hints_shown, self.lesson.hints.len()));
         out.push_str(&format!(
             "panes visited: {}\n",
             if self.panes.is_empty() { "-".into() } else { self.panes.join(", ") }
+        ));
+        let opened: Vec<String> = self
+            .seen
+            .iter()
+            .filter_map(|s| match s {
+                Sighting::Chain(item) => Some(format!("pending chain {item}")),
+                Sighting::Node(node) => Some(format!("node {node}")),
+                Sighting::Gang(gang) => Some(format!("gang {gang}")),
+                Sighting::Pane(_) | Sighting::Action { .. } => None,
+            })
+            .collect();
+        out.push_str(&format!(
+            "drill-downs opened: {}\n",
+            if opened.is_empty() { "none".into() } else { opened.join(", ") }
         ));
         out.push_str(&format!(
             "actions run: {}\n",
