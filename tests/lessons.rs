@@ -187,6 +187,27 @@ fn open(app: &mut App, v: &Views, evidence: Evidence) {
     }
 }
 
+/// The fix a story names solves its lesson when it runs to its end:
+/// mig-mismatch's repartition, through the picker, as a trainee would.
+#[test]
+fn the_repartition_its_story_names_solves_mig_mismatch() {
+    let v = views("mig-mismatch");
+    let mut app = App::new(false, "dark", true);
+    app.tutor = Some(Tutor::new(lessons::find("mig-mismatch").unwrap(), TutorMode::Lesson));
+    key(&mut app, &v, KeyCode::Char('4'));
+    key(&mut app, &v, KeyCode::Char('m'));
+    key(&mut app, &v, KeyCode::Enter);
+    key(&mut app, &v, KeyCode::Char('y'));
+    let running = app.in_flight.first().expect("the repartition runs");
+    assert_eq!(running.action.verb(), "repartition-mig");
+    let id = running.id;
+    assert!(app.tutor.as_ref().unwrap().solved.is_none(), "started is not done");
+    let done = kgpu::actions::Progress { id, text: "repartitioned".into(), error: false, done: true };
+    app.update(Msg::Action(done), &v);
+    let solved = app.tutor.as_ref().unwrap().solved.clone();
+    assert!(solved.as_ref().is_some_and(|(_, how)| how == "by running repartition-mig to its end"), "{solved:?}");
+}
+
 #[test]
 fn every_lessons_evidence_can_be_opened_in_the_cockpit() {
     for l in LESSONS {

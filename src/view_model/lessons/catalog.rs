@@ -281,7 +281,12 @@ pub static LESSONS: &[Lesson] = &[
             "The MIG pane (4) lists which profiles each node offers and a reconfiguration in flight.",
             "A node stuck in mig.config.state=pending does not offer its new profile yet.",
         ],
-        evidence: &[Evidence::Chain(Step::Fit), Evidence::Node(IssueCode::MigConfigPending)],
+        // Its story names the fix: repartitioning a node to the profile.
+        evidence: &[
+            Evidence::Chain(Step::Fit),
+            Evidence::Node(IssueCode::MigConfigPending),
+            Evidence::Action("repartition-mig"),
+        ],
         question: |a| match a.pending.first() {
             Some(p) => format!("{}. The inference pool has free slices. Why does it wait?", item_line(p)),
             None => "The inference pool has free slices. Can every service get one?".into(),
