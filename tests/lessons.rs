@@ -187,6 +187,31 @@ fn open(app: &mut App, v: &Views, evidence: Evidence) {
     }
 }
 
+/// The question and worked answer are the cluster's as it was when the
+/// lesson opened: fixing it does not rewrite what the trainee was asked.
+#[test]
+fn a_lesson_keeps_the_question_it_opened_with_after_the_cluster_changes() {
+    let v = views("gang-deadlock");
+    let lesson = lessons::find("gang-deadlock").unwrap();
+    let mut app = App::new(false, "dark", true);
+    app.tutor = Some(Tutor::new(lesson, TutorMode::Lesson));
+    key(&mut app, &v, KeyCode::Char('1'));
+    let asked = lesson.question(&v.analysis);
+    // The deadlocked gangs are gone (requeued, deleted): the live answer changes.
+    let (mut snap, now) = load::demo("gang-deadlock", 1, 0).unwrap();
+    let waiting: Vec<_> = snap.pods.iter().filter(|(_, p)| p.node.is_none()).map(|(k, _)| k.clone()).collect();
+    for k in waiting {
+        snap.pods.remove(&k);
+    }
+    snap.gangs.clear();
+    let later = Views::build(Arc::new(snap), now, &Thresholds::default(), None);
+    assert_ne!(lesson.answer(&later.analysis), lesson.answer(&v.analysis), "the test must change the live answer");
+    key(&mut app, &later, KeyCode::Char('2'));
+    let opened = app.tutor.as_ref().unwrap().opened.clone().unwrap();
+    assert_eq!(opened.question, asked);
+    assert_eq!(opened.answer, lesson.answer(&v.analysis));
+}
+
 /// The fix a story names solves its lesson when it runs to its end:
 /// mig-mismatch's repartition, through the picker, as a trainee would.
 #[test]
@@ -234,9 +259,10 @@ fn a_mystery_grades_the_first_answer_and_never_names_the_scenario_before() {
     let mut app = App::new(false, "dark", true);
     app.tutor = Some(Tutor::new(lessons::find("gang-deadlock").unwrap(), TutorMode::Mystery { seed: 7 }));
     palette(&mut app, &v, "lesson");
+    let lesson = lessons::find("gang-deadlock").unwrap();
     let reader = kgpu::view_model::lessons::doc(
-        lessons::find("gang-deadlock").unwrap(),
-        &v.analysis,
+        lesson,
+        &lessons::Opened::of(lesson, &v.analysis),
         &lessons::Standing { hints_shown: 0, solved: None, mystery: true },
     )
     .plain();

@@ -5,7 +5,7 @@
 use crate::analysis::Analysis;
 use crate::model::Timestamp;
 use crate::model::time::age;
-use crate::view_model::lessons::{Cause, Lesson, Sighting};
+use crate::view_model::lessons::{Cause, Lesson, Opened, Sighting};
 use crate::view_model::panes::Views;
 
 use super::{App, Detail, Overlay};
@@ -43,6 +43,8 @@ pub struct Tutor {
     pub answers: Vec<Answer>,
     /// When and how it was solved.
     pub solved: Option<(Timestamp, String)>,
+    /// The question and answer as the cluster was when it opened.
+    pub opened: Option<Opened>,
     seen: Vec<Sighting>,
 }
 
@@ -57,6 +59,7 @@ impl Tutor {
             actions: Vec::new(),
             answers: Vec::new(),
             solved: None,
+            opened: None,
             seen: Vec::new(),
         }
     }
@@ -208,6 +211,8 @@ impl App {
     pub(super) fn observe(&mut self, views: &Views) {
         let Some(tutor) = self.tutor.as_mut() else { return };
         tutor.tick(self.wall);
+        let lesson = tutor.lesson;
+        tutor.opened.get_or_insert_with(|| Opened::of(lesson, &views.analysis));
         let mut seen = vec![Sighting::Pane(self.pane.title())];
         if let Some(item) = &self.drill {
             seen.push(Sighting::Chain(item.clone()));

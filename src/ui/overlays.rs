@@ -108,7 +108,9 @@ pub fn draw(
                         let standing =
                             Standing { hints_shown: t.hints_shown, solved: solved.as_deref(), mystery: t.mystery() };
                         let title = if t.mystery() { " mystery · esc close " } else { " lesson · esc close " };
-                        (title, lessons::doc(t.lesson, &views.analysis, &standing))
+                        // As it was when it opened, once the cockpit has seen it.
+                        let opened = t.opened.clone().unwrap_or_else(|| lessons::Opened::of(t.lesson, &views.analysis));
+                        (title, lessons::doc(t.lesson, &opened, &standing))
                     }
                     None => (" lesson · esc close ", Doc::default()),
                 },

@@ -231,15 +231,30 @@ pub struct Standing<'a> {
     pub mystery: bool,
 }
 
+/// A lesson's question and worked answer as the cluster was when it
+/// opened: once the trainee fixes the cluster, the live numbers would
+/// rewrite the question they were asked (or say it is gone).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Opened {
+    pub question: String,
+    pub answer: Vec<String>,
+}
+
+impl Opened {
+    pub fn of(lesson: &Lesson, a: &Analysis) -> Opened {
+        Opened { question: lesson.question(a), answer: lesson.answer(a) }
+    }
+}
+
 /// The lesson reader: the question, the hints revealed so far, how to
 /// answer, and once solved the answer with its arithmetic.
-pub fn doc(lesson: &Lesson, a: &Analysis, standing: &Standing<'_>) -> Doc {
+pub fn doc(lesson: &Lesson, opened: &Opened, standing: &Standing<'_>) -> Doc {
     let mut d = Doc::default();
     if standing.mystery && standing.solved.is_none() {
         d.line(Role::Accent, "Mystery: something on this cluster is wrong.");
         d.line(Role::Text, "Find what with the cockpit, then name the cause.");
     } else {
-        d.line(Role::Accent, lesson.question(a));
+        d.line(Role::Accent, opened.question.clone());
     }
     d.blank();
     let total = lesson.hints.len();
@@ -263,8 +278,8 @@ pub fn doc(lesson: &Lesson, a: &Analysis, standing: &Standing<'_>) -> Doc {
             d.line(Role::Ok, format!("Solved: {how}."));
             d.line(Role::Text, format!("The cause: {}.", lesson.cause_words()));
             d.blank();
-            for line in lesson.answer(a) {
-                d.line(Role::Text, line);
+            for line in &opened.answer {
+                d.line(Role::Text, line.clone());
             }
         }
     }
