@@ -456,3 +456,29 @@ fn an_action_whose_report_is_lost_says_so_and_fails() {
     let audit = std::fs::read_to_string(data.path().join("audit.jsonl")).unwrap();
     assert!(audit.contains("\"dryRun\":true"), "the action ran and was audited: {audit}");
 }
+
+/// The agent's log goes where the container's logs go (`kubectl logs`,
+/// journald): no colour escapes there, only on a terminal.
+#[test]
+fn the_agents_log_has_no_colour_escapes_off_a_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    let token_file = dir.path().join("token");
+    std::fs::write(&token_file, "c0ffee-5eed-4b1d-9a7e-0123456789ab\n").unwrap();
+    std::fs::set_permissions(&token_file, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/agent/h200-nvml-recorded.json");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_kgpu"))
+        .args(["agent", "--listen", "127.0.0.1:0", "--node-name", "n1", "--backend", &format!("fake:{fixture}")])
+        .arg("--token-file")
+        .arg(&token_file)
+        .env_remove("NO_COLOR")
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut first = String::new();
+    std::io::BufRead::read_line(&mut stderr, &mut first).unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(first.contains("serving on"), "{first:?}");
+    assert!(!first.contains('\u{1b}'), "colour escapes in a piped log: {first:?}");
+}

@@ -41,5 +41,12 @@ pub fn init(log_file: Option<&Path>, level: &str) -> Result<String, String> {
 /// Logs to stderr, for `kgpu agent` (its logs go where the container's do).
 pub fn init_stderr(level: &str) -> Result<(), String> {
     let filter = EnvFilter::try_new(format!("kgpu={level},warn")).map_err(|e| format!("--log-level '{level}': {e}"))?;
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init().map_err(|e| e.to_string())
+    // Colours only on a terminal: `kubectl logs` and journald showed the escapes.
+    let colour = std::io::IsTerminal::is_terminal(&std::io::stderr()) && std::env::var_os("NO_COLOR").is_none();
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(colour)
+        .try_init()
+        .map_err(|e| e.to_string())
 }
