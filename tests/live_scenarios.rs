@@ -273,5 +273,19 @@ fn an_unreachable_cluster_fails_fast_with_exit_2() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains(&format!("$KUBECONFIG names {}: no such file", missing.display())), "{err}");
+    assert!(err.contains(&format!("$KUBECONFIG names {} (no such file)", missing.display())), "{err}");
+    // A link loop and a link to nothing say so.
+    let (a, b, dangling) = (dir.path().join("loop-a"), dir.path().join("loop-b"), dir.path().join("dangling"));
+    std::os::unix::fs::symlink(&b, &a).unwrap();
+    std::os::unix::fs::symlink(&a, &b).unwrap();
+    std::os::unix::fs::symlink(dir.path().join("nowhere"), &dangling).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_kgpu"))
+        .args(["snapshot"])
+        .env("KUBECONFIG", std::env::join_paths([&a, &dangling]).unwrap())
+        .env_remove("KUBERNETES_SERVICE_HOST")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("(too many levels of symbolic links)") && err.contains("(a link to nothing: "), "{err}");
 }

@@ -120,8 +120,20 @@ fn kubeconfig_paths(target: &Target) -> Vec<PathBuf> {
 /// `$KUBECONFIG` names (a typo there is the usual cause), or the default.
 fn looked_at(candidates: &[PathBuf]) -> String {
     let names = || candidates.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ");
+    // Why each is not there: missing, a link loop, a link to nothing, denied.
+    let why = |p: &PathBuf| match std::fs::metadata(p) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && std::fs::symlink_metadata(p).is_ok() => {
+            let to = std::fs::read_link(p).map(|t| t.display().to_string()).unwrap_or_default();
+            format!("{} (a link to nothing: {to})", p.display())
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => format!("{} (no such file)", p.display()),
+        Err(e) => {
+            format!("{} ({})", p.display(), e.to_string().split(" (os error").next().unwrap_or("").to_lowercase())
+        }
+        Ok(_) => p.display().to_string(),
+    };
     match std::env::var_os("KUBECONFIG").filter(|v| !v.is_empty()) {
-        Some(_) => format!("$KUBECONFIG names {}: no such file", names()),
+        Some(_) => format!("$KUBECONFIG names {}", candidates.iter().map(why).collect::<Vec<_>>().join(", ")),
         None if candidates.is_empty() => "$KUBECONFIG unset, $HOME unset".into(),
         None => format!("$KUBECONFIG unset, no {}", names()),
     }
