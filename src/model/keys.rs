@@ -9,6 +9,9 @@ pub const RESOURCE_MIG_PREFIX: &str = "nvidia.com/mig-";
 // GPU Feature Discovery
 pub const GPU_PRESENT: &str = "nvidia.com/gpu.present";
 pub const GPU_PRODUCT: &str = "nvidia.com/gpu.product";
+/// GFD's last labelling time, rewritten on every node at every pass (each
+/// minute by default): a value kgpu never reads and must not keep.
+pub const GFD_TIMESTAMP: &str = "nvidia.com/gfd.timestamp";
 pub const GPU_COUNT: &str = "nvidia.com/gpu.count";
 pub const GPU_MEMORY: &str = "nvidia.com/gpu.memory";
 pub const GPU_FAMILY: &str = "nvidia.com/gpu.family";

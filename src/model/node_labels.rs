@@ -15,7 +15,7 @@ use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 use super::{Labels, Sym, SymHash};
 
 /// Keys whose value differs from node to node whatever the pool.
-const OWN_KEYS: [&str; 2] = ["kubernetes.io/hostname", "nvidia.com/gfd.timestamp"];
+const OWN_KEYS: [&str; 2] = ["kubernetes.io/hostname", super::keys::GFD_TIMESTAMP];
 
 type Pairs = Arc<[(Sym, Sym)]>;
 

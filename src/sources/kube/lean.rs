@@ -52,6 +52,12 @@ impl<'de> Deserialize<'de> for InternedLabels {
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
                 let mut pairs: Vec<(Sym, Sym)> = Vec::with_capacity(map.size_hint().unwrap_or(8));
                 while let Some(InternedStr(k)) = map.next_key()? {
+                    // Interned symbols are never freed: a value new every
+                    // minute on every node grew the cockpit without end.
+                    if k.as_str() == keys::GFD_TIMESTAMP {
+                        map.next_value::<IgnoredAny>()?;
+                        continue;
+                    }
                     let InternedStr(v) = map.next_value()?;
                     pairs.push((k, v));
                 }
@@ -484,6 +490,15 @@ mod tests {
         assert_eq!(pairs, [("a", "1"), ("b", "3")]);
         let none: InternedLabels = serde_json::from_str("null").unwrap();
         assert!(none.0.is_empty());
+    }
+
+    #[test]
+    fn gfds_timestamp_is_skipped_never_interned() {
+        let l: InternedLabels =
+            serde_json::from_str(r#"{"nvidia.com/gfd.timestamp":"1777986932917","nvidia.com/gpu.count":"8"}"#).unwrap();
+        let pairs: Vec<(&str, &str)> = l.0.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        assert_eq!(pairs, [("nvidia.com/gpu.count", "8")]);
+        assert_eq!(Sym::get("1777986932917"), None, "a value new every minute is not kept for ever");
     }
 
     #[test]
