@@ -60,7 +60,10 @@ impl Executor {
                     if cordon { "schedulable" } else { "cordoned" }
                 )));
             }
-            let _ = tokio::time::timeout(Duration::from_secs(1), snapshots.changed()).await;
+            // The next snapshot, or a second; a feed that ended is waited out, not spun on.
+            if let Ok(Err(_)) = tokio::time::timeout(Duration::from_secs(1), snapshots.changed()).await {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
         }
     }
 }

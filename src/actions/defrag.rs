@@ -153,7 +153,10 @@ impl Expected {
         if planned.is_empty() || planned.contains(&Some(node)) {
             return None;
         }
-        let names: Vec<String> = planned.iter().map(|t| t.map_or("no room".to_string(), |n| n.to_string())).collect();
+        let mut names: Vec<String> =
+            planned.iter().map(|t| t.map_or("no room".to_string(), |n| n.to_string())).collect();
+        names.sort();
+        names.dedup();
         Some(names.join(" or "))
     }
 }

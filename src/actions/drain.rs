@@ -209,7 +209,10 @@ impl Executor {
                 said = still.len();
                 self.say(format!("drain {node}: waiting for {said} pod(s) to leave"), false, false).await;
             }
-            let _ = tokio::time::timeout(std::time::Duration::from_secs(1), snapshots.changed()).await;
+            // The next snapshot, or a second; a feed that ended is waited out, not spun on.
+            if let Ok(Err(_)) = tokio::time::timeout(std::time::Duration::from_secs(1), snapshots.changed()).await {
+                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+            }
         }
     }
 }

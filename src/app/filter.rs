@@ -2,7 +2,7 @@
 //! column contains it, ignoring case), a regex when it has regex syntax
 //! (`/h100-0[12]`), the inverse with a leading `!` (`/!a100`), and a label
 //! selector with `-l` (`/-l nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3`,
-//! `k!=v`, `k in (a,b)`, `k notin (a,b)`, `k`, `!k`, comma-separated, as
+//! `k!=v`, `k in (a,b)`, `k notin (a,b)`, `k`, `!k`, `k>n`, `k<n`, comma-separated, as
 //! kubectl reads them) on rows that have labels (nodes).
 
 use regex::{Regex, RegexBuilder};
@@ -25,6 +25,9 @@ enum Requirement {
     NotEquals(String, String),
     In(String, Vec<String>),
     NotIn(String, Vec<String>),
+    /// `k>n`, `k<n`: the label holds a whole number past `n`.
+    Greater(String, i64),
+    Less(String, i64),
     Exists(String),
     Absent(String),
 }
@@ -142,6 +145,9 @@ fn selector_terms(selector: &str) -> Result<Vec<&str>, String> {
         return Err("a '(' is not closed".into());
     }
     terms.push(selector[start..].trim());
+    if terms.len() > 1 && terms.iter().any(|t| t.is_empty()) {
+        return Err("an empty requirement between commas".into());
+    }
     Ok(terms.into_iter().filter(|t| !t.is_empty()).collect())
 }
 
@@ -152,6 +158,10 @@ fn requirement(term: &str) -> Result<Requirement, String> {
         Requirement::Equals(key(k)?, value(v)?)
     } else if let Some(k) = term.strip_prefix('!') {
         Requirement::Absent(key(k)?)
+    } else if let Some((k, n)) = term.split_once('>') {
+        Requirement::Greater(key(k)?, number(n)?)
+    } else if let Some((k, n)) = term.split_once('<') {
+        Requirement::Less(key(k)?, number(n)?)
     } else if let Some((k, set)) = term.split_once('(') {
         let set = set.strip_suffix(')').ok_or_else(|| format!("'{term}': text after the set"))?;
         let values = set.split(',').map(value).collect::<Result<Vec<_>, _>>()?;
@@ -166,23 +176,41 @@ fn requirement(term: &str) -> Result<Requirement, String> {
     Ok(requirement)
 }
 
-/// A label key as Kubernetes allows it: `[prefix/]name`, letters, digits, `-_.`.
+/// A label key as Kubernetes allows it: `[prefix/]name`, the name at most 63
+/// of letters, digits and `-_.`, starting and ending alphanumeric.
 fn key(text: &str) -> Result<String, String> {
     let k = text.trim();
-    let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/');
-    if k.is_empty() || !k.chars().all(allowed) || k.matches('/').count() > 1 {
+    let (prefix, name) = k.rsplit_once('/').map_or((None, k), |(p, n)| (Some(p), n));
+    let prefix_ok = prefix
+        .is_none_or(|p| !p.is_empty() && p.len() <= 253 && p.split('.').all(|part| !part.is_empty() && edges_ok(part)));
+    if !prefix_ok || name.is_empty() || name.len() > 63 || !edges_ok(name) {
         return Err(format!("'{k}' is not a label key"));
     }
     Ok(k.to_string())
 }
 
-/// A label value: letters, digits, `-_.`, at most 63; empty is allowed.
+/// A label value: empty, or at most 63 of letters, digits and `-_.`,
+/// starting and ending alphanumeric.
 fn value(text: &str) -> Result<String, String> {
     let v = text.trim();
-    if v.len() > 63 || !v.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')) {
+    if !v.is_empty() && (v.len() > 63 || !edges_ok(v)) {
         return Err(format!("'{v}' is not a label value"));
     }
     Ok(v.to_string())
+}
+
+/// Letters, digits and `-_.`, alphanumeric at both ends.
+fn edges_ok(s: &str) -> bool {
+    let alnum = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric());
+    s.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        && alnum(s.chars().next())
+        && alnum(s.chars().last())
+}
+
+/// The whole number `k>n` and `k<n` compare with.
+fn number(text: &str) -> Result<i64, String> {
+    let n = text.trim();
+    n.parse().map_err(|_| format!("'{n}' is not a whole number"))
 }
 
 impl Requirement {
@@ -195,6 +223,8 @@ impl Requirement {
             Requirement::In(k, set) => get(k).is_some_and(|v| set.iter().any(|s| s == v)),
             // As `!=`: a node without the label is not in the set.
             Requirement::NotIn(k, set) => get(k).is_none_or(|v| set.iter().all(|s| s != v)),
+            Requirement::Greater(k, n) => get(k).and_then(|v| v.parse::<i64>().ok()).is_some_and(|v| v > *n),
+            Requirement::Less(k, n) => get(k).and_then(|v| v.parse::<i64>().ok()).is_some_and(|v| v < *n),
             Requirement::Exists(k) => get(k).is_some(),
             Requirement::Absent(k) => get(k).is_none(),
         }
@@ -279,7 +309,23 @@ mod tests {
         assert!(f("-l pool notin (serve)") && f("-l zone notin (a,b)"));
         assert!(!f("-l pool notin (train)"));
         // What kubectl refuses matches nothing, inverted or not, and says why.
-        for bad in ["-l pool in (", "-l pool in (a,b", "-l pool (a)", "-l pool in (a) x", "-l po ol", "-l a=b c"] {
+        // kubectl's > and < on whole numbers.
+        let gpus = labels(&[("nvidia.com/gpu.count", "8")]);
+        assert!(Filter::parse("-l nvidia.com/gpu.count>4").matches(&["x"], Some(&gpus)));
+        assert!(!Filter::parse("-l nvidia.com/gpu.count<4").matches(&["x"], Some(&gpus)));
+        for bad in [
+            "-l pool in (",
+            "-l pool in (a,b",
+            "-l pool (a)",
+            "-l pool in (a) x",
+            "-l po ol",
+            "-l a=b c",
+            "-l a/",
+            "-l /a",
+            "-l pool,",
+            "-l a=-x",
+            "-l a>x",
+        ] {
             let filter = Filter::parse(bad);
             assert!(!filter.matches(&["x"], Some(&node)), "{bad}");
             assert!(!Filter::parse(&format!("!{bad}")).matches(&["x"], Some(&node)), "!{bad}");

@@ -35,7 +35,7 @@ pub fn nodes<'a>(views: &'a Views, filter: &str, sort: Option<Sort>) -> Vec<&'a 
             .nodes
             .iter()
             .filter(|r| {
-                let used = format!("{}/{}", r.used, r.allocatable);
+                let used = r.used_text();
                 let mut columns = vec![r.name.as_str(), &r.product, &r.driver, r.pool.as_str(), &r.mig, &used];
                 columns.extend(r.issues.iter().flat_map(|i| [i.as_str(), issue_short(*i)]));
                 f.matches(&columns, labels(r))
@@ -50,7 +50,7 @@ pub fn nodes<'a>(views: &'a Views, filter: &str, sort: Option<Sort>) -> Vec<&'a 
         // Free as the totals count it: a cordoned node's GPUs are unavailable.
         'F' => sorted(&mut rows, sort, |r| (std::cmp::Reverse(r.buckets.free), r.name)),
         'P' => sorted(&mut rows, sort, |r| (faults(r), r.name)),
-        'U' => sorted(&mut rows, sort, |r| (std::cmp::Reverse(r.used), r.name)),
+        'U' => sorted(&mut rows, sort, |r| (std::cmp::Reverse(r.used_of().0), r.name)),
         'D' => sorted(&mut rows, sort, |r| (r.driver.clone(), r.name)),
         _ => sorted(&mut rows, sort, |r| r.name),
     }

@@ -10,7 +10,7 @@ use crate::view_model::panes::Views;
 
 use super::{App, Detail, Overlay};
 
-/// Wrong answers in a row, before the right one, that read as guessing.
+/// Distinct wrong causes, before the right one, that read as guessing.
 const GUESSES: usize = 3;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -169,8 +169,12 @@ impl Tutor {
         // Naming cause after cause until one is right is guessing, not
         // diagnosing: the interviewer should see it as such.
         let wrong_first = self.answers.iter().take_while(|a| !a.right).count();
-        if wrong_first >= GUESSES {
-            let last = self.answers.get(wrong_first.saturating_sub(1)).map_or(now, |a| a.at);
+        let mut distinct: Vec<&str> = self.answers[..wrong_first].iter().map(|a| a.said.as_str()).collect();
+        distinct.sort_unstable();
+        distinct.dedup();
+        if distinct.len() >= GUESSES {
+            let wrong_first = distinct.len();
+            let last = self.answers.iter().take_while(|a| !a.right).last().map_or(now, |a| a.at);
             let span = age(last.saturating_sub(self.answers[0].at).max(0));
             out.push_str(&format!(
                 "guessing: {wrong_first} wrong causes named in {span}{} — a list of answers, not a diagnosis\n",
@@ -211,8 +215,11 @@ impl App {
     pub(super) fn observe(&mut self, views: &Views) {
         let Some(tutor) = self.tutor.as_mut() else { return };
         tutor.tick(self.wall);
-        let lesson = tutor.lesson;
-        tutor.opened.get_or_insert_with(|| Opened::of(lesson, &views.analysis));
+        // Once the cluster is there: the first frames may come before the
+        // source's first list, and would freeze the no-data text.
+        if tutor.opened.is_none() && !views.snap.nodes.is_empty() {
+            tutor.opened = Some(Opened::of(tutor.lesson, &views.analysis));
+        }
         let mut seen = vec![Sighting::Pane(self.pane.title())];
         if let Some(item) = &self.drill {
             seen.push(Sighting::Chain(item.clone()));

@@ -65,15 +65,21 @@ pub fn list_items(text: &str) -> Option<Vec<(usize, &str)>> {
 }
 
 /// A line kubectl writes at the top of a List: `apiVersion: v1`,
-/// `metadata:`, `kind: List` — or the indented lines under `metadata:`.
+/// `metadata:`, `kind: List` — or the indented lines under `metadata:`
+/// (`  resourceVersion: ""`). Plain words only: a quote, bracket or
+/// block-scalar sign there could open a value that runs over the items
+/// (`note: "` swallowing them), which only the whole parse reads right.
 fn is_top_level_field(line: &str) -> bool {
-    if line.is_empty() || line.starts_with("  ") {
+    let field = line.trim_start();
+    if field.is_empty() {
         return true;
     }
-    let Some((key, _)) = line.split_once(':') else {
+    let Some((key, value)) = field.split_once(':') else {
         return false;
     };
-    !key.is_empty() && key.chars().all(|c| c.is_ascii_alphanumeric())
+    let value = value.trim();
+    let word = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '/' | '_');
+    !key.is_empty() && key.chars().all(|c| c.is_ascii_alphanumeric()) && (value == "\"\"" || value.chars().all(word))
 }
 
 #[cfg(test)]
@@ -94,6 +100,10 @@ mod tests {
             "items:\n- kind: Pod\n---\nitems:\n- kind: Pod\nkind: List\n",
             "apiVersion: v1\nitems:\n- kind: Pod\nkind: PodList\n\"odd\": line\n",
             "apiVersion: v1\nitems:\n- kind: Pod\n",
+            // A List-level value that runs on over the items: only the whole parse reads it right.
+            "apiVersion: v1\nmetadata:\n  note: \"\nitems:\n- kind: Pod\n  metadata:\n    name: ghost\nkind: List\nz: 1\"\n",
+            "apiVersion: v1\nmetadata: {a: [\nitems:\n- kind: Pod\nkind: List\n",
+            "apiVersion: v1\nmetadata:\n  note: |\nitems:\n- kind: Pod\nkind: List\n",
         ] {
             assert_eq!(list_items(not_cut), None, "{not_cut}");
         }

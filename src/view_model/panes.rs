@@ -54,6 +54,23 @@ pub struct NodeRow {
 }
 
 impl NodeRow {
+    /// USED as the Fleet pane shows, filters and sorts it: allocated of the
+    /// advertised whole GPUs; on a node that advertises none (MIG slices,
+    /// DRA devices) its GPUs in use of its GPUs, as the header counts them,
+    /// rather than `0/0`.
+    pub fn used_of(&self) -> (u64, u64) {
+        if self.allocatable == 0 && self.buckets.total() > 0 {
+            (self.buckets.used, self.buckets.total())
+        } else {
+            (self.used, self.allocatable)
+        }
+    }
+
+    pub fn used_text(&self) -> String {
+        let (used, of) = self.used_of();
+        format!("{used}/{of}")
+    }
+
     pub fn id(&self) -> String {
         self.name.to_string()
     }

@@ -254,21 +254,27 @@ pub enum YamlError {
 pub const MAX_FLOW_DEPTH: usize = 256;
 
 /// The first place where flow collections may nest deeper than `max`, in
-/// one pass. It may count too deep, never too shallow: every `[`/`{` counts,
-/// in quoted scalars and comments too, and a `]`/`}` in one only closes what
-/// opened inside it. So a quote the scan takes for one that YAML does not
-/// (`foo 'bar`, a block scalar's `'`) cannot hide real nesting; a string of
+/// one pass. Every `[`/`{` counts, in quoted scalars and comments too, and a
+/// `]`/`}` in one only closes what opened inside it, so a quote the scan
+/// takes for one YAML does not (a block scalar's `'`) cannot hide nesting.
+/// A quote opens a quoted scalar only where YAML starts a scalar (a line's
+/// start, after `[`, `{`, `,`, an indicator and a space, or a node's anchor
+/// or tag): inside a plain scalar (`x-'b`, `it's`, `foo 'bar`) it is text,
+/// and a `]` in a real string is never taken for a real one. A string of
 /// JSON with balanced brackets costs nothing; only hundreds of unmatched
 /// brackets in strings are refused.
 fn flow_too_deep(text: &str, max: usize) -> Option<(usize, usize)> {
+    let bytes = text.as_bytes();
     let (mut depth, mut line) = (0usize, 1usize);
     // The quoted scalar or comment being read, and the depth it began at.
     let mut quote: Option<u8> = None;
     let mut comment = false;
     let mut floor = 0usize;
-    let mut escaped = false;
+    let mut scalar_start = true;
     let mut previous = b'\n';
-    for &b in text.as_bytes() {
+    let mut i = 0;
+    while let Some(&b) = bytes.get(i) {
+        let next = bytes.get(i + 1).copied();
         let in_text = quote.is_some() || comment;
         match b {
             b'[' | b'{' => {
@@ -280,27 +286,50 @@ fn flow_too_deep(text: &str, max: usize) -> Option<(usize, usize)> {
             b']' | b'}' if !in_text || depth > floor => depth = depth.saturating_sub(1),
             _ => {}
         }
+        let space_after = next.is_none_or(|n| n.is_ascii_whitespace());
         if b == b'\n' {
             line += 1;
             comment = false;
+            scalar_start |= quote.is_none();
         } else if comment {
         } else if let Some(q) = quote {
-            // `\"` inside "…" escapes; `''` inside '…' closes and reopens.
-            if escaped {
-                escaped = false;
-            } else if q == b'"' && b == b'\\' {
-                escaped = true;
+            if q == b'"' && b == b'\\' && next.is_some_and(|n| n != b'\n') {
+                // `\"` inside "…": the escaped byte is text (not a line's end).
+                i += 1;
+            } else if q == b'\'' && b == q && next == Some(b'\'') {
+                // `''` inside '…' is one quote.
+                i += 1;
             } else if b == q {
                 quote = None;
+                scalar_start = false;
             }
-        } else if b == b'#' && previous.is_ascii_whitespace() {
-            comment = true;
-            floor = depth;
-        } else if matches!(b, b'"' | b'\'') && !previous.is_ascii_alphanumeric() {
-            quote = Some(b);
-            floor = depth;
+        } else {
+            match b {
+                b' ' | b'\t' | b'\r' => {}
+                b'#' if previous.is_ascii_whitespace() => {
+                    comment = true;
+                    floor = depth;
+                }
+                b'"' | b'\'' if scalar_start => {
+                    quote = Some(b);
+                    floor = depth;
+                }
+                b'[' | b'{' => scalar_start = true,
+                // In a flow collection, after `,` or `:` a scalar may start.
+                b',' => scalar_start = depth > 0,
+                b':' => scalar_start = space_after || depth > 0,
+                b'-' | b'?' => scalar_start = space_after,
+                // A node's anchor, tag or alias: the scalar starts after it.
+                b'&' | b'!' | b'*' if scalar_start => {
+                    while bytes.get(i + 1).is_some_and(|n| !b" \t\r\n,[]{}".contains(n)) {
+                        i += 1;
+                    }
+                }
+                _ => scalar_start = false,
+            }
         }
         previous = b;
+        i += 1;
     }
     None
 }
@@ -365,6 +394,13 @@ mod tests {
         assert_eq!(flow_too_deep("a: [[1], {b: 2}]\nc: [[[3]]]\n", 2), Some((3, 2)));
     }
 
+    /// A review's attack: brackets, a plain scalar holding a quote, a real
+    /// string of `]`, then more brackets than the limit.
+    fn phased(plain: &str) -> String {
+        let half = "[".repeat(200);
+        format!("y: {half}{plain}, '{}', 'z', {half}q{}\n", "]".repeat(210), "]".repeat(400))
+    }
+
     #[test]
     fn nesting_cannot_hide_behind_what_the_scan_takes_for_quotes_or_comments() {
         let deep = "[".repeat(MAX_FLOW_DEPTH + 1);
@@ -375,6 +411,11 @@ mod tests {
             ("closing brackets in strings", format!("y: {}\n", "[ \"]\", ".repeat(MAX_FLOW_DEPTH + 1))),
             ("an escaped quote", format!("y: {}\n", "[ \"\\\"]\", ".repeat(MAX_FLOW_DEPTH + 1))),
             ("closing brackets in comments", format!("y: {}\n", "[ # ]\n".repeat(MAX_FLOW_DEPTH + 1))),
+            // A quote inside a plain scalar is text: the real string after it hides nothing.
+            ("a plain scalar's quote, then a real string of closers", phased("x-'b")),
+            ("a plain scalar's quote after a space", phased("a 'b")),
+            ("an escape at a line's end", format!("a: \"x\\\n\"\nb: {deep}\n")),
+            ("an anchored string of closers", format!("y: [{}]\n", "&a ']]', [".repeat(MAX_FLOW_DEPTH + 1))),
         ] {
             assert!(matches!(parse_yaml(&text), Err(YamlError::TooDeep { .. })), "{what}");
         }

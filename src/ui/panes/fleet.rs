@@ -172,7 +172,7 @@ fn draw_nodes(frame: &mut Frame, area: Rect, app: &App, shown: &mut Viewport, vi
         let mut cells = vec![
             widgets::styled(widgets::fit_id(r.name.as_str(), name_w), theme.style(status_role)),
             Cell::from(map_line(r, map_w, theme)),
-            widgets::styled(used_text(r), theme.style(Role::Text)),
+            widgets::styled(r.used_text(), theme.style(Role::Text)),
         ];
         if show_product {
             cells.push(widgets::styled(fit(&r.product, 15), theme.style(Role::Dim)));
@@ -288,15 +288,4 @@ fn draw_panel(frame: &mut Frame, area: Rect, app: &App, views: &Views, theme: &T
     let lines = widgets::doc(&panel, theme, area.width.saturating_sub(2) as usize);
     let panel = Paragraph::new(lines).wrap(Wrap { trim: false }).block(block(" Fragmentation ", false, theme));
     frame.render_widget(panel, area);
-}
-
-/// USED: allocated of advertised whole GPUs; on a node that advertises none
-/// (MIG slices, DRA devices) its GPUs in use of its GPUs, as the header
-/// counts them, rather than `0/0`.
-fn used_text(r: &NodeRow) -> String {
-    if r.allocatable == 0 && r.buckets.total() > 0 {
-        format!("{}/{}", r.buckets.used, r.buckets.total())
-    } else {
-        format!("{}/{}", r.used, r.allocatable)
-    }
 }
