@@ -5,7 +5,7 @@ use std::time::Duration;
 use crate::model::{Snapshot, Sym};
 
 use super::backend::ActionError;
-use super::exec::Executor;
+use super::exec::{Executor, next_snapshot};
 use super::impact::Impact;
 
 pub(super) fn question(node: Sym, cordon: bool) -> String {
@@ -60,10 +60,7 @@ impl Executor {
                     if cordon { "schedulable" } else { "cordoned" }
                 )));
             }
-            // The next snapshot, or a second; a feed that ended is waited out, not spun on.
-            if let Ok(Err(_)) = tokio::time::timeout(Duration::from_secs(1), snapshots.changed()).await {
-                tokio::time::sleep(Duration::from_secs(1)).await;
-            }
+            next_snapshot(&mut snapshots).await;
         }
     }
 }

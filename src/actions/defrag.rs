@@ -23,7 +23,7 @@ use crate::model::{Pod, PodKey, Snapshot, Sym, Taint, TaintEffect, Toleration};
 
 use super::PlanTarget;
 use super::backend::ActionError;
-use super::exec::{Controllers, Executor};
+use super::exec::{Controllers, Executor, next_snapshot};
 use super::impact::{Impact, add_pods, eviction_command};
 
 pub(super) fn question(label: &str, evictions: &[PodKey], reserve: &[Sym]) -> String {
@@ -294,8 +294,7 @@ impl Executor {
                     }
                 }
             }
-            // The next snapshot, or a second: cancel is checked either way.
-            let _ = tokio::time::timeout(std::time::Duration::from_secs(1), snapshots.changed()).await;
+            next_snapshot(&mut snapshots).await;
         }
     }
 

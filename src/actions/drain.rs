@@ -9,7 +9,7 @@ use crate::analysis::index::Index;
 use crate::model::{Pod, PodKey, Snapshot, Sym};
 
 use super::backend::ActionError;
-use super::exec::{Controllers, Executor};
+use super::exec::{Controllers, Executor, next_snapshot};
 use super::impact::{Impact, add_pods, drain_victims, eviction_command};
 
 pub(super) fn question(node: Sym, gpu_only: bool, force: bool) -> String {
@@ -209,10 +209,7 @@ impl Executor {
                 said = still.len();
                 self.say(format!("drain {node}: waiting for {said} pod(s) to leave"), false, false).await;
             }
-            // The next snapshot, or a second; a feed that ended is waited out, not spun on.
-            if let Ok(Err(_)) = tokio::time::timeout(std::time::Duration::from_secs(1), snapshots.changed()).await {
-                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
-            }
+            next_snapshot(&mut snapshots).await;
         }
     }
 }

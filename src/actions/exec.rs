@@ -202,6 +202,15 @@ impl Executor {
     }
 }
 
+/// Waits for the next snapshot, or a second, whichever comes first: a step
+/// that waits for its goal checks for a cancel either way. A feed that
+/// ended is waited out a second at a time, not spun on.
+pub(super) async fn next_snapshot(snapshots: &mut watch::Receiver<Arc<Snapshot>>) {
+    if let Ok(Err(_)) = tokio::time::timeout(Duration::from_secs(1), snapshots.changed()).await {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
 /// The controllers of some pods, to know their replacements by: a pod is
 /// one when a controller of the same namespace made it.
 pub(super) struct Controllers(Vec<(crate::model::Sym, crate::model::Owner)>);

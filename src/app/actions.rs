@@ -45,7 +45,8 @@ impl App {
                 match choose::mig_configs(&views.snap, node) {
                     Ok(configs) => {
                         // Start on the config that serves the pending MIG slices.
-                        let selected = crate::view_model::mig_picker::best(&views.snap, node, &configs);
+                        let picker = crate::view_model::mig_picker::rows(&views.snap, node, &configs);
+                        let selected = crate::view_model::mig_picker::best(&picker);
                         self.overlay = Some(Overlay::MigPicker { node, configs, selected });
                     }
                     Err(no) => self.notify(no.words().to_string(), no.is_error()),

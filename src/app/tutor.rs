@@ -168,16 +168,15 @@ impl Tutor {
         }
         // Naming cause after cause until one is right is guessing, not
         // diagnosing: the interviewer should see it as such.
-        let wrong_first = self.answers.iter().take_while(|a| !a.right).count();
-        let mut distinct: Vec<&str> = self.answers[..wrong_first].iter().map(|a| a.said.as_str()).collect();
+        let wrong = &self.answers[..self.answers.iter().take_while(|a| !a.right).count()];
+        let mut distinct: Vec<&str> = wrong.iter().map(|a| a.said.as_str()).collect();
         distinct.sort_unstable();
         distinct.dedup();
-        if distinct.len() >= GUESSES {
-            let wrong_first = distinct.len();
-            let last = self.answers.iter().take_while(|a| !a.right).last().map_or(now, |a| a.at);
-            let span = age(last.saturating_sub(self.answers[0].at).max(0));
+        if let (true, Some(first), Some(last)) = (distinct.len() >= GUESSES, wrong.first(), wrong.last()) {
+            let span = age(last.at.saturating_sub(first.at).max(0));
             out.push_str(&format!(
-                "guessing: {wrong_first} wrong causes named in {span}{} — a list of answers, not a diagnosis\n",
+                "guessing: {} wrong causes named in {span}{} — a list of answers, not a diagnosis\n",
+                distinct.len(),
                 if self.answers.iter().any(|a| a.right) { " before the right one" } else { "" }
             ));
         }

@@ -14,6 +14,8 @@ pub struct PickerRow {
     pub cuts: String,
     /// The pending MIG demand it serves on this node: `serves 4 of 4 pending 1g.10gb`.
     pub serves: Option<String>,
+    /// How many pending slices that is, all profiles together.
+    pub served: u64,
 }
 
 /// Pending pods' MIG slices by profile (pods not yet on a node).
@@ -49,35 +51,28 @@ pub fn rows(snap: &Snapshot, node: Sym, configs: &[String]) -> Vec<PickerRow> {
                 Some(c) => c.devices.iter().map(|(p, k)| format!("{k}× {p}")).collect::<Vec<_>>().join(" + "),
                 None => String::new(),
             };
-            let served: Vec<String> = config
+            // Per wanted profile: how many of its pending slices this node would give.
+            let per_profile: Vec<(&str, u64, u64)> = config
                 .into_iter()
                 .flat_map(|c| c.devices.iter())
                 .filter_map(|(profile, per_gpu)| {
                     let want = *wanted.get(profile.as_str())?;
-                    let offered = u64::from(*per_gpu).saturating_mul(gpus);
-                    Some(format!("{} of {want} pending {profile}", offered.min(want)))
+                    Some((profile.as_str(), u64::from(*per_gpu).saturating_mul(gpus).min(want), want))
                 })
                 .collect();
-            let serves = (!served.is_empty()).then(|| format!("serves {}", served.join(", ")));
-            PickerRow { config: name.clone(), cuts, serves }
+            let words: Vec<String> =
+                per_profile.iter().map(|(p, given, want)| format!("{given} of {want} pending {p}")).collect();
+            let serves = (!words.is_empty()).then(|| format!("serves {}", words.join(", ")));
+            let served = per_profile.iter().map(|(_, given, _)| given).sum();
+            PickerRow { config: name.clone(), cuts, serves, served }
         })
         .collect()
 }
 
 /// The row to start on: the config that serves the most pending slices
-/// (the first when none does).
-pub fn best(snap: &Snapshot, node: Sym, configs: &[String]) -> usize {
-    let (gpus, known, wanted) = context(snap, node);
-    let served = |name: &String| -> u64 {
-        known.iter().find(|c| &c.name == name).map_or(0, |c| {
-            c.devices
-                .iter()
-                .map(|(p, k)| u64::from(*k).saturating_mul(gpus).min(wanted.get(p.as_str()).copied().unwrap_or(0)))
-                .sum()
-        })
-    };
-    // The most served, and of those the first listed.
-    configs.iter().enumerate().max_by_key(|(i, c)| (served(c), std::cmp::Reverse(*i))).map_or(0, |(i, _)| i)
+/// (of those, the first listed; the first when none does).
+pub fn best(rows: &[PickerRow]) -> usize {
+    rows.iter().enumerate().max_by_key(|(i, r)| (r.served, std::cmp::Reverse(*i))).map_or(0, |(i, _)| i)
 }
 
 #[cfg(test)]
@@ -103,7 +98,7 @@ mod tests {
         assert_eq!(rows[1].serves, None, "no pending pod wants 1g.5gb");
         assert_eq!(rows[2].cuts, "2× 3g.20gb");
         assert_eq!(rows[2].serves.as_deref(), Some("serves 4 of 6 pending 3g.20gb"), "2 GPUs × 2 slices");
-        assert_eq!(best(&snap, node, &configs), 2);
-        assert_eq!(best(&snap, Sym::new("gone"), &configs), 0);
+        assert_eq!(best(&rows), 2);
+        assert_eq!(best(&super::rows(&snap, Sym::new("gone"), &configs)), 0);
     }
 }
