@@ -248,7 +248,11 @@ pub(super) fn pod_json(p: &Pod, index: &Index<'_>, life: &Life, scenario: &str) 
         }
     }
     match (p.node, p.phase, p.reason) {
-        (Some(_), PodPhase::Pending, Some(_)) => annotations.push((KUBELET.into(), "hold".into())),
+        // KWOK renders a stage from the pod as it was created (Pending): a
+        // pod written as failed would be started anyway, over its status.
+        (Some(_), PodPhase::Pending, Some(_)) | (Some(_), PodPhase::Failed, _) => {
+            annotations.push((KUBELET.into(), "hold".into()))
+        }
         // A DRA pod is scheduled afresh, and then started as any new pod.
         (Some(_), PodPhase::Running, _) if p.claims.is_empty() => annotations.push((KUBELET.into(), "started".into())),
         _ => {}
@@ -352,12 +356,15 @@ pub(super) fn fault_stages(life: &Life, scenario: &str) -> Vec<Value> {
                     "selector": {"matchExpressions": [
                         {"key": ".spec.nodeName", "operator": "In", "values": [node.as_str()]},
                         {"key": ".metadata.deletionTimestamp", "operator": "DoesNotExist"},
+                        {"key": format!(".metadata.annotations[\"{KUBELET}\"]"), "operator": "DoesNotExist"},
                         {"key": ".status.phase", "operator": "In", "values": ["Pending"]},
                         {"key": format!(".spec.containers.[].resources.limits[\"{}\"]", keys::RESOURCE_GPU), "operator": "Exists"},
                     ]},
                     // Outweighs the ordinary pod-ready stage (weight 1): KWOK picks by weight.
                     "weight": 1_000_000,
-                    "delay": {"durationMilliseconds": 2000},
+                    // A real kubelet refuses at once and the ReplicaSet replaces the pod at
+                    // once (thousands an hour); slower here, so a lab left running stays small.
+                    "delay": {"durationMilliseconds": 15000},
                     "next": {
                         "event": {"type": "Warning", "reason": "UnexpectedAdmissionError",
                                   "message": "Allocate failed due to requested number of devices unavailable for nvidia.com/gpu, which is unexpected"},
