@@ -81,6 +81,22 @@ fn the_status_bar_text_and_json_agree_on_every_feed() {
         .unwrap();
     let screen = format!("{}", terminal.backend());
     assert!(screen.contains("pods: reconnecting 2m"), "{screen}");
+    // The Fleet headline, where the eye starts, says its numbers are old.
+    let headline = screen.lines().nth(1).unwrap_or("");
+    assert!(headline.contains(" as of 2m ago · 0 GPUs"), "{screen}");
+    assert_eq!(feeds::stale_for(&views.snap, NOW), Some(120));
+}
+
+/// A screen whose feeds are all live does not say its data is old.
+#[test]
+fn a_live_headline_carries_no_age() {
+    let mut cluster = Cluster::new(SourceInfo { kind: SourceKind::Kube, name: "lab".into() });
+    cluster.apply_all(vec![
+        ModelEvent::Clock(NOW - 300),
+        ModelEvent::Resync { feed: Feed::Nodes, objects: Vec::new() },
+        ModelEvent::Clock(NOW),
+    ]);
+    assert_eq!(feeds::stale_for(&cluster.snapshot(), NOW), None);
 }
 
 /// An object kgpu could not read is named with its reason in every view,

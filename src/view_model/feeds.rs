@@ -175,6 +175,13 @@ pub fn summary(snap: &Snapshot, now: Timestamp) -> (String, Role) {
     }
 }
 
+/// How old the screen's numbers may be while some feed is reconnecting
+/// (seconds since the stalest was last known current), else `None`: the
+/// headline says so beside its totals, not only the status bar.
+pub fn stale_for(snap: &Snapshot, now: Timestamp) -> Option<i64> {
+    health(snap, now).iter().filter_map(|h| h.stale_since).min().map(|since| (now - since).max(0))
+}
+
 /// Why a pane over these feeds shows nothing: not installed, forbidden…
 fn note(snap: &Snapshot, feeds: &[Feed]) -> Option<String> {
     let notes: Vec<String> = feeds

@@ -73,7 +73,13 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, shown: &mut Viewport, view
     // At 80 columns the long words would push the score off the line.
     let narrow = area.width < 100;
     let word = |long: &'static str, short: &'static str| if narrow { short } else { long };
-    let mut summary = vec![
+    let mut summary = Vec::new();
+    // Numbers from a feed that is reconnecting are as of then: said first,
+    // where the eye starts (the status bar can be cut at 80 columns).
+    if let Some(old) = crate::view_model::feeds::stale_for(&views.snap, views.analysis.now) {
+        summary.push(Span::styled(format!(" as of {} ago ·", crate::view_model::age(old)), theme.style(Role::Error)));
+    }
+    summary.extend([
         Span::styled(format!(" {} GPUs", t.gpus), theme.style(Role::Text)),
         Span::styled(format!(" · {} used", t.allocated), theme.style(Role::GpuUsed)),
         Span::styled(format!(" · {} free", t.free), theme.style(Role::GpuFree)),
@@ -82,7 +88,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, shown: &mut Viewport, view
             theme.style(if t.stranded > 0 { Role::GpuStranded } else { Role::Dim }),
         ),
         Span::styled(format!(" · {} {}", t.unavailable, word("unavailable", "unavail.")), theme.style(Role::Dim)),
-    ];
+    ]);
     if t.unadvertised > 0 || !narrow {
         summary.push(Span::styled(
             format!(" · {} {}", t.unadvertised, word("unadvertised", "unadv.")),
