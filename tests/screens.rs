@@ -881,3 +881,35 @@ fn an_xid_48_gpu_gets_the_advice_an_expert_gives() {
     assert!(advice.contains("cordon h100-07 so no new pod lands on the GPU"), "{advice}");
     assert!(advice.contains("nvidia-smi -q -d ROW_REMAPPER -i 3") && advice.contains("RMA"), "{advice}");
 }
+
+/// Every box title of every pane (both sections), in every scenario, at
+/// 80, 100 and 200 columns: a title too long for its box gives way to a
+/// shorter one or ends in `…`, never runs into the corner, cut mid-word.
+#[test]
+fn no_title_runs_into_its_corner() {
+    for scenario in kgpu::sources::sim::scenarios::names() {
+        let v = views(scenario);
+        for (w, h) in [(80, 24), (100, 30), (200, 60)] {
+            for pane in Pane::ALL {
+                for section in 0..2 {
+                    let mut app = App::new(false, "dark", true);
+                    app.pane = pane;
+                    render(&mut app, &v, scenario, w, h);
+                    if section == 1 {
+                        key(&mut app, &v, KeyCode::Tab);
+                    }
+                    let screen = format!("{}", render(&mut app, &v, scenario, w, h).backend());
+                    for line in screen.lines() {
+                        let chars: Vec<char> = line.trim_matches('"').chars().collect();
+                        let Some(corner) = chars.iter().rposition(|c| *c == '┐') else { continue };
+                        let before = corner.checked_sub(1).map(|i| chars[i]);
+                        assert!(
+                            matches!(before, Some('─' | ' ' | '┌')),
+                            "{scenario} {pane:?} section {section} at {w}×{h}: a title runs into its corner:\n{line}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}

@@ -89,6 +89,17 @@ pub fn wrap_under(first: &str, text: &str, width: usize, indent: usize) -> Vec<S
     }
 }
 
+/// A border title for a box `width` columns wide: the first of
+/// `candidates` (fullest first) that fits between the corners, else the
+/// last one cut with `…` — never a title run into the corner.
+pub fn title(width: u16, candidates: &[String]) -> String {
+    let room = usize::from(width).saturating_sub(2);
+    if let Some(t) = candidates.iter().find(|t| t.width() <= room) {
+        return t.clone();
+    }
+    candidates.last().map_or_else(String::new, |t| format!("{} ", fit(t, room.saturating_sub(1))))
+}
+
 /// Cuts `s` to `width` columns, with `…` when cut.
 pub fn fit(s: &str, width: usize) -> String {
     if s.width() <= width {

@@ -116,6 +116,15 @@ pub fn rules(u: &Utilization) -> String {
     format!("idle < {}% · mean over {} min · {}", idle_below_pct(), window_minutes(), sources(u))
 }
 
+/// The rules in fewer words, for a narrow title: `idle <5% over 10 min · nodes: agent 48, dcgm-exporter 8`.
+pub fn rules_brief(u: &Utilization) -> String {
+    if !u.has_source() {
+        return "no source".into();
+    }
+    let nodes: Vec<String> = u.nodes_by_source.iter().map(|(s, n)| format!("{} {n}", s.as_str())).collect();
+    format!("idle <{}% over {} min · nodes: {}", idle_below_pct(), window_minutes(), nodes.join(", "))
+}
+
 /// Where the numbers come from: `agent: 48 nodes, dcgm-exporter: 8 nodes`.
 pub fn sources(u: &Utilization) -> String {
     let nodes: Vec<String> = u.nodes_by_source.iter().map(|(s, n)| format!("{}: {n} nodes", s.as_str())).collect();

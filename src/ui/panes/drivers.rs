@@ -100,8 +100,14 @@ fn draw_board(
     let labelled = rows_.iter().filter(|u| u.state.is_some()).count();
     let stuck = rows_.iter().filter(|u| u.stuck).count();
     let sort = app.sort_title(Pane::Drivers, Section::Second, false);
-    let title =
-        format!(" Upgrade waves: {labelled} node(s) with a state, {stuck} stuck{sort} · {} ", target_note(views));
+    let title = widgets::title(
+        area.width,
+        &[
+            format!(" Upgrade waves: {labelled} node(s) with a state, {stuck} stuck{sort} · {} ", target_note(views)),
+            // The Waves box below says where the target comes from.
+            format!(" Upgrade waves: {labelled} with a state, {stuck} stuck{sort} · {} ", target_brief(views)),
+        ],
+    );
     if views.analysis.upgrades.is_empty() {
         widgets::empty(frame, area, block(title, focused, theme), "no GPU nodes", theme);
         return;
@@ -167,24 +173,44 @@ fn target_note(views: &Views) -> String {
     }
 }
 
+/// The target alone, for a narrow title.
+fn target_brief(views: &Views) -> String {
+    match &views.waves {
+        Some(plan) => format!("target {}", plan.target),
+        None => target_note(views),
+    }
+}
+
 fn draw_waves(frame: &mut Frame, area: Rect, app: &App, views: &Views, theme: &Theme, focused: bool) {
     let Some(plan) = &views.waves else { return };
     let from = match &views.waves_from {
         Some(object) => format!("from {object}"),
         None => ":plan off".to_string(),
     };
-    let title = match (&plan.halted, &plan.stalled) {
-        (Some(halt), _) => format!(
-            " Waves to {} · HALTED: {} failed · {} ",
-            plan.target,
-            halt.failed_names(),
-            halt.rollback_to.as_ref().map_or_else(|| from.clone(), |v| format!("rollback: {v}"))
-        ),
-        (None, Some(_)) => {
-            format!(" Waves to {} · STALLED: cordoned/NotReady nodes use up maxUnavailable · {from} ", plan.target)
-        }
-        (None, None) => format!(" Waves to {} ({}) · {from} ", plan.target, docs::wave_bound(plan)),
+    // Fullest first; the bounds and their source are also on the box's last row.
+    let candidates = match (&plan.halted, &plan.stalled) {
+        (Some(halt), _) => vec![
+            format!(
+                " Waves to {} · HALTED: {} failed · {} ",
+                plan.target,
+                halt.failed_names(),
+                halt.rollback_to.as_ref().map_or_else(|| from.clone(), |v| format!("rollback: {v}"))
+            ),
+            format!(" Waves to {} · HALTED: {} failed ", plan.target, halt.failed_names()),
+        ],
+        (None, Some(_)) => vec![
+            format!(" Waves to {} · STALLED: cordoned/NotReady nodes use up maxUnavailable · {from} ", plan.target),
+            format!(" Waves to {} · STALLED: cordoned/NotReady nodes use up maxUnavailable ", plan.target),
+            format!(" Waves to {} · STALLED: maxUnavailable used up ", plan.target),
+        ],
+        (None, None) => vec![
+            format!(" Waves to {} ({}) · {from} ", plan.target, docs::wave_bound(plan)),
+            format!(" Waves to {} ({}) ", plan.target, docs::wave_bound(plan)),
+            format!(" Waves to {} (≤{} node(s) each) · {from} ", plan.target, plan.wave_size),
+            format!(" Waves to {} (≤{} node(s) each) ", plan.target, plan.wave_size),
+        ],
     };
+    let title = widgets::title(area.width, &candidates);
     let ids: Vec<String> = plan.waves.iter().map(|w| w.index.to_string()).collect();
     let selected = focused.then(|| app.selected_index(Pane::Drivers, &ids));
     let rows: Vec<Vec<Cell>> = plan

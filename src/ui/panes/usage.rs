@@ -19,13 +19,22 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, shown: &mut Viewport, view
     let shown_rows = rows::usage(views, filter, app.sorting(Pane::Usage, Section::First));
     // What the numbers are, where they come from: the rules in a line.
     let about = usage::rules(u);
-    let title = if filter.is_empty() {
-        // The key hint goes first when the rules and their sources do not fit.
-        let hint = fits(area, &format!(" Usage ({} pods){sort} · tab: by workload · {about} ", shown_rows.len()));
-        format!(" Usage ({} pods){sort}{} · {about} ", shown_rows.len(), if hint { " · tab: by workload" } else { "" })
+    let brief = usage::rules_brief(u);
+    let count = if filter.is_empty() {
+        format!("({} pods)", shown_rows.len())
     } else {
-        format!(" Usage ({} of {} pods) · /{filter}{sort} · {about} ", shown_rows.len(), views.usage.len())
+        format!("({} of {} pods) · /{filter}", shown_rows.len(), views.usage.len())
     };
+    // The key hint goes first, then the rules' long words, when they do not fit.
+    let hint = if filter.is_empty() { " · tab: by workload" } else { "" };
+    let title = widgets::title(
+        area.width,
+        &[
+            format!(" Usage {count}{sort}{hint} · {about} "),
+            format!(" Usage {count}{sort} · {about} "),
+            format!(" Usage {count}{sort} · {brief} "),
+        ],
+    );
     if !u.has_source() {
         let b = block(title, true, theme);
         let inner = b.inner(area);
@@ -50,7 +59,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, shown: &mut Viewport, view
         return;
     }
     if app.section(Pane::Usage) == Section::Second {
-        workloads(frame, table, app, shown, views, theme, &about);
+        workloads(frame, table, app, shown, views, theme, [&about, &brief]);
         return;
     }
     let selected = app.selected_position(Pane::Usage, shown_rows.iter().map(|r| r.id()));
@@ -117,7 +126,7 @@ fn workloads(
     shown: &mut Viewport,
     views: &Views,
     theme: &Theme,
-    about: &str,
+    [about, brief]: [&str; 2],
 ) {
     let filter = app.filter(Pane::Usage);
     let sort = app.sort_title(Pane::Usage, Section::Second, false);
@@ -127,8 +136,14 @@ fn workloads(
     } else {
         format!("{} of {} · /{filter}", rows.len(), views.usage_workloads.len())
     };
-    let full = format!(" Workloads ({count}){sort} · tab: pods · enter: its pods · {about} ");
-    let title = if fits(area, &full) { full } else { format!(" Workloads ({count}){sort} · {about} ") };
+    let title = widgets::title(
+        area.width,
+        &[
+            format!(" Workloads ({count}){sort} · tab: pods · enter: its pods · {about} "),
+            format!(" Workloads ({count}){sort} · {about} "),
+            format!(" Workloads ({count}){sort} · {brief} "),
+        ],
+    );
     let selected = app.selected_position(Pane::Usage, rows.iter().map(|r| r.id()));
     // At 80 columns the name keeps its room (embed-1g and embed-2g must
     // read apart); the idle-for time waits for a wide terminal.
@@ -186,9 +201,4 @@ fn workloads(
     );
     shown.offsets.push((Pane::Usage, offset));
     shown.page = Some(usize::from(area.height.saturating_sub(3)));
-}
-
-/// Whether `title` fits on `area`'s top border.
-fn fits(area: Rect, title: &str) -> bool {
-    title.chars().count() + 2 <= usize::from(area.width)
 }
