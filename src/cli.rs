@@ -58,6 +58,9 @@ pub struct SourceArgs {
     /// Requests a second the agents and dcgm-exporter together may send through the API server's pod proxy (a burst of 16 first; the stalest nodes with the most GPUs are read first).
     #[arg(long, global = true, default_value_t = crate::sources::poll::DEFAULT_BUDGET, value_name = "REQ/S", value_parser = api_budget)]
     pub api_budget: f64,
+    /// Read dcgm-exporter's GPU use from a Prometheus that scrapes it, one query a round for the whole fleet, instead of each exporter through the API server: http://HOST:PORT[/PATH] (e.g. a port-forward) or NAMESPACE/SERVICE:PORT (through the API server's service proxy).
+    #[arg(long, global = true, value_name = "WHERE", value_parser = crate::sources::prometheus::Endpoint::parse)]
+    pub prometheus: Option<crate::sources::prometheus::Endpoint>,
 }
 
 /// A request budget: a positive number of requests a second, at most 1,000.
@@ -111,6 +114,7 @@ impl SourceArgs {
                 transport,
                 token_file: self.agent_token_file.clone(),
                 budget: self.api_budget,
+                prometheus: self.prometheus.clone(),
                 ..Config::default()
             },
             ..Default::default()
@@ -188,6 +192,7 @@ const NOT_FOR_THE_AGENT: &[&str] = &[
     "agent_namespace",
     "agent_token_file",
     "api_budget",
+    "prometheus",
     "read_only",
     "theme",
     "print_paths",

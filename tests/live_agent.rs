@@ -423,3 +423,73 @@ async fn an_agent_is_read_through_the_api_servers_pod_proxy_with_its_nodes_token
     assert_eq!(snap.devices[&n].status, AgentStatus::Reporting, "{:?}", snap.devices[&n].status);
     assert_eq!(snap.devices[&n].gpus[0].uuid.as_str(), "GPU-b4895dbf-9350-2524-a89b-98161ddd9fe4");
 }
+
+/// `--prometheus NAMESPACE/SERVICE:PORT`: one query through the real API
+/// server's service proxy reaches a Prometheus stand-in (a Service without
+/// selector, its Endpoints and EndpointSlice at this machine's address), and
+/// its series land on their node in `kgpu snapshot`; a Service that does
+/// not exist is said in the API server's words.
+#[tokio::test]
+async fn prometheus_is_asked_once_through_the_api_servers_service_proxy() {
+    let Some(cp) = ControlPlane::shared_if_enabled() else { return };
+    let Some(ip) = support::exporter::network_address() else {
+        eprintln!("no network address here: the service proxy cannot be tried (it refuses loopback)");
+        return;
+    };
+    let client = client(cp).await;
+    let node = "prom-proxy-node-0";
+    gpu_node(&client, node, 2, json!({}), json!([])).await;
+    // The shape of gpu-operator#472's series after a scrape, on this node.
+    let answer = json!({"status": "success", "data": {"resultType": "vector", "result": [
+        {"metric": {"__name__": "DCGM_FI_DEV_GPU_UTIL", "Hostname": "nvidia-dcgm-exporter-57pvc", "UUID": "GPU-c89b14a3-ce7c-6725-8424-b55d37d9c332",
+                    "gpu": "0", "instance": "10.244.1.9:9400", "job": "gpu-metrics", "node": node}, "value": [1796029200.1, "63"]}
+    ]}});
+    let (port, served) = support::exporter::serve(&ip, 0, answer.to_string());
+    support::kube::namespace(&client, "monitoring").await;
+    // The API server proxies only to an address of a pod it knows.
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "monitoring");
+    let prometheus: Pod = serde_json::from_value(json!({
+        "metadata": {"name": "prometheus-k8s-0"},
+        "spec": {"nodeName": node, "containers": [{"name": "prometheus", "image": "prom/prometheus:v3"}]}
+    }))
+    .unwrap();
+    pods.create(&PostParams::default(), &prometheus).await.unwrap();
+    let status = json!({"status": {"phase": "Running", "podIP": ip, "podIPs": [{"ip": ip}]}});
+    pods.patch_status("prometheus-k8s-0", &PatchParams::default(), &Patch::Merge(&status)).await.unwrap();
+    let target = json!({"kind": "Pod", "name": "prometheus-k8s-0", "namespace": "monitoring"});
+    for doc in [
+        json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "prometheus-operated", "namespace": "monitoring"},
+               "spec": {"ports": [{"name": "web", "port": 9090, "targetPort": port}]}}),
+        json!({"apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": "prometheus-operated", "namespace": "monitoring"},
+               "subsets": [{"addresses": [{"ip": ip, "targetRef": target}], "ports": [{"name": "web", "port": port}]}]}),
+        json!({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+               "metadata": {"name": "prometheus-operated-x", "namespace": "monitoring",
+                            "labels": {"kubernetes.io/service-name": "prometheus-operated"}},
+               "addressType": "IPv4", "endpoints": [{"addresses": [ip], "targetRef": target}], "ports": [{"name": "web", "port": port}]}),
+    ] {
+        kubectl_apply(cp, &doc);
+    }
+    let snapshot = |prometheus: &str| {
+        Command::new(env!("CARGO_BIN_EXE_kgpu"))
+            .args(["snapshot", "-o", "json", "--agents", "off", "--prometheus", prometheus, "--kubeconfig"])
+            .arg(&cp.kubeconfig)
+            .output()
+            .unwrap()
+    };
+    let out = snapshot("monitoring/prometheus-operated:9090");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let feed = &doc["feeds"]["dcgm-exporter"];
+    assert_eq!(feed["state"], "live", "{feed}");
+    assert_eq!(feed["readFrom"], "Prometheus service monitoring/prometheus-operated:9090 (through the API server)");
+    assert_eq!(doc["utilization"]["nodesReporting"]["dcgm-exporter"], 1, "{}", doc["utilization"]);
+    assert!(served.load(std::sync::atomic::Ordering::Relaxed) >= 1);
+
+    let out = snapshot("monitoring/no-such-prometheus:9090");
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains(r#"answered 404 Not Found: services "no-such-prometheus" not found; asked again in 10s"#),
+        "{said}"
+    );
+}

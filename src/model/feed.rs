@@ -143,4 +143,6 @@ pub struct Coverage {
     /// Requests a second the feed may send the API server; none when it
     /// reaches the pods directly.
     pub budget: Option<f64>,
+    /// Read all at once from this (`Prometheus at http://…`), not reporter by reporter.
+    pub via: Option<super::Sym>,
 }

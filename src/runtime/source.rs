@@ -166,12 +166,18 @@ impl Session {
         };
         let deadline = tokio::time::Instant::now() + SYNC_TIMEOUT;
         // The agents' and exporters' first rounds too, when they are read at all.
-        let polled = [crate::model::Feed::Agents, crate::model::Feed::DcgmExporter];
-        let agents = if scope.agents.transport == Transport::Off { &polled[..0] } else { &polled[..] };
+        let reading = scope.agents.transport != Transport::Off;
+        let polled: Vec<crate::model::Feed> = [
+            (crate::model::Feed::Agents, reading),
+            (crate::model::Feed::DcgmExporter, reading || scope.agents.prometheus.is_some()),
+        ]
+        .into_iter()
+        .filter_map(|(f, read)| read.then_some(f))
+        .collect();
         let synced = |s: &Snapshot| {
             kube_watch::FEEDS
                 .iter()
-                .chain(agents.iter())
+                .chain(polled.iter())
                 .all(|f| matches!(s.feed(*f).map(|x| &x.state), Some(FeedState::Live | FeedState::Unavailable(_))))
         };
         loop {

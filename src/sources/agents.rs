@@ -61,6 +61,8 @@ pub struct Config {
     /// Requests a second the agents and dcgm-exporter together may send
     /// the API server through its pod proxy.
     pub budget: f64,
+    /// dcgm-exporter's readings from this Prometheus instead of each exporter.
+    pub prometheus: Option<crate::sources::prometheus::Endpoint>,
 }
 
 impl Default for Config {
@@ -71,6 +73,7 @@ impl Default for Config {
             token_file: None,
             interval: Duration::from_secs(10),
             budget: poll::DEFAULT_BUDGET,
+            prometheus: None,
         }
     }
 }
@@ -255,23 +258,32 @@ async fn fetch(client: &Client, config: &Config, agent: &Target, token: &str) ->
 /// `GET http://ip:port/path`, with the token when there is one (HTTP/1.1,
 /// one connection).
 pub async fn direct_get(ip: &str, port: u16, path: &str, token: Option<&str>) -> Result<String, String> {
-    let stream = tokio::net::TcpStream::connect((ip, port)).await.map_err(|e| format!("{ip}:{port}: {e}"))?;
+    get(ip, port, path, token, MAX_AGENT_BODY).await
+}
+
+/// `GET http://host:port/path`, its body refused past `max` bytes.
+pub async fn get_limited(host: &str, port: u16, path: &str, max: usize) -> Result<String, String> {
+    get(host, port, path, None, max).await
+}
+
+async fn get(host: &str, port: u16, path: &str, token: Option<&str>, max: usize) -> Result<String, String> {
+    let stream = tokio::net::TcpStream::connect((host, port)).await.map_err(|e| format!("{host}:{port}: {e}"))?;
     let (mut sender, conn) = hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
         .await
-        .map_err(|e| format!("{ip}:{port}: {e}"))?;
+        .map_err(|e| format!("{host}:{port}: {e}"))?;
     tokio::spawn(async move {
         // The connection ends with the response; its error is the request's.
         let _ = conn.await;
     });
-    let mut req = http::Request::get(path).header(http::header::HOST, format!("{ip}:{port}"));
+    let mut req = http::Request::get(path).header(http::header::HOST, format!("{host}:{port}"));
     if let Some(token) = token {
         req = req.header(http::header::AUTHORIZATION, format!("Bearer {token}"));
     }
     let req = req.body(http_body_util::Empty::<bytes::Bytes>::new()).map_err(|e| e.to_string())?;
-    let response = sender.send_request(req).await.map_err(|e| format!("{ip}:{port}: {e}"))?;
+    let response = sender.send_request(req).await.map_err(|e| format!("{host}:{port}: {e}"))?;
     let status = response.status();
-    let text = read_limited(response.into_body(), &format!("{ip}:{port}")).await?;
-    if status.is_success() { Ok(text) } else { Err(format!("{ip}:{port} answered {status}: {}", first_line(&text))) }
+    let text = read_limited_to(response.into_body(), &format!("{host}:{port}"), max).await?;
+    if status.is_success() { Ok(text) } else { Err(format!("{host}:{port} answered {status}: {}", first_line(&text))) }
 }
 
 /// The most an agent's answer may be: its own limit is 4 MiB, and an agent
@@ -284,10 +296,19 @@ where
     B: hyper::body::Body,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
+    read_limited_to(body, from, MAX_AGENT_BODY).await
+}
+
+/// A response body, refused past `max` bytes rather than read on.
+pub async fn read_limited_to<B>(body: B, from: &str, max: usize) -> Result<String, String>
+where
+    B: hyper::body::Body,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
     use http_body_util::BodyExt;
-    let bytes = http_body_util::Limited::new(body, MAX_AGENT_BODY).collect().await.map_err(|e| {
+    let bytes = http_body_util::Limited::new(body, max).collect().await.map_err(|e| {
         if e.is::<http_body_util::LengthLimitError>() {
-            format!("{from} sent more than {} MiB; not read further", MAX_AGENT_BODY >> 20)
+            format!("{from} sent more than {} MiB; not read further", max >> 20)
         } else {
             format!("{from}: {e}")
         }

@@ -34,8 +34,13 @@ const DEVICES_PER_NODE: usize = 256;
 const HOLDERS_PER_DEVICE: usize = 64;
 
 /// Reads every exporter at the agents' interval, over the agents'
-/// transport, within the budget they share.
+/// transport, within the budget they share; or asks `--prometheus`.
 pub fn spawn(p: &Polling, tx: mpsc::Sender<Vec<ModelEvent>>) -> Option<JoinHandle<()>> {
+    // Where a Prometheus already scrapes the exporters, one query reads them all.
+    if let Some(endpoint) = &p.config.prometheus {
+        let (client, snapshots) = (p.client.clone(), p.snapshots.clone());
+        return Some(crate::sources::prometheus::spawn(client, endpoint.clone(), snapshots, p.config.interval, tx));
+    }
     if p.config.transport == Transport::Off {
         return None;
     }
@@ -152,22 +157,58 @@ struct Device {
 pub fn parse(node: &str, text: &str, at: i64) -> Result<NodeUsage, String> {
     let lines = text.lines().map(|l| Ok(l.to_string()));
     let scrape = prometheus_parse::Scrape::parse(lines).map_err(|e| format!("not Prometheus text: {e}"))?;
-    // (GPU UUID, GPU instance id) → what its lines say.
-    let mut devices: BTreeMap<(String, Option<u32>), Device> = BTreeMap::new();
-    let mut recognised = 0usize;
-    for sample in &scrape.samples {
-        let Some(metric) = metric(&sample.metric) else { continue };
+    let samples = scrape.samples.iter().filter_map(|sample| {
         let value = match sample.value {
             prometheus_parse::Value::Gauge(v)
             | prometheus_parse::Value::Untyped(v)
             | prometheus_parse::Value::Counter(v) => v,
-            _ => continue,
+            _ => return None,
         };
+        // Keys trimmed: the exporter's README prints `{gpu="0", UUID=…}`.
+        let labels = sample.labels.iter().map(|(k, v)| (k.trim(), v.as_str())).collect();
+        Some(Sample { metric: &sample.metric, labels, value })
+    });
+    let usage = usage_of(node, samples, at, |_| false);
+    if usage.recognised == 0 && !scrape.samples.is_empty() {
+        return Err(format!(
+            "none of its {} samples is DCGM_FI_DEV_GPU_UTIL, DCGM_FI_PROF_GR_ENGINE_ACTIVE or DCGM_FI_DEV_FB_USED",
+            scrape.samples.len()
+        ));
+    }
+    Ok(usage.usage)
+}
+
+/// One series' latest value, as an exporter or Prometheus gives it.
+pub struct Sample<'a> {
+    pub metric: &'a str,
+    pub labels: BTreeMap<&'a str, &'a str>,
+    pub value: f64,
+}
+
+/// A node's usage and how many samples spoke of its devices.
+pub struct Read {
+    pub usage: NodeUsage,
+    pub recognised: usize,
+}
+
+/// A node's samples as its devices' usage; `not_a_holder` names pods the
+/// series carry that hold no GPU (Prometheus's own `pod` label: the exporter).
+pub fn usage_of<'a>(
+    node: &str,
+    samples: impl IntoIterator<Item = Sample<'a>>,
+    at: i64,
+    not_a_holder: impl Fn(&PodKey) -> bool,
+) -> Read {
+    // (GPU UUID, GPU instance id) → what its lines say.
+    let mut devices: BTreeMap<(String, Option<u32>), Device> = BTreeMap::new();
+    let mut recognised = 0usize;
+    for sample in samples {
+        let Some(metric) = metric(sample.metric) else { continue };
+        let value = sample.value;
         if !value.is_finite() {
             continue;
         }
-        // Keys trimmed: the exporter's README prints `{gpu="0", UUID=…}`.
-        let labels: BTreeMap<&str, &str> = sample.labels.iter().map(|(k, v)| (k.trim(), v.as_str())).collect();
+        let labels = &sample.labels;
         let label = |names: &[&str]| names.iter().find_map(|n| labels.get(n).copied()).filter(|v| !v.is_empty());
         let Some(uuid) = label(&["UUID", "uuid", "gpu_uuid"]) else { continue };
         let slice = label(&["GPU_I_ID"]).and_then(|id| id.parse::<u32>().ok());
@@ -181,13 +222,16 @@ pub fn parse(node: &str, text: &str, at: i64) -> Result<NodeUsage, String> {
         if slice.is_some() {
             d.profile = label(&["GPU_I_PROFILE"]).map(str::to_string);
         }
-        let pod = label(&["pod", "pod_name", "exported_pod"]);
-        let namespace = label(&["namespace", "pod_namespace", "exported_namespace"]);
-        if let (Some(ns), Some(pod)) = (namespace, pod) {
-            let key = PodKey::new(ns, pod);
-            if !d.holders.contains(&key) && d.holders.len() < HOLDERS_PER_DEVICE {
-                d.holders.push(key);
-            }
+        // Scraped by a Prometheus that keeps its own target labels, the
+        // workload's are `exported_*`; each name goes with its namespace.
+        let holder = [("exported_namespace", "exported_pod"), ("namespace", "pod"), ("pod_namespace", "pod_name")]
+            .iter()
+            .find_map(|(ns, pod)| Some(PodKey::new(label(&[ns])?, label(&[pod])?)));
+        if let Some(key) = holder.filter(|k| !not_a_holder(k))
+            && !d.holders.contains(&key)
+            && d.holders.len() < HOLDERS_PER_DEVICE
+        {
+            d.holders.push(key);
         }
         // Several lines for one device (one per pod sharing it) carry the
         // device's value: the highest is kept.
@@ -197,12 +241,6 @@ pub fn parse(node: &str, text: &str, at: i64) -> Result<NodeUsage, String> {
             Metric::EngineActive => d.engine = keep(d.engine, (value.clamp(0.0, 1.0) * 100.0) as f32),
             Metric::FramebufferUsed => d.memory = Some(d.memory.unwrap_or(0).max(value.max(0.0) as u64)),
         }
-    }
-    if recognised == 0 && !scrape.samples.is_empty() {
-        return Err(format!(
-            "none of its {} samples is DCGM_FI_DEV_GPU_UTIL, DCGM_FI_PROF_GR_ENGINE_ACTIVE or DCGM_FI_DEV_FB_USED",
-            scrape.samples.len()
-        ));
     }
     // A MIG GPU's own lines (memory of the whole GPU) say nothing of one
     // slice or its holder: its slices stand for it.
@@ -231,7 +269,9 @@ pub fn parse(node: &str, text: &str, at: i64) -> Result<NodeUsage, String> {
             }
         })
         .collect();
-    Ok(NodeUsage { problem: None, node: Sym::new(node), source: UsageSource::DcgmExporter, at, devices: readings })
+    let usage =
+        NodeUsage { problem: None, node: Sym::new(node), source: UsageSource::DcgmExporter, at, devices: readings };
+    Read { usage, recognised }
 }
 
 // The window's bound is per device; a node's devices are bounded here.

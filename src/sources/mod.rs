@@ -14,4 +14,5 @@ pub mod kinds;
 pub mod kube;
 pub mod kubectl_yaml;
 pub mod poll;
+pub mod prometheus;
 pub mod sim;

@@ -371,6 +371,7 @@ impl Schedule {
             read: u32::try_from(read).unwrap_or(u32::MAX),
             oldest_reading: if read >= reporters { oldest } else { None },
             budget,
+            via: None,
         }
     }
 }

@@ -60,6 +60,10 @@ impl FeedHealth {
     /// `node agents: 16 of 2,000 reporters read so far; budget 0.5 requests/s through the API server`.
     pub fn coverage_line(&self, now: Timestamp) -> Option<String> {
         let c = self.coverage?;
+        if let Some(via) = c.via {
+            // One query for the whole fleet: the nodes it had series for.
+            return Some(format!("feed {}: {} node(s) read from {via}", self.feed.name(), c.read));
+        }
         let read = if c.read < c.reporters {
             format!("{} of {} reporters read so far", c.read, c.reporters)
         } else {

@@ -29,6 +29,7 @@ fn feed_json(snap: &Snapshot, now: i64) -> BTreeMap<String, FeedJson> {
                 reporters_read: h.coverage.map(|c| c.read),
                 oldest_reading_age_seconds: h.coverage.and_then(|c| c.oldest_reading).map(|t| (now - t).max(0)),
                 request_budget_per_second: h.coverage.and_then(|c| c.budget),
+                read_from: h.coverage.and_then(|c| c.via).map(|v| v.to_string()),
             };
             (h.feed.name().to_string(), json)
         })

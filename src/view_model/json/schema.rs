@@ -101,6 +101,9 @@ pub struct FeedJson {
     /// Requests a second the feed may send the API server (absent when read directly).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub request_budget_per_second: Option<f64>,
+    /// Read all at once from this (`--prometheus`), not reporter by reporter.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub read_from: Option<String>,
 }
 
 #[derive(Serialize)]
