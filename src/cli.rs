@@ -58,9 +58,9 @@ pub struct SourceArgs {
     /// Requests a second the agents and dcgm-exporter together may send through the API server's pod proxy (a burst of 16 first; the stalest nodes with the most GPUs are read first).
     #[arg(long, global = true, default_value_t = crate::sources::poll::DEFAULT_BUDGET, value_name = "REQ/S", value_parser = api_budget)]
     pub api_budget: f64,
-    /// Read dcgm-exporter's GPU use from a Prometheus that scrapes it, one query a round for the whole fleet, instead of each exporter through the API server: http://HOST:PORT[/PATH] (e.g. a port-forward) or NAMESPACE/SERVICE:PORT (through the API server's service proxy).
-    #[arg(long, global = true, value_name = "WHERE", value_parser = crate::sources::prometheus::Endpoint::parse)]
-    pub prometheus: Option<crate::sources::prometheus::Endpoint>,
+    /// Read dcgm-exporter's GPU use from a Prometheus that scrapes it, one query a round for the whole fleet, instead of each exporter through the API server: http://HOST:PORT[/PATH] (e.g. a port-forward), NAMESPACE/SERVICE:PORT (through the API server's service proxy), or auto (the Prometheus operator's or chart's Service, found in the cluster; else each exporter as without this flag).
+    #[arg(long, global = true, value_name = "WHERE", value_parser = crate::sources::prometheus::Choice::parse)]
+    pub prometheus: Option<crate::sources::prometheus::Choice>,
 }
 
 /// A request budget: a positive number of requests a second, at most 1,000.

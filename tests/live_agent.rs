@@ -458,7 +458,9 @@ async fn prometheus_is_asked_once_through_the_api_servers_service_proxy() {
     pods.patch_status("prometheus-k8s-0", &PatchParams::default(), &Patch::Merge(&status)).await.unwrap();
     let target = json!({"kind": "Pod", "name": "prometheus-k8s-0", "namespace": "monitoring"});
     for doc in [
-        json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "prometheus-operated", "namespace": "monitoring"},
+        // Labelled as the Prometheus operator labels it: `auto` finds it.
+        json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "prometheus-operated", "namespace": "monitoring",
+                                                                  "labels": {"operated-prometheus": "true"}},
                "spec": {"ports": [{"name": "web", "port": 9090, "targetPort": port}]}}),
         json!({"apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": "prometheus-operated", "namespace": "monitoring"},
                "subsets": [{"addresses": [{"ip": ip, "targetRef": target}], "ports": [{"name": "web", "port": port}]}]}),
@@ -484,6 +486,14 @@ async fn prometheus_is_asked_once_through_the_api_servers_service_proxy() {
     assert_eq!(feed["readFrom"], "Prometheus service monitoring/prometheus-operated:9090 (through the API server)");
     assert_eq!(doc["utilization"]["nodesReporting"]["dcgm-exporter"], 1, "{}", doc["utilization"]);
     assert!(served.load(std::sync::atomic::Ordering::Relaxed) >= 1);
+    let out = snapshot("auto");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        doc["feeds"]["dcgm-exporter"]["readFrom"],
+        "Prometheus service monitoring/prometheus-operated:web (through the API server)"
+    );
+    assert_eq!(doc["utilization"]["nodesReporting"]["dcgm-exporter"], 1, "{}", doc["utilization"]);
 
     let out = snapshot("monitoring/no-such-prometheus:9090");
     let said = String::from_utf8_lossy(&out.stderr);

@@ -62,7 +62,7 @@ pub struct Config {
     /// the API server through its pod proxy.
     pub budget: f64,
     /// dcgm-exporter's readings from this Prometheus instead of each exporter.
-    pub prometheus: Option<crate::sources::prometheus::Endpoint>,
+    pub prometheus: Option<crate::sources::prometheus::Choice>,
 }
 
 impl Default for Config {

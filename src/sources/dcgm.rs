@@ -17,7 +17,8 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use crate::model::{
-    DeviceReading, EndpointKind, Feed, MigSlice, ModelEvent, NodeUsage, Object, ObjectKey, PodKey, Sym, Timestamp,
+    DeviceReading, EndpointKind, Feed, FeedProblem, FeedState, MigSlice, ModelEvent, NodeUsage, Object, ObjectKey,
+    PodKey, Sym, Timestamp,
 };
 use crate::model::{UsageSource, usage::WINDOW_SAMPLES};
 use crate::sources::agents::{Polling, Transport, direct_get, read_limited};
@@ -36,17 +37,39 @@ const HOLDERS_PER_DEVICE: usize = 64;
 /// Reads every exporter at the agents' interval, over the agents'
 /// transport, within the budget they share; or asks `--prometheus`.
 pub fn spawn(p: &Polling, tx: mpsc::Sender<Vec<ModelEvent>>) -> Option<JoinHandle<()>> {
+    use crate::sources::prometheus::{self, Choice};
+    let exporters = (p.config.transport != Transport::Off).then(|| {
+        let discovery = p.discovery(EndpointKind::DcgmExporter, None, &SELECTORS);
+        let reader = Exporters { client: p.client.clone(), transport: p.config.transport };
+        poll::run(Feed::DcgmExporter, discovery, reader, p.budget.clone(), p.config.interval, tx.clone())
+    });
+    let (client, snapshots, interval) = (p.client.clone(), p.snapshots.clone(), p.config.interval);
     // Where a Prometheus already scrapes the exporters, one query reads them all.
-    if let Some(endpoint) = &p.config.prometheus {
-        let (client, snapshots) = (p.client.clone(), p.snapshots.clone());
-        return Some(crate::sources::prometheus::spawn(client, endpoint.clone(), snapshots, p.config.interval, tx));
+    match p.config.prometheus.clone() {
+        None => exporters.map(tokio::spawn),
+        Some(Choice::At(endpoint)) => Some(prometheus::spawn(client, endpoint, snapshots, interval, tx)),
+        Some(Choice::Find) => Some(tokio::spawn(async move {
+            let why = match prometheus::find(&client).await {
+                Ok(Some(endpoint)) => {
+                    tracing::info!("--prometheus auto: found {}", endpoint.describe());
+                    return prometheus::run(client, endpoint, snapshots, interval, tx).await;
+                }
+                Ok(None) => format!(
+                    "--prometheus auto: no Prometheus Service found (labels {})",
+                    prometheus::SERVICE_SELECTORS.join(" or ")
+                ),
+                Err(e) => format!("--prometheus auto: {e}"),
+            };
+            tracing::warn!("{why}; reading each exporter instead");
+            match exporters {
+                Some(read_each) => read_each.await,
+                None => {
+                    let state = FeedState::Unavailable(FeedProblem::Missing(why));
+                    let _ = tx.send(vec![ModelEvent::Feed { feed: Feed::DcgmExporter, state }]).await;
+                }
+            }
+        })),
     }
-    if p.config.transport == Transport::Off {
-        return None;
-    }
-    let discovery = p.discovery(EndpointKind::DcgmExporter, None, &SELECTORS);
-    let reader = Exporters { client: p.client.clone(), transport: p.config.transport };
-    Some(tokio::spawn(poll::run(Feed::DcgmExporter, discovery, reader, p.budget.clone(), p.config.interval, tx)))
 }
 
 struct Exporters {

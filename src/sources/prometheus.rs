@@ -37,6 +37,52 @@ const ANSWER_WITHIN: Duration = Duration::from_secs(15);
 const RETRY_FIRST: Duration = Duration::from_secs(10);
 const RETRY_MAX: Duration = Duration::from_secs(300);
 
+/// What `--prometheus` asks for: a Prometheus found in the cluster
+/// (`auto`), or this one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Choice {
+    Find,
+    At(Endpoint),
+}
+
+impl Choice {
+    /// `auto`, or what [`Endpoint::parse`] takes.
+    pub fn parse(text: &str) -> Result<Choice, String> {
+        if text == "auto" { Ok(Choice::Find) } else { Endpoint::parse(text).map(Choice::At) }
+    }
+}
+
+/// The Services a Prometheus is found by, in order: the one the Prometheus
+/// operator makes for every Prometheus (kube-prometheus-stack, kube-prometheus),
+/// then the prometheus-community chart's server.
+pub const SERVICE_SELECTORS: [&str; 2] =
+    ["operated-prometheus=true", "app.kubernetes.io/name=prometheus,app.kubernetes.io/component=server"];
+
+/// The first Service that [`SERVICE_SELECTORS`] find, with its web port.
+pub async fn find(client: &Client) -> Result<Option<Endpoint>, String> {
+    use k8s_openapi::api::core::v1::Service;
+    let services: kube::Api<Service> = kube::Api::all(client.clone());
+    for selector in SERVICE_SELECTORS {
+        let list = services
+            .list(&kube::api::ListParams::default().labels(selector).limit(50))
+            .await
+            .map_err(|e| format!("listing Services labelled {selector}: {}", short_error(&e)))?;
+        for svc in list.items {
+            let (Some(namespace), Some(name)) = (svc.metadata.namespace, svc.metadata.name) else { continue };
+            let ports = svc.spec.and_then(|s| s.ports).unwrap_or_default();
+            let web = ports
+                .iter()
+                .find(|p| matches!(p.name.as_deref(), Some("web" | "http-web" | "http")))
+                .or_else(|| ports.first());
+            if let Some(p) = web {
+                let port = p.name.clone().filter(|n| !n.is_empty()).unwrap_or_else(|| p.port.to_string());
+                return Ok(Some(Endpoint::Service { namespace, name, port }));
+            }
+        }
+    }
+    Ok(None)
+}
+
 /// Where Prometheus answers.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Endpoint {
@@ -54,7 +100,7 @@ impl Endpoint {
             format!(
                 "'{text}' is not a Prometheus to ask: give http://HOST:PORT[/PATH] (e.g. a port-forward: \
                  http://localhost:9090) or NAMESPACE/SERVICE:PORT (through the API server's service proxy, \
-                 e.g. monitoring/prometheus-operated:9090)"
+                 e.g. monitoring/prometheus-operated:9090) or auto"
             )
         };
         if let Some(rest) = text.strip_prefix("http://") {
@@ -289,7 +335,18 @@ pub fn spawn(
     interval: Duration,
     tx: mpsc::Sender<Vec<ModelEvent>>,
 ) -> JoinHandle<()> {
-    tokio::spawn(async move {
+    tokio::spawn(run(client, endpoint, snapshots, interval, tx))
+}
+
+/// What [`spawn`] runs.
+pub async fn run(
+    client: Client,
+    endpoint: Endpoint,
+    snapshots: watch::Receiver<Arc<Snapshot>>,
+    interval: Duration,
+    tx: mpsc::Sender<Vec<ModelEvent>>,
+) {
+    {
         let feed = Feed::DcgmExporter;
         if tx.send(vec![ModelEvent::Feed { feed, state: FeedState::Syncing }]).await.is_err() {
             return;
@@ -359,7 +416,7 @@ pub fn spawn(
             }
             tokio::time::sleep(wait).await;
         }
-    })
+    }
 }
 
 #[cfg(test)]

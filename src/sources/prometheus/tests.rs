@@ -85,6 +85,8 @@ fn where_prometheus_answers_is_a_url_or_a_service() {
             encode(QUERY)
         )
     );
+    assert_eq!(Choice::parse("auto").unwrap(), Choice::Find);
+    assert!(matches!(Choice::parse("monitoring/prometheus-operated:web"), Ok(Choice::At(Endpoint::Service { .. }))));
     assert!(Endpoint::parse("https://prom.example.com").unwrap_err().contains("plain HTTP only"));
     for bad in ["prometheus:9090", "http://:9090", "http://h:port", "Mon/prom:9090", "a/b", "http://u@h:1", ""] {
         assert!(Endpoint::parse(bad).unwrap_err().contains("is not a Prometheus to ask"), "{bad}");
