@@ -224,6 +224,42 @@ async fn every_request_needs_the_token() {
     assert_eq!(sender.send_request(post).await.unwrap().status(), StatusCode::METHOD_NOT_ALLOWED);
 }
 
+/// Through the API server's pod proxy every cockpit comes from the API
+/// server's address; the proxy names each in `X-Forwarded-For` (it appends
+/// the address it was asked from: seen on the real API server). One client
+/// spending its rate there does not spend another's.
+#[tokio::test]
+async fn behind_the_proxy_one_client_cannot_spend_anothers_rate() {
+    let (running, _xids) = agent("h100-mig-all-balanced.json", Limits::default()).await;
+    let hoarder =
+        futures_statuses(running.addr, 60, &[("x-kgpu-token", TOKEN), ("x-forwarded-for", "10.0.0.66")]).await;
+    assert!(hoarder.contains(&StatusCode::TOO_MANY_REQUESTS), "the hoarder is limited: {hoarder:?}");
+    // What a client wrote before the proxy's own entry is not who it is.
+    let forged = [("x-kgpu-token", TOKEN), ("x-forwarded-for", "10.0.0.7, 10.0.0.66")];
+    assert_eq!(futures_statuses(running.addr, 3, &forged).await, vec![StatusCode::TOO_MANY_REQUESTS; 3]);
+    let cockpit = futures_statuses(running.addr, 20, &[("x-kgpu-token", TOKEN), ("x-forwarded-for", "10.0.0.7")]).await;
+    assert_eq!(cockpit, vec![StatusCode::OK; 20], "the other cockpit's requests");
+}
+
+/// A direct client that makes up a new `X-Forwarded-For` for each request
+/// gets at most its address's share, not a fresh rate each time.
+#[tokio::test]
+async fn made_up_forwarded_clients_share_their_address_allowance() {
+    let limits = Limits { requests_per_second: 1, burst: 2, ..Limits::default() };
+    let (running, _xids) = agent("h100-mig-all-balanced.json", limits).await;
+    let started = std::time::Instant::now();
+    let mut served = 0u64;
+    for i in 0..100 {
+        let from = format!("10.1.{}.{}", i / 250, i % 250 + 1);
+        let reply = get(running.addr, "/healthz", &[("x-kgpu-token", TOKEN), ("x-forwarded-for", &from)]).await;
+        served += u64::from(reply.status == StatusCode::OK);
+    }
+    // The address's share: 8 clients' burst, then 8 clients' rate.
+    let most = 16 + 8 * (started.elapsed().as_secs() + 1);
+    assert!(served <= most, "{served} served, at most {most}");
+    assert!(served >= 16, "{served} served");
+}
+
 #[tokio::test]
 async fn limits_are_enforced() {
     // Rate: a burst of 3, then 1 per second.

@@ -173,30 +173,78 @@ impl Bucket {
     }
 }
 
-/// One bucket per client, and apart one per client for wrong tokens: a
-/// flood of guesses is slowed without taking a cockpit's turns.
+/// Who is asking: the connection's address and, behind a proxy, the client
+/// the proxy names last in `X-Forwarded-For` (the API server appends the
+/// address it was asked from, so its own last entry cannot be forged
+/// through it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct Client {
+    peer: IpAddr,
+    forwarded_for: Option<IpAddr>,
+}
+
+/// A client's bucket, and apart one per client for wrong tokens: a flood of
+/// guesses is slowed without taking a cockpit's turns. Behind the API
+/// server's pod proxy every cockpit arrives from its address: each
+/// forwarded client has its own bucket, and all of one address share
+/// [`PEER_SHARE`] buckets' worth, so a client that forges `X-Forwarded-For`
+/// on a direct connection gains at most that.
 #[derive(Default)]
 struct Buckets {
-    authenticated: HashMap<IpAddr, Bucket>,
-    refused: HashMap<IpAddr, Bucket>,
+    authenticated: HashMap<Client, Bucket>,
+    refused: HashMap<Client, Bucket>,
+    peers: HashMap<IpAddr, Bucket>,
 }
 
 /// Clients remembered at most; idle ones are forgotten first.
 const MAX_CLIENTS: usize = 4096;
+/// What one address may ask in all, in clients' rates: the API server
+/// speaks for every cockpit that reads this agent through it.
+const PEER_SHARE: u32 = 8;
+
+fn bucket<K: std::hash::Hash + Eq + Copy>(
+    map: &mut HashMap<K, Bucket>,
+    key: K,
+    burst: u32,
+    now: Instant,
+) -> &mut Bucket {
+    if map.len() >= MAX_CLIENTS && !map.contains_key(&key) {
+        map.retain(|_, b| now.duration_since(b.last) < Duration::from_secs(60));
+        if map.len() >= MAX_CLIENTS {
+            map.clear();
+        }
+    }
+    map.entry(key).or_insert(Bucket { tokens: f64::from(burst.max(1)), last: now })
+}
 
 impl Buckets {
-    fn take(&mut self, authenticated: bool, peer: IpAddr, limits: &Limits) -> bool {
+    fn take(&mut self, authenticated: bool, client: Client, limits: &Limits) -> bool {
         let now = Instant::now();
         let map = if authenticated { &mut self.authenticated } else { &mut self.refused };
-        if map.len() >= MAX_CLIENTS && !map.contains_key(&peer) {
-            map.retain(|_, b| now.duration_since(b.last) < Duration::from_secs(60));
-            if map.len() >= MAX_CLIENTS {
-                map.clear();
-            }
+        if !bucket(map, client, limits.burst, now).take(now, limits.requests_per_second, limits.burst) {
+            return false;
         }
-        let bucket = map.entry(peer).or_insert(Bucket { tokens: f64::from(limits.burst.max(1)), last: now });
-        bucket.take(now, limits.requests_per_second, limits.burst)
+        // Forwarded clients of one address share its allowance (refusals
+        // have their own buckets only: they never reach the snapshot).
+        if authenticated && client.forwarded_for.is_some() {
+            let (rate, burst) = (limits.requests_per_second * PEER_SHARE, limits.burst * PEER_SHARE);
+            return bucket(&mut self.peers, client.peer, burst, now).take(now, rate, burst);
+        }
+        true
     }
+}
+
+/// The client a request speaks for: its address, and the last address in
+/// `X-Forwarded-For` when there is one.
+fn client_of(peer: IpAddr, headers: &HeaderMap) -> Client {
+    let forwarded_for = headers
+        .get_all("x-forwarded-for")
+        .iter()
+        .next_back()
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.rsplit(',').next())
+        .and_then(|last| last.trim().parse::<IpAddr>().ok());
+    Client { peer, forwarded_for }
 }
 
 #[derive(Clone)]
@@ -247,7 +295,8 @@ async fn guard(State(st): State<AppState>, req: Request, next: Next) -> Response
     // Constant time in the token's content (a length mismatch fails early).
     let authenticated = presented_token(req.headers()).is_some_and(|t| bool::from(t.ct_eq(&st.token)));
     let peer = req.extensions().get::<Peer>().map_or(IpAddr::from([0, 0, 0, 0]), |p| p.0);
-    let allowed = st.buckets.lock().unwrap_or_else(PoisonError::into_inner).take(authenticated, peer, &st.limits);
+    let client = client_of(peer, req.headers());
+    let allowed = st.buckets.lock().unwrap_or_else(PoisonError::into_inner).take(authenticated, client, &st.limits);
     if !allowed {
         let mut response = (StatusCode::TOO_MANY_REQUESTS, "too many requests\n").into_response();
         response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
