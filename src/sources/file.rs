@@ -141,6 +141,18 @@ fn each_object(path: &Path, text: &str, item: &mut dyn FnMut(Value)) -> Result<(
         return reader.end().map_err(|e| parse_err(e.to_string()));
     }
     let Some(items) = super::kubectl_yaml::list_items(text) else {
+        // Parsed whole, a document holds some 16 times its text: past the
+        // bound, say how to get a file that is read item by item.
+        let largest = largest_yaml_document(text);
+        if largest > YAML_DOCUMENT_MAX {
+            return Err(parse_err(format!(
+                "a YAML document of {} MiB not laid out as kubectl writes a List is parsed whole (about 16 times \
+                 its size in memory); kgpu reads such documents up to {} MiB: dump with `kubectl get ... -o json` \
+                 or `-o yaml`, which are read item by item at any size",
+                largest >> 20,
+                YAML_DOCUMENT_MAX >> 20
+            )));
+        }
         return super::kube::apply::each_yaml_document(text, |doc| {
             Objects { sink: &mut *item, budget: &budget }.deserialize(doc)
         })
@@ -156,6 +168,26 @@ fn each_object(path: &Path, text: &str, item: &mut dyn FnMut(Value)) -> Result<(
         }
     }
     Ok(())
+}
+
+/// The largest YAML document a file parsed whole may hold (some 1 GiB
+/// while parsed); JSON and kubectl's YAML Lists are read item by item.
+pub const YAML_DOCUMENT_MAX: usize = 64 << 20;
+
+/// The length of the longest document of a YAML stream (documents start at
+/// a `---` line).
+fn largest_yaml_document(text: &str) -> usize {
+    let mut largest = 0;
+    let mut start = 0;
+    let mut at = 0;
+    for line in text.split_inclusive('\n') {
+        if line.starts_with("---") && line[3..].chars().next().is_none_or(char::is_whitespace) {
+            largest = largest.max(at - start);
+            start = at;
+        }
+        at += line.len();
+    }
+    largest.max(at - start)
 }
 
 /// A document as objects: an array's elements and an object's `items` go to
@@ -407,6 +439,25 @@ mod tests {
         {
             assert!(matches!(objects(broken), Err(FileError::Parse { .. })), "{broken}");
         }
+    }
+
+    #[test]
+    fn a_yaml_document_parsed_whole_is_bounded_and_the_error_says_how_to_dump() {
+        let pod = "  - kind: Pod\n    metadata: {name: p}\n";
+        // Not kubectl's layout (its items are not indented), over the bound.
+        let big = format!("kind: List\nitems:\n{}", pod.repeat(YAML_DOCUMENT_MAX / pod.len() + 1));
+        match each_object(Path::new("big.yaml"), &big, &mut |_| {}) {
+            Err(FileError::Parse { message, .. }) => {
+                assert!(message.contains("a YAML document of 64 MiB not laid out as kubectl writes"), "{message}");
+                assert!(message.contains("-o json"), "{message}");
+            }
+            other => panic!("{other:?}"),
+        }
+        // The same objects in documents of their own are read.
+        let docs = "---\nkind: Pod\nmetadata: {name: p}\n".repeat(YAML_DOCUMENT_MAX / 30 + 1);
+        assert!(largest_yaml_document(&docs) < 64);
+        assert_eq!(largest_yaml_document("a: 1\n---\nb: 22\n--- # c\n"), 10);
+        assert_eq!(largest_yaml_document("a: '---x'\n"), 10);
     }
 
     #[test]
