@@ -214,6 +214,13 @@ fn black_hole_node_is_flagged() {
     let doc = snapshot("black-hole", &[]);
     assert!(issues(node(&doc, "gpu-03")).contains(&"black-hole"));
     assert!(!issues(node(&doc, "gpu-04")).contains(&"black-hole"));
+    // The ReplicaSet's GPU demand is not served: its newest pod, refused at
+    // admission, is pending at the device-plugin step with what to do.
+    let pending = doc["pending"].as_array().unwrap();
+    assert_eq!(pending.len(), 1, "{pending:?}");
+    assert_eq!(pending[0]["blockingStep"], "device-plugin");
+    assert!(pending[0]["summary"].as_str().unwrap().contains("gpu-03's kubelet refused it at admission"));
+    assert!(pending[0]["unblock"][0].as_str().unwrap().starts_with("cordon gpu-03"), "{}", pending[0]["unblock"]);
 }
 
 #[test]

@@ -266,7 +266,7 @@ pub fn issue_short(code: IssueCode) -> &'static str {
         IssueCode::DevicePluginNotAdvertising => "plugin",
         IssueCode::NotReady => "notready",
         IssueCode::Cordoned => "cordon",
-        IssueCode::BlackHole => "blackhole",
+        IssueCode::BlackHole => "black-hole",
         IssueCode::MigConfigPending => "mig-pend",
         IssueCode::MigConfigFailed => "mig-fail",
         IssueCode::UpgradeStuck => "upg-stuck",

@@ -237,6 +237,28 @@ fn xid_advice(node: Sym, cordoned: bool, xids: &[(u32, u32)]) -> Vec<String> {
         .collect()
 }
 
+/// What an expert does about a node that refuses every GPU pod it is
+/// sent: stop the scheduler sending more, read why its device plugin
+/// refuses (its own pod's log, when kgpu sees it), restart that pod or the
+/// node, and take the node back once a GPU pod runs there.
+fn black_hole_advice(views: &Views, node: Sym, cordoned: bool) -> String {
+    let stop = if cordoned {
+        "it is cordoned: no new pod lands there".to_string()
+    } else {
+        format!("cordon {node} (kubectl cordon {node}) so the scheduler stops sending it GPU pods")
+    };
+    let plugin = views.snap.pods.values().find(|p| {
+        p.node == Some(node) && p.operand.as_ref().is_some_and(|o| o.layer == crate::model::OperandLayer::DevicePlugin)
+    });
+    let read = match plugin {
+        Some(p) => format!("read its device plugin's log (kubectl logs -n {} {})", p.namespace, p.name),
+        None => format!(
+            "read its device plugin's log (kubectl get pods -A -l app=nvidia-device-plugin-daemonset --field-selector spec.nodeName={node}, then kubectl logs)"
+        ),
+    };
+    format!("→ black hole: {stop}; {read}, restart that pod or the node, then uncordon it once a GPU pod runs there")
+}
+
 pub fn node(views: &Views, node: Sym) -> Doc {
     let mut doc = Doc::default();
     let row = views.nodes.iter().find(|r| r.name == node);
@@ -258,12 +280,17 @@ pub fn node(views: &Views, node: Sym) -> Doc {
     doc.line(
         Role::Text,
         format!(
-            "GPUs: {} in hardware, {} allocatable, {} used, {} free ({} stranded){}",
+            "GPUs: {} in hardware, {} allocatable, {} used, {}{}",
             r.hardware.map_or("?".into(), |h| h.to_string()),
             r.allocatable,
             r.used,
-            r.free,
-            r.stranded,
+            // As the header counts them: idle GPUs on a node that takes no
+            // work (cordoned, NotReady, a black hole) are not free.
+            if r.buckets.unavailable > 0 && r.buckets.free == 0 {
+                format!("{} unavailable (idle, on a node that takes no work)", r.buckets.unavailable)
+            } else {
+                format!("{} free ({} stranded)", r.free, r.stranded)
+            },
             if r.mig.is_empty() { String::new() } else { format!("; MIG {}", r.mig) }
         ),
     );
@@ -282,6 +309,9 @@ pub fn node(views: &Views, node: Sym) -> Doc {
     if let Some(summary) = views.analysis.nodes.iter().find(|s| s.name == node) {
         for line in xid_advice(node, summary.cordoned, &summary.recent_xids) {
             doc.line(Role::Warn, line);
+        }
+        if summary.has(crate::analysis::fleet::IssueCode::BlackHole) {
+            doc.line(Role::Warn, black_hole_advice(views, node, summary.cordoned));
         }
     }
     super::details::node_conditions(&mut doc, n);

@@ -17,7 +17,21 @@ enum NodeTrouble<'a> {
     /// Its node is Ready; a container waits with this reason (the kubelet's
     /// `state.waiting.reason`, or the pod's own `status.reason`).
     Start(&'a Node, Sym),
+    /// The node's kubelet refused it at admission (the pod Failed with this
+    /// reason), and no pod of its controller runs: `refused` GPU pods of
+    /// the same controller were refused there in the black-hole window.
+    Refused(&'a Node, Sym, usize),
 }
+
+/// Why a kubelet fails a pod at admission: its device manager could not
+/// allocate (a device plugin that fails every Allocate), or a resource it
+/// no longer has (`OutOfnvidia.com/gpu`, `OutOfcpu`…).
+fn refused_at_admission(reason: &str) -> bool {
+    reason == "UnexpectedAdmissionError" || reason.starts_with("OutOf")
+}
+
+/// The window a refusal counts in: the black-hole check's.
+const REFUSALS_WINDOW: i64 = 3600;
 
 /// Waiting reasons that are a container starting, not failing to.
 const STARTING: [&str; 2] = ["ContainerCreating", "PodInitializing"];
@@ -49,7 +63,54 @@ pub(super) fn items(index: &Index<'_>) -> Vec<PendingItem> {
             }
         }
     }
+    out.extend(refused(index));
     out
+}
+
+/// GPU pods a Ready node's kubelet refused at admission, the newest of each
+/// controller (or each bare pod) that has nothing running: GPU demand the
+/// cluster keeps failing to serve. A ReplicaSet replaces each refused pod
+/// at once, and the scheduler sends the new one back while the node looks
+/// the emptiest: the black hole.
+fn refused(index: &Index<'_>) -> Vec<PendingItem> {
+    use std::collections::BTreeMap;
+    // (namespace, owner kind, owner name, or the pod's own name) → (newest, node, count).
+    let mut newest: BTreeMap<(Sym, Sym, String), (&Pod, &Node, usize)> = BTreeMap::new();
+    for node in index.nodes().filter(|n| n.readiness == Readiness::Ready) {
+        for pod in index.failed_on(node.name).iter().copied() {
+            let Some(reason) = pod.reason.filter(|r| refused_at_admission(r.as_str())) else { continue };
+            if !pod.wants_gpu() || index.now - pod.transitioned > REFUSALS_WINDOW || reason.as_str().is_empty() {
+                continue;
+            }
+            let key = match &pod.owner {
+                Some(o) => (pod.namespace, o.kind, o.name.to_string()),
+                None => (pod.namespace, Sym::new("Pod"), pod.name.to_string()),
+            };
+            let slot = newest.entry(key).or_insert((pod, node, 0));
+            slot.2 += 1;
+            if (pod.transitioned, &pod.name) > (slot.0.transitioned, &slot.0.name) {
+                (slot.0, slot.1) = (pod, node);
+            }
+        }
+    }
+    newest
+        .into_iter()
+        .filter(|((ns, kind, name), _)| {
+            // Served after all: a pod of the same controller runs, or waits
+            // to be placed (then the ordinary chain speaks for it).
+            let running =
+                index.nodes().flat_map(|n| index.pods_on(n.name).iter()).filter(|p| p.phase == PodPhase::Running);
+            let mut served = index.pending_pods().iter().chain(running);
+            kind.as_str() == "Pod"
+                || !served.any(|p| {
+                    p.namespace == *ns && p.owner.as_ref().is_some_and(|o| o.kind == *kind && o.name.as_str() == name)
+                })
+        })
+        .filter_map(|(_, (pod, node, count))| {
+            let reason = pod.reason?;
+            Some(item(index, pod, node.name, &NodeTrouble::Refused(node, reason, count)))
+        })
+        .collect()
 }
 
 /// The node affinity that keeps a pod needing `condition` (`cuda>=12.8`) on
@@ -131,6 +192,34 @@ fn start_trouble(pod: &Pod, node: &Node, reason: Sym) -> (String, Vec<String>, V
     (summary, vec![format!("the kubelet says {reason}{said}")], vec![unblock])
 }
 
+/// A refusal at admission in words, with what would unblock it.
+fn refusal(index: &Index<'_>, pod: &Pod, node: &Node, reason: Sym, count: usize) -> (String, Vec<String>, Vec<String>) {
+    let message = pod.message.as_deref().unwrap_or("").trim().replace('\n', " ");
+    let said = if message.is_empty() { String::new() } else { format!(": {message}") };
+    let again = match &pod.owner {
+        Some(o) => format!(
+            "{count} pod(s) of {} {} refused there in the last hour; each is replaced, and the scheduler sends the new one back while {} looks the emptiest",
+            o.kind, o.name, node.name
+        ),
+        None => "it has no controller: nothing creates it again".to_string(),
+    };
+    let black_hole = index.is_black_hole(node);
+    let summary = format!(
+        "{}'s kubelet refused it at admission ({reason}){}",
+        node.name,
+        if black_hole { ": the node is a black hole, its device plugin fails every allocation" } else { "" }
+    );
+    let stop = if node.unschedulable {
+        format!("{} is cordoned: the next replacement lands elsewhere", node.name)
+    } else {
+        format!("cordon {} (kubectl cordon {}) so the next replacement lands elsewhere", node.name, node.name)
+    };
+    let unblock = vec![format!(
+        "{stop}; then read why its device plugin refuses (its pod's log), restart it or the node, and uncordon it once a GPU pod runs there"
+    )];
+    (summary, vec![format!("the kubelet says {reason}{said}"), again], unblock)
+}
+
 fn item(index: &Index<'_>, pod: &Pod, node: Sym, trouble: &NodeTrouble<'_>) -> PendingItem {
     let report = |step, verdict, summary: String, details: Vec<String>, commands: Vec<String>| StepReport {
         step,
@@ -148,6 +237,7 @@ fn item(index: &Index<'_>, pod: &Pod, node: Sym, trouble: &NodeTrouble<'_>) -> P
     };
     let (summary, details, unblock) = match trouble {
         NodeTrouble::Start(n, reason) => start_trouble(pod, n, *reason),
+        NodeTrouble::Refused(n, reason, count) => refusal(index, pod, n, *reason, *count),
         NodeTrouble::Gone => (
             format!("bound to {node}, which is no longer in the cluster: nothing will ever start it"),
             vec![format!("the pod garbage collector deletes pods bound to deleted nodes; {recreated}")],
@@ -201,6 +291,19 @@ fn item(index: &Index<'_>, pod: &Pod, node: Sym, trouble: &NodeTrouble<'_>) -> P
     ];
     let ns = ns_flag(pod.namespace);
     let blocking = match trouble {
+        NodeTrouble::Refused(..) => {
+            steps.push(report(
+                Step::DevicePlugin,
+                Verdict::Block,
+                summary.clone(),
+                details,
+                vec![
+                    format!("kubectl get events {ns} --field-selector involvedObject.name={},type=Warning", pod.name),
+                    format!("kubectl get pods -A --field-selector spec.nodeName={node},status.phase=Failed"),
+                ],
+            ));
+            Step::DevicePlugin
+        }
         NodeTrouble::Start(..) => {
             steps.push(report(
                 Step::DevicePlugin,

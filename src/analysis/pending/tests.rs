@@ -655,3 +655,32 @@ fn a_pod_created_ahead_of_the_clock_is_new_not_negative_and_stays_listed() {
     assert_eq!(item(&items, "old").age, 60);
     assert_eq!(item(&items, "skewed").blocking, Some(Step::Fit));
 }
+
+/// A ReplicaSet whose pods a Ready node refuses at admission: its newest
+/// refused pod stands for the unserved demand, at the device-plugin step;
+/// once a pod of it runs elsewhere (the node cordoned), nothing is pending.
+#[test]
+fn a_controllers_pods_refused_at_admission_are_demand_until_one_runs() {
+    let refused = |name: &str, at: Timestamp| {
+        pod(name)
+            .gpus(1)
+            .owner("ReplicaSet", "serve-7f9c4")
+            .on("gpu-03")
+            .failed("UnexpectedAdmissionError", "Allocate failed due to requested number of devices unavailable")
+            .transitioned(at)
+            .build()
+    };
+    let nodes = vec![node("gpu-03").gpus(8).build(), node("gpu-04").gpus(8).build()];
+    let pods = vec![refused("serve-a", NOW - 300), refused("serve-b", NOW - 60), refused("serve-c", NOW - 7200)];
+    let found = items(nodes.clone(), pods.clone());
+    assert_eq!(found.len(), 1, "{found:?}");
+    let it = item(&found, "serve-b");
+    assert_eq!(it.blocking, Some(Step::DevicePlugin));
+    let said = step(it, Step::DevicePlugin);
+    assert!(said.summary.starts_with("gpu-03's kubelet refused it at admission (UnexpectedAdmissionError)"));
+    // The one refused two hours ago is out of the window.
+    assert!(said.details.iter().any(|d| d.starts_with("2 pod(s) of ReplicaSet serve-7f9c4 refused there")), "{said:?}");
+    let mut served = pods;
+    served.push(pod("serve-d").gpus(1).owner("ReplicaSet", "serve-7f9c4").on("gpu-04").running().build());
+    assert!(items(nodes, served).is_empty());
+}
