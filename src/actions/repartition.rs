@@ -63,6 +63,7 @@ impl Executor {
         let mut seen_pending = false;
         let started = tokio::time::Instant::now();
         let mut last_state: Option<String> = None;
+        let mut last_said = 0u64;
         loop {
             if let Err(ActionError::Cancelled) = self.check_cancel() {
                 let state =
@@ -87,20 +88,28 @@ impl Executor {
                 )
             };
             seen_pending |= state.as_deref() == Some("pending");
-            // Each step of the mig-manager's, as it reports it, with the time so far.
-            if state != last_state {
-                let elapsed = started.elapsed().as_secs();
+            // Each step of the mig-manager's, as it reports it, with the time
+            // so far, and every 15 s while a step lasts: a long wait is not a
+            // frozen screen. Before it takes the new config up, the state it
+            // shows is the old config's.
+            let elapsed = started.elapsed().as_secs();
+            let taken_up = seen_pending || current.as_deref() == Some(config) && state.as_deref() != Some("success");
+            if state != last_state || elapsed >= last_said + 15 {
+                let step = match state.as_deref() {
+                    Some(s) if taken_up => format!("mig.config.state {s}"),
+                    Some(s) => format!("waiting for the mig-manager to take it up (mig.config.state still {s})"),
+                    None => "mig.config.state unset".to_string(),
+                };
+                let how_long =
+                    if state == last_state { format!(", {elapsed}s so far") } else { format!(" after {elapsed}s") };
                 self.say(
-                    format!(
-                        "{node}: mig.config.state {} after {elapsed}s (gives up at {}s)",
-                        state.as_deref().unwrap_or("unset"),
-                        self.mig_timeout.as_secs()
-                    ),
+                    format!("{node}: {step}{how_long} (gives up at {}s)", self.mig_timeout.as_secs()),
                     false,
                     false,
                 )
                 .await;
                 last_state.clone_from(&state);
+                last_said = elapsed;
             }
             let ours = current.as_deref() == Some(config);
             match state.as_deref() {
