@@ -60,6 +60,17 @@ fn agree(snap: Snapshot, what: &str) {
     let text = kgpu::view_model::text::render(&snap, &a, None, None);
     let header = format!("{} GPUs: {} in use, {} free ({} stranded)", t.gpus, t.allocated, t.free, t.stranded);
     assert!(text.contains(&header), "{what}: text header, want `{header}` in\n{}", &text[..text.len().min(400)]);
+    // Each node's USED in the text table is the cockpit's Fleet USED.
+    for row in &views.nodes {
+        let line = text.lines().find(|l| l.split_whitespace().next() == Some(row.name.as_str()));
+        let Some(line) = line else { continue };
+        assert!(
+            line.split_whitespace().any(|cell| cell == row.used_text()),
+            "{what}: {}'s USED is {} in the cockpit; text: {line}",
+            row.name,
+            row.used_text()
+        );
+    }
 }
 
 #[derive(Clone, Debug)]

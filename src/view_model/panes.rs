@@ -30,6 +30,13 @@ pub enum Cell {
     Gap,
 }
 
+/// A node's GPUs in use of its GPUs, as every view shows them: its
+/// advertised whole GPUs, or on a node that advertises none (MIG slices,
+/// DRA devices) its GPUs in use of its GPUs as the header counts them.
+pub fn used_of(used: u64, allocatable: u64, buckets: &crate::analysis::fleet::GpuBuckets) -> (u64, u64) {
+    if allocatable == 0 && buckets.total() > 0 { (buckets.used, buckets.total()) } else { (used, allocatable) }
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct NodeRow {
     pub name: Sym,
@@ -59,11 +66,7 @@ impl NodeRow {
     /// DRA devices) its GPUs in use of its GPUs, as the header counts them,
     /// rather than `0/0`.
     pub fn used_of(&self) -> (u64, u64) {
-        if self.allocatable == 0 && self.buckets.total() > 0 {
-            (self.buckets.used, self.buckets.total())
-        } else {
-            (self.used, self.allocatable)
-        }
+        used_of(self.used, self.allocatable, &self.buckets)
     }
 
     pub fn used_text(&self) -> String {

@@ -191,7 +191,10 @@ fn fleet(out: &mut String, _snap: &Snapshot, a: &Analysis) {
                 if n.ready { "Ready".into() } else { "NotReady".into() },
                 n.product.map_or("-".into(), |p| p.to_string()),
                 n.driver.clone().unwrap_or_else(|| "-".into()),
-                format!("{}/{}", n.gpu_allocated, n.gpu_allocatable),
+                {
+                    let (used, of) = super::panes::used_of(n.gpu_allocated, n.gpu_allocatable, &n.buckets);
+                    format!("{used}/{of}")
+                },
                 n.hardware.map_or("-".into(), |h| h.to_string()),
                 if mig.is_empty() { "-".into() } else { mig },
                 n.issues.iter().map(|i| i.code.as_str()).collect::<Vec<_>>().join(","),
