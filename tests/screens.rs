@@ -864,6 +864,27 @@ fn why_from_a_small_fleet_is_titled_from_the_fleet_not_the_pools() {
     assert!(!screen.contains("Pools ›"), "{screen}");
 }
 
+/// The pools' map asked for (`a`) on a small fleet, `:why`, then esc: back
+/// on the pools' map, where the title said the way led.
+#[test]
+fn esc_from_why_returns_to_the_pools_it_came_from() {
+    let v = views("mig-mismatch");
+    let mut app = App::new(false, "dark", true);
+    key(&mut app, &v, KeyCode::Char('a'));
+    assert!(app.aggregated(&v));
+    key(&mut app, &v, KeyCode::Char(':'));
+    for c in "why inference/llm-70b-7f6c5-0".chars() {
+        key(&mut app, &v, KeyCode::Char(c));
+    }
+    key(&mut app, &v, KeyCode::Enter);
+    let screen = format!("{}", render(&mut app, &v, "mig-mismatch", 80, 24).backend());
+    assert!(screen.contains("Pools › inference/llm-70b"), "{screen}");
+    key(&mut app, &v, KeyCode::Esc);
+    key(&mut app, &v, KeyCode::Esc);
+    assert_eq!(app.pane, kgpu::app::Pane::Fleet);
+    assert!(app.aggregated(&v), "back on the pools' map");
+}
+
 #[test]
 fn an_xid_48_gpu_gets_the_advice_an_expert_gives() {
     use kgpu::view_model::style::DocLine;

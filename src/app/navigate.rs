@@ -56,7 +56,8 @@ impl App {
             Place::Pools => {
                 self.pane = Pane::Fleet;
                 self.filters.remove(&Pane::Fleet);
-                self.aggregate = None;
+                // The pools' map, as it was (a small fleet shows it only when asked, `a`).
+                self.aggregate = Some(true);
             }
         }
     }
