@@ -566,7 +566,7 @@ fn esc_returns_to_where_the_jump_came_from() {
     let screen = format!("{}", render(&mut app, &v, "default", 200, 60).backend());
     assert!(screen.contains(&format!("Pools › {pool} (")), "{screen}");
     key(&mut app, &v, KeyCode::Esc);
-    assert!(!app.filters.contains_key(&Pane::Fleet) && app.aggregate.is_none());
+    assert!(!app.filters.contains_key(&Pane::Fleet) && app.aggregated(&v));
 }
 
 /// The pools' title counts what the table shows: under a filter, the nodes

@@ -132,7 +132,9 @@ pub fn draw(
                         Span::styled(format!(" {:<name_width$} ", r.config), pick(Role::Text)),
                         Span::styled(format!(" {} ", r.cuts), pick(Role::Dim)),
                     ];
-                    if let Some(serves) = &r.serves {
+                    if r.current {
+                        spans.push(Span::styled(" ← the node's config now ", pick(Role::Dim)));
+                    } else if let Some(serves) = &r.serves {
                         spans.push(Span::styled(format!(" ← {serves} "), pick(Role::Accent)));
                     }
                     Line::from(spans)

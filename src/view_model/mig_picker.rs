@@ -16,6 +16,9 @@ pub struct PickerRow {
     pub serves: Option<String>,
     /// How many pending slices that is, all profiles together.
     pub served: u64,
+    /// The node's config now (`nvidia.com/mig.config`): choosing it changes
+    /// nothing, so it serves nothing new.
+    pub current: bool,
 }
 
 /// Pending pods' MIG slices by profile (pods not yet on a node).
@@ -41,6 +44,7 @@ fn context(snap: &Snapshot, node: Sym) -> (u64, Vec<mig::MigConfig>, BTreeMap<&'
 /// One row per config name, in the order given.
 pub fn rows(snap: &Snapshot, node: Sym, configs: &[String]) -> Vec<PickerRow> {
     let (gpus, known, wanted) = context(snap, node);
+    let now = snap.nodes.get(&node).and_then(|n| n.operator.mig_config);
     configs
         .iter()
         .map(|name| {
@@ -60,11 +64,12 @@ pub fn rows(snap: &Snapshot, node: Sym, configs: &[String]) -> Vec<PickerRow> {
                     Some((profile.as_str(), u64::from(*per_gpu).saturating_mul(gpus).min(want), want))
                 })
                 .collect();
+            let current = now.is_some_and(|c| c.as_str() == name.as_str());
             let words: Vec<String> =
                 per_profile.iter().map(|(p, given, want)| format!("{given} of {want} pending {p}")).collect();
-            let serves = (!words.is_empty()).then(|| format!("serves {}", words.join(", ")));
-            let served = per_profile.iter().map(|(_, given, _)| given).sum();
-            PickerRow { config: name.clone(), cuts, serves, served }
+            let serves = (!words.is_empty() && !current).then(|| format!("serves {}", words.join(", ")));
+            let served = if current { 0 } else { per_profile.iter().map(|(_, given, _)| given).sum() };
+            PickerRow { config: name.clone(), cuts, serves, served, current }
         })
         .collect()
 }
@@ -100,5 +105,12 @@ mod tests {
         assert_eq!(rows[2].serves.as_deref(), Some("serves 4 of 6 pending 3g.20gb"), "2 GPUs × 2 slices");
         assert_eq!(best(&rows), 2);
         assert_eq!(best(&super::rows(&snap, Sym::new("gone"), &configs)), 0);
+        // Already cut that way: choosing it again serves nothing new.
+        let mut cut = crate::model::build::node("a100").gpus(2).product("NVIDIA-A100-SXM4-40GB").build();
+        cut.operator.mig_config = Some(Sym::new("all-3g.20gb"));
+        c.apply(ModelEvent::Upsert(Object::Node(cut)));
+        let rows = super::rows(&c.snapshot(), node, &configs);
+        assert!(rows[2].current && rows[2].serves.is_none() && rows[2].served == 0, "{:?}", rows[2]);
+        assert_eq!(best(&rows), 0);
     }
 }
