@@ -934,3 +934,18 @@ fn no_title_runs_into_its_corner() {
         }
     }
 }
+
+/// `:` while reading a node's details opens the palette, as from a pane;
+/// the status bar names the keys of what is open, not the pane's under it.
+#[test]
+fn the_palette_opens_from_a_reader_and_the_status_bar_names_the_readers_keys() {
+    let v = views("black-hole");
+    let mut app = App::new(false, "dark", true);
+    key(&mut app, &v, KeyCode::Enter);
+    assert!(matches!(app.overlay, Some(kgpu::app::Overlay::NodeDetail { .. })));
+    let screen = format!("{}", render(&mut app, &v, "black-hole", 80, 24).backend());
+    let bar = screen.lines().last().unwrap_or("");
+    assert!(bar.contains("esc/q/enter close") && !bar.contains("c cordon"), "{bar}");
+    key(&mut app, &v, KeyCode::Char(':'));
+    assert!(matches!(app.overlay, Some(kgpu::app::Overlay::Palette(_))));
+}

@@ -129,6 +129,24 @@ pub enum Overlay {
 impl Overlay {
     /// A reader's scroll (help, details, `:messages`): the one thing its
     /// keys move and the frame clamps. `None` for the other overlays.
+    /// The dialog whose keys this overlay takes.
+    fn dialog(&self) -> Option<dialog_keys::Dialog> {
+        use dialog_keys::Dialog;
+        Some(match self {
+            Overlay::Help { .. }
+            | Overlay::NodeDetail { .. }
+            | Overlay::CellDetail { .. }
+            | Overlay::Messages { .. }
+            | Overlay::Detail { .. } => Dialog::Reader,
+            Overlay::Confirm(c) if c.typed.is_some() => Dialog::ProductionConfirm,
+            Overlay::Confirm(_) => Dialog::Confirm,
+            Overlay::MigPicker { .. } => Dialog::MigPicker,
+            Overlay::QuitWhileRunning => Dialog::QuitWhileRunning,
+            // The line being typed shows its own hint.
+            Overlay::Palette(_) | Overlay::Filter(_) => return None,
+        })
+    }
+
     fn reader_scroll(&mut self) -> Option<&mut u16> {
         match self {
             Overlay::Help { scroll }
@@ -418,6 +436,19 @@ impl App {
     /// The status bar's key hints for the current pane: `R requeue` only
     /// where the selection (or the opened why view) is a gang to requeue.
     pub fn key_hints(&self, views: &Views) -> Vec<(&'static str, &'static str)> {
+        // An open dialog's own keys, not the pane's under it: its answer
+        // and its way out first.
+        if let Some(dialog) = self.overlay.as_ref().and_then(Overlay::dialog) {
+            use dialog_keys::DialogCommand as C;
+            let rank = |c: C| match c {
+                C::Yes | C::Choose => 0,
+                C::Close => 1,
+                _ => 2,
+            };
+            let mut bindings: Vec<_> = dialog_keys::DIALOG_BINDINGS.iter().filter(|b| b.dialog == dialog).collect();
+            bindings.sort_by_key(|b| rank(b.command));
+            return bindings.into_iter().map(|b| (b.label, b.help)).collect();
+        }
         let mut hints = keys::hints(self.pane);
         if self.pane == Pane::Pending && self.requeue_target(views).is_none() {
             hints.retain(|&(_, what)| what != "requeue");

@@ -8,6 +8,11 @@ impl App {
     pub(super) fn on_overlay_key(&mut self, overlay: Overlay, key: KeyEvent, views: &Views) -> Vec<Effect> {
         let command = |dialog| dialog_command(dialog, key.code);
         let mut overlay = overlay;
+        // `:` from something being read: the palette, as from a pane (the
+        // reader closes, as any key it does not use closes it).
+        if key.code == KeyCode::Char(':') && overlay.reader_scroll().is_some() {
+            return self.on_key(key, views);
+        }
         if let Some(scroll) = overlay.reader_scroll() {
             // Every reader scrolls alike; closing drops it.
             if let Some(next) = scroll_reader(command(Dialog::Reader), *scroll) {

@@ -219,8 +219,9 @@ fn status_bar(frame: &mut Frame, area: Rect, app: &App, views: &Views, theme: &T
         let mut width = used + 2;
         for (key, what) in app.key_hints(views) {
             let w = key.chars().count() + what.chars().count() + 2;
+            // A hint too long for what is left gives way to shorter ones after it.
             if width + w > area.width as usize {
-                break;
+                continue;
             }
             width += w;
             hints.push(Span::styled(key.to_string(), theme.style(Role::KeyHint)));
