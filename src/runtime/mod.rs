@@ -141,11 +141,12 @@ pub fn list_scenarios() -> String {
         100
     };
     let mut out = String::new();
+    // The name column as wide as the longest name, and a space.
+    let column = scenarios::SCENARIOS.iter().map(|s| s.name.chars().count()).max().unwrap_or(0) + 2;
     for s in scenarios::SCENARIOS {
-        let name = format!("{:<17} ", s.name);
         let signal = format!("signal: {}", s.signal);
-        for (lead, text) in [(name.as_str(), s.title), ("", s.story), ("", signal.as_str())] {
-            for line in crate::ui::widgets::wrap_under(&format!("{lead:<18}"), text, width, 18) {
+        for (lead, text) in [(s.name, s.title), ("", s.story), ("", signal.as_str())] {
+            for line in crate::ui::widgets::wrap_under(&format!("{lead:<column$}"), text, width, column) {
                 out.push_str(&line);
                 out.push('\n');
             }
