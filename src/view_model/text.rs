@@ -487,9 +487,15 @@ fn utilization(out: &mut String, snap: &Snapshot, a: &Analysis) {
 /// `kgpu why`: the isolation chain of one pending item.
 pub fn why(item: &PendingItem) -> String {
     let mut out = String::new();
+    // Placed, its containers do not start: not pending to the scheduler
+    // (a crash loop's pod is even Running), waiting all the same.
+    let waiting = match item.blocking {
+        Some(crate::analysis::pending::Step::Start) => "not started",
+        _ => "pending",
+    };
     let _ = writeln!(
         out,
-        "{} {} — pending {}, shape {}",
+        "{} {} — {waiting} {}, shape {}",
         item.kind.as_str(),
         item.display_name(),
         age(item.age),
