@@ -9,7 +9,9 @@
 pub mod agents;
 pub mod bounded_value;
 pub mod dcgm;
+pub mod dcgm_series;
 pub mod file;
+pub mod http_get;
 pub mod kinds;
 pub mod kube;
 pub mod kubectl_yaml;

@@ -23,8 +23,8 @@ use crate::model::{
     Coverage, EndpointKind, Feed, FeedProblem, FeedState, ModelEvent, Object, ObjectKey, PodKey, Snapshot, Sym,
     UsageSource,
 };
-use crate::sources::agents::read_limited_to;
-use crate::sources::dcgm::{Sample, usage_of};
+use crate::sources::dcgm_series::{Sample, usage_of};
+use crate::sources::http_get::{get_limited, read_limited_to};
 use crate::sources::kube::client::short_error;
 
 /// The three series kgpu reads, in one query.
@@ -299,7 +299,7 @@ async fn ask(client: &Client, endpoint: &Endpoint) -> Result<String, FeedProblem
     let read = async {
         match endpoint {
             Endpoint::Url { host, port, .. } => {
-                crate::sources::agents::get_limited(host, *port, &endpoint.path(), MAX_BODY).await.map_err(error)
+                get_limited(host, *port, &endpoint.path(), MAX_BODY).await.map_err(error)
             }
             Endpoint::Service { namespace, .. } => {
                 let req = http::Request::get(endpoint.path())
