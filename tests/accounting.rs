@@ -52,13 +52,18 @@ fn agree(snap: Snapshot, what: &str) {
     assert_eq!(totals["gpus"], t.gpus, "{what}: JSON totals");
     assert_eq!(totals["free"], t.free, "{what}: JSON totals");
     assert_eq!(doc["fragmentation"]["free"], t.free, "{what}: JSON fragmentation");
+    assert_eq!(totals["heldNotStarted"], a.held_not_started(), "{what}: JSON held, not started");
     let nodes = doc["fleet"]["nodes"].as_array().unwrap();
     let json_sum = |field: &str| nodes.iter().map(|n| n["gpu"]["physical"][field].as_u64().unwrap()).sum::<u64>();
     assert_eq!(json_sum("free"), t.free, "{what}: JSON node rows (free)");
     assert_eq!(json_sum("used"), t.allocated, "{what}: JSON node rows (used)");
     // Text: the header line says the same.
     let text = kgpu::view_model::text::render(&snap, &a, None, None);
-    let header = format!("{} GPUs: {} in use, {} free ({} stranded)", t.gpus, t.allocated, t.free, t.stranded);
+    let stuck = match a.held_not_started() {
+        0 => String::new(),
+        n => format!(" ({n} held by pods that do not start)"),
+    };
+    let header = format!("{} GPUs: {} in use{stuck}, {} free ({} stranded)", t.gpus, t.allocated, t.free, t.stranded);
     assert!(text.contains(&header), "{what}: text header, want `{header}` in\n{}", &text[..text.len().min(400)]);
     // Each node's USED in the text table is the cockpit's Fleet USED.
     for row in &views.nodes {

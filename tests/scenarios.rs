@@ -209,6 +209,18 @@ fn driver_skew_shows_the_incompatible_cell_and_the_stuck_node_first() {
     assert_eq!(first["sinceSeconds"], 3 * 3600);
 }
 
+/// driver-skew's three 8-GPU pods were placed and cannot start: in use,
+/// serving nothing, and the header says so in every view.
+#[test]
+fn gpus_held_by_pods_that_do_not_start_are_said_in_the_header() {
+    let doc = snapshot("driver-skew", &[]);
+    assert_eq!(doc["fleet"]["totals"]["heldNotStarted"], 24, "{}", doc["fleet"]["totals"]);
+    let out =
+        Command::new(env!("CARGO_BIN_EXE_kgpu")).args(["snapshot", "--scenario", "driver-skew"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("89 in use (24 held by pods that do not start)"), "{text}");
+}
+
 #[test]
 fn black_hole_node_is_flagged() {
     let doc = snapshot("black-hole", &[]);

@@ -74,6 +74,14 @@ pub struct Analysis {
     pub spot: spot::Spot,
 }
 
+impl Analysis {
+    /// GPUs in use by pods that were placed and do not start (image,
+    /// container runtime, crash loop): counted in use, serving nothing.
+    pub fn held_not_started(&self) -> u64 {
+        self.pending.iter().filter(|p| p.blocking == Some(pending::Step::Start)).map(|p| p.gpus).sum()
+    }
+}
+
 /// Every analysis of `snap` at `now`, from a walk over every pod: the
 /// reference [`Analyzer`] is checked against.
 pub fn analyze(snap: &Snapshot, now: Timestamp, thresholds: &Thresholds) -> Analysis {

@@ -160,9 +160,13 @@ fn fleet(out: &mut String, _snap: &Snapshot, a: &Analysis) {
     let t = &a.totals;
     let _ = writeln!(
         out,
-        "FLEET  {} GPUs: {} in use, {} free ({} stranded), {} on unavailable nodes, {} unadvertised, {} unhealthy{}{}; fragmentation score {:.2}",
+        "FLEET  {} GPUs: {} in use{}, {} free ({} stranded), {} on unavailable nodes, {} unadvertised, {} unhealthy{}{}; fragmentation score {:.2}",
         t.gpus,
         t.allocated,
+        match a.held_not_started() {
+            0 => String::new(),
+            n => format!(" ({n} held by pods that do not start)"),
+        },
         t.free,
         t.stranded,
         t.unavailable,

@@ -82,6 +82,13 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, shown: &mut Viewport, view
     summary.extend([
         Span::styled(format!(" {} GPUs", t.gpus), theme.style(Role::Text)),
         Span::styled(format!(" · {} used", t.allocated), theme.style(Role::GpuUsed)),
+    ]);
+    // In use and serving nothing: pods placed that do not start.
+    let stuck = views.analysis.held_not_started();
+    if stuck > 0 {
+        summary.push(Span::styled(format!(" ({stuck} {})", word("not started", "stuck")), theme.style(Role::Warn)));
+    }
+    summary.extend([
         Span::styled(format!(" · {} free", t.free), theme.style(Role::GpuFree)),
         Span::styled(
             format!(" ({} {})", t.stranded, word("stranded", "str.")),

@@ -100,6 +100,7 @@ fn fleet(a: &Analysis) -> Fleet {
             unadvertised: t.unadvertised,
             unhealthy: t.unhealthy,
             mig_gpus: t.mig_gpus,
+            held_not_started: a.held_not_started(),
             replicas: (t.replicas.0 > 0).then_some(ReplicasJson { advertised: t.replicas.0, allocated: t.replicas.1 }),
             fragmentation_score: round3(a.fragmentation.score),
         },

@@ -126,6 +126,8 @@ pub struct Totals {
     pub unhealthy: u64,
     /// Of `gpus`, partitioned into MIG slices.
     pub mig_gpus: u64,
+    /// Of `allocated`, held by pods placed on Ready nodes that do not start.
+    pub held_not_started: u64,
     /// Time-slicing replicas (not GPUs), when any node shares its GPUs.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub replicas: Option<ReplicasJson>,
