@@ -1,7 +1,7 @@
 //! Small building blocks shared by the panes.
 
 use ratatui::Frame;
-use ratatui::layout::{Constraint, Rect};
+use ratatui::layout::{Constraint, Flex, Layout, Rect};
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table, Wrap};
@@ -189,7 +189,7 @@ pub fn table(
     block: Block<'_>,
     header: &[&str],
     widths: &[Constraint],
-    mut rows: Vec<Vec<Cell<'static>>>,
+    mut rows: Vec<Vec<TableCell>>,
     selected: Option<usize>,
     offset: usize,
     theme: &Theme,
@@ -208,16 +208,27 @@ pub fn lazy_table(
     header: &[&str],
     widths: &[Constraint],
     len: usize,
-    mut row: impl FnMut(usize) -> Vec<Cell<'static>>,
+    mut row: impl FnMut(usize) -> Vec<TableCell>,
     selected: Option<usize>,
     offset: usize,
     theme: &Theme,
 ) -> usize {
     let inner_height = area.height.saturating_sub(3) as usize; // borders + header
     let offset = scroll_into_view(offset, selected.unwrap_or(0), inner_height, len);
+    // The columns as the table lays them out (no selection symbol: the
+    // selection is painted over the row), so a text too wide for its column
+    // is cut with `…`, not mid-word without a sign.
+    let columns: Vec<u16> = Layout::horizontal(widths.to_vec())
+        .flex(Flex::Start)
+        .spacing(1)
+        .split(Rect { x: 0, y: 0, width: area.width.saturating_sub(2), height: 1 })
+        .iter()
+        .map(|r| r.width)
+        .collect();
     let visible: Vec<Row> = (offset..len.min(offset + inner_height))
         .map(|i| {
-            let cells = Row::new(row(i));
+            let cells = row(i).into_iter().enumerate().map(|(c, cell)| cell.fitted(columns.get(c).copied()));
+            let cells = Row::new(cells);
             if Some(i) == selected { cells.style(theme.style(Role::Selection)) } else { cells }
         })
         .collect();
@@ -271,13 +282,69 @@ pub fn empty(frame: &mut Frame, area: Rect, block: Block<'_>, text: &str, theme:
     );
 }
 
-pub fn styled(text: impl Into<String>, style: Style) -> Cell<'static> {
-    Cell::from(Span::styled(text.into(), style))
+/// A table cell: a styled text, cut with `…` to its column, or a line the
+/// pane drew to the column's width itself (a bar, a GPU map).
+pub enum TableCell {
+    Text(String, Style),
+    Drawn(Line<'static>),
+}
+
+impl TableCell {
+    fn fitted(self, width: Option<u16>) -> Cell<'static> {
+        match self {
+            TableCell::Text(text, style) => {
+                let text = match width {
+                    Some(w) if text.width() > usize::from(w) => fit(&text, usize::from(w)),
+                    _ => text,
+                };
+                Cell::from(Span::styled(text, style))
+            }
+            TableCell::Drawn(line) => Cell::from(line),
+        }
+    }
+}
+
+impl From<Line<'static>> for TableCell {
+    fn from(line: Line<'static>) -> TableCell {
+        TableCell::Drawn(line)
+    }
+}
+
+pub fn styled(text: impl Into<String>, style: Style) -> TableCell {
+    TableCell::Text(text.into(), style)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cell_wider_than_its_column_ends_in_an_ellipsis() {
+        let theme = Theme::builtin("dark");
+        let mut terminal = ratatui::Terminal::new(ratatui::backend::TestBackend::new(30, 4)).unwrap();
+        terminal
+            .draw(|f| {
+                let rows = vec![vec![
+                    styled("gpu-01", Style::default()),
+                    styled("0/12 nodes can take it: 4 insufficient-gpu", Style::default()),
+                ]];
+                let widths = [Constraint::Length(6), Constraint::Min(5)];
+                table(
+                    f,
+                    f.area(),
+                    Block::default().borders(Borders::ALL),
+                    &["N", "WHY"],
+                    &widths,
+                    rows,
+                    None,
+                    0,
+                    &theme,
+                );
+            })
+            .unwrap();
+        let row: String = (0..30).map(|x| terminal.backend().buffer()[(x, 2)].symbol().to_string()).collect();
+        assert_eq!(row, "│gpu-01 0/12 nodes can take …│");
+    }
 
     #[test]
     fn long_commands_hang_under_themselves() {

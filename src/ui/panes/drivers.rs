@@ -5,7 +5,7 @@
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Cell, Paragraph};
+use ratatui::widgets::Paragraph;
 
 use crate::app::{App, Pane, Section, Viewport, rows};
 use crate::ui::theme::{Role, Theme};
@@ -213,7 +213,7 @@ fn draw_waves(frame: &mut Frame, area: Rect, app: &App, views: &Views, theme: &T
     let title = widgets::title(area.width, &candidates);
     let ids: Vec<String> = plan.waves.iter().map(|w| w.index.to_string()).collect();
     let selected = focused.then(|| app.selected_index(Pane::Drivers, &ids));
-    let rows: Vec<Vec<Cell>> = plan
+    let rows: Vec<Vec<widgets::TableCell>> = plan
         .waves
         .iter()
         .map(|w| {

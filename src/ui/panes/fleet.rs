@@ -5,7 +5,7 @@
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Cell, Paragraph, Wrap};
+use ratatui::widgets::{Paragraph, Wrap};
 
 use crate::app::{App, Pane, Section, Viewport, rows};
 use crate::ui::theme::{Role, Theme};
@@ -184,7 +184,7 @@ fn draw_nodes(frame: &mut Frame, area: Rect, app: &App, shown: &mut Viewport, vi
         };
         let mut cells = vec![
             widgets::styled(widgets::fit_id(r.name.as_str(), name_w), theme.style(status_role)),
-            Cell::from(map_line(r, map_w, theme)),
+            widgets::TableCell::from(map_line(r, map_w, theme)),
             widgets::styled(r.used_text(), theme.style(Role::Text)),
         ];
         if show_product {
@@ -244,7 +244,7 @@ fn draw_pools(frame: &mut Frame, area: Rect, app: &App, shown: &mut Viewport, vi
         if pools.len() == 1 { "" } else { "s" },
         app.sort_title(Pane::Fleet, Section::First, true)
     );
-    let rows: Vec<Vec<Cell>> = pools
+    let rows: Vec<Vec<widgets::TableCell>> = pools
         .iter()
         .map(|p| {
             let max = p.free_histogram.iter().copied().max().unwrap_or(0).max(1);

@@ -5,7 +5,6 @@
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::Line;
-use ratatui::widgets::Cell;
 
 use crate::app::{App, Pane, Section, Viewport, rows};
 use crate::ui::theme::{Role, Theme};
@@ -49,7 +48,7 @@ fn draw_gangs(
     let longest = gangs.iter().map(|g| g.display_name().chars().count()).max().unwrap_or(12);
     let name_w =
         if wide { 40 } else { longest.clamp(12, usize::from(area.width.saturating_sub(2)).saturating_sub(45).max(12)) };
-    let rows: Vec<Vec<Cell>> = gangs
+    let rows: Vec<Vec<widgets::TableCell>> = gangs
         .iter()
         .map(|g| {
             let r = view_rows::gang_row(g);
@@ -116,7 +115,7 @@ fn draw_queues(
         None
     };
     let bar_w = if area.width >= 120 { 24 } else { 12 };
-    let rows: Vec<Vec<Cell>> = queues
+    let rows: Vec<Vec<widgets::TableCell>> = queues
         .iter()
         .map(|q| {
             let fmt = |v: u64| q.amount(v);
@@ -144,7 +143,7 @@ fn draw_queues(
                     },
                     theme.style(Role::Text),
                 ),
-                Cell::from(bar),
+                widgets::TableCell::from(bar),
                 widgets::styled(
                     if q.nominal > 0 { format!("{}/{}", fmt(q.used), fmt(q.nominal)) } else { String::new() },
                     theme.style(Role::Text),

@@ -5,7 +5,7 @@
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Cell, Paragraph};
+use ratatui::widgets::Paragraph;
 
 use crate::app::{App, Pane, Section, Viewport, rows};
 use crate::ui::theme::{Role, Theme};
@@ -90,7 +90,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, shown: &mut Viewport, view
     let selected = app.selected_index(Pane::Mig, &ids);
     // Borders, the three columns before it and their gaps.
     let summary_width = usize::from(list_area.width).saturating_sub(2 + 16 + 14 + 10 + 3).max(10);
-    let rows: Vec<Vec<Cell>> = nodes
+    let rows: Vec<Vec<widgets::TableCell>> = nodes
         .iter()
         .map(|n| {
             let state_role = match n.state.as_str() {
