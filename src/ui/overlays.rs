@@ -195,6 +195,13 @@ fn help(frame: &mut Frame, area: Rect, views: &Views, theme: &Theme, scroll: u16
                 Span::styled(b.help.to_string(), theme.style(Role::Text)),
             ]));
         }
+        // The line being typed edits as a shell's does (overlay_keys::edit).
+        if matches!(dialog, Dialog::Palette | Dialog::Filter) {
+            lines.push(Line::from(vec![
+                Span::styled(format!("  {:<11} ", "ctrl-u"), theme.style(Role::KeyHint)),
+                Span::styled("clear what is typed before the cursor", theme.style(Role::Text)),
+            ]));
+        }
     }
     let rect = centered(area, 100, area.height);
     frame.render_widget(Clear, rect);
