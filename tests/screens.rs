@@ -949,3 +949,12 @@ fn the_palette_opens_from_a_reader_and_the_status_bar_names_the_readers_keys() {
     key(&mut app, &v, KeyCode::Char(':'));
     assert!(matches!(app.overlay, Some(kgpu::app::Overlay::Palette(_))));
 }
+
+/// A node with more GPU cells than the map's column (a MIG node's slices)
+/// ends its map in `…`, inside the column, not cut off by it.
+#[test]
+fn a_map_wider_than_its_column_says_so() {
+    let screen = pane_at("mig-vs-timeslicing", Pane::Fleet, 80, 24);
+    let row = screen.lines().find(|l| l.contains("mig-01")).unwrap_or_else(|| panic!("{screen}"));
+    assert!(row.contains("…"), "{row}");
+}

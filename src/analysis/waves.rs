@@ -275,7 +275,11 @@ impl Halt {
             ),
             None => "find why in the driver pod's and nvidia-operator-validator's logs".to_string(),
         };
-        format!("{} failed the upgrade to {target}; start no further wave: {rollback}", self.failed_names())
+        format!(
+            "{} failed the upgrade to {target}; start no further wave, and stop the GPU Operator's own rollout (ClusterPolicy spec.driver.upgradePolicy.autoUpgrade=false, or label the nodes still to go {}=true): {rollback}",
+            self.failed_names(),
+            crate::model::keys::DRIVER_UPGRADE_SKIP
+        )
     }
 }
 

@@ -346,11 +346,12 @@ where
     loop {
         // Effects of nested updates join the queue: none is dropped.
         let mut effects = VecDeque::new();
-        // A lesson's clock, and a running action's elapsed time in the status
-        // bar (a long step is not a frozen screen): redrawn as the second turns.
-        if app.tutor.is_some() || !app.in_flight.is_empty() {
-            let now = crate::clock::wall_clock();
-            dirty |= !app.in_flight.is_empty() && now != app.wall;
+        // The app's wall clock as the second turns: a lesson's clock, when an
+        // action starts, and its elapsed time in the status bar (a long step
+        // is not a frozen screen), redrawn while one runs.
+        let now = crate::clock::wall_clock();
+        if now != app.wall {
+            dirty |= !app.in_flight.is_empty();
             effects.extend(app.update(Msg::WallClock(now), &views));
         }
         // At most one frame per FRAME: a paste that arrives in many small

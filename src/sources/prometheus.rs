@@ -232,7 +232,8 @@ impl Places {
 
     fn node_of(&self, labels: &HashMap<String, String>) -> Option<Sym> {
         let get = |k: &str| labels.get(k).map(String::as_str).filter(|v| !v.is_empty());
-        let known = |name: &str| self.nodes.iter().find(|n| n.as_str() == name).copied();
+        // A name never interned is no node's (and is not interned here).
+        let known = |name: &str| Sym::get(name).filter(|n| self.nodes.contains(n));
         if let Some(n) = ["node", "kubernetes_node", "nodename"].iter().find_map(|k| get(k)) {
             return known(n);
         }

@@ -83,7 +83,7 @@ impl fmt::Display for Section {
 
 #[derive(Debug, thiserror::Error)]
 #[error(
-    "unknown pane '{0}'; valid panes: fleet, fragmentation, pending, gangs, queues, drivers, mig, events, utilization"
+    "unknown pane '{0}'; valid panes: fleet, fragmentation, pending, gangs, queues, drivers, mig, events, utilization (or usage)"
 )]
 pub struct UnknownSection(pub String);
 

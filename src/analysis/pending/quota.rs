@@ -320,10 +320,21 @@ fn kueue_quota_arithmetic(
                 details.extend(borrowers);
                 // Its own nominal quota is lent out: the fix is taking it back,
                 // not more quota (the detail and the advice say the same).
+                let used = quota.reserved.max(quota.used);
                 let text = if reclaimable {
                     let (lines, advice) = reclaim(snap, cq);
                     details.extend(lines);
                     format!("unblock: {advice}")
+                } else if used > quota.nominal {
+                    // Already past its own quota on what the cohort lends:
+                    // more lending is not the queue's to ask.
+                    format!(
+                        "unblock: {} more {resource} in flavor {name} of ClusterQueue {}, which already borrows {} over its nominal {} from the cohort: it waits for the cohort's unused quota (the lenders' own work comes first) or its own workloads to finish; raise its nominalQuota if it should own more",
+                        fmt(resource, short.1),
+                        cq.name,
+                        fmt(resource, used - quota.nominal),
+                        fmt(resource, quota.nominal)
+                    )
                 } else {
                     format!(
                         "unblock: {} more {resource} in flavor {name} of ClusterQueue {} (raise nominalQuota, lend from the cohort, or finish other work)",

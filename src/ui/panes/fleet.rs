@@ -29,14 +29,19 @@ pub fn glyph(cell: GpuCell) -> (&'static str, Role) {
 }
 
 fn map_line(row: &NodeRow, width: usize, theme: &Theme) -> Line<'static> {
-    let mut spans = Vec::new();
-    for (i, c) in row.cells.iter().enumerate() {
-        if i + 1 > width {
-            spans.push(Span::styled("…", theme.style(Role::Dim)));
-            break;
-        }
-        let (g, role) = glyph(*c);
-        spans.push(Span::styled(g, theme.style(role)));
+    // More cells than room: the last one says so (it was drawn past the
+    // column, where the table cut it off).
+    let cut = row.cells.len() > width;
+    let shown = if cut { width.saturating_sub(1) } else { row.cells.len() };
+    let mut spans: Vec<Span> = row.cells[..shown]
+        .iter()
+        .map(|c| {
+            let (g, role) = glyph(*c);
+            Span::styled(g, theme.style(role))
+        })
+        .collect();
+    if cut {
+        spans.push(Span::styled("…", theme.style(Role::Dim)));
     }
     Line::from(spans)
 }

@@ -64,8 +64,10 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, shown: &mut Viewport, view
         .values()
         .filter(|n| n.gpu.mig_capable == Some(true) && !views.mig.iter().any(|m| m.node == n.name))
         .count();
+    // `m` acts on a row here; with none, the Fleet pane is where it works.
+    let m = if nodes.is_empty() { "m in Fleet repartitions" } else { "m repartition" };
     let title = format!(
-        " MIG nodes ({}){} · {capable_off} MIG-capable with MIG off · m repartition ",
+        " MIG nodes ({}){} · {capable_off} MIG-capable with MIG off · {m} ",
         nodes.len(),
         app.sort_title(Pane::Mig, Section::First, false)
     );
