@@ -230,5 +230,27 @@ fn status_bar(frame: &mut Frame, area: Rect, app: &App, views: &Views, theme: &T
         spans.push(Span::raw("│ "));
         spans.extend(hints);
     }
-    frame.render_widget(Paragraph::new(Line::from(spans)), area);
+    frame.render_widget(Paragraph::new(Line::from(fit_spans(spans, usize::from(area.width)))), area);
+}
+
+/// `spans` cut to `width` columns, the last kept one ending in `…` when
+/// something was cut (a status bar cut at 80 columns said `1 pendin`).
+fn fit_spans(spans: Vec<Span<'static>>, width: usize) -> Vec<Span<'static>> {
+    if spans.iter().map(|s| s.content.width()).sum::<usize>() <= width {
+        return spans;
+    }
+    let mut out = Vec::new();
+    let mut used = 0;
+    for span in spans {
+        let w = span.content.width();
+        if used + w < width {
+            used += w;
+            out.push(span);
+            continue;
+        }
+        let text = widgets::fit(&span.content, width.saturating_sub(used));
+        out.push(Span::styled(text, span.style));
+        break;
+    }
+    out
 }
