@@ -198,7 +198,13 @@ fn draw_nodes(frame: &mut Frame, area: Rect, app: &App, shown: &mut Viewport, vi
         if show_driver {
             cells.push(widgets::styled(fit(&r.driver, 10), theme.style(Role::Dim)));
         }
-        let mut issues: Vec<String> = r.issues.iter().map(|i| rows::issue_short(*i).to_string()).collect();
+        // The codes the snapshot and JSON use where they fit; short words where not.
+        let long: Vec<&str> = r.issues.iter().map(|i| i.as_str()).collect();
+        let mut issues: Vec<String> = if long.join(",").chars().count() + 9 <= issues_w {
+            long.iter().map(|c| c.to_string()).collect()
+        } else {
+            r.issues.iter().map(|i| rows::issue_short(*i).to_string()).collect()
+        };
         if pending_badge(r) {
             issues.insert(0, "⟳pending".into());
         }
