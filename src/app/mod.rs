@@ -142,8 +142,8 @@ impl Overlay {
             Overlay::Confirm(_) => Dialog::Confirm,
             Overlay::MigPicker { .. } => Dialog::MigPicker,
             Overlay::QuitWhileRunning => Dialog::QuitWhileRunning,
-            // The line being typed shows its own hint.
-            Overlay::Palette(_) | Overlay::Filter(_) => return None,
+            Overlay::Palette(_) => Dialog::Palette,
+            Overlay::Filter(_) => Dialog::Filter,
         })
     }
 
@@ -443,7 +443,8 @@ impl App {
             let rank = |c: C| match c {
                 C::Yes | C::Choose => 0,
                 C::Close => 1,
-                _ => 2,
+                C::DryRun => 2,
+                _ => 3,
             };
             let mut bindings: Vec<_> = dialog_keys::DIALOG_BINDINGS.iter().filter(|b| b.dialog == dialog).collect();
             bindings.sort_by_key(|b| rank(b.command));

@@ -256,7 +256,10 @@ fn black_hole_advice(views: &Views, node: Sym, cordoned: bool) -> String {
             "read its device plugin's log (kubectl get pods -A -l app=nvidia-device-plugin-daemonset --field-selector spec.nodeName={node}, then kubectl logs)"
         ),
     };
-    format!("→ black hole: {stop}; {read}, restart that pod or the node, then uncordon it once a GPU pod runs there")
+    // Cordoned, no pod lands there to show it mended: uncordon, then watch.
+    format!(
+        "→ black hole: {stop}; {read}, restart that pod or the node, then uncordon it and watch that the next GPU pod sent there starts"
+    )
 }
 
 pub fn node(views: &Views, node: Sym) -> Doc {
@@ -287,7 +290,10 @@ pub fn node(views: &Views, node: Sym) -> Doc {
             // As the header counts them: idle GPUs on a node that takes no
             // work (cordoned, NotReady, a black hole) are not free.
             if r.buckets.unavailable > 0 && r.buckets.free == 0 {
-                format!("{} unavailable (idle, on a node that takes no work)", r.buckets.unavailable)
+                format!(
+                    "{} unavailable (idle on a node that cannot take work: cordoned, NotReady or a black hole)",
+                    r.buckets.unavailable
+                )
             } else {
                 format!("{} free ({} stranded)", r.free, r.stranded)
             },
