@@ -347,76 +347,73 @@ pub async fn run(
     interval: Duration,
     tx: mpsc::Sender<Vec<ModelEvent>>,
 ) {
-    {
-        let feed = Feed::DcgmExporter;
-        if tx.send(vec![ModelEvent::Feed { feed, state: FeedState::Syncing }]).await.is_err() {
+    let feed = Feed::DcgmExporter;
+    if tx.send(vec![ModelEvent::Feed { feed, state: FeedState::Syncing }]).await.is_err() {
+        return;
+    }
+    let mut reported: BTreeSet<Sym> = BTreeSet::new();
+    let via = Sym::new(&endpoint.describe());
+    let mut retry = RETRY_FIRST;
+    let mut last: Option<(FeedState, Coverage)> = None;
+    loop {
+        // Series are placed on the nodes and exporter pods kgpu knows:
+        // not before the nodes and pods have listed.
+        let listing = |f: Feed| matches!(snapshots.borrow().feed(f).map(|s| &s.state), None | Some(FeedState::Syncing));
+        if listing(Feed::Nodes) || listing(Feed::Pods) {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            continue;
+        }
+        let at = crate::clock::wall_clock();
+        let places = Places::of(&snapshots.borrow());
+        let mut events = Vec::new();
+        let (state, wait) = match ask(&client, &endpoint).await.and_then(|text| {
+            parse(&text, &places, at).map_err(|why| FeedProblem::Error(format!("{}: {why}", endpoint.describe())))
+        }) {
+            Ok(fleet) => {
+                retry = RETRY_FIRST;
+                let now: BTreeSet<Sym> = fleet.usage.iter().map(|u| u.node).collect();
+                for gone in reported.difference(&now) {
+                    events.push(ModelEvent::Delete(ObjectKey::Usage(UsageSource::DcgmExporter, *gone)));
+                }
+                let coverage = Coverage {
+                    reporters: u32::try_from(now.len()).unwrap_or(u32::MAX),
+                    read: u32::try_from(now.len()).unwrap_or(u32::MAX),
+                    oldest_reading: Some(at),
+                    budget: None,
+                    via: Some(via),
+                };
+                events.extend(fleet.usage.into_iter().map(|u| ModelEvent::Upsert(Object::Usage(u))));
+                reported = now;
+                if fleet.unplaced > 0 {
+                    tracing::warn!("{}: {} series on no known node", endpoint.describe(), fleet.unplaced);
+                }
+                ((FeedState::Live, coverage), interval)
+            }
+            Err(problem) => {
+                let wait = retry;
+                retry = (retry * 2).min(RETRY_MAX);
+                let asked_again = format!("; asked again in {}", age(wait.as_secs() as i64));
+                let problem = match problem {
+                    FeedProblem::Forbidden(why) => FeedProblem::Forbidden(why + &asked_again),
+                    FeedProblem::Error(why) => FeedProblem::Error(why + &asked_again),
+                    other => other,
+                };
+                let coverage = last.as_ref().map_or(Coverage::default(), |(_, c)| *c);
+                ((FeedState::Unavailable(problem), coverage), wait)
+            }
+        };
+        // Said only when it changes: each change costs a large fleet an analysis.
+        if last.as_ref().map(|(s, _)| s) != Some(&state.0) {
+            events.push(ModelEvent::Feed { feed, state: state.0.clone() });
+        }
+        if last.as_ref().map(|(_, c)| c) != Some(&state.1) && state.0 == FeedState::Live {
+            events.push(ModelEvent::Coverage { feed, coverage: state.1 });
+        }
+        last = Some(state);
+        if !events.is_empty() && tx.send(events).await.is_err() {
             return;
         }
-        let mut reported: BTreeSet<Sym> = BTreeSet::new();
-        let via = Sym::new(&endpoint.describe());
-        let mut retry = RETRY_FIRST;
-        let mut last: Option<(FeedState, Coverage)> = None;
-        loop {
-            // Series are placed on the nodes and exporter pods kgpu knows:
-            // not before the nodes and pods have listed.
-            let listing =
-                |f: Feed| matches!(snapshots.borrow().feed(f).map(|s| &s.state), None | Some(FeedState::Syncing));
-            if listing(Feed::Nodes) || listing(Feed::Pods) {
-                tokio::time::sleep(Duration::from_millis(200)).await;
-                continue;
-            }
-            let at = crate::clock::wall_clock();
-            let places = Places::of(&snapshots.borrow());
-            let mut events = Vec::new();
-            let (state, wait) = match ask(&client, &endpoint).await.and_then(|text| {
-                parse(&text, &places, at).map_err(|why| FeedProblem::Error(format!("{}: {why}", endpoint.describe())))
-            }) {
-                Ok(fleet) => {
-                    retry = RETRY_FIRST;
-                    let now: BTreeSet<Sym> = fleet.usage.iter().map(|u| u.node).collect();
-                    for gone in reported.difference(&now) {
-                        events.push(ModelEvent::Delete(ObjectKey::Usage(UsageSource::DcgmExporter, *gone)));
-                    }
-                    let coverage = Coverage {
-                        reporters: u32::try_from(now.len()).unwrap_or(u32::MAX),
-                        read: u32::try_from(now.len()).unwrap_or(u32::MAX),
-                        oldest_reading: Some(at),
-                        budget: None,
-                        via: Some(via),
-                    };
-                    events.extend(fleet.usage.into_iter().map(|u| ModelEvent::Upsert(Object::Usage(u))));
-                    reported = now;
-                    if fleet.unplaced > 0 {
-                        tracing::warn!("{}: {} series on no known node", endpoint.describe(), fleet.unplaced);
-                    }
-                    ((FeedState::Live, coverage), interval)
-                }
-                Err(problem) => {
-                    let wait = retry;
-                    retry = (retry * 2).min(RETRY_MAX);
-                    let asked_again = format!("; asked again in {}", age(wait.as_secs() as i64));
-                    let problem = match problem {
-                        FeedProblem::Forbidden(why) => FeedProblem::Forbidden(why + &asked_again),
-                        FeedProblem::Error(why) => FeedProblem::Error(why + &asked_again),
-                        other => other,
-                    };
-                    let coverage = last.as_ref().map_or(Coverage::default(), |(_, c)| *c);
-                    ((FeedState::Unavailable(problem), coverage), wait)
-                }
-            };
-            // Said only when it changes: each change costs a large fleet an analysis.
-            if last.as_ref().map(|(s, _)| s) != Some(&state.0) {
-                events.push(ModelEvent::Feed { feed, state: state.0.clone() });
-            }
-            if last.as_ref().map(|(_, c)| c) != Some(&state.1) && state.0 == FeedState::Live {
-                events.push(ModelEvent::Coverage { feed, coverage: state.1 });
-            }
-            last = Some(state);
-            if !events.is_empty() && tx.send(events).await.is_err() {
-                return;
-            }
-            tokio::time::sleep(wait).await;
-        }
+        tokio::time::sleep(wait).await;
     }
 }
 

@@ -78,8 +78,8 @@ fn refused(index: &Index<'_>) -> Vec<PendingItem> {
     let mut newest: BTreeMap<(Sym, Sym, String), (&Pod, &Node, usize)> = BTreeMap::new();
     for node in index.nodes().filter(|n| n.readiness == Readiness::Ready) {
         for pod in index.failed_on(node.name).iter().copied() {
-            let Some(reason) = pod.reason.filter(|r| refused_at_admission(r.as_str())) else { continue };
-            if !pod.wants_gpu() || index.now - pod.transitioned > REFUSALS_WINDOW || reason.as_str().is_empty() {
+            let refused = pod.reason.is_some_and(|r| refused_at_admission(r.as_str()));
+            if !refused || !pod.wants_gpu() || index.now - pod.transitioned > REFUSALS_WINDOW {
                 continue;
             }
             let key = match &pod.owner {
@@ -93,19 +93,21 @@ fn refused(index: &Index<'_>) -> Vec<PendingItem> {
             }
         }
     }
+    if newest.is_empty() {
+        return Vec::new();
+    }
+    // Served after all: a pod of the same controller runs, or waits to be
+    // placed (then the ordinary chain speaks for it). One walk for all.
+    let running = index.nodes().flat_map(|n| index.pods_on(n.name).iter()).filter(|p| p.phase == PodPhase::Running);
+    let served: std::collections::HashSet<(Sym, Sym, String)> = index
+        .pending_pods()
+        .iter()
+        .chain(running)
+        .filter_map(|p| p.owner.as_ref().map(|o| (p.namespace, o.kind, o.name.to_string())))
+        .collect();
     newest
         .into_iter()
-        .filter(|((ns, kind, name), _)| {
-            // Served after all: a pod of the same controller runs, or waits
-            // to be placed (then the ordinary chain speaks for it).
-            let running =
-                index.nodes().flat_map(|n| index.pods_on(n.name).iter()).filter(|p| p.phase == PodPhase::Running);
-            let mut served = index.pending_pods().iter().chain(running);
-            kind.as_str() == "Pod"
-                || !served.any(|p| {
-                    p.namespace == *ns && p.owner.as_ref().is_some_and(|o| o.kind == *kind && o.name.as_str() == name)
-                })
-        })
+        .filter(|(key, _)| key.1.as_str() == "Pod" || !served.contains(key))
         .filter_map(|(_, (pod, node, count))| {
             let reason = pod.reason?;
             Some(item(index, pod, node.name, &NodeTrouble::Refused(node, reason, count)))
@@ -215,7 +217,7 @@ fn refusal(index: &Index<'_>, pod: &Pod, node: &Node, reason: Sym, count: usize)
         format!("cordon {} (kubectl cordon {}) so the next replacement lands elsewhere", node.name, node.name)
     };
     let unblock = vec![format!(
-        "{stop}; then read why its device plugin refuses (its pod's log), restart it or the node, and uncordon it once a GPU pod runs there"
+        "{stop}; then read why its device plugin refuses (its pod's log), restart it or the node, then uncordon it and watch that the next GPU pod sent there starts"
     )];
     (summary, vec![format!("the kubelet says {reason}{said}"), again], unblock)
 }
