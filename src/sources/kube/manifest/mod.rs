@@ -367,6 +367,11 @@ pub fn manifests(snap: &Snapshot, life: &Life, scenario: &str) -> Vec<Value> {
             GangKind::VolcanoPodGroup => podgroup_json(g, scenario),
         });
     }
+    // A faulty node's KWOK stages before any pod: KWOK picks a pod's stage
+    // when it sees the pod, and a pod placed before the stage existed was
+    // started as on a healthy node (seen on the lab: the black hole ran its
+    // first pod).
+    out.extend(pods::fault_stages(life, scenario));
     let all: Vec<&crate::model::Pod> = snap.pods.values().map(|p| &**p).collect();
     // Bound pods first: the scheduler must see the capacity they hold
     // before it tries to place the pending ones. Then the controllers that
@@ -374,7 +379,6 @@ pub fn manifests(snap: &Snapshot, life: &Life, scenario: &str) -> Vec<Value> {
     out.extend(all.iter().filter(|p| p.node.is_some()).filter_map(|p| pods::pod_json(p, &index, life, scenario)));
     out.extend(all.iter().filter(|p| p.node.is_none()).filter_map(|p| pods::pod_json(p, &index, life, scenario)));
     out.extend(pods::controllers_json(&all, &index, life, scenario));
-    out.extend(pods::fault_stages(life, scenario));
     out
 }
 
