@@ -88,6 +88,65 @@ async fn a_watch_follows_changes_and_a_compaction_answers_410_gone() {
 /// watch: every object once, in the server's order, then the changes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_source_lists_pages_ahead_in_order_then_follows_the_watch() {
+    lists_in_order_then_follows_the_watch(kgpu::model::Listing::Pages { refused: None }).await;
+}
+
+/// The same, with the whole collection streamed over one watch (WatchList).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_source_streams_the_list_in_order_then_follows_the_watch() {
+    lists_in_order_then_follows_the_watch(kgpu::model::Listing::Stream).await;
+}
+
+/// Where the server streams lists the source takes each collection from one
+/// watch and says so; where it refuses (422, as 1.33's API server does), it
+/// lists by pages from then on and says why, in the text and the JSON; where
+/// it answers otherwise (429 from a watch cache still filling), it lists by
+/// pages this time without calling it a refusal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_refuses_to_stream_is_listed_by_pages_and_the_feed_says_why() {
+    use kgpu::model::{Feed, Listing};
+    for server in ["busy", "streams", "refuses"] {
+        let (fleet, _dir, target) = serve(6, 1_234).await;
+        match server {
+            "refuses" => fleet.refuse_streams(),
+            "busy" => fleet.busy_streams(),
+            _ => {}
+        }
+        let (snap, now) = kgpu::runtime::load::kube(&target, &Default::default()).await.unwrap();
+        assert_eq!((snap.nodes.len(), snap.pods.len()), (6, 1_234), "{server}");
+        let (pages, streams) = fleet.served();
+        let listed = snap.feed(Feed::Pods).and_then(|f| f.listed.clone());
+        let health = kgpu::view_model::feeds::health(&snap, now);
+        let pages_lines = kgpu::view_model::feeds::pages_lines(&health);
+        let pods = health.iter().find(|h| h.feed == Feed::Pods).unwrap();
+        match server {
+            "streams" => {
+                assert_eq!((pages, streams), (0, 2), "nodes and pods each streamed once, no page");
+                assert_eq!(listed, Some(Listing::Stream));
+                assert_eq!(pods.listed_by(), Some(("stream", None)));
+                assert!(pages_lines.is_empty(), "{pages_lines:?}");
+            }
+            "refuses" => {
+                assert_eq!((pages, streams), (4, 0), "three pages of pods, one of nodes, no stream");
+                let Some(Listing::Pages { refused: Some(why) }) = listed else { panic!("{listed:?}") };
+                assert!(why.starts_with("HTTP 422: ") && why.contains("WatchList feature gate"), "{why}");
+                assert_eq!(pods.listed_by().map(|(by, _)| by), Some("pages"));
+                // One line for every feed the server refused alike.
+                assert_eq!(pages_lines.len(), 1, "{pages_lines:?}");
+                assert!(pages_lines[0].starts_with("feeds nodes, pods, events"), "{}", pages_lines[0]);
+                assert!(pages_lines[0].contains("listed by pages (the API server refused a streamed list: HTTP 422"));
+            }
+            _ => {
+                assert_eq!((pages, streams), (4, 0), "pages this time");
+                assert_eq!(listed, Some(Listing::Pages { refused: None }));
+                assert_eq!(pods.listed_by(), Some(("pages", None)));
+                assert!(pages_lines.is_empty(), "not a refusal: {pages_lines:?}");
+            }
+        }
+    }
+}
+
+async fn lists_in_order_then_follows_the_watch(listing: kgpu::model::Listing) {
     use kgpu::model::{Feed, ModelEvent, Object, ObjectKey};
     let (fleet, _dir, target) = serve(6, 2_345).await;
     let (client, _) = connect(&target).await.unwrap();
@@ -113,7 +172,9 @@ async fn the_source_lists_pages_ahead_in_order_then_follows_the_watch() {
             name: String::new(),
         })));
     let (clients, _) = kgpu::sources::kube::client::connect_clients(&target, Default::default()).await.unwrap();
-    let _tasks = kgpu::sources::kube::watch::spawn_all(clients, Default::default(), tx, nothing);
+    let pages = matches!(listing, kgpu::model::Listing::Pages { .. });
+    let scope = kgpu::sources::kube::watch::Scope { pages, ..Default::default() };
+    let _tasks = kgpu::sources::kube::watch::spawn_all(clients, scope, tx, nothing);
     let pod_name = |o: &Object| match o {
         Object::Pod(p) => p.name.to_string(),
         other => panic!("not a pod: {other:?}"),
@@ -126,10 +187,12 @@ async fn the_source_lists_pages_ahead_in_order_then_follows_the_watch() {
             break objects;
         }
     };
-    assert_eq!(listed.iter().map(pod_name).collect::<Vec<_>>(), expected, "five pages, in order, each once");
+    assert_eq!(listed.iter().map(pod_name).collect::<Vec<_>>(), expected, "every pod, in order, each once");
 
+    // Pod 7's Job ends, and a new Job's pod (a fresh name) takes its place.
     fleet.churn_pod(7);
     fleet.churn_pod(7);
+    let replacement = expected[7].replacen("-7-", "-r1-7-", 1);
     // A deadline for the whole wait: other feeds' events keep arriving, so a
     // per-receive timeout alone could wait forever for changes that never come.
     let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(60);
@@ -142,14 +205,16 @@ async fn the_source_lists_pages_ahead_in_order_then_follows_the_watch() {
                 ModelEvent::Upsert(o @ Object::Pod(_)) => seen.push(format!("upsert {}", pod_name(&o))),
                 // On a slow machine the watch can start after the server's
                 // short history window and list again (410 Gone, as the real
-                // server does after a compaction): the new list holds the pod.
+                // server does after a compaction): the new list holds the
+                // replacement and not the pod it replaced.
                 ModelEvent::Resync { feed: Feed::Pods, objects } => {
-                    assert!(objects.iter().any(|o| pod_name(o) == expected[7]), "the re-list holds the churned pod");
-                    seen = vec![format!("delete {}", expected[7]), format!("upsert {}", expected[7])];
+                    assert!(objects.iter().any(|o| pod_name(o) == replacement), "the re-list holds the replacement");
+                    assert!(!objects.iter().any(|o| pod_name(o) == expected[7]), "and not the pod it replaced");
+                    seen = vec![format!("delete {}", expected[7]), format!("upsert {replacement}")];
                 }
                 _ => {}
             }
         }
     }
-    assert_eq!(seen, [format!("delete {}", expected[7]), format!("upsert {}", expected[7])]);
+    assert_eq!(seen, [format!("delete {}", expected[7]), format!("upsert {replacement}")]);
 }

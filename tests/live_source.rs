@@ -114,6 +114,13 @@ async fn objects_updates_and_deletes_propagate() {
     assert!(row["issues"].to_string().contains("cordoned"));
     assert!(doc["gangs"].as_array().unwrap().iter().any(|g| g["name"] == "pg-1" && g["kind"] == "PodGroup"));
     assert_eq!(doc["feeds"]["kueue workloads"]["state"], "live");
+    // The real API server streams every collection (WatchList), the custom
+    // resources' too: no feed fell back to pages.
+    for feed in ["nodes", "pods", "events", "namespaces", "kueue workloads", "volcano podgroups"] {
+        assert_eq!(doc["feeds"][feed]["listedBy"], "stream", "{feed}: {}", doc["feeds"][feed]);
+        assert!(doc["feeds"][feed].get("streamRefused").is_none(), "{feed}");
+    }
+    assert_eq!(snapshots.borrow().feed(Feed::Pods).and_then(|f| f.listed.clone()), Some(kgpu::model::Listing::Stream));
 }
 
 #[tokio::test]
@@ -418,7 +425,7 @@ async fn the_palette_switches_namespace_and_context_live() {
         ..Default::default()
     };
     let target = kgpu::sources::kube::client::Target { kubeconfig: Some(kubeconfig), context: None };
-    let from = kgpu::runtime::source::Source::Kube { target, scope };
+    let from = kgpu::runtime::source::Source::Kube { target, scope: Box::new(scope) };
     let paths = kgpu::config::Paths { config_dir: None, data_dir: Some(dir.path().to_path_buf()) };
     let cockpit = kgpu::runtime::tui::Cockpit::start(&from, paths, "dark", false, true).await.unwrap();
     let (keys, input) = futures::channel::mpsc::unbounded::<std::io::Result<Event>>();

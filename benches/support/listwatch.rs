@@ -13,8 +13,13 @@
 //!   few seconds, ended after S; a resourceVersion older than the window gets
 //!   an `ERROR` event with a 410 Status, and a watcher too slow to keep up is
 //!   cut off (it resumes from its last resourceVersion, or lists again).
-//! - Custom resources answer 404, as in a cluster without Kueue, Volcano or
-//!   the GPU Operator; a LIST with a label selector (the agent and
+//! - `?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan`
+//!   (KEP-3157 WatchList, as 1.34+ serves it): every current object as an
+//!   ADDED line, then a BOOKMARK annotated `k8s.io/initial-events-end` with
+//!   the state's resourceVersion, then the watch. `Fleet::refuse_streams`
+//!   answers it 422 instead, as 1.33 and servers before 1.32 do.
+//! - Events, namespaces and storage are empty; custom resources answer 404,
+//!   as in a cluster without Kueue, Volcano or the GPU Operator; a LIST with a label selector (the agent and
 //!   dcgm-exporter discovery) answers an empty list.
 //!
 //! Pages are served from the current objects with the list's
@@ -37,6 +42,7 @@ use axum::body::{Body, Bytes};
 use axum::extract::{Query, State};
 use axum::http::{StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
+use futures::StreamExt;
 use tokio::sync::broadcast;
 
 const REQUIRE: &str = include_str!("../../tests/fixtures/compat/nvidia-require-cuda-12.4.1.env");
@@ -66,6 +72,9 @@ struct Objects {
     /// The nodes the pods were spread over (nodes joining later stay empty).
     initial_nodes: usize,
     pods: usize,
+    /// Per node: left the fleet, and how many times GFD labelled it again.
+    node_gone: Vec<bool>,
+    node_relabelled: Vec<u32>,
     /// Per pod: deleted (churn), and its generation (bumps its uid).
     pod_gone: Vec<bool>,
     pod_generation: Vec<u32>,
@@ -75,8 +84,28 @@ struct Objects {
     oldest: u64,
 }
 
+impl Objects {
+    fn gone(&self, kind: Kind, i: usize) -> bool {
+        match kind {
+            Kind::Node => self.node_gone[i],
+            Kind::Pod => self.pod_gone[i],
+        }
+    }
+}
+
+/// What a replacement adds to its Job's name (none for the first).
+fn fresh(generation: u32) -> String {
+    if generation == 0 { String::new() } else { format!("-r{generation}") }
+}
+
 pub struct Fleet {
     objects: Mutex<Objects>,
+    /// Streamed lists refused (422), as a server without WatchList.
+    refuses_streams: std::sync::atomic::AtomicBool,
+    /// Streamed lists answered 429, as a watch cache still filling.
+    busy_streams: std::sync::atomic::AtomicBool,
+    /// Requests served, by what they asked: (pages of lists, streamed lists).
+    served: Mutex<(usize, usize)>,
     changes: broadcast::Sender<Change>,
     node_labels: String,
     require: String,
@@ -99,6 +128,8 @@ impl Fleet {
                 nodes,
                 initial_nodes: nodes,
                 pods,
+                node_gone: vec![false; nodes],
+                node_relabelled: vec![0; nodes],
                 pod_gone: vec![false; pods],
                 pod_generation: vec![0; pods],
                 rv: 1,
@@ -106,16 +137,35 @@ impl Fleet {
                 oldest: 1,
             }),
             changes,
+            refuses_streams: Default::default(),
+            busy_streams: Default::default(),
+            served: Default::default(),
             node_labels: format!("{{{}", node_labels),
             require: serde_json::Value::from(require).to_string(),
         })
+    }
+
+    /// From now on, answer a streamed list 422 as 1.33's API server does.
+    pub fn refuse_streams(&self) {
+        self.refuses_streams.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// From now on, answer a streamed list 429 as an API server whose watch
+    /// cache is still filling after a restart does (a list is served).
+    pub fn busy_streams(&self) {
+        self.busy_streams.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Pages of lists and streamed lists served so far (nodes and pods).
+    pub fn served(&self) -> (usize, usize) {
+        *self.served.lock().unwrap()
     }
 
     /// Nodes, and the GPUs the pods present hold.
     pub fn counts(&self) -> (usize, usize) {
         let o = self.objects.lock().unwrap();
         let used = (0..o.pods).filter(|&i| !o.pod_gone[i] && placement(i, o.pods, o.initial_nodes).1).count();
-        (o.nodes, used)
+        (o.node_gone.iter().filter(|gone| !**gone).count(), used)
     }
 
     /// A CPU-only pod beside the GPU pods (a data loader of the same team).
@@ -124,7 +174,7 @@ impl Fleet {
         let created = rfc3339(1_796_000_000 + i as i64 % 3_600 + i64::from(generation));
         format!(
             concat!(
-                r#"{{"kind":"Pod","apiVersion":"v1","metadata":{{"name":"loader-{i:07}-5f7d9","namespace":"{ns}","uid":"00000000-0000-4000-a{g:03}-{i:012}","#,
+                r#"{{"kind":"Pod","apiVersion":"v1","metadata":{{"name":"loader-{i:07}{fresh}-5f7d9","namespace":"{ns}","uid":"00000000-0000-4000-a{g:03}-{i:012}","#,
                 r#""resourceVersion":"{rv}","creationTimestamp":"{created}","labels":{{"app":"loader"}}}},"#,
                 r#""spec":{{"nodeName":"gpu-node-{node:05}","schedulerName":"default-scheduler","restartPolicy":"Always","#,
                 r#""tolerations":[{{"key":"nvidia.com/gpu","operator":"Exists","effect":"NoSchedule"}}],"#,
@@ -132,6 +182,7 @@ impl Fleet {
                 r#""status":{{"phase":"Running","qosClass":"Burstable","startTime":"{created}","conditions":[{{"type":"Ready","status":"True"}}]}}}}"#
             ),
             i = i,
+            fresh = fresh(generation),
             ns = ns,
             g = generation % 1000,
             rv = rv,
@@ -140,7 +191,7 @@ impl Fleet {
         )
     }
 
-    fn node_json(&self, i: usize, rv: u64) -> String {
+    fn node_json(&self, i: usize, o: &Objects, rv: u64) -> String {
         let name = format!("gpu-node-{i:05}");
         let created = 1_796_000_000 - 86_400;
         format!(
@@ -159,7 +210,7 @@ impl Fleet {
             rv = rv,
             created = rfc3339(created),
             labels = self.node_labels,
-            labelled = gfd_timestamp(i),
+            labelled = gfd_timestamp(i) + 60 * u64::from(o.node_relabelled[i]),
         )
     }
 
@@ -177,11 +228,11 @@ impl Fleet {
         let _ = write!(
             s,
             concat!(
-                r#"{{"kind":"Pod","apiVersion":"v1","metadata":{{"name":"train-{job:06}-{rank}-x7k2q","namespace":"{ns}","uid":"00000000-0000-4000-9{g:03}-{i:012}","#,
+                r#"{{"kind":"Pod","apiVersion":"v1","metadata":{{"name":"train-{job:06}{fresh}-{rank}-x7k2q","namespace":"{ns}","uid":"00000000-0000-4000-9{g:03}-{i:012}","#,
                 r#""resourceVersion":"{rv}","creationTimestamp":"{created}","#,
                 // Map keys in order, as the API server (Go's encoding/json) writes them.
-                r#""labels":{{"batch.kubernetes.io/controller-uid":"7d1c7a3e-0000-4000-8000-{job:012}","batch.kubernetes.io/job-name":"train-{job:06}","job-name":"train-{job:06}","kueue.x-k8s.io/queue-name":"research"}},"#,
-                r#""ownerReferences":[{{"apiVersion":"batch/v1","kind":"Job","name":"train-{job:06}","uid":"7d1c7a3e-0000-4000-8000-{job:012}","controller":true,"blockOwnerDeletion":true}}]}},"#,
+                r#""labels":{{"batch.kubernetes.io/controller-uid":"7d1c7a3e-0000-4000-8{g:03}-{job:012}","batch.kubernetes.io/job-name":"train-{job:06}{fresh}","job-name":"train-{job:06}{fresh}","kueue.x-k8s.io/queue-name":"research"}},"#,
+                r#""ownerReferences":[{{"apiVersion":"batch/v1","kind":"Job","name":"train-{job:06}{fresh}","uid":"7d1c7a3e-0000-4000-8{g:03}-{job:012}","controller":true,"blockOwnerDeletion":true}}]}},"#,
                 r#""spec":{{"nodeName":"{node}","schedulerName":"default-scheduler","priority":0,"restartPolicy":"Never","terminationGracePeriodSeconds":30,"serviceAccountName":"default","#,
                 r#""tolerations":[{{"key":"nvidia.com/gpu","operator":"Exists","effect":"NoSchedule"}},{{"key":"node.kubernetes.io/not-ready","operator":"Exists","effect":"NoExecute","tolerationSeconds":300}},{{"key":"node.kubernetes.io/unreachable","operator":"Exists","effect":"NoExecute","tolerationSeconds":300}}],"#,
                 r#""containers":[{{"name":"main","image":"nvcr.io/nvidia/pytorch:24.03-py3","command":["torchrun","--nproc-per-node=1","train.py"],"#,
@@ -193,6 +244,8 @@ impl Fleet {
                 r#""containerStatuses":[{{"name":"main","ready":true,"started":true,"restartCount":0,"image":"nvcr.io/nvidia/pytorch:24.03-py3","imageID":"","containerID":"containerd://{i:064}","state":{{"running":{{"startedAt":"{created}"}}}}}}]}}}}"#
             ),
             job = job,
+            // A replacement is a new Job: its name and uid are new.
+            fresh = fresh(generation),
             rank = i % 8,
             ns = ns,
             g = generation % 1000,
@@ -207,7 +260,7 @@ impl Fleet {
 
     fn object_json(&self, kind: Kind, i: usize, o: &Objects, rv: u64) -> String {
         match kind {
-            Kind::Node => self.node_json(i, rv),
+            Kind::Node => self.node_json(i, o, rv),
             Kind::Pod => self.pod_json(i, o, rv),
         }
     }
@@ -247,9 +300,30 @@ impl Fleet {
     pub fn add_node(&self) -> usize {
         let mut o = self.objects.lock().unwrap();
         o.nodes += 1;
+        o.node_gone.push(false);
+        o.node_relabelled.push(0);
         let i = o.nodes - 1;
         self.record(&mut o, Kind::Node, "ADDED", i);
         o.nodes
+    }
+
+    /// Node `i` leaves the fleet (one that joined later holds no pods).
+    pub fn remove_node(&self, i: usize) {
+        let mut o = self.objects.lock().unwrap();
+        if i < o.nodes && !o.node_gone[i] {
+            self.record(&mut o, Kind::Node, "DELETED", i);
+            o.node_gone[i] = true;
+        }
+    }
+
+    /// GFD labels node `i` again: its `gfd.timestamp` moves on a minute.
+    pub fn relabel_node(&self, i: usize) {
+        let mut o = self.objects.lock().unwrap();
+        let i = i % o.nodes.max(1);
+        if !o.node_gone[i] {
+            o.node_relabelled[i] += 1;
+            self.record(&mut o, Kind::Node, "MODIFIED", i);
+        }
     }
 
     /// Forgets every change so far: a watch or continue from before now is
@@ -261,6 +335,7 @@ impl Fleet {
     }
 
     fn list(&self, kind: Kind, limit: usize, cont: Option<&str>) -> Response {
+        self.served.lock().unwrap().0 += 1;
         let o = self.objects.lock().unwrap();
         let (list_rv, from) = match cont.map(parse_continue) {
             None => (o.rv, 0),
@@ -283,7 +358,7 @@ impl Fleet {
         let mut i = from;
         let mut n = 0;
         while i < total && n < limit {
-            if !(kind == Kind::Pod && o.pod_gone[i]) {
+            if !o.gone(kind, i) {
                 if n > 0 {
                     items.push(',');
                 }
@@ -299,17 +374,22 @@ impl Fleet {
         ([(header::CONTENT_TYPE, "application/json")], body).into_response()
     }
 
-    fn watch(self: &Arc<Fleet>, kind: Kind, from: u64, timeout: Duration) -> Response {
+    fn watch(self: &Arc<Fleet>, kind: Kind, from: u64, timeout: Duration, initial: bool) -> Response {
         // Subscribe before reading the log, so nothing falls between them.
         let mut live = self.changes.subscribe();
-        let (backlog, too_old) = {
+        let (backlog, too_old, from) = {
             let o = self.objects.lock().unwrap();
+            // A streamed list starts from the state as of now.
+            let from = if initial { o.rv } else { from };
             if from < o.oldest {
-                (Vec::new(), true)
+                (Vec::new(), true, from)
             } else {
-                (o.log.iter().filter(|c| c.rv > from && c.kind == kind).map(|c| c.line.clone()).collect(), false)
+                (o.log.iter().filter(|c| c.rv > from && c.kind == kind).map(|c| c.line.clone()).collect(), false, from)
             }
         };
+        if initial {
+            self.served.lock().unwrap().1 += 1;
+        }
         let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, Infallible>>(64);
         let fleet = self.clone();
         tokio::spawn(async move {
@@ -319,6 +399,9 @@ impl Fleet {
                     "\n"
                 );
                 let _ = tx.send(Ok(Bytes::from(line))).await;
+                return;
+            }
+            if initial && !fleet.send_initial_events(kind, from, &tx).await {
                 return;
             }
             let mut last = from;
@@ -367,6 +450,54 @@ impl Fleet {
     }
 }
 
+impl Fleet {
+    /// Every object of `kind` as an ADDED line, a page's worth per lock (as
+    /// with pages, a change meanwhile may show early and be replayed by the
+    /// watch), then the bookmark that ends the initial state at `rv`. False
+    /// when the client went away.
+    async fn send_initial_events(
+        &self,
+        kind: Kind,
+        rv: u64,
+        tx: &tokio::sync::mpsc::Sender<Result<Bytes, Infallible>>,
+    ) -> bool {
+        const CHUNK: usize = 500;
+        let mut i = 0;
+        loop {
+            let chunk = {
+                let o = self.objects.lock().unwrap();
+                let total = match kind {
+                    Kind::Node => o.nodes,
+                    Kind::Pod => o.pods,
+                };
+                if i >= total {
+                    break;
+                }
+                let mut chunk = String::with_capacity(CHUNK * 3_300);
+                for j in i..(i + CHUNK).min(total) {
+                    if !o.gone(kind, j) {
+                        let _ = writeln!(chunk, r#"{{"type":"ADDED","object":{}}}"#, self.object_json(kind, j, &o, rv));
+                    }
+                }
+                i += CHUNK;
+                chunk
+            };
+            if tx.send(Ok(Bytes::from(chunk))).await.is_err() {
+                return false;
+            }
+        }
+        tx.send(Ok(Bytes::from(initial_events_end(kind_name(kind), rv)))).await.is_ok()
+    }
+}
+
+/// The bookmark that ends a streamed list's initial state at `rv`.
+fn initial_events_end(kind: &str, rv: u64) -> String {
+    format!(
+        r#"{{"type":"BOOKMARK","object":{{"kind":"{kind}","apiVersion":"v1","metadata":{{"resourceVersion":"{rv}","annotations":{{"k8s.io/initial-events-end":"true"}}}}}}}}{}"#,
+        "\n"
+    )
+}
+
 fn tokio_stream_from(
     mut rx: tokio::sync::mpsc::Receiver<Result<Bytes, Infallible>>,
 ) -> impl futures::Stream<Item = Result<Bytes, Infallible>> {
@@ -412,7 +543,8 @@ fn rfc3339(unix: i64) -> String {
 
 fn status(code: StatusCode, reason: &str, message: &str) -> Response {
     let body = format!(
-        r#"{{"kind":"Status","apiVersion":"v1","metadata":{{}},"status":"Failure","message":"{message}","reason":"{reason}","code":{}}}"#,
+        r#"{{"kind":"Status","apiVersion":"v1","metadata":{{}},"status":"Failure","message":{},"reason":"{reason}","code":{}}}"#,
+        serde_json::Value::from(message),
         code.as_u16()
     );
     (code, [(header::CONTENT_TYPE, "application/json")], body).into_response()
@@ -432,13 +564,20 @@ struct Params {
     resource_version: Option<String>,
     timeout_seconds: Option<u64>,
     label_selector: Option<String>,
+    send_initial_events: Option<String>,
 }
 
 async fn serve_path(State(fleet): State<Arc<Fleet>>, uri: Uri, Query(p): Query<Params>) -> Response {
     let kind = match uri.path() {
         "/api/v1/nodes" => Some(Kind::Node),
         "/api/v1/pods" => Some(Kind::Pod),
-        "/api/v1/events" => None,
+        // Kinds every cluster serves, empty here: a feed answered 404 for
+        // them would reconnect for ever and a one-shot wait its full minute.
+        "/api/v1/events"
+        | "/api/v1/namespaces"
+        | "/api/v1/persistentvolumeclaims"
+        | "/api/v1/persistentvolumes"
+        | "/apis/storage.k8s.io/v1/storageclasses" => None,
         // The agent and dcgm-exporter discovery lists pods by label in a namespace.
         path if path.starts_with("/api/v1/namespaces/") && path.ends_with("/pods") => None,
         "/version" => {
@@ -451,13 +590,29 @@ async fn serve_path(State(fleet): State<Arc<Fleet>>, uri: Uri, Query(p): Query<P
         _ => return status(StatusCode::NOT_FOUND, "NotFound", "the server could not find the requested resource"),
     };
     let watching = p.watch.as_deref().is_some_and(|w| w == "true" || w == "1");
+    let initial = watching && p.send_initial_events.as_deref() == Some("true");
+    if initial && fleet.refuses_streams.load(std::sync::atomic::Ordering::Relaxed) {
+        // kube-apiserver 1.33's words (the WatchList gate off by default).
+        return status(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "Invalid",
+            "ListOptions.meta.k8s.io \"\" is invalid: sendInitialEvents: Forbidden: sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled",
+        );
+    }
+    if initial && fleet.busy_streams.load(std::sync::atomic::Ordering::Relaxed) {
+        return status(StatusCode::TOO_MANY_REQUESTS, "TooManyRequests", "storage is (re)initializing");
+    }
     let Some(kind) = kind.filter(|_| p.label_selector.is_none()) else {
         // Events, and the label-selected discovery lists: nothing here.
         if watching {
-            let body = Body::from_stream(futures::stream::once(async move {
-                tokio::time::sleep(Duration::from_secs(p.timeout_seconds.unwrap_or(300))).await;
-                Ok::<_, Infallible>(Bytes::new())
-            }));
+            let rv = fleet.objects.lock().unwrap().rv;
+            let end = initial.then(|| Bytes::from(initial_events_end("Status", rv)));
+            let body = Body::from_stream(futures::stream::iter(end.map(Ok::<_, Infallible>)).chain(
+                futures::stream::once(async move {
+                    tokio::time::sleep(Duration::from_secs(p.timeout_seconds.unwrap_or(300))).await;
+                    Ok::<_, Infallible>(Bytes::new())
+                }),
+            ));
             return ([(header::CONTENT_TYPE, "application/json")], body).into_response();
         }
         let rv = fleet.objects.lock().unwrap().rv;
@@ -469,7 +624,7 @@ async fn serve_path(State(fleet): State<Arc<Fleet>>, uri: Uri, Query(p): Query<P
     };
     if watching {
         let from = p.resource_version.as_deref().and_then(|r| r.parse().ok()).unwrap_or(0);
-        fleet.watch(kind, from, Duration::from_secs(p.timeout_seconds.unwrap_or(300)))
+        fleet.watch(kind, from, Duration::from_secs(p.timeout_seconds.unwrap_or(300)), initial)
     } else {
         fleet.list(kind, p.limit.unwrap_or(0), p.cont.as_deref())
     }

@@ -106,7 +106,7 @@ pub mod storage {
             snap.storage.insert(o.key(), Arc::new(o));
         }
         for feed in Feed::STORAGE {
-            snap.feeds.insert(feed, FeedStatus { state: FeedState::Live, last_data: Some(snap.clock), coverage: None });
+            snap.feeds.insert(feed, FeedStatus { last_data: Some(snap.clock), ..FeedStatus::new(FeedState::Live) });
         }
         snap
     }

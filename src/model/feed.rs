@@ -129,6 +129,27 @@ pub struct FeedStatus {
     /// A polled feed's reach (the agents, dcgm-exporter): how many
     /// reporters there are and how current their readings are.
     pub coverage: Option<Coverage>,
+    /// How a watched feed took its last full state from the API server.
+    pub listed: Option<Listing>,
+}
+
+impl FeedStatus {
+    /// A feed in `state` that has delivered nothing yet.
+    pub fn new(state: FeedState) -> FeedStatus {
+        FeedStatus { state, last_data: None, coverage: None, listed: None }
+    }
+}
+
+/// How a watched feed reads the whole of its collection (at start, and
+/// again after any error): streamed over a watch where the server offers it
+/// (KEP-3157 WatchList, `sendInitialEvents`), else page by page.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Listing {
+    Stream,
+    /// Pages, and why not a stream: the server's refusal, if it refused one.
+    Pages {
+        refused: Option<String>,
+    },
 }
 
 /// What a polled feed has read of its reporters, within its request budget.

@@ -36,7 +36,7 @@ pub use devices::{AgentStatus, Gpu, GpuHealth, MigInstance, MigMode, NodeDevices
 pub use dra::{ClaimSource, DraKey, DraKind, DraObject, PodClaim, ResourceClaim};
 pub use driver_policy::{DriverPolicy, DriverPolicyKind, DriverTarget, UpgradePolicy};
 pub use event::{ClusterEvent, EventKey, EventType};
-pub use feed::{Coverage, Feed, FeedProblem, FeedState, FeedStatus};
+pub use feed::{Coverage, Feed, FeedProblem, FeedState, FeedStatus, Listing};
 pub use gang::{Admission, AdmissionCheckState, Gang, GangKey, GangKind, PodSet, PodSetAssignment, RequeueState};
 pub use node::{
     GpuLabels, MigStrategy, Node, NodeCondition, NodeSelectorTerm, OperatorLabels, Readiness, Requirement,
@@ -223,6 +223,11 @@ pub enum ModelEvent {
     Coverage {
         feed: Feed,
         coverage: Coverage,
+    },
+    /// How a watched feed listed (sent with its `Resync`).
+    Listed {
+        feed: Feed,
+        by: Listing,
     },
     /// The source's notion of "now".
     Clock(Timestamp),
@@ -428,14 +433,14 @@ impl Cluster {
                 for key in gone {
                     s.usage.remove(&key);
                 }
-                let coverage = s.feeds.get(&feed).and_then(|f| f.coverage);
-                s.feeds.insert(feed, FeedStatus { state: FeedState::Live, last_data: Some(s.clock), coverage });
+                let (coverage, listed) = s.feeds.get(&feed).map_or((None, None), |f| (f.coverage, f.listed.clone()));
+                s.feeds.insert(feed, FeedStatus { state: FeedState::Live, last_data: Some(s.clock), coverage, listed });
                 s.generation += 1;
             }
             ModelEvent::Feed { feed, state } => {
-                let last_data = s.feeds.get(&feed).and_then(|f| f.last_data);
-                let coverage = s.feeds.get(&feed).and_then(|f| f.coverage);
-                let new = FeedStatus { state, last_data, coverage };
+                let (last_data, coverage, listed) =
+                    s.feeds.get(&feed).map_or((None, None, None), |f| (f.last_data, f.coverage, f.listed.clone()));
+                let new = FeedStatus { state, last_data, coverage, listed };
                 if s.feeds.get(&feed) != Some(&new) {
                     s.feeds.insert(feed, new);
                     s.generation += 1;
@@ -446,6 +451,13 @@ impl Cluster {
                     && status.coverage != Some(coverage)
                 {
                     status.coverage = Some(coverage);
+                    s.generation += 1;
+                }
+            }
+            ModelEvent::Listed { feed, by } => {
+                let status = s.feeds.entry(feed).or_insert_with(|| FeedStatus::new(FeedState::Syncing));
+                if status.listed.as_ref() != Some(&by) {
+                    status.listed = Some(by);
                     s.generation += 1;
                 }
             }
@@ -477,8 +489,7 @@ impl Cluster {
         let s = &mut self.state;
         s.generation += 1;
         let clock = s.clock;
-        let status =
-            s.feeds.entry(feed).or_insert(FeedStatus { state: FeedState::Live, last_data: None, coverage: None });
+        let status = s.feeds.entry(feed).or_insert_with(|| FeedStatus::new(FeedState::Live));
         status.last_data = Some(clock);
     }
 

@@ -20,7 +20,7 @@ pub fn mystery(scenario: &str, seed: u64) -> anyhow::Result<(Snapshot, Timestamp
 
 /// A live cluster, once every feed has listed (or is unavailable).
 pub async fn kube(target: &client::Target, scope: &watch::Scope) -> anyhow::Result<(Snapshot, Timestamp)> {
-    loaded(&Source::Kube { target: target.clone(), scope: scope.clone() }).await
+    loaded(&Source::Kube { target: target.clone(), scope: Box::new(scope.clone()) }).await
 }
 
 async fn loaded(from: &Source) -> anyhow::Result<(Snapshot, Timestamp)> {

@@ -38,7 +38,7 @@ pub enum Source {
     },
     Kube {
         target: client::Target,
-        scope: kube_watch::Scope,
+        scope: Box<kube_watch::Scope>,
     },
     /// kubectl dumps.
     File(Vec<PathBuf>),
@@ -72,7 +72,7 @@ impl Source {
             },
             (Source::Kube { target, scope }, SourceSwitch::Namespace(namespace)) => Source::Kube {
                 target: target.clone(),
-                scope: kube_watch::Scope { namespace: namespace.clone(), ..scope.clone() },
+                scope: Box::new(kube_watch::Scope { namespace: namespace.clone(), ..(**scope).clone() }),
             },
             (_, SourceSwitch::Scenario(_)) => return Err(":scenario only works in `kgpu demo`".into()),
             _ => return Err(":ctx and :ns work on a live cluster".into()),
@@ -100,7 +100,7 @@ impl Source {
     pub fn kube(source: &SourceArgs) -> Source {
         Source::Kube {
             target: client::Target { kubeconfig: source.kubeconfig.clone(), context: source.context.clone() },
-            scope: source.scope(),
+            scope: Box::new(source.scope()),
         }
     }
 }

@@ -2,7 +2,7 @@
 //! `kgpu snapshot` text and its JSON read the same states.
 
 use crate::model::time::age;
-use crate::model::{Coverage, Feed, FeedProblem, FeedState, FeedStatus, Snapshot, SourceKind, Timestamp};
+use crate::model::{Coverage, Feed, FeedProblem, FeedState, FeedStatus, Listing, Snapshot, SourceKind, Timestamp};
 
 use super::style::Role;
 
@@ -30,6 +30,8 @@ pub struct FeedHealth {
     pub skipped: Option<(u64, String)>,
     /// A polled feed's reporters and how current their readings are.
     pub coverage: Option<Coverage>,
+    /// How a watched feed took its whole collection from the API server.
+    pub listed: Option<Listing>,
 }
 
 impl FeedHealth {
@@ -74,6 +76,14 @@ impl FeedHealth {
             format!("; budget {b} requests/s through the API server (--api-budget)")
         });
         Some(format!("feed {}: {read}{oldest}{budget}", self.feed.name()))
+    }
+
+    /// `stream` or `pages`, and the server's refusal of a stream if it refused one.
+    pub fn listed_by(&self) -> Option<(&'static str, Option<&str>)> {
+        Some(match self.listed.as_ref()? {
+            Listing::Stream => ("stream", None),
+            Listing::Pages { refused } => ("pages", refused.as_deref()),
+        })
     }
 
     /// The line `snapshot` text and stderr give a feed's skipped objects.
@@ -123,6 +133,7 @@ pub fn health(snap: &Snapshot, now: Timestamp) -> Vec<FeedHealth> {
                 },
                 skipped: snap.skipped.get(f).cloned(),
                 coverage: status.coverage,
+                listed: status.listed.clone(),
             })
         })
         .collect()
@@ -140,6 +151,28 @@ fn data_age(feed: Feed, status: &FeedStatus, now: Timestamp, source: SourceKind)
         FeedState::Reconnecting { since, .. } => *since,
     };
     Some((now - current_at).max(0))
+}
+
+/// The lines `snapshot` text gives the feeds listed by pages because the
+/// server refused to stream them, one per refusal (a server that cannot
+/// stream refuses every feed alike).
+pub fn pages_lines(feeds: &[FeedHealth]) -> Vec<String> {
+    let mut refusals: Vec<(&str, Vec<&str>)> = Vec::new();
+    for h in feeds {
+        if let Some((_, Some(why))) = h.listed_by() {
+            match refusals.iter_mut().find(|(w, _)| *w == why) {
+                Some((_, names)) => names.push(h.feed.name()),
+                None => refusals.push((why, vec![h.feed.name()])),
+            }
+        }
+    }
+    refusals
+        .into_iter()
+        .map(|(why, names)| {
+            let which = if names.len() == 1 { "feed" } else { "feeds" };
+            format!("{which} {}: listed by pages (the API server refused a streamed list: {why})", names.join(", "))
+        })
+        .collect()
 }
 
 /// Feeds that never delivered a complete list (see [`FeedHealth::incomplete`]).

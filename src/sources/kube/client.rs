@@ -272,7 +272,12 @@ async fn answers(client: &Client, info: &ClusterInfo) -> Result<(), ClientError>
 /// [`connect_with`], and a second client for long watches on the same
 /// configuration (one kubeconfig read, one set of credentials).
 pub async fn connect_clients(target: &Target, liveness: Liveness) -> Result<(Clients, ClusterInfo), ClientError> {
-    let (cfg, info) = config(target, liveness).await?;
+    let (mut cfg, info) = config(target, liveness).await?;
+    // kube-rs would retry a 429, 503 or 504 fifteen times, doubling from
+    // 5 ms: a list, a stream or a watch start silent for four minutes while
+    // the feed looks merely slow. The feeds back off themselves (1 s, up to
+    // 30 s) and show the error meanwhile.
+    cfg.default_retry = false;
     let mut watch_cfg = cfg.clone();
     watch_cfg.read_timeout = None;
     let requests = Client::try_from(cfg).map_err(|e| ClientError::Config(e.to_string()))?;

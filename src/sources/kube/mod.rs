@@ -6,4 +6,5 @@ pub mod convert;
 pub mod lean;
 pub mod manifest;
 pub mod pages;
+pub mod stream;
 pub mod watch;

@@ -47,7 +47,7 @@ pub struct Listed {
 }
 
 impl Listed {
-    fn add(&mut self, reads: Vec<Read>) {
+    pub(super) fn add(&mut self, reads: impl IntoIterator<Item = Read>) {
         for read in reads {
             match read {
                 Ok(object) => self.objects.push(object),

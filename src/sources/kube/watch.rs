@@ -1,5 +1,6 @@
-//! One watcher per kind: a paginated initial list (500 per page), then a
-//! long watch (`Liveness::watch_seconds`, 5 minutes: each renewal is a
+//! One watcher per kind: the whole collection, streamed over a watch where
+//! the server offers it (`stream.rs`), else a paginated list (500 per page,
+//! `pages.rs`), then a long watch (`Liveness::watch_seconds`, 5 minutes: each renewal is a
 //! request to the API server); after any error (410 Gone included), a
 //! fresh list with backoff. Each complete list goes out as a `Resync` — the
 //! truth, so deletes missed while away are not lost. A 403 or a missing CRD
@@ -21,13 +22,14 @@ use serde::de::DeserializeOwned;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use crate::model::{Feed, FeedProblem, FeedState, ModelEvent, Object};
+use crate::model::{Feed, FeedProblem, FeedState, Listing, ModelEvent, Object};
 use crate::sources::kinds::{self, Kind};
 
 use super::client::{Clients, Liveness};
 use super::convert;
 use super::lean::{Node as ApiNode, Pod as ApiPod};
 use super::pages::{self, Read};
+use super::stream::{self, Unstreamed};
 
 fn http_code(e: &watcher::Error) -> Option<u16> {
     match e {
@@ -101,7 +103,7 @@ struct Apis<K> {
 async fn run<K, C>(
     apis: Apis<K>,
     d: &'static Kind,
-    (liveness, mut health): (Liveness, HealthRx),
+    (liveness, mut health, mut listing): (Liveness, HealthRx, Listing),
     convert: C,
     tx: mpsc::Sender<Vec<ModelEvent>>,
 ) where
@@ -116,7 +118,7 @@ async fn run<K, C>(
         return;
     }
     loop {
-        let e = match list(&apis.list, d, convert, &tx).await {
+        let e = match list(&apis.list, d, (liveness, &mut listing), convert, &tx).await {
             Err(Stop::Closed) => return,
             Err(Stop::Failed(e)) => e,
             Err(Stop::Silent(_)) => continue,
@@ -190,11 +192,14 @@ enum Stop {
     Silent(i64),
 }
 
-/// Lists the feed and sends it as one `Resync` (the truth: deletes missed
-/// while away are not lost); gives the resourceVersion to watch from.
+/// Lists the feed, `listing` as it can (a stream, else pages: a server that
+/// refuses a stream is listed by pages from then on), and sends it as one
+/// `Resync` (the truth: deletes missed while away are not lost); gives the
+/// resourceVersion to watch from.
 async fn list<K, C>(
     api: &Api<K>,
     d: &'static Kind,
+    (liveness, listing): (Liveness, &mut Listing),
     convert: C,
     tx: &mpsc::Sender<Vec<ModelEvent>>,
 ) -> Result<String, Stop>
@@ -203,17 +208,42 @@ where
     C: Fn(&K) -> Read + Copy + Send + 'static,
 {
     let feed = d.feed;
-    let client = api.clone().into_client();
     let started = std::time::Instant::now();
-    let list = pages::list(&client, api.resource_url(), convert).await.map_err(Stop::Failed)?;
+    let pages = || async {
+        let client = api.clone().into_client();
+        pages::list(&client, api.resource_url(), convert).await.map_err(Stop::Failed)
+    };
+    let (list, used) = loop {
+        match listing {
+            Listing::Stream => match stream::list(api, liveness.watch_seconds(), convert).await {
+                Ok(list) => break (list, Listing::Stream),
+                Err(Unstreamed::Refused(why)) => {
+                    tracing::info!("{}: the API server does not stream lists ({why}); listing by pages", d.resource());
+                    *listing = Listing::Pages { refused: Some(why) };
+                }
+                // The server is busy or failing: a watch cache still filling
+                // after a restart answers 429 where a list is served from
+                // etcd. Pages this time, as client-go's reflector falls
+                // back; a stream again next time. (A 403 or 404 would be
+                // the same for pages.)
+                Err(Unstreamed::Failed(e)) if http_code(&e).is_some_and(|code| code == 429 || code >= 500) => {
+                    tracing::debug!("{}: no stream this time ({}); listing by pages", d.resource(), error_text(&e));
+                    break (pages().await?, Listing::Pages { refused: None });
+                }
+                Err(Unstreamed::Failed(e)) => return Err(Stop::Failed(e)),
+            },
+            Listing::Pages { .. } => break (pages().await?, listing.clone()),
+        }
+    };
     tracing::debug!(
-        "{} listed: {} in {:.0} ms",
+        "{} listed ({used:?}): {} in {:.0} ms",
         d.resource(),
         list.objects.len(),
         started.elapsed().as_secs_f64() * 1e3
     );
     let mut out: Vec<ModelEvent> =
         list.skipped.into_iter().map(|reason| ModelEvent::Skipped { feed, reason }).collect();
+    out.push(ModelEvent::Listed { feed, by: used });
     // The model marks the feed live again with the list.
     out.push(ModelEvent::Resync { feed, objects: list.objects });
     tx.send(out).await.map_err(|_| Stop::Closed)?;
@@ -378,6 +408,9 @@ pub struct Scope {
     /// When a silent watch counts as stalled; the client must be made with
     /// the same (`client::connect_with`).
     pub liveness: Liveness,
+    /// List by pages even where the server would stream (the benchmarks
+    /// measure both); otherwise a stream, and pages where it is refused.
+    pub pages: bool,
 }
 
 fn namespaced<K: Resource<Scope = k8s_openapi::NamespaceResourceScope>>(client: &Client, scope: &Scope) -> Api<K>
@@ -415,7 +448,8 @@ pub fn spawn_all(
     let client = clients.requests.clone();
     let (health_tx, health) = tokio::sync::watch::channel(Health::Answering);
     tasks.push(tokio::spawn(probe(client.clone(), scope.liveness, health_tx)));
-    let live = || (scope.liveness, health.clone());
+    let listing = if scope.pages { Listing::Pages { refused: None } } else { Listing::Stream };
+    let live = || (scope.liveness, health.clone(), listing.clone());
     let polling = crate::sources::agents::Polling {
         client: client.clone(),
         config: scope.agents.clone(),

@@ -19,6 +19,7 @@ fn feed_json(snap: &Snapshot, now: i64) -> BTreeMap<String, FeedJson> {
     super::feeds::health(snap, now)
         .into_iter()
         .map(|h| {
+            let listed_by = h.listed_by().map(|(by, why)| (by, why.map(str::to_string)));
             let json = FeedJson {
                 state: h.state,
                 reason: h.reason,
@@ -30,6 +31,8 @@ fn feed_json(snap: &Snapshot, now: i64) -> BTreeMap<String, FeedJson> {
                 oldest_reading_age_seconds: h.coverage.and_then(|c| c.oldest_reading).map(|t| (now - t).max(0)),
                 request_budget_per_second: h.coverage.and_then(|c| c.budget),
                 read_from: h.coverage.and_then(|c| c.via).map(|v| v.to_string()),
+                listed_by: listed_by.as_ref().map(|(by, _)| *by),
+                stream_refused: listed_by.and_then(|(_, why)| why),
             };
             (h.feed.name().to_string(), json)
         })

@@ -104,6 +104,13 @@ pub struct FeedJson {
     /// Read all at once from this (`--prometheus`), not reporter by reporter.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub read_from: Option<String>,
+    /// How a watched feed took its whole collection from the API server:
+    /// `stream` (a watch with `sendInitialEvents`) or `pages`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub listed_by: Option<&'static str>,
+    /// Why pages: the server's refusal of a streamed list.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stream_refused: Option<String>,
 }
 
 #[derive(Serialize)]
