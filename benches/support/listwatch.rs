@@ -377,14 +377,17 @@ impl Fleet {
     fn watch(self: &Arc<Fleet>, kind: Kind, from: u64, timeout: Duration, initial: bool) -> Response {
         // Subscribe before reading the log, so nothing falls between them.
         let mut live = self.changes.subscribe();
-        let (backlog, too_old, from) = {
+        // What the backlog covers: every change up to `covered`; the live
+        // ones after it come through the subscription.
+        let (backlog, too_old, from, covered) = {
             let o = self.objects.lock().unwrap();
             // A streamed list starts from the state as of now.
             let from = if initial { o.rv } else { from };
             if from < o.oldest {
-                (Vec::new(), true, from)
+                (Vec::new(), true, from, from)
             } else {
-                (o.log.iter().filter(|c| c.rv > from && c.kind == kind).map(|c| c.line.clone()).collect(), false, from)
+                let backlog = o.log.iter().filter(|c| c.rv > from && c.kind == kind).map(|c| c.line.clone()).collect();
+                (backlog, false, from, o.rv.max(from))
             }
         };
         if initial {
@@ -404,15 +407,15 @@ impl Fleet {
             if initial && !fleet.send_initial_events(kind, from, &tx).await {
                 return;
             }
-            let mut last = from;
             for line in backlog {
                 if tx.send(Ok(line)).await.is_err() {
                     return;
                 }
             }
-            if let Some(rv) = fleet.objects.lock().unwrap().log.back().map(|c| c.rv) {
-                last = last.max(rv);
-            }
+            // Not the log's end as it is now: changes made while the backlog
+            // was sent are in the subscription, not the backlog (reading the
+            // log's end here skipped them, and a soak lost deletes to it).
+            let mut last = covered;
             let end = tokio::time::Instant::now() + timeout;
             let mut bookmark = tokio::time::interval(BOOKMARK_EVERY);
             bookmark.tick().await;

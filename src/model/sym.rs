@@ -32,17 +32,34 @@ const SHARDS: usize = 16;
 
 type Shard = Mutex<HashTable<&'static String>>;
 
-fn shard(hash: u64) -> MutexGuard<'static, HashTable<&'static String>> {
+fn shards() -> &'static [Shard; SHARDS] {
     static TABLE: OnceLock<[Shard; SHARDS]> = OnceLock::new();
-    let shards = TABLE.get_or_init(|| std::array::from_fn(|_| Mutex::new(HashTable::new())));
-    // Bits the shard's own table does not use to pick a bucket (the low
-    // ones) or to tag it (the top seven).
-    match shards[(hash >> 32) as usize % SHARDS].lock() {
+    TABLE.get_or_init(|| std::array::from_fn(|_| Mutex::new(HashTable::new())))
+}
+
+fn lock(shard: &'static Shard) -> MutexGuard<'static, HashTable<&'static String>> {
+    match shard.lock() {
         Ok(guard) => guard,
         // A panic while holding the lock cannot leave a shard inconsistent
         // (insert is the only mutation), so keep using it.
         Err(poisoned) => poisoned.into_inner(),
     }
+}
+
+/// How many symbols were ever interned, and the bytes of their text: what
+/// the process holds for them for the rest of its life (the soak benchmark
+/// watches these grow, or not).
+pub fn interned() -> (usize, usize) {
+    shards()
+        .iter()
+        .map(lock)
+        .fold((0, 0), |(n, bytes), table| (n + table.len(), bytes + table.iter().map(|s| s.capacity()).sum::<usize>()))
+}
+
+fn shard(hash: u64) -> MutexGuard<'static, HashTable<&'static String>> {
+    // Bits the shard's own table does not use to pick a bucket (the low
+    // ones) or to tag it (the top seven).
+    lock(&shards()[(hash >> 32) as usize % SHARDS])
 }
 
 impl Sym {
