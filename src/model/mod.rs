@@ -433,19 +433,23 @@ impl Cluster {
                 for key in gone {
                     s.usage.remove(&key);
                 }
-                let (coverage, listed) = s.feeds.get(&feed).map_or((None, None), |f| (f.coverage, f.listed.clone()));
-                s.feeds.insert(feed, FeedStatus { state: FeedState::Live, last_data: Some(s.clock), coverage, listed });
+                // What else the feed's status says (coverage, how it listed) stays.
+                let status = s.feeds.entry(feed).or_insert_with(|| FeedStatus::new(FeedState::Live));
+                status.state = FeedState::Live;
+                status.last_data = Some(s.clock);
                 s.generation += 1;
             }
-            ModelEvent::Feed { feed, state } => {
-                let (last_data, coverage, listed) =
-                    s.feeds.get(&feed).map_or((None, None, None), |f| (f.last_data, f.coverage, f.listed.clone()));
-                let new = FeedStatus { state, last_data, coverage, listed };
-                if s.feeds.get(&feed) != Some(&new) {
-                    s.feeds.insert(feed, new);
+            ModelEvent::Feed { feed, state } => match s.feeds.get_mut(&feed) {
+                Some(status) if status.state == state => {}
+                Some(status) => {
+                    status.state = state;
                     s.generation += 1;
                 }
-            }
+                None => {
+                    s.feeds.insert(feed, FeedStatus::new(state));
+                    s.generation += 1;
+                }
+            },
             ModelEvent::Coverage { feed, coverage } => {
                 if let Some(status) = s.feeds.get_mut(&feed)
                     && status.coverage != Some(coverage)
