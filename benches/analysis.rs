@@ -74,7 +74,7 @@ fn with_100_pods_changed(c: &mut Cluster) -> Snapshot {
         let mut done = (**p).clone();
         done.phase = kgpu::model::PodPhase::Succeeded;
         c.apply(ModelEvent::Upsert(Object::Pod(done)));
-        let node = p.node.map(|n| n.to_string()).unwrap_or_default();
+        let node = p.node.as_ref().map(|n| n.to_string()).unwrap_or_default();
         c.apply(ModelEvent::Upsert(Object::Pod(pod(&format!("new-{i}")).ns("a").gpus(1).on(&node).running().build())));
     }
     c.snapshot()

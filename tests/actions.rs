@@ -48,7 +48,7 @@ fn notice(app: &App) -> String {
 fn on_production_a_disruptive_action_runs_only_once_its_target_is_typed() {
     let v = views("default");
     let mut app = fleet_app(false).with_production(true);
-    let first = v.nodes[0].name;
+    let first = v.nodes[0].name.clone();
     let press = |app: &mut App, code: KeyCode| app.update(Msg::Key(KeyEvent::new(code, KeyModifiers::NONE)), &v);
     key(&mut app, &v, 'r');
     assert!(matches!(&app.overlay, Some(Overlay::Confirm(c)) if c.typed.as_deref() == Some("")));
@@ -92,12 +92,12 @@ fn read_only_refuses_every_action_and_says_so() {
 #[test]
 fn confirm_runs_dry_runs_or_cancels() {
     let v = views("default");
-    let first = v.nodes[0].name;
+    let first = v.nodes[0].name.clone();
     let mut app = fleet_app(false);
 
     // c opens the dialog; n cancels: nothing runs.
     assert!(key(&mut app, &v, 'c').is_empty());
-    assert!(matches!(&app.overlay, Some(Overlay::Confirm(c)) if c.action == Action::Cordon { node: first }));
+    assert!(matches!(&app.overlay, Some(Overlay::Confirm(c)) if c.action == Action::Cordon { node: first.clone() }));
     assert!(key(&mut app, &v, 'n').is_empty());
     assert!(app.overlay.is_none());
     assert_eq!(notice(&app), "cordon cancelled");
@@ -107,7 +107,10 @@ fn confirm_runs_dry_runs_or_cancels() {
     let effects = key(&mut app, &v, 'y');
     assert_eq!(
         effects,
-        [Effect::Execute { id: 1, request: ActionRequest { action: Action::Cordon { node: first }, dry_run: false } }]
+        [Effect::Execute {
+            id: 1,
+            request: ActionRequest { action: Action::Cordon { node: first.clone() }, dry_run: false }
+        }]
     );
     assert_eq!(app.in_flight.len(), 1);
 
@@ -129,7 +132,7 @@ fn confirm_runs_dry_runs_or_cancels() {
         [Effect::Execute {
             id: 3,
             request: ActionRequest {
-                action: Action::Drain { node: first, gpu_only: false, force: false },
+                action: Action::Drain { node: first.clone(), gpu_only: false, force: false },
                 dry_run: true
             }
         }]
@@ -262,13 +265,13 @@ impl Demo {
 async fn demo_actions_are_audited_and_dry_runs_change_nothing() {
     let mut d = demo("default");
     d.synced().await;
-    let node = *d.snapshots.borrow().nodes.keys().next().unwrap();
+    let node = d.snapshots.borrow().nodes.keys().next().unwrap().clone();
 
-    d.executor.run(ActionRequest { action: Action::Cordon { node }, dry_run: true }).await;
+    d.executor.run(ActionRequest { action: Action::Cordon { node: node.clone() }, dry_run: true }).await;
     assert!(!d.snapshots.borrow().nodes[&node].unschedulable, "a dry run changes nothing");
-    d.executor.run(ActionRequest { action: Action::Cordon { node }, dry_run: false }).await;
+    d.executor.run(ActionRequest { action: Action::Cordon { node: node.clone() }, dry_run: false }).await;
     assert!(d.snapshots.borrow().nodes[&node].unschedulable, "a cordon ends when the watch shows it");
-    d.executor.run(ActionRequest { action: Action::Cordon { node }, dry_run: false }).await;
+    d.executor.run(ActionRequest { action: Action::Cordon { node: node.clone() }, dry_run: false }).await;
     let (text, error) = d.last_report().await;
     assert!(!error);
     assert_eq!(text, format!("node/{node} already cordoned"), "repeating an action is harmless");
@@ -295,7 +298,7 @@ async fn demo_actions_are_audited_and_dry_runs_change_nothing() {
 async fn a_cordon_the_watch_never_shows_is_reported_not_claimed() {
     let mut d = demo("default");
     d.synced().await;
-    let node = *d.snapshots.borrow().nodes.keys().next().unwrap();
+    let node = d.snapshots.borrow().nodes.keys().next().unwrap().clone();
     // A stalled feed: the executor's view never moves past this snapshot.
     let (_frozen, stalled) = watch::channel(d.snapshots.borrow().clone());
     d.executor.snapshots = stalled;
@@ -310,12 +313,12 @@ async fn a_cordon_the_watch_never_shows_is_reported_not_claimed() {
 async fn nothing_changes_when_the_audit_log_cannot_be_written() {
     let mut d = demo("default");
     d.synced().await;
-    let node = *d.snapshots.borrow().nodes.keys().next().unwrap();
+    let node = d.snapshots.borrow().nodes.keys().next().unwrap().clone();
     // A path under a regular file: no directory can be made there.
     let blocker = d._dir.path().join("not-a-dir");
     std::fs::write(&blocker, "").unwrap();
     d.executor.audit = Some(AuditLog { path: blocker.join("audit.jsonl") });
-    d.executor.run(ActionRequest { action: Action::Cordon { node }, dry_run: false }).await;
+    d.executor.run(ActionRequest { action: Action::Cordon { node: node.clone() }, dry_run: false }).await;
     let (text, error) = d.last_report().await;
     assert!(error && text.starts_with("cordon not started: the audit log"), "{text}");
     tokio::time::sleep(Duration::from_millis(200)).await;
@@ -337,7 +340,7 @@ async fn the_simulated_mig_manager_finishes_a_repartition_and_wedges_another() {
     let healthy = Sym::new("mig-01");
     d.executor
         .run(ActionRequest {
-            action: Action::RepartitionMig { node: healthy, config: "all-3g.40gb".into() },
+            action: Action::RepartitionMig { node: healthy.clone(), config: "all-3g.40gb".into() },
             dry_run: false,
         })
         .await;
@@ -354,7 +357,7 @@ async fn the_simulated_mig_manager_finishes_a_repartition_and_wedges_another() {
     assert!(text.contains("repartitioned to all-3g.40gb and uncordoned"), "{text}");
     d.until("mig-01 uncordoned with the new config", |s| {
         let n = &s.nodes[&healthy];
-        !n.unschedulable && n.operator.mig_config_state.is_some_and(|s| s.as_str() == "success")
+        !n.unschedulable && n.operator.mig_config_state.as_ref().is_some_and(|s| s.as_str() == "success")
     })
     .await;
 
@@ -362,7 +365,7 @@ async fn the_simulated_mig_manager_finishes_a_repartition_and_wedges_another() {
     let wedged = Sym::new("mig-08");
     d.executor
         .run(ActionRequest {
-            action: Action::RepartitionMig { node: wedged, config: "all-2g.20gb".into() },
+            action: Action::RepartitionMig { node: wedged.clone(), config: "all-2g.20gb".into() },
             dry_run: false,
         })
         .await;
@@ -449,13 +452,18 @@ async fn the_defrag_plan_places_the_gang_on_the_nodes_it_freed_and_releases_them
     assert_eq!(members.len(), 2);
     // The gang runs on the nodes the plan reserved for it...
     for m in members {
-        assert!(m.node.is_some_and(|n| reserve.contains(&n)), "{} on {:?}, reserved {reserve:?}", m.name, m.node);
+        assert!(
+            m.node.as_ref().is_some_and(|n| reserve.contains(n)),
+            "{} on {:?}, reserved {reserve:?}",
+            m.name,
+            m.node
+        );
     }
     // ...the moved pods' replacements run elsewhere...
     for p in
         snap.pods.values().filter(|p| p.owner.is_some() && p.created > 0 && !members.iter().any(|m| m.key() == p.key()))
     {
-        if let Some(n) = p.node
+        if let Some(n) = p.node.clone()
             && reserve.contains(&n)
         {
             assert!(!evictions.contains(&p.key()), "{} was evicted but is still on {n}", p.name);
@@ -595,12 +603,15 @@ async fn a_demo_drain_moves_the_pods_elsewhere_and_they_run() {
         .borrow()
         .pods
         .values()
-        .filter(|p| p.node == Some(node) && p.wants_gpu())
+        .filter(|p| p.node.as_ref() == Some(&node) && p.wants_gpu())
         .filter_map(|p| Some(p.owner.as_ref()?.name.to_string()))
         .collect();
     assert_eq!(before.len(), 2);
     d.executor
-        .run(ActionRequest { action: Action::Drain { node, gpu_only: false, force: false }, dry_run: false })
+        .run(ActionRequest {
+            action: Action::Drain { node: node.clone(), gpu_only: false, force: false },
+            dry_run: false,
+        })
         .await;
     let (text, error) = d.last_report().await;
     assert!(!error, "{text}");
@@ -611,10 +622,10 @@ async fn a_demo_drain_moves_the_pods_elsewhere_and_they_run() {
         before.iter().all(|job| {
             s.pods.values().any(|p| {
                 p.owner.as_ref().is_some_and(|o| o.name.as_str() == job)
-                    && p.node.is_some_and(|n| n != node)
+                    && p.node.as_ref().is_some_and(|n| *n != node)
                     && p.phase == kgpu::model::PodPhase::Running
             })
-        }) && !s.pods.values().any(|p| p.node == Some(node) && p.wants_gpu())
+        }) && !s.pods.values().any(|p| p.node.as_ref() == Some(&node) && p.wants_gpu())
     })
     .await;
     assert!(d.snapshots.borrow().nodes[&node].unschedulable);
@@ -784,7 +795,10 @@ async fn a_cancelled_drain_says_it_left_its_node_cordoned() {
     });
     let node = Sym::new("gpu-03");
     d.executor
-        .run(ActionRequest { action: Action::Drain { node, gpu_only: false, force: false }, dry_run: false })
+        .run(ActionRequest {
+            action: Action::Drain { node: node.clone(), gpu_only: false, force: false },
+            dry_run: false,
+        })
         .await;
     let (text, error) = d.last_report().await;
     assert!(error);

@@ -189,7 +189,7 @@ fn volcano_podgroups_and_queues() {
     assert_eq!((pg.namespace.as_str(), &*pg.name), ("bita-user", "test-gpu-1"));
     assert_eq!(pg.min_members, 1);
     assert_eq!(pg.min_resources.as_ref().unwrap().gpu, 1);
-    assert_eq!(pg.phase.unwrap().as_str(), "Inqueue");
+    assert_eq!(pg.phase.as_ref().unwrap().as_str(), "Inqueue");
     assert!(pg.condition_true("Unschedulable"));
     assert_eq!(pg.owner.as_ref().unwrap().kind.as_str(), "Job");
     assert!(pg.has_quota(), "Inqueue: past the queue");
@@ -204,7 +204,7 @@ fn volcano_podgroups_and_queues() {
     assert_eq!(q.name.as_str(), "que02");
     assert_eq!(q.quota(None, "cpu").unwrap().nominal, 100_000);
     assert_eq!(q.quota(None, "memory").unwrap().nominal, 300 << 30);
-    assert_eq!(q.state.unwrap().as_str(), "Open");
+    assert_eq!(q.state.as_ref().unwrap().as_str(), "Open");
     assert!(q.is_active());
     for doc in &queues {
         convert::volcano_queue(doc).unwrap();

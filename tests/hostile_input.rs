@@ -111,7 +111,13 @@ fn a_mig_bar_skips_placements_no_gpu_can_have() {
         index: 0,
         enabled: true,
         healthy: true,
-        instances: vec![(p, 0, 0, true), (p, 7, 2, false), (p, 250, 10, true), (p, 2, 1, true), (p, 2, 1, false)],
+        instances: vec![
+            (p.clone(), 0, 0, true),
+            (p.clone(), 7, 2, false),
+            (p.clone(), 250, 10, true),
+            (p.clone(), 2, 1, true),
+            (p, 2, 1, false),
+        ],
     };
     let bar = ui::panes::mig::slice_bar(&gpu, &theme);
     let text: String = bar.spans.iter().map(|s| s.content.as_ref()).collect();

@@ -24,13 +24,13 @@ fn index_facts(index: &Index<'_>, snap: &Snapshot) -> Vec<String> {
     let mut stray: Vec<_> = index.stray_pods().map(|(n, pods)| (n.to_string(), names(pods))).collect();
     stray.sort();
     let stray_nodes: Vec<Sym> = stray.iter().map(|(n, _)| Sym::new(n)).collect();
-    for n in index.node_list().iter().map(|n| n.name).chain(stray_nodes).chain([Sym::new("gone")]) {
+    for n in index.node_list().iter().map(|n| n.name.clone()).chain(stray_nodes).chain([Sym::new("gone")]) {
         facts.push(format!(
             "{n}: used {:?}, pods {:?}, gpu pods {}, failed {:?}",
-            index.used(n),
-            names(index.pods_on(n)),
-            index.gpu_pods_on(n),
-            names(index.failed_on(n))
+            index.used(&n),
+            names(index.pods_on(&n)),
+            index.gpu_pods_on(&n),
+            names(index.failed_on(&n))
         ));
     }
     facts.push(format!("stray {stray:?}"));

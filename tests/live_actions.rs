@@ -42,12 +42,12 @@ async fn cordon_stops_the_real_scheduler_and_a_dry_run_changes_nothing() {
     let node = Sym::new("act-cordon");
     until(&h.snapshots, "node seen", |s| s.nodes.contains_key(&node)).await;
 
-    h.executor.run(ActionRequest { action: Action::Cordon { node }, dry_run: true }).await;
+    h.executor.run(ActionRequest { action: Action::Cordon { node: node.clone() }, dry_run: true }).await;
     let (_, text, error) = h.reports();
     assert!(!error, "{text}");
     assert!(!unschedulable(&client, "act-cordon").await, "server-side dry run: {text}");
 
-    h.executor.run(ActionRequest { action: Action::Cordon { node }, dry_run: false }).await;
+    h.executor.run(ActionRequest { action: Action::Cordon { node: node.clone() }, dry_run: false }).await;
     assert!(unschedulable(&client, "act-cordon").await);
     namespace(&client, "act-cordon").await;
     let pods: Api<Pod> = Api::namespaced(client.clone(), "act-cordon");
@@ -110,7 +110,9 @@ async fn drain_evicts_and_a_pdb_refusal_is_retried_then_reported() {
     let mut h = harness(cp).await;
     let node = Sym::new("act-drain");
     until(&h.snapshots, "both pods bound", |s| {
-        ["guarded", "free"].iter().all(|p| s.pods.get(&PodKey::new(ns, p)).is_some_and(|p| p.node == Some(node)))
+        ["guarded", "free"]
+            .iter()
+            .all(|p| s.pods.get(&PodKey::new(ns, p)).is_some_and(|p| p.node.as_ref() == Some(&node)))
     })
     .await;
     // What the kubelet would report (there is none here): the API server
@@ -122,12 +124,20 @@ async fn drain_evicts_and_a_pdb_refusal_is_retried_then_reported() {
 
     // Bare pods, as a test makes them: a drain leaves them unless forced.
     h.executor
-        .run(ActionRequest { action: Action::Drain { node, gpu_only: false, force: false }, dry_run: true })
+        .run(ActionRequest {
+            action: Action::Drain { node: node.clone(), gpu_only: false, force: false },
+            dry_run: true,
+        })
         .await;
     let (_, text, error) = h.reports();
     assert!(error && text.contains("nothing evicted") && text.contains("stop kubectl drain"), "{text}");
     // A dry run evicts nothing.
-    h.executor.run(ActionRequest { action: Action::Drain { node, gpu_only: false, force: true }, dry_run: true }).await;
+    h.executor
+        .run(ActionRequest {
+            action: Action::Drain { node: node.clone(), gpu_only: false, force: true },
+            dry_run: true,
+        })
+        .await;
     h.reports();
     assert!(pods.get("free").await.is_ok(), "dry run kept the pod");
     assert!(!unschedulable(&client, "act-drain").await, "dry run kept the node schedulable");
@@ -169,7 +179,7 @@ async fn a_drain_cancelled_while_its_pods_leave_says_the_node_stays_cordoned() {
     h.executor.drain_timeout = Duration::from_secs(120);
     let node = Sym::new("act-slow-leave");
     until(&h.snapshots, "the pod bound", |s| {
-        s.pods.get(&PodKey::new(ns, "lingers")).is_some_and(|p| p.node == Some(node))
+        s.pods.get(&PodKey::new(ns, "lingers")).is_some_and(|p| p.node.as_ref() == Some(&node))
     })
     .await;
     let running = json!({"status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}});
@@ -456,7 +466,7 @@ async fn a_drain_goes_on_through_an_apiserver_restart() {
     h.executor.drain_timeout = Duration::from_secs(120);
     let node = Sym::new("restart-drain");
     until(&h.snapshots, "the pods bound", |s| {
-        names.iter().all(|p| s.pods.get(&PodKey::new(ns, p)).is_some_and(|p| p.node == Some(node)))
+        names.iter().all(|p| s.pods.get(&PodKey::new(ns, p)).is_some_and(|p| p.node.as_ref() == Some(&node)))
     })
     .await;
     for name in names {

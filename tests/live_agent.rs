@@ -273,13 +273,13 @@ async fn dcgm_exporter_output_makes_its_mig_pods_idle_holders_in_the_cockpit_and
         .holders
         .iter()
         .filter(|h| h.node.as_str() == node)
-        .map(|h| (h.pod.name.to_string(), h.devices[0].profile, h.is_idle()))
+        .map(|h| (h.pod.name.to_string(), h.devices[0].profile.clone(), h.is_idle()))
         .collect();
     let profile = Some(Sym::new("1g.10gb"));
     assert_eq!(
         idle,
         [
-            ("text-embedding-predictor-00008-deployment-57946f6c67-vdtjl".to_string(), profile, true),
+            ("text-embedding-predictor-00008-deployment-57946f6c67-vdtjl".to_string(), profile.clone(), true),
             ("tts-predictor-00011-deployment-5554f75554-8j8pl".to_string(), profile, true),
         ]
     );

@@ -412,7 +412,7 @@ fn pods_modelled(snap: &Snapshot, ns: &str) -> Vec<String> {
         .pods
         .values()
         .filter(|p| p.namespace.as_str() == ns && !p.terminating)
-        .map(|p| format!("{} on {}", p.name, p.node.map(|n| n.to_string()).unwrap_or_default()))
+        .map(|p| format!("{} on {}", p.name, p.node.as_ref().map(|n| n.to_string()).unwrap_or_default()))
         .collect();
     out.sort();
     out

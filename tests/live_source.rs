@@ -58,7 +58,7 @@ async fn objects_updates_and_deletes_propagate() {
     until(&snapshots, "node and pod appear", |s| s.nodes.contains_key(&n) && s.pods.contains_key(&key)).await;
     assert_eq!(snapshots.borrow().nodes[&n].allocatable.gpu, 8);
     // The real scheduler binds the pod: the binding shows up.
-    until(&snapshots, "pod bound", |s| s.pods.get(&key).is_some_and(|p| p.node == Some(n))).await;
+    until(&snapshots, "pod bound", |s| s.pods.get(&key).is_some_and(|p| p.node.as_ref() == Some(&n))).await;
     // Cordon and a label change.
     let nodes: Api<Node> = Api::all(client.clone());
     nodes
@@ -66,9 +66,9 @@ async fn objects_updates_and_deletes_propagate() {
         .await
         .unwrap();
     until(&snapshots, "cordon and label", |s| {
-        s.nodes
-            .get(&n)
-            .is_some_and(|x| x.unschedulable && x.operator.mig_config.is_some_and(|c| c.as_str() == "all-balanced"))
+        s.nodes.get(&n).is_some_and(|x| {
+            x.unschedulable && x.operator.mig_config.as_ref().is_some_and(|c| c.as_str() == "all-balanced")
+        })
     })
     .await;
     // Kueue and Volcano objects.

@@ -427,7 +427,7 @@ fn a_production_confirmation_asks_for_the_name() {
         key(&mut app, &v, KeyCode::Char(c));
     }
     let screen = format!("{}", render(&mut app, &v, "default", 80, 24).backend());
-    let node = v.nodes[0].name;
+    let node = v.nodes[0].name.clone();
     assert!(screen.contains(&format!("type {node} to run it: a100")), "{screen}");
     assert!(screen.contains("NAME enter") && screen.contains("tab") && !screen.contains("n/esc"), "{screen}");
 }
@@ -577,7 +577,7 @@ fn the_pools_title_counts_the_nodes_of_the_pools_shown() {
     let mut app = App::new(false, "dark", true);
     app.aggregate = Some(true);
     let all = format!("{}", render(&mut app, &v, "default", 80, 24).backend());
-    let pools: std::collections::BTreeSet<_> = v.nodes.iter().map(|r| r.pool).collect();
+    let pools: std::collections::BTreeSet<_> = v.nodes.iter().map(|r| r.pool.clone()).collect();
     assert!(all.contains(&format!("Pools ({} nodes in {} pools)", v.nodes.len(), pools.len())), "{all}");
     app.filters.insert(Pane::Fleet, "h100".into());
     let h100 = v.nodes.iter().filter(|r| r.pool.as_str() == "h100").count();

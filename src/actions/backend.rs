@@ -98,7 +98,7 @@ const CONFLICT_RETRIES: usize = 5;
 
 fn toleration_json(t: &Toleration) -> serde_json::Value {
     let mut v = json!({"operator": match t.operator { TolerationOperator::Equal => "Equal", TolerationOperator::Exists => "Exists" }});
-    if let Some(key) = t.key {
+    if let Some(key) = t.key.clone() {
         v["key"] = json!(key.as_str());
     }
     if t.operator == TolerationOperator::Equal {

@@ -34,9 +34,9 @@ impl NoAction {
 /// The MIG configs `node`'s GPU can be repartitioned to, named as the GPU
 /// Operator's default `mig-parted` config names them.
 pub fn mig_configs(snap: &Snapshot, node: Sym) -> Result<Vec<String>, NoAction> {
-    let product = snap.nodes.get(&node).and_then(|n| n.gpu.product);
-    let product_name = product.map_or("unknown product", |p| p.as_str());
-    let configs = mig::config_names_for_product(product.map(|p| p.as_str()));
+    let product = snap.nodes.get(&node).and_then(|n| n.gpu.product.clone());
+    let product_name = product.as_ref().map_or("unknown product", |p| p.as_str());
+    let configs = mig::config_names_for_product(product.as_ref().map(|p| p.as_str()));
     if configs.is_empty() {
         return Err(NoAction::Cannot(format!("{node}: no MIG configs known for this GPU ({product_name})")));
     }
@@ -45,9 +45,10 @@ pub fn mig_configs(snap: &Snapshot, node: Sym) -> Result<Vec<String>, NoAction> 
 
 /// `config` for `node`, or why not with the valid ones.
 pub fn repartition(snap: &Snapshot, node: Sym, config: &str) -> Result<Action, NoAction> {
-    let configs = mig_configs(snap, node)?;
+    let configs = mig_configs(snap, node.clone())?;
     if !configs.iter().any(|c| c == config) {
-        let product = snap.nodes.get(&node).and_then(|n| n.gpu.product).map_or("unknown product", |p| p.as_str());
+        let product =
+            snap.nodes.get(&node).and_then(|n| n.gpu.product.as_ref()).map_or("unknown product", |p| p.as_str());
         return Err(NoAction::Cannot(format!(
             "{config} is not a MIG config for {node}'s GPU ({product}); valid: {}",
             configs.join(" ")
@@ -102,8 +103,8 @@ mod tests {
     fn a_repartition_names_the_configs_of_the_nodes_gpu_or_says_none_are_known() {
         let snap = snap_with(node("a100").gpus(8).product("NVIDIA-A100-SXM4-40GB").build());
         let a100 = Sym::new("a100");
-        assert!(mig_configs(&snap, a100).unwrap().contains(&"all-1g.5gb".to_string()));
-        assert!(matches!(repartition(&snap, a100, "all-1g.5gb"), Ok(Action::RepartitionMig { .. })));
+        assert!(mig_configs(&snap, a100.clone()).unwrap().contains(&"all-1g.5gb".to_string()));
+        assert!(matches!(repartition(&snap, a100.clone(), "all-1g.5gb"), Ok(Action::RepartitionMig { .. })));
         let no = repartition(&snap, a100, "all-7g.80gb").unwrap_err();
         assert!(no.is_error() && no.words().contains("valid: ") && no.words().contains("all-1g.5gb"), "{no:?}");
 

@@ -31,11 +31,11 @@ impl Executor {
         if n.unschedulable == cordon {
             return Ok(format!("node/{node} already {word}"));
         }
-        self.backend.set_unschedulable(node, cordon, dry).await?;
+        self.backend.set_unschedulable(node.clone(), cordon, dry).await?;
         if dry {
             return Ok(format!("dry run: node/{node} would be {word}"));
         }
-        self.until_seen(node, cordon).await?;
+        self.until_seen(node.clone(), cordon).await?;
         Ok(format!("node/{node} {word}"))
     }
 

@@ -62,8 +62,8 @@ pub const RESERVATION_TAINT: &str = crate::model::keys::DEFRAG_RESERVATION;
 /// valid label value (63 characters, alphanumeric at both ends).
 pub fn reservation_value(target: &PlanTarget) -> String {
     let (namespace, name) = match target {
-        PlanTarget::Gang(g) => (g.namespace, &*g.name),
-        PlanTarget::Pod(p) => (p.namespace, &*p.name),
+        PlanTarget::Gang(g) => (g.namespace.clone(), &*g.name),
+        PlanTarget::Pod(p) => (p.namespace.clone(), &*p.name),
     };
     let raw: String = format!("{namespace}.{name}")
         .chars()
@@ -113,7 +113,7 @@ fn look(snap: &Snapshot, target: &PlanTarget) -> (Progress, Vec<Arc<Pod>>) {
     };
     let live = || pods.iter().filter(|p| !p.phase.is_terminal());
     let waiting = live().filter(|p| p.node.is_none()).cloned().collect();
-    let bound: Vec<Sym> = live().filter_map(|p| p.node).collect();
+    let bound: Vec<Sym> = live().filter_map(|p| p.node.clone()).collect();
     let progress = if bound.len() >= want {
         let mut nodes = bound;
         nodes.sort();
@@ -134,8 +134,8 @@ impl Expected {
         Expected(
             evictions
                 .iter()
-                .zip(planned.iter().copied().chain(std::iter::repeat(None)))
-                .filter_map(|(k, to)| snap.pods.get(k).and_then(|p| Some((p.namespace, p.owner.clone()?, to))))
+                .zip(planned.iter().cloned().chain(std::iter::repeat(None)))
+                .filter_map(|(k, to)| snap.pods.get(k).and_then(|p| Some((p.namespace.clone(), p.owner.clone()?, to))))
                 .collect(),
         )
     }
@@ -148,13 +148,13 @@ impl Expected {
             .0
             .iter()
             .filter(|(ns, owner, _)| *ns == pod.namespace && pod.owner.as_ref() == Some(owner))
-            .map(|(_, _, to)| *to)
+            .map(|(_, _, to)| to.clone())
             .collect();
         if planned.is_empty() || planned.contains(&Some(node)) {
             return None;
         }
         let mut names: Vec<String> =
-            planned.iter().map(|t| t.map_or("no room".to_string(), |n| n.to_string())).collect();
+            planned.iter().map(|t| t.as_ref().map_or("no room".to_string(), |n| n.to_string())).collect();
         names.sort();
         names.dedup();
         Some(names.join(" or "))
@@ -178,11 +178,11 @@ impl Executor {
         let mut reserved = Vec::new();
         let mut outcome = Ok(String::new());
         for node in reserve {
-            if let Err(e) = self.backend.add_taint(*node, &taint, dry).await {
+            if let Err(e) = self.backend.add_taint(node.clone(), &taint, dry).await {
                 outcome = Err(ActionError::Failed(format!("defrag: could not reserve {node}: {e}; nothing evicted")));
                 break;
             }
-            reserved.push(*node);
+            reserved.push(node.clone());
         }
         if outcome.is_ok() {
             self.say(
@@ -256,8 +256,8 @@ impl Executor {
                 if before.contains(&p.key()) || !controllers.made(p) {
                     continue;
                 }
-                if let Some(node) = p.node {
-                    let line = match expected.elsewhere(p, node) {
+                if let Some(node) = &p.node {
+                    let line = match expected.elsewhere(p, node.clone()) {
                         Some(planned) => format!("{} on {node} (the plan expected {planned})", p.name),
                         None => format!("{} on {node}", p.name),
                     };
@@ -336,7 +336,7 @@ impl Executor {
     pub(super) async fn release(&self, nodes: &[Sym], dry: bool) -> Result<(), String> {
         let mut left = Vec::new();
         for node in nodes {
-            if let Err(e) = self.backend.remove_taint(*node, Sym::new(RESERVATION_TAINT), dry).await {
+            if let Err(e) = self.backend.remove_taint(node.clone(), Sym::new(RESERVATION_TAINT), dry).await {
                 left.push(format!("{node} ({e})"));
             }
         }

@@ -54,7 +54,7 @@ fn split<'a>(
 }
 
 pub(super) fn impact(index: &Index<'_>, node: Sym, gpu_only: bool, force: bool, impact: &mut Impact) {
-    let (victims, kept) = split(index, node, gpu_only, force);
+    let (victims, kept) = split(index, node.clone(), gpu_only, force);
     add_pods(index, &victims, impact);
     impact.kubectl.push(format!("kubectl cordon {node}"));
     if gpu_only {
@@ -85,8 +85,10 @@ impl Executor {
     /// drain` leaves it), said with how many pods went and how to undo it.
     fn cancelled_drain(&self, node: Sym, victims: &[PodKey], cordoned_here: bool, dry: bool) -> ActionError {
         let now = self.snapshot();
-        let gone =
-            victims.iter().filter(|k| now.pods.get(*k).is_none_or(|p| p.node != Some(node) || p.terminating)).count();
+        let gone = victims
+            .iter()
+            .filter(|k| now.pods.get(*k).is_none_or(|p| p.node.as_ref() != Some(&node) || p.terminating))
+            .count();
         let prefix = if dry { "dry run: would have " } else { "" };
         let cordon = match (cordoned_here, dry) {
             (true, true) => format!("node/{node} would stay cordoned"),
@@ -108,12 +110,12 @@ impl Executor {
             return Err(ActionError::NotFound(format!("node {node}")));
         }
         let index = Index::build(snap, snap.clock);
-        let (victims, kept) = split(&index, node, gpu_only, force);
+        let (victims, kept) = split(&index, node.clone(), gpu_only, force);
         let victims: Vec<PodKey> = victims.iter().map(|p| p.key()).collect();
         let kept: Vec<String> = kept.iter().map(|(p, why)| format!("{}/{} ({why})", p.namespace, p.name)).collect();
         let cordoned_here = !snap.nodes.get(&node).is_some_and(|n| n.unschedulable);
         if cordoned_here {
-            self.backend.set_unschedulable(node, true, dry).await?;
+            self.backend.set_unschedulable(node.clone(), true, dry).await?;
         }
         if !kept.is_empty() {
             return Err(ActionError::Failed(format!(
@@ -139,7 +141,7 @@ impl Executor {
             let after = if dry {
                 String::new()
             } else {
-                match self.pods_gone(snap, node, &victims).await {
+                match self.pods_gone(snap, node.clone(), &victims).await {
                     Err(ActionError::Cancelled) => {
                         return Err(self.cancelled_drain(node, &victims, cordoned_here, dry));
                     }
@@ -176,7 +178,7 @@ impl Executor {
             let now = self.snapshot();
             let still: Vec<&PodKey> = victims
                 .iter()
-                .filter(|k| now.pods.get(*k).is_some_and(|p| p.node == Some(node) && p.uid == uid(k)))
+                .filter(|k| now.pods.get(*k).is_some_and(|p| p.node.as_ref() == Some(&node) && p.uid == uid(k)))
                 .collect();
             if still.is_empty() {
                 let mut replacements: Vec<String> = now
@@ -184,7 +186,7 @@ impl Executor {
                     .values()
                     .filter(|p| seen.pods.get(&p.key()).is_none_or(|old| old.uid != p.uid))
                     .filter(|p| controllers.made(p))
-                    .map(|p| match p.node {
+                    .map(|p| match &p.node {
                         Some(n) => format!("{} on {n}", p.name),
                         None => format!("{} pending", p.name),
                     })

@@ -107,11 +107,11 @@ impl Executor {
         let snap = self.snapshot();
         let dry = req.dry_run;
         match &req.action {
-            Action::Cordon { node } => self.cordon(&snap, *node, true, dry).await,
-            Action::Uncordon { node } => self.cordon(&snap, *node, false, dry).await,
-            Action::Drain { node, gpu_only, force } => self.drain(&snap, *node, *gpu_only, *force, dry).await,
+            Action::Cordon { node } => self.cordon(&snap, node.clone(), true, dry).await,
+            Action::Uncordon { node } => self.cordon(&snap, node.clone(), false, dry).await,
+            Action::Drain { node, gpu_only, force } => self.drain(&snap, node.clone(), *gpu_only, *force, dry).await,
             Action::Requeue { gang } => self.requeue(&snap, gang, dry).await,
-            Action::RepartitionMig { node, config } => self.repartition(&snap, *node, config, dry).await,
+            Action::RepartitionMig { node, config } => self.repartition(&snap, node.clone(), config, dry).await,
             Action::RunPlan { target, label, evictions, planned, reserve } => {
                 self.run_plan(target, label, (evictions, planned), reserve, dry).await
             }
@@ -218,7 +218,9 @@ pub(super) struct Controllers(Vec<(crate::model::Sym, crate::model::Owner)>);
 impl Controllers {
     pub(super) fn of(snap: &Snapshot, pods: &[PodKey]) -> Controllers {
         Controllers(
-            pods.iter().filter_map(|k| snap.pods.get(k).and_then(|p| Some((p.namespace, p.owner.clone()?)))).collect(),
+            pods.iter()
+                .filter_map(|k| snap.pods.get(k).and_then(|p| Some((p.namespace.clone(), p.owner.clone()?))))
+                .collect(),
         )
     }
 

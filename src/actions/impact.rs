@@ -56,7 +56,7 @@ fn holds(index: &Index<'_>, p: &Pod) -> Holds {
 /// Pods a drain of `node` evicts: not DaemonSet-owned, not mirror pods, not finished.
 pub fn drain_victims<'a>(index: &Index<'a>, node: Sym, gpu_only: bool) -> Vec<&'a Pod> {
     index
-        .pods_on(node)
+        .pods_on(&node)
         .iter()
         .copied()
         .filter(|p| !p.mirror && p.owner_kind() != Some("DaemonSet"))
@@ -78,7 +78,7 @@ pub(super) fn eviction_command(p: &Pod) -> String {
 pub(super) fn add_pods(index: &Index<'_>, victims: &[&Pod], impact: &mut Impact) {
     let mut gangs = BTreeSet::new();
     for p in victims {
-        impact.pods.push((p.key(), p.node, holds(index, p)));
+        impact.pods.push((p.key(), p.node.clone(), holds(index, p)));
         match index.gang_of(&p.key()) {
             Some(g) => {
                 gangs.insert(g.clone());
@@ -131,7 +131,10 @@ impl Impact {
             },
         )];
         for (pod, node, holds) in self.pods.iter().take(LISTED) {
-            out.push((LineKind::Pod, format!("  pod {pod} on {} ({holds})", node.map_or("-", |n| n.as_str()))));
+            out.push((
+                LineKind::Pod,
+                format!("  pod {pod} on {} ({holds})", node.as_ref().map_or("-", |n| n.as_str())),
+            ));
         }
         if self.pods.len() > LISTED {
             out.push((LineKind::Pod, format!("  … and {} more pod(s)", self.pods.len() - LISTED)));

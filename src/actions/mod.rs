@@ -90,11 +90,11 @@ impl Action {
     pub fn impact(&self, index: &crate::analysis::index::Index<'_>) -> impact::Impact {
         let mut out = impact::Impact::default();
         match self {
-            Action::Cordon { node } => cordon::impact(*node, true, &mut out),
-            Action::Uncordon { node } => cordon::impact(*node, false, &mut out),
-            Action::Drain { node, gpu_only, force } => drain::impact(index, *node, *gpu_only, *force, &mut out),
+            Action::Cordon { node } => cordon::impact(node.clone(), true, &mut out),
+            Action::Uncordon { node } => cordon::impact(node.clone(), false, &mut out),
+            Action::Drain { node, gpu_only, force } => drain::impact(index, node.clone(), *gpu_only, *force, &mut out),
             Action::Requeue { gang } => requeue::impact(index, gang, &mut out),
-            Action::RepartitionMig { node, config } => repartition::impact(index, *node, config, &mut out),
+            Action::RepartitionMig { node, config } => repartition::impact(index, node.clone(), config, &mut out),
             Action::RunPlan { target, evictions, reserve, .. } => {
                 defrag::impact(index, target, evictions, reserve, &mut out)
             }
@@ -117,9 +117,9 @@ impl Action {
             evictions: plan
                 .steps
                 .iter()
-                .map(|s| PodKey { namespace: s.namespace, name: s.pod.as_str().into() })
+                .map(|s| PodKey { namespace: s.namespace.clone(), name: s.pod.as_str().into() })
                 .collect(),
-            planned: plan.steps.iter().map(|s| s.to_node).collect(),
+            planned: plan.steps.iter().map(|s| s.to_node.clone()).collect(),
             reserve: plan.reserve.clone(),
         })
     }
@@ -178,7 +178,7 @@ impl Action {
             Action::Cordon { node }
             | Action::Uncordon { node }
             | Action::Drain { node, .. }
-            | Action::RepartitionMig { node, .. } => vec![*node],
+            | Action::RepartitionMig { node, .. } => vec![node.clone()],
             Action::RunPlan { reserve, .. } => reserve.clone(),
             Action::Release { nodes, .. } => nodes.clone(),
             Action::Requeue { .. } => Vec::new(),
@@ -193,11 +193,11 @@ impl Action {
     /// What the confirmation asks, naming every target.
     pub fn question(&self) -> String {
         match self {
-            Action::Cordon { node } => cordon::question(*node, true),
-            Action::Uncordon { node } => cordon::question(*node, false),
-            Action::Drain { node, gpu_only, force } => drain::question(*node, *gpu_only, *force),
+            Action::Cordon { node } => cordon::question(node.clone(), true),
+            Action::Uncordon { node } => cordon::question(node.clone(), false),
+            Action::Drain { node, gpu_only, force } => drain::question(node.clone(), *gpu_only, *force),
             Action::Requeue { gang } => requeue::question(gang),
-            Action::RepartitionMig { node, config } => repartition::question(*node, config),
+            Action::RepartitionMig { node, config } => repartition::question(node.clone(), config),
             Action::RunPlan { label, evictions, reserve, .. } => defrag::question(label, evictions, reserve),
             Action::Release { nodes, abandoned } => release::question(nodes, abandoned),
         }

@@ -79,8 +79,8 @@ impl Executor {
     ) -> Result<String, ActionError> {
         let held: Vec<Sym> = nodes
             .iter()
-            .copied()
-            .filter(|n| snap.nodes.get(n).is_some_and(|n| n.defrag_reservation().is_some()))
+            .filter(|&n| snap.nodes.get(n).is_some_and(|n| n.defrag_reservation().is_some()))
+            .cloned()
             .collect();
         self.release(&held, dry).await.map_err(ActionError::Failed)?;
         let would = if dry { "would be " } else { "" };
@@ -88,7 +88,7 @@ impl Executor {
         if !held.is_empty() {
             done.push(format!("reservation {would}released on {}", join(&held)));
         }
-        let gone: Vec<Sym> = nodes.iter().copied().filter(|n| !held.contains(n)).collect();
+        let gone: Vec<Sym> = nodes.iter().filter(|&n| !held.contains(n)).cloned().collect();
         if !gone.is_empty() {
             done.push(format!("no reservation left on {}", join(&gone)));
         }

@@ -16,7 +16,7 @@ pub(super) fn question(node: Sym, config: &str) -> String {
 }
 
 pub(super) fn impact(index: &Index<'_>, node: Sym, config: &str, impact: &mut Impact) {
-    let victims = drain_victims(index, node, true);
+    let victims = drain_victims(index, node.clone(), true);
     add_pods(index, &victims, impact);
     impact.kubectl.push(format!("kubectl cordon {node}"));
     impact.kubectl.extend(victims.iter().map(|p| eviction_command(p)));
@@ -37,21 +37,21 @@ impl Executor {
             return Err(ActionError::NotFound(format!("node {node}")));
         };
         let was_cordoned = n.unschedulable;
-        if n.operator.mig_config.is_some_and(|c| c.as_str() == config)
-            && n.operator.mig_config_state.is_some_and(|s| s.as_str() == "success")
+        if n.operator.mig_config.as_ref().is_some_and(|c| c.as_str() == config)
+            && n.operator.mig_config_state.as_ref().is_some_and(|s| s.as_str() == "success")
         {
             return Ok(format!("node/{node} already runs {config}"));
         }
-        let old_config = n.operator.mig_config.map(|c| c.to_string());
+        let old_config = n.operator.mig_config.as_ref().map(|c| c.to_string());
         let uncordon = if was_cordoned { String::new() } else { format!("; undo: kubectl uncordon {node}") };
-        self.drain(snap, node, true, false, dry).await.map_err(|e| match e {
+        self.drain(snap, node.clone(), true, false, dry).await.map_err(|e| match e {
             ActionError::Cancelled => ActionError::CancelledAfter(format!(
                 "node/{node} {}, part of its GPU pods evicted, nvidia.com/mig.config not changed{uncordon}",
                 if was_cordoned { "was cordoned already" } else { "cordoned" }
             )),
             e => e,
         })?;
-        self.backend.set_mig_config(node, config, dry).await?;
+        self.backend.set_mig_config(node.clone(), config, dry).await?;
         if dry {
             return Ok(format!(
                 "dry run: node/{node} would be cordoned, its GPU pods evicted and labelled nvidia.com/mig.config={config}"
@@ -66,8 +66,12 @@ impl Executor {
         let mut last_said = 0u64;
         loop {
             if let Err(ActionError::Cancelled) = self.check_cancel() {
-                let state =
-                    rx.borrow().nodes.get(&node).and_then(|n| n.operator.mig_config_state).map(|s| s.to_string());
+                let state = rx
+                    .borrow()
+                    .nodes
+                    .get(&node)
+                    .and_then(|n| n.operator.mig_config_state.clone())
+                    .map(|s| s.to_string());
                 let back = old_config.as_deref().map_or_else(
                     || format!("kubectl label node {node} nvidia.com/mig.config-"),
                     |c| format!("kubectl label node {node} nvidia.com/mig.config={c} --overwrite"),
@@ -82,9 +86,9 @@ impl Executor {
                 let s = rx.borrow_and_update();
                 let n = s.nodes.get(&node);
                 (
-                    n.and_then(|n| n.operator.mig_config_state).map(|s| s.to_string()),
+                    n.and_then(|n| n.operator.mig_config_state.clone()).map(|s| s.to_string()),
                     n.is_some_and(|n| n.operator.paused_for_mig_change),
-                    n.and_then(|n| n.operator.mig_config).map(|c| c.to_string()),
+                    n.and_then(|n| n.operator.mig_config.clone()).map(|c| c.to_string()),
                 )
             };
             seen_pending |= state.as_deref() == Some("pending");
@@ -116,7 +120,7 @@ impl Executor {
                 // Success counts once the mig-manager has taken the new config up.
                 Some("success") if ours && !paused && seen_pending => {
                     if !was_cordoned {
-                        self.backend.set_unschedulable(node, false, false).await?;
+                        self.backend.set_unschedulable(node.clone(), false, false).await?;
                     }
                     return Ok(format!(
                         "node/{node} repartitioned to {config}{}",

@@ -43,7 +43,7 @@ impl Executor {
         let would = if dry { "would be " } else { "" };
         let (deactivated, requeued) =
             if dry { ("would be deactivated", "would be requeued") } else { ("deactivated", "requeued") };
-        let queue = g.queue.map_or("?".to_string(), |q| q.to_string());
+        let queue = g.queue.as_ref().map_or("?".to_string(), |q| q.to_string());
         let index = Index::build(snap, snap.clock);
         let members: Vec<PodKey> =
             index.members(gang).iter().filter(|p| !p.phase.is_terminal()).map(|p| p.key()).collect();

@@ -305,7 +305,7 @@ pub fn placement_verdicts_into(shape: &Shape<'_>, node: &Node, reasons: &mut Vec
             continue;
         }
         if !is_not_ready_taint(taint) {
-            reasons.push(NodeReason::UntoleratedTaint { key: taint.key, value: taint.value });
+            reasons.push(NodeReason::UntoleratedTaint { key: taint.key.clone(), value: taint.value.clone() });
         } else if !not_ready {
             not_ready = true;
             reasons.push(NodeReason::NotReady);
@@ -349,7 +349,7 @@ pub fn first_filter_reasons(reasons: &[NodeReason]) -> impl Iterator<Item = &Nod
 }
 
 pub fn selector_matches(selector: &[(Sym, Sym)], node: &Node) -> bool {
-    selector.iter().all(|(k, v)| node.labels.get(*k) == Some(*v))
+    selector.iter().all(|(k, v)| node.labels.get(k) == Some(v))
 }
 
 /// Whether every term pins node names (`matchFields metadata.name In`, the
@@ -386,10 +386,10 @@ fn term_matches(term: &NodeSelectorTerm, node: &Node) -> bool {
         return false;
     }
     term.expressions.iter().all(|r| {
-        let value = node.labels.get(r.key);
-        r.operator.matches(&r.values, value)
+        let value = node.labels.get(&r.key);
+        r.operator.matches(&r.values, value.cloned())
     }) && term.fields.iter().all(|r| {
-        let value = (r.key.as_str() == "metadata.name").then_some(node.name);
+        let value = (r.key.as_str() == "metadata.name").then_some(node.name.clone());
         r.operator.matches(&r.values, value)
     })
 }
@@ -432,7 +432,7 @@ pub fn resource_shortfalls_into(requests: &Resources, node: &Node, used: &Tally,
         }
         reasons.push(match keys::mig_profile_of(name.as_str()) {
             Some(profile) => NodeReason::InsufficientMig(Sym::new(profile)),
-            None => NodeReason::InsufficientOther(*name),
+            None => NodeReason::InsufficientOther(name.clone()),
         });
     }
 }

@@ -65,14 +65,14 @@ impl NodeSummary {
 
 /// The nodes that fail every GPU pod at admission (see `black_hole`).
 pub fn black_hole_nodes(index: &Index<'_>, thresholds: &Thresholds) -> Vec<Sym> {
-    index.nodes().filter(|n| black_hole(index, n, thresholds).is_some()).map(|n| n.name).collect()
+    index.nodes().filter(|n| black_hole(index, n, thresholds).is_some()).map(|n| n.name.clone()).collect()
 }
 
 /// A string attribute of the node's first NVIDIA GPU published through DRA.
 fn dra_attribute(index: &Index<'_>, node: &Node, name: &str) -> Option<String> {
     index
         .dra()
-        .devices_on(node.name)
+        .devices_on(&node.name)
         .iter()
         .filter(|d| d.physical_gpu().is_some())
         .find_map(|d| d.nvidia_attribute(name).map(str::to_string))
@@ -97,7 +97,7 @@ pub fn node_product(index: &Index<'_>, node: &Node) -> Option<Sym> {
 
 /// A node with GPUs, the device plugin's or DRA's.
 pub fn has_gpus(index: &Index<'_>, node: &Node) -> bool {
-    node.is_gpu_node() || index.dra().gpus(node.name).is_some()
+    node.is_gpu_node() || index.dra().gpus(&node.name).is_some()
 }
 
 pub fn summarize(index: &Index<'_>, thresholds: &Thresholds) -> Vec<NodeSummary> {
@@ -105,7 +105,7 @@ pub fn summarize(index: &Index<'_>, thresholds: &Thresholds) -> Vec<NodeSummary>
 }
 
 pub fn summarize_node(index: &Index<'_>, node: &Node, thresholds: &Thresholds) -> NodeSummary {
-    let used = index.used(node.name);
+    let used = index.used(&node.name);
     let supply = supply(index, node);
     let (hardware, withheld, gpu_unhealthy) = (supply.hardware, supply.withheld, supply.unhealthy);
     let (advertised_physical, gpu_unadvertised) = (supply.advertised, supply.unadvertised);
@@ -119,7 +119,7 @@ pub fn summarize_node(index: &Index<'_>, node: &Node, thresholds: &Thresholds) -
             allocated: used.mig(profile),
         })
         .collect();
-    let gpu_pods = index.gpu_pods_on(node.name);
+    let gpu_pods = index.gpu_pods_on(&node.name);
 
     let mut issues = Vec::new();
     // The mig-manager pauses the device plugin while it repartitions: GPUs
@@ -150,10 +150,12 @@ pub fn summarize_node(index: &Index<'_>, node: &Node, thresholds: &Thresholds) -
         };
         issues.push(NodeIssue {
             code: IssueCode::GpuStack,
-            detail: format!("{}{waits} ({})", broken.text(), broken.command(node.name)),
+            detail: format!("{}{waits} ({})", broken.text(), broken.command(node.name.clone())),
         });
     }
-    if let Some(product) = node.gpu.product.filter(|p| crate::reference::mig::is_invalid_mig_product(p.as_str())) {
+    if let Some(product) =
+        node.gpu.product.as_ref().filter(|p| crate::reference::mig::is_invalid_mig_product(p.as_str()))
+    {
         issues.push(NodeIssue {
             code: IssueCode::MigInvalid,
             detail: format!(
@@ -163,12 +165,18 @@ pub fn summarize_node(index: &Index<'_>, node: &Node, thresholds: &Thresholds) -
     }
     let tainted: Vec<String> = index
         .dra()
-        .devices_on(node.name)
+        .devices_on(&node.name)
         .iter()
         .filter(|d| d.tainted())
         .flat_map(|d| {
             d.device.taints.iter().map(move |t| {
-                format!("{} {}={}:{}", d.device.name, t.key, t.value.map_or("", |v| v.as_str()), t.effect.as_str())
+                format!(
+                    "{} {}={}:{}",
+                    d.device.name,
+                    t.key,
+                    t.value.as_ref().map_or("", |v| v.as_str()),
+                    t.effect.as_str()
+                )
             })
         })
         .collect();
@@ -251,10 +259,10 @@ pub fn summarize_node(index: &Index<'_>, node: &Node, thresholds: &Thresholds) -
         buckets,
         replicas,
         dra: supply.dra,
-        name: node.name,
+        name: node.name.clone(),
         ready: node.is_ready(),
         cordoned: node.unschedulable,
-        product: node.gpu.product.or_else(|| node_product(index, node)),
+        product: node.gpu.product.clone().or_else(|| node_product(index, node)),
         driver: node_driver(index, node).map(|d| d.to_string()),
         hardware,
         gpu_allocatable: node.allocatable.gpu + dra_offered,
@@ -275,16 +283,16 @@ fn black_hole(index: &Index<'_>, node: &Node, t: &Thresholds) -> Option<String> 
         return None;
     }
     let failed = index
-        .failed_on(node.name)
+        .failed_on(&node.name)
         .iter()
         .filter(|p| p.wants_gpu())
         .filter(|p| index.now - p.transitioned <= t.black_hole_window)
-        .filter(|p| p.reason.is_some_and(|r| r.as_str() == "UnexpectedAdmissionError"))
+        .filter(|p| p.reason.as_ref().is_some_and(|r| r.as_str() == "UnexpectedAdmissionError"))
         .count();
     if failed < t.black_hole_min_failures {
         return None;
     }
-    let running = index.pods_on(node.name).iter().filter(|p| p.wants_gpu() && p.phase == PodPhase::Running).count();
+    let running = index.pods_on(&node.name).iter().filter(|p| p.wants_gpu() && p.phase == PodPhase::Running).count();
     (failed >= t.black_hole_min_failures && failed > running).then(|| {
         format!(
             "Ready and advertising GPUs, but {failed} GPU pod(s) failed admission (UnexpectedAdmissionError) in the last {}; {running} running",
@@ -294,8 +302,8 @@ fn black_hole(index: &Index<'_>, node: &Node, t: &Thresholds) -> Option<String> 
 }
 
 fn mig_config_issue(node: &Node, now: Timestamp, t: &Thresholds) -> Option<NodeIssue> {
-    let state = node.operator.mig_config_state?.as_str();
-    let config = node.operator.mig_config.map_or("?", |c| c.as_str());
+    let state = node.operator.mig_config_state.as_ref()?.as_str();
+    let config = node.operator.mig_config.as_ref().map_or("?", |c| c.as_str());
     let since = node.operator.mig_config_since.map(|s| now - s);
     match state {
         "failed" => Some(NodeIssue {
@@ -319,7 +327,7 @@ fn mig_config_issue(node: &Node, now: Timestamp, t: &Thresholds) -> Option<NodeI
 }
 
 fn upgrade_issue(node: &Node, now: Timestamp, t: &Thresholds) -> Option<NodeIssue> {
-    let state = node.operator.upgrade_state?.as_str();
+    let state = node.operator.upgrade_state.as_ref()?.as_str();
     let since = node.operator.upgrade_since.map(|s| now - s);
     if state == "upgrade-failed" {
         return Some(NodeIssue {
@@ -391,7 +399,7 @@ pub fn totals(nodes: &[NodeSummary], stranded: u64) -> Totals {
             add(&mut t.replicas.1, r.allocated);
         }
         for m in &n.mig {
-            let e = t.mig_slices.entry(m.profile).or_insert((0, 0));
+            let e = t.mig_slices.entry(m.profile.clone()).or_insert((0, 0));
             add(&mut e.0, m.allocatable);
             add(&mut e.1, m.allocated);
         }

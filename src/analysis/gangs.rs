@@ -105,7 +105,7 @@ fn summarize(index: &Index<'_>, key: &GangKey, gang: &Gang) -> GangSummary {
     let gpus_per_pod = gang.gpus_per_pod();
     let mut per_node: BTreeMap<Sym, u64> = BTreeMap::new();
     for p in &placed_pods {
-        if let Some(n) = p.node {
+        if let Some(n) = p.node.clone() {
             *per_node.entry(n).or_default() += p.requests.gpu + p.requests.mig_total();
         }
     }
@@ -133,7 +133,7 @@ fn summarize(index: &Index<'_>, key: &GangKey, gang: &Gang) -> GangSummary {
     let topology = topology_of(index, &placed_pods, &per_node, gpus_total);
     GangSummary {
         key: key.clone(),
-        queue: gang.queue,
+        queue: gang.queue.clone(),
         required,
         placed,
         running,
@@ -184,7 +184,7 @@ fn topology_of(index: &Index<'_>, placed: &[&&Pod], per_node: &BTreeMap<Sym, u64
         .filter(|(n, blockers)| blockers.is_empty() && n.allocatable.gpu >= need)
         .map(|(n, _)| {
             let busy_then: u64 = index
-                .pods_on(n.name)
+                .pods_on(&n.name)
                 .iter()
                 .filter(|p| !members.contains(&p.key()) && p.transitioned > 0 && p.transitioned <= placed_at)
                 .map(|p| p.requests.gpu)
@@ -192,7 +192,7 @@ fn topology_of(index: &Index<'_>, placed: &[&&Pod], per_node: &BTreeMap<Sym, u64
             let free_now = index.free_gpus(n);
             // Among nodes as free then, name the one still free now: the
             // likeliest to convince, and the one to re-place the gang on.
-            (n.allocatable.gpu.saturating_sub(busy_then), free_now, std::cmp::Reverse(n.name))
+            (n.allocatable.gpu.saturating_sub(busy_then), free_now, std::cmp::Reverse(n.name.clone()))
         })
         .filter(|(free, _, _)| *free >= need)
         .max();
@@ -246,7 +246,7 @@ fn fits(index: &Index<'_>, demand: &Demand, released: &[&GangKey]) -> bool {
     for key in released {
         for p in index.members(key) {
             if p.holds_resources()
-                && let Some(n) = p.node
+                && let Some(n) = p.node.clone()
             {
                 freed.entry(n).or_default().push(p);
             }
@@ -254,7 +254,7 @@ fn fits(index: &Index<'_>, demand: &Demand, released: &[&GangKey]) -> bool {
     }
     let mut slots = 0;
     for node in index.nodes().filter(|n| Index::schedulable(n)) {
-        let mut used: Tally = index.used(node.name).clone();
+        let mut used: Tally = index.used(&node.name).clone();
         for p in freed.get(&node.name).into_iter().flatten() {
             used.cpu_milli = used.cpu_milli.saturating_sub(p.requests.cpu_milli);
             used.memory = used.memory.saturating_sub(p.requests.memory);

@@ -46,7 +46,7 @@ fn deployed_here(node: &Node, layer: OperandLayer) -> bool {
 /// operator runs there and one is broken.
 pub fn first_break(index: &Index<'_>, node: &Node) -> Option<StackBreak> {
     let on_node: Vec<&Pod> =
-        index.pods_on(node.name).iter().copied().filter(|p| p.operand.is_some() && !p.terminating).collect();
+        index.pods_on(&node.name).iter().copied().filter(|p| p.operand.is_some() && !p.terminating).collect();
     for layer in OperandLayer::ALL {
         if !deployed_here(node, layer) {
             continue;
@@ -65,9 +65,9 @@ pub fn first_break(index: &Index<'_>, node: &Node) -> Option<StackBreak> {
         return Some(StackBreak {
             layer,
             problem: Problem::NotReady {
-                namespace: pod.namespace,
+                namespace: pod.namespace.clone(),
                 pod: pod.name.to_string(),
-                waiting: operand.waiting.as_ref().map(|(r, m)| (*r, m.to_string())),
+                waiting: operand.waiting.as_ref().map(|(r, m)| (r.clone(), m.to_string())),
                 restarts: operand.restarts,
                 init: operand.init,
             },
@@ -170,7 +170,7 @@ mod tests {
             Problem::NotReady { pod, restarts, waiting, .. } => {
                 assert_eq!(pod, "nvidia-driver-daemonset-q45bl");
                 assert_eq!(restarts, 7);
-                assert_eq!(waiting.map(|w| w.0.as_str()), Some("CrashLoopBackOff"));
+                assert_eq!(waiting.as_ref().map(|w| w.0.as_str()), Some("CrashLoopBackOff"));
             }
             other => panic!("{other:?}"),
         }

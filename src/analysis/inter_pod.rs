@@ -23,7 +23,7 @@ use super::index::Index;
 
 /// The pod being placed: its namespace, labels and rules, and the node
 /// constraints the spread's inclusion policies read.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 pub struct Incoming<'p> {
     pub namespace: Sym,
     pub labels: &'p Labels,
@@ -33,7 +33,12 @@ pub struct Incoming<'p> {
 
 impl<'p> Incoming<'p> {
     pub fn of(pod: &'p Pod) -> Incoming<'p> {
-        Incoming { namespace: pod.namespace, labels: &pod.labels, rules: pod.rules.as_deref(), shape: Shape::of(pod) }
+        Incoming {
+            namespace: pod.namespace.clone(),
+            labels: &pod.labels,
+            rules: pod.rules.as_deref(),
+            shape: Shape::of(pod),
+        }
     }
 }
 
@@ -82,7 +87,7 @@ pub struct InterPod<'a> {
 /// Whether every term selects `pod` (`podMatchesAllAffinityTerms`).
 /// The terms are the incoming pod's ([`PodAffinityTerm::selects_as_incoming`]).
 fn selected_by_all(terms: &[PodAffinityTerm], namespace: Sym, labels: &Labels, known: &NamespaceMap) -> bool {
-    !terms.is_empty() && terms.iter().all(|t| t.selects_as_incoming(namespace, labels, known))
+    !terms.is_empty() && terms.iter().all(|t| t.selects_as_incoming(&namespace, labels, known))
 }
 
 /// Untolerated NoSchedule or NoExecute taints (`nodeTaintsPolicy: Honor`).
@@ -151,9 +156,9 @@ impl<'a> InterPod<'a> {
         let known = &index.snap.namespaces;
         for &(pod, position) in index.anti_affinity_pods() {
             let terms = pod.rules.as_ref().map_or(&[][..], |r| &r.anti_affinity[..]);
-            for term in terms.iter().filter(|t| t.selects(incoming.namespace, incoming.labels, known)) {
-                if let Some(value) = nodes[position].labels.get(term.topology_key) {
-                    existing_anti.entry((term.topology_key, value)).or_insert((0, pod)).0 += 1;
+            for term in terms.iter().filter(|t| t.selects(&incoming.namespace, incoming.labels, known)) {
+                if let Some(value) = nodes[position].labels.get(&term.topology_key) {
+                    existing_anti.entry((term.topology_key.clone(), value.clone())).or_insert((0, pod)).0 += 1;
                 }
             }
         }
@@ -167,18 +172,18 @@ impl<'a> InterPod<'a> {
         if !rules.affinity.is_empty() || !rules.anti_affinity.is_empty() {
             for (position, node) in nodes.iter().enumerate() {
                 for pod in index.pods_at(position) {
-                    if selected_by_all(&rules.affinity, pod.namespace, &pod.labels, known) {
+                    if selected_by_all(&rules.affinity, pod.namespace.clone(), &pod.labels, known) {
                         for term in rules.affinity.iter() {
-                            if let Some(value) = node.labels.get(term.topology_key) {
-                                *affinity_counts.entry((term.topology_key, value)).or_default() += 1;
+                            if let Some(value) = node.labels.get(&term.topology_key) {
+                                *affinity_counts.entry((term.topology_key.clone(), value.clone())).or_default() += 1;
                             }
                         }
                     }
                     for term in
-                        rules.anti_affinity.iter().filter(|t| t.selects_as_incoming(pod.namespace, &pod.labels, known))
+                        rules.anti_affinity.iter().filter(|t| t.selects_as_incoming(&pod.namespace, &pod.labels, known))
                     {
-                        if let Some(value) = node.labels.get(term.topology_key) {
-                            anti_counts.entry((term.topology_key, value)).or_insert((0, pod)).0 += 1;
+                        if let Some(value) = node.labels.get(&term.topology_key) {
+                            anti_counts.entry((term.topology_key.clone(), value.clone())).or_insert((0, pod)).0 += 1;
                         }
                     }
                 }
@@ -187,10 +192,10 @@ impl<'a> InterPod<'a> {
         let spread = spread_counts(index, incoming, rules);
         Some(InterPod {
             spread,
-            affinity_keys: rules.affinity.iter().map(|t| t.topology_key).collect(),
+            affinity_keys: rules.affinity.iter().map(|t| t.topology_key.clone()).collect(),
             affinity_counts,
-            self_affinity: selected_by_all(&rules.affinity, incoming.namespace, incoming.labels, known),
-            anti_keys: rules.anti_affinity.iter().map(|t| t.topology_key).collect(),
+            self_affinity: selected_by_all(&rules.affinity, incoming.namespace.clone(), incoming.labels, known),
+            anti_keys: rules.anti_affinity.iter().map(|t| t.topology_key.clone()).collect(),
             anti_counts,
             existing_anti,
             namespaces: known,
@@ -250,29 +255,30 @@ impl<'a> InterPod<'a> {
         let rules = incoming.rules.unwrap_or(&empty);
         // The nominated pod's own anti-affinity against the incoming pod.
         for term in pod.rules.as_ref().map_or(&[][..], |r| &r.anti_affinity[..]) {
-            if term.selects(incoming.namespace, incoming.labels, self.namespaces)
-                && let Some(value) = node.labels.get(term.topology_key)
+            if term.selects(&incoming.namespace, incoming.labels, self.namespaces)
+                && let Some(value) = node.labels.get(&term.topology_key)
             {
-                self.existing_anti.entry((term.topology_key, value)).or_insert((0, pod)).0 += 1;
+                self.existing_anti.entry((term.topology_key.clone(), value.clone())).or_insert((0, pod)).0 += 1;
             }
         }
-        if selected_by_all(&rules.affinity, pod.namespace, &pod.labels, self.namespaces) {
+        if selected_by_all(&rules.affinity, pod.namespace.clone(), &pod.labels, self.namespaces) {
             for term in rules.affinity.iter() {
-                if let Some(value) = node.labels.get(term.topology_key) {
-                    *self.affinity_counts.entry((term.topology_key, value)).or_default() += 1;
+                if let Some(value) = node.labels.get(&term.topology_key) {
+                    *self.affinity_counts.entry((term.topology_key.clone(), value.clone())).or_default() += 1;
                 }
             }
         }
         for term in
-            rules.anti_affinity.iter().filter(|t| t.selects_as_incoming(pod.namespace, &pod.labels, self.namespaces))
+            rules.anti_affinity.iter().filter(|t| t.selects_as_incoming(&pod.namespace, &pod.labels, self.namespaces))
         {
-            if let Some(value) = node.labels.get(term.topology_key) {
-                self.anti_counts.entry((term.topology_key, value)).or_insert((0, pod)).0 += 1;
+            if let Some(value) = node.labels.get(&term.topology_key) {
+                self.anti_counts.entry((term.topology_key.clone(), value.clone())).or_insert((0, pod)).0 += 1;
             }
         }
         // Spread: a pod of the incoming pod's namespace, on a node with every
         // constraint's key that the inclusion policies count.
-        if pod.namespace != incoming.namespace || rules.spread.iter().any(|c| node.labels.get(c.topology_key).is_none())
+        if pod.namespace != incoming.namespace
+            || rules.spread.iter().any(|c| node.labels.get(&c.topology_key).is_none())
         {
             return;
         }
@@ -282,8 +288,8 @@ impl<'a> InterPod<'a> {
             if !selected || !included(c, &incoming.shape, node, affinity_ok) {
                 continue;
             }
-            if let Some(value) = node.labels.get(c.topology_key) {
-                *s.counts.entry(value).or_default() += 1;
+            if let Some(value) = node.labels.get(&c.topology_key) {
+                *s.counts.entry(value.clone()).or_default() += 1;
                 s.update_min();
             }
         }
@@ -291,10 +297,10 @@ impl<'a> InterPod<'a> {
 
     fn spread_reason(&self, node: &Node) -> Option<NodeReason> {
         for s in &self.spread {
-            let Some(value) = node.labels.get(s.topology_key) else {
+            let Some(value) = node.labels.get(&s.topology_key) else {
                 return Some(NodeReason::SpreadMissingLabel);
             };
-            let here = s.counts.get(&value).copied().unwrap_or(0);
+            let here = s.counts.get(value).copied().unwrap_or(0);
             if (here + s.self_match).saturating_sub(s.min) > s.max_skew {
                 return Some(NodeReason::SpreadSkew);
             }
@@ -306,8 +312,8 @@ impl<'a> InterPod<'a> {
         let mut pods_exist = true;
         for key in &self.affinity_keys {
             // A node without the term's key never satisfies it.
-            let Some(value) = node.labels.get(*key) else { return Some(NodeReason::PodAffinity) };
-            if self.affinity_counts.get(&(*key, value)).copied().unwrap_or(0) <= 0 {
+            let Some(value) = node.labels.get(key) else { return Some(NodeReason::PodAffinity) };
+            if self.affinity_counts.get(&(key.clone(), value.clone())).copied().unwrap_or(0) <= 0 {
                 pods_exist = false;
             }
         }
@@ -325,7 +331,7 @@ impl<'a> InterPod<'a> {
     /// A pod in `node`'s domain that the incoming pod's anti-affinity refuses.
     pub fn anti_refuser(&self, node: &Node) -> Option<(&'a Pod, Domain)> {
         self.anti_keys.iter().find_map(|key| {
-            let domain = (*key, node.labels.get(*key)?);
+            let domain = (key.clone(), node.labels.get(key)?.clone());
             self.anti_counts.get(&domain).filter(|(n, _)| *n > 0).map(|(_, pod)| (*pod, domain))
         })
     }
@@ -334,7 +340,7 @@ impl<'a> InterPod<'a> {
     /// `node`'s domain.
     pub fn existing_refuser(&self, node: &Node) -> Option<(&'a Pod, Domain)> {
         self.existing_anti.iter().find_map(|(domain, (n, pod))| {
-            (*n > 0 && node.labels.get(domain.0) == Some(domain.1)).then_some((*pod, *domain))
+            (*n > 0 && node.labels.get(&domain.0) == Some(&domain.1)).then_some((*pod, domain.clone()))
         })
     }
 
@@ -342,9 +348,9 @@ impl<'a> InterPod<'a> {
     /// per domain (for the advice: where the pods are).
     pub fn spread_domains(&self) -> impl Iterator<Item = (Sym, i64, Vec<(Sym, i64)>)> + '_ {
         self.spread.iter().map(|s| {
-            let mut counts: Vec<(Sym, i64)> = s.counts.iter().map(|(v, n)| (*v, *n)).collect();
+            let mut counts: Vec<(Sym, i64)> = s.counts.iter().map(|(v, n)| (v.clone(), *n)).collect();
             counts.sort();
-            (s.topology_key, s.max_skew, counts)
+            (s.topology_key.clone(), s.max_skew, counts)
         })
     }
 }
@@ -358,7 +364,7 @@ fn spread_counts(index: &Index<'_>, incoming: &Incoming<'_>, rules: &PodRules) -
         .spread
         .iter()
         .map(|c| Spread {
-            topology_key: c.topology_key,
+            topology_key: c.topology_key.clone(),
             max_skew: i64::from(c.max_skew),
             counts: HashMap::new(),
             min: 0,
@@ -371,7 +377,7 @@ fn spread_counts(index: &Index<'_>, incoming: &Incoming<'_>, rules: &PodRules) -
     }
     let shape = &incoming.shape;
     for (position, node) in index.node_list().iter().enumerate() {
-        if rules.spread.iter().any(|c| node.labels.get(c.topology_key).is_none()) {
+        if rules.spread.iter().any(|c| node.labels.get(&c.topology_key).is_none()) {
             continue;
         }
         let affinity_ok = affinity_matches(shape, node);
@@ -379,7 +385,7 @@ fn spread_counts(index: &Index<'_>, incoming: &Incoming<'_>, rules: &PodRules) -
             if !included(c, shape, node, affinity_ok) {
                 continue;
             }
-            let Some(value) = node.labels.get(c.topology_key) else { continue };
+            let Some(value) = node.labels.get(&c.topology_key) else { continue };
             let count = match c.selector.as_ref().filter(|sel| !sel.is_empty()) {
                 Some(sel) => index
                     .pods_at(position)
@@ -388,7 +394,7 @@ fn spread_counts(index: &Index<'_>, incoming: &Incoming<'_>, rules: &PodRules) -
                     .count() as i64,
                 None => 0,
             };
-            *s.counts.entry(value).or_default() += count;
+            *s.counts.entry(value.clone()).or_default() += count;
         }
     }
     spread.iter_mut().for_each(Spread::update_min);

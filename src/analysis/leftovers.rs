@@ -32,7 +32,7 @@ impl Leftovers {
 
     /// Every node an abandoned action still reserves, once each.
     pub fn reserved(&self) -> Vec<Sym> {
-        let mut nodes: Vec<Sym> = self.abandoned.iter().flat_map(|a| a.reserved.iter().copied()).collect();
+        let mut nodes: Vec<Sym> = self.abandoned.iter().flat_map(|a| a.reserved.iter().cloned()).collect();
         nodes.sort();
         nodes.dedup();
         nodes
@@ -46,9 +46,9 @@ const CORDONING: [&str; 2] = ["drain", "repartition-mig"];
 pub fn find(abandoned: &[AuditEntry], snap: &Snapshot) -> Leftovers {
     let reserved_now = |name: &str| {
         let node = snap.nodes.get(&Sym::new(name))?;
-        node.defrag_reservation().map(|_| node.name)
+        node.defrag_reservation().map(|_| node.name.clone())
     };
-    let cordoned_now = |name: &str| snap.nodes.get(&Sym::new(name)).filter(|n| n.unschedulable).map(|n| n.name);
+    let cordoned_now = |name: &str| snap.nodes.get(&Sym::new(name)).filter(|n| n.unschedulable).map(|n| n.name.clone());
     let abandoned: Vec<Abandoned> = abandoned
         .iter()
         .map(|start| {
@@ -70,7 +70,7 @@ pub fn find(abandoned: &[AuditEntry], snap: &Snapshot) -> Leftovers {
         .nodes
         .values()
         .filter(|n| !accounted.contains(&n.name))
-        .filter_map(|n| n.defrag_reservation().map(|t| (n.name, t.value)))
+        .filter_map(|n| n.defrag_reservation().map(|t| (n.name.clone(), t.value.clone())))
         .collect();
     leftovers
 }

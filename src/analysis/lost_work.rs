@@ -68,7 +68,7 @@ pub fn gpu_share(pod: &Pod, node: Option<&Node>) -> f64 {
     // Replicas are shares of a GPU only where the node time-slices.
     let per_gpu = node.and_then(super::supply::replicas_per_gpu).map_or(1.0, f64::from);
     let whole = (pod.requests.gpu + pod.requests.get(keys::RESOURCE_GPU_SHARED)) as f64 / per_gpu;
-    let geometry = node.and_then(|n| n.gpu.product).and_then(|p| mig::geometry_for_product(p.as_str()));
+    let geometry = node.and_then(|n| n.gpu.product.clone()).and_then(|p| mig::geometry_for_product(p.as_str()));
     let slices: f64 = pod.requests.mig().map(|(profile, n)| n as f64 * mig::compute_share(profile, geometry)).sum();
     whole + slices
 }
@@ -76,7 +76,7 @@ pub fn gpu_share(pod: &Pod, node: Option<&Node>) -> f64 {
 /// Physical GPUs' worth `pod` holds: through the device plugin
 /// ([`gpu_share`]) and through DRA claims.
 pub fn share_held(index: &Index<'_>, pod: &Pod) -> f64 {
-    let node = pod.node.and_then(|n| index.snap.nodes.get(&n)).map(|n| &**n);
+    let node = pod.node.clone().and_then(|n| index.snap.nodes.get(&n)).map(|n| &**n);
     gpu_share(pod, node) + index.dra().held_by(pod).share
 }
 

@@ -79,7 +79,7 @@ pub fn cost(index: &Index<'_>, pod: &Pod) -> Option<Preemption> {
     let shape = Shape::of(pod);
     let mut candidates: Vec<(Sym, Vec<&Pod>)> = Vec::new();
     for node in index.nodes() {
-        let on_node: Vec<&Pod> = index.pods_on(node.name).iter().copied().filter(|p| p.holds_resources()).collect();
+        let on_node: Vec<&Pod> = index.pods_on(&node.name).iter().copied().filter(|p| p.holds_resources()).collect();
         let mut lower: Vec<&Pod> = on_node.iter().copied().filter(|p| p.priority < pod.priority).collect();
         // Cheap first: a node without lower-priority pods offers no victims.
         if lower.is_empty() || !fit::placement_verdicts(&shape, node).is_empty() {
@@ -104,7 +104,7 @@ pub fn cost(index: &Index<'_>, pod: &Pod) -> Option<Preemption> {
                 victims.push(p);
             }
         }
-        candidates.push((node.name, victims));
+        candidates.push((node.name.clone(), victims));
     }
     let key = |v: &[&Pod]| {
         let top = v.iter().map(|p| p.priority).max().unwrap_or(i32::MIN);
@@ -119,7 +119,7 @@ pub fn cost(index: &Index<'_>, pod: &Pod) -> Option<Preemption> {
         .map(|(node, victims)| {
             let units = units_of(index, victims);
             let hours = units.iter().map(|v| v.gpu_hours).sum();
-            (*node, units, hours)
+            (node.clone(), units, hours)
         })
         .collect();
     let (node, victims, gpu_hours) = costed.first().cloned()?;
@@ -127,7 +127,7 @@ pub fn cost(index: &Index<'_>, pod: &Pod) -> Option<Preemption> {
         .iter()
         .min_by(|a, b| a.2.total_cmp(&b.2).then(a.0.cmp(&b.0)))
         .filter(|c| c.0 != node && c.2 + 0.05 < gpu_hours)
-        .map(|c| (c.0, c.2));
+        .map(|c| (c.0.clone(), c.2));
     Some(Preemption { node, victims, gpu_hours, cheapest, policy_never: pod.preempt_never })
 }
 

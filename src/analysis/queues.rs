@@ -34,18 +34,18 @@ impl QueueRow {
 pub fn rows(snap: &Snapshot) -> Vec<QueueRow> {
     let mut out = Vec::new();
     let mut shares: std::collections::HashMap<Sym, u64> = Default::default();
-    let cohorts: std::collections::BTreeSet<Sym> = snap.queues.values().filter_map(|q| q.cohort).collect();
+    let cohorts: std::collections::BTreeSet<Sym> = snap.queues.values().filter_map(|q| q.cohort.clone()).collect();
     for cohort in cohorts {
         shares.extend(fair_shares(snap, cohort).into_iter().map(|s| (s.queue, s.weighted.unwrap_or(u64::MAX))));
     }
     for q in snap.queues.values() {
         let base = |quota: Option<&QueueQuota>| QueueRow {
             kind: q.kind,
-            namespace: q.namespace,
-            name: q.name,
-            cohort: q.cohort,
-            flavor: quota.and_then(|x| x.flavor),
-            resource: quota.map_or_else(|| Sym::new("-"), |x| x.resource),
+            namespace: q.namespace.clone(),
+            name: q.name.clone(),
+            cohort: q.cohort.clone(),
+            flavor: quota.and_then(|x| x.flavor.clone()),
+            resource: quota.map_or_else(|| Sym::new("-"), |x| x.resource.clone()),
             nominal: quota.map_or(0, |x| x.nominal),
             used: quota.map_or(0, |x| x.used),
             borrowed: quota.map_or(0, |x| x.borrowed),
@@ -96,14 +96,14 @@ fn guaranteed(q: &QueueQuota) -> u64 {
 pub fn room(snap: &Snapshot, cq: &Queue, quota: &QueueQuota) -> Room {
     let used = usage(quota) as i128;
     let nominal = quota.nominal as i128;
-    let Some(cohort) = cq.cohort else {
+    let Some(cohort) = cq.cohort.clone() else {
         let available = (nominal - used).max(0) as u64;
         return Room { available, max_capacity: quota.nominal, from_cohort: 0 };
     };
     let members = snap
         .queues
         .values()
-        .filter(|q| q.kind == QueueKind::ClusterQueue && q.cohort == Some(cohort))
+        .filter(|q| q.kind == QueueKind::ClusterQueue && q.cohort.as_ref() == Some(&cohort))
         .filter_map(|q| q.quotas.iter().find(|x| x.flavor == quota.flavor && x.resource == quota.resource));
     let (mut pool, mut pool_used) = (0i128, 0i128);
     for m in members {
@@ -134,12 +134,12 @@ pub fn room(snap: &Snapshot, cq: &Queue, quota: &QueueQuota) -> Room {
 pub fn local_queue(snap: &Snapshot, namespace: Sym, local: Sym) -> Option<&Queue> {
     snap.queues
         .values()
-        .find(|q| q.kind == QueueKind::LocalQueue && q.namespace == Some(namespace) && q.name == local)
+        .find(|q| q.kind == QueueKind::LocalQueue && q.namespace.as_ref() == Some(&namespace) && q.name == local)
         .map(|q| &**q)
 }
 
 pub fn cluster_queue_of(snap: &Snapshot, namespace: Sym, local: Sym) -> Option<&Queue> {
-    let cq = local_queue(snap, namespace, local)?.cluster_queue?;
+    let cq = (local_queue(snap, namespace, local)?.cluster_queue).clone()?;
     snap.queues.values().find(|q| q.kind == QueueKind::ClusterQueue && q.name == cq).map(|q| &**q)
 }
 
@@ -184,13 +184,13 @@ pub fn fair_shares(snap: &Snapshot, cohort: Sym) -> Vec<FairShare> {
     let members: Vec<&Queue> = snap
         .queues
         .values()
-        .filter(|q| q.kind == QueueKind::ClusterQueue && q.cohort == Some(cohort))
+        .filter(|q| q.kind == QueueKind::ClusterQueue && q.cohort.as_ref() == Some(&cohort))
         .map(|q| &**q)
         .collect();
     let mut lendable: std::collections::BTreeMap<Sym, u64> = Default::default();
     for q in &members {
         for x in q.quotas.iter() {
-            *lendable.entry(x.resource).or_default() += x.lending_limit.unwrap_or(x.nominal);
+            *lendable.entry(x.resource.clone()).or_default() += x.lending_limit.unwrap_or(x.nominal);
         }
     }
     let mut out: Vec<FairShare> = members
@@ -198,27 +198,27 @@ pub fn fair_shares(snap: &Snapshot, cohort: Sym) -> Vec<FairShare> {
         .map(|q| {
             let mut borrowed: std::collections::BTreeMap<Sym, u64> = Default::default();
             for x in q.quotas.iter() {
-                *borrowed.entry(x.resource).or_default() += usage(x).saturating_sub(x.nominal);
+                *borrowed.entry(x.resource.clone()).or_default() += usage(x).saturating_sub(x.nominal);
             }
             // The dominant resource; ties go to the GPU, what people read.
             let (resource, b, l, ratio) = lendable
                 .iter()
                 .map(|(r, l)| {
                     let b = borrowed.get(r).copied().unwrap_or(0);
-                    (*r, b, *l, if *l == 0 { 0 } else { b * 1000 / l })
+                    (r.clone(), b, *l, if *l == 0 { 0 } else { b * 1000 / l })
                 })
                 .max_by_key(|(r, _, _, ratio)| (*ratio, r.as_str().contains("gpu")))
                 .unwrap_or((Sym::new(crate::model::keys::RESOURCE_GPU), 0, 0, 0));
             let weight_milli = q.fair_weight_milli.unwrap_or(1000);
             FairShare {
-                queue: q.name,
-                cohort,
+                queue: q.name.clone(),
+                cohort: cohort.clone(),
                 weight_milli,
                 resource,
                 borrowed: b,
                 lendable: l,
                 weighted: (weight_milli > 0).then(|| ratio * 1000 / weight_milli),
-                reclaim_within_cohort: q.reclaim_within_cohort.unwrap_or_else(|| Sym::new("Never")),
+                reclaim_within_cohort: q.reclaim_within_cohort.clone().unwrap_or_else(|| Sym::new("Never")),
             }
         })
         .collect();

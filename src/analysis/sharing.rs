@@ -35,7 +35,7 @@ pub fn shared_memory_issue(index: &Index<'_>, node: &Node) -> Option<NodeIssue> 
         .filter(|d| d.reading.slice.is_none() && d.reading.holders.len() >= 2)
         .filter_map(|d| {
             let used = d.reading.memory_used_mib?;
-            let total = total_mib(d.reading.gpu)?;
+            let total = total_mib(d.reading.gpu.clone())?;
             (total > 0 && used as f64 >= SHARED_MEMORY_FULL * total as f64).then(|| {
                 let use_ = format!("use {:.1} of {:.1} GiB", used as f64 / 1024.0, total as f64 / 1024.0);
                 (d.reading.index, d.reading.holders.len(), use_)

@@ -105,7 +105,7 @@ impl Spot {
 }
 
 pub fn analyze(index: &Index<'_>, now: Timestamp) -> Spot {
-    let spot: BTreeSet<Sym> = index.nodes().filter(|n| is_spot(n)).map(|n| n.name).collect();
+    let spot: BTreeSet<Sym> = index.nodes().filter(|n| is_spot(n)).map(|n| n.name.clone()).collect();
     if spot.is_empty() {
         return Spot::default();
     }
@@ -122,7 +122,7 @@ pub fn analyze(index: &Index<'_>, now: Timestamp) -> Spot {
     // Units of work: a gang, or a pod outside gangs.
     let mut units: BTreeMap<String, (Option<GangKey>, Vec<&Pod>)> = BTreeMap::new();
     for node in &spot {
-        for p in index.pods_on(*node).iter().filter(|p| p.holds_resources() && p.requests.gpu > 0) {
+        for p in index.pods_on(node).iter().filter(|p| p.holds_resources() && p.requests.gpu > 0) {
             let (name, gang) = match index.gang_of(&p.key()) {
                 Some(g) => (format!("{}/{}", g.namespace, g.name), Some(g.clone())),
                 None => (p.key().to_string(), None),
@@ -148,7 +148,8 @@ pub fn analyze(index: &Index<'_>, now: Timestamp) -> Spot {
 }
 
 fn job(name: String, gang: Option<GangKey>, members: &[&Pod], spot: &BTreeSet<Sym>, rate: f64) -> SpotJob {
-    let spot_nodes = members.iter().filter_map(|m| m.node).filter(|n| spot.contains(n)).collect::<BTreeSet<_>>().len();
+    let spot_nodes =
+        members.iter().filter_map(|m| m.node.clone()).filter(|n| spot.contains(n)).collect::<BTreeSet<_>>().len();
     let resume = members.iter().filter_map(|m| m.resume.as_deref());
     let interval = resume.clone().filter_map(|r| r.checkpoint_interval_seconds).max().map(i64::from);
     let restart = resume.filter_map(|r| r.restart_seconds).max().map_or(DEFAULT_RESTART_SECONDS, i64::from);

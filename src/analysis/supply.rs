@@ -33,14 +33,14 @@ pub struct Supply {
 
 /// What `node` supplies, from its object, its agent and its pods.
 pub fn supply(index: &Index<'_>, node: &Node) -> Supply {
-    let used = index.used(node.name);
+    let used = index.used(&node.name);
     let devices = index.snap.devices.get(&node.name).filter(|d| d.status == AgentStatus::Reporting);
     // Capacity above allocatable: GPUs the device plugin reports unhealthy
     // (or a plugin that stopped: the kubelet marks its devices unhealthy),
     // known from the Node object alone where neither GFD nor an agent says
     // what the hardware has (with them, the plugin's shortfall is named).
     let withheld = if devices.is_none() && node.hardware_gpus().is_none() { node.withheld_gpus() } else { 0 };
-    let dra = index.dra().gpus(node.name);
+    let dra = index.dra().gpus(&node.name);
     let dra_published = dra.map_or(0, |d| d.published);
     // A GPU offered both ways (a device plugin beside the DRA driver) is
     // one GPU: the hardware count is the larger of the two.
@@ -105,7 +105,7 @@ pub struct Replicas {
 pub fn replicas_per_gpu(node: &Node) -> Option<u32> {
     let per_gpu: u32 = node.label(crate::model::keys::GPU_REPLICAS)?.as_str().trim().parse().ok()?;
     let shared = node.allocatable.get(crate::model::keys::RESOURCE_GPU_SHARED);
-    let sharing = shared > 0 || node.gpu.product.is_some_and(|p| p.as_str().ends_with("-SHARED"));
+    let sharing = shared > 0 || node.gpu.product.as_ref().is_some_and(|p| p.as_str().ends_with("-SHARED"));
     (per_gpu > 1 && sharing).then_some(per_gpu)
 }
 
@@ -163,7 +163,7 @@ fn mig_gpus_busy(node: &Node, used: &Tally, mig_gpus: u64) -> u64 {
     if mig_gpus == 0 {
         return 0;
     }
-    let geometry = node.gpu.product.and_then(|p| crate::reference::mig::geometry_for_product(p.as_str()));
+    let geometry = node.gpu.product.as_ref().and_then(|p| crate::reference::mig::geometry_for_product(p.as_str()));
     let mut slices = 0u64;
     let mut any = false;
     for (profile, _) in node.allocatable.mig() {
@@ -189,13 +189,13 @@ fn advertised_physical_gpus(node: &Node, devices: Option<&crate::model::NodeDevi
     let replicas = node
         .label(crate::model::keys::GPU_REPLICAS)
         .and_then(|r| r.as_str().trim().parse::<u64>().ok())
-        .filter(|r| *r > 1 && node.gpu.product.is_some_and(|p| p.as_str().ends_with("-SHARED")))
+        .filter(|r| *r > 1 && node.gpu.product.as_ref().is_some_and(|p| p.as_str().ends_with("-SHARED")))
         .unwrap_or(1);
     let whole = node.allocatable.gpu.div_ceil(replicas);
     // single with MIG on: GFD's count is MIG devices, like nvidia.com/gpu
     // (the product says `-MIG-`); single with MIG off is plain GPUs, one each.
     let single_mig = node.gpu.mig_strategy == Some(MigStrategy::Single)
-        && node.gpu.product.is_some_and(|p| p.as_str().to_ascii_uppercase().contains("-MIG-"));
+        && node.gpu.product.as_ref().is_some_and(|p| p.as_str().to_ascii_uppercase().contains("-MIG-"));
     if single_mig || shared > 0 {
         // Time-slicing: replicas hide the physical count, compare presence only.
         return if whole > 0 || shared > 0 { node.hardware_gpus().map_or(whole, u64::from).max(whole) } else { 0 };
@@ -240,7 +240,7 @@ mod tests {
         c.apply(ModelEvent::Upsert(Object::Node(n.clone())));
         let health = |i| if unhealthy.contains(&i) { GpuHealth::Unhealthy("Xid".into()) } else { GpuHealth::Healthy };
         c.apply(ModelEvent::Upsert(Object::Devices(NodeDevices {
-            node: n.name,
+            node: n.name.clone(),
             status: AgentStatus::Reporting,
             driver: None,
             cuda_driver: None,
@@ -264,7 +264,7 @@ mod tests {
         let snap = with_agent(&n, 8, &[3]);
         let index = Index::build(&snap, 0);
         let s = supply(&index, &n);
-        let b = s.buckets(&n, index.used(n.name), true);
+        let b = s.buckets(&n, index.used(&n.name), true);
         assert_eq!((b.total(), b.free, b.unhealthy, b.unadvertised), (8, 7, 1, 0), "{s:?}");
     }
 
@@ -275,7 +275,7 @@ mod tests {
         let n = node("g").gpus(8).hardware(8).build();
         let snap = with_agent(&n, 8, &[0, 1]);
         let index = Index::build(&snap, 0);
-        let b = supply(&index, &n).buckets(&n, index.used(n.name), true);
+        let b = supply(&index, &n).buckets(&n, index.used(&n.name), true);
         assert_eq!((b.total(), b.free, b.unhealthy), (8, 6, 2));
     }
 

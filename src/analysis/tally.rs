@@ -53,7 +53,7 @@ impl Tally {
         for (name, amount) in pairs {
             match self.extended.iter_mut().find(|(s, _)| s == name) {
                 Some((_, v)) => *v += amount,
-                None => self.extended.push((*name, *amount)),
+                None => self.extended.push((name.clone(), *amount)),
             }
         }
     }

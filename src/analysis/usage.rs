@@ -148,8 +148,11 @@ fn equivalents(profile: Option<&Sym>, geometry: Option<&mig::Geometry>) -> f64 {
 /// The workload a pod belongs to: the top-level owner its controllers
 /// name, its gang, or its controller (a ReplicaSet stands for its Deployment).
 pub fn workload_of(pod: &Pod) -> Option<WorkloadRef> {
-    let of =
-        |kind: &str, name: &str| WorkloadRef { kind: Sym::new(kind), namespace: pod.namespace, name: Sym::new(name) };
+    let of = |kind: &str, name: &str| WorkloadRef {
+        kind: Sym::new(kind),
+        namespace: pod.namespace.clone(),
+        name: Sym::new(name),
+    };
     if let Some(w) = &pod.workload {
         return Some(of(w.kind.as_str(), w.name.as_str()));
     }
@@ -187,7 +190,7 @@ fn believed(snap: &Snapshot) -> BTreeMap<Sym, &crate::model::NodeUsageHistory> {
             Some(h) => *source == UsageSource::DcgmExporter && h.source != UsageSource::DcgmExporter,
         };
         if better {
-            out.insert(*node, &**history);
+            out.insert(node.clone(), &**history);
         }
     }
     out
@@ -205,7 +208,7 @@ pub fn analyze(snap: &Snapshot, now: Timestamp) -> Utilization {
         unreadable: snap
             .usage
             .values()
-            .filter_map(|h| h.problem.as_ref().map(|p| (h.node, h.source, p.to_string())))
+            .filter_map(|h| h.problem.as_ref().map(|p| (h.node.clone(), h.source, p.to_string())))
             .collect(),
         ..Utilization::default()
     };
@@ -237,7 +240,7 @@ pub fn analyze(snap: &Snapshot, now: Timestamp) -> Utilization {
             for key in &holders {
                 by_pod
                     .entry((*key).clone())
-                    .or_insert_with(|| Acc { node: history.node, source: history.source, devices: Vec::new() })
+                    .or_insert_with(|| Acc { node: history.node.clone(), source: history.source, devices: Vec::new() })
                     .devices
                     .push((device, holders.len()));
             }
@@ -267,24 +270,28 @@ pub fn analyze(snap: &Snapshot, now: Timestamp) -> Utilization {
 fn gangs_by_member_name(snap: &Snapshot) -> HashMap<(Sym, Sym), &Gang> {
     let mut out = HashMap::new();
     for g in snap.gangs.values() {
-        out.insert((g.namespace, Sym::new(&g.name)), &**g);
+        out.insert((g.namespace.clone(), Sym::new(&g.name)), &**g);
         if let Some(o) = &g.owner {
-            out.insert((g.namespace, o.name), &**g);
+            out.insert((g.namespace.clone(), o.name.clone()), &**g);
         }
     }
     out
 }
 
 fn gang_of<'a>(pod: &Pod, gangs: &HashMap<(Sym, Sym), &'a Gang>) -> Option<&'a Gang> {
-    let names = [pod.group, pod.workload.as_ref().map(|w| w.name), pod.owner.as_ref().map(|o| o.name)];
-    names.into_iter().flatten().find_map(|n| gangs.get(&(pod.namespace, n)).copied())
+    let names =
+        [pod.group.clone(), pod.workload.as_ref().map(|w| w.name.clone()), pod.owner.as_ref().map(|o| o.name.clone())];
+    names.into_iter().flatten().find_map(|n| gangs.get(&(pod.namespace.clone(), n)).copied())
 }
 
 fn holder(snap: &Snapshot, now: Timestamp, gangs: &HashMap<(Sym, Sym), &Gang>, key: PodKey, acc: Acc<'_>) -> Holder {
     let pod = snap.pods.get(&key);
     let gang = pod.and_then(|p| gang_of(p, gangs));
-    let geometry =
-        snap.nodes.get(&acc.node).and_then(|n| n.gpu.product).and_then(|p| mig::geometry_for_product(p.as_str()));
+    let geometry = snap
+        .nodes
+        .get(&acc.node)
+        .and_then(|n| n.gpu.product.clone())
+        .and_then(|p| mig::geometry_for_product(p.as_str()));
     let gpus: f64 = acc
         .devices
         .iter()
@@ -314,9 +321,9 @@ fn holder(snap: &Snapshot, now: Timestamp, gangs: &HashMap<(Sym, Sym), &Gang>, k
             .devices
             .iter()
             .map(|(d, n)| HeldDevice {
-                gpu: d.reading.gpu,
+                gpu: d.reading.gpu.clone(),
                 index: d.reading.index,
-                profile: d.reading.slice.as_ref().map(|s| s.profile),
+                profile: d.reading.slice.as_ref().map(|s| s.profile.clone()),
                 sharers: *n,
             })
             .collect(),
@@ -328,7 +335,7 @@ fn holder(snap: &Snapshot, now: Timestamp, gangs: &HashMap<(Sym, Sym), &Gang>, k
         idle_at_least: shortest.is_some_and(|(_, at_least)| at_least),
         idle_gpu_hours: shortest.map_or(0.0, |(s, _)| gpus * s as f64 / 3600.0),
         workload: pod.and_then(|p| workload_of(p)),
-        queue: pod.and_then(|p| p.queue).or_else(|| gang.and_then(|g| g.queue)),
+        queue: pod.and_then(|p| p.queue.clone()).or_else(|| gang.and_then(|g| g.queue.clone())),
         gang: gang.map(|g| g.key()),
         age_seconds: pod.filter(|p| p.created > 0).map(|p| (now - p.created).max(0)),
         unknown_to_api: pod.is_none(),
@@ -366,7 +373,7 @@ fn summarize(workload: Option<WorkloadRef>, pods: &[&Holder]) -> WorkloadUse {
         idle_pods: pods.iter().filter(|h| h.is_idle()).count(),
         gpus,
         idle_gpus: pods.iter().filter(|h| h.is_idle()).map(|h| h.gpus).sum(),
-        queue: pods.iter().find_map(|h| h.queue),
+        queue: pods.iter().find_map(|h| h.queue.clone()),
         mean_pct: (weight > 0.0)
             .then(|| (weighted.iter().map(|(g, m)| g * f64::from(*m)).sum::<f64>() / weight) as f32),
         idle_gpu_hours: pods.iter().map(|h| h.idle_gpu_hours).sum(),

@@ -14,7 +14,7 @@
 
 use std::sync::Arc;
 
-use crate::model::node::label_of;
+use crate::model::node::label_value;
 use crate::model::storage::{
     AccessModes, ClaimPhase, NO_PROVISIONER, PersistentVolume, StorageClass, VolumeClaim, VolumePhase,
 };
@@ -187,14 +187,14 @@ pub fn prepare<'a>(
     }
     // VolumeRestrictions reads every claim a volume names directly.
     for u in uses.iter().filter(|u| !u.ephemeral) {
-        if claim(index, namespace, &u.claim).is_none() {
+        if claim(index, namespace.clone(), &u.claim).is_none() {
             return Prepared::Refused(Refusal::ClaimMissing(u.claim.clone()));
         }
     }
     // VolumeBinding: each claim exists, is not lost or going, is the pod's own.
     let mut claims = Vec::with_capacity(uses.len());
     for u in uses {
-        let Some(c) = claim(index, namespace, &u.claim) else {
+        let Some(c) = claim(index, namespace.clone(), &u.claim) else {
             return Prepared::Refused(Refusal::EphemeralNotCreated(u.claim.clone()));
         };
         if c.phase == ClaimPhase::Lost {
@@ -216,7 +216,7 @@ pub fn prepare<'a>(
             check.bound.push((c, c.volume.as_ref().and_then(|v| volume(index, v))));
             continue;
         }
-        let delayed = c.class.and_then(|name| class(index, name)).filter(|k| k.wait_for_first_consumer);
+        let delayed = c.class.clone().and_then(|name| class(index, name)).filter(|k| k.wait_for_first_consumer);
         match delayed {
             Some(k) if c.volume.is_none() => {
                 check.delayed.push(Delayed { claim: c, class: k, reserved: None, candidates: Vec::new() })
@@ -234,7 +234,7 @@ pub fn prepare<'a>(
             None => return Prepared::Refused(Refusal::VolumeMissing { claim: u.claim.clone(), volume: name.clone() }),
             Some(v) => {
                 for key in keys::VOLUME_TOPOLOGY_LABELS {
-                    if let Some(value) = label_of(&v.labels, Sym::new(key)) {
+                    if let Some(value) = label_value(&v.labels, key) {
                         check.zones.push((Sym::new(key), value.as_str().split("__").collect(), v.name.clone()));
                     }
                 }
@@ -307,13 +307,13 @@ fn topology_allows(class: &StorageClass, node: &Node) -> bool {
         || class
             .allowed_topologies
             .iter()
-            .any(|term| term.iter().all(|(key, values)| node.labels.get(*key).is_some_and(|v| values.contains(&v))))
+            .any(|term| term.iter().all(|(key, values)| node.labels.get(key).is_some_and(|v| values.contains(v))))
 }
 
 impl VolumeCheck<'_> {
     /// Bound volumes' zone and region labels: (key, values, volume).
     pub fn zones(&self) -> impl Iterator<Item = (Sym, &[&str], &Arc<str>)> {
-        self.zones.iter().map(|(k, v, pv)| (*k, v.as_slice(), pv))
+        self.zones.iter().map(|(k, v, pv)| (k.clone(), v.as_slice(), pv))
     }
 
     /// This node's reasons, in the filters' order, appended to `out`.
@@ -349,11 +349,10 @@ impl VolumeCheck<'_> {
             out.push(NodeReason::VolumeMissing);
         }
         // VolumeZone: only where the node has any zone or region label.
-        let zoned = keys::VOLUME_TOPOLOGY_LABELS.iter().any(|k| node.labels.get(Sym::new(k)).is_some());
+        let zoned = keys::VOLUME_TOPOLOGY_LABELS.iter().any(|k| node.labels.value(k).is_some());
         if zoned {
             let conflict = self.zones.iter().any(|(key, values, _)| {
-                let value =
-                    node.labels.get(*key).or_else(|| node.labels.get(Sym::new(keys::ga_topology_label(key.as_str()))));
+                let value = node.labels.get(key).or_else(|| node.labels.value(keys::ga_topology_label(key.as_str())));
                 value.is_none_or(|v| !values.contains(&v.as_str()))
             });
             if conflict {
@@ -368,7 +367,7 @@ impl VolumeCheck<'_> {
         let mut chosen: Vec<&str> = Vec::new();
         let mut to_provision: Vec<&Delayed<'_>> = Vec::new();
         for d in &self.delayed {
-            if let Some(selected) = d.claim.selected_node {
+            if let Some(selected) = d.claim.selected_node.clone() {
                 if selected != node.name {
                     return false;
                 }

@@ -49,14 +49,14 @@ pub struct UpgradeRow {
 }
 
 impl UpgradeRow {
-    pub fn state_str(&self) -> &'static str {
-        self.state.map_or("unknown", |s| s.as_str())
+    pub fn state_str(&self) -> &str {
+        self.state.as_ref().map_or("unknown", |s| s.as_str())
     }
     pub fn failed(&self) -> bool {
-        self.state.is_some_and(|s| s.as_str() == "upgrade-failed")
+        self.state.as_ref().is_some_and(|s| s.as_str() == "upgrade-failed")
     }
     fn in_progress(&self) -> bool {
-        self.state.is_some_and(|s| !matches!(s.as_str(), "upgrade-done" | "upgrade-failed" | ""))
+        self.state.as_ref().is_some_and(|s| !matches!(s.as_str(), "upgrade-done" | "upgrade-failed" | ""))
     }
 }
 
@@ -81,15 +81,15 @@ pub fn board<'a>(
     let mut rows: Vec<UpgradeRow> = nodes
         .filter(|n| n.is_gpu_node())
         .map(|n| {
-            let state = n.operator.upgrade_state;
+            let state = n.operator.upgrade_state.clone();
             let secs = n.operator.upgrade_since.map(|s| (now - s).max(0));
-            let in_progress = state.is_some_and(|s| !matches!(s.as_str(), "upgrade-done" | "upgrade-failed"));
+            let in_progress = state.as_ref().is_some_and(|s| !matches!(s.as_str(), "upgrade-done" | "upgrade-failed"));
             UpgradeRow {
-                node: n.name,
-                state,
+                node: n.name.clone(),
+                state: state.clone(),
                 since: n.operator.upgrade_since,
                 seconds_in_state: if state.is_some() { secs } else { None },
-                stuck: in_progress && secs.is_some_and(|s| s >= stuck_after(state, t)),
+                stuck: in_progress && secs.is_some_and(|s| s >= stuck_after(state.clone(), t)),
                 skip: n.operator.upgrade_skip,
                 driver: n.gpu.driver.clone(),
                 done_off_target: state.is_some_and(|s| s.as_str() == "upgrade-done")
@@ -303,7 +303,7 @@ pub fn halt(rows: &[UpgradeRow], target: Option<&DriverVersion>) -> Option<Halt>
     }
     let most = drivers.iter().max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0))).map(|(d, n)| ((*d).clone(), *n));
     Some(Halt {
-        failed: failed.iter().map(|r| (r.node, r.driver.clone())).collect(),
+        failed: failed.iter().map(|r| (r.node.clone(), r.driver.clone())).collect(),
         nodes_on_rollback: most.as_ref().map_or(0, |(_, n)| *n),
         rollback_to: most.map(|(d, _)| d),
     })
@@ -339,17 +339,19 @@ pub fn plan(index: &Index<'_>, target: &DriverVersion, policy: Policy) -> WavePl
     let mut candidates: Vec<&Node> = Vec::new();
     for n in &gpu_nodes {
         if !n.is_ready() {
-            excluded
-                .push((n.name, "NotReady: the operator's cordon, drain and driver restart need a kubelet".to_string()));
+            excluded.push((
+                n.name.clone(),
+                "NotReady: the operator's cordon, drain and driver restart need a kubelet".to_string(),
+            ));
         } else if n.operator.upgrade_skip {
-            excluded.push((n.name, "nvidia.com/gpu-driver-upgrade.skip=true".to_string()));
-        } else if n.operator.upgrade_state.is_some_and(|s| s.as_str() == "upgrade-failed") {
+            excluded.push((n.name.clone(), "nvidia.com/gpu-driver-upgrade.skip=true".to_string()));
+        } else if n.operator.upgrade_state.as_ref().is_some_and(|s| s.as_str() == "upgrade-failed") {
             // A failed node is the halt's to settle, whatever driver it shows.
-            excluded.push((n.name, "upgrade-failed, to settle first: see the halt".to_string()));
+            excluded.push((n.name.clone(), "upgrade-failed, to settle first: see the halt".to_string()));
         } else if n.gpu.driver.as_ref() == Some(target) {
-            match n.operator.upgrade_state.map(|s| s.as_str()).filter(|s| !matches!(*s, "upgrade-done" | "")) {
-                Some(state) => excluded.push((n.name, format!("on {target}, upgrade still in {state}"))),
-                None => excluded.push((n.name, format!("already on {target}"))),
+            match n.operator.upgrade_state.as_ref().map(|s| s.as_str()).filter(|s| !matches!(*s, "upgrade-done" | "")) {
+                Some(state) => excluded.push((n.name.clone(), format!("on {target}, upgrade still in {state}"))),
+                None => excluded.push((n.name.clone(), format!("already on {target}"))),
             }
         } else {
             candidates.push(n);
@@ -357,17 +359,17 @@ pub fn plan(index: &Index<'_>, target: &DriverVersion, policy: Policy) -> WavePl
     }
 
     // Nodes joined by running gangs move together (union-find over gang members).
-    let names: Vec<Sym> = candidates.iter().map(|n| n.name).collect();
-    let mut parent: HashMap<Sym, Sym> = names.iter().map(|n| (*n, *n)).collect();
+    let names: Vec<Sym> = candidates.iter().map(|n| n.name.clone()).collect();
+    let mut parent: HashMap<Sym, Sym> = names.iter().map(|n| (n.clone(), n.clone())).collect();
     fn root(parent: &mut HashMap<Sym, Sym>, x: Sym) -> Sym {
-        let mut r = x;
-        while let Some(&p) = parent.get(&r) {
+        let mut r = x.clone();
+        while let Some(p) = parent.get(&r).cloned() {
             if p == r {
                 break;
             }
             r = p;
         }
-        parent.insert(x, r);
+        parent.insert(x, r.clone());
         r
     }
     let mut gangs_of_node: HashMap<Sym, BTreeSet<String>> = HashMap::new();
@@ -376,17 +378,17 @@ pub fn plan(index: &Index<'_>, target: &DriverVersion, policy: Policy) -> WavePl
             .members(key)
             .iter()
             .filter(|p| p.holds_resources())
-            .filter_map(|p| p.node)
+            .filter_map(|p| p.node.clone())
             .filter(|n| parent.contains_key(n))
             .collect();
         let label = format!("{}/{}", key.namespace, key.name);
         for n in &nodes {
-            gangs_of_node.entry(*n).or_default().insert(label.clone());
+            gangs_of_node.entry(n.clone()).or_default().insert(label.clone());
         }
         let mut it = nodes.into_iter();
         if let Some(first) = it.next() {
             for other in it {
-                let (a, b) = (root(&mut parent, first), root(&mut parent, other));
+                let (a, b) = (root(&mut parent, first.clone()), root(&mut parent, other));
                 if a != b {
                     parent.insert(b, a);
                 }
@@ -395,10 +397,10 @@ pub fn plan(index: &Index<'_>, target: &DriverVersion, policy: Policy) -> WavePl
     }
     let mut groups: BTreeMap<Sym, Vec<&Node>> = BTreeMap::new();
     for n in &candidates {
-        let r = root(&mut parent, n.name);
+        let r = root(&mut parent, n.name.clone());
         groups.entry(r).or_default().push(n);
     }
-    let load = |nodes: &[&Node]| -> usize { nodes.iter().map(|n| index.gpu_pods_on(n.name)).sum() };
+    let load = |nodes: &[&Node]| -> usize { nodes.iter().map(|n| index.gpu_pods_on(&n.name)).sum() };
     let mut units: Vec<Vec<&Node>> = groups.into_values().collect();
     units.sort_by(|a, b| load(a).cmp(&load(b)).then(a.len().cmp(&b.len())).then(a[0].name.cmp(&b[0].name)));
 
@@ -464,14 +466,14 @@ fn make_wave(
         let mut after = before.clone();
         after.driver = Some(target.clone());
         after.cuda = crate::reference::cuda::tables().max_native_cuda(target);
-        for p in index.pods_on(n.name) {
+        for p in index.pods_on(&n.name) {
             let Some(need) = p.cuda.and_then(compat::need_of) else { continue };
             let (vb, _) = compat::verdict(&need, &before, index.now);
             let (va, reason) = compat::verdict(&need, &after, index.now);
             if va > vb {
                 breaks.push(Break {
                     pod: format!("{}/{}", p.namespace, p.name),
-                    node: n.name,
+                    node: n.name.clone(),
                     before: vb,
                     after: va,
                     reason,
@@ -482,7 +484,7 @@ fn make_wave(
     Wave {
         index: idx,
         canary,
-        nodes: nodes.iter().map(|n| n.name).collect(),
+        nodes: nodes.iter().map(|n| n.name.clone()).collect(),
         gangs: gangs.into_iter().collect(),
         breaks,
         oversized,

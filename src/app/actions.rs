@@ -42,10 +42,10 @@ impl App {
             Command::Uncordon => Action::Uncordon { node },
             Command::Drain => Action::Drain { node, gpu_only: false, force: false },
             _ => {
-                match choose::mig_configs(&views.snap, node) {
+                match choose::mig_configs(&views.snap, node.clone()) {
                     Ok(configs) => {
                         // Start on the config that serves the pending MIG slices.
-                        let picker = crate::view_model::mig_picker::rows(&views.snap, node, &configs);
+                        let picker = crate::view_model::mig_picker::rows(&views.snap, node.clone(), &configs);
                         let selected = crate::view_model::mig_picker::best(&picker);
                         self.overlay = Some(Overlay::MigPicker { node, configs, selected });
                     }
@@ -130,7 +130,7 @@ impl App {
             .then(|| self.selected.get(&self.pane).map(|s| Sym::new(s)))
             .flatten();
         let on_selected: Vec<&InFlight> =
-            self.in_flight.iter().filter(|f| selected.is_some_and(|n| f.action.nodes().contains(&n))).collect();
+            self.in_flight.iter().filter(|f| selected.as_ref().is_some_and(|n| f.action.nodes().contains(n))).collect();
         let chosen = match (self.in_flight.as_slice(), on_selected.as_slice()) {
             ([], _) => {
                 self.notify("no action is running", false);

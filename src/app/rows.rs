@@ -48,11 +48,11 @@ pub fn nodes<'a>(views: &'a Views, filter: &str, sort: Option<Sort>) -> Vec<&'a 
     };
     match sort.letter {
         // Free as the totals count it: a cordoned node's GPUs are unavailable.
-        'F' => sorted(&mut rows, sort, |r| (std::cmp::Reverse(r.buckets.free), r.name)),
-        'P' => sorted(&mut rows, sort, |r| (faults(r), r.name)),
-        'U' => sorted(&mut rows, sort, |r| (std::cmp::Reverse(r.used_of().0), r.name)),
-        'D' => sorted(&mut rows, sort, |r| (r.driver.clone(), r.name)),
-        _ => sorted(&mut rows, sort, |r| r.name),
+        'F' => sorted(&mut rows, sort, |r| (std::cmp::Reverse(r.buckets.free), r.name.clone())),
+        'P' => sorted(&mut rows, sort, |r| (faults(r), r.name.clone())),
+        'U' => sorted(&mut rows, sort, |r| (std::cmp::Reverse(r.used_of().0), r.name.clone())),
+        'D' => sorted(&mut rows, sort, |r| (r.driver.clone(), r.name.clone())),
+        _ => sorted(&mut rows, sort, |r| r.name.clone()),
     }
     rows
 }
@@ -77,14 +77,14 @@ pub fn pending<'a>(views: &'a Views, filter: &str, sort: Option<Sort>) -> Vec<&'
         .iter()
         .filter(|p| {
             let name = p.display_name();
-            let queue = p.queue.map_or("", |q| q.as_str());
+            let queue = p.queue.as_ref().map_or("", |q| q.as_str());
             f.matches(&[&name, p.blocking_str(), p.kind.as_str(), &p.shape, queue, &p.summary], None)
         })
         .collect();
     match sort {
         Some(s) if s.letter == 'A' => sorted(&mut rows, s, |p| (std::cmp::Reverse(p.age), p.display_name())),
         Some(s) if s.letter == 'S' => sorted(&mut rows, s, |p| (std::cmp::Reverse(p.gpus), p.display_name())),
-        Some(s) if s.letter == 'Q' => sorted(&mut rows, s, |p| (p.queue, p.display_name())),
+        Some(s) if s.letter == 'Q' => sorted(&mut rows, s, |p| (p.queue.clone(), p.display_name())),
         Some(s) if s.letter == 'B' => sorted(&mut rows, s, |p| (p.blocking, p.display_name())),
         Some(s) => sorted(&mut rows, s, |p| p.display_name()),
         None => {}
@@ -100,14 +100,14 @@ pub fn gangs<'a>(views: &'a Views, filter: &str, sort: Option<Sort>) -> Vec<&'a 
         .iter()
         .filter(|g| {
             let name = g.display_name();
-            let queue = g.queue.map_or("", |q| q.as_str());
+            let queue = g.queue.as_ref().map_or("", |q| q.as_str());
             f.matches(&[&name, g.state.as_str(), g.key.kind.kind_name(), g.key.kind.abbreviation(), queue], None)
         })
         .collect();
     match sort {
         Some(s) if s.letter == 'A' => sorted(&mut rows, s, |g| (g.age, g.display_name())),
         Some(s) if s.letter == 'S' => sorted(&mut rows, s, |g| (g.state.as_str(), g.display_name())),
-        Some(s) if s.letter == 'Q' => sorted(&mut rows, s, |g| (g.queue, g.display_name())),
+        Some(s) if s.letter == 'Q' => sorted(&mut rows, s, |g| (g.queue.clone(), g.display_name())),
         Some(s) => sorted(&mut rows, s, |g| g.display_name()),
         None => {}
     }
@@ -123,19 +123,19 @@ pub fn queues<'a>(views: &'a Views, filter: &str, sort: Option<Sort>) -> Vec<&'a
         .filter(|q| {
             let columns = [
                 q.name.as_str(),
-                q.namespace.map_or("", |n| n.as_str()),
-                q.cohort.map_or("", |c| c.as_str()),
-                q.flavor.map_or("", |c| c.as_str()),
+                q.namespace.as_ref().map_or("", |n| n.as_str()),
+                q.cohort.as_ref().map_or("", |c| c.as_str()),
+                q.flavor.as_ref().map_or("", |c| c.as_str()),
                 q.resource.as_str(),
             ];
             f.matches(&columns, None)
         })
         .collect();
     match sort {
-        Some(s) if s.letter == 'U' => sorted(&mut rows, s, |q| (std::cmp::Reverse(q.used), q.name)),
-        Some(s) if s.letter == 'P' => sorted(&mut rows, s, |q| (std::cmp::Reverse(q.pending), q.name)),
-        Some(s) if s.letter == 'C' => sorted(&mut rows, s, |q| (q.cohort, q.name)),
-        Some(s) => sorted(&mut rows, s, |q| (q.name, q.namespace)),
+        Some(s) if s.letter == 'U' => sorted(&mut rows, s, |q| (std::cmp::Reverse(q.used), q.name.clone())),
+        Some(s) if s.letter == 'P' => sorted(&mut rows, s, |q| (std::cmp::Reverse(q.pending), q.name.clone())),
+        Some(s) if s.letter == 'C' => sorted(&mut rows, s, |q| (q.cohort.clone(), q.name.clone())),
+        Some(s) => sorted(&mut rows, s, |q| (q.name.clone(), q.namespace.clone())),
         None => {}
     }
     rows
@@ -151,9 +151,9 @@ pub fn mig<'a>(views: &'a Views, filter: &str, sort: Option<Sort>) -> Vec<&'a Mi
         })
         .collect();
     match sort {
-        Some(s) if s.letter == 'C' => sorted(&mut rows, s, |m| (m.config.clone(), m.node)),
-        Some(s) if s.letter == 'S' => sorted(&mut rows, s, |m| (m.state.clone(), m.node)),
-        Some(s) => sorted(&mut rows, s, |m| m.node),
+        Some(s) if s.letter == 'C' => sorted(&mut rows, s, |m| (m.config.clone(), m.node.clone())),
+        Some(s) if s.letter == 'S' => sorted(&mut rows, s, |m| (m.state.clone(), m.node.clone())),
+        Some(s) => sorted(&mut rows, s, |m| m.node.clone()),
         None => {}
     }
     rows
@@ -251,10 +251,10 @@ pub fn upgrades<'a>(views: &'a Views, filter: &str, sort: Option<Sort>) -> Vec<&
         })
         .collect();
     match sort {
-        Some(s) if s.letter == 'S' => sorted(&mut rows, s, |u| (u.state_str(), u.node)),
-        Some(s) if s.letter == 'F' => sorted(&mut rows, s, |u| (std::cmp::Reverse(u.seconds_in_state), u.node)),
-        Some(s) if s.letter == 'D' => sorted(&mut rows, s, |u| (u.driver.clone(), u.node)),
-        Some(s) => sorted(&mut rows, s, |u| u.node),
+        Some(s) if s.letter == 'S' => sorted(&mut rows, s, |u| (u.state_str(), u.node.clone())),
+        Some(s) if s.letter == 'F' => sorted(&mut rows, s, |u| (std::cmp::Reverse(u.seconds_in_state), u.node.clone())),
+        Some(s) if s.letter == 'D' => sorted(&mut rows, s, |u| (u.driver.clone(), u.node.clone())),
+        Some(s) => sorted(&mut rows, s, |u| u.node.clone()),
         None => {}
     }
     rows

@@ -288,9 +288,9 @@ impl PodBuilder {
 
     /// A `metadata.labels` entry.
     pub fn pod_label(mut self, key: &str, value: &str) -> Self {
-        let mut labels: Vec<(Sym, Sym)> = self.pod.labels.iter().copied().filter(|(k, _)| k.as_str() != key).collect();
+        let mut labels: Vec<(Sym, Sym)> = self.pod.labels.iter().filter(|&(k, _)| k.as_str() != key).cloned().collect();
         labels.push((Sym::new(key), Sym::new(value)));
-        labels.sort_by_key(|l| l.0);
+        labels.sort_by_key(|l| l.0.clone());
         self.pod.labels = labels.into();
         self
     }
@@ -335,7 +335,7 @@ impl PodBuilder {
             selector: Some(crate::model::LabelSelector {
                 requirements: Box::new([crate::model::pod_rules::equals(key, value)]),
             }),
-            namespaces: crate::model::Namespaces::Listed(Box::new([self.pod.namespace])),
+            namespaces: crate::model::Namespaces::Listed(Box::new([self.pod.namespace.clone()])),
             topology_key: Sym::new(topology_key),
         }
     }

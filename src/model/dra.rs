@@ -39,7 +39,7 @@ impl DraObject {
             DraObject::Class(c) => DraKey { kind: DraKind::DeviceClass, namespace: None, name: c.name.clone() },
             DraObject::Claim(c) => DraKey {
                 kind: if c.template { DraKind::ResourceClaimTemplate } else { DraKind::ResourceClaim },
-                namespace: Some(c.namespace),
+                namespace: Some(c.namespace.clone()),
                 name: c.name.clone(),
             },
         }

@@ -124,7 +124,7 @@ pub fn node_target<'a>(
     let mut versions: Vec<&DriverVersion> = policies
         .iter()
         .filter(|p| p.kind == DriverPolicyKind::NvidiaDriver)
-        .filter(|p| p.node_selector.iter().all(|(k, v)| node.label(k.as_str()) == Some(*v)))
+        .filter(|p| p.node_selector.iter().all(|(k, v)| node.label(k.as_str()) == Some(v)))
         .filter_map(|p| p.version.as_ref())
         .collect();
     versions.sort();

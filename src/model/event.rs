@@ -36,7 +36,7 @@ pub struct ClusterEvent {
 
 impl ClusterEvent {
     pub fn key(&self) -> EventKey {
-        EventKey { namespace: self.namespace, name: self.name.clone() }
+        EventKey { namespace: self.namespace.clone(), name: self.name.clone() }
     }
 
     pub fn is_failed_scheduling(&self) -> bool {

@@ -153,7 +153,7 @@ pub enum Listing {
 }
 
 /// What a polled feed has read of its reporters, within its request budget.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Coverage {
     /// Reporter pods found (one per node at most).
     pub reporters: u32,

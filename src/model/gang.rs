@@ -119,7 +119,7 @@ pub struct Gang {
 
 impl Gang {
     pub fn key(&self) -> GangKey {
-        GangKey { kind: self.kind, namespace: self.namespace, name: self.name.clone() }
+        GangKey { kind: self.kind, namespace: self.namespace.clone(), name: self.name.clone() }
     }
 
     pub fn condition(&self, kind: &str) -> Option<&Condition> {
@@ -159,12 +159,12 @@ impl Gang {
         match self.kind {
             GangKind::KueueWorkload => self.condition_true("QuotaReserved") || self.admission.is_some(),
             GangKind::VolcanoPodGroup => {
-                matches!(self.phase.map(|p| p.as_str()), Some("Inqueue" | "Running" | "Unknown" | "Completed"))
+                matches!(self.phase.as_ref().map(|p| p.as_str()), Some("Inqueue" | "Running" | "Unknown" | "Completed"))
             }
         }
     }
 
     pub fn is_finished(&self) -> bool {
-        self.condition_true("Finished") || self.phase.is_some_and(|p| p.as_str() == "Completed")
+        self.condition_true("Finished") || self.phase.as_ref().is_some_and(|p| p.as_str() == "Completed")
     }
 }

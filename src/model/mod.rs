@@ -420,7 +420,7 @@ impl Cluster {
                 for object in objects {
                     if object.feed() == feed {
                         if let Object::Usage(u) = &object {
-                            reported.insert((u.source, u.node));
+                            reported.insert((u.source, u.node.clone()));
                         }
                         self.upsert(object);
                     }
@@ -429,7 +429,7 @@ impl Cluster {
                 // Usage keeps its history across resyncs (every poll is
                 // one); only the nodes no longer reported are dropped.
                 let gone: Vec<(UsageSource, Sym)> =
-                    s.usage.keys().filter(|k| usage_feed(k.0) == feed && !reported.contains(*k)).copied().collect();
+                    s.usage.keys().filter(|k| usage_feed(k.0) == feed && !reported.contains(*k)).cloned().collect();
                 for key in gone {
                     s.usage.remove(&key);
                 }
@@ -452,7 +452,7 @@ impl Cluster {
             },
             ModelEvent::Coverage { feed, coverage } => {
                 if let Some(status) = s.feeds.get_mut(&feed)
-                    && status.coverage != Some(coverage)
+                    && status.coverage.as_ref() != Some(&coverage)
                 {
                     status.coverage = Some(coverage);
                     s.generation += 1;
@@ -548,7 +548,7 @@ impl Cluster {
                     .driver_policies
                     .iter()
                     .filter(|((kind, _), _)| driver_policy_feed(*kind) != feed)
-                    .map(|(k, v)| (*k, v.clone()))
+                    .map(|(k, v)| (k.clone(), v.clone()))
                     .collect()
             }
         }
@@ -566,7 +566,7 @@ impl Cluster {
                         node.operator.upgrade_since = if old.operator.upgrade_state == node.operator.upgrade_state {
                             old.operator.upgrade_since
                         } else {
-                            node.operator.upgrade_state.map(|_| s.clock)
+                            node.operator.upgrade_state.as_ref().map(|_| s.clock)
                         };
                     }
                     if node.operator.mig_config_since.is_none() {
@@ -575,11 +575,11 @@ impl Cluster {
                         node.operator.mig_config_since = if same {
                             old.operator.mig_config_since
                         } else {
-                            node.operator.mig_config_state.map(|_| s.clock)
+                            node.operator.mig_config_state.as_ref().map(|_| s.clock)
                         };
                     }
                 }
-                s.nodes.insert(node.name, Arc::new(node));
+                s.nodes.insert(node.name.clone(), Arc::new(node));
             }
             Object::Pod(pod) => {
                 let key = pod.key();
@@ -592,7 +592,7 @@ impl Cluster {
                 s.pods.insert(key, pod);
             }
             Object::DriverPolicy(p) => {
-                s.driver_policies.insert((p.kind, p.name), Arc::new(p));
+                s.driver_policies.insert((p.kind, p.name.clone()), Arc::new(p));
             }
             Object::Gang(gang) => {
                 s.gangs.insert(gang.key(), Arc::new(gang));
@@ -601,7 +601,7 @@ impl Cluster {
                 s.queues.insert(queue.key(), Arc::new(queue));
             }
             Object::Flavor(flavor) => {
-                s.flavors.insert(flavor.name, Arc::new(flavor));
+                s.flavors.insert(flavor.name.clone(), Arc::new(flavor));
             }
             Object::Event(event) => {
                 s.events.insert(event.key(), Arc::new(event));
@@ -610,7 +610,7 @@ impl Cluster {
                 }
             }
             Object::Devices(devices) => {
-                s.devices.insert(devices.node, Arc::new(devices));
+                s.devices.insert(devices.node.clone(), Arc::new(devices));
             }
             Object::Dra(d) => {
                 s.dra.insert(d.key(), Arc::new(d));
@@ -619,10 +619,10 @@ impl Cluster {
                 s.storage.insert(o.key(), Arc::new(o));
             }
             Object::Namespace(ns) => {
-                s.namespaces.insert(ns.name, Arc::new(ns));
+                s.namespaces.insert(ns.name.clone(), Arc::new(ns));
             }
             Object::Usage(usage) => {
-                let key = (usage.source, usage.node);
+                let key = (usage.source, usage.node.clone());
                 let history = NodeUsageHistory::fold(s.usage.get(&key).map(|h| &**h), usage);
                 s.usage.insert(key, Arc::new(history));
             }

@@ -84,7 +84,7 @@ impl Toleration {
         {
             return false;
         }
-        match self.key {
+        match self.key.clone() {
             Some(key) if key != taint.key => return false,
             None if self.operator != TolerationOperator::Exists => return false,
             _ => {}
@@ -118,7 +118,7 @@ impl SelectorOperator {
             SelectorOperator::Exists => value.is_some(),
             SelectorOperator::DoesNotExist => value.is_none(),
             SelectorOperator::Gt | SelectorOperator::Lt => {
-                let (Some(v), Some(bound)) = (value.and_then(number), values.first().copied().and_then(number)) else {
+                let (Some(v), Some(bound)) = (value.and_then(number), values.first().cloned().and_then(number)) else {
                     return false;
                 };
                 if self == SelectorOperator::Gt { v > bound } else { v < bound }
@@ -235,7 +235,7 @@ impl Node {
         let operator = decode_operator_labels(&labels);
         let name = Sym::new(name);
         Node {
-            name,
+            name: name.clone(),
             labels: NodeLabels::new(name, &labels),
             taints: Box::new([]),
             unschedulable: false,
@@ -249,7 +249,7 @@ impl Node {
         }
     }
 
-    pub fn label(&self, key: &str) -> Option<Sym> {
+    pub fn label(&self, key: &str) -> Option<&Sym> {
         self.labels.value(key)
     }
 
@@ -283,19 +283,19 @@ impl Node {
     }
 }
 
-pub fn label_value(labels: &Labels, key: &str) -> Option<Sym> {
-    label_of(labels, Sym::get(key)?)
+pub fn label_value<'a>(labels: &'a Labels, key: &str) -> Option<&'a Sym> {
+    label_of(labels, &Sym::get(key)?)
 }
 
 /// The value of label `key`.
-pub fn label_of(labels: &[(Sym, Sym)], key: Sym) -> Option<Sym> {
-    labels.iter().find(|(k, _)| *k == key).map(|(_, v)| *v)
+pub fn label_of<'a>(labels: &'a [(Sym, Sym)], key: &Sym) -> Option<&'a Sym> {
+    labels.iter().find(|(k, _)| k == key).map(|(_, v)| v)
 }
 
 /// Sorted, de-duplicated label pairs from any iterator of string pairs.
 pub fn labels_from<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Labels {
     let mut v: Vec<(Sym, Sym)> = pairs.into_iter().map(|(k, v)| (Sym::new(k), Sym::new(v))).collect();
-    v.sort_by_key(|a| a.0);
+    v.sort_by_key(|a| a.0.clone());
     v.dedup_by(|a, b| a.0 == b.0);
     v.into_boxed_slice()
 }
@@ -328,10 +328,10 @@ fn decode_gpu_labels(labels: &Labels) -> GpuLabels {
     });
     let product = label_value(labels, keys::GPU_PRODUCT);
     GpuLabels {
-        product,
+        product: product.cloned(),
         count: parse_u32(keys::GPU_COUNT),
         memory_mib: parse_u32(keys::GPU_MEMORY),
-        family: label_value(labels, keys::GPU_FAMILY),
+        family: label_value(labels, keys::GPU_FAMILY).cloned(),
         mig_capable: get(keys::MIG_CAPABLE).map(|v| v == "true"),
         mig_strategy,
         driver,
@@ -345,11 +345,11 @@ fn decode_operator_labels(labels: &Labels) -> OperatorLabels {
         .iter()
         .any(|(k, v)| k.as_str().starts_with(keys::GPU_DEPLOY_PREFIX) && v.as_str() == keys::PAUSED_FOR_MIG_CHANGE);
     OperatorLabels {
-        upgrade_state: label_value(labels, keys::DRIVER_UPGRADE_STATE).filter(|s| !s.as_str().is_empty()),
+        upgrade_state: label_value(labels, keys::DRIVER_UPGRADE_STATE).filter(|s| !s.as_str().is_empty()).cloned(),
         upgrade_since: None,
         upgrade_skip: label_value(labels, keys::DRIVER_UPGRADE_SKIP).is_some_and(|v| v.as_str() == "true"),
-        mig_config: label_value(labels, keys::MIG_CONFIG),
-        mig_config_state: label_value(labels, keys::MIG_CONFIG_STATE),
+        mig_config: label_value(labels, keys::MIG_CONFIG).cloned(),
+        mig_config_state: label_value(labels, keys::MIG_CONFIG_STATE).cloned(),
         mig_config_since: None,
         paused_for_mig_change: paused,
     }
@@ -392,7 +392,7 @@ mod tests {
         assert_eq!(node.gpu.cuda_runtime, Some(CudaVersion::new(12, 4)));
         assert_eq!(node.gpu.mig_strategy, Some(MigStrategy::Mixed));
         assert!(node.operator.paused_for_mig_change);
-        assert_eq!(node.operator.upgrade_state.map(|s| s.as_str()), Some("upgrade-required"));
+        assert_eq!(node.operator.upgrade_state.as_ref().map(|s| s.as_str()), Some("upgrade-required"));
         assert!(node.is_gpu_node());
     }
 }

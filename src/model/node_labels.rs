@@ -35,28 +35,28 @@ impl NodeLabels {
     pub fn new(name: Sym, labels: &[(Sym, Sym)]) -> NodeLabels {
         static OWN: LazyLock<[Sym; 2]> = LazyLock::new(|| OWN_KEYS.map(Sym::new));
         let is_own = |(k, v): &&(Sym, Sym)| *v == name || OWN.contains(k);
-        let mut own: Box<[(Sym, Sym)]> = labels.iter().filter(is_own).copied().collect();
-        let mut shared: Vec<(Sym, Sym)> = labels.iter().filter(|p| !is_own(p)).copied().collect();
+        let mut own: Box<[(Sym, Sym)]> = labels.iter().filter(is_own).cloned().collect();
+        let mut shared: Vec<(Sym, Sym)> = labels.iter().filter(|p| !is_own(p)).cloned().collect();
         // Lookups search by key: whoever built `labels` unsorted loses nothing.
-        if !shared.is_sorted_by_key(|p| p.0) || !own.is_sorted_by_key(|p| p.0) {
-            shared.sort_by_key(|p| p.0);
-            own.sort_by_key(|p| p.0);
+        if !shared.is_sorted_by_key(|p| p.0.clone()) || !own.is_sorted_by_key(|p| p.0.clone()) {
+            shared.sort_by_key(|p| p.0.clone());
+            own.sort_by_key(|p| p.0.clone());
         }
         NodeLabels { shared: share(shared), own }
     }
 
     /// The value of label `key`.
-    pub fn get(&self, key: Sym) -> Option<Sym> {
+    pub fn get(&self, key: &Sym) -> Option<&Sym> {
         find(&self.own, key).or_else(|| find(&self.shared, key))
     }
 
     /// The value of label `key`, by name.
-    pub fn value(&self, key: &str) -> Option<Sym> {
-        self.get(Sym::get(key)?)
+    pub fn value(&self, key: &str) -> Option<&Sym> {
+        self.get(&Sym::get(key)?)
     }
 
     /// Every label, sorted by key.
-    pub fn iter(&self) -> impl Iterator<Item = (Sym, Sym)> + '_ {
+    pub fn iter(&self) -> impl Iterator<Item = &(Sym, Sym)> + '_ {
         Merge { a: &self.shared, b: &self.own }
     }
 
@@ -70,7 +70,7 @@ impl NodeLabels {
 
     /// A copy as one sorted list, to edit.
     pub fn to_labels(&self) -> Labels {
-        self.iter().collect()
+        self.iter().cloned().collect()
     }
 
     /// Whether the two hold the one copy of their shared labels.
@@ -87,8 +87,8 @@ impl PartialEq for NodeLabels {
     }
 }
 
-fn find(pairs: &[(Sym, Sym)], key: Sym) -> Option<Sym> {
-    pairs.binary_search_by(|(k, _)| k.cmp(&key)).ok().map(|i| pairs[i].1)
+fn find<'a>(pairs: &'a [(Sym, Sym)], key: &Sym) -> Option<&'a Sym> {
+    pairs.binary_search_by(|(k, _)| k.cmp(key)).ok().map(|i| &pairs[i].1)
 }
 
 /// Two sorted lists read as one.
@@ -97,10 +97,10 @@ struct Merge<'a> {
     b: &'a [(Sym, Sym)],
 }
 
-impl Iterator for Merge<'_> {
-    type Item = (Sym, Sym);
+impl<'a> Iterator for Merge<'a> {
+    type Item = &'a (Sym, Sym);
 
-    fn next(&mut self) -> Option<(Sym, Sym)> {
+    fn next(&mut self) -> Option<&'a (Sym, Sym)> {
         let from_a = match (self.a.first(), self.b.first()) {
             (Some(a), Some(b)) => a.0 <= b.0,
             (a, _) => a.is_some(),
@@ -108,7 +108,7 @@ impl Iterator for Merge<'_> {
         let side = if from_a { &mut self.a } else { &mut self.b };
         let (first, rest) = side.split_first()?;
         *side = rest;
-        Some(*first)
+        Some(first)
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
@@ -165,7 +165,7 @@ impl SharedSets {
 #[cfg(test)]
 fn kept_sets_holding(key: Sym) -> usize {
     let sets = SHARED.lock().unwrap_or_else(PoisonError::into_inner);
-    sets.by_hash.values().flatten().filter(|s| find(s, key).is_some()).count()
+    sets.by_hash.values().flatten().filter(|s| find(s, &key).is_some()).count()
 }
 
 #[cfg(test)]
@@ -210,19 +210,19 @@ mod tests {
             ("m", "x"),
         ]);
         let node = NodeLabels::new(Sym::new("n1"), &pairs);
-        assert_eq!(node.iter().collect::<Vec<_>>(), pairs.to_vec());
+        assert_eq!(node.iter().cloned().collect::<Vec<_>>(), pairs.to_vec());
         assert_eq!(node.to_labels(), pairs);
         assert_eq!(node.len(), 5);
         assert_eq!(node.iter().size_hint(), (5, Some(5)));
         // Split differently (here nothing names the node), equal all the same.
         assert_eq!(node, NodeLabels::new(Sym::new("other"), &pairs));
         for (k, v) in pairs.iter() {
-            assert_eq!(node.get(*k), Some(*v), "{k}");
+            assert_eq!(node.get(k), Some(v), "{k}");
         }
         let mut unsorted = pairs.to_vec();
         unsorted.reverse();
         let node = NodeLabels::new(Sym::new("n1"), &unsorted);
-        assert_eq!(node.iter().collect::<Vec<_>>(), pairs.to_vec());
+        assert_eq!(node.iter().cloned().collect::<Vec<_>>(), pairs.to_vec());
         assert_eq!(node.value("zone").map(|s| s.as_str()), Some("a"));
         let empty = NodeLabels::new(Sym::new("n1"), &[]);
         assert!(empty.is_empty() && empty.iter().next().is_none());

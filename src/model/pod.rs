@@ -426,7 +426,7 @@ impl Pod {
     }
 
     pub fn key(&self) -> PodKey {
-        PodKey { namespace: self.namespace, name: self.name.clone() }
+        PodKey { namespace: self.namespace.clone(), name: self.name.clone() }
     }
 
     /// Holds node resources: bound and not finished.
@@ -443,7 +443,7 @@ impl Pod {
         self.requests.wants_gpu()
     }
 
-    pub fn owner_kind(&self) -> Option<&'static str> {
+    pub fn owner_kind(&self) -> Option<&str> {
         self.owner.as_ref().map(|o| o.kind.as_str())
     }
 }

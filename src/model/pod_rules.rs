@@ -17,7 +17,7 @@ pub struct LabelSelector {
 
 impl LabelSelector {
     pub fn matches(&self, labels: &[(Sym, Sym)]) -> bool {
-        self.requirements.iter().all(|r| r.operator.matches(&r.values, label_of(labels, r.key)))
+        self.requirements.iter().all(|r| r.operator.matches(&r.values, label_of(labels, &r.key).cloned()))
     }
 
     /// `{}`: every pod (but PodTopologySpread counts no pod with it).
@@ -27,7 +27,7 @@ impl LabelSelector {
 
     /// The label keys it reads.
     pub fn keys(&self) -> impl Iterator<Item = Sym> + '_ {
-        self.requirements.iter().map(|r| r.key)
+        self.requirements.iter().map(|r| r.key.clone())
     }
 }
 
@@ -73,8 +73,8 @@ impl PodAffinityTerm {
     /// running pod selects (`AffinityTerm.Matches` with the namespace's
     /// labels: its namespace listed or its labels matching the
     /// namespaceSelector, then the pod's own labels).
-    pub fn selects(&self, namespace: Sym, labels: &Labels, known: &NamespaceMap) -> bool {
-        self.in_scope(namespace, known, false) && self.selector.as_ref().is_some_and(|s| s.matches(labels))
+    pub fn selects(&self, namespace: &Sym, labels: &Labels, known: &NamespaceMap) -> bool {
+        self.in_scope(namespace.clone(), known, false) && self.selector.as_ref().is_some_and(|s| s.matches(labels))
     }
 
     /// [`PodAffinityTerm::selects`] for a term of the pod being placed, as
@@ -86,8 +86,8 @@ impl PodAffinityTerm {
     /// set (only NotIn and DoesNotExist) selects pods of every namespace
     /// (the oracle found it: a pod whose affinity looks in namespaces
     /// without `team` was placed next to its own kind in a `team` namespace).
-    pub fn selects_as_incoming(&self, namespace: Sym, labels: &Labels, known: &NamespaceMap) -> bool {
-        self.in_scope(namespace, known, true) && self.selector.as_ref().is_some_and(|s| s.matches(labels))
+    pub fn selects_as_incoming(&self, namespace: &Sym, labels: &Labels, known: &NamespaceMap) -> bool {
+        self.in_scope(namespace.clone(), known, true) && self.selector.as_ref().is_some_and(|s| s.matches(labels))
     }
 
     /// Whether its namespaceSelector reads a namespace label other than the
@@ -181,10 +181,10 @@ mod tests {
             topology_key: Sym::new("kubernetes.io/hostname"),
         };
         let known = NamespaceMap::new();
-        assert!(own.selects(Sym::new("ml"), &pod, &known));
-        assert!(!own.selects(Sym::new("other"), &pod, &known), "another namespace");
+        assert!(own.selects(&Sym::new("ml"), &pod, &known));
+        assert!(!own.selects(&Sym::new("other"), &pod, &known), "another namespace");
         let nothing = PodAffinityTerm { selector: None, ..own.clone() };
-        assert!(!nothing.selects(Sym::new("ml"), &pod, &known), "an unset selector selects nothing");
+        assert!(!nothing.selects(&Sym::new("ml"), &pod, &known), "an unset selector selects nothing");
     }
 
     #[test]
@@ -203,16 +203,16 @@ mod tests {
         known.insert(Sym::new("ml"), ns("ml", &[("team", "vision"), (NAMESPACE_NAME_LABEL, "ml")]));
         known.insert(Sym::new("batch"), ns("batch", &[(NAMESPACE_NAME_LABEL, "batch")]));
         let vision = term(&[], sel(vec![equals("team", "vision")]));
-        assert!(vision.selects(Sym::new("ml"), &pod, &known));
-        assert!(!vision.selects(Sym::new("batch"), &pod, &known), "its labels do not match");
+        assert!(vision.selects(&Sym::new("ml"), &pod, &known));
+        assert!(!vision.selects(&Sym::new("batch"), &pod, &known), "its labels do not match");
         assert!(
-            term(&["batch"], sel(vec![equals("team", "vision")])).selects(Sym::new("batch"), &pod, &known),
+            term(&["batch"], sel(vec![equals("team", "vision")])).selects(&Sym::new("batch"), &pod, &known),
             "listed"
         );
         // A namespace kgpu has not read is known by the label every namespace has.
         let by_name = term(&[], sel(vec![equals(NAMESPACE_NAME_LABEL, "infer")]));
-        assert!(by_name.selects(Sym::new("infer"), &pod, &known));
-        assert!(!vision.selects(Sym::new("infer"), &pod, &known));
+        assert!(by_name.selects(&Sym::new("infer"), &pod, &known));
+        assert!(!vision.selects(&Sym::new("infer"), &pod, &known));
         // The pod being placed: a selector that matches no labels at all
         // selects every namespace (kube-scheduler v1.36), others as above.
         let no_team = term(
@@ -223,8 +223,8 @@ mod tests {
                 values: Box::new([]),
             }]),
         );
-        assert!(!no_team.selects(Sym::new("ml"), &pod, &known));
-        assert!(no_team.selects_as_incoming(Sym::new("ml"), &pod, &known));
-        assert!(!vision.selects_as_incoming(Sym::new("batch"), &pod, &known));
+        assert!(!no_team.selects(&Sym::new("ml"), &pod, &known));
+        assert!(no_team.selects_as_incoming(&Sym::new("ml"), &pod, &known));
+        assert!(!vision.selects_as_incoming(&Sym::new("batch"), &pod, &known));
     }
 }

@@ -84,7 +84,7 @@ pub struct Queue {
 
 impl Queue {
     pub fn key(&self) -> QueueKey {
-        QueueKey { kind: self.kind, namespace: self.namespace, name: self.name }
+        QueueKey { kind: self.kind, namespace: self.namespace.clone(), name: self.name.clone() }
     }
 
     pub fn quota(&self, flavor: Option<Sym>, resource: &str) -> Option<&QueueQuota> {
@@ -94,13 +94,13 @@ impl Queue {
     /// Its `spec.stopPolicy` when it stops admission (`Hold`,
     /// `HoldAndDrain`); none for `None` or no policy.
     pub fn stopped_with(&self) -> Option<Sym> {
-        self.stop_policy.filter(|p| p.as_str() != "None")
+        self.stop_policy.clone().filter(|p| p.as_str() != "None")
     }
 
     /// False when the queue reports `Active=False` or is Closed.
     pub fn is_active(&self) -> bool {
         let inactive_condition = self.conditions.iter().any(|c| c.kind.as_str() == "Active" && !c.status);
-        let closed = self.state.is_some_and(|s| s.as_str() != "Open");
+        let closed = self.state.as_ref().is_some_and(|s| s.as_str() != "Open");
         !(inactive_condition || closed)
     }
 }

@@ -36,7 +36,7 @@ impl Resources {
                 }
             }
         }
-        extended.sort_by_key(|a| a.0);
+        extended.sort_by_key(|a| a.0.clone());
         r.extended = extended.into_boxed_slice();
         r
     }
@@ -53,7 +53,7 @@ impl Resources {
     }
 
     /// Every non-zero amount, cpu/memory/pods/gpu first, then extended ones.
-    pub fn iter(&self) -> impl Iterator<Item = (&'static str, u64)> + '_ {
+    pub fn iter(&self) -> impl Iterator<Item = (&str, u64)> + '_ {
         [("cpu", self.cpu_milli), ("memory", self.memory), ("pods", self.pods), (keys::RESOURCE_GPU, self.gpu)]
             .into_iter()
             .chain(self.extended.iter().map(|(s, v)| (s.as_str(), *v)))
@@ -61,7 +61,7 @@ impl Resources {
     }
 
     /// MIG profiles and amounts (`1g.10gb`, 2), from `nvidia.com/mig-*`.
-    pub fn mig(&self) -> impl Iterator<Item = (&'static str, u64)> + '_ {
+    pub fn mig(&self) -> impl Iterator<Item = (&str, u64)> + '_ {
         self.extended.iter().filter_map(|(s, v)| keys::mig_profile_of(s.as_str()).map(|p| (p, *v)))
     }
 
@@ -84,7 +84,7 @@ impl Resources {
         Resources::from_pairs(self.all_pairs().map(|(k, v)| (k, v * n)))
     }
 
-    fn all_pairs(&self) -> impl Iterator<Item = (&'static str, u64)> + '_ {
+    fn all_pairs(&self) -> impl Iterator<Item = (&str, u64)> + '_ {
         [("cpu", self.cpu_milli), ("memory", self.memory), ("pods", self.pods), (keys::RESOURCE_GPU, self.gpu)]
             .into_iter()
             .chain(self.extended.iter().map(|(s, v)| (s.as_str(), *v)))

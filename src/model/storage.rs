@@ -33,7 +33,7 @@ impl StorageObject {
     pub fn key(&self) -> StorageKey {
         match self {
             StorageObject::Claim(c) => {
-                StorageKey { kind: StorageKind::Claim, namespace: Some(c.namespace), name: c.name.clone() }
+                StorageKey { kind: StorageKind::Claim, namespace: Some(c.namespace.clone()), name: c.name.clone() }
             }
             StorageObject::Volume(v) => StorageKey { kind: StorageKind::Volume, namespace: None, name: v.name.clone() },
             StorageObject::Class(c) => StorageKey { kind: StorageKind::Class, namespace: None, name: c.name.clone() },

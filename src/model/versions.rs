@@ -41,7 +41,7 @@ impl DriverVersion {
         DriverVersion::parse(&text)
     }
 
-    pub fn as_str(&self) -> &'static str {
+    pub fn as_str(&self) -> &str {
         self.text.as_str()
     }
 

@@ -32,7 +32,7 @@ fn life_of(sim: &SimCluster) -> manifest::Life {
     for p in sim.pods() {
         let Some(runs_for) = sim.plan(&p.key()).and_then(|plan| plan.runs_for) else { continue };
         if let Some(owner) = &p.owner {
-            let slot = life.runtimes.entry((p.namespace, owner.name)).or_default();
+            let slot = life.runtimes.entry((p.namespace.clone(), owner.name.clone())).or_default();
             *slot = (*slot).max(runs_for);
         }
         if p.node.is_some() && p.phase == PodPhase::Running {
@@ -41,7 +41,7 @@ fn life_of(sim: &SimCluster) -> manifest::Life {
     }
     for gang in sim.gangs() {
         if let (Some(owner), Some(runs_for)) = (&gang.owner, sim.template(&gang.key()).and_then(|t| t.plan.runs_for)) {
-            life.runtimes.entry((gang.namespace, owner.name)).or_insert(runs_for);
+            life.runtimes.entry((gang.namespace.clone(), owner.name.clone())).or_insert(runs_for);
         }
     }
     life.black_holes = sim.faults().filter(|(_, f)| *f == Fault::BlackHole).map(|(n, _)| n).collect();

@@ -165,7 +165,7 @@ impl Reader for Agents {
     }
 
     fn keys(&self, node: Sym) -> Vec<ObjectKey> {
-        vec![ObjectKey::Devices(node), ObjectKey::Usage(UsageSource::Agent, node)]
+        vec![ObjectKey::Devices(node.clone()), ObjectKey::Usage(UsageSource::Agent, node)]
     }
 }
 
@@ -293,7 +293,7 @@ pub fn usage_of(s: &AgentSnapshot, observed: i64) -> NodeUsage {
                 for (n, i) in mig.instances.iter().enumerate() {
                     let uuid = i.uuid.as_deref();
                     devices.push(DeviceReading {
-                        gpu,
+                        gpu: gpu.clone(),
                         index: g.index,
                         slice: Some(MigSlice {
                             profile: Sym::new(&i.profile),

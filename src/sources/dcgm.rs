@@ -83,7 +83,7 @@ impl Reader for Exporters {
 
     fn failed(&self, target: &Target, why: &str, now: Timestamp) -> Vec<Object> {
         vec![Object::Usage(NodeUsage {
-            node: target.node,
+            node: target.node.clone(),
             source: UsageSource::DcgmExporter,
             at: now,
             devices: Box::new([]),

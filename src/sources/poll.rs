@@ -118,9 +118,9 @@ pub fn targets<'a>(
         .filter_map(|p| {
             let e = p.endpoint.as_ref().filter(|e| e.kind == kind)?;
             Some(Target {
-                namespace: p.namespace,
+                namespace: p.namespace.clone(),
                 name: p.name.clone(),
-                node: p.node?,
+                node: p.node.clone()?,
                 port: e.port,
                 ip: e.ip,
                 running: p.phase == crate::model::PodPhase::Running && !p.terminating,
@@ -494,8 +494,8 @@ impl Poller {
                     for (target, result) in chosen.iter().zip(results) {
                         match result {
                             Ok(objects) => {
-                                self.schedule.answered(target.node, now, wall);
-                                self.reported.insert(target.node);
+                                self.schedule.answered(target.node.clone(), now, wall);
+                                self.reported.insert(target.node.clone());
                                 events.extend(objects.into_iter().map(ModelEvent::Upsert));
                                 if !stopped {
                                     self.hold = None;
@@ -503,14 +503,14 @@ impl Poller {
                                 }
                             }
                             Err(ReadError::Target(why)) => {
-                                let wait = self.schedule.failed(target.node, now, interval);
+                                let wait = self.schedule.failed(target.node.clone(), now, interval);
                                 let failures = self.schedule.seen.get(&target.node).map_or(1, |s| s.failures);
                                 let why = format!(
                                     "{why} ({} in a row; next try in {})",
                                     failures,
                                     age(wait.as_secs() as i64)
                                 );
-                                self.reported.insert(target.node);
+                                self.reported.insert(target.node.clone());
                                 events.extend(reader.failed(target, &why, wall).into_iter().map(ModelEvent::Upsert));
                                 if state == FeedState::Syncing {
                                     state = FeedState::Live;
@@ -548,8 +548,8 @@ impl Poller {
 
     /// Drops what the model has of nodes whose reporter is gone.
     fn forget<R: Reader>(&mut self, targets: &[Target], reader: &R, events: &mut Vec<ModelEvent>) {
-        let present: BTreeSet<Sym> = targets.iter().map(|t| t.node).collect();
-        let gone: Vec<Sym> = self.reported.difference(&present).copied().collect();
+        let present: BTreeSet<Sym> = targets.iter().map(|t| t.node.clone()).collect();
+        let gone: Vec<Sym> = self.reported.difference(&present).cloned().collect();
         for node in gone {
             self.reported.remove(&node);
             events.extend(reader.keys(node).into_iter().map(ModelEvent::Delete));
@@ -564,12 +564,12 @@ impl Poller {
         if last.map(|(s, _)| s) != Some(&state) {
             events.push(ModelEvent::Feed { feed: self.feed, state: state.clone() });
         }
-        if let Some(coverage) = coverage
-            && last.and_then(|(_, c)| *c) != Some(coverage)
+        if let Some(coverage) = &coverage
+            && last.and_then(|(_, c)| c.as_ref()) != Some(coverage)
         {
-            events.push(ModelEvent::Coverage { feed: self.feed, coverage });
+            events.push(ModelEvent::Coverage { feed: self.feed, coverage: coverage.clone() });
         }
-        self.state = Some((state, coverage.or(last.and_then(|(_, c)| *c))));
+        self.state = Some((state, coverage.or(last.and_then(|(_, c)| c.clone()))));
     }
 }
 

@@ -215,14 +215,14 @@ pub struct Places {
 
 impl Places {
     pub fn of(snap: &Snapshot) -> Places {
-        let mut places = Places { nodes: snap.nodes.keys().copied().collect(), ..Places::default() };
+        let mut places = Places { nodes: snap.nodes.keys().cloned().collect(), ..Places::default() };
         for pod in snap.endpoints.values() {
-            let (Some(e), Some(node)) = (pod.endpoint.as_ref(), pod.node) else { continue };
+            let (Some(e), Some(node)) = (pod.endpoint.as_ref(), pod.node.clone()) else { continue };
             if e.kind != EndpointKind::DcgmExporter {
                 continue;
             }
             if let Some(ip) = e.ip {
-                places.by_ip.insert(ip.to_string(), node);
+                places.by_ip.insert(ip.to_string(), node.clone());
             }
             places.by_pod.insert(pod.name.to_string(), node);
             places.exporters.insert(pod.key());
@@ -240,11 +240,11 @@ impl Places {
         if let Some(host) = get("instance").map(|i| i.rsplit_once(':').map_or(i, |(h, _)| h)) {
             let host = host.trim_start_matches('[').trim_end_matches(']');
             if let Some(n) = self.by_ip.get(host) {
-                return Some(*n);
+                return Some(n.clone());
             }
         }
         let hostname = get("Hostname")?;
-        known(hostname).or_else(|| self.by_pod.get(hostname).copied())
+        known(hostname).or_else(|| self.by_pod.get(hostname).cloned())
     }
 }
 
@@ -371,16 +371,16 @@ pub async fn run(
         }) {
             Ok(fleet) => {
                 retry = RETRY_FIRST;
-                let now: BTreeSet<Sym> = fleet.usage.iter().map(|u| u.node).collect();
+                let now: BTreeSet<Sym> = fleet.usage.iter().map(|u| u.node.clone()).collect();
                 for gone in reported.difference(&now) {
-                    events.push(ModelEvent::Delete(ObjectKey::Usage(UsageSource::DcgmExporter, *gone)));
+                    events.push(ModelEvent::Delete(ObjectKey::Usage(UsageSource::DcgmExporter, gone.clone())));
                 }
                 let coverage = Coverage {
                     reporters: u32::try_from(now.len()).unwrap_or(u32::MAX),
                     read: u32::try_from(now.len()).unwrap_or(u32::MAX),
                     oldest_reading: Some(at),
                     budget: None,
-                    via: Some(via),
+                    via: Some(via.clone()),
                 };
                 events.extend(fleet.usage.into_iter().map(|u| ModelEvent::Upsert(Object::Usage(u))));
                 reported = now;
@@ -398,7 +398,7 @@ pub async fn run(
                     FeedProblem::Error(why) => FeedProblem::Error(why + &asked_again),
                     other => other,
                 };
-                let coverage = last.as_ref().map_or(Coverage::default(), |(_, c)| *c);
+                let coverage = last.as_ref().map_or(Coverage::default(), |(_, c)| c.clone());
                 ((FeedState::Unavailable(problem), coverage), wait)
             }
         };
@@ -407,7 +407,7 @@ pub async fn run(
             events.push(ModelEvent::Feed { feed, state: state.0.clone() });
         }
         if last.as_ref().map(|(_, c)| c) != Some(&state.1) && state.0 == FeedState::Live {
-            events.push(ModelEvent::Coverage { feed, coverage: state.1 });
+            events.push(ModelEvent::Coverage { feed, coverage: state.1.clone() });
         }
         last = Some(state);
         if !events.is_empty() && tx.send(events).await.is_err() {

@@ -79,7 +79,7 @@ pub fn draw(
         Overlay::QuitWhileRunning => quit_while_running(frame, area, &in_flight, theme),
         Overlay::NodeDetail { node, scroll } => {
             shown.overlay_scroll =
-                Some(node_detail(frame, area, node.as_str(), docs::node(views, *node), *scroll, theme))
+                Some(node_detail(frame, area, node.as_str(), docs::node(views, node.clone()), *scroll, theme))
         }
         Overlay::CellDetail { scroll } => {
             let cell = docs::matrix_cell(&views.analysis.matrix, matrix_cell);
@@ -118,7 +118,7 @@ pub fn draw(
             shown.overlay_scroll = Some(reader(frame, area, doc, title, *scroll, theme));
         }
         Overlay::MigPicker { node, configs, selected } => {
-            let rows = mig_picker::rows(&views.snap, *node, configs);
+            let rows = mig_picker::rows(&views.snap, node.clone(), configs);
             let name_width = rows.iter().map(|r| r.config.chars().count()).max().unwrap_or(0);
             let h = (rows.len() as u16 + 2).min(area.height);
             let rect = centered(area, 100, h);

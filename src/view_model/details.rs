@@ -31,13 +31,13 @@ pub fn node_conditions(doc: &mut Doc, n: &Node) {
 pub fn node_allocation(doc: &mut Doc, views: &Views, n: &Node) {
     let mut used = Resources::default();
     let mut extended: std::collections::HashMap<Sym, u64> = std::collections::HashMap::new();
-    for p in views.snap.pods.values().filter(|p| p.node == Some(n.name) && p.holds_resources()) {
+    for p in views.snap.pods.values().filter(|p| p.node.as_ref() == Some(&n.name) && p.holds_resources()) {
         used.cpu_milli += p.requests.cpu_milli;
         used.memory += p.requests.memory;
         used.pods += 1;
         used.gpu += p.requests.gpu;
         for (name, v) in p.requests.extended.iter() {
-            *extended.entry(*name).or_default() += v;
+            *extended.entry(name.clone()).or_default() += v;
         }
     }
     let row = |name: &str, used: u64, of: u64| {
@@ -57,8 +57,13 @@ pub fn node_allocation(doc: &mut Doc, views: &Views, n: &Node) {
 
 /// The newest events about the node or a pod bound there.
 pub fn node_events(doc: &mut Doc, views: &Views, node: Sym) {
-    let pods: std::collections::HashSet<(&str, &str)> =
-        views.snap.pods.values().filter(|p| p.node == Some(node)).map(|p| (p.namespace.as_str(), &*p.name)).collect();
+    let pods: std::collections::HashSet<(&str, &str)> = views
+        .snap
+        .pods
+        .values()
+        .filter(|p| p.node.as_ref() == Some(&node))
+        .map(|p| (p.namespace.as_str(), &*p.name))
+        .collect();
     let mut events: Vec<_> = views
         .snap
         .events
@@ -172,7 +177,7 @@ pub fn gang(g: &GangSummary, spot: &crate::analysis::spot::Spot) -> Doc {
             g.placed, g.running, g.required, g.gpus_per_pod, g.gpus_total
         ),
     );
-    if let Some(q) = g.queue {
+    if let Some(q) = g.queue.clone() {
         doc.line(Role::Text, format!("queue: {q}"));
     }
     doc.line(Role::Dim, format!("age: {}", age(g.age)));
@@ -216,15 +221,15 @@ pub fn gang(g: &GangSummary, spot: &crate::analysis::spot::Spot) -> Doc {
 /// A queue's quota and use.
 pub fn queue(q: &QueueRow) -> Doc {
     let mut doc = Doc::default();
-    let scope = q.namespace.map_or(String::new(), |n| format!("{n}/"));
+    let scope = q.namespace.as_ref().map_or(String::new(), |n| format!("{n}/"));
     doc.line(
         Role::Header,
         format!("{} {scope}{}{}", q.kind.kind_name(), q.name, if q.active { "" } else { " (inactive)" }),
     );
-    if let Some(c) = q.cohort {
+    if let Some(c) = q.cohort.clone() {
         doc.line(Role::Text, format!("cohort: {c}"));
     }
-    if let Some(f) = q.flavor {
+    if let Some(f) = q.flavor.clone() {
         doc.line(Role::Text, format!("flavor: {f}"));
     }
     doc.line(
@@ -296,7 +301,7 @@ pub fn usage(views: &Views, pod: &str) -> Doc {
             doc.line(Role::Dim, "its members hold their GPUs and wait for the rest: see Gangs (3)");
         }
     }
-    if let Some(q) = h.queue {
+    if let Some(q) = h.queue.clone() {
         doc.line(Role::Text, format!("queue: {q}"));
     }
     if let Some(a) = h.age_seconds {
@@ -308,7 +313,7 @@ pub fn usage(views: &Views, pod: &str) -> Doc {
     doc.line(Role::Text, "");
     doc.line(Role::Header, "devices");
     for d in &h.devices {
-        let what = d.profile.map_or_else(|| "whole".to_string(), |p| format!("MIG {p} slice"));
+        let what = d.profile.as_ref().map_or_else(|| "whole".to_string(), |p| format!("MIG {p} slice"));
         let shared = if d.sharers > 1 { format!(", shared by {} pods", d.sharers) } else { String::new() };
         doc.line(Role::Text, format!("  GPU {} {}: {what}{shared}", d.index, d.gpu));
     }

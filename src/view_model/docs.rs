@@ -131,7 +131,7 @@ pub fn why(item: &PendingItem) -> Doc {
     doc.pieces(vec![
         (Role::Header, format!("{} {}", item.kind.as_str(), item.display_name())),
         (Role::Dim, format!("  pending {} · shape {}", age(item.age), item.shape)),
-        (Role::Dim, item.queue.map_or(String::new(), |q| format!(" · queue {q}"))),
+        (Role::Dim, item.queue.as_ref().map_or(String::new(), |q| format!(" · queue {q}"))),
     ]);
     doc.pieces(vec![
         (Role::Dim, "blocked at: ".into()),
@@ -248,7 +248,8 @@ fn black_hole_advice(views: &Views, node: Sym, cordoned: bool) -> String {
         format!("cordon {node} (kubectl cordon {node}) so the scheduler stops sending it GPU pods")
     };
     let plugin = views.snap.pods.values().find(|p| {
-        p.node == Some(node) && p.operand.as_ref().is_some_and(|o| o.layer == crate::model::OperandLayer::DevicePlugin)
+        p.node.as_ref() == Some(&node)
+            && p.operand.as_ref().is_some_and(|o| o.layer == crate::model::OperandLayer::DevicePlugin)
     });
     let read = match plugin {
         Some(p) => format!("read its device plugin's log (kubectl logs -n {} {})", p.namespace, p.name),
@@ -313,11 +314,11 @@ pub fn node(views: &Views, node: Sym) -> Doc {
         doc.line(Role::Error, format!("! {d}"));
     }
     if let Some(summary) = views.analysis.nodes.iter().find(|s| s.name == node) {
-        for line in xid_advice(node, summary.cordoned, &summary.recent_xids) {
+        for line in xid_advice(node.clone(), summary.cordoned, &summary.recent_xids) {
             doc.line(Role::Warn, line);
         }
         if summary.has(crate::analysis::fleet::IssueCode::BlackHole) {
-            doc.line(Role::Warn, black_hole_advice(views, node, summary.cordoned));
+            doc.line(Role::Warn, black_hole_advice(views, node.clone(), summary.cordoned));
         }
     }
     super::details::node_conditions(&mut doc, n);
@@ -327,11 +328,11 @@ pub fn node(views: &Views, node: Sym) -> Doc {
         doc.line(Role::Text, format!("taints: {}", taints.join(", ")));
     }
     super::details::node_allocation(&mut doc, views, n);
-    super::details::node_agent(&mut doc, views, node);
-    super::details::node_events(&mut doc, views, node);
+    super::details::node_agent(&mut doc, views, node.clone());
+    super::details::node_events(&mut doc, views, node.clone());
     doc.line(Role::Header, "pods:");
     let now = views.analysis.now;
-    let mut pods: Vec<_> = views.snap.pods.values().filter(|p| p.node == Some(node)).collect();
+    let mut pods: Vec<_> = views.snap.pods.values().filter(|p| p.node.as_ref() == Some(&node)).collect();
     pods.sort_by(|a, b| a.phase.cmp(&b.phase).then(a.name.cmp(&b.name)));
     for p in pods.iter().take(40) {
         doc.line(
@@ -341,7 +342,7 @@ pub fn node(views: &Views, node: Sym) -> Doc {
                 p.namespace,
                 p.name,
                 p.phase.as_str(),
-                p.reason.map_or(String::new(), |r| format!(" ({r})")),
+                p.reason.as_ref().map_or(String::new(), |r| format!(" ({r})")),
                 p.requests.gpu,
                 p.requests.mig().map(|(k, v)| format!(" {k}×{v}")).collect::<String>(),
                 age(now - p.transitioned)
@@ -460,7 +461,7 @@ pub fn fragmentation_panel(f: &Fragmentation, shape: usize, tall: bool) -> Doc {
                         format!(
                             " {} → {}  {} ({} GPU, {:.1} GPU-h{})",
                             step.from_node,
-                            step.to_node.map_or("✗ evict, work lost".to_string(), |n| n.to_string()),
+                            step.to_node.as_ref().map_or("✗ evict, work lost".to_string(), |n| n.to_string()),
                             step.pod,
                             step.gpus,
                             step.gpu_hours_disrupted,

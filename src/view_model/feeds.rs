@@ -55,13 +55,13 @@ impl FeedHealth {
     /// Whether some of a polled feed's reporters have not been read yet
     /// (its budget reaches them in turn).
     pub fn partly_read(&self) -> bool {
-        self.coverage.is_some_and(|c| c.read < c.reporters)
+        self.coverage.as_ref().is_some_and(|c| c.read < c.reporters)
     }
 
     /// What a polled feed has read, and at what cost to the API server:
     /// `node agents: 16 of 2,000 reporters read so far; budget 0.5 requests/s through the API server`.
     pub fn coverage_line(&self, now: Timestamp) -> Option<String> {
-        let c = self.coverage?;
+        let c = self.coverage.clone()?;
         if let Some(via) = c.via {
             // One query for the whole fleet: the nodes it had series for.
             return Some(format!("feed {}: {} node(s) read from {via}", self.feed.name(), c.read));
@@ -132,7 +132,7 @@ pub fn health(snap: &Snapshot, now: Timestamp) -> Vec<FeedHealth> {
                     FeedState::Live => false,
                 },
                 skipped: snap.skipped.get(f).cloned(),
-                coverage: status.coverage,
+                coverage: status.coverage.clone(),
                 listed: status.listed.clone(),
             })
         })
@@ -198,7 +198,9 @@ pub fn summary(snap: &Snapshot, now: Timestamp) -> (String, Role) {
     let partial: Vec<String> = feeds
         .iter()
         .filter(|h| h.partly_read() && !h.unavailable)
-        .filter_map(|h| h.coverage.map(|c| format!("{}: {}/{} nodes read", h.feed.name(), c.read, c.reporters)))
+        .filter_map(|h| {
+            h.coverage.as_ref().map(|c| format!("{}: {}/{} nodes read", h.feed.name(), c.read, c.reporters))
+        })
         .collect();
     let oldest = feeds.iter().filter_map(|h| h.age).max();
     let data = oldest.map_or_else(|| "no data yet".to_string(), |a| format!("data {}", age(a)));

@@ -22,7 +22,7 @@ pub struct PickerRow {
 }
 
 /// Pending pods' MIG slices by profile (pods not yet on a node).
-fn pending_slices(snap: &Snapshot) -> BTreeMap<&'static str, u64> {
+fn pending_slices(snap: &Snapshot) -> BTreeMap<&str, u64> {
     let mut out = BTreeMap::new();
     for p in snap.pods.values().filter(|p| p.is_pending()) {
         for (profile, n) in p.requests.mig() {
@@ -34,17 +34,17 @@ fn pending_slices(snap: &Snapshot) -> BTreeMap<&'static str, u64> {
 }
 
 /// The node's GPU count, the configs its GPU knows, and the pending slices.
-fn context(snap: &Snapshot, node: Sym) -> (u64, Vec<mig::MigConfig>, BTreeMap<&'static str, u64>) {
+fn context(snap: &Snapshot, node: Sym) -> (u64, Vec<mig::MigConfig>, BTreeMap<&str, u64>) {
     let n = snap.nodes.get(&node);
     let gpus = u64::from(n.and_then(|n| n.gpu.count).unwrap_or(0));
-    let model = n.and_then(|n| n.gpu.product).and_then(|p| mig::model_for_product(p.as_str()));
+    let model = n.and_then(|n| n.gpu.product.clone()).and_then(|p| mig::model_for_product(p.as_str()));
     (gpus, model.map(mig::configs_for_model).unwrap_or_default(), pending_slices(snap))
 }
 
 /// One row per config name, in the order given.
 pub fn rows(snap: &Snapshot, node: Sym, configs: &[String]) -> Vec<PickerRow> {
-    let (gpus, known, wanted) = context(snap, node);
-    let now = snap.nodes.get(&node).and_then(|n| n.operator.mig_config);
+    let (gpus, known, wanted) = context(snap, node.clone());
+    let now = snap.nodes.get(&node).and_then(|n| n.operator.mig_config.clone());
     configs
         .iter()
         .map(|name| {
@@ -64,7 +64,7 @@ pub fn rows(snap: &Snapshot, node: Sym, configs: &[String]) -> Vec<PickerRow> {
                     Some((profile.as_str(), u64::from(*per_gpu).saturating_mul(gpus).min(want), want))
                 })
                 .collect();
-            let current = now.is_some_and(|c| c.as_str() == name.as_str());
+            let current = now.as_ref().is_some_and(|c| c.as_str() == name.as_str());
             let words: Vec<String> =
                 per_profile.iter().map(|(p, given, want)| format!("{given} of {want} pending {p}")).collect();
             let serves = (!words.is_empty() && !current).then(|| format!("serves {}", words.join(", ")));
@@ -96,7 +96,7 @@ mod tests {
         let snap = c.snapshot();
         let node = Sym::new("a100");
         let configs = vec!["all-disabled".to_string(), "all-1g.5gb".to_string(), "all-3g.20gb".to_string()];
-        let rows = rows(&snap, node, &configs);
+        let rows = rows(&snap, node.clone(), &configs);
         assert_eq!(rows[0].cuts, "MIG off");
         assert_eq!(rows[0].serves, None);
         assert_eq!(rows[1].cuts, "7× 1g.5gb");

@@ -27,8 +27,8 @@ use crate::model::{MigMode, Node, Snapshot};
 /// are not MIG nodes.
 pub fn is_mig_node(snap: &Snapshot, node: &Node) -> bool {
     node.allocatable.mig_total() > 0
-        || node.operator.mig_config.is_some_and(|c| c.as_str() != "all-disabled")
-        || node.operator.mig_config_state.is_some_and(|s| s.as_str() != "success")
+        || node.operator.mig_config.as_ref().is_some_and(|c| c.as_str() != "all-disabled")
+        || node.operator.mig_config_state.as_ref().is_some_and(|s| s.as_str() != "success")
         || snap.devices.get(&node.name).is_some_and(|d| d.gpus.iter().any(|g| g.mig_mode == MigMode::Enabled))
 }
 use std::str::FromStr;

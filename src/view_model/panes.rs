@@ -106,7 +106,12 @@ const POOL_LABELS: [&str; 6] = [
 /// A node's pool: the first of [`POOL_LABELS`] it carries, else its GPU
 /// product, else `cpu`.
 pub fn pool_of(node: &Node) -> Sym {
-    POOL_LABELS.iter().find_map(|k| node.label(k)).or(node.gpu.product).unwrap_or_else(|| Sym::new("cpu"))
+    POOL_LABELS
+        .iter()
+        .find_map(|k| node.label(k))
+        .or(node.gpu.product.as_ref())
+        .cloned()
+        .unwrap_or_else(|| Sym::new("cpu"))
 }
 
 /// Shortens `NVIDIA-H100-80GB-HBM3` to `H100-80GB-HBM3`.
@@ -124,8 +129,8 @@ fn cells(snap: &Snapshot, n: &NodeSummary, stranded: u64) -> Vec<Cell> {
     let mig_gpus: Vec<_> =
         devices.map(|d| d.gpus.iter().filter(|g| g.mig_mode == MigMode::Enabled).collect()).unwrap_or_default();
     if !n.mig.is_empty() && !mig_gpus.is_empty() {
-        let mut used_left: BTreeMap<Sym, u64> = n.mig.iter().map(|m| (m.profile, m.allocated)).collect();
-        let advertised: BTreeMap<Sym, u64> = n.mig.iter().map(|m| (m.profile, m.allocatable)).collect();
+        let mut used_left: BTreeMap<Sym, u64> = n.mig.iter().map(|m| (m.profile.clone(), m.allocated)).collect();
+        let advertised: BTreeMap<Sym, u64> = n.mig.iter().map(|m| (m.profile.clone(), m.allocatable)).collect();
         let mut advertised_left = advertised.clone();
         for (i, g) in mig_gpus.iter().enumerate() {
             if out.len() >= MAX_CELLS {
@@ -135,13 +140,13 @@ fn cells(snap: &Snapshot, n: &NodeSummary, stranded: u64) -> Vec<Cell> {
                 out.push(Cell::Gap);
             }
             for inst in g.instances.iter().take(MAX_CELLS) {
-                let a = advertised_left.entry(inst.profile).or_default();
+                let a = advertised_left.entry(inst.profile.clone()).or_default();
                 if *a == 0 {
                     out.push(Cell::Unadvertised);
                     continue;
                 }
                 *a -= 1;
-                let u = used_left.entry(inst.profile).or_default();
+                let u = used_left.entry(inst.profile.clone()).or_default();
                 if *u > 0 {
                     *u -= 1;
                     out.push(Cell::MigUsed);
@@ -201,10 +206,10 @@ pub fn node_rows(snap: &Snapshot, a: &Analysis) -> Vec<NodeRow> {
             let node = in_order.next().filter(|node| node.name == n.name).or_else(|| snap.nodes.get(&n.name));
             let stranded = a.fragmentation.stranded_by_node.get(&n.name).copied().unwrap_or(0);
             NodeRow {
-                name: n.name,
+                name: n.name.clone(),
                 ready: n.ready,
                 cordoned: n.cordoned,
-                product: n.product.map_or_else(|| "-".into(), |p| short_product(p.as_str())),
+                product: n.product.as_ref().map_or_else(|| "-".into(), |p| short_product(p.as_str())),
                 driver: n.driver.clone().unwrap_or_else(|| "-".into()),
                 cells: cells(snap, n, stranded),
                 used: n.gpu_allocated,
@@ -232,7 +237,7 @@ pub fn pool_rows(rows: &[NodeRow]) -> Vec<PoolRow> {
     // Keyed by symbol (ordered by its text): no copy of the name per node.
     let mut pools: BTreeMap<Sym, PoolRow> = BTreeMap::new();
     for r in rows {
-        let p = pools.entry(r.pool).or_insert_with(|| PoolRow {
+        let p = pools.entry(r.pool.clone()).or_insert_with(|| PoolRow {
             name: r.pool.to_string(),
             nodes: 0,
             gpus: 0,
@@ -292,7 +297,7 @@ pub fn mig_rows(snap: &Snapshot, a: &Analysis) -> Vec<MigNodeRow> {
             if !super::is_mig_node(snap, node) {
                 return None;
             }
-            let mut used_left: BTreeMap<Sym, u64> = n.mig.iter().map(|m| (m.profile, m.allocated)).collect();
+            let mut used_left: BTreeMap<Sym, u64> = n.mig.iter().map(|m| (m.profile.clone(), m.allocated)).collect();
             let gpus = snap
                 .devices
                 .get(&n.name)
@@ -307,12 +312,12 @@ pub fn mig_rows(snap: &Snapshot, a: &Analysis) -> Vec<MigNodeRow> {
                                 .instances
                                 .iter()
                                 .map(|i| {
-                                    let u = used_left.entry(i.profile).or_default();
+                                    let u = used_left.entry(i.profile.clone()).or_default();
                                     let used = *u > 0;
                                     if used {
                                         *u -= 1;
                                     }
-                                    (i.profile, i.start, i.size, used)
+                                    (i.profile.clone(), i.start, i.size, used)
                                 })
                                 .collect(),
                         })
@@ -320,10 +325,10 @@ pub fn mig_rows(snap: &Snapshot, a: &Analysis) -> Vec<MigNodeRow> {
                 })
                 .unwrap_or_default();
             Some(MigNodeRow {
-                node: n.name,
-                product: n.product.map_or_else(|| "-".into(), |p| short_product(p.as_str())),
-                config: node.operator.mig_config.map_or_else(|| "-".into(), |c| c.to_string()),
-                state: node.operator.mig_config_state.map_or_else(|| "-".into(), |c| c.to_string()),
+                node: n.name.clone(),
+                product: n.product.as_ref().map_or_else(|| "-".into(), |p| short_product(p.as_str())),
+                config: node.operator.mig_config.as_ref().map_or_else(|| "-".into(), |c| c.to_string()),
+                state: node.operator.mig_config_state.as_ref().map_or_else(|| "-".into(), |c| c.to_string()),
                 paused: node.operator.paused_for_mig_change,
                 gpus,
                 summary: {

@@ -31,7 +31,7 @@ pub fn pending_row(p: &PendingItem) -> PendingRow {
         name: p.display_name(),
         age: age(p.age),
         shape: p.shape.clone(),
-        queue: p.queue.map_or("-".into(), |q| q.to_string()),
+        queue: p.queue.as_ref().map_or("-".into(), |q| q.to_string()),
         why: p.summary.split_once(": ").map_or(p.summary.as_str(), |(_, w)| w).to_string(),
     }
 }
@@ -68,7 +68,7 @@ pub fn gang_row(g: &GangSummary) -> GangRow {
         idle: if g.gpus_held_idle > 0 { (g.gpus_held_idle.to_string(), Role::Warn) } else { ("-".into(), Role::Dim) },
         state: (if deadlocked { "deadlocked" } else { g.state.as_str() }, gang_role(g.state, deadlocked)),
         age: age(g.age),
-        queue: g.queue.map_or("-".into(), |q| q.to_string()),
+        queue: g.queue.as_ref().map_or("-".into(), |q| q.to_string()),
         notes: notes.join("; "),
     }
 }

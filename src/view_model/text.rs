@@ -196,7 +196,7 @@ fn fleet(out: &mut String, _snap: &Snapshot, a: &Analysis) {
             vec![
                 n.name.to_string(),
                 if n.ready { "Ready".into() } else { "NotReady".into() },
-                n.product.map_or("-".into(), |p| p.to_string()),
+                n.product.as_ref().map_or("-".into(), |p| p.to_string()),
                 n.driver.clone().unwrap_or_else(|| "-".into()),
                 {
                     let (used, of) = super::panes::used_of(n.gpu_allocated, n.gpu_allocatable, &n.buckets);
@@ -272,7 +272,7 @@ fn fragmentation(out: &mut String, _snap: &Snapshot, a: &Analysis) {
                     s.gpu_hours_disrupted,
                     s.idle_seconds.map_or(String::new(), |i| format!(", idle {}", age(i))),
                     s.from_node,
-                    s.to_node.map_or("nowhere (work lost)".to_string(), |n| n.to_string()),
+                    s.to_node.as_ref().map_or("nowhere (work lost)".to_string(), |n| n.to_string()),
                     s.gang.as_ref().map_or(String::new(), |g| format!(" [gang {g}]"))
                 );
             }
@@ -294,7 +294,7 @@ fn pending(out: &mut String, _snap: &Snapshot, a: &Analysis) {
                 p.kind.as_str().to_string(),
                 p.display_name(),
                 age(p.age),
-                p.queue.map_or("-".into(), |q| q.to_string()),
+                p.queue.as_ref().map_or("-".into(), |q| q.to_string()),
                 p.shape.clone(),
                 p.blocking_str().to_string(),
                 p.summary.clone(),
@@ -357,12 +357,12 @@ fn queues(out: &mut String, _snap: &Snapshot, a: &Analysis) {
             let fmt = |v: u64| crate::model::quantity::format(q.resource.as_str(), v);
             vec![
                 q.kind.kind_name().to_string(),
-                match q.namespace {
+                match q.namespace.clone() {
                     Some(ns) => format!("{ns}/{}", q.name),
                     None => q.name.to_string(),
                 },
-                q.cohort.map_or("-".into(), |c| c.to_string()),
-                q.flavor.map_or("-".into(), |f| f.to_string()),
+                q.cohort.as_ref().map_or("-".into(), |c| c.to_string()),
+                q.flavor.as_ref().map_or("-".into(), |f| f.to_string()),
                 q.resource.to_string(),
                 format!("{}/{}", fmt(q.used), fmt(q.nominal)),
                 if q.cohort.is_some() { fmt(q.borrowed) } else { "-".into() },

@@ -45,7 +45,7 @@ pub fn gpus(g: f64) -> String {
 
 fn held(h: &Holder) -> String {
     let shared = h.devices.iter().map(|d| d.sharers).max().unwrap_or(1);
-    let profiles: Vec<&str> = h.devices.iter().filter_map(|d| d.profile.map(|p| p.as_str())).collect();
+    let profiles: Vec<&str> = h.devices.iter().filter_map(|d| d.profile.as_ref().map(|p| p.as_str())).collect();
     let what = match profiles.as_slice() {
         [] => gpus(h.gpus),
         [one] if h.devices.len() == 1 => (*one).to_string(),
@@ -84,7 +84,7 @@ pub fn rows(a: &Analysis) -> Vec<UsageRow> {
                 .workload
                 .as_ref()
                 .map_or_else(|| h.pod.to_string(), |w| format!("{} {}/{}", w.kind, w.namespace, w.name)),
-            queue: h.queue.map_or_else(|| "-".into(), |q| q.to_string()),
+            queue: h.queue.as_ref().map_or_else(|| "-".into(), |q| q.to_string()),
             age: h.age_seconds.map_or_else(|| "-".into(), age),
             is_idle: h.is_idle(),
             source: h.source.as_str(),
@@ -232,7 +232,7 @@ pub fn workload_rows(a: &Analysis) -> Vec<WorkloadRow> {
             idle_pods: format!("{}/{}", w.idle_pods, w.pods),
             gpus: gpus(w.gpus),
             idle_gpus: if w.idle_pods > 0 { gpus(w.idle_gpus) } else { "-".into() },
-            queue: w.queue.map_or_else(|| "-".into(), |q| q.to_string()),
+            queue: w.queue.as_ref().map_or_else(|| "-".into(), |q| q.to_string()),
             mean: pct(w.mean_pct),
             idle: w.idle_seconds.map_or_else(|| "-".into(), age),
             idle_gpu_hours: if w.idle_pods > 0 { format!("{:.1}", w.idle_gpu_hours) } else { "-".into() },

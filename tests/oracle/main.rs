@@ -144,9 +144,9 @@ fn kgpu_verdicts(snap: &Snapshot, now: i64, key: &PodKey) -> Result<BTreeMap<Str
     Ok(index
         .nodes_with_usage()
         .map(|(node, used)| {
-            let ahead = demand.nominated_ahead(&index, node.name);
+            let ahead = demand.nominated_ahead(&index, &node.name);
             let held = used.with_pods(&ahead);
-            let holders: Vec<&kgpu::model::Pod> = index.pods_on(node.name).iter().chain(&ahead).copied().collect();
+            let holders: Vec<&kgpu::model::Pod> = index.pods_on(&node.name).iter().chain(&ahead).copied().collect();
             let mut reasons = fit::verdicts(&Shape::of(&pending), node, held.as_ref().unwrap_or(used), &holders);
             if let Some(Prepared::Check(check)) = &volumes {
                 check.reasons_into(node, &mut reasons);
@@ -194,7 +194,7 @@ fn kgpu_refusal(snap: &Snapshot, key: &PodKey) -> Option<String> {
     let pod = snap.pods.get(key)?;
     let index = Index::build(snap, snap.clock);
     match PodVolumes::of(pod)?.prepare(&index) {
-        Prepared::Refused(r) => Some(r.scheduler_text(pod.namespace, &pod.name)),
+        Prepared::Refused(r) => Some(r.scheduler_text(pod.namespace.clone(), &pod.name)),
         _ => None,
     }
 }
@@ -341,9 +341,9 @@ async fn run_cluster_case(
                 Outcome::Refused(_) => p.unschedulable.is_some(),
             });
             seen && settled.iter().all(|(k, nominated, terminating)| {
-                s.pods
-                    .get(k)
-                    .is_some_and(|p| p.nominated.map(|n| n.to_string()) == *nominated && p.terminating == *terminating)
+                s.pods.get(k).is_some_and(|p| {
+                    p.nominated.as_ref().map(|n| n.to_string()) == *nominated && p.terminating == *terminating
+                })
             })
         })
         .await?;

@@ -396,7 +396,7 @@ pub async fn run_queue_case(
             s.queues.values().any(|q| {
                 q.kind == *kind
                     && q.name == *name
-                    && (q.kind == QueueKind::ClusterQueue || q.namespace == Some(ns_sym))
+                    && (q.kind == QueueKind::ClusterQueue || q.namespace.as_ref() == Some(&ns_sym))
                     && q.conditions.iter().any(|c| c.kind.as_str() == "Active" && c.status == *active)
             })
         })

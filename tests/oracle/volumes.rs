@@ -461,11 +461,13 @@ pub async fn run_storage_case(
     let namespace = Sym::new(&ns);
     let prefix = format!("c{n}-");
     kgpu_sees(snapshots, "the case's nodes, storage and fillers", |s| {
-        let prefix = prefix.as_str();
+        let (prefix, namespace) = (prefix.as_str(), &namespace);
         let ours = |kind: StorageKind| {
             s.storage
                 .iter()
-                .filter(move |(k, _)| k.kind == kind && (k.namespace == Some(namespace) || k.name.starts_with(prefix)))
+                .filter(move |(k, _)| {
+                    k.kind == kind && (k.namespace.as_ref() == Some(namespace) || k.name.starts_with(prefix))
+                })
                 .map(|(_, o)| &**o)
         };
         let volumes_settled = ours(StorageKind::Volume)
@@ -489,7 +491,7 @@ pub async fn run_storage_case(
             && ours(StorageKind::Class).count() == CLASSES.len()
             && volumes_settled
             && claims_settled
-            && s.pods.values().filter(|p| p.namespace == namespace && p.node.is_some()).count() == fillers.len()
+            && s.pods.values().filter(|p| p.namespace == *namespace && p.node.is_some()).count() == fillers.len()
     })
     .await?;
     tokio::time::sleep(Duration::from_millis(150)).await;

@@ -113,7 +113,7 @@ pub fn matrix(index: &Index<'_>, now: Timestamp) -> Matrix {
     }
     let mut m = Matrix { unknown_need, ..Matrix::default() };
     for ((_, label), nodes) in &rows {
-        m.drivers.push((label.clone(), nodes.iter().map(|&i| all[i].name).collect()));
+        m.drivers.push((label.clone(), nodes.iter().map(|&i| all[i].name.clone()).collect()));
     }
     // A row's nodes share a driver; their facts differ only by what the
     // node says of its CUDA runtime and product, so those are read once.
@@ -123,7 +123,7 @@ pub fn matrix(index: &Index<'_>, now: Timestamp) -> Matrix {
             let mut inputs_seen = Vec::new();
             let mut distinct: Vec<NodeFacts> = Vec::new();
             for &i in nodes {
-                let inputs = (all[i].gpu.cuda_runtime, all[i].gpu.product);
+                let inputs = (all[i].gpu.cuda_runtime, all[i].gpu.product.clone());
                 if inputs_seen.contains(&inputs) {
                     continue;
                 }
@@ -155,7 +155,7 @@ pub fn matrix(index: &Index<'_>, now: Timestamp) -> Matrix {
                 .unwrap_or((Verdict::Unknown, String::new()));
             m.cells.push(Cell {
                 driver: label.clone(),
-                nodes: nodes.iter().map(|&i| all[i].name).collect(),
+                nodes: nodes.iter().map(|&i| all[i].name.clone()).collect(),
                 cuda: column.clone(),
                 workloads: workloads.clone(),
                 placed,

@@ -172,10 +172,10 @@ pub fn derive_requirements(env: &[(&str, &str)]) -> Vec<String> {
 /// The need of a pod's GPU container, if anything says.
 pub fn need_of(cuda: &CudaNeed) -> Option<Need> {
     let mut env: Vec<(&str, &str)> = Vec::new();
-    if let Some(r) = cuda.require_cuda {
+    if let Some(r) = &cuda.require_cuda {
         env.push(("NVIDIA_REQUIRE_CUDA", r.as_str()));
     }
-    if let Some(v) = cuda.cuda_version {
+    if let Some(v) = &cuda.cuda_version {
         env.push(("CUDA_VERSION", v.as_str()));
     }
     let others: Vec<(String, String)> = cuda
@@ -189,7 +189,7 @@ pub fn need_of(cuda: &CudaNeed) -> Option<Need> {
     if cuda.disable_require {
         env.push(("NVIDIA_DISABLE_REQUIRE", "true"));
     }
-    let headline = cuda.require_cuda.and_then(|r| {
+    let headline = cuda.require_cuda.as_ref().and_then(|r| {
         parse_require(r.as_str()).clauses.iter().flatten().find_map(|c| match c {
             Constraint::Cuda(Op::Ge | Op::Gt | Op::Eq, v) => Some(*v),
             _ => None,
@@ -199,11 +199,11 @@ pub fn need_of(cuda: &CudaNeed) -> Option<Need> {
         let sets = derive_requirements(&env).iter().map(|t| parse_require(t)).collect();
         return Some(Need { cuda: cuda_v, source: NeedSource::Require, sets, disabled: cuda.disable_require });
     }
-    if let Some(v) = cuda.cuda_version.and_then(|v| CudaVersion::parse(v.as_str())) {
+    if let Some(v) = cuda.cuda_version.as_ref().and_then(|v| CudaVersion::parse(v.as_str())) {
         let sets = derive_requirements(&env).iter().map(|t| parse_require(t)).collect();
         return Some(Need { cuda: v, source: NeedSource::LegacyCudaVersion, sets, disabled: cuda.disable_require });
     }
-    let guessed = cuda.image.and_then(|i| guess_from_image(i.as_str()))?;
+    let guessed = cuda.image.as_ref().and_then(|i| guess_from_image(i.as_str()))?;
     Some(Need { cuda: guessed, source: NeedSource::Guessed, sets: Vec::new(), disabled: false })
 }
 
@@ -257,20 +257,20 @@ pub struct NodeFacts {
 }
 
 pub fn node_facts(node: &Node) -> NodeFacts {
-    facts_of(node.gpu.driver.clone(), node.gpu.cuda_runtime, node.gpu.product)
+    facts_of(node.gpu.driver.clone(), node.gpu.cuda_runtime, node.gpu.product.clone())
 }
 
 /// [`node_facts`] where GFD's labels are missing: the driver its agent
 /// reads or its DRA slices publish, and the product they publish.
 pub fn node_facts_in(index: &crate::analysis::index::Index<'_>, node: &Node) -> NodeFacts {
-    let product = node.gpu.product.or_else(|| crate::analysis::fleet::node_product(index, node));
+    let product = node.gpu.product.clone().or_else(|| crate::analysis::fleet::node_product(index, node));
     facts_of(crate::analysis::fleet::node_driver(index, node), node.gpu.cuda_runtime, product)
 }
 
 fn facts_of(driver: Option<DriverVersion>, cuda_runtime: Option<CudaVersion>, product: Option<Sym>) -> NodeFacts {
     let cuda = cuda_runtime.or_else(|| driver.as_ref().and_then(|d| tables().max_native_cuda(d)));
-    let datacenter = product.is_some_and(|p| is_datacenter(p.as_str()));
-    NodeFacts { driver, cuda, brand: brand_of(product.map(|p| p.as_str())), datacenter, product }
+    let datacenter = product.as_ref().is_some_and(|p| is_datacenter(p.as_str()));
+    NodeFacts { driver, cuda, brand: brand_of(product.as_ref().map(|p| p.as_str())), datacenter, product }
 }
 
 /// Data-center GPUs (forward compatibility applies to them only).

@@ -118,26 +118,27 @@ pub fn verdict(index: &Index<'_>, selectors: &mut Selectors, pod: &Pod) -> Optio
     }
     for c in pending.iter().flat_map(|(_, c)| c.requests.iter()).flat_map(|r| r.alternatives.iter()) {
         if ix.class(c.1.class.as_str()).is_none() && !v.missing_classes.contains(&c.1.class) {
-            v.missing_classes.push(c.1.class);
+            v.missing_classes.push(c.1.class.clone());
         }
     }
     // An allocated claim limits the pod to its node.
-    let pinned = allocated.iter().find_map(|c| c.allocated_node);
+    let pinned = allocated.iter().find_map(|c| c.allocated_node.clone());
     if pending.is_empty() {
-        v.allocated_on = pinned;
+        v.allocated_on = pinned.clone();
         if pinned.is_none() {
             // Allocated without a node (network-attached devices): any node.
-            v.nodes_fit = index.nodes().filter(|n| fits_otherwise(index, pod, n).is_empty()).map(|n| n.name).collect();
+            v.nodes_fit =
+                index.nodes().filter(|n| fits_otherwise(index, pod, n).is_empty()).map(|n| n.name.clone()).collect();
         }
         return Some(v);
     }
     let mut nodes: Vec<(Sym, &[SliceDevice<'_>])> = ix.nodes().collect();
-    nodes.sort_by_key(|(n, _)| *n);
+    nodes.sort_by_key(|(n, _)| n.clone());
     for (node_name, devices) in nodes {
-        if pinned.is_some_and(|p| p != node_name) {
+        if pinned.clone().is_some_and(|p| p != node_name) {
             continue;
         }
-        match allocate_on(ix, selectors, node_name, devices, &pending, &mut v.selector_errors) {
+        match allocate_on(ix, selectors, node_name.clone(), devices, &pending, &mut v.selector_errors) {
             Err(short) => v.shortfalls.push(short),
             Ok(()) => {
                 // Devices of a node the cluster no longer has count nowhere.
@@ -157,7 +158,7 @@ pub fn verdict(index: &Index<'_>, selectors: &mut Selectors, pod: &Pod) -> Optio
 
 /// Why the node cannot take the pod, devices aside.
 fn fits_otherwise(index: &Index<'_>, pod: &Pod, node: &crate::model::Node) -> Vec<NodeReason> {
-    fit::verdicts(&Shape::of(pod), node, index.used(node.name), index.pods_on(node.name))
+    fit::verdicts(&Shape::of(pod), node, index.used(&node.name), index.pods_on(&node.name))
 }
 
 /// Allocates every pending claim's requests from the node's free devices,
@@ -178,7 +179,7 @@ fn allocate_on(
         if ix.allocated_to(&d.id()).is_some()
             && let Some(gpu) = d.physical_gpu()
         {
-            busy_gpus.insert(gpu);
+            busy_gpus.insert(gpu.clone());
             if d.is_whole_gpu() {
                 whole_taken.insert(gpu);
             }
@@ -238,9 +239,9 @@ fn allocate_on(
                     break;
                 }
                 short.get_or_insert(Shortfall {
-                    node,
+                    node: node.clone(),
                     request: format!("{claim}/{name}"),
-                    class: alt.class,
+                    class: alt.class.clone(),
                     wanted,
                     matching: matching.len() as u64,
                     free: available.len() as u64,

@@ -54,7 +54,7 @@ pub struct SliceDevice<'a> {
 impl SliceDevice<'_> {
     /// (driver, pool, device): how an allocation names it.
     pub fn id(&self) -> (Sym, Sym, Sym) {
-        (self.slice.driver, self.slice.pool, self.device.name)
+        (self.slice.driver.clone(), self.slice.pool.clone(), self.device.name.clone())
     }
 
     /// A string attribute in NVIDIA's driver domain (`type`, `uuid`,
@@ -75,7 +75,7 @@ impl SliceDevice<'_> {
         }
         let attr = |name: &str| self.nvidia_attribute(name).map(Sym::new);
         match self.nvidia_attribute("type")? {
-            "gpu" => attr("uuid").or(Some(self.device.name)),
+            "gpu" => attr("uuid").or(Some(self.device.name.clone())),
             "mig" => attr("parentUUID"),
             _ => None,
         }
@@ -113,20 +113,20 @@ impl<'a> DraIndex<'a> {
         let mut newest: HashMap<(Sym, Sym), i64> = HashMap::new();
         for o in snap.dra.values() {
             if let DraObject::Slice(s) = &**o {
-                let g = newest.entry((s.driver, s.pool)).or_insert(s.pool_generation);
+                let g = newest.entry((s.driver.clone(), s.pool.clone())).or_insert(s.pool_generation);
                 *g = (*g).max(s.pool_generation);
             }
         }
         for o in snap.dra.values() {
             match &**o {
                 DraObject::Slice(s) => {
-                    if newest.get(&(s.driver, s.pool)) != Some(&s.pool_generation) {
+                    if newest.get(&(s.driver.clone(), s.pool.clone())) != Some(&s.pool_generation) {
                         continue;
                     }
                     for device in s.devices.iter() {
                         let d = SliceDevice { slice: s, device };
                         ix.devices.insert(d.id(), d);
-                        if let Some(node) = s.node {
+                        if let Some(node) = s.node.clone() {
                             ix.by_node.entry(node).or_default().push(d);
                         }
                     }
@@ -135,17 +135,18 @@ impl<'a> DraIndex<'a> {
                     ix.classes.insert(&c.name, c);
                 }
                 DraObject::Claim(c) if c.template => {
-                    ix.templates.insert((c.namespace, &c.name), c);
+                    ix.templates.insert((c.namespace.clone(), &c.name), c);
                 }
                 DraObject::Claim(c) => {
-                    ix.claims.insert((c.namespace, &c.name), c);
+                    ix.claims.insert((c.namespace.clone(), &c.name), c);
                     for a in &c.allocated {
-                        ix.allocated.insert((a.driver, a.pool, a.device), c);
+                        ix.allocated.insert((a.driver.clone(), a.pool.clone(), a.device.clone()), c);
                     }
                 }
             }
         }
-        let gpus: Vec<(Sym, DraGpus)> = ix.by_node.iter().map(|(node, devices)| (*node, ix.count(devices))).collect();
+        let gpus: Vec<(Sym, DraGpus)> =
+            ix.by_node.iter().map(|(node, devices)| (node.clone(), ix.count(devices))).collect();
         ix.gpus = gpus.into_iter().filter(|(_, g)| g.published > 0).collect();
         ix
     }
@@ -157,9 +158,9 @@ impl<'a> DraIndex<'a> {
         let mut whole: HashSet<Sym> = HashSet::new();
         for d in devices {
             let Some(gpu) = d.physical_gpu() else { continue };
-            all.insert(gpu);
+            all.insert(gpu.clone());
             if d.is_whole_gpu() {
-                whole.insert(gpu);
+                whole.insert(gpu.clone());
             }
             if self.allocated.contains_key(&d.id()) {
                 allocated.insert(gpu);
@@ -184,16 +185,16 @@ impl<'a> DraIndex<'a> {
     }
 
     /// The node's GPUs as DRA publishes them; none where it publishes none.
-    pub fn gpus(&self, node: Sym) -> Option<DraGpus> {
-        self.gpus.get(&node).copied()
+    pub fn gpus(&self, node: &Sym) -> Option<DraGpus> {
+        self.gpus.get(node).copied()
     }
 
-    pub fn devices_on(&self, node: Sym) -> &[SliceDevice<'a>] {
-        self.by_node.get(&node).map_or(&[], |v| v)
+    pub fn devices_on(&self, node: &Sym) -> &[SliceDevice<'a>] {
+        self.by_node.get(node).map_or(&[], |v| v)
     }
 
     pub fn nodes(&self) -> impl Iterator<Item = (Sym, &[SliceDevice<'a>])> {
-        self.by_node.iter().map(|(n, d)| (*n, d.as_slice()))
+        self.by_node.iter().map(|(n, d)| (n.clone(), d.as_slice()))
     }
 
     pub fn class(&self, name: &str) -> Option<&'a DeviceClass> {
@@ -215,7 +216,7 @@ impl<'a> DraIndex<'a> {
         for state in self.pod_claims(pod) {
             let PodClaimState::Found(_, claim) = state else { continue };
             for a in claim.allocated.iter() {
-                let Some(d) = self.devices.get(&(a.driver, a.pool, a.device)) else { continue };
+                let Some(d) = self.devices.get(&(a.driver.clone(), a.pool.clone(), a.device.clone())) else { continue };
                 if d.physical_gpu().is_none() {
                     continue;
                 }
@@ -246,7 +247,7 @@ impl<'a> DraIndex<'a> {
                 continue;
             }
             for a in claim.allocated.iter() {
-                let Some(d) = self.devices.get(&(a.driver, a.pool, a.device)) else { continue };
+                let Some(d) = self.devices.get(&(a.driver.clone(), a.pool.clone(), a.device.clone())) else { continue };
                 let Some(uuid) = d.nvidia_attribute("uuid").filter(|_| d.is_whole_gpu()) else { continue };
                 let holders = out.entry(Sym::new(uuid)).or_default();
                 for pod in claim.reserved_for.iter() {
@@ -277,16 +278,16 @@ impl<'a> DraIndex<'a> {
         pod.claims
             .iter()
             .map(|c| match &c.source {
-                ClaimSource::Claim(name) => match self.claims.get(&(pod.namespace, &**name)) {
-                    Some(claim) => PodClaimState::Found(c.name, claim),
-                    None => PodClaimState::Missing(c.name, name.clone()),
+                ClaimSource::Claim(name) => match self.claims.get(&(pod.namespace.clone(), &**name)) {
+                    Some(claim) => PodClaimState::Found(c.name.clone(), claim),
+                    None => PodClaimState::Missing(c.name.clone(), name.clone()),
                 },
                 ClaimSource::Template(t) => {
-                    let generated = c.generated.as_deref().and_then(|n| self.claims.get(&(pod.namespace, n)));
-                    match (generated, self.templates.get(&(pod.namespace, &**t))) {
-                        (Some(claim), _) => PodClaimState::Found(c.name, claim),
-                        (None, Some(template)) => PodClaimState::NotYetCreated(c.name, template),
-                        (None, None) => PodClaimState::NoTemplate(c.name, t.clone()),
+                    let generated = c.generated.as_deref().and_then(|n| self.claims.get(&(pod.namespace.clone(), n)));
+                    match (generated, self.templates.get(&(pod.namespace.clone(), &**t))) {
+                        (Some(claim), _) => PodClaimState::Found(c.name.clone(), claim),
+                        (None, Some(template)) => PodClaimState::NotYetCreated(c.name.clone(), template),
+                        (None, None) => PodClaimState::NoTemplate(c.name.clone(), t.clone()),
                     }
                 }
             })

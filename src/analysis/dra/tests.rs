@@ -18,7 +18,7 @@ fn device(name: &str, attrs: &[(&str, &str)]) -> Device {
         .iter()
         .map(|(k, v)| (Sym::new(&format!("gpu.nvidia.com/{k}")), AttributeValue::String((*v).into())))
         .collect();
-    attributes.sort_by_key(|a| a.0);
+    attributes.sort_by_key(|a| a.0.clone());
     Device {
         name: Sym::new(name),
         attributes: attributes.into_boxed_slice(),
@@ -128,7 +128,7 @@ fn cluster(pending: ResourceClaim) -> Snapshot {
 fn a_gpu_published_whole_and_as_mig_devices_counts_once_and_is_busy_while_a_slice_is_held() {
     let snap = cluster(claim("wants", vec![exact("gpu.nvidia.com", 1)], &[]));
     let index = Index::build(&snap, 0);
-    let a = index.dra().gpus(Sym::new("a")).unwrap();
+    let a = index.dra().gpus(&Sym::new("a")).unwrap();
     assert_eq!((a.published, a.allocated, a.tainted), (1, 1, 0));
     let waiting = snap.pods.values().find(|p| &*p.name == "waiting").unwrap();
     let v = verdict(&index, &mut Selectors::default(), waiting).unwrap();

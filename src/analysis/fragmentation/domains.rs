@@ -14,8 +14,8 @@ pub(super) fn own_domains(pod: &Pod, namespaces: &NamespaceMap) -> Box<[Sym]> {
     let terms = pod.rules.as_ref().map_or(&[][..], |r| &r.anti_affinity[..]);
     let mut keys: Vec<Sym> = terms
         .iter()
-        .filter(|t| t.selects_as_incoming(pod.namespace, &pod.labels, namespaces))
-        .map(|t| t.topology_key)
+        .filter(|t| t.selects_as_incoming(&pod.namespace, &pod.labels, namespaces))
+        .map(|t| t.topology_key.clone())
         .collect();
     keys.sort();
     keys.dedup();
@@ -46,7 +46,7 @@ impl<'d> OwnDomains<'d> {
             return room;
         }
         let domains: Vec<(Sym, Sym)> =
-            self.demand.own_domains.iter().filter_map(|&k| node.labels.get(k).map(|v| (k, v))).collect();
+            self.demand.own_domains.iter().filter_map(|k| node.labels.get(k).map(|v| (k.clone(), v.clone()))).collect();
         if domains.is_empty() {
             return room;
         }

@@ -82,7 +82,7 @@ impl PodVolumes {
     pub fn of(pod: &Pod) -> Option<Arc<PodVolumes>> {
         (!pod.volumes.is_empty()).then(|| {
             Arc::new(PodVolumes {
-                namespace: pod.namespace,
+                namespace: pod.namespace.clone(),
                 pod: pod.name.clone(),
                 uid: pod.uid,
                 claims: pod.volumes.clone(),
@@ -92,7 +92,7 @@ impl PodVolumes {
 
     /// The volume filters' PreFilters for these claims.
     pub fn prepare<'a>(&self, index: &crate::analysis::index::Index<'a>) -> crate::analysis::volumes::Prepared<'a> {
-        crate::analysis::volumes::prepare(index, self.namespace, &self.pod, self.uid, &self.claims)
+        crate::analysis::volumes::prepare(index, self.namespace.clone(), &self.pod, self.uid, &self.claims)
     }
 }
 
@@ -106,13 +106,13 @@ impl Demand {
     /// The key of its own anti-affinity that limits it beyond its nodes
     /// (a zone, a rack: not the hostname, which room counts per node).
     pub fn wider_own_domain(&self) -> Option<Sym> {
-        self.own_domains.iter().copied().find(|k| k.as_str() != keys::HOSTNAME)
+        self.own_domains.iter().find(|&k| k.as_str() != keys::HOSTNAME).cloned()
     }
 
     /// The pod being placed, as PodTopologySpread and InterPodAffinity see it.
     pub fn incoming(&self) -> crate::analysis::inter_pod::Incoming<'_> {
         crate::analysis::inter_pod::Incoming {
-            namespace: self.namespace,
+            namespace: self.namespace.clone(),
             labels: &self.labels,
             rules: self.rules.as_deref(),
             shape: self.shape(),
@@ -132,12 +132,12 @@ impl Demand {
     /// The pods nominated to `node` that the scheduler counts as placed
     /// there for a pod of this demand (`addGENominatedPods`): of equal or
     /// higher priority, and not its own.
-    pub fn nominated_ahead<'a>(&self, index: &Index<'a>, node: Sym) -> Vec<&'a Pod> {
+    pub fn nominated_ahead<'a>(&self, index: &Index<'a>, node: &Sym) -> Vec<&'a Pod> {
         if !index.has_nominations() {
             return Vec::new();
         }
         index
-            .nominated_to(node)
+            .nominated_to(node.clone())
             .iter()
             .copied()
             .filter(|pod| {
@@ -171,7 +171,7 @@ impl Demand {
     }
 
     pub fn label(&self) -> String {
-        match self.mig_profile {
+        match self.mig_profile.clone() {
             Some(p) => format!("{}×{p}", self.pods),
             None => format!("{}×{}", self.pods, self.gpus_per_pod),
         }
@@ -191,7 +191,7 @@ impl Demand {
             pods: self.pods,
             pending: self.is_pending(),
             nominations: None,
-            inter_pod: self.rules.as_ref().map(|r| (self.namespace, self.labels.clone(), Some(r.clone()))),
+            inter_pod: self.rules.as_ref().map(|r| (self.namespace.clone(), self.labels.clone(), Some(r.clone()))),
             volumes: self.volumes.clone(),
         }
     }
@@ -210,7 +210,7 @@ impl Demand {
             key.nominations = Some((self.priority, self.source.clone()));
         }
         if !index.anti_affinity_pods().is_empty() {
-            key.inter_pod = Some((self.namespace, self.labels.clone(), self.rules.clone()));
+            key.inter_pod = Some((self.namespace.clone(), self.labels.clone(), self.rules.clone()));
         }
         key
     }
@@ -366,7 +366,7 @@ pub fn pod_demand(pod: &Pod, pods: u32, source: ShapeSource, namespaces: &Namesp
         source,
         priority: pod.priority,
         created: pod.created,
-        namespace: pod.namespace,
+        namespace: pod.namespace.clone(),
         labels: pod.labels.clone(),
         rules: pod.rules.clone(),
         volumes: PodVolumes::of(pod),
@@ -414,7 +414,7 @@ fn gang_demand(key: &GangKey, gang: &Gang, members: &[&Pod], namespaces: &Namesp
             source: ShapeSource::Gang(key.clone()),
             priority: gang.priority,
             created: gang.created,
-            namespace: key.namespace,
+            namespace: key.namespace.clone(),
             labels: Box::new([]),
             rules: None,
             volumes: None,
@@ -476,11 +476,11 @@ pub(crate) fn allowed_nodes(index: &Index<'_>, demand: &Demand) -> Option<Vec<bo
                 if let Some(c) = &check {
                     c.reasons_into(n, &mut reasons);
                 }
-                let ahead = if demand.is_pending() { demand.nominated_ahead(index, n.name) } else { Vec::new() };
+                let ahead = if demand.is_pending() { demand.nominated_ahead(index, &n.name) } else { Vec::new() };
                 InterPod::node_reasons_into(inter_pod.as_ref(), &incoming, n, &ahead, &mut reasons);
                 // Nominated pods bind their host ports too (as in the pending chain's fit step).
                 let ports_taken =
-                    index.pods_on(n.name).iter().chain(&ahead).any(|p| fit::port_conflict(&demand.host_ports, p));
+                    index.pods_on(&n.name).iter().chain(&ahead).any(|p| fit::port_conflict(&demand.host_ports, p));
                 reasons.is_empty() && !ports_taken
             })
             .collect(),
@@ -566,7 +566,7 @@ struct NodeGpus {
 }
 
 fn unit_size(d: &Demand) -> u64 {
-    match d.mig_profile {
+    match d.mig_profile.clone() {
         Some(p) => d.requests.get(&format!("{}{p}", keys::RESOURCE_MIG_PREFIX)).max(1),
         None => d.gpus_per_pod,
     }
@@ -642,7 +642,7 @@ pub fn analyze(index: &Index<'_>) -> Fragmentation {
                         continue;
                     }
                     // Room the scheduler holds for pods nominated here ahead of it is not room.
-                    let held = used.with_pods(&demand.nominated_ahead(index, node.name));
+                    let held = used.with_pods(&demand.nominated_ahead(index, &node.name));
                     let promised = held.as_ref().map_or(0, |h| h.gpu.saturating_sub(used.gpu));
                     // Usable and stranded count what the node could give the shape;
                     // how many pods fit at once counts one per domain of its own
@@ -651,7 +651,7 @@ pub fn analyze(index: &Index<'_>) -> Fragmentation {
                     largest = u64::saturating_add(largest, domains.take(node, s));
                     // Usable and free in the demand's units: MIG slices, or physical
                     // GPUs (replicas taken by a shape fill whole GPUs only at r per GPU).
-                    let (free, used_by_shape) = match demand.mig_profile {
+                    let (free, used_by_shape) = match &demand.mig_profile {
                         Some(p) => (index.free_mig(node, p.as_str()), s.saturating_mul(size)),
                         // GPUs promised to a nominated pod are neither usable nor stranded.
                         None => {
@@ -696,7 +696,7 @@ pub fn analyze(index: &Index<'_>) -> Fragmentation {
         if let Some(usable) = usable {
             let stranded = whole_free.saturating_sub(usable);
             if stranded > 0 {
-                stranded_by_node.insert(node.name, stranded);
+                stranded_by_node.insert(node.name.clone(), stranded);
             }
         }
     }

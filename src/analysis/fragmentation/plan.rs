@@ -72,7 +72,7 @@ fn waits_only_for_room(index: &Index<'_>, demand: &Demand) -> bool {
 /// The node the scheduler nominated for the pod of `demand`, if it did.
 fn nominated(index: &Index<'_>, demand: &Demand) -> Option<crate::model::Sym> {
     match &demand.source {
-        ShapeSource::Pod(key) => index.snap.pods.get(key)?.nominated,
+        ShapeSource::Pod(key) => index.snap.pods.get(key)?.nominated.clone(),
         _ => None,
     }
 }
@@ -162,7 +162,7 @@ pub fn plan(index: &Index<'_>, shapes: &[ShapeFit]) -> Plan {
         return result;
     }
 
-    let mut have: u64 = eligible.iter().map(|n| fleet.target_room(n.name)).sum();
+    let mut have: u64 = eligible.iter().map(|n| fleet.target_room(&n.name)).sum();
     let need = demand.pods as u64;
     let mut moved: HashSet<PodKey> = HashSet::new();
     let mut freed_nodes = Vec::new();
@@ -183,7 +183,7 @@ pub fn plan(index: &Index<'_>, shapes: &[ShapeFit]) -> Plan {
         // raise that node's slots by at least one.
         let mut best: Option<Candidate> = None;
         for (node, units) in sources {
-            let current = fleet.target_room(node.name);
+            let current = fleet.target_room(&node.name);
             let mut candidates: Vec<&Unit> = units.iter().collect();
             candidates.sort_by(|a, b| a.gpu_hours.total_cmp(&b.gpu_hours));
             candidates.truncate(UNITS_TRIED);
@@ -201,16 +201,16 @@ pub fn plan(index: &Index<'_>, shapes: &[ShapeFit]) -> Plan {
                 }
                 // Usage that differs from the fleet's during this trial.
                 let mut trial: HashMap<Sym, Tally> = HashMap::new();
-                let mut source = fleet.used(node.name).clone();
+                let mut source = fleet.used(&node.name).clone();
                 for p in chosen.iter().flat_map(|u| &u.pods) {
                     subtract(&mut source, &p.requests);
                 }
                 if room(demand, node, &source) <= current {
                     continue;
                 }
-                trial.insert(node.name, source);
+                trial.insert(node.name.clone(), source);
                 // Every moved pod must land elsewhere without costing the target a slot.
-                let Some(destinations) = fleet.place(&chosen, &mut trial, &reserved, node.name) else {
+                let Some(destinations) = fleet.place(&chosen, &mut trial, &reserved, node.name.clone()) else {
                     continue;
                 };
                 let plan_units = chosen
@@ -218,7 +218,7 @@ pub fn plan(index: &Index<'_>, shapes: &[ShapeFit]) -> Plan {
                     .zip(destinations)
                     .map(|(u, d)| (u.pods.clone(), u.gang.clone(), d.into_iter().map(Some).collect()))
                     .collect();
-                best = Some((pods, cost, node.name, plan_units));
+                best = Some((pods, cost, node.name.clone(), plan_units));
             }
         }
         // Moves alone cannot make room: the cheapest evictions can, as lost work.
@@ -258,16 +258,16 @@ pub fn plan(index: &Index<'_>, shapes: &[ShapeFit]) -> Plan {
             let lost = crate::analysis::lost_work::of(index, &pods);
             let share_of = |pod: &Pod| crate::analysis::lost_work::share_held(index, pod);
             for (pod, to) in pods.iter().copied().zip(destinations) {
-                let from = pod.node.unwrap_or(node_name);
-                let room_of = |fleet: &Workspace, n: Option<Sym>| n.map_or(0, |n| fleet.target_room(n));
-                have -= fleet.target_room(from) + room_of(&fleet, to);
-                fleet.move_pod(pod, from, to);
-                have += fleet.target_room(from) + room_of(&fleet, to);
+                let from = pod.node.clone().unwrap_or(node_name.clone());
+                let room_of = |fleet: &Workspace, n: Option<Sym>| n.map_or(0, |n| fleet.target_room(&n));
+                have -= fleet.target_room(&from) + room_of(&fleet, to.clone());
+                fleet.move_pod(pod, from.clone(), to.clone());
+                have += fleet.target_room(&from) + room_of(&fleet, to.clone());
                 let hours = if lost.gpu_share > 0.0 { lost.gpu_hours * share_of(pod) / lost.gpu_share } else { 0.0 };
                 result.gpu_hours += hours;
                 moved.insert(pod.key());
                 result.steps.push(PlanStep {
-                    namespace: pod.namespace,
+                    namespace: pod.namespace.clone(),
                     pod: pod.name.to_string(),
                     from_node: from,
                     to_node: to,
@@ -278,21 +278,21 @@ pub fn plan(index: &Index<'_>, shapes: &[ShapeFit]) -> Plan {
                 });
             }
         }
-        reserved.insert(node_name);
+        reserved.insert(node_name.clone());
         if !freed_nodes.contains(&node_name) {
             freed_nodes.push(node_name);
         }
     }
     result.status = PlanStatus::Found;
-    let mut covered: u64 = freed_nodes.iter().map(|n| fleet.target_room(*n)).sum();
+    let mut covered: u64 = freed_nodes.iter().map(|n| fleet.target_room(n)).sum();
     result.reserve = freed_nodes.clone();
     for node in &eligible {
         if covered >= need {
             break;
         }
-        let room = fleet.target_room(node.name);
+        let room = fleet.target_room(&node.name);
         if room > 0 && !result.reserve.contains(&node.name) {
-            result.reserve.push(node.name);
+            result.reserve.push(node.name.clone());
             covered += room;
         }
     }
@@ -336,22 +336,22 @@ impl<'i, 'a> Workspace<'i, 'a> {
             .collect();
         let mut by_free: BTreeMap<u64, std::collections::BTreeSet<Sym>> = BTreeMap::new();
         for n in nodes.iter().filter(|n| index.accepts_work(n)) {
-            by_free.entry(index.free_gpus(n)).or_default().insert(n.name);
+            by_free.entry(index.free_gpus(n)).or_default().insert(n.name.clone());
         }
         Workspace {
             index,
             target,
             nodes,
-            position: nodes.iter().enumerate().map(|(i, n)| (n.name, i)).collect(),
-            used: nodes.iter().map(|n| index.used(n.name).clone()).collect(),
+            position: nodes.iter().enumerate().map(|(i, n)| (n.name.clone(), i)).collect(),
+            used: nodes.iter().map(|n| index.used(&n.name).clone()).collect(),
             by_free,
             target_may_use: (0..nodes.len()).filter(|&i| target_ok[i]).collect(),
             target_ok,
         }
     }
 
-    fn used(&self, node: Sym) -> &Tally {
-        self.position.get(&node).map_or(self.index.used(node), |&i| &self.used[i])
+    fn used(&self, node: &Sym) -> &Tally {
+        self.position.get(node).map_or(self.index.used(node), |&i| &self.used[i])
     }
 
     /// Whether a node the target may run on hides enough GPUs (hardware
@@ -366,8 +366,8 @@ impl<'i, 'a> Workspace<'i, 'a> {
     }
 
     /// Target pods the node has room for now (0 where it may not run).
-    fn target_room(&self, node: Sym) -> u64 {
-        match self.position.get(&node) {
+    fn target_room(&self, node: &Sym) -> u64 {
+        match self.position.get(node) {
             Some(&i) if self.target_ok[i] => room(self.target, self.nodes[i], &self.used[i]),
             _ => 0,
         }
@@ -406,8 +406,8 @@ impl<'i, 'a> Workspace<'i, 'a> {
         let mut ranked: Vec<(u64, &'a Node)> = eligible
             .iter()
             .map(|n| {
-                let free = n.allocatable.gpu.saturating_sub(self.used(n.name).gpu);
-                let next_slot = (self.target_room(n.name) + 1) * g;
+                let free = n.allocatable.gpu.saturating_sub(self.used(&n.name).gpu);
+                let next_slot = (self.target_room(&n.name) + 1) * g;
                 (next_slot.saturating_sub(free), *n)
             })
             .collect();
@@ -416,7 +416,7 @@ impl<'i, 'a> Workspace<'i, 'a> {
         }
         let mut out = Vec::new();
         for (_, node) in ranked {
-            let units = units_on(self.index, self.target, node.name, moved);
+            let units = units_on(self.index, self.target, node.name.clone(), moved);
             if units.is_empty() {
                 continue;
             }
@@ -425,7 +425,7 @@ impl<'i, 'a> Workspace<'i, 'a> {
                 break;
             }
         }
-        out.sort_by_key(|(node, _)| node.name);
+        out.sort_by_key(|(node, _)| node.name.clone());
         out
     }
 
@@ -446,7 +446,7 @@ impl<'i, 'a> Workspace<'i, 'a> {
                 let placement = self.index.placement(&Shape::of(pod));
                 let takes = |i: usize, used: &Tally| {
                     let node = self.nodes[i];
-                    if reserved.contains(&node.name) || node.name == source || Some(node.name) == pod.node {
+                    if reserved.contains(&node.name) || node.name == source || Some(node.name.clone()) == pod.node {
                         return false;
                     }
                     if !placement[i].is_empty() || !fit::resource_shortfalls(&pod.requests, node, used).is_empty() {
@@ -463,7 +463,7 @@ impl<'i, 'a> Workspace<'i, 'a> {
                 let untouched = self
                     .by_free
                     .range(pod.requests.gpu..)
-                    .flat_map(|(free, names)| names.iter().map(move |n| (*free, *n)))
+                    .flat_map(|(free, names)| names.iter().map(move |n| (*free, n.clone())))
                     .filter(|(_, n)| !trial.contains_key(n))
                     .find(|(_, n)| self.position.get(n).is_some_and(|&i| takes(i, &self.used[i])));
                 // ...against the nodes this trial already changed.
@@ -473,15 +473,15 @@ impl<'i, 'a> Workspace<'i, 'a> {
                         let &i = self.position.get(n)?;
                         let node = self.nodes[i];
                         (self.index.accepts_work(node) && takes(i, used))
-                            .then(|| (node.allocatable.gpu.saturating_sub(used.gpu), *n))
+                            .then(|| (node.allocatable.gpu.saturating_sub(used.gpu), n.clone()))
                     })
                     .min();
                 let (_, dest) = match (untouched, touched) {
                     (Some(a), Some(b)) => a.min(b),
                     (a, b) => a.or(b)?,
                 };
-                let base = trial.get(&dest).cloned().unwrap_or_else(|| self.used(dest).clone());
-                trial.entry(dest).or_insert(base).add_pod(&pod.requests);
+                let base = trial.get(&dest).cloned().unwrap_or_else(|| self.used(&dest).clone());
+                trial.entry(dest.clone()).or_insert(base).add_pod(&pod.requests);
                 dests.push(dest);
             }
             all.push(dests);
@@ -519,13 +519,13 @@ fn cheapest_evictions<'a>(
     let target = fleet.target;
     let mut best: Option<(EvictionCost, Sym, Vec<Unit<'a>>)> = None;
     for node in eligible.iter().filter(|n| !reserved.contains(&n.name)) {
-        let current = fleet.target_room(node.name);
-        let mut units: Vec<Unit<'a>> = units_on(fleet.index, target, node.name, moved)
+        let current = fleet.target_room(&node.name);
+        let mut units: Vec<Unit<'a>> = units_on(fleet.index, target, node.name.clone(), moved)
             .into_iter()
             .filter(|u| u.priority <= target.priority)
             .collect();
         units.sort_by(|a, b| a.priority.cmp(&b.priority).then(a.gpu_hours.total_cmp(&b.gpu_hours)));
-        let mut used = fleet.used(node.name).clone();
+        let mut used = fleet.used(&node.name).clone();
         let mut taken = Vec::new();
         for unit in units {
             for p in &unit.pods {
@@ -550,7 +550,7 @@ fn cheapest_evictions<'a>(
             cost.0.cmp(p).then(hours).then(cost.1.cmp(n)) == std::cmp::Ordering::Less
         });
         if cheaper {
-            best = Some((cost, node.name, taken));
+            best = Some((cost, node.name.clone(), taken));
         }
     }
     best.map(|(_, node, units)| (node, units))
@@ -567,7 +567,7 @@ fn units_on<'a>(index: &Index<'a>, target: &Demand, node: Sym, moved: &HashSet<P
         ShapeSource::Gang(k) => HashSet::from([k.clone()]),
         _ => HashSet::new(),
     };
-    for pod in index.pods_on(node) {
+    for pod in index.pods_on(&node) {
         if !pod.wants_gpu() || pod.owner.is_none() || pod.mirror || moved.contains(&pod.key()) {
             continue;
         }
@@ -582,7 +582,7 @@ fn units_on<'a>(index: &Index<'a>, target: &Demand, node: Sym, moved: &HashSet<P
                     continue;
                 }
                 let members: Vec<&Pod> = index.members(gang).iter().copied().filter(|p| p.holds_resources()).collect();
-                if members.iter().any(|p| p.node != Some(node)) {
+                if members.iter().any(|p| p.node.as_ref() != Some(&node)) {
                     continue; // a gang spread over nodes moves as a whole elsewhere; not planned
                 }
                 let hours = unit_gpu_hours(index, &members);

@@ -96,8 +96,12 @@ fn the_plan_moves_the_cheapest_work_that_frees_whole_nodes() {
     // b (3) and the 4-GPU pods (4) cost more. Each lands on the fullest
     // node that takes it without costing the gang a slot: n4 (4 free,
     // then 3 free after a).
-    let moves: Vec<(&str, &str, &str)> =
-        f.plan.steps.iter().map(|s| (s.pod.as_str(), s.from_node.as_str(), s.to_node.unwrap().as_str())).collect();
+    let moves: Vec<(&str, &str, &str)> = f
+        .plan
+        .steps
+        .iter()
+        .map(|s| (s.pod.as_str(), s.from_node.as_str(), s.to_node.as_ref().unwrap().as_str()))
+        .collect();
     assert_eq!(moves, [("a", "n1", "n4"), ("c", "n3", "n4")]);
     // Work lost (docs/DESIGN.md): 1 GPU × (1 h + 10 min restart) + 2 GPUs × (1 h + 10 min).
     assert!((f.plan.gpu_hours - 3.5).abs() < 1e-9, "{}", f.plan.gpu_hours);
@@ -177,7 +181,7 @@ fn when_moves_cannot_make_room_the_cheapest_evictions_can() {
     );
     let f = analyze(&Index::build(&snap, NOW));
     assert_eq!(f.plan.status, PlanStatus::Found, "{:?}", f.plan);
-    let steps: Vec<(&str, Option<Sym>)> = f.plan.steps.iter().map(|s| (s.pod.as_str(), s.to_node)).collect();
+    let steps: Vec<(&str, Option<Sym>)> = f.plan.steps.iter().map(|s| (s.pod.as_str(), s.to_node.clone())).collect();
     assert_eq!(steps, [("eval", None), ("notebook", None)], "least GPU-hours first at equal priority");
     assert_eq!(f.plan.steps_summary(), "0 move(s) and 2 eviction(s) (work lost)");
     // 1 GPU × (1 h + 10 min restart) + 2 GPUs × (3 h + 10 min).
@@ -329,8 +333,12 @@ fn a_plan_frees_the_node_a_pods_volume_allows() {
     let s = shape(&f, "1×8", true);
     assert_eq!((s.largest_gang, s.fits_now), (0, false), "n2's 8 free GPUs are not room for it");
     assert_eq!(f.plan.status, PlanStatus::Found);
-    let moves: Vec<(&str, &str, &str)> =
-        f.plan.steps.iter().map(|s| (s.pod.as_str(), s.from_node.as_str(), s.to_node.unwrap().as_str())).collect();
+    let moves: Vec<(&str, &str, &str)> = f
+        .plan
+        .steps
+        .iter()
+        .map(|s| (s.pod.as_str(), s.from_node.as_str(), s.to_node.as_ref().unwrap().as_str()))
+        .collect();
     assert_eq!(moves, [("busy", "n1", "n2")]);
 }
 

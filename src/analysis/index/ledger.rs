@@ -178,7 +178,7 @@ impl Gathered {
             Place::Nowhere => {}
         }
         if is_gpu_workload(pod) {
-            self.gpu_workloads.push((ByKey(pod.clone()), (pod.cuda, pod.node)));
+            self.gpu_workloads.push((ByKey(pod.clone()), (pod.cuda, pod.node.clone())));
         }
         if let Some(gang) = lookup.of(pod) {
             parts.members.entry(gang.clone()).or_default().push(pod.clone());
@@ -220,7 +220,7 @@ impl Parts {
     fn put_in(&mut self, pod: &Arc<Pod>, lookup: &GangLookup<'_>, touched: &mut HashSet<Sym, SymHash>) {
         match Place::of(pod) {
             Place::Holds(node) => {
-                insert_in_order(&mut self.nodes.entry(node).or_default().holders, pod);
+                insert_in_order(&mut self.nodes.entry(node.clone()).or_default().holders, pod);
                 touched.insert(node);
                 *self.holder_priorities.entry(pod.priority).or_default() += 1;
             }
@@ -231,7 +231,7 @@ impl Parts {
             Place::Nowhere => {}
         }
         if is_gpu_workload(pod) {
-            self.gpu_workloads.insert(ByKey(pod.clone()), (pod.cuda, pod.node));
+            self.gpu_workloads.insert(ByKey(pod.clone()), (pod.cuda, pod.node.clone()));
         }
         if let Some(gang) = lookup.of(pod) {
             insert_in_order(self.members.entry(gang.clone()).or_default(), pod);
@@ -300,9 +300,9 @@ fn regrouped(was: &OrdMap<GangKey, Arc<Gang>>, now: &OrdMap<GangKey, Arc<Gang>>)
     let mut namespaces = Vec::new();
     for change in was.diff(now) {
         let moved = match change {
-            DiffItem::Add(key, _) | DiffItem::Remove(key, _) => Some(key.namespace),
+            DiffItem::Add(key, _) | DiffItem::Remove(key, _) => Some(key.namespace.clone()),
             DiffItem::Update { old: (key, a), new: (_, b) } => {
-                (a.owner != b.owner || a.namespace != b.namespace || a.name != b.name).then_some(key.namespace)
+                (a.owner != b.owner || a.namespace != b.namespace || a.name != b.name).then_some(key.namespace.clone())
             }
         };
         if let Some(namespace) = moved
@@ -316,7 +316,7 @@ fn regrouped(was: &OrdMap<GangKey, Arc<Gang>>, now: &OrdMap<GangKey, Arc<Gang>>)
 
 /// The pods of one namespace, in key order.
 fn in_namespace(pods: &OrdMap<PodKey, Arc<Pod>>, namespace: Sym) -> impl Iterator<Item = &Arc<Pod>> {
-    let first = PodKey { namespace, name: Arc::from("") };
+    let first = PodKey { namespace: namespace.clone(), name: Arc::from("") };
     pods.range(first..).take_while(move |(key, _)| key.namespace == namespace).map(|(_, pod)| pod)
 }
 
@@ -364,7 +364,8 @@ impl PodLedger {
         let regrouped = if self.kept { regrouped(&self.gangs, &snap.gangs) } else { Vec::new() };
         let few = self.kept && {
             let changed = self.pods.diff(&snap.pods).take(bulk + 1).count();
-            let again = |pods| regrouped.iter().map(|ns| in_namespace(pods, *ns).take(bulk + 1).count()).sum::<usize>();
+            let again =
+                |pods| regrouped.iter().map(|ns| in_namespace(pods, ns.clone()).take(bulk + 1).count()).sum::<usize>();
             changed + again(&self.pods) + again(&snap.pods) <= bulk
         };
         let lookup = GangLookup::new(&snap.gangs);
@@ -387,12 +388,12 @@ impl PodLedger {
                 }
                 changed += 1;
             }
-            for &namespace in &regrouped {
-                for was in in_namespace(&self.pods, namespace) {
+            for namespace in &regrouped {
+                for was in in_namespace(&self.pods, namespace.clone()) {
                     self.parts.take_out(was, &mut touched);
                     changed += 1;
                 }
-                for pod in in_namespace(&snap.pods, namespace) {
+                for pod in in_namespace(&snap.pods, namespace.clone()) {
                     self.parts.put_in(pod, &lookup, &mut touched);
                     changed += 1;
                 }
@@ -441,10 +442,10 @@ impl PodLedger {
         let mut failed_on = SymMap::default();
         for (node, pods) in &self.parts.nodes {
             if !pods.holders.is_empty() && !position.contains_key(node) {
-                stray.insert(*node, (pods.used.clone(), pods.holders.iter().map(|p| &**p).collect()));
+                stray.insert(node.clone(), (pods.used.clone(), pods.holders.iter().map(|p| &**p).collect()));
             }
             if !pods.failed.is_empty() {
-                failed_on.insert(*node, pods.failed.iter().map(|p| &**p).collect());
+                failed_on.insert(node.clone(), pods.failed.iter().map(|p| &**p).collect());
             }
         }
         let pending_pods: Vec<&Pod> = self.parts.pending.iter().map(|p| &*p.0).collect();
@@ -456,7 +457,7 @@ impl PodLedger {
             .map(|(p, (cuda, node))| GpuWorkload {
                 pod: &p.0,
                 cuda: *cuda,
-                node: node.and_then(|n| position.get(&n)).map(|&i| i as usize),
+                node: node.as_ref().and_then(|n| position.get(n)).map(|&i| i as usize),
             })
             .collect();
         let members =

@@ -42,8 +42,8 @@ impl PlacementTable {
     fn build(index: &Index<'_>, shape: &Shape<'_>) -> PlacementTable {
         let mut label_keys: Vec<Sym> = Vec::new();
         let mut by_name = false;
-        let named = shape.node_selector.iter().map(|(k, _)| *k);
-        for key in named.chain(shape.affinity.iter().flat_map(|t| t.expressions.iter().map(|r| r.key))) {
+        let named = shape.node_selector.iter().map(|(k, _)| k.clone());
+        for key in named.chain(shape.affinity.iter().flat_map(|t| t.expressions.iter().map(|r| r.key.clone()))) {
             if !label_keys.contains(&key) {
                 label_keys.push(key);
             }
@@ -51,7 +51,7 @@ impl PlacementTable {
         for term in shape.affinity.iter() {
             by_name |= !term.fields.is_empty();
         }
-        let columns: Vec<Arc<[Option<Sym>]>> = label_keys.iter().map(|k| index.label_column(*k)).collect();
+        let columns: Vec<Arc<[Option<Sym>]>> = label_keys.iter().map(|k| index.label_column(k)).collect();
         let groups = index.placement_groups();
         let group_count = groups.iter().max().map_or(0, |g| *g as usize + 1);
         // Per group: the values of the named labels (and the name) → class.
@@ -63,9 +63,9 @@ impl PlacementTable {
         let mut reasons = Vec::new();
         for (i, node) in index.node_list.iter().enumerate() {
             signature.clear();
-            signature.extend(columns.iter().map(|c| c[i]));
+            signature.extend(columns.iter().map(|c| c[i].clone()));
             if by_name {
-                signature.push(Some(node.name));
+                signature.push(Some(node.name.clone()));
             }
             let seen = &mut alike[groups[i] as usize];
             let class = match seen.get(signature.as_slice()) {
@@ -207,7 +207,7 @@ impl<'a> Index<'a> {
 
     fn nodes_of(snap: &'a Snapshot) -> (Vec<&'a Node>, SymMap<u32>) {
         let node_list: Vec<&Node> = snap.nodes.values().map(|n| &**n).collect();
-        let position: SymMap<u32> = node_list.iter().enumerate().map(|(i, n)| (n.name, i as u32)).collect();
+        let position: SymMap<u32> = node_list.iter().enumerate().map(|(i, n)| (n.name.clone(), i as u32)).collect();
         (node_list, position)
     }
 
@@ -277,7 +277,7 @@ impl<'a> Index<'a> {
         self.nominated.get_or_init(|| {
             let mut by_node: SymMap<Vec<&'a Pod>> = SymMap::default();
             for pod in self.pending_pods() {
-                if let Some(n) = pod.nominated {
+                if let Some(n) = pod.nominated.clone() {
                     by_node.entry(n).or_default().push(pod);
                 }
             }
@@ -354,24 +354,27 @@ impl<'a> Index<'a> {
     }
 
     /// Every node's value of one label, in position order.
-    fn label_column(&self, key: Sym) -> Arc<[Option<Sym>]> {
+    fn label_column(&self, key: &Sym) -> Arc<[Option<Sym>]> {
         let mut columns = self.label_columns.lock().unwrap_or_else(PoisonError::into_inner);
-        columns.entry(key).or_insert_with(|| self.node_list.iter().map(|n| n.labels.get(key)).collect()).clone()
+        columns
+            .entry(key.clone())
+            .or_insert_with(|| self.node_list.iter().map(|n| n.labels.get(key).cloned()).collect())
+            .clone()
     }
 
     /// Resources in use on a node (pods bound and not finished).
-    pub fn used(&self, node: Sym) -> &Tally {
-        match self.position.get(&node) {
+    pub fn used(&self, node: &Sym) -> &Tally {
+        match self.position.get(node) {
             Some(&i) => &self.pods.usage_list[i as usize],
-            None => self.pods.stray.get(&node).map_or(&self.empty, |(used, _)| used),
+            None => self.pods.stray.get(node).map_or(&self.empty, |(used, _)| used),
         }
     }
 
     /// Pods bound to a node and not finished.
-    pub fn pods_on(&self, node: Sym) -> &[&'a Pod] {
-        match self.position.get(&node) {
+    pub fn pods_on(&self, node: &Sym) -> &[&'a Pod] {
+        match self.position.get(node) {
             Some(&i) => self.pods_at(i as usize),
-            None => self.pods.stray.get(&node).map_or(&[], |(_, pods)| pods.as_slice()),
+            None => self.pods.stray.get(node).map_or(&[], |(_, pods)| pods.as_slice()),
         }
     }
 
@@ -384,19 +387,19 @@ impl<'a> Index<'a> {
     /// How many of [`Index::pods_on`] want a GPU.
     /// Pods bound to nodes that are not in the snapshot (deleted, or not listed).
     pub fn stray_pods(&self) -> impl Iterator<Item = (Sym, &[&'a Pod])> + '_ {
-        self.pods.stray.iter().map(|(node, (_, pods))| (*node, pods.as_slice()))
+        self.pods.stray.iter().map(|(node, (_, pods))| (node.clone(), pods.as_slice()))
     }
 
-    pub fn gpu_pods_on(&self, node: Sym) -> usize {
-        match self.position.get(&node) {
+    pub fn gpu_pods_on(&self, node: &Sym) -> usize {
+        match self.position.get(node) {
             Some(&i) => self.pods.gpu_pods[i as usize] as usize,
-            None => self.pods.stray.get(&node).map_or(0, |(_, pods)| pods.iter().filter(|p| p.wants_gpu()).count()),
+            None => self.pods.stray.get(node).map_or(0, |(_, pods)| pods.iter().filter(|p| p.wants_gpu()).count()),
         }
     }
 
     /// Failed pods that had been bound to the node.
-    pub fn failed_on(&self, node: Sym) -> &[&'a Pod] {
-        self.pods.failed_on.get(&node).map_or(&[], |v| v.as_slice())
+    pub fn failed_on(&self, node: &Sym) -> &[&'a Pod] {
+        self.pods.failed_on.get(node).map_or(&[], |v| v.as_slice())
     }
 
     pub fn members(&self, gang: &GangKey) -> &[&'a Pod] {
@@ -413,13 +416,13 @@ impl<'a> Index<'a> {
 
     /// GPUs free on the node (advertised minus requested).
     pub fn free_gpus(&self, node: &Node) -> u64 {
-        node.allocatable.gpu.saturating_sub(self.used(node.name).gpu)
+        node.allocatable.gpu.saturating_sub(self.used(&node.name).gpu)
     }
 
     /// Free slices of a MIG profile on the node.
     pub fn free_mig(&self, node: &Node, profile: &str) -> u64 {
         let resource = format!("{}{profile}", crate::model::keys::RESOURCE_MIG_PREFIX);
-        node.allocatable.get(&resource).saturating_sub(self.used(node.name).get(&resource))
+        node.allocatable.get(&resource).saturating_sub(self.used(&node.name).get(&resource))
     }
 
     /// A node new work can land on at all.
@@ -555,10 +558,10 @@ mod tests {
         ];
         for (way, two) in &others {
             for n in ["n0", "n1", "n2", "n3", "n4", "n5", "gone"].map(Sym::new) {
-                assert_eq!(one.used(n), two.used(n), "{way}: {n}");
-                assert_eq!(names(one.pods_on(n)), names(two.pods_on(n)), "{way}: {n}");
-                assert_eq!(names(one.failed_on(n)), names(two.failed_on(n)), "{way}: {n}");
-                assert_eq!(one.gpu_pods_on(n), two.gpu_pods_on(n), "{way}: {n}");
+                assert_eq!(one.used(&n), two.used(&n), "{way}: {n}");
+                assert_eq!(names(one.pods_on(&n)), names(two.pods_on(&n)), "{way}: {n}");
+                assert_eq!(names(one.failed_on(&n)), names(two.failed_on(&n)), "{way}: {n}");
+                assert_eq!(one.gpu_pods_on(&n), two.gpu_pods_on(&n), "{way}: {n}");
             }
             assert_eq!(names(one.pending_pods()), names(two.pending_pods()), "{way}");
             assert_eq!(workloads(&one), workloads(two), "{way}");
@@ -567,7 +570,7 @@ mod tests {
             }
             assert_eq!(one.lowest_holder_priority(), two.lowest_holder_priority(), "{way}");
         }
-        assert!(!one.pods_on(Sym::new("gone")).is_empty() && !one.failed_on(Sym::new("n2")).is_empty());
+        assert!(!one.pods_on(&Sym::new("gone")).is_empty() && !one.failed_on(&Sym::new("n2")).is_empty());
         assert!(snap.gangs.iter().all(|(key, _)| !one.members(key).is_empty()));
     }
 }

@@ -20,18 +20,20 @@ pub(super) const PARALLEL_WALK_FROM: usize = 20_000;
 /// labels name (JobSet → Job → Pod) — and (namespace, group name) for the rest.
 pub(super) struct GangLookup<'a> {
     by_owner: HashMap<(Sym, Sym, Sym), GangKey, SymHash>,
-    by_name: HashMap<(Sym, &'a str), GangKey, SymHash>,
+    /// By namespace, then name: a pod's group name is looked up as text.
+    by_name: HashMap<Sym, HashMap<&'a str, GangKey>, SymHash>,
 }
 
 impl<'a> GangLookup<'a> {
     pub(super) fn new(gangs: &'a OrdMap<GangKey, Arc<Gang>>) -> GangLookup<'a> {
         let mut by_owner: HashMap<(Sym, Sym, Sym), GangKey, SymHash> = HashMap::default();
-        let mut by_name: HashMap<(Sym, &str), GangKey, SymHash> = HashMap::default();
+        let mut by_name: HashMap<Sym, HashMap<&str, GangKey>, SymHash> = HashMap::default();
         for (key, gang) in gangs.iter() {
             if let Some(owner) = &gang.owner {
-                by_owner.insert((gang.namespace, owner.kind, owner.name), key.clone());
+                by_owner.insert((gang.namespace.clone(), owner.kind.clone(), owner.name.clone()), key.clone());
             }
-            let entry = by_name.entry((gang.namespace, &*gang.name)).or_insert_with(|| key.clone());
+            let entry =
+                by_name.entry(gang.namespace.clone()).or_default().entry(&*gang.name).or_insert_with(|| key.clone());
             // A PodGroup wins a name clash: Volcano pods name their group.
             if key.kind == GangKind::VolcanoPodGroup {
                 *entry = key.clone();
@@ -41,9 +43,11 @@ impl<'a> GangLookup<'a> {
     }
 
     pub(super) fn of(&self, pod: &Pod) -> Option<&GangKey> {
-        let owned = |o: &crate::model::Owner| self.by_owner.get(&(pod.namespace, o.kind, o.name));
+        let owned =
+            |o: &crate::model::Owner| self.by_owner.get(&(pod.namespace.clone(), o.kind.clone(), o.name.clone()));
         pod.group
-            .and_then(|g| self.by_name.get(&(pod.namespace, g.as_str())))
+            .as_ref()
+            .and_then(|g| self.by_name.get(&pod.namespace)?.get(g.as_str()))
             .or_else(|| pod.owner.as_ref().and_then(owned))
             .or_else(|| pod.workload.as_ref().and_then(owned))
     }
@@ -77,7 +81,7 @@ impl<'a> PodPass<'a> {
     }
 
     fn add(&mut self, pod: &'a Pod, position: &SymMap<u32>, gangs: &GangLookup<'_>) {
-        let at = pod.node.and_then(|n| position.get(&n)).copied();
+        let at = pod.node.as_ref().and_then(|n| position.get(n)).copied();
         match Place::of(pod) {
             Place::Holds(node) => {
                 self.parts.lowest_holder_priority =
@@ -186,7 +190,7 @@ pub(super) enum Place {
 
 impl Place {
     pub(super) fn of(pod: &Pod) -> Place {
-        match pod.node {
+        match pod.node.clone() {
             Some(node) if pod.holds_resources() => Place::Holds(node),
             _ if pod.is_pending() => Place::Waits,
             Some(node) if pod.phase == PodPhase::Failed => Place::FailedOn(node),

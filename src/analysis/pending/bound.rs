@@ -41,25 +41,25 @@ pub(super) fn items(index: &Index<'_>) -> Vec<PendingItem> {
     let waiting = |p: &&&Pod| p.phase == PodPhase::Pending && !p.terminating && !p.mirror;
     let mut out: Vec<PendingItem> = Vec::new();
     for node in index.nodes().filter(|n| n.readiness != Readiness::Ready) {
-        for pod in index.pods_on(node.name).iter().filter(waiting) {
-            out.push(item(index, pod, node.name, &NodeTrouble::NotReady(node)));
+        for pod in index.pods_on(&node.name).iter().filter(waiting) {
+            out.push(item(index, pod, node.name.clone(), &NodeTrouble::NotReady(node)));
         }
     }
     for (node, pods) in index.stray_pods() {
         for pod in pods.iter().filter(waiting) {
-            out.push(item(index, pod, node, &NodeTrouble::Gone));
+            out.push(item(index, pod, node.clone(), &NodeTrouble::Gone));
         }
     }
     // GPU pods placed on a Ready node whose containers do not start: GPU
     // demand that is not served, though the scheduler is done with it.
     for node in index.nodes().filter(|n| n.readiness == Readiness::Ready) {
-        for pod in index.pods_on(node.name) {
+        for pod in index.pods_on(&node.name) {
             let not_started = matches!(pod.phase, PodPhase::Pending | PodPhase::Running)
                 && !pod.terminating
                 && !pod.mirror
                 && pod.wants_gpu();
-            if let Some(reason) = pod.reason.filter(|r| not_started && !STARTING.contains(&r.as_str())) {
-                out.push(item(index, pod, node.name, &NodeTrouble::Start(node, reason)));
+            if let Some(reason) = pod.reason.clone().filter(|r| not_started && !STARTING.contains(&r.as_str())) {
+                out.push(item(index, pod, node.name.clone(), &NodeTrouble::Start(node, reason)));
             }
         }
     }
@@ -77,14 +77,14 @@ fn refused(index: &Index<'_>) -> Vec<PendingItem> {
     // (namespace, owner kind, owner name, or the pod's own name) → (newest, node, count).
     let mut newest: BTreeMap<(Sym, Sym, String), (&Pod, &Node, usize)> = BTreeMap::new();
     for node in index.nodes().filter(|n| n.readiness == Readiness::Ready) {
-        for pod in index.failed_on(node.name).iter().copied() {
-            let refused = pod.reason.is_some_and(|r| refused_at_admission(r.as_str()));
+        for pod in index.failed_on(&node.name).iter().copied() {
+            let refused = pod.reason.as_ref().is_some_and(|r| refused_at_admission(r.as_str()));
             if !refused || !pod.wants_gpu() || index.now - pod.transitioned > REFUSALS_WINDOW {
                 continue;
             }
             let key = match &pod.owner {
-                Some(o) => (pod.namespace, o.kind, o.name.to_string()),
-                None => (pod.namespace, Sym::new("Pod"), pod.name.to_string()),
+                Some(o) => (pod.namespace.clone(), o.kind.clone(), o.name.to_string()),
+                None => (pod.namespace.clone(), Sym::new("Pod"), pod.name.to_string()),
             };
             let slot = newest.entry(key).or_insert((pod, node, 0));
             slot.2 += 1;
@@ -98,19 +98,19 @@ fn refused(index: &Index<'_>) -> Vec<PendingItem> {
     }
     // Served after all: a pod of the same controller runs, or waits to be
     // placed (then the ordinary chain speaks for it). One walk for all.
-    let running = index.nodes().flat_map(|n| index.pods_on(n.name).iter()).filter(|p| p.phase == PodPhase::Running);
+    let running = index.nodes().flat_map(|n| index.pods_on(&n.name).iter()).filter(|p| p.phase == PodPhase::Running);
     let served: std::collections::HashSet<(Sym, Sym, String)> = index
         .pending_pods()
         .iter()
         .chain(running)
-        .filter_map(|p| p.owner.as_ref().map(|o| (p.namespace, o.kind, o.name.to_string())))
+        .filter_map(|p| p.owner.as_ref().map(|o| (p.namespace.clone(), o.kind.clone(), o.name.to_string())))
         .collect();
     newest
         .into_iter()
         .filter(|(key, _)| key.1.as_str() == "Pod" || !served.contains(key))
         .filter_map(|(_, (pod, node, count))| {
-            let reason = pod.reason?;
-            Some(item(index, pod, node.name, &NodeTrouble::Refused(node, reason, count)))
+            let reason = pod.reason.clone()?;
+            Some(item(index, pod, node.name.clone(), &NodeTrouble::Refused(node, reason, count)))
         })
         .collect()
 }
@@ -238,8 +238,8 @@ fn item(index: &Index<'_>, pod: &Pod, node: Sym, trouble: &NodeTrouble<'_>) -> P
         "it has no controller, so nothing recreates it: create it again"
     };
     let (summary, details, unblock) = match trouble {
-        NodeTrouble::Start(n, reason) => start_trouble(pod, n, *reason),
-        NodeTrouble::Refused(n, reason, count) => refusal(index, pod, n, *reason, *count),
+        NodeTrouble::Start(n, reason) => start_trouble(pod, n, reason.clone()),
+        NodeTrouble::Refused(n, reason, count) => refusal(index, pod, n, reason.clone(), *count),
         NodeTrouble::Gone => (
             format!("bound to {node}, which is no longer in the cluster: nothing will ever start it"),
             vec![format!("the pod garbage collector deletes pods bound to deleted nodes; {recreated}")],
@@ -267,7 +267,7 @@ fn item(index: &Index<'_>, pod: &Pod, node: Sym, trouble: &NodeTrouble<'_>) -> P
         }
     };
     let mut steps = vec![
-        match pod.queue {
+        match pod.queue.clone() {
             Some(q) => report(Step::Quota, Verdict::Pass, format!("admitted through {q}"), vec![], vec![]),
             None => {
                 report(Step::Quota, Verdict::NotApplicable, "not queued by Kueue or Volcano".into(), vec![], vec![])
@@ -288,10 +288,10 @@ fn item(index: &Index<'_>, pod: &Pod, node: Sym, trouble: &NodeTrouble<'_>) -> P
             Verdict::Pass,
             format!("the scheduler bound it to {node}"),
             vec![],
-            vec![format!("kubectl get pod {} {} -o wide", ns_flag(pod.namespace), pod.name)],
+            vec![format!("kubectl get pod {} {} -o wide", ns_flag(&pod.namespace), pod.name)],
         ),
     ];
-    let ns = ns_flag(pod.namespace);
+    let ns = ns_flag(&pod.namespace);
     let blocking = match trouble {
         NodeTrouble::Refused(..) => {
             steps.push(report(
@@ -318,7 +318,7 @@ fn item(index: &Index<'_>, pod: &Pod, node: Sym, trouble: &NodeTrouble<'_>) -> P
                 format!("kubectl describe pod {ns} {}", pod.name),
                 format!("kubectl get events {ns} --field-selector involvedObject.name={},type=Warning", pod.name),
             ];
-            if pod.reason.is_some_and(|r| r.as_str() == "CrashLoopBackOff") {
+            if pod.reason.as_ref().is_some_and(|r| r.as_str() == "CrashLoopBackOff") {
                 commands.push(format!("kubectl logs {ns} {} --previous", pod.name));
             }
             steps.push(report(Step::Start, Verdict::Block, summary.clone(), details, commands));

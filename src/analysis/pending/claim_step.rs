@@ -26,7 +26,7 @@ pub(super) fn names(nodes: impl Iterator<Item = String>) -> String {
 }
 
 pub(super) fn report(pod: &Pod, v: &ClaimsVerdict) -> StepReport {
-    let ns = ns_flag(pod.namespace);
+    let ns = ns_flag(&pod.namespace);
     let mut details = vec![format!("claims: {}", v.claims.join(", "))];
     let mut commands = vec![format!("kubectl get resourceclaims {ns} -o wide")];
     let (verdict, summary) = if let Some(u) = v.unresolved.first() {
@@ -68,7 +68,7 @@ pub(super) fn report(pod: &Pod, v: &ClaimsVerdict) -> StepReport {
         commands.push("kubectl get deviceclasses".into());
         details.push(format!("unblock: create DeviceClass {class} (or name an existing one)"));
         (Verdict::Block, format!("device class {class} does not exist"))
-    } else if let Some(node) = v.allocated_on {
+    } else if let Some(node) = v.allocated_on.clone() {
         (Verdict::Pass, format!("allocated on {node}: the pod can only run there"))
     } else if !v.nodes_fit.is_empty() {
         let summary = format!(

@@ -43,7 +43,7 @@ impl FitResult {
         if let Some(p) = pod
             && let Some(first) = report.commands.first_mut()
         {
-            *first = format!("kubectl describe pod {} {}", ns_flag(p.namespace), p.name);
+            *first = format!("kubectl describe pod {} {}", ns_flag(&p.namespace), p.name);
         }
         report
     }
@@ -141,7 +141,7 @@ pub(super) fn fit_step(index: &Index<'_>, demand: &Demand) -> FitResult {
     // Cordoned nodes that would take it now but for the cordon, with room.
     let mut cordoned_with_room: Vec<(&Node, u64)> = Vec::new();
     for ((node, used), &class) in index.nodes_with_usage().zip(placement.class_of()) {
-        let ahead = demand.nominated_ahead(index, node.name);
+        let ahead = demand.nominated_ahead(index, &node.name);
         let held_for_nominated = used.with_pods(&ahead);
         let promised = held_for_nominated.is_some();
         let used = match held_for_nominated {
@@ -153,7 +153,7 @@ pub(super) fn fit_step(index: &Index<'_>, demand: &Demand) -> FitResult {
         };
         fit::resource_shortfalls_into(&demand.requests, node, used, &mut shortfalls);
         // Nominated pods bind their host ports too (AddPodInfo in addGENominatedPods).
-        let holder = port_holder(&demand.host_ports, index.pods_on(node.name))
+        let holder = port_holder(&demand.host_ports, index.pods_on(&node.name))
             .or_else(|| port_holder(&demand.host_ports, &ahead));
         if holder.is_some() {
             // NodePorts comes before NodeResourcesFit in the scheduler's order.
@@ -192,7 +192,7 @@ pub(super) fn fit_step(index: &Index<'_>, demand: &Demand) -> FitResult {
         if index.is_black_hole(node) {
             // The scheduler would send it there; the kubelet would refuse it.
             if shortfalls.is_empty() && demand.requests.wants_gpu() {
-                black_holes.push(node.name);
+                black_holes.push(node.name.clone());
             }
             continue;
         }
@@ -347,8 +347,8 @@ pub(super) fn fit_step(index: &Index<'_>, demand: &Demand) -> FitResult {
             lossless_fixes = unblock.len();
         }
         // Short of MIG slices: the node whose repartition serves it for the least work.
-        if let Some(text) = demand
-            .mig_profile
+        if let Some(text) = (demand.mig_profile)
+            .clone()
             .and_then(|p| super::repartition::advice(index, &demand.shape(), p, need.saturating_sub(slots_total)))
         {
             unblock.push(text);
@@ -485,7 +485,7 @@ pub(super) fn fit_step(index: &Index<'_>, demand: &Demand) -> FitResult {
             silent.iter().map(|(n, missing)| format!("{} ({missing} unadvertised)", n.name)).collect();
         let first = silent[0].0;
         let broken = super::super::gpu_stack::first_break(index, first);
-        let first = first.name;
+        let first = first.name.clone();
         lossless_fixes = 0;
         unblock.insert(
             0,
@@ -554,7 +554,7 @@ pub(super) fn fit_step(index: &Index<'_>, demand: &Demand) -> FitResult {
 fn uncordon(nodes: &[(&Node, u64)], missing: u64) -> Option<String> {
     let (first, _) = nodes.first()?;
     let room: u64 = nodes.iter().map(|(_, r)| r).sum();
-    let upgrading = first.operator.upgrade_state.filter(|s| s.as_str() != "upgrade-done");
+    let upgrading = first.operator.upgrade_state.as_ref().filter(|s| s.as_str() != "upgrade-done");
     let why = match upgrading {
         Some(state) => format!("it is cordoned for its driver upgrade ({state}): let the upgrade finish"),
         None => format!("if its maintenance is over: kubectl uncordon {}", first.name),
@@ -583,7 +583,7 @@ fn never_fits(index: &Index<'_>, requests: &crate::model::Resources) -> Option<S
             keys::RESOURCE_GPU => n.allocatable.gpu.max(n.hardware_gpus().map_or(0, u64::from)),
             _ => n.allocatable.get(resource),
         };
-        let most = index.nodes().map(|n| (offers(n), n.name)).max();
+        let most = index.nodes().map(|n| (offers(n), n.name.clone())).max();
         let (most, node) = most.unwrap_or((0, crate::model::Sym::new("-")));
         if amount > most {
             let fmt = |v| crate::model::quantity::format(resource, v);
@@ -615,7 +615,7 @@ fn free_other(nodes: &[(&Node, Tally)], requests: &crate::model::Resources) -> O
         })
         .collect()
     };
-    let (node, used) = nodes.iter().min_by_key(|(n, u)| (deficits(n, u).len(), n.name))?;
+    let (node, used) = nodes.iter().min_by_key(|(n, u)| (deficits(n, u).len(), n.name.clone()))?;
     let short = deficits(node, used);
     if short.is_empty() {
         return Some(format!("free the other resources it asks for on {} (it has the GPUs)", node.name));
@@ -689,9 +689,9 @@ fn free_ports(holders: &[(&Node, &Pod)], wanted: &[HostPort]) -> Option<String> 
 /// What the shape hints read of the whole fleet, gathered once.
 pub(super) struct FleetFacts {
     /// MIG profiles some node advertises (a non-zero amount).
-    advertised_mig: std::collections::BTreeSet<&'static str>,
+    advertised_mig: std::collections::BTreeSet<String>,
     /// MIG profiles any node lists, zero or not.
-    offered_mig: std::collections::BTreeSet<&'static str>,
+    offered_mig: std::collections::BTreeSet<String>,
     any_gpu_node: bool,
     /// Taints every GPU node has (but PreferNoSchedule ones).
     common_gpu_taints: Vec<crate::model::Taint>,
@@ -703,8 +703,8 @@ pub(super) struct FleetFacts {
 /// rebooting): it advertises none of the GPUs it repartitions until done.
 pub(super) struct Repartition {
     node: crate::model::Sym,
-    config: &'static str,
-    state: &'static str,
+    config: String,
+    state: String,
     for_seconds: Option<i64>,
 }
 
@@ -738,11 +738,11 @@ fn repartitions(index: &Index<'_>) -> Vec<Repartition> {
     index
         .nodes()
         .filter_map(|n| {
-            let state = n.operator.mig_config_state?.as_str();
+            let state = n.operator.mig_config_state.as_ref()?.as_str();
             matches!(state, "pending" | "rebooting").then(|| Repartition {
-                node: n.name,
-                config: n.operator.mig_config.map_or("?", |c| c.as_str()),
-                state,
+                node: n.name.clone(),
+                config: n.operator.mig_config.as_ref().map_or("?", |c| c.as_str()).to_string(),
+                state: state.to_string(),
                 for_seconds: n.operator.mig_config_since.map(|s| index.now - s),
             })
         })
@@ -755,9 +755,9 @@ impl FleetFacts {
         let mut offered_mig = std::collections::BTreeSet::new();
         for n in index.nodes() {
             for (profile, amount) in n.allocatable.mig() {
-                offered_mig.insert(profile);
+                offered_mig.insert(profile.to_string());
                 if amount > 0 {
-                    advertised_mig.insert(profile);
+                    advertised_mig.insert(profile.to_string());
                 }
             }
         }
@@ -787,7 +787,8 @@ impl FleetFacts {
 /// Hints that follow from the shape alone (not the particular pod).
 pub(super) fn shape_hints(fleet: &FleetFacts, demand: &Demand) -> Vec<String> {
     let mut out = Vec::new();
-    let selector_gpu = demand.node_selector.iter().find(|(k, _)| k.as_str() == keys::RESOURCE_GPU).map(|(_, v)| *v);
+    let selector_gpu =
+        demand.node_selector.iter().find(|(k, _)| k.as_str() == keys::RESOURCE_GPU).map(|(_, v)| v.clone());
     if let Some(v) = selector_gpu {
         out.push(format!(
             "gpu-count-in-node-selector: nodeSelector `{}: \"{v}\"` does not request GPUs — no node carries that label, so it matches nothing; request them with resources.limits `{}: {v}` and drop the selector",
@@ -795,7 +796,7 @@ pub(super) fn shape_hints(fleet: &FleetFacts, demand: &Demand) -> Vec<String> {
             keys::RESOURCE_GPU
         ));
     }
-    if let Some(profile) = demand.mig_profile
+    if let Some(profile) = demand.mig_profile.clone()
         && !fleet.advertised_mig.contains(profile.as_str())
     {
         let resource = format!("{}{profile}", keys::RESOURCE_MIG_PREFIX);
@@ -815,7 +816,7 @@ pub(super) fn shape_hints(fleet: &FleetFacts, demand: &Demand) -> Vec<String> {
             if fleet.offered_mig.is_empty() {
                 String::new()
             } else {
-                format!(" (offered: {})", fleet.offered_mig.iter().copied().collect::<Vec<_>>().join(", "))
+                format!(" (offered: {})", fleet.offered_mig.iter().cloned().collect::<Vec<_>>().join(", "))
             },
             if under_way.is_empty() {
                 "repartition a node (m)"

@@ -9,7 +9,7 @@ use super::super::index::Index;
 use super::{Step, StepReport, Verdict, ns_flag};
 
 pub(super) fn gang_step(index: &Index<'_>, gang: &Gang, summary: &GangSummary, all: &[GangSummary]) -> StepReport {
-    let ns = ns_flag(gang.namespace);
+    let ns = ns_flag(&gang.namespace);
     let selector = match (gang.kind, &gang.owner) {
         (_, Some(o)) if o.kind.as_str() == "Job" => format!("-l batch.kubernetes.io/job-name={}", o.name),
         (GangKind::VolcanoPodGroup, _) => format!("-l volcano.sh/job-name={}", gang.name),
@@ -140,7 +140,7 @@ pub(super) fn member_step(gang: &Gang, summary: &GangSummary) -> StepReport {
         )
         .into(),
         details: Arc::default(),
-        commands: vec![format!("kubectl get {} {} {} -o yaml", kind.to_ascii_lowercase(), ns_flag(gang.namespace), gang.name)],
+        commands: vec![format!("kubectl get {} {} {} -o yaml", kind.to_ascii_lowercase(), ns_flag(&gang.namespace), gang.name)],
         said_by: None,
     }
 }

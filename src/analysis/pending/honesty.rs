@@ -30,7 +30,7 @@ fn finished(index: &Index<'_>) -> Vec<Finished> {
         .pods
         .values()
         .filter(|p| p.phase.is_terminal())
-        .filter_map(|p| Some(Finished { at: p.transitioned, node: p.node?, pod: p.name.clone() }))
+        .filter_map(|p| Some(Finished { at: p.transitioned, node: p.node.clone()?, pod: p.name.clone() }))
         .collect();
     out.sort_by_key(|f| std::cmp::Reverse(f.at));
     out
@@ -73,14 +73,14 @@ pub(super) fn defer_to_the_cluster<'a>(
         return;
     }
     let Some(pod) = pod else { return };
-    let describe = format!("kubectl describe pod {} {}", ns_flag(pod.namespace), pod.name);
+    let describe = format!("kubectl describe pod {} {}", ns_flag(&pod.namespace), pod.name);
     let events = format!(
         "kubectl get events {} --field-selector involvedObject.name={},reason=FailedScheduling",
-        ns_flag(pod.namespace),
+        ns_flag(&pod.namespace),
         pod.name
     );
     // Another scheduler places it: kgpu models kube-scheduler's filters only.
-    if let Some(name) = pod.scheduler.filter(|s| s.as_str() != "default-scheduler") {
+    if let Some(name) = pod.scheduler.as_ref().filter(|s| s.as_str() != "default-scheduler") {
         let said = item.scheduler_message.clone();
         let source = if name.as_str() == "volcano" { VerdictSource::Volcano } else { VerdictSource::Scheduler };
         let summary = match &said {

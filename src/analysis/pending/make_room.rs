@@ -32,7 +32,7 @@ fn cheapest_freeing(
     // In the order met (a HashMap's order would change ties between runs).
     let mut gangs_here: Vec<(&GangKey, u64)> = Vec::new();
     let mut units: Vec<(Unit, u64, f64)> = Vec::new();
-    for pod in index.pods_on(node.name).iter().filter(|p| p.requests.gpu > 0 && !p.terminating) {
+    for pod in index.pods_on(&node.name).iter().filter(|p| p.requests.gpu > 0 && !p.terminating) {
         match index.gang_of(&pod.key()) {
             // A gang's own placed members are what it waits with, not room.
             Some(gang) if Some(gang) == own => {}

@@ -225,10 +225,10 @@ impl PendingItem {
     fn of_pod(pod: &Pod, now: Timestamp) -> PendingItem {
         PendingItem::new(
             PendingKind::Pod,
-            pod.namespace,
+            pod.namespace.clone(),
             &pod.name,
             crate::model::time::since(now, pod.created),
-            pod.queue,
+            pod.queue.clone(),
             shape_text(&pod.requests, 1),
             pod.requests.gpu,
             pod.priority,
@@ -313,7 +313,7 @@ impl<'a> Memo<'a> {
             let mut newest: HashMap<(Sym, &str), &ClusterEvent> = HashMap::new();
             for e in snap.events.values() {
                 if e.is_failed_scheduling() && e.object_kind.as_str() == "Pod" {
-                    let slot = newest.entry((e.namespace, &*e.object_name)).or_insert(e);
+                    let slot = newest.entry((e.namespace.clone(), &*e.object_name)).or_insert(e);
                     // The last of equals wins, as a max over the events would.
                     if e.last >= slot.last {
                         *slot = e;
@@ -322,7 +322,7 @@ impl<'a> Memo<'a> {
             }
             newest
         });
-        events.get(&(pod.namespace, &*pod.name)).copied()
+        events.get(&(pod.namespace.clone(), &*pod.name)).copied()
     }
 
     fn cross_check(&mut self, item: &mut PendingItem, fit: &Arc<FitResult>, message: Option<String>) {
@@ -341,7 +341,7 @@ fn hints_for(shape: &[String], pod: Option<&Pod>) -> Vec<String> {
     if let Some(p) = pod
         && p.requests.wants_gpu()
         && p.group.is_none()
-        && let Some(s) = p.scheduler.filter(|s| s.as_str() != "default-scheduler")
+        && let Some(s) = p.scheduler.as_ref().filter(|s| s.as_str() != "default-scheduler")
     {
         out.push(format!("scheduler: this pod is scheduled by '{s}', not default-scheduler"));
     }
@@ -386,7 +386,7 @@ pub fn add_preemption_costs(index: &Index<'_>, items: &mut [PendingItem]) {
                 ""
             }
         ));
-        if let Some((node, hours)) = cost.cheapest {
+        if let Some((node, hours)) = &cost.cheapest {
             item.hints.push(format!(
                 "preemption: on {node} it would lose {hours:.1} GPU-hours (the scheduler does not weigh lost work)"
             ));
@@ -431,7 +431,7 @@ pub fn pod_items<'a>(index: &Index<'a>, gangs: &[GangSummary]) -> Vec<PendingIte
             if let Some((gang, summary)) = gang {
                 item.steps[0] = quota_step(index, gang);
                 item.steps[1] = gang_step::member_step(gang, summary);
-                item.queue = gang.queue;
+                item.queue = gang.queue.clone();
                 let steps = std::mem::take(&mut item.steps);
                 let fit = memo.shape(index, &pod_demand(index, pod)).fit;
                 finish(&mut item, steps, &fit);
@@ -496,7 +496,7 @@ pub fn complete<'a>(
     items
 }
 
-fn ns_flag(ns: Sym) -> String {
+fn ns_flag(ns: &Sym) -> String {
     format!("-n {ns}")
 }
 
@@ -552,7 +552,7 @@ fn pod_item<'a>(index: &Index<'a>, memo: &mut Memo<'a>, pod: &Pod) -> PendingIte
             details: Arc::default(),
             commands: vec![format!(
                 "kubectl get pod {} {} -o jsonpath='{{.spec.schedulingGates}}'",
-                ns_flag(pod.namespace),
+                ns_flag(&pod.namespace),
                 pod.name
             )],
             said_by: None,
@@ -641,10 +641,10 @@ fn gang_item<'a>(
         hints: shape.as_ref().map(|s| hints_for(&s.hints, waiting_member)).unwrap_or_default(),
         ..PendingItem::new(
             kind,
-            gang.namespace,
+            gang.namespace.clone(),
             &gang.name,
             crate::model::time::since(index.now, gang.created),
-            gang.queue,
+            gang.queue.clone(),
             gang_shape_text(gang, summary.required),
             gang.total_requests().gpu,
             gang.priority,

@@ -15,12 +15,12 @@ const VICTIMS_NAMED: usize = 3;
 
 /// Rewrites the fit step of a nominated pod that kgpu finds no room for.
 pub(super) fn apply(index: &Index<'_>, pod: &Pod, item: &mut PendingItem) {
-    let Some(node) = pod.nominated else { return };
-    item.nominated_node = Some(node);
+    let Some(node) = pod.nominated.clone() else { return };
+    item.nominated_node = Some(node.clone());
     if item.blocking != Some(Step::Fit) {
         return;
     }
-    let victims: Vec<&Pod> = index.pods_on(node).iter().copied().filter(|p| p.terminating).collect();
+    let victims: Vec<&Pod> = index.pods_on(&node).iter().copied().filter(|p| p.terminating).collect();
     let Some(step) = item.steps.iter_mut().find(|s| s.step == Step::Fit) else { return };
     let was = step.summary.clone();
     let mut commands = vec![format!("kubectl get pods -A --field-selector spec.nodeName={node} -o wide")];
@@ -50,7 +50,7 @@ pub(super) fn apply(index: &Index<'_>, pod: &Pod, item: &mut PendingItem) {
         let first = victims[0];
         commands.push(format!(
             "kubectl get pod {} {} -o jsonpath='{{.metadata.deletionTimestamp}} {{.metadata.finalizers}} {{.spec.terminationGracePeriodSeconds}}'",
-            ns_flag(first.namespace),
+            ns_flag(&first.namespace),
             first.name
         ));
         item.unblock = vec![terminating_advice(&victims, node)];
@@ -70,7 +70,7 @@ fn terminating_advice(victims: &[&Pod], node: Sym) -> String {
     let v = victims[0];
     format!(
         "none by hand while they terminate: it is placed on {node} once they are gone; if one hangs in Terminating, see what holds it (finalizers, a long grace period, a kubelet that does not answer): kubectl describe pod {} {}",
-        ns_flag(v.namespace),
+        ns_flag(&v.namespace),
         v.name
     )
 }

@@ -16,7 +16,7 @@ pub(super) fn quota_step(index: &Index<'_>, gang: &Gang) -> StepReport {
 
 fn kueue_quota_step(index: &Index<'_>, gang: &Gang) -> StepReport {
     let snap = index.snap;
-    let ns = ns_flag(gang.namespace);
+    let ns = ns_flag(&gang.namespace);
     let mut commands = vec![format!(
         "kubectl get workload {ns} {} -o jsonpath='{{range .status.conditions[*]}}{{.type}}={{.status}} {{.reason}}: {{.message}}{{\"\\n\"}}{{end}}'",
         gang.name
@@ -45,9 +45,9 @@ fn kueue_quota_step(index: &Index<'_>, gang: &Gang) -> StepReport {
             said_by: None,
         };
     }
-    let local = gang.queue;
-    let cq = local.and_then(|lq| queues::cluster_queue_of(snap, gang.namespace, lq));
-    if let Some(lq) = local {
+    let local = gang.queue.clone();
+    let cq = local.clone().and_then(|lq| queues::cluster_queue_of(snap, gang.namespace.clone(), lq));
+    if let Some(lq) = &local {
         commands.push(format!("kubectl get localqueue {ns} {lq} -o wide"));
     }
     if let Some(cq) = cq {
@@ -109,7 +109,7 @@ fn kueue_quota_step(index: &Index<'_>, gang: &Gang) -> StepReport {
         };
     };
     let Some(cq) = cq else {
-        let summary = if queues::local_queue(snap, gang.namespace, local).is_some() {
+        let summary = if queues::local_queue(snap, gang.namespace.clone(), local.clone()).is_some() {
             format!("LocalQueue {local} points at a ClusterQueue that does not exist")
         } else {
             format!("LocalQueue {local} doesn't exist in namespace {}", gang.namespace)
@@ -124,7 +124,7 @@ fn kueue_quota_step(index: &Index<'_>, gang: &Gang) -> StepReport {
             said_by: None,
         };
     };
-    let lq = queues::local_queue(snap, gang.namespace, local);
+    let lq = queues::local_queue(snap, gang.namespace.clone(), local);
     // The ClusterQueue first: a LocalQueue in front of a stopped one is
     // inactive only because of it.
     for queue in std::iter::once(cq).chain(lq) {
@@ -169,11 +169,17 @@ fn blocked_head<'g>(index: &Index<'g>, gang: &Gang, cq: &crate::model::Queue) ->
         .values()
         .filter(|g| g.kind == GangKind::KueueWorkload && g.active && !g.has_quota() && !g.is_finished())
         .filter(|g| {
-            g.queue.and_then(|lq| queues::cluster_queue_of(snap, g.namespace, lq)).is_some_and(|q| q.name == cq.name)
+            g.queue
+                .clone()
+                .and_then(|lq| queues::cluster_queue_of(snap, g.namespace.clone(), lq))
+                .is_some_and(|q| q.name == cq.name)
         })
         // A stopped LocalQueue's workloads leave Kueue's queues: never a head.
         .filter(|g| {
-            g.queue.and_then(|lq| queues::local_queue(snap, g.namespace, lq)).is_none_or(|q| q.stopped_with().is_none())
+            g.queue
+                .clone()
+                .and_then(|lq| queues::local_queue(snap, g.namespace.clone(), lq))
+                .is_none_or(|q| q.stopped_with().is_none())
         })
         .min_by(|a, b| {
             // Kueue's order: priority, queue-order time (creation, to the second), then uid.
@@ -232,7 +238,8 @@ fn kueue_quota_arithmetic(
 ) -> StepReport {
     let snap = index.snap;
     let fmt = |resource: &str, v: u64| crate::model::quantity::format(resource, v);
-    let need: Vec<(&str, u64)> = gang.total_requests().iter().filter(|(r, n)| *n > 0 && *r != "pods").collect();
+    let total = gang.total_requests();
+    let need: Vec<(&str, u64)> = total.iter().filter(|(r, n)| *n > 0 && *r != "pods").collect();
     let block = |summary: String, details: Vec<String>| StepReport {
         step: Step::Quota,
         verdict: Verdict::Block,
@@ -248,10 +255,10 @@ fn kueue_quota_arithmetic(
         ));
         return block(format!("resource {resource} unavailable in ClusterQueue {}", cq.name), details);
     }
-    let mut flavors: Vec<Option<crate::model::Sym>> = cq.flavor_order.iter().map(|f| Some(*f)).collect();
+    let mut flavors: Vec<Option<crate::model::Sym>> = cq.flavor_order.iter().map(|f| Some(f.clone())).collect();
     for q in cq.quotas.iter() {
         if !flavors.contains(&q.flavor) {
-            flavors.push(q.flavor);
+            flavors.push(q.flavor.clone());
         }
     }
     // The smallest shortfall over the flavors: what would unblock it. One
@@ -261,12 +268,12 @@ fn kueue_quota_arithmetic(
     let mut mismatches: Vec<String> = Vec::new();
     for flavor in flavors {
         let cells: Vec<(&str, u64, &crate::model::QueueQuota)> =
-            need.iter().filter_map(|(r, n)| Some((*r, *n, cq.quota(flavor, r)?))).collect();
+            need.iter().filter_map(|(r, n)| Some((*r, *n, cq.quota(flavor.clone(), r)?))).collect();
         if cells.is_empty() {
             continue;
         }
-        let name = flavor.map_or("-".to_string(), |f| f.to_string());
-        if let Some(mismatch) = flavor.and_then(|f| flavor_mismatch(snap, cq, f, gang)) {
+        let name = flavor.as_ref().map_or("-".to_string(), |f| f.to_string());
+        if let Some(mismatch) = flavor.clone().and_then(|f| flavor_mismatch(snap, cq, f, gang)) {
             details.push(format!("skipped: {mismatch}"));
             mismatches.push(mismatch);
             continue;
@@ -282,7 +289,7 @@ fn kueue_quota_arithmetic(
                 fmt(resource, quota.nominal),
                 fmt(resource, quota.reserved.max(quota.used)),
                 fmt(resource, room.available),
-                cq.cohort.map_or(String::new(), |c| format!(
+                cq.cohort.as_ref().map_or(String::new(), |c| format!(
                     " (with cohort {c}; at most {})",
                     fmt(resource, room.max_capacity)
                 ))
@@ -314,7 +321,7 @@ fn kueue_quota_arithmetic(
                         fmt(resource, short.1)
                     ));
                 }
-                let borrowers = cohort_borrowers(snap, cq, flavor, resource);
+                let borrowers = cohort_borrowers(snap, cq, flavor.clone(), resource);
                 let within_nominal = quota.reserved.max(quota.used) + amount <= quota.nominal;
                 let reclaimable = !borrowers.is_empty() && within_nominal && keys::is_gpu_resource(resource);
                 details.extend(borrowers);
@@ -356,7 +363,7 @@ fn kueue_quota_arithmetic(
                 format!(
                     " (borrowing {} from cohort {})",
                     borrowing.join(", "),
-                    cq.cohort.map_or("-".into(), |c| c.to_string())
+                    cq.cohort.as_ref().map_or("-".into(), |c| c.to_string())
                 )
             };
             if let Some(head) = blocked_head(index, gang, cq) {
@@ -445,7 +452,7 @@ fn flavor_mismatch(
         .flavor_order
         .iter()
         .filter_map(|name| snap.flavors.get(name))
-        .flat_map(|fl| fl.node_labels.iter().map(|(k, _)| *k))
+        .flat_map(|fl| fl.node_labels.iter().map(|(k, _)| k.clone()))
         .collect();
     for set in gang.pod_sets.iter() {
         let untolerated = f.node_taints.iter().find(|t| {
@@ -455,9 +462,12 @@ fn flavor_mismatch(
         if let Some(t) = untolerated {
             return Some(format!("untolerated taint {}={}:{} in flavor {flavor}", t.key, t.value, t.effect.as_str()));
         }
-        let label = |key: crate::model::Sym| f.node_labels.iter().find(|(k, _)| *k == key).map(|(_, v)| *v);
-        let selector_ok =
-            set.node_selector.iter().filter(|(k, _)| label_keys.contains(k)).all(|(k, v)| label(*k) == Some(*v));
+        let label = |key: crate::model::Sym| f.node_labels.iter().find(|(k, _)| *k == key).map(|(_, v)| v.clone());
+        let selector_ok = set
+            .node_selector
+            .iter()
+            .filter(|(k, _)| label_keys.contains(k))
+            .all(|(k, v)| label(k.clone()) == Some(v.clone()));
         // Required node affinity on the same keys: a term left without
         // expressions lets any flavor through (the terms are ORed).
         let terms: Vec<Vec<&crate::model::Requirement>> = set
@@ -467,7 +477,7 @@ fn flavor_mismatch(
             .collect();
         let affinity_ok = terms.is_empty()
             || terms.iter().any(|t| t.is_empty())
-            || terms.iter().any(|t| t.iter().all(|r| r.operator.matches(&r.values, label(r.key))));
+            || terms.iter().any(|t| t.iter().all(|r| r.operator.matches(&r.values, label(r.key.clone()))));
         if !(selector_ok && affinity_ok) {
             return Some(format!("flavor {flavor} doesn't match node affinity"));
         }
@@ -483,12 +493,12 @@ fn cohort_borrowers(
     flavor: Option<crate::model::Sym>,
     resource: &str,
 ) -> Vec<String> {
-    let Some(cohort) = cq.cohort else { return Vec::new() };
+    let Some(cohort) = cq.cohort.clone() else { return Vec::new() };
     snap.queues
         .values()
-        .filter(|q| q.kind == QueueKind::ClusterQueue && q.cohort == Some(cohort) && q.name != cq.name)
+        .filter(|q| q.kind == QueueKind::ClusterQueue && q.cohort.as_ref() == Some(&cohort) && q.name != cq.name)
         .filter_map(|q| {
-            let quota = q.quota(flavor, resource)?;
+            let quota = q.quota(flavor.clone(), resource)?;
             let holds = quota.reserved.max(quota.used);
             (holds > quota.nominal).then(|| {
                 let fmt = |v| crate::model::quantity::format(resource, v);
@@ -508,8 +518,8 @@ fn cohort_borrowers(
 /// the cohort and whether Kueue will take the quota back by preemption
 /// (detail lines), and the advice that follows from it.
 fn reclaim(snap: &crate::model::Snapshot, cq: &crate::model::Queue) -> (Vec<String>, String) {
-    let Some(cohort) = cq.cohort else { return (Vec::new(), String::new()) };
-    let shares = queues::fair_shares(snap, cohort);
+    let Some(cohort) = cq.cohort.clone() else { return (Vec::new(), String::new()) };
+    let shares = queues::fair_shares(snap, cohort.clone());
     let mut out = vec![format!(
         "fair share in cohort {cohort} (borrowed ÷ lent ×1000 ÷ weight; Kueue reclaims from the largest): {}",
         shares.iter().map(|s| format!("{} {}", s.queue, s.explain())).collect::<Vec<_>>().join("; ")
@@ -553,7 +563,7 @@ pub(super) fn admission_check_step(gang: &Gang) -> Option<StepReport> {
     if gang.kind != GangKind::KueueWorkload || gang.admission_checks.is_empty() {
         return None;
     }
-    let ns = ns_flag(gang.namespace);
+    let ns = ns_flag(&gang.namespace);
     let commands = vec![format!(
         "kubectl get workload {ns} {} -o jsonpath='{{range .status.admissionChecks[*]}}{{.name}}={{.state}}: {{.message}}{{\"\\n\"}}{{end}}'",
         gang.name
@@ -603,9 +613,9 @@ pub(super) fn admission_check_step(gang: &Gang) -> Option<StepReport> {
 }
 
 fn volcano_queue_step(index: &Index<'_>, gang: &Gang) -> StepReport {
-    let ns = ns_flag(gang.namespace);
+    let ns = ns_flag(&gang.namespace);
     let mut commands = vec![format!("kubectl describe podgroup {ns} {}", gang.name)];
-    let phase = gang.phase.map_or("Pending", |p| p.as_str());
+    let phase = gang.phase.as_ref().map_or("Pending", |p| p.as_str());
     let mut details: Vec<String> = gang
         .conditions
         .iter()
@@ -630,8 +640,10 @@ fn volcano_queue_step(index: &Index<'_>, gang: &Gang) -> StepReport {
             std::iter::once(raw).chain(read)
         })
         .collect();
-    let queue =
-        gang.queue.and_then(|q| index.snap.queues.values().find(|x| x.kind == QueueKind::VolcanoQueue && x.name == q));
+    let queue = gang
+        .queue
+        .clone()
+        .and_then(|q| index.snap.queues.values().find(|x| x.kind == QueueKind::VolcanoQueue && x.name == q));
     if let Some(q) = queue {
         commands.push(format!("kubectl get queue {} -o yaml", q.name));
         for quota in q.quotas.iter() {
@@ -647,7 +659,8 @@ fn volcano_queue_step(index: &Index<'_>, gang: &Gang) -> StepReport {
             return StepReport {
                 step: Step::Quota,
                 verdict: Verdict::Block,
-                summary: format!("Volcano queue {} is {}", q.name, q.state.map_or("not open", |s| s.as_str())).into(),
+                summary: format!("Volcano queue {} is {}", q.name, q.state.as_ref().map_or("not open", |s| s.as_str()))
+                    .into(),
                 details: details.into(),
                 commands,
                 said_by: None,

@@ -17,7 +17,7 @@ pub(super) fn advice(index: &Index<'_>, shape: &Shape<'_>, profile: Sym, missing
     // Nodes the pod may use at all (its selectors, affinity, tolerations).
     let usable = |n: &&Node| index.accepts_work(n) && fit::placement_verdicts(shape, n).is_empty();
     for node in index.nodes().filter(usable) {
-        let Some(model) = node.gpu.product.and_then(|p| mig::model_for_product(p.as_str())) else { continue };
+        let Some(model) = node.gpu.product.as_ref().and_then(|p| mig::model_for_product(p.as_str())) else { continue };
         let gpus = u64::from(node.gpu.count.unwrap_or(0));
         let per_gpu = mig::configs_for_model(model)
             .into_iter()
@@ -25,11 +25,11 @@ pub(super) fn advice(index: &Index<'_>, shape: &Shape<'_>, profile: Sym, missing
             .max_by_key(|(_, n)| *n);
         let Some((config, per_gpu)) = per_gpu.filter(|_| gpus > 0) else { continue };
         // A node already cut this way has no more of it to give.
-        if node.operator.mig_config.is_some_and(|c| c.as_str() == config) {
+        if node.operator.mig_config.as_ref().is_some_and(|c| c.as_str() == config) {
             continue;
         }
         let pods: Vec<&Pod> =
-            index.pods_on(node.name).iter().filter(|p| p.holds_resources() && p.wants_gpu()).copied().collect();
+            index.pods_on(&node.name).iter().filter(|p| p.holds_resources() && p.wants_gpu()).copied().collect();
         let hours: f64 = pods.iter().map(|p| lost_work::of(index, &[p]).gpu_hours).sum();
         let better = best.as_ref().is_none_or(|(h, n, ..)| (hours, pods.len()) < (*h, *n));
         if better {

@@ -20,7 +20,7 @@ fn claim_state(index: &Index<'_>, namespace: crate::model::Sym, name: &Arc<str>)
         Some(v) => format!("{name}: bound to PersistentVolume {v}"),
         None => format!(
             "{name}: binds where the pod lands (class {}, WaitForFirstConsumer)",
-            c.class.map_or("?", |k| k.as_str())
+            c.class.as_ref().map_or("?", |k| k.as_str())
         ),
     };
     if c.access_modes.has(AccessModes::READ_WRITE_ONCE_POD) {
@@ -39,7 +39,7 @@ pub(super) fn report(
     refusal: Option<&Refusal>,
     unreadable: Option<&str>,
 ) -> StepReport {
-    let ns = ns_flag(pod.namespace);
+    let ns = ns_flag(&pod.namespace);
     let claims: Vec<&str> = volumes.claims.iter().map(|c| c.claim.as_ref()).collect();
     let mut commands = vec![format!("kubectl get pvc {ns} {}", claims.join(" "))];
     if let Some(why) = unreadable {
@@ -57,7 +57,8 @@ pub(super) fn report(
         };
     }
     let Some(refusal) = refusal else {
-        let details: Vec<String> = volumes.claims.iter().map(|c| claim_state(index, pod.namespace, &c.claim)).collect();
+        let details: Vec<String> =
+            volumes.claims.iter().map(|c| claim_state(index, pod.namespace.clone(), &c.claim)).collect();
         return StepReport {
             step: Step::Volumes,
             verdict: Verdict::Pass,
@@ -71,7 +72,7 @@ pub(super) fn report(
             said_by: None,
         };
     };
-    let said = refusal.scheduler_text(pod.namespace, &pod.name);
+    let said = refusal.scheduler_text(pod.namespace.clone(), &pod.name);
     let mut details =
         vec![format!("the scheduler's {} PreFilter says \"{said}\": it tries no node until then", refusal.plugin())];
     let (summary, unblock) = match refusal {
@@ -177,7 +178,7 @@ pub(super) fn advice(index: &Index<'_>, check: &VolumeCheck<'_>, nodes: &[(&Node
 /// PreFilter's reason is the whole message, once, without a node count.
 pub(super) fn cross_check(item: &mut super::PendingItem, pod: &Pod, refusal: &Refusal) {
     let Some(message) = item.scheduler_message.as_deref() else { return };
-    let ours = refusal.scheduler_text(pod.namespace, &pod.name);
+    let ours = refusal.scheduler_text(pod.namespace.clone(), &pod.name);
     let theirs = crate::analysis::scheduler_msg::whole_pod_reason(message);
     // 1.19-1.25 counted a PreFilter's reason once per node.
     let counted = crate::analysis::scheduler_msg::parse(message).reasons;

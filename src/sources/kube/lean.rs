@@ -66,7 +66,7 @@ impl<'de> Deserialize<'de> for InternedLabels {
                 // 1,500 times, sharing their prefixes).
                 if !pairs.is_sorted_by(|a, b| a.0 < b.0) {
                     // Stable: of a repeated key, the last one read wins, as in the API server.
-                    pairs.sort_by_key(|p| p.0);
+                    pairs.sort_by_key(|p| p.0.clone());
                     pairs.reverse();
                     pairs.dedup_by(|a, b| a.0 == b.0);
                     pairs.reverse();
@@ -322,10 +322,10 @@ pub struct ContainerPort {
 }
 
 impl ContainerPort {
-    pub fn host_ip(&self) -> Option<&'static str> {
+    pub fn host_ip(&self) -> Option<&str> {
         self.host_ip.as_ref().map(|s| s.0.as_str())
     }
-    pub fn protocol(&self) -> Option<&'static str> {
+    pub fn protocol(&self) -> Option<&str> {
         self.protocol.as_ref().map(|s| s.0.as_str())
     }
 }

@@ -326,7 +326,7 @@ mod tests {
         let Ok(Object::Pod(p)) = &listed[0] else { panic!("{listed:?}") };
         assert_eq!((&*p.name, p.namespace.as_str()), ("p/1é", "team-😀"));
         // Of a repeated key, the last one, as the API server reads it.
-        assert_eq!(p.queue.map(|q| q.as_str()), Some("q\n"));
+        assert_eq!(p.queue.as_ref().map(|q| q.as_str()), Some("q\n"));
     }
 
     #[test]

@@ -106,9 +106,9 @@ fn never_read_first_then_the_oldest_weighted_by_gpus() {
     // Never read: the 8-GPU node first, then in order; a limit keeps the first.
     assert_eq!(s.due(&targets, t0, interval, usize::MAX), [2, 0, 1, 3]);
     assert_eq!(s.due(&targets, t0, interval, 2), [2, 0]);
-    s.answered(targets[0].node, t0, 0);
-    s.answered(targets[1].node, t0 + Duration::from_secs(5), 0);
-    s.answered(targets[2].node, t0 + Duration::from_secs(5), 0);
+    s.answered(targets[0].node.clone(), t0, 0);
+    s.answered(targets[1].node.clone(), t0 + Duration::from_secs(5), 0);
+    s.answered(targets[2].node.clone(), t0 + Duration::from_secs(5), 0);
     // gpu-3 never read; gpu-2 (8 GPUs) outranks gpu-0 though read later.
     assert_eq!(s.due(&targets, t0 + Duration::from_secs(20), interval, usize::MAX), [3, 2, 0, 1]);
     // Read within the interval: not due.
@@ -120,7 +120,7 @@ fn a_failing_reporter_waits_longer_each_time_up_to_ten_minutes() {
     let t0 = Instant::now();
     let mut s = Schedule::default();
     let node = Sym::new("gpu-9");
-    let waits: Vec<u64> = (0..10).map(|_| s.failed(node, t0, Duration::from_secs(10)).as_secs()).collect();
+    let waits: Vec<u64> = (0..10).map(|_| s.failed(node.clone(), t0, Duration::from_secs(10)).as_secs()).collect();
     assert_eq!(waits, [20, 40, 80, 160, 320, 600, 600, 600, 600, 600]);
     let t = [target("gpu-9")];
     assert!(s.due(&t, t0 + Duration::from_secs(599), Duration::from_secs(10), 9).is_empty());

@@ -34,7 +34,7 @@ pub(super) fn start_bound_pods(sim: &mut SimCluster) {
         .collect();
     for key in bound {
         let Some(pod) = sim.pods.get(&key) else { continue };
-        let Some(node_name) = pod.node else { continue };
+        let Some(node_name) = pod.node.clone() else { continue };
         let fault = sim.faults.get(&node_name).copied();
         let incompatible = pod.cuda.and_then(compat::need_of).and_then(|need| {
             let node = sim.nodes.get(&node_name)?;
@@ -44,7 +44,7 @@ pub(super) fn start_bound_pods(sim: &mut SimCluster) {
                 need.sets.first().and_then(|s| s.text.split_whitespace().next().map(str::to_string)).unwrap_or_default()
             })
         });
-        let (ns, name) = (pod.namespace, pod.name.to_string());
+        let (ns, name) = (pod.namespace.clone(), pod.name.to_string());
         let wants_gpu = pod.wants_gpu();
         let gpus = pod.requests.gpu;
         let Some(pod) = sim.pods.get_mut(&key) else { continue };
@@ -113,11 +113,11 @@ pub(super) fn finish_work(sim: &mut SimCluster) {
         .values()
         .filter(|g| g.kind == GangKind::KueueWorkload && g.admission.is_some() && !g.is_finished())
         .filter(|g| {
-            let owner = g.owner.as_ref().map(|o| o.name);
+            let owner = g.owner.as_ref().map(|o| o.name.clone());
             let members: Vec<_> = sim
                 .pods
                 .values()
-                .filter(|p| p.namespace == g.namespace && p.owner.as_ref().map(|o| o.name) == owner)
+                .filter(|p| p.namespace == g.namespace && p.owner.as_ref().map(|o| o.name.clone()) == owner)
                 .collect();
             !members.is_empty()
                 && members.len() as u32 >= g.total_pods()
@@ -188,14 +188,14 @@ pub(super) fn churn(sim: &mut SimCluster, dt: i64) {
 
 pub(super) fn mig_manager(sim: &mut SimCluster) {
     let now = sim.now;
-    let names: Vec<Sym> = sim.nodes.keys().copied().collect();
+    let names: Vec<Sym> = sim.nodes.keys().cloned().collect();
     for name in names {
         let Some(node) = sim.nodes.get(&name) else { continue };
         let Some(spec) = sim.specs.get(&name) else { continue };
-        let wanted = node.operator.mig_config.map(|c| c.as_str().to_string());
+        let wanted = node.operator.mig_config.as_ref().map(|c| c.as_str().to_string());
         let applied = spec.mig_config.clone().unwrap_or_else(|| "all-disabled".to_string());
         let Some(wanted) = wanted else { continue };
-        let state = node.operator.mig_config_state.map(|s| s.as_str());
+        let state = node.operator.mig_config_state.as_ref().map(|s| s.as_str());
         if wanted == applied && state != Some("pending") {
             continue;
         }
@@ -211,7 +211,7 @@ pub(super) fn mig_manager(sim: &mut SimCluster) {
             _ => {
                 let wedge = sim.faults.get(&name) == Some(&Fault::MigWedge);
                 sim.mig_jobs.insert(
-                    name,
+                    name.clone(),
                     MigJob { config: wanted.clone(), done_at: (!wedge).then_some(now + MIG_RECONFIGURE_SECONDS) },
                 );
                 let n = name.as_str().to_string();
@@ -231,7 +231,7 @@ pub(super) fn mig_manager(sim: &mut SimCluster) {
 
 fn finish_reconfigure(sim: &mut SimCluster, name: Sym, wanted: &str) {
     let n = name.as_str().to_string();
-    let in_use = sim.pods.values().any(|p| p.node == Some(name) && p.holds_resources() && p.wants_gpu());
+    let in_use = sim.pods.values().any(|p| p.node.as_ref() == Some(&name) && p.holds_resources() && p.wants_gpu());
     let known = sim
         .specs
         .get(&name)
@@ -257,8 +257,8 @@ fn finish_reconfigure(sim: &mut SimCluster, name: Sym, wanted: &str) {
         let spec = spec.clone();
         let devices = catalog::devices(&spec, sim.now);
         let fresh = catalog::node(&spec, &devices);
-        sim.devices.insert(name, devices);
-        sim.dirty.devices.insert(name);
+        sim.devices.insert(name.clone(), devices);
+        sim.dirty.devices.insert(name.clone());
         sim.edit_node(&n, |node| {
             node.capacity = fresh.capacity.clone();
             node.allocatable = fresh.allocatable.clone();
@@ -316,16 +316,16 @@ pub(super) fn upgrades(sim: &mut SimCluster) {
         .nodes
         .values()
         .filter(|n| {
-            n.operator
-                .upgrade_state
+            (n.operator.upgrade_state)
+                .clone()
                 .is_some_and(|s| !matches!(s.as_str(), "upgrade-required" | "upgrade-done" | "upgrade-failed"))
         })
         .count();
     let mut slots = MAX_PARALLEL_UPGRADES.saturating_sub(in_flight);
-    let names: Vec<Sym> = sim.nodes.keys().copied().collect();
+    let names: Vec<Sym> = sim.nodes.keys().cloned().collect();
     for name in names {
         let Some(node) = sim.nodes.get(&name) else { continue };
-        let Some(state) = node.operator.upgrade_state.map(|s| s.as_str()) else { continue };
+        let Some(state) = node.operator.upgrade_state.as_ref().map(|s| s.as_str()) else { continue };
         let since = node.operator.upgrade_since.unwrap_or(now);
         let held = sim.faults.get(&name) == Some(&Fault::UpgradeStuck) || node.operator.upgrade_skip;
         if held || now - since < UPGRADE_STEP_SECONDS {
@@ -349,7 +349,7 @@ pub(super) fn upgrades(sim: &mut SimCluster) {
                 let evict: Vec<PodKey> = sim
                     .pods
                     .values()
-                    .filter(|p| p.node == Some(name) && p.holds_resources() && p.wants_gpu())
+                    .filter(|p| p.node.as_ref() == Some(&name) && p.holds_resources() && p.wants_gpu())
                     .map(|p| p.key())
                     .collect();
                 for k in evict {
@@ -418,9 +418,9 @@ pub(super) fn garbage_collect(sim: &mut SimCluster) {
 
 pub(super) fn command(sim: &mut SimCluster, command: Command) -> Result<String, String> {
     let now = sim.now;
+    let cordon = matches!(command, Command::Cordon(_));
     match command {
         Command::Cordon(node) | Command::Uncordon(node) => {
-            let cordon = matches!(command, Command::Cordon(_));
             if !sim.nodes.contains_key(&node) {
                 return Err(format!("nodes \"{node}\" not found"));
             }
@@ -437,7 +437,7 @@ pub(super) fn command(sim: &mut SimCluster, command: Command) -> Result<String, 
             sim.dirty.deleted_pods.insert(key.clone());
             sim.record(
                 EventType::Normal,
-                Involved { kind: "Pod", namespace: pod.namespace, name: &pod.name },
+                Involved { kind: "Pod", namespace: pod.namespace.clone(), name: &pod.name },
                 "Killing",
                 "Stopping container (evicted)",
                 "kubelet",
@@ -511,7 +511,7 @@ pub(super) fn command(sim: &mut SimCluster, command: Command) -> Result<String, 
             // The owner recreates them: admitted Kueue jobs at once.
             if let Some(g) = sim.gangs.get(&key)
                 && let Some(adm) = &g.admission
-                && let Some(flavor) = adm.assignments.first().and_then(|a| a.flavors.first()).map(|(_, f)| *f)
+                && let Some(flavor) = adm.assignments.first().and_then(|a| a.flavors.first()).map(|(_, f)| f.clone())
             {
                 let count = g.total_pods();
                 super::kueue::create_members(sim, &key, flavor, count);
@@ -581,7 +581,7 @@ fn delete_members(sim: &mut SimCluster, key: &GangKey) -> usize {
         .values()
         .filter(|p| p.namespace == key.namespace)
         .filter(|p| {
-            p.group.is_some_and(|g| g.as_str() == &*key.name)
+            p.group.as_ref().is_some_and(|g| g.as_str() == &*key.name)
                 || owner.as_ref().is_some_and(|o| p.owner.as_ref() == Some(o))
         })
         .map(|p| p.key())

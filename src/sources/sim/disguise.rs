@@ -71,7 +71,7 @@ impl Disguise {
         let mut rng = Rng::new(seed ^ 0xD15C_0153);
         let mut pool: Vec<&str> =
             NAMESPACES.iter().copied().filter(|n| !namespaces.iter().any(|o| o.as_str() == *n)).collect();
-        let teams: Vec<Sym> = namespaces.iter().copied().filter(|n| !is_system(n.as_str())).collect();
+        let teams: Vec<Sym> = namespaces.iter().filter(|&n| !is_system(n.as_str())).cloned().collect();
         let mut picked: Vec<&str> = Vec::new();
         while picked.len() < teams.len() && !pool.is_empty() {
             let at = (rng.next_u64() % pool.len() as u64) as usize;
@@ -99,11 +99,11 @@ impl Disguise {
     }
 
     pub(super) fn namespace(&self, old: Sym) -> Sym {
-        self.namespaces.get(&old).copied().unwrap_or(old)
+        self.namespaces.get(&old).cloned().unwrap_or(old)
     }
 
     pub(super) fn node(&self, old: Sym) -> Sym {
-        self.nodes.get(&old).copied().unwrap_or(old)
+        self.nodes.get(&old).cloned().unwrap_or(old)
     }
 
     /// A queue named after its team's namespace (`research` in `research`)
@@ -152,7 +152,7 @@ impl Disguise {
         out
     }
 
-    fn sym_text(&self, s: Sym) -> Sym {
+    fn sym_text(&self, s: &Sym) -> Sym {
         Sym::new(&self.text(s.as_str()))
     }
 
@@ -161,19 +161,19 @@ impl Disguise {
     }
 
     fn pod_key(&self, k: &PodKey) -> PodKey {
-        PodKey { namespace: self.namespace(k.namespace), name: self.arc_text(&k.name) }
+        PodKey { namespace: self.namespace(k.namespace.clone()), name: self.arc_text(&k.name) }
     }
 
     fn gang_key(&self, k: &GangKey) -> GangKey {
-        GangKey { kind: k.kind, namespace: self.namespace(k.namespace), name: self.arc_text(&k.name) }
+        GangKey { kind: k.kind, namespace: self.namespace(k.namespace.clone()), name: self.arc_text(&k.name) }
     }
 
     fn event_key(&self, k: &EventKey) -> EventKey {
-        EventKey { namespace: self.namespace(k.namespace), name: self.arc_text(&k.name) }
+        EventKey { namespace: self.namespace(k.namespace.clone()), name: self.arc_text(&k.name) }
     }
 
     fn labels(&self, labels: &Labels) -> Labels {
-        labels.iter().map(|(k, v)| (*k, self.sym_text(*v))).collect()
+        labels.iter().map(|(k, v)| (k.clone(), self.sym_text(v))).collect()
     }
 
     fn conditions(&self, conditions: &mut [Condition]) {
@@ -187,7 +187,7 @@ impl Disguise {
             reqs.iter()
                 .map(|r| {
                     let mut r = r.clone();
-                    r.values = r.values.iter().map(|v| self.sym_text(*v)).collect();
+                    r.values = r.values.iter().map(|v| self.sym_text(v)).collect();
                     r
                 })
                 .collect()
@@ -203,9 +203,9 @@ impl Disguise {
         p.namespace = self.namespace(p.namespace);
         p.name = self.arc_text(&p.name);
         p.node = p.node.map(|n| self.node(n));
-        p.group = p.group.map(|g| self.sym_text(g));
+        p.group = p.group.as_ref().map(|g| self.sym_text(g));
         for owner in [&mut p.owner, &mut p.workload].into_iter().flatten() {
-            owner.name = self.sym_text(owner.name);
+            owner.name = self.sym_text(&owner.name);
         }
         p.queue = p.queue.map(|q| self.queue(q));
         p.message = p.message.as_deref().map(|m| self.text(m).into());
@@ -218,7 +218,7 @@ impl Disguise {
             .claims
             .iter()
             .map(|c| crate::model::PodClaim {
-                name: c.name,
+                name: c.name.clone(),
                 source: match &c.source {
                     crate::model::ClaimSource::Claim(n) => crate::model::ClaimSource::Claim(self.arc_text(n)),
                     crate::model::ClaimSource::Template(t) => crate::model::ClaimSource::Template(self.arc_text(t)),
@@ -236,7 +236,7 @@ impl Disguise {
             DraObject::Slice(s) => {
                 let mut s = s.clone();
                 s.name = self.arc_text(&s.name);
-                s.pool = self.sym_text(s.pool);
+                s.pool = self.sym_text(&s.pool);
                 s.node = s.node.map(|n| self.node(n));
                 DraObject::Slice(s)
             }
@@ -247,7 +247,7 @@ impl Disguise {
                 c.name = self.arc_text(&c.name);
                 c.allocated_node = c.allocated_node.map(|n| self.node(n));
                 for a in c.allocated.iter_mut() {
-                    a.pool = self.sym_text(a.pool);
+                    a.pool = self.sym_text(&a.pool);
                 }
                 c.reserved_for = c.reserved_for.iter().map(|r| self.arc_text(r)).collect();
                 c.owner_pod = c.owner_pod.as_deref().map(|p| self.arc_text(p));
@@ -262,10 +262,10 @@ impl Disguise {
         g.name = self.arc_text(&g.name);
         g.queue = g.queue.map(|q| self.queue(q));
         if let Some(owner) = g.owner.as_mut() {
-            owner.name = self.sym_text(owner.name);
+            owner.name = self.sym_text(&owner.name);
         }
         if let Some(a) = g.admission.as_mut() {
-            a.cluster_queue = self.queue(a.cluster_queue);
+            a.cluster_queue = self.queue(a.cluster_queue.clone());
         }
         self.conditions(&mut g.conditions);
         for check in g.admission_checks.iter_mut() {
@@ -285,8 +285,8 @@ impl Disguise {
 
     fn node_object(&self, n: &Node) -> Node {
         let mut n = n.clone();
-        n.name = self.node(n.name);
-        n.labels = crate::model::NodeLabels::new(n.name, &self.labels(&n.labels.to_labels()));
+        n.name = self.node(n.name.clone());
+        n.labels = crate::model::NodeLabels::new(n.name.clone(), &self.labels(&n.labels.to_labels()));
         n
     }
 
@@ -306,7 +306,7 @@ impl Disguise {
 fn node_names(site: &str, offset: u64, nodes: &BTreeSet<Sym>) -> HashMap<Sym, Sym> {
     let last = offset.saturating_add(nodes.len() as u64);
     let width = last.to_string().len().max(3);
-    nodes.iter().zip(offset..).map(|(old, n)| (*old, Sym::new(&format!("{site}-node-{n:0width$}")))).collect()
+    nodes.iter().zip(offset..).map(|(old, n)| (old.clone(), Sym::new(&format!("{site}-node-{n:0width$}")))).collect()
 }
 
 fn rekey<K: Ord, V>(map: &mut BTreeMap<K, V>, key: impl Fn(&K) -> K, value: impl Fn(&V) -> V) {
@@ -324,14 +324,14 @@ impl SimCluster {
         let namespaces: BTreeSet<Sym> = self
             .pods
             .keys()
-            .map(|k| k.namespace)
-            .chain(self.gangs.keys().map(|k| k.namespace))
-            .chain(self.queues.keys().filter_map(|k| k.namespace))
-            .chain(self.events.keys().map(|k| k.namespace))
+            .map(|k| k.namespace.clone())
+            .chain(self.gangs.keys().map(|k| k.namespace.clone()))
+            .chain(self.queues.keys().filter_map(|k| k.namespace.clone()))
+            .chain(self.events.keys().map(|k| k.namespace.clone()))
             .collect();
-        let nodes: BTreeSet<Sym> = self.nodes.keys().copied().collect();
+        let nodes: BTreeSet<Sym> = self.nodes.keys().cloned().collect();
         let d = Disguise::choose(seed, &namespaces, &nodes);
-        let node_key = |n: &Sym| d.node(*n);
+        let node_key = |n: &Sym| d.node(n.clone());
         rekey(&mut self.nodes, node_key, |n| d.node_object(n));
         rekey(&mut self.devices, node_key, |dev| {
             let mut dev = dev.clone();
@@ -356,7 +356,11 @@ impl SimCluster {
         }
         rekey(
             &mut self.queues,
-            |k| QueueKey { kind: k.kind, namespace: k.namespace.map(|n| d.namespace(n)), name: d.queue(k.name) },
+            |k| QueueKey {
+                kind: k.kind,
+                namespace: k.namespace.clone().map(|n| d.namespace(n)),
+                name: d.queue(k.name.clone()),
+            },
             |q| d.queue_object(q),
         );
         rekey(&mut self.events, |k| d.event_key(k), |e| d.event(e));
@@ -365,8 +369,8 @@ impl SimCluster {
         // The next batch carries everything anew (initial_events).
         self.dirty = Default::default();
         let sorted = |map: &HashMap<Sym, Sym>| {
-            let mut pairs: Vec<(Sym, Sym)> = map.iter().map(|(o, n)| (*o, *n)).collect();
-            pairs.sort_unstable_by_key(|(o, _)| o.as_str());
+            let mut pairs: Vec<(Sym, Sym)> = map.iter().map(|(o, n)| (o.clone(), n.clone())).collect();
+            pairs.sort_unstable_by(|(a, _), (b, _)| a.as_str().cmp(b.as_str()));
             pairs
         };
         Renames { namespaces: sorted(&d.namespaces), nodes: sorted(&d.nodes) }
@@ -428,9 +432,9 @@ mod tests {
         for system in ["", "kube-system", "gpu-operator", "kueue-system"] {
             assert_eq!(d.namespace(Sym::new(system)).as_str(), system);
         }
-        let teams: BTreeSet<&str> =
-            ["team-a", "team-b", "research"].into_iter().map(|t| d.namespace(Sym::new(t)).as_str()).collect();
+        let teams: BTreeSet<String> =
+            ["team-a", "team-b", "research"].into_iter().map(|t| d.namespace(Sym::new(t)).to_string()).collect();
         assert_eq!(teams.len(), 3);
-        assert!(teams.iter().all(|t| NAMESPACES.contains(t)), "{teams:?}");
+        assert!(teams.iter().all(|t| NAMESPACES.contains(&t.as_str())), "{teams:?}");
     }
 }

@@ -22,7 +22,8 @@ fn usage(sim: &SimCluster) -> Usage {
         let total = g.total_requests();
         for a in adm.assignments.iter() {
             for (resource, flavor) in a.flavors.iter() {
-                *u.entry((adm.cluster_queue, Some(*flavor), *resource)).or_default() += total.get(resource.as_str());
+                *u.entry((adm.cluster_queue.clone(), Some(flavor.clone()), resource.clone())).or_default() +=
+                    total.get(resource.as_str());
             }
         }
     }
@@ -32,7 +33,7 @@ fn usage(sim: &SimCluster) -> Usage {
 fn cluster_queue_for(sim: &SimCluster, namespace: Sym, local: Sym) -> Option<Sym> {
     sim.queues
         .get(&QueueKey { kind: QueueKind::LocalQueue, namespace: Some(namespace), name: local })
-        .and_then(|lq| lq.cluster_queue)
+        .and_then(|lq| lq.cluster_queue.clone())
 }
 
 fn condition(kind: &str, status: bool, reason: &str, message: &str, now: i64) -> Condition {
@@ -65,14 +66,16 @@ pub(super) fn admit(sim: &mut SimCluster) {
     for key in candidates {
         let gang = &sim.gangs[&key];
         let now = sim.now;
-        let Some(local) = gang.queue else { continue };
-        let Some(cq_name) = cluster_queue_for(sim, gang.namespace, local) else {
+        let Some(local) = gang.queue.clone() else { continue };
+        let Some(cq_name) = cluster_queue_for(sim, gang.namespace.clone(), local.clone()) else {
             let msg = format!("LocalQueue {local} doesn't exist");
             update_pending(sim, &key, "Inadmissible", &msg);
             continue;
         };
-        let Some(cq) =
-            sim.queues.get(&QueueKey { kind: QueueKind::ClusterQueue, namespace: None, name: cq_name }).cloned()
+        let Some(cq) = sim
+            .queues
+            .get(&QueueKey { kind: QueueKind::ClusterQueue, namespace: None, name: cq_name.clone() })
+            .cloned()
         else {
             update_pending(sim, &key, "Inadmissible", &format!("ClusterQueue {cq_name} doesn't exist"));
             continue;
@@ -83,7 +86,8 @@ pub(super) fn admit(sim: &mut SimCluster) {
         for flavor in cq.flavor_order.iter() {
             let mut fits = true;
             for (resource, amount) in need.iter() {
-                let Some(q) = cq.quotas.iter().find(|q| q.flavor == Some(*flavor) && q.resource.as_str() == resource)
+                let Some(q) =
+                    cq.quotas.iter().find(|q| q.flavor.as_ref() == Some(flavor) && q.resource.as_str() == resource)
                 else {
                     continue;
                 };
@@ -107,7 +111,7 @@ pub(super) fn admit(sim: &mut SimCluster) {
                 }
             }
             if fits {
-                chosen = Some(*flavor);
+                chosen = Some(flavor.clone());
                 break;
             }
         }
@@ -118,8 +122,8 @@ pub(super) fn admit(sim: &mut SimCluster) {
             continue;
         };
         for (resource, amount) in need.iter() {
-            if cq.quotas.iter().any(|q| q.flavor == Some(flavor) && q.resource.as_str() == resource) {
-                *used.entry((cq.name, Some(flavor), Sym::new(resource))).or_default() += amount;
+            if cq.quotas.iter().any(|q| q.flavor.as_ref() == Some(&flavor) && q.resource.as_str() == resource) {
+                *used.entry((cq.name.clone(), Some(flavor.clone()), Sym::new(resource))).or_default() += amount;
             }
         }
         admit_one(sim, &key, cq.name, flavor, now);
@@ -131,19 +135,19 @@ pub(super) fn admit(sim: &mut SimCluster) {
 /// it: the cohort pools every member's lendable quota (nominal, or its
 /// lendingLimit), so a queue's idle nominal quota is what the others borrow.
 fn room(sim: &SimCluster, used: &Usage, cq: &crate::model::Queue, q: &crate::model::QueueQuota) -> (u64, u64) {
-    let in_use = |name: Sym| used.get(&(name, q.flavor, q.resource)).copied().unwrap_or(0);
+    let in_use = |name: Sym| used.get(&(name, q.flavor.clone(), q.resource.clone())).copied().unwrap_or(0);
     let kept = |x: &crate::model::QueueQuota| x.lending_limit.map_or(0, |l| x.nominal.saturating_sub(l));
     let own_kept = kept(q);
-    let Some(cohort) = cq.cohort else {
-        return (q.nominal.saturating_sub(in_use(cq.name)), q.nominal);
+    let Some(cohort) = cq.cohort.clone() else {
+        return (q.nominal.saturating_sub(in_use(cq.name.clone())), q.nominal);
     };
     let (mut pool, mut pool_used) = (0u64, 0u64);
-    for m in sim.queues.values().filter(|m| m.kind == QueueKind::ClusterQueue && m.cohort == Some(cohort)) {
+    for m in sim.queues.values().filter(|m| m.kind == QueueKind::ClusterQueue && m.cohort.as_ref() == Some(&cohort)) {
         let Some(x) = m.quotas.iter().find(|x| x.flavor == q.flavor && x.resource == q.resource) else { continue };
         pool += x.nominal - kept(x);
-        pool_used += in_use(m.name).saturating_sub(kept(x));
+        pool_used += in_use(m.name.clone()).saturating_sub(kept(x));
     }
-    let used_here = in_use(cq.name);
+    let used_here = in_use(cq.name.clone());
     let mut from_cohort = pool.saturating_sub(pool_used);
     let mut max = own_kept + pool;
     if let Some(limit) = q.borrowing_limit {
@@ -162,7 +166,7 @@ fn update_pending(sim: &mut SimCluster, key: &GangKey, reason: &str, message: &s
     set_condition(&mut conditions, condition("QuotaReserved", false, reason, message, now));
     if *before != *conditions {
         g.conditions = conditions.into_boxed_slice();
-        let (ns, name) = (g.namespace, g.name.to_string());
+        let (ns, name) = (g.namespace.clone(), g.name.to_string());
         sim.dirty.gangs.insert(key.clone());
         sim.bump();
         sim.record(
@@ -187,24 +191,24 @@ fn admit_one(sim: &mut SimCluster, key: &GangKey, cq: Sym, flavor: Sym, now: i64
     conditions.retain(|c| c.kind.as_str() != "Evicted");
     g.conditions = conditions.into_boxed_slice();
     g.admission = Some(Admission {
-        cluster_queue: cq,
+        cluster_queue: cq.clone(),
         assignments: g
             .pod_sets
             .iter()
             .map(|ps| PodSetAssignment {
-                name: ps.name,
-                flavors: ps.requests.iter().map(|(r, _)| (Sym::new(r), flavor)).collect(),
+                name: ps.name.clone(),
+                flavors: ps.requests.iter().map(|(r, _)| (Sym::new(r), flavor.clone())).collect(),
                 count: ps.count,
             })
             .collect(),
     });
-    let (ns, name) = (g.namespace, g.name.to_string());
+    let (ns, name) = (g.namespace.clone(), g.name.to_string());
     let count = g.pod_sets.first().map_or(0, |p| p.count);
     sim.dirty.gangs.insert(key.clone());
     sim.bump();
     sim.record(
         EventType::Normal,
-        Involved { kind: "Workload", namespace: ns, name: &name },
+        Involved { kind: "Workload", namespace: ns.clone(), name: &name },
         "QuotaReserved",
         &format!("Quota reserved in ClusterQueue {cq}, wait time since queued was {queued_for}s"),
         "kueue-admission",
@@ -232,8 +236,8 @@ pub(super) fn create_members(sim: &mut SimCluster, key: &GangKey, flavor: Sym, c
         pod.created = sim.now;
         pod.transitioned = sim.now;
         if let Some(f) = &flavor {
-            let mut selector: BTreeMap<Sym, Sym> = pod.node_selector.iter().copied().collect();
-            selector.extend(f.node_labels.iter().copied());
+            let mut selector: BTreeMap<Sym, Sym> = pod.node_selector.iter().cloned().collect();
+            selector.extend(f.node_labels.iter().cloned());
             pod.node_selector = selector.into_iter().collect();
             let mut tolerations = pod.tolerations.to_vec();
             tolerations.extend(f.tolerations.iter().cloned());
@@ -249,8 +253,8 @@ fn refresh_queue_status(sim: &mut SimCluster, used: &Usage) {
     let mut pending: HashMap<(Option<Sym>, Sym), u32> = HashMap::new();
     let mut admitted: HashMap<(Option<Sym>, Sym), u32> = HashMap::new();
     for g in sim.gangs.values().filter(|g| g.kind == GangKind::KueueWorkload && !g.is_finished()) {
-        let Some(local) = g.queue else { continue };
-        let cq = cluster_queue_for(sim, g.namespace, local);
+        let Some(local) = g.queue.clone() else { continue };
+        let cq = cluster_queue_for(sim, g.namespace.clone(), local.clone());
         let target = if g.admission.is_some() {
             &mut admitted
         } else if g.active {
@@ -258,7 +262,7 @@ fn refresh_queue_status(sim: &mut SimCluster, used: &Usage) {
         } else {
             continue;
         };
-        *target.entry((Some(g.namespace), local)).or_default() += 1;
+        *target.entry((Some(g.namespace.clone()), local)).or_default() += 1;
         if let Some(cq) = cq {
             *target.entry((None, cq)).or_default() += 1;
         }
@@ -267,12 +271,13 @@ fn refresh_queue_status(sim: &mut SimCluster, used: &Usage) {
     for key in keys {
         let Some(q) = sim.queues.get_mut(&key) else { continue };
         let before = q.clone();
-        let id = (q.namespace, q.name);
+        let id = (q.namespace.clone(), q.name.clone());
         match q.kind {
             QueueKind::ClusterQueue => {
                 let mut quotas = q.quotas.to_vec();
                 for quota in quotas.iter_mut() {
-                    let u = used.get(&(q.name, quota.flavor, quota.resource)).copied().unwrap_or(0);
+                    let u =
+                        used.get(&(q.name.clone(), quota.flavor.clone(), quota.resource.clone())).copied().unwrap_or(0);
                     quota.used = u;
                     quota.reserved = u;
                     quota.borrowed = u.saturating_sub(quota.nominal);

@@ -32,7 +32,7 @@ use rng::Rng;
 pub const EPOCH: Timestamp = 1_796_029_200;
 
 /// The object an event is about (`involvedObject`).
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct Involved<'a> {
     pub kind: &'a str,
     /// Empty for cluster-scoped objects (nodes).
@@ -186,18 +186,18 @@ impl SimCluster {
         let mut node = catalog::node(&spec, &devices);
         node.operator.upgrade_since = Some(spec.created);
         node.operator.mig_config_since = Some(spec.created);
-        let name = node.name;
-        self.devices.insert(name, devices);
-        self.nodes.insert(name, node);
-        self.specs.insert(name, spec);
-        self.dirty.nodes.insert(name);
-        self.dirty.devices.insert(name);
+        let name = node.name.clone();
+        self.devices.insert(name.clone(), devices);
+        self.nodes.insert(name.clone(), node);
+        self.specs.insert(name.clone(), spec);
+        self.dirty.nodes.insert(name.clone());
+        self.dirty.devices.insert(name.clone());
         name
     }
 
     pub fn add_node(&mut self, node: Node) {
-        self.dirty.nodes.insert(node.name);
-        self.nodes.insert(node.name, node);
+        self.dirty.nodes.insert(node.name.clone());
+        self.nodes.insert(node.name.clone(), node);
     }
 
     /// Changes a node in place (labels, taints, allocatable), keeping derived fields right.
@@ -256,7 +256,7 @@ impl SimCluster {
     }
 
     pub fn add_flavor(&mut self, flavor: Flavor) {
-        self.flavors.insert(flavor.name, flavor);
+        self.flavors.insert(flavor.name.clone(), flavor);
     }
 
     pub fn set_upgrade_target(&mut self, driver: catalog::Driver) {
@@ -284,7 +284,7 @@ impl SimCluster {
                 .values()
                 .filter(|p| p.namespace == gang.namespace && !p.phase.is_terminal())
                 .filter(|p| {
-                    p.group.is_some_and(|g| g.as_str() == &*gang.name)
+                    p.group.as_ref().is_some_and(|g| g.as_str() == &*gang.name)
                         || gang.owner.as_ref().is_some_and(|o| p.owner.as_ref() == Some(o))
                 })
                 .collect();
@@ -298,7 +298,7 @@ impl SimCluster {
         let dra = self.dra_held_gpus();
         let mut running: BTreeMap<Sym, Vec<&Pod>> = BTreeMap::new();
         for p in self.pods.values().filter(|p| p.phase == PodPhase::Running) {
-            if let Some(node) = p.node {
+            if let Some(node) = p.node.clone() {
                 running.entry(node).or_default().push(p);
             }
         }
@@ -354,8 +354,8 @@ impl SimCluster {
 
     /// A node's agent reports `devices` (a node added without a catalog spec).
     pub fn add_devices(&mut self, devices: NodeDevices) {
-        self.dirty.devices.insert(devices.node);
-        self.devices.insert(devices.node, devices);
+        self.dirty.devices.insert(devices.node.clone());
+        self.devices.insert(devices.node.clone(), devices);
     }
 
     pub fn node_count(&self) -> usize {
@@ -394,7 +394,7 @@ impl SimCluster {
 
     /// The faults scenarios injected, by node.
     pub fn faults(&self) -> impl Iterator<Item = (Sym, Fault)> + '_ {
-        self.faults.iter().map(|(n, f)| (*n, *f))
+        self.faults.iter().map(|(n, f)| (n.clone(), *f))
     }
 
     /// Records an event about an object, aggregating repeats like the
@@ -402,7 +402,7 @@ impl SimCluster {
     pub fn record(&mut self, kind: EventType, about: Involved<'_>, reason: &str, message: &str, source: &str) {
         let Involved { kind: object_kind, namespace, name: object } = about;
         let name = format!("{object}.{}", reason.to_ascii_lowercase());
-        let key = EventKey { namespace, name: Arc::from(name.as_str()) };
+        let key = EventKey { namespace: namespace.clone(), name: Arc::from(name.as_str()) };
         let now = self.now;
         match self.events.get_mut(&key) {
             Some(e) if &*e.message == message => {
@@ -587,14 +587,18 @@ pub(crate) fn set_label(node: &mut Node, key: &str, value: Option<&str>, now: Ti
     );
     let upgrade_since = node.operator.upgrade_since;
     let mig_since = node.operator.mig_config_since;
-    let old_state = node.operator.upgrade_state;
-    let old_mig = (node.operator.mig_config, node.operator.mig_config_state);
+    let old_state = node.operator.upgrade_state.clone();
+    let old_mig = (node.operator.mig_config.clone(), node.operator.mig_config_state.clone());
     node.labels = rebuilt.labels;
     node.gpu = rebuilt.gpu;
     node.operator = rebuilt.operator;
     node.operator.upgrade_since = if node.operator.upgrade_state == old_state { upgrade_since } else { Some(now) };
     node.operator.mig_config_since =
-        if (node.operator.mig_config, node.operator.mig_config_state) == old_mig { mig_since } else { Some(now) };
+        if (node.operator.mig_config.clone(), node.operator.mig_config_state.clone()) == old_mig {
+            mig_since
+        } else {
+            Some(now)
+        };
 }
 
 /// The ClusterPolicy the GPU Operator's Helm chart creates, asking for `driver`.

@@ -19,7 +19,7 @@ pub const VOLCANO: &str = "volcano";
 pub(super) fn schedule(sim: &mut SimCluster) {
     let mut used: HashMap<Sym, Tally> = HashMap::new();
     for p in sim.pods.values().filter(|p| p.holds_resources()) {
-        if let Some(n) = p.node {
+        if let Some(n) = p.node.clone() {
             used.entry(n).or_default().add_pod(&p.requests);
         }
     }
@@ -59,13 +59,13 @@ fn choose_node(sim: &SimCluster, pod: &Pod, used: &HashMap<Sym, Tally>) -> Resul
         let holders: Vec<&Pod> = if pod.host_ports.is_empty() {
             Vec::new()
         } else {
-            sim.pods.values().filter(|p| p.node == Some(node.name) && p.holds_resources()).collect()
+            sim.pods.values().filter(|p| p.node.as_ref() == Some(&node.name) && p.holds_resources()).collect()
         };
         let verdicts = fit::verdicts(&shape, node, u, &holders);
         if verdicts.is_empty() {
             let score = least_allocated(node, u, pod);
-            if best.is_none_or(|(s, n)| score > s || score == s && node.name < n) {
-                best = Some((score, node.name));
+            if best.clone().is_none_or(|(s, n)| score > s || score == s && node.name < n) {
+                best = Some((score, node.name.clone()));
             }
             continue;
         }
@@ -75,8 +75,10 @@ fn choose_node(sim: &SimCluster, pod: &Pod, used: &HashMap<Sym, Tally>) -> Resul
         }
         // Preemption could only help on a node short of resources that runs
         // lower-priority pods (as the real scheduler's dry run finds).
-        let victims =
-            sim.pods.values().any(|p| p.node == Some(node.name) && p.holds_resources() && p.priority < pod.priority);
+        let victims = sim
+            .pods
+            .values()
+            .any(|p| p.node.as_ref() == Some(&node.name) && p.holds_resources() && p.priority < pod.priority);
         let post = if shown.iter().any(|r| r.unresolvable()) || !victims {
             PREEMPTION_NOT_HELPFUL
         } else {
@@ -106,17 +108,18 @@ fn least_allocated(node: &Node, used: &Tally, pod: &Pod) -> u64 {
 fn bind(sim: &mut SimCluster, key: &PodKey, node: Sym, used: &mut HashMap<Sym, Tally>) {
     let now = sim.now;
     let Some(pod) = sim.pods.get_mut(key) else { return };
-    pod.node = Some(node);
+    pod.node = Some(node.clone());
     pod.unschedulable = None;
     pod.transitioned = now;
-    used.entry(node).or_default().add_pod(&pod.requests);
-    let (ns, name) = (pod.namespace, pod.name.to_string());
+    used.entry(node.clone()).or_default().add_pod(&pod.requests);
+    let (ns, name) = (pod.namespace.clone(), pod.name.to_string());
     sim.dirty.pods.insert(key.clone());
     sim.bump();
-    let source = if sim.pods.get(key).and_then(|p| p.scheduler).is_some() { VOLCANO } else { "default-scheduler" };
+    let source =
+        if sim.pods.get(key).and_then(|p| p.scheduler.clone()).is_some() { VOLCANO } else { "default-scheduler" };
     sim.record(
         EventType::Normal,
-        Involved { kind: "Pod", namespace: ns, name: &name },
+        Involved { kind: "Pod", namespace: ns.clone(), name: &name },
         "Scheduled",
         &format!("Successfully assigned {ns}/{name} to {node}"),
         source,
@@ -131,13 +134,13 @@ pub(in crate::sources::sim) fn mark_unschedulable(sim: &mut SimCluster, key: &Po
         pod.unschedulable =
             Some(Box::new(Unschedulable { reason: Sym::new("Unschedulable"), message: message.into(), since: now }));
     }
-    let (ns, name) = (pod.namespace, pod.name.to_string());
+    let (ns, name) = (pod.namespace.clone(), pod.name.to_string());
     if !same {
         sim.dirty.pods.insert(key.clone());
         sim.bump();
     }
     // The recorder aggregates retries; don't refresh the event every tick.
-    let event_key = crate::model::EventKey { namespace: ns, name: format!("{name}.failedscheduling").into() };
+    let event_key = crate::model::EventKey { namespace: ns.clone(), name: format!("{name}.failedscheduling").into() };
     let stale = sim.events.get(&event_key).is_none_or(|e| &*e.message != message || now - e.last >= 60);
     if stale {
         sim.record(
@@ -156,13 +159,13 @@ fn schedule_volcano(sim: &mut SimCluster, used: &mut HashMap<Sym, Tally>) {
         .gangs
         .iter()
         .filter(|(k, g)| k.kind == GangKind::VolcanoPodGroup && g.active && !g.is_finished())
-        .map(|(k, g)| (k.clone(), g.min_members, g.namespace, g.name.clone()))
+        .map(|(k, g)| (k.clone(), g.min_members, g.namespace.clone(), g.name.clone()))
         .collect();
     for (key, min_members, ns, name) in groups {
         let waiting: Vec<PodKey> = sim
             .pods
             .values()
-            .filter(|p| p.namespace == ns && p.group.is_some_and(|g| g.as_str() == &*name) && p.is_pending())
+            .filter(|p| p.namespace == ns && p.group.as_ref().is_some_and(|g| g.as_str() == &*name) && p.is_pending())
             .map(|p| p.key())
             .collect();
         if waiting.is_empty() {
@@ -171,7 +174,9 @@ fn schedule_volcano(sim: &mut SimCluster, used: &mut HashMap<Sym, Tally>) {
         let placed_already = sim
             .pods
             .values()
-            .filter(|p| p.namespace == ns && p.group.is_some_and(|g| g.as_str() == &*name) && p.holds_resources())
+            .filter(|p| {
+                p.namespace == ns && p.group.as_ref().is_some_and(|g| g.as_str() == &*name) && p.holds_resources()
+            })
             .count() as u32;
         // Trial placement on a copy of the usage.
         let mut trial = used.clone();
@@ -179,7 +184,7 @@ fn schedule_volcano(sim: &mut SimCluster, used: &mut HashMap<Sym, Tally>) {
         for k in &waiting {
             let Some(pod) = sim.pods.get(k) else { continue };
             if let Ok(n) = choose_node(sim, pod, &trial) {
-                trial.entry(n).or_default().add_pod(&pod.requests);
+                trial.entry(n.clone()).or_default().add_pod(&pod.requests);
                 plan.push((k.clone(), n));
             }
         }
@@ -227,7 +232,7 @@ fn set_podgroup(sim: &mut SimCluster, key: &crate::model::GangKey, phase: &str, 
         message: m.into(),
         since: now,
     });
-    let changed = g.phase != Some(phase_sym)
+    let changed = g.phase.as_ref() != Some(&phase_sym)
         || g.conditions.first().map(|c| &c.message) != condition.as_ref().map(|c| &c.message);
     if changed {
         g.phase = Some(phase_sym);

@@ -62,7 +62,7 @@ pub fn reading(devices: &NodeDevices, pods: &[&Pod], said: &Said<'_>, now: Times
             let idle_since = idle.get(&key).copied().filter(|&s| s <= now);
             let busy = if idle_since.is_some() { jitter(&name, step, 3) as f32 } else { busy_level(pod, step) };
             out.push(DeviceReading {
-                gpu: g.uuid,
+                gpu: g.uuid.clone(),
                 index: g.index,
                 slice: None,
                 holders: Box::new([]),
@@ -81,7 +81,12 @@ pub fn reading(devices: &NodeDevices, pods: &[&Pod], said: &Said<'_>, now: Times
         .filter(|g| g.mig_mode == MigMode::Enabled)
         .flat_map(|g| {
             g.instances.iter().enumerate().map(move |(n, i)| {
-                (g.uuid, g.index, MigSlice { profile: i.profile, id: u32::try_from(n).unwrap_or(0) + 1 }, false)
+                (
+                    g.uuid.clone(),
+                    g.index,
+                    MigSlice { profile: i.profile.clone(), id: u32::try_from(n).unwrap_or(0) + 1 },
+                    false,
+                )
             })
         })
         .collect();
@@ -104,8 +109,8 @@ pub fn reading(devices: &NodeDevices, pods: &[&Pod], said: &Said<'_>, now: Times
         };
         for _ in 0..pod.requests.gpu {
             if let Some(g) = whole.next() {
-                held_whole.push(g.uuid);
-                out.push(read(g.uuid, g.index, None));
+                held_whole.push(g.uuid.clone());
+                out.push(read(g.uuid.clone(), g.index, None));
             }
         }
         for (profile, count) in pod.requests.mig() {
@@ -114,7 +119,10 @@ pub fn reading(devices: &NodeDevices, pods: &[&Pod], said: &Said<'_>, now: Times
                     s.3 = true;
                     // Unsaid, a slice holds a share of what a whole GPU would.
                     let on_slice = if said.memory.contains_key(&key) { memory } else { memory / 8 };
-                    out.push(DeviceReading { memory_used_mib: Some(on_slice), ..read(s.0, s.1, Some(s.2.clone())) });
+                    out.push(DeviceReading {
+                        memory_used_mib: Some(on_slice),
+                        ..read(s.0.clone(), s.1, Some(s.2.clone()))
+                    });
                 }
             }
         }
@@ -129,9 +137,9 @@ pub fn reading(devices: &NodeDevices, pods: &[&Pod], said: &Said<'_>, now: Times
         memory_used_mib: Some(0),
         idle_since: None,
     };
-    out.extend(whole.map(|g| free(g.uuid, g.index, None)));
+    out.extend(whole.map(|g| free(g.uuid.clone(), g.index, None)));
     out.extend(slices.into_iter().filter(|s| !s.3).map(|s| free(s.0, s.1, Some(s.2))));
-    NodeUsage { problem: None, node: devices.node, source, at: now, devices: out.into_boxed_slice() }
+    NodeUsage { problem: None, node: devices.node.clone(), source, at: now, devices: out.into_boxed_slice() }
 }
 
 /// A time-sliced node: each GPU's replicas go to pods in turn, and a GPU's
@@ -159,7 +167,7 @@ fn shared_reading(devices: &NodeDevices, pods: &[&Pod], said: &Said<'_>, now: Ti
             let on: &[(PodKey, f32, u64)] = slots.get(i * per_gpu..((i + 1) * per_gpu).min(slots.len())).unwrap_or(&[]);
             let memory: u64 = on.iter().map(|s| s.2).sum();
             DeviceReading {
-                gpu: g.uuid,
+                gpu: g.uuid.clone(),
                 index: g.index,
                 slice: None,
                 holders: on.iter().map(|s| s.0.clone()).collect(),
@@ -169,5 +177,5 @@ fn shared_reading(devices: &NodeDevices, pods: &[&Pod], said: &Said<'_>, now: Ti
             }
         })
         .collect();
-    NodeUsage { problem: None, node: devices.node, source: UsageSource::Agent, at: now, devices: out }
+    NodeUsage { problem: None, node: devices.node.clone(), source: UsageSource::Agent, at: now, devices: out }
 }

@@ -119,7 +119,7 @@ fn draw_board(
             Role::Error
         } else if u.done_off_target {
             Role::Warn
-        } else if u.state.is_some_and(|s| s.as_str() == "upgrade-done") {
+        } else if u.state.as_ref().is_some_and(|s| s.as_str() == "upgrade-done") {
             Role::Ok
         } else if u.state.is_some() {
             Role::Warn

@@ -119,7 +119,7 @@ fn draw_queues(
         .iter()
         .map(|q| {
             let fmt = |v: u64| q.amount(v);
-            let name = match q.namespace {
+            let name = match q.namespace.clone() {
                 Some(ns) => format!("{ns}/{}", q.name),
                 None => q.name.to_string(),
             };
@@ -132,8 +132,8 @@ fn draw_queues(
                     widgets::fit_id(&name, if area.width >= 110 { 22 } else { 20 }),
                     theme.style(if q.active { Role::Text } else { Role::Error }),
                 ),
-                widgets::styled(q.cohort.map_or("-".into(), |c| c.to_string()), theme.style(Role::Dim)),
-                widgets::styled(q.flavor.map_or("-".into(), |f| f.to_string()), theme.style(Role::Accent)),
+                widgets::styled(q.cohort.as_ref().map_or("-".into(), |c| c.to_string()), theme.style(Role::Dim)),
+                widgets::styled(q.flavor.as_ref().map_or("-".into(), |f| f.to_string()), theme.style(Role::Accent)),
                 widgets::styled(
                     if area.width >= 110 {
                         fit(q.resource.as_str(), 14)

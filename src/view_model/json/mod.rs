@@ -26,10 +26,14 @@ fn feed_json(snap: &Snapshot, now: i64) -> BTreeMap<String, FeedJson> {
                 age_seconds: h.age,
                 skipped: h.skipped.as_ref().map(|(n, _)| *n),
                 skipped_reason: h.skipped.map(|(_, why)| why),
-                reporters: h.coverage.map(|c| c.reporters),
-                reporters_read: h.coverage.map(|c| c.read),
-                oldest_reading_age_seconds: h.coverage.and_then(|c| c.oldest_reading).map(|t| (now - t).max(0)),
-                request_budget_per_second: h.coverage.and_then(|c| c.budget),
+                reporters: h.coverage.as_ref().map(|c| c.reporters),
+                reporters_read: h.coverage.as_ref().map(|c| c.read),
+                oldest_reading_age_seconds: h
+                    .coverage
+                    .as_ref()
+                    .and_then(|c| c.oldest_reading)
+                    .map(|t| (now - t).max(0)),
+                request_budget_per_second: h.coverage.as_ref().and_then(|c| c.budget),
                 read_from: h.coverage.and_then(|c| c.via).map(|v| v.to_string()),
                 listed_by: listed_by.as_ref().map(|(by, _)| *by),
                 stream_refused: listed_by.and_then(|(_, why)| why),
@@ -114,7 +118,7 @@ fn fleet(a: &Analysis) -> Fleet {
                 name: n.name.to_string(),
                 ready: n.ready,
                 cordoned: n.cordoned,
-                product: n.product.map(|p| p.to_string()),
+                product: n.product.as_ref().map(|p| p.to_string()),
                 driver: n.driver.clone(),
                 gpu: NodeGpu {
                     hardware: n.hardware,
@@ -179,7 +183,7 @@ fn fragmentation(a: &Analysis) -> Fragmentation {
             .iter()
             .map(|s| ShapeJson {
                 gpus_per_pod: s.demand.gpus_per_pod,
-                mig_profile: s.demand.mig_profile.map(|p| p.to_string()),
+                mig_profile: s.demand.mig_profile.as_ref().map(|p| p.to_string()),
                 pods: s.demand.pods,
                 fits_now: s.fits_now,
                 usable_free: s.usable_free,
@@ -196,7 +200,7 @@ fn fragmentation(a: &Analysis) -> Fragmentation {
                 namespace: s.namespace.to_string(),
                 pod: s.pod.clone(),
                 from_node: s.from_node.to_string(),
-                to_node: s.to_node.map(|n| n.to_string()),
+                to_node: s.to_node.as_ref().map(|n| n.to_string()),
                 gpus: s.gpus,
                 gpu_hours_disrupted: round3(s.gpu_hours_disrupted),
                 gang: s.gang.clone(),
@@ -241,10 +245,10 @@ fn pending(p: &crate::analysis::pending::PendingItem) -> Pending {
         agrees_with_scheduler: p.agrees_with_scheduler,
         hints: p.hints.clone(),
         age_seconds: p.age,
-        queue: p.queue.map(|q| q.to_string()),
+        queue: p.queue.as_ref().map(|q| q.to_string()),
         shape: p.shape.clone(),
         unblock: p.unblock.clone(),
-        nominated_node: p.nominated_node.map(|n| n.to_string()),
+        nominated_node: p.nominated_node.as_ref().map(|n| n.to_string()),
         preemption: p.preemption.as_ref().map(|c| PreemptionJson {
             node: c.node.to_string(),
             gpu_hours: round3(c.gpu_hours),
@@ -264,8 +268,8 @@ fn pending(p: &crate::analysis::pending::PendingItem) -> Pending {
                     gpu_hours: round3(v.gpu_hours),
                 })
                 .collect(),
-            cheapest_node: c.cheapest.map(|(n, _)| n.to_string()),
-            cheapest_gpu_hours: c.cheapest.map(|(_, h)| round3(h)),
+            cheapest_node: c.cheapest.as_ref().map(|(n, _)| n.to_string()),
+            cheapest_gpu_hours: c.cheapest.clone().map(|(_, h)| round3(h)),
             policy_never: c.policy_never,
         }),
         steps: p
@@ -294,7 +298,7 @@ fn gangs(a: &Analysis) -> Vec<GangJson> {
             gpus_held_idle: g.gpus_held_idle,
             state: if g.deadlocked_with.is_empty() { g.state.as_str() } else { "deadlocked" },
             deadlocked_with: g.deadlocked_with.clone(),
-            queue: g.queue.map(|q| q.to_string()),
+            queue: g.queue.as_ref().map(|q| q.to_string()),
             nodes: g.nodes.iter().map(|(n, c)| (n.to_string(), *c)).collect(),
             issues: match g.topology {
                 crate::analysis::gangs::Topology::Split { .. } => vec!["topology-split"],
@@ -313,15 +317,15 @@ fn queues(a: &Analysis) -> Vec<QueueJson> {
         .map(|q| QueueJson {
             kind: q.kind.kind_name(),
             name: q.name.to_string(),
-            namespace: q.namespace.map(|n| n.to_string()),
-            flavor: q.flavor.map(|f| f.to_string()),
+            namespace: q.namespace.as_ref().map(|n| n.to_string()),
+            flavor: q.flavor.as_ref().map(|f| f.to_string()),
             resource: q.resource.to_string(),
             nominal: q.nominal,
             used: q.used,
             borrowing_limit: q.borrowing_limit,
             pending: q.pending,
             admitted: q.admitted,
-            cohort: q.cohort.map(|c| c.to_string()),
+            cohort: q.cohort.as_ref().map(|c| c.to_string()),
             active: q.active,
             borrowed: q.borrowed,
             fair_share: q.fair_share,
@@ -404,8 +408,8 @@ fn mig(snap: &Snapshot) -> Vec<MigNode> {
         .filter(|n| super::is_mig_node(snap, n))
         .map(|n| MigNode {
             node: n.name.to_string(),
-            config: n.operator.mig_config.map(|c| c.to_string()),
-            state: n.operator.mig_config_state.map(|c| c.to_string()),
+            config: n.operator.mig_config.as_ref().map(|c| c.to_string()),
+            state: n.operator.mig_config_state.as_ref().map(|c| c.to_string()),
             gpus: snap
                 .devices
                 .get(&n.name)
@@ -486,7 +490,7 @@ fn utilization(snap: &Snapshot, a: &Analysis) -> UtilizationJson {
                     .map(|d| HeldDeviceJson {
                         gpu: d.gpu.to_string(),
                         index: d.index,
-                        profile: d.profile.map(|p| p.to_string()),
+                        profile: d.profile.as_ref().map(|p| p.to_string()),
                         shared_by: d.sharers,
                     })
                     .collect(),
@@ -497,7 +501,7 @@ fn utilization(snap: &Snapshot, a: &Analysis) -> UtilizationJson {
                 idle_at_least: h.idle_at_least,
                 idle_gpu_hours: round3(h.idle_gpu_hours),
                 workload: h.workload.as_ref().map(workload_ref),
-                queue: h.queue.map(|q| q.to_string()),
+                queue: h.queue.as_ref().map(|q| q.to_string()),
                 age_seconds: h.age_seconds,
             })
             .collect(),
@@ -510,7 +514,7 @@ fn utilization(snap: &Snapshot, a: &Analysis) -> UtilizationJson {
                 idle_pods: w.idle_pods,
                 gpus: round3(w.gpus),
                 idle_gpus: round3(w.idle_gpus),
-                queue: w.queue.map(|q| q.to_string()),
+                queue: w.queue.as_ref().map(|q| q.to_string()),
                 mean_percent: w.mean_pct,
                 idle_gpu_hours: round3(w.idle_gpu_hours),
                 idle_seconds: w.idle_seconds,

@@ -16,7 +16,7 @@ pub(super) const GONE: &str =
 fn idle_gpus_by_node(a: &Analysis) -> BTreeMap<Sym, f64> {
     let mut out: BTreeMap<Sym, f64> = BTreeMap::new();
     for h in a.utilization.holders.iter().filter(|h| h.is_idle()) {
-        *out.entry(h.node).or_default() += h.gpus;
+        *out.entry(h.node.clone()).or_default() += h.gpus;
     }
     out
 }
@@ -29,7 +29,7 @@ fn freed_by_reclaim(a: &Analysis) -> Vec<(Sym, u64)> {
         .filter(|n| n.gpu_allocated > 0 && !n.cordoned)
         .filter_map(|n| {
             let held_idle = idle.get(&n.name).copied().unwrap_or(0.0);
-            (held_idle + 0.01 >= n.gpu_allocated as f64).then_some((n.name, n.gpu_allocatable))
+            (held_idle + 0.01 >= n.gpu_allocated as f64).then_some((n.name.clone(), n.gpu_allocatable))
         })
         .collect()
 }
@@ -191,7 +191,7 @@ pub fn preemption_answer(a: &Analysis) -> Vec<String> {
         lines.push("It waits because its PriorityClass says preemptionPolicy: Never (the scheduler: \"not eligible due to preemptionPolicy=Never\").".into());
     }
     lines.push("kube-scheduler picks the node by victims' priority, their count, then the latest-started victims: it never weighs work lost since a checkpoint.".into());
-    if let Some((node, hours)) = c.cheapest {
+    if let Some((node, hours)) = c.cheapest.clone() {
         lines.push(format!(
             "On {node} it would lose {hours:.1} GPU-hours instead: checkpoint before preempting, or place it there yourself (a nodeSelector or cordon the others briefly), and write checkpoints often enough that eviction is cheap."
         ));
@@ -289,7 +289,7 @@ pub fn sharing_answer(a: &Analysis) -> Vec<String> {
         *e = (*e).max(mib);
     }
     // The profiles of the MIG nodes' GPUs, smallest memory first, then least compute.
-    let product = a.nodes.iter().find(|n| !n.mig.is_empty()).and_then(|n| n.product);
+    let product = a.nodes.iter().find(|n| !n.mig.is_empty()).and_then(|n| n.product.clone());
     let mut profiles: Vec<(u64, u8, String)> = product
         .and_then(|p| crate::reference::mig::geometry_for_product(p.as_str()))
         .map(|g| g.plain_profiles().filter_map(|p| Some((profile_gb(&p.name)?, p.compute, p.name.clone()))).collect())
@@ -326,7 +326,7 @@ pub fn dra_answer(a: &Analysis) -> Vec<String> {
         lines.extend(step.details.iter().map(|d| format!("  {d}")));
     }
     let products: std::collections::BTreeSet<String> =
-        a.nodes.iter().filter(|n| n.dra.is_some()).filter_map(|n| n.product.map(|p| p.to_string())).collect();
+        a.nodes.iter().filter(|n| n.dra.is_some()).filter_map(|n| n.product.as_ref().map(|p| p.to_string())).collect();
     lines.push(format!(
         "The DRA nodes publish {}; the claim's selector asks for something no ResourceSlice has, so the scheduler's DynamicResources plugin says 'cannot allocate all claims' on every node. Fix the ResourceClaimTemplate's selector (or add nodes that publish that product); free GPUs elsewhere do not help.",
         if products.is_empty() { "no GPUs".to_string() } else { products.into_iter().collect::<Vec<_>>().join(", ") }

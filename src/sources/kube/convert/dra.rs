@@ -50,7 +50,7 @@ fn effect(s: &str) -> Result<TaintEffect> {
 fn device(driver: &str, d: &dra::Device) -> Result<Device> {
     let mut attributes: Vec<(Sym, AttributeValue)> =
         d.attributes.iter().flatten().filter_map(|(k, v)| Some((qualified(driver, k), attribute(v)?))).collect();
-    attributes.sort_by_key(|a| a.0);
+    attributes.sort_by_key(|a| a.0.clone());
     let capacity = d
         .capacity
         .iter()

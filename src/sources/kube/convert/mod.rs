@@ -230,15 +230,15 @@ fn workload_of_labels(labels: &Labels) -> Option<Owner> {
     let get = |k: &str| label_value(labels, k);
     let owner = |kind: Sym, name: Sym| Some(Owner { kind, name });
     if let Some(name) = get(keys::JOBSET_NAME) {
-        return owner(Sym::new("JobSet"), name);
+        return owner(Sym::new("JobSet"), name.clone());
     }
     if let Some(name) = get(keys::LWS_NAME) {
-        return owner(Sym::new("LeaderWorkerSet"), name);
+        return owner(Sym::new("LeaderWorkerSet"), name.clone());
     }
     if let (Some(kind), Some(name)) = (get(keys::RAY_ORIGIN_KIND), get(keys::RAY_ORIGIN_NAME)) {
-        return owner(kind, name);
+        return owner(kind.clone(), name.clone());
     }
-    get(keys::RAY_CLUSTER).and_then(|name| owner(Sym::new("RayCluster"), name))
+    get(keys::RAY_CLUSTER).and_then(|name| owner(Sym::new("RayCluster"), name.clone()))
 }
 
 fn owner_of(refs: Option<&Vec<k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference>>) -> Option<Owner> {
@@ -284,7 +284,7 @@ pub fn node(n: &ApiNode) -> Result<Node> {
     // The operator records when some states began; otherwise the model
     // tracks the time it first saw the state.
     let annotation = |k: &str| n.annotations.get(k).and_then(|v| v.parse::<i64>().ok());
-    node.operator.upgrade_since = match node.operator.upgrade_state.map(|s| s.as_str()) {
+    node.operator.upgrade_since = match node.operator.upgrade_state.as_ref().map(|s| s.as_str()) {
         Some("validation-required") => annotation(DRIVER_UPGRADE_VALIDATION_START),
         Some("wait-for-jobs-required") => annotation(DRIVER_UPGRADE_WAIT_FOR_JOBS_START),
         _ => None,
@@ -406,9 +406,10 @@ pub fn pod(p: &ApiPod) -> Result<Pod> {
     pod.workload = workload_of_labels(labels);
     let annotations = &p.annotations;
     pod.group = label_value(labels, keys::KUEUE_POD_GROUP_NAME)
+        .cloned()
         .or_else(|| annotations.get(keys::VOLCANO_GROUP_NAME).map(Sym::new))
         .or_else(|| annotations.get(keys::VOLCANO_GROUP_NAME_NEW).map(Sym::new));
-    pod.queue = label_value(labels, keys::KUEUE_QUEUE_NAME);
+    pod.queue = label_value(labels, keys::KUEUE_QUEUE_NAME).cloned();
     pod.mirror = annotations.get(keys::MIRROR_POD_ANNOTATION).is_some();
     pod.preempt_never = spec.preemption_policy.as_deref() == Some("Never");
     let resume = crate::model::Resume {
@@ -434,7 +435,8 @@ pub fn pod(p: &ApiPod) -> Result<Pod> {
     pod.claims = dra::pod_claims(spec, p.status.as_ref());
     pod.host_ports = host_ports(spec);
     pod.labels = p.labels.clone();
-    pod.rules = pod_rules::of(spec, pod.namespace, &pod.labels).map_err(|e| format!("pod {namespace}/{name}: {e}"))?;
+    pod.rules =
+        pod_rules::of(spec, pod.namespace.clone(), &pod.labels).map_err(|e| format!("pod {namespace}/{name}: {e}"))?;
     pod.operand = operand(p).map(Box::new);
     pod.nominated =
         p.status.as_ref().and_then(|s| s.nominated_node_name.as_deref()).filter(|n| !n.is_empty()).map(Sym::new);

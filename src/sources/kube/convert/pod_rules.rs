@@ -5,7 +5,7 @@ use k8s_openapi::api::core::v1::{Namespace as ApiNamespace, PodAffinityTerm as A
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector as ApiSelector;
 
 use crate::model::node::{Requirement, SelectorOperator};
-use crate::model::node::{label_of, labels_from};
+use crate::model::node::{label_value, labels_from};
 use crate::model::pod_rules;
 use crate::model::{LabelSelector, Labels, Namespace, Namespaces, PodAffinityTerm, PodRules, SpreadConstraint, Sym};
 
@@ -49,8 +49,8 @@ fn merge_keys(selector: &mut Option<LabelSelector>, keys: Option<&Vec<String>>, 
     let Some(s) = selector else { return };
     let mut requirements = s.requirements.to_vec();
     for key in keys.into_iter().flatten() {
-        if let Some(value) = label_of(own, Sym::new(key)) {
-            requirements.push(Requirement { key: Sym::new(key), operator: op, values: Box::new([value]) });
+        if let Some(value) = label_value(own, key) {
+            requirements.push(Requirement { key: Sym::new(key), operator: op, values: Box::new([value.clone()]) });
         }
     }
     s.requirements = requirements.into();
@@ -95,7 +95,7 @@ fn spread(c: &TopologySpreadConstraint, own: &Labels) -> Result<SpreadConstraint
 pub(super) fn of(spec: &PodSpec, namespace: Sym, own: &Labels) -> Result<Option<Box<PodRules>>> {
     let affinity = spec.affinity.as_ref();
     let terms = |list: Option<&Vec<ApiTerm>>| -> Result<Box<[PodAffinityTerm]>> {
-        list.into_iter().flatten().map(|t| term(t, namespace, own)).collect()
+        list.into_iter().flatten().map(|t| term(t, namespace.clone(), own)).collect()
     };
     let rules = PodRules {
         affinity: terms(

@@ -51,7 +51,7 @@ fn slice_json(s: &ResourceSlice, scenario: &str) -> Value {
                         .iter()
                         .map(|t| {
                             let mut m = json!({"key": t.key.as_str(), "effect": t.effect.as_str()});
-                            if let Some(v) = t.value {
+                            if let Some(v) = t.value.clone() {
                                 m["value"] = json!(v.as_str());
                             }
                             m
@@ -67,7 +67,7 @@ fn slice_json(s: &ResourceSlice, scenario: &str) -> Value {
         "pool": {"name": s.pool.as_str(), "generation": s.pool_generation, "resourceSliceCount": s.slice_count},
         "devices": devices,
     });
-    match s.node {
+    match s.node.clone() {
         Some(n) => spec["nodeName"] = json!(n.as_str()),
         None => spec["allNodes"] = json!(true),
     }

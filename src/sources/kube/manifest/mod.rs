@@ -52,7 +52,7 @@ fn taint_json(t: &Taint) -> Value {
 
 fn toleration_json(t: &Toleration) -> Value {
     let mut m = Map::new();
-    if let Some(k) = t.key {
+    if let Some(k) = t.key.clone() {
         m.insert("key".into(), json!(k.as_str()));
     }
     m.insert(
@@ -126,7 +126,7 @@ fn node_json(n: &Node, scenario: &str) -> Value {
     if n.is_ready() {
         annotations.push((KWOK_ANNOTATION.to_string(), "fake".to_string()));
     }
-    if let (Some(state), Some(since)) = (n.operator.upgrade_state, n.operator.upgrade_since) {
+    if let (Some(state), Some(since)) = (n.operator.upgrade_state.clone(), n.operator.upgrade_since) {
         match state.as_str() {
             "validation-required" => annotations.push((DRIVER_UPGRADE_VALIDATION_START.into(), since.to_string())),
             "wait-for-jobs-required" => {
@@ -180,7 +180,7 @@ fn workload_json(g: &Gang, scenario: &str) -> Value {
         })
         .collect();
     let mut spec = json!({"active": g.active, "podSets": pod_sets, "priority": g.priority});
-    if let Some(q) = g.queue {
+    if let Some(q) = g.queue.clone() {
         spec["queueName"] = json!(q.as_str());
     }
     let mut status = json!({"conditions": g.conditions.iter().map(condition_json).collect::<Vec<_>>()});
@@ -207,7 +207,7 @@ fn workload_json(g: &Gang, scenario: &str) -> Value {
 
 fn podgroup_json(g: &Gang, scenario: &str) -> Value {
     let mut spec = json!({"minMember": g.min_members});
-    if let Some(q) = g.queue {
+    if let Some(q) = g.queue.clone() {
         spec["queue"] = json!(q.as_str());
     }
     if let Some(r) = &g.min_resources {
@@ -219,7 +219,7 @@ fn podgroup_json(g: &Gang, scenario: &str) -> Value {
         "metadata": meta(&g.name, Some(g.namespace.as_str()), scenario, Vec::new(), Vec::new()),
         "spec": spec,
         "status": {
-            "phase": g.phase.map_or("Pending", |p| p.as_str()),
+            "phase": g.phase.as_ref().map_or("Pending", |p| p.as_str()),
             "running": g.running,
             "conditions": g.conditions.iter().map(|c| {
                 let mut v = condition_json(c);
@@ -239,7 +239,7 @@ fn queue_json(q: &Queue, scenario: &str) -> Value {
                 .flavor_order
                 .iter()
                 .map(|f| {
-                    json!({"name": f.as_str(), "resources": q.quotas.iter().filter(|x| x.flavor == Some(*f)).map(|x| {
+                    json!({"name": f.as_str(), "resources": q.quotas.iter().filter(|x| x.flavor.as_ref() == Some(f)).map(|x| {
                         let mut r = json!({"name": x.resource.as_str(), "nominalQuota": quantity::format(x.resource.as_str(), x.nominal)});
                         if let Some(b) = x.borrowing_limit { r["borrowingLimit"] = json!(quantity::format(x.resource.as_str(), b)); }
                         if let Some(l) = x.lending_limit { r["lendingLimit"] = json!(quantity::format(x.resource.as_str(), l)); }
@@ -251,7 +251,7 @@ fn queue_json(q: &Queue, scenario: &str) -> Value {
                 .flavor_order
                 .iter()
                 .map(|f| {
-                    json!({"name": f.as_str(), "resources": q.quotas.iter().filter(|x| x.flavor == Some(*f)).map(|x| json!({
+                    json!({"name": f.as_str(), "resources": q.quotas.iter().filter(|x| x.flavor.as_ref() == Some(f)).map(|x| json!({
                         "name": x.resource.as_str(),
                         "total": quantity::format(x.resource.as_str(), x.used),
                         "borrowed": quantity::format(x.resource.as_str(), x.borrowed),
@@ -263,13 +263,13 @@ fn queue_json(q: &Queue, scenario: &str) -> Value {
                 "queueingStrategy": "BestEffortFIFO",
                 "resourceGroups": [{"coveredResources": resources, "flavors": flavors}],
             });
-            if let Some(c) = q.cohort {
+            if let Some(c) = q.cohort.clone() {
                 spec["cohortName"] = json!(c.as_str());
             }
             if let Some(w) = q.fair_weight_milli {
                 spec["fairSharing"] = json!({"weight": quantity::format("cpu", w)});
             }
-            if let Some(r) = q.reclaim_within_cohort {
+            if let Some(r) = q.reclaim_within_cohort.clone() {
                 spec["preemption"] = json!({"reclaimWithinCohort": r.as_str()});
             }
             json!({
@@ -290,8 +290,8 @@ fn queue_json(q: &Queue, scenario: &str) -> Value {
         QueueKind::LocalQueue => json!({
             "apiVersion": kinds::LOCAL_QUEUE.api_version(),
             "kind": kinds::LOCAL_QUEUE.kind,
-            "metadata": meta(q.name.as_str(), q.namespace.map(|n| n.as_str()), scenario, Vec::new(), Vec::new()),
-            "spec": {"clusterQueue": q.cluster_queue.map_or("", |c| c.as_str())},
+            "metadata": meta(q.name.as_str(), q.namespace.as_ref().map(|n| n.as_str()), scenario, Vec::new(), Vec::new()),
+            "spec": {"clusterQueue": q.cluster_queue.as_ref().map_or("", |c| c.as_str())},
             "status": {"pendingWorkloads": q.pending, "reservingWorkloads": q.reserving, "admittedWorkloads": q.admitted},
         }),
         QueueKind::VolcanoQueue => {
@@ -312,7 +312,7 @@ fn queue_json(q: &Queue, scenario: &str) -> Value {
                 "kind": kinds::VOLCANO_QUEUE.kind,
                 "metadata": meta(q.name.as_str(), None, scenario, Vec::new(), Vec::new()),
                 "spec": {"weight": 1, "reclaimable": true, "capability": capability},
-                "status": {"state": q.state.map_or("Open", |s| s.as_str()), "allocated": allocated, "pending": q.pending, "running": q.admitted},
+                "status": {"state": q.state.as_ref().map_or("Open", |s| s.as_str()), "allocated": allocated, "pending": q.pending, "running": q.admitted},
             })
         }
     }
@@ -331,7 +331,7 @@ pub fn manifests(snap: &Snapshot, life: &Life, scenario: &str) -> Vec<Value> {
         namespaces.insert(g.namespace.to_string());
     }
     for q in snap.queues.values() {
-        if let Some(ns) = q.namespace {
+        if let Some(ns) = &q.namespace {
             namespaces.insert(ns.to_string());
         }
     }

@@ -86,17 +86,17 @@ pub(super) fn container(requests: &Resources, image: &str, env: Vec<Value>) -> V
 }
 
 fn image_of(p: &Pod) -> String {
-    p.cuda.and_then(|c| c.image).map_or_else(|| "registry.k8s.io/pause:3.10".to_string(), |i| i.to_string())
+    p.cuda.and_then(|c| c.image.clone()).map_or_else(|| "registry.k8s.io/pause:3.10".to_string(), |i| i.to_string())
 }
 
 /// The pod's spec without its node: what a controller's template holds.
 fn pod_spec(p: &Pod) -> Value {
     let mut env = Vec::new();
     if let Some(c) = &p.cuda {
-        if let Some(r) = c.require_cuda {
+        if let Some(r) = c.require_cuda.clone() {
             env.push(json!({"name": "NVIDIA_REQUIRE_CUDA", "value": r.as_str()}));
         }
-        if let Some(v) = c.cuda_version {
+        if let Some(v) = c.cuda_version.clone() {
             env.push(json!({"name": "CUDA_VERSION", "value": v.as_str()}));
         }
     }
@@ -116,7 +116,7 @@ fn pod_spec(p: &Pod) -> Value {
     if !p.affinity.is_empty() {
         spec["affinity"] = affinity_json(&p.affinity);
     }
-    if let Some(s) = p.scheduler {
+    if let Some(s) = p.scheduler.clone() {
         spec["schedulerName"] = json!(s.as_str());
     }
     if p.priority != 0 {
@@ -170,7 +170,7 @@ type Pairs = Vec<(String, String)>;
 fn shared_meta(p: &Pod, index: &Index<'_>) -> (Pairs, Pairs) {
     let mut labels = p.owner.as_ref().map(selector_labels).unwrap_or_default();
     let mut annotations = Vec::new();
-    if let Some(q) = p.queue {
+    if let Some(q) = p.queue.clone() {
         labels.push((keys::KUEUE_QUEUE_NAME.to_string(), q.to_string()));
     }
     if let Some(g) = index.gang_of(&p.key()) {
@@ -192,7 +192,7 @@ fn shared_meta(p: &Pod, index: &Index<'_>) -> (Pairs, Pairs) {
 fn bound_status(p: &Pod) -> Value {
     let image = image_of(p);
     let mut status = json!({"phase": p.phase.as_str(), "startTime": rfc3339(p.transitioned)});
-    match (p.phase, p.reason) {
+    match (p.phase, p.reason.clone()) {
         (PodPhase::Pending, Some(r)) => {
             status["containerStatuses"] = json!([{
                 "name": "main", "image": image, "imageID": "", "ready": false, "restartCount": 3,
@@ -247,7 +247,7 @@ pub(super) fn pod_json(p: &Pod, index: &Index<'_>, life: &Life, scenario: &str) 
             annotations.push((keys::CHECKPOINT_INTERVAL.into(), s.to_string()));
         }
     }
-    match (p.node, p.phase, p.reason) {
+    match (p.node.clone(), p.phase, p.reason.clone()) {
         // KWOK renders a stage from the pod as it was created (Pending): a
         // pod written as failed would be started anyway, over its status.
         (Some(_), PodPhase::Pending, Some(_)) | (Some(_), PodPhase::Failed, _) => {
@@ -274,8 +274,8 @@ pub(super) fn pod_json(p: &Pod, index: &Index<'_>, life: &Life, scenario: &str) 
     }
     // A pod with DRA claims is left to the scheduler, bound or not: only it
     // allocates the claims the controller makes from the templates.
-    let bound = p.node.filter(|_| p.claims.is_empty());
-    if let Some(n) = bound {
+    let bound = p.node.as_ref().filter(|_| p.claims.is_empty());
+    if let Some(n) = &bound {
         spec["nodeName"] = json!(n.as_str());
     }
     let mut obj =
@@ -294,19 +294,19 @@ pub(super) fn controllers_json(snap_pods: &[&Pod], index: &Index<'_>, life: &Lif
     let mut by_owner: BTreeMap<(Sym, Sym, Sym), Vec<&Pod>> = BTreeMap::new();
     for p in snap_pods.iter().filter(|p| p.phase != PodPhase::Succeeded) {
         if let Some(o) = p.owner.as_ref().filter(|o| controller_api_version(o.kind.as_str()).is_some()) {
-            by_owner.entry((p.namespace, o.kind, o.name)).or_default().push(p);
+            by_owner.entry((p.namespace.clone(), o.kind.clone(), o.name.clone())).or_default().push(p);
         }
     }
     by_owner
         .into_iter()
         .filter_map(|((ns, kind, name), pods)| {
-            let owner = Owner { kind, name };
+            let owner = Owner { kind: kind.clone(), name: name.clone() };
             let active: Vec<&Pod> = pods.iter().copied().filter(|p| !p.phase.is_terminal()).collect();
             // The newest pod shows what the controller creates now.
             let model: &Pod =
                 active.iter().copied().max_by_key(|p| (p.created, p.name.clone())).or(pods.first().copied())?;
             let (mut labels, mut annotations) = shared_meta(model, index);
-            if let Some(seconds) = life.runtimes.get(&(ns, name)) {
+            if let Some(seconds) = life.runtimes.get(&(ns.clone(), name.clone())) {
                 annotations.push((COMPLETE_AFTER.into(), format!("{seconds}s")));
             }
             labels.push((super::SCENARIO_LABEL.into(), scenario.into()));

@@ -61,7 +61,7 @@ pub(super) fn gpu_pod(ns: &str, name: &str, gpus: u64) -> crate::model::build::P
 /// A pod already running on `node` since `minutes` ago.
 pub(super) fn running_on(sim: &mut SimCluster, p: crate::model::build::PodBuilder, node: &str, minutes: i64) -> Sym {
     let p = p.on(node).running().created(ago(minutes + 1)).transitioned(ago(minutes)).build();
-    let ns = p.namespace;
+    let ns = p.namespace.clone();
     sim.add_pod(p, PodPlan::default());
     ns
 }
@@ -183,7 +183,7 @@ pub(super) fn submit(sim: &mut SimCluster, gang: Gang, gpus: u64, runs_for: Opti
     let ns = gang.namespace.as_str().to_string();
     let job = gang.owner.as_ref().map_or_else(String::new, |o| o.name.to_string());
     let mut template = gpu_pod(&ns, &job, gpus).owner("Job", &job).created(gang.created);
-    if let Some(q) = gang.queue {
+    if let Some(q) = &gang.queue {
         template = template.queue(q.as_str());
     }
     let template = GangTemplate { pod: template.build(), plan: PodPlan { runs_for, replace_on_failure: true } };

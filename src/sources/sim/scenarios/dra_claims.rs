@@ -51,7 +51,7 @@ fn gpu(node: &str, minor: u32) -> Device {
         (q("cudaDriverVersion"), AttributeValue::Version("12.4.0".into())),
         (Sym::new("resource.kubernetes.io/pciBusID"), string(&format!("0000:{:02x}:00.0", 0x18 + minor * 0x10))),
     ];
-    attributes.sort_by_key(|a| a.0);
+    attributes.sort_by_key(|a| a.0.clone());
     Device {
         name: Sym::new(&format!("gpu-{minor}")),
         attributes: attributes.into_boxed_slice(),

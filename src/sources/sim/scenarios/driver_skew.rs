@@ -56,7 +56,7 @@ fn build(sim: &mut SimCluster) {
             .build();
         let key = sim.add_pod(p, PodPlan::default());
         if let Some(p) = sim.pods.get_mut(&key) {
-            p.node = Some(*node);
+            p.node = Some(node.clone());
             p.transitioned = ago(29);
         }
     }

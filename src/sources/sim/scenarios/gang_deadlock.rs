@@ -29,7 +29,7 @@ fn build(sim: &mut SimCluster) {
             let p = member(team, job, i, 8, &s);
             // Interleaved binding: a on gpu-01,03,05,07; b on gpu-02,04,06,08.
             if i < 4 {
-                let node = nodes[first_node + 2 * i as usize];
+                let node = nodes[first_node + 2 * i as usize].clone();
                 running_on(sim, p, node.as_str(), 23);
             } else {
                 sim.add_pod(p.created(ago(24)).build(), PodPlan::default());
