@@ -15,10 +15,10 @@
 //!
 //! Every `KGPU_BENCH_SAMPLE` seconds (default 30) it builds the views of the
 //! current snapshot (an analysis, as the cockpit does) and prints the heap
-//! (counting allocator), the resident memory, and the symbols interned so
-//! far. At the end: the slope of each after the first simulated day, per
-//! simulated day, and whether the followed model equals a fresh list of the
-//! same state.
+//! (counting allocator), the resident memory, and the symbols the interner
+//! holds (after it drops those no one holds). At the end: the slope of each
+//! after the first simulated day, per simulated day, and whether the
+//! followed model equals a fresh list of the same state.
 //!
 //! `cargo bench --bench soak`; `KGPU_BENCH_MINUTES` (default 30),
 //! `KGPU_BENCH_NODES` (2,000), `KGPU_BENCH_PODS` (20,000).

@@ -488,13 +488,17 @@ async fn a_cancelled_defrag_plan_leaves_no_reservation_behind() {
     d.synced().await;
     let request = plan_action(&d);
     let Action::RunPlan { evictions, .. } = request.action.clone() else { panic!() };
-    let executor = d.executor.clone();
+    // The executor's model lags the cluster (a slow watch): it still shows
+    // every pod when the cancel comes.
+    let (_frozen, lagging) = watch::channel(d.snapshots.borrow().clone());
+    let executor = Executor { snapshots: lagging, ..d.executor.clone() };
     let run = tokio::spawn(async move { executor.run(request).await });
-    // Cancel once the nodes are reserved (the evictions may be under way).
+    // Cancel at the first eviction: the API server (here the simulation)
+    // has taken it; the model does not show the pod gone.
     loop {
         match d.reports.recv().await.expect("reports") {
-            Progress { text, .. } if text.starts_with("defrag: reserved") => break,
-            Progress { done: true, text, .. } => panic!("finished before the reservation: {text}"),
+            Progress { text, .. } if text.starts_with("defrag: evicted") => break,
+            Progress { done: true, text, .. } => panic!("finished before an eviction: {text}"),
             _ => {}
         }
     }
@@ -502,14 +506,24 @@ async fn a_cancelled_defrag_plan_leaves_no_reservation_behind() {
         c.insert(7);
     });
     run.await.unwrap();
-    let (text, error) = d.last_report().await;
+    let mut evicted = 1;
+    let mut last = None;
+    while let Ok(m) = d.reports.try_recv() {
+        evicted += usize::from(m.text.starts_with("defrag: evicted"));
+        if m.done {
+            last = Some((m.text, m.error));
+        }
+    }
+    let (text, error) = last.expect("a final report");
     assert!(error);
     assert!(text.starts_with("run-defrag-plan cancelled") && text.contains("reservation released"), "{text}");
+    // The report counts the evictions made, whatever the model showed at
+    // the cancel (counted from the model, it said 0 here)...
+    assert!(text.contains(&format!("cancelled: {evicted} evicted before the cancel")), "{evicted}: {text}");
+    // ...and the model, once it caught up, agrees.
     d.until("the reservation released", |s| reserved_nodes(s).is_empty()).await;
-    let snap = d.snapshots.borrow().clone();
-    // The report says how far it got before the cancel.
-    let gone = evictions.iter().filter(|k| !snap.pods.contains_key(*k)).count();
-    assert!(text.contains(&format!("cancelled: {gone} evicted before the cancel")), "{gone}: {text}");
+    d.until("the evicted pods gone", |s| evictions.iter().filter(|k| !s.pods.contains_key(*k)).count() >= evicted)
+        .await;
     assert_eq!(d.audit().last().unwrap()["result"], "cancelled");
 }
 
@@ -808,4 +822,39 @@ async fn a_cancelled_drain_says_it_left_its_node_cordoned() {
     assert_eq!(last["result"], "cancelled");
     assert!(last["detail"].as_str().unwrap().contains("left cordoned"), "{last}");
     d.until("the cordon seen", |s| s.nodes[&node].unschedulable).await;
+}
+
+/// A drain cancelled after an eviction the model does not show yet counts
+/// it: the report says what the drain did, not what the watch had seen.
+#[tokio::test]
+async fn a_cancelled_drain_counts_the_evictions_its_model_has_not_seen() {
+    let mut d = demo("fragmented");
+    d.synced().await;
+    let (_frozen, lagging) = watch::channel(d.snapshots.borrow().clone());
+    let executor = Executor { snapshots: lagging, ..d.executor.clone() };
+    let request = ActionRequest {
+        action: Action::Drain { node: Sym::new("gpu-03"), gpu_only: false, force: false },
+        dry_run: false,
+    };
+    let run = tokio::spawn(async move { executor.run(request).await });
+    loop {
+        match d.reports.recv().await.expect("reports") {
+            Progress { text, .. } if text.starts_with("drain gpu-03: evicted") => break,
+            Progress { done: true, text, .. } => panic!("finished before an eviction: {text}"),
+            _ => {}
+        }
+    }
+    d.cancel.send_modify(|c| {
+        c.insert(7);
+    });
+    run.await.unwrap();
+    let (text, error) = d.last_report().await;
+    assert!(error);
+    // Both of its pods went, or the first only: never none.
+    assert!(
+        text.starts_with("drain cancelled: 1 of 2 pod(s) evicted or leaving")
+            || text.starts_with("drain cancelled: 2 of 2 pod(s) evicted or leaving"),
+        "{text}"
+    );
+    assert!(text.contains("node/gpu-03 left cordoned"), "{text}");
 }

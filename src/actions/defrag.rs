@@ -23,7 +23,7 @@ use crate::model::{Pod, PodKey, Snapshot, Sym, Taint, TaintEffect, Toleration};
 
 use super::PlanTarget;
 use super::backend::ActionError;
-use super::exec::{Controllers, Executor, next_snapshot};
+use super::exec::{Controllers, Evictions, Executor, next_snapshot};
 use super::impact::{Impact, add_pods, eviction_command};
 
 pub(super) fn question(label: &str, evictions: &[PodKey], reserve: &[Sym]) -> String {
@@ -176,6 +176,7 @@ impl Executor {
         let value = reservation_value(target);
         let taint = Taint::new(RESERVATION_TAINT, &value, TaintEffect::NoSchedule);
         let mut reserved = Vec::new();
+        let mut done = Evictions::default();
         let mut outcome = Ok(String::new());
         for node in reserve {
             if let Err(e) = self.backend.add_taint(node.clone(), &taint, dry).await {
@@ -195,7 +196,7 @@ impl Executor {
                 false,
             )
             .await;
-            outcome = self.make_room(target, label, (evictions, planned), &value, dry).await;
+            outcome = self.make_room(target, label, (evictions, planned), &value, dry, &mut done).await;
         }
         let release = self.release(&reserved, dry).await;
         match outcome {
@@ -208,7 +209,7 @@ impl Executor {
                 Err(match e {
                     ActionError::Cancelled => ActionError::CancelledAfter(format!(
                         "{} evicted before the cancel; {released}",
-                        self.evicted_so_far(evictions)
+                        done.evicted.len()
                     )),
                     e => ActionError::Failed(format!("{e}; {released}")),
                 })
@@ -224,6 +225,7 @@ impl Executor {
         (evictions, planned): (&[PodKey], &[Option<Sym>]),
         value: &str,
         dry: bool,
+        done: &mut Evictions,
     ) -> Result<String, ActionError> {
         let toleration = Toleration::equal(RESERVATION_TAINT, value, Some(TaintEffect::NoSchedule));
         let mut tolerated: HashSet<PodKey> = HashSet::new();
@@ -232,7 +234,8 @@ impl Executor {
         let before: HashSet<PodKey> = snap.pods.keys().cloned().collect();
         let controllers = Controllers::of(&snap, evictions);
         let expected = Expected::of(&snap, evictions, planned);
-        let (evicted, blocked) = self.evict_all(&snap, evictions, dry, "defrag").await?;
+        self.evict_all(&snap, evictions, dry, "defrag", done).await?;
+        let (evicted, blocked) = (done.evicted.len(), &done.blocked);
         if !blocked.is_empty() {
             return Err(ActionError::Failed(format!(
                 "defrag plan for {label}: {evicted} of {} evicted, {}; not enough room was made",
@@ -299,11 +302,6 @@ impl Executor {
     }
 
     /// How many of the plan's pods are gone (evicted) in the latest snapshot.
-    fn evicted_so_far(&self, evictions: &[PodKey]) -> usize {
-        let snap = self.snapshot();
-        evictions.iter().filter(|k| !snap.pods.contains_key(*k)).count()
-    }
-
     /// Adds the reservation's toleration to the target's `waiting` pods,
     /// once each.
     async fn tolerate(

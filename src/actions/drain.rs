@@ -9,7 +9,7 @@ use crate::analysis::index::Index;
 use crate::model::{Pod, PodKey, Snapshot, Sym};
 
 use super::backend::ActionError;
-use super::exec::{Controllers, Executor, next_snapshot};
+use super::exec::{Controllers, Evictions, Executor, next_snapshot};
 use super::impact::{Impact, add_pods, drain_victims, eviction_command};
 
 pub(super) fn question(node: Sym, gpu_only: bool, force: bool) -> String {
@@ -82,12 +82,23 @@ pub(super) fn impact(index: &Index<'_>, node: Sym, gpu_only: bool, force: bool, 
 
 impl Executor {
     /// A drain cancelled half-way: the node stays cordoned (as `kubectl
-    /// drain` leaves it), said with how many pods went and how to undo it.
-    fn cancelled_drain(&self, node: Sym, victims: &[PodKey], cordoned_here: bool, dry: bool) -> ActionError {
+    /// drain` leaves it), said with how many pods went and how to undo it:
+    /// those it evicted (the watch may not show them gone yet) and those
+    /// that left on their own.
+    fn cancelled_drain(
+        &self,
+        node: Sym,
+        victims: &[PodKey],
+        evicted: &[PodKey],
+        cordoned_here: bool,
+        dry: bool,
+    ) -> ActionError {
         let now = self.snapshot();
         let gone = victims
             .iter()
-            .filter(|k| now.pods.get(*k).is_none_or(|p| p.node.as_ref() != Some(&node) || p.terminating))
+            .filter(|k| {
+                evicted.contains(k) || now.pods.get(*k).is_none_or(|p| p.node.as_ref() != Some(&node) || p.terminating)
+            })
             .count();
         let prefix = if dry { "dry run: would have " } else { "" };
         let cordon = match (cordoned_here, dry) {
@@ -125,10 +136,14 @@ impl Executor {
                 kept.join(", ")
             )));
         }
-        let (evicted, left) = match self.evict_all(snap, &victims, dry, &format!("drain {node}")).await {
-            Err(ActionError::Cancelled) => return Err(self.cancelled_drain(node, &victims, cordoned_here, dry)),
+        let mut done = Evictions::default();
+        match self.evict_all(snap, &victims, dry, &format!("drain {node}"), &mut done).await {
+            Err(ActionError::Cancelled) => {
+                return Err(self.cancelled_drain(node, &victims, &done.evicted, cordoned_here, dry));
+            }
             other => other?,
-        };
+        }
+        let (evicted, left) = (done.evicted.len(), done.blocked);
         let (drained, cordoned, pods) = if dry {
             ("dry run: would be drained", "dry run: would be cordoned", "would be evicted")
         } else {
@@ -143,7 +158,7 @@ impl Executor {
             } else {
                 match self.pods_gone(snap, node.clone(), &victims).await {
                     Err(ActionError::Cancelled) => {
-                        return Err(self.cancelled_drain(node, &victims, cordoned_here, dry));
+                        return Err(self.cancelled_drain(node, &victims, &done.evicted, cordoned_here, dry));
                     }
                     other => other?,
                 }

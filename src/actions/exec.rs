@@ -130,17 +130,18 @@ impl Executor {
     /// Evicts each pod, retrying PDB refusals with backoff until the drain
     /// timeout. Each eviction is bound to the pod's uid in `seen` (what the
     /// action was decided on), so a pod recreated under the same name meanwhile
-    /// is left alone. Returns how many went and why the others did not.
+    /// is left alone. `done` says which went and why the others did not,
+    /// as it goes: cancelled half-way, the caller still knows exactly which
+    /// evictions the API server took (its watch may not show them yet).
     pub(super) async fn evict_all(
         &self,
         seen: &Snapshot,
         pods: &[PodKey],
         dry: bool,
         what: &str,
-    ) -> Result<(usize, Vec<String>), ActionError> {
+        done: &mut Evictions,
+    ) -> Result<(), ActionError> {
         let deadline = tokio::time::Instant::now() + self.drain_timeout;
-        let mut evicted = 0;
-        let mut blocked = Vec::new();
         for (i, pod) in pods.iter().enumerate() {
             let mut delay = Duration::from_secs(2);
             loop {
@@ -158,13 +159,13 @@ impl Executor {
                 };
                 match outcome {
                     Eviction::Evicted | Eviction::Gone => {
-                        evicted += 1;
+                        done.evicted.push(pod.clone());
                         let verb = if dry { "dry run: would evict" } else { "evicted" };
                         self.say(format!("{what}: {verb} {}/{} ({pod})", i + 1, pods.len()), false, false).await;
                         break;
                     }
                     Eviction::Replaced => {
-                        evicted += 1;
+                        done.evicted.push(pod.clone());
                         self.say(
                             format!(
                                 "{what}: {}/{} ({pod}) was already replaced by a new pod of that name; left alone",
@@ -179,7 +180,7 @@ impl Executor {
                     }
                     Eviction::Blocked(why) => {
                         if tokio::time::Instant::now() + delay > deadline {
-                            blocked.push(format!("pod {pod} blocked by a PodDisruptionBudget ({why})"));
+                            done.blocked.push(format!("pod {pod} blocked by a PodDisruptionBudget ({why})"));
                             self.say(
                                 format!(
                                     "{what}: {} on {pod} after {}s: PDB",
@@ -198,8 +199,18 @@ impl Executor {
                 }
             }
         }
-        Ok((evicted, blocked))
+        Ok(())
     }
+}
+
+/// What an eviction pass did so far.
+#[derive(Default)]
+pub(super) struct Evictions {
+    /// Pods whose eviction the API server took (or that were already gone
+    /// or replaced), in order.
+    pub evicted: Vec<PodKey>,
+    /// Why each pod that stayed did.
+    pub blocked: Vec<String>,
 }
 
 /// Waits for the next snapshot, or a second, whichever comes first: a step

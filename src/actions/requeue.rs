@@ -6,7 +6,7 @@ use crate::analysis::index::Index;
 use crate::model::{GangKey, GangKind, Pod, PodKey, Snapshot};
 
 use super::backend::{ActionError, Backend};
-use super::exec::Executor;
+use super::exec::{Evictions, Executor};
 use super::impact::{Impact, add_pods};
 use crate::sources::sim::Command;
 
@@ -76,8 +76,21 @@ impl Executor {
                     (Backend::Kube(_), None) => {
                         // No Volcano Job to abort: the members go through the
                         // Eviction API (PDBs honoured), never a plain delete.
-                        let (evicted, blocked) =
-                            self.evict_all(snap, &members, dry, &format!("requeue {}", gang.name)).await?;
+                        let mut done = Evictions::default();
+                        let what = format!("requeue {}", gang.name);
+                        match self.evict_all(snap, &members, dry, &what, &mut done).await {
+                            Err(ActionError::Cancelled) => {
+                                return Err(ActionError::CancelledAfter(format!(
+                                    "{prefix}{} of {} pod(s) of {}/{} {would}evicted before the cancel",
+                                    done.evicted.len(),
+                                    members.len(),
+                                    gang.namespace,
+                                    gang.name
+                                )));
+                            }
+                            other => other?,
+                        }
+                        let (evicted, blocked) = (done.evicted.len(), done.blocked);
                         if !blocked.is_empty() {
                             return Err(ActionError::Failed(format!(
                                 "requeue {}/{}: {evicted} of {} pod(s) evicted; {}",
