@@ -82,7 +82,7 @@ impl FitResult {
     }
 }
 
-pub(super) fn fit_step(index: &Index<'_>, demand: &Demand) -> FitResult {
+pub(super) fn fit_step(index: &Index<'_>, demand: &Demand, holders: &mut super::make_room::Holders) -> FitResult {
     let shape = demand.shape();
     let placement = index.placement(&shape);
     // Counted by reason first (a handful of distinct ones: a linear scan
@@ -360,6 +360,7 @@ pub(super) fn fit_step(index: &Index<'_>, demand: &Demand) -> FitResult {
             .then(|| {
                 super::make_room::make_room(
                     index,
+                    holders,
                     &closest,
                     match &demand.source {
                         ShapeSource::Gang(key) => Some(key),

@@ -51,7 +51,9 @@ fn change_since<'a>(
         return Some(format!("its last attempt saw {then} node(s), kgpu sees {} now", fit.total_nodes));
     }
     let at = said_at?;
-    if let Some(node) = index.nodes().filter(|n| n.created > at).max_by_key(|n| n.created) {
+    // The newest node, found once: asked for every pending pod.
+    let newest = *memo.newest_node.get_or_insert_with(|| index.nodes().max_by_key(|n| n.created));
+    if let Some(node) = newest.filter(|n| n.created > at) {
         return Some(format!("node {} joined after its last attempt", node.name));
     }
     let finished = memo.finished.get_or_insert_with(|| finished(index));

@@ -274,6 +274,10 @@ struct Memo<'a> {
     failed_scheduling: Option<HashMap<(Sym, &'a str), &'a ClusterEvent>>,
     /// DRA device selectors, compiled once.
     selectors: crate::analysis::dra::cel::Selectors,
+    /// GPU holders of the nodes asked about, priced once.
+    holders: make_room::Holders,
+    /// The node that joined last (`honesty`).
+    newest_node: Option<Option<&'a crate::model::Node>>,
 }
 
 impl<'a> Memo<'a> {
@@ -283,7 +287,7 @@ impl<'a> Memo<'a> {
         self.shapes
             .entry(key)
             .or_insert_with(|| ShapeFindings {
-                fit: Arc::new(fit_step(index, demand)),
+                fit: Arc::new(fit_step(index, demand, &mut self.holders)),
                 hints: shape_hints(fleet, demand).into(),
             })
             .clone()
