@@ -96,12 +96,7 @@ fn the_plan_moves_the_cheapest_work_that_frees_whole_nodes() {
     // b (3) and the 4-GPU pods (4) cost more. Each lands on the fullest
     // node that takes it without costing the gang a slot: n4 (4 free,
     // then 3 free after a).
-    let moves: Vec<(&str, &str, &str)> = f
-        .plan
-        .steps
-        .iter()
-        .map(|s| (s.pod.as_str(), s.from_node.as_str(), s.to_node.as_ref().unwrap().as_str()))
-        .collect();
+    let moves = plan_moves(&f);
     assert_eq!(moves, [("a", "n1", "n4"), ("c", "n3", "n4")]);
     // Work lost (docs/DESIGN.md): 1 GPU × (1 h + 10 min restart) + 2 GPUs × (1 h + 10 min).
     assert!((f.plan.gpu_hours - 3.5).abs() < 1e-9, "{}", f.plan.gpu_hours);
@@ -333,12 +328,7 @@ fn a_plan_frees_the_node_a_pods_volume_allows() {
     let s = shape(&f, "1×8", true);
     assert_eq!((s.largest_gang, s.fits_now), (0, false), "n2's 8 free GPUs are not room for it");
     assert_eq!(f.plan.status, PlanStatus::Found);
-    let moves: Vec<(&str, &str, &str)> = f
-        .plan
-        .steps
-        .iter()
-        .map(|s| (s.pod.as_str(), s.from_node.as_str(), s.to_node.as_ref().unwrap().as_str()))
-        .collect();
+    let moves = plan_moves(&f);
     assert_eq!(moves, [("busy", "n1", "n2")]);
 }
 
@@ -365,4 +355,13 @@ fn the_plan_is_the_same_whatever_order_pods_arrive_in() {
     pods.reverse();
     assert_eq!(plan_of(pods), forwards);
     assert_eq!(forwards, ["twin-a"], "of two equal costs, the first by name");
+}
+
+/// The plan's moves as (pod, from, to).
+fn plan_moves(f: &Fragmentation) -> Vec<(&str, &str, &str)> {
+    f.plan
+        .steps
+        .iter()
+        .map(|s| (s.pod.as_str(), s.from_node.as_str(), s.to_node.as_ref().map_or("-", |n| n.as_str())))
+        .collect()
 }

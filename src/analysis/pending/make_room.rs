@@ -67,38 +67,33 @@ impl Holders {
 /// running member of its gang, whose loss is the gang's) taken cheapest per
 /// GPU freed first. None when its holders cannot free that many.
 fn cheapest_freeing(units: &[Priced], needed: u64, own: Option<&GangKey>) -> Option<Freeing> {
-    let mut freed = 0;
     let mut chosen = Vec::new();
-    for (unit, gpus, cost) in units {
-        if freed >= needed {
-            break;
-        }
-        // A gang's own placed members are what it waits with, not room.
-        if matches!((unit, own), (Unit::Gang(g), Some(own)) if g == own) {
-            continue;
-        }
-        freed += gpus;
-        chosen.push((unit.clone(), *cost));
-    }
-    (freed >= needed).then_some(chosen)
+    take_cheapest(units, needed, own, |(unit, _, cost)| chosen.push((unit.clone(), *cost))).then_some(chosen)
 }
 
 /// The work [`cheapest_freeing`] would lose, without naming the units:
 /// every candidate node is priced, few are picked.
 fn freeing_price(units: &[Priced], needed: u64, own: Option<&GangKey>) -> f64 {
-    let mut freed = 0;
     let mut price = 0.0;
-    for (unit, gpus, cost) in units {
+    if take_cheapest(units, needed, own, |(_, _, cost)| price += cost) { price } else { f64::INFINITY }
+}
+
+/// Hands `take` the units, cheapest first, until `needed` GPUs are freed;
+/// whether they were.
+fn take_cheapest(units: &[Priced], needed: u64, own: Option<&GangKey>, mut take: impl FnMut(&Priced)) -> bool {
+    let mut freed = 0;
+    for priced in units {
         if freed >= needed {
             break;
         }
-        if matches!((unit, own), (Unit::Gang(g), Some(own)) if g == own) {
+        // A gang's own placed members are what it waits with, not room.
+        if matches!((&priced.0, own), (Unit::Gang(g), Some(own)) if g == own) {
             continue;
         }
-        freed += gpus;
-        price += cost;
+        freed += priced.1;
+        take(priced);
     }
-    if freed >= needed { price } else { f64::INFINITY }
+    freed >= needed
 }
 
 /// The units a freeing stops, each with its work lost.
