@@ -13,9 +13,11 @@ use super::sort::Sort;
 
 use super::filter::Filter;
 
-/// The labels of node `name`, for a label selector.
-fn node_labels<'a>(views: &'a Views, name: &crate::model::Sym) -> Option<&'a crate::model::NodeLabels> {
-    views.snap.nodes.get(name).map(|n| &n.labels)
+/// The labels of node `name`, where `f` is a label selector: a lookup in
+/// the snapshot per row, which every frame paid for every node without one
+/// (half of the Drivers pane's 4.4 ms at 10,000 nodes).
+fn node_labels<'a>(views: &'a Views, f: &Filter, name: &crate::model::Sym) -> Option<&'a crate::model::NodeLabels> {
+    if f.is_label_selector() { views.snap.nodes.get(name).map(|n| &n.labels) } else { None }
 }
 
 /// Sorts `rows` stably by `key`'s natural order, or reversed.
@@ -30,7 +32,7 @@ pub fn nodes<'a>(views: &'a Views, filter: &str, sort: Option<Sort>) -> Vec<&'a 
     let mut rows: Vec<&NodeRow> = if f.is_everything() {
         views.nodes.iter().collect()
     } else {
-        let labels = |r: &NodeRow| if f.is_label_selector() { node_labels(views, &r.name) } else { None };
+        let labels = |r: &NodeRow| node_labels(views, &f, &r.name);
         views
             .nodes
             .iter()
@@ -147,7 +149,7 @@ pub fn mig<'a>(views: &'a Views, filter: &str, sort: Option<Sort>) -> Vec<&'a Mi
         .mig
         .iter()
         .filter(|m| {
-            f.matches(&[m.node.as_str(), &m.product, &m.config, &m.state, &m.summary], node_labels(views, &m.node))
+            f.matches(&[m.node.as_str(), &m.product, &m.config, &m.state, &m.summary], node_labels(views, &f, &m.node))
         })
         .collect();
     match sort {
@@ -239,6 +241,9 @@ pub fn upgrades<'a>(views: &'a Views, filter: &str, sort: Option<Sort>) -> Vec<&
         .upgrades
         .iter()
         .filter(|u| {
+            if f.is_everything() {
+                return true;
+            }
             let driver = u.driver.as_ref().map(|d| d.to_string()).unwrap_or_default();
             let flags = if u.stuck {
                 "STUCK"
@@ -247,7 +252,7 @@ pub fn upgrades<'a>(views: &'a Views, filter: &str, sort: Option<Sort>) -> Vec<&
             } else {
                 ""
             };
-            f.matches(&[u.node.as_str(), u.state_str(), &driver, flags], node_labels(views, &u.node))
+            f.matches(&[u.node.as_str(), u.state_str(), &driver, flags], node_labels(views, &f, &u.node))
         })
         .collect();
     match sort {
