@@ -958,3 +958,28 @@ fn a_map_wider_than_its_column_says_so() {
     let row = screen.lines().find(|l| l.contains("mig-01")).unwrap_or_else(|| panic!("{screen}"));
     assert!(row.contains("…"), "{row}");
 }
+
+/// A label selector typed on Drivers or MIG keeps the rows of the nodes it
+/// selects (their labels are looked up only then), and no filter keeps all.
+#[test]
+fn a_label_selector_filters_the_drivers_and_mig_rows() {
+    for (scenario, rows) in [
+        (
+            "driver-skew",
+            (|v: &Views, f: &str| {
+                kgpu::app::rows::upgrades(v, f, None).iter().map(|u| u.node.to_string()).collect::<Vec<_>>()
+            }) as fn(&Views, &str) -> Vec<String>,
+        ),
+        ("mig-mismatch", |v: &Views, f: &str| {
+            kgpu::app::rows::mig(v, f, None).iter().map(|m| m.node.to_string()).collect()
+        }),
+    ] {
+        let v = views(scenario);
+        let all = rows(&v, "");
+        assert!(all.len() > 1, "{scenario}: {all:?}");
+        let first = &all[0];
+        let selected = rows(&v, &format!("-l kubernetes.io/hostname={first}"));
+        assert_eq!(selected, std::slice::from_ref(first), "{scenario}");
+        assert!(rows(&v, "-l kubernetes.io/hostname=no-such-node").is_empty(), "{scenario}");
+    }
+}
