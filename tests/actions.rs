@@ -250,6 +250,28 @@ impl Demo {
         last.expect("a final report")
     }
 
+    /// Runs `request` on an executor whose model lags the cluster (a slow
+    /// watch: it still shows every pod when the cancel comes), cancels it at
+    /// its first report starting with `eviction` (the API server, here the
+    /// simulation, has taken that eviction), and returns the reports after.
+    async fn cancel_on_a_lagging_model(&mut self, request: ActionRequest, eviction: &str) -> Vec<Progress> {
+        let (_frozen, lagging) = watch::channel(self.snapshots.borrow().clone());
+        let executor = Executor { snapshots: lagging, ..self.executor.clone() };
+        let run = tokio::spawn(async move { executor.run(request).await });
+        loop {
+            match self.reports.recv().await.expect("reports") {
+                Progress { text, .. } if text.starts_with(eviction) => break,
+                Progress { done: true, text, .. } => panic!("finished before an eviction: {text}"),
+                _ => {}
+            }
+        }
+        self.cancel.send_modify(|c| {
+            c.insert(7);
+        });
+        run.await.unwrap();
+        std::iter::from_fn(|| self.reports.try_recv().ok()).collect()
+    }
+
     /// Waits for the model to show what an action did.
     async fn until(&mut self, what: &str, check: impl Fn(&Snapshot) -> bool) {
         let wait = async {
@@ -488,33 +510,9 @@ async fn a_cancelled_defrag_plan_leaves_no_reservation_behind() {
     d.synced().await;
     let request = plan_action(&d);
     let Action::RunPlan { evictions, .. } = request.action.clone() else { panic!() };
-    // The executor's model lags the cluster (a slow watch): it still shows
-    // every pod when the cancel comes.
-    let (_frozen, lagging) = watch::channel(d.snapshots.borrow().clone());
-    let executor = Executor { snapshots: lagging, ..d.executor.clone() };
-    let run = tokio::spawn(async move { executor.run(request).await });
-    // Cancel at the first eviction: the API server (here the simulation)
-    // has taken it; the model does not show the pod gone.
-    loop {
-        match d.reports.recv().await.expect("reports") {
-            Progress { text, .. } if text.starts_with("defrag: evicted") => break,
-            Progress { done: true, text, .. } => panic!("finished before an eviction: {text}"),
-            _ => {}
-        }
-    }
-    d.cancel.send_modify(|c| {
-        c.insert(7);
-    });
-    run.await.unwrap();
-    let mut evicted = 1;
-    let mut last = None;
-    while let Ok(m) = d.reports.try_recv() {
-        evicted += usize::from(m.text.starts_with("defrag: evicted"));
-        if m.done {
-            last = Some((m.text, m.error));
-        }
-    }
-    let (text, error) = last.expect("a final report");
+    let after = d.cancel_on_a_lagging_model(request, "defrag: evicted").await;
+    let evicted = 1 + after.iter().filter(|m| m.text.starts_with("defrag: evicted")).count();
+    let Some(Progress { text, error, .. }) = after.into_iter().rfind(|m| m.done) else { panic!("a final report") };
     assert!(error);
     assert!(text.starts_with("run-defrag-plan cancelled") && text.contains("reservation released"), "{text}");
     // The report counts the evictions made, whatever the model showed at
@@ -830,25 +828,12 @@ async fn a_cancelled_drain_says_it_left_its_node_cordoned() {
 async fn a_cancelled_drain_counts_the_evictions_its_model_has_not_seen() {
     let mut d = demo("fragmented");
     d.synced().await;
-    let (_frozen, lagging) = watch::channel(d.snapshots.borrow().clone());
-    let executor = Executor { snapshots: lagging, ..d.executor.clone() };
     let request = ActionRequest {
         action: Action::Drain { node: Sym::new("gpu-03"), gpu_only: false, force: false },
         dry_run: false,
     };
-    let run = tokio::spawn(async move { executor.run(request).await });
-    loop {
-        match d.reports.recv().await.expect("reports") {
-            Progress { text, .. } if text.starts_with("drain gpu-03: evicted") => break,
-            Progress { done: true, text, .. } => panic!("finished before an eviction: {text}"),
-            _ => {}
-        }
-    }
-    d.cancel.send_modify(|c| {
-        c.insert(7);
-    });
-    run.await.unwrap();
-    let (text, error) = d.last_report().await;
+    let after = d.cancel_on_a_lagging_model(request, "drain gpu-03: evicted").await;
+    let Some(Progress { text, error, .. }) = after.into_iter().rfind(|m| m.done) else { panic!("a final report") };
     assert!(error);
     // Both of its pods went, or the first only: never none.
     assert!(
