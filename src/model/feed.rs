@@ -131,12 +131,15 @@ pub struct FeedStatus {
     pub coverage: Option<Coverage>,
     /// How a watched feed took its last full state from the API server.
     pub listed: Option<Listing>,
+    /// The older API version the feed is read at, where the server does not
+    /// serve the one kgpu prefers (DRA's `resource.k8s.io/v1beta1` on 1.32).
+    pub older_api: Option<super::Sym>,
 }
 
 impl FeedStatus {
     /// A feed in `state` that has delivered nothing yet.
     pub fn new(state: FeedState) -> FeedStatus {
-        FeedStatus { state, last_data: None, coverage: None, listed: None }
+        FeedStatus { state, last_data: None, coverage: None, listed: None, older_api: None }
     }
 }
 

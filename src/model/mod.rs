@@ -228,6 +228,9 @@ pub enum ModelEvent {
     Listed {
         feed: Feed,
         by: Listing,
+        /// The older API version it was read at, where the server does not
+        /// serve the preferred one (`resource.k8s.io/v1beta1`).
+        older: Option<Sym>,
     },
     /// The source's notion of "now".
     Clock(Timestamp),
@@ -458,10 +461,11 @@ impl Cluster {
                     s.generation += 1;
                 }
             }
-            ModelEvent::Listed { feed, by } => {
+            ModelEvent::Listed { feed, by, older } => {
                 let status = s.feeds.entry(feed).or_insert_with(|| FeedStatus::new(FeedState::Syncing));
-                if status.listed.as_ref() != Some(&by) {
+                if status.listed.as_ref() != Some(&by) || status.older_api != older {
                     status.listed = Some(by);
+                    status.older_api = older;
                     s.generation += 1;
                 }
             }

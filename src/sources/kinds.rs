@@ -15,7 +15,11 @@ use super::kube::convert;
 pub struct Kind {
     pub feed: Feed,
     pub group: &'static str,
+    /// The version read where the server serves it.
     pub version: &'static str,
+    /// Older versions of the same kind, newest first, read where the server
+    /// does not serve `version` (DRA on Kubernetes 1.32 and 1.33).
+    pub older: &'static [&'static str],
     pub kind: &'static str,
     pub plural: &'static str,
     pub namespaced: bool,
@@ -34,10 +38,16 @@ fn typed<T: serde::de::DeserializeOwned>(v: &Value, f: fn(&T) -> convert::Result
     serde_json::from_value(v.clone()).map_err(|e| e.to_string()).and_then(|o| f(&o))
 }
 
+/// A DRA object of any version kgpu reads, through v1's conversion.
+fn dra<T: serde::de::DeserializeOwned>(v: &Value, f: fn(&T) -> convert::Result<Object>) -> convert::Result<Object> {
+    serde_json::from_value(convert::dra_as_v1(v)?).map_err(|e| e.to_string()).and_then(|o| f(&o))
+}
+
 pub const NODE: Kind = Kind {
     feed: Feed::Nodes,
     group: "",
     version: "v1",
+    older: &[],
     kind: "Node",
     plural: "nodes",
     namespaced: false,
@@ -48,6 +58,7 @@ pub const POD: Kind = Kind {
     feed: Feed::Pods,
     group: "",
     version: "v1",
+    older: &[],
     kind: "Pod",
     plural: "pods",
     namespaced: true,
@@ -58,6 +69,7 @@ pub const EVENT: Kind = Kind {
     feed: Feed::Events,
     group: "",
     version: "v1",
+    older: &[],
     kind: "Event",
     plural: "events",
     namespaced: true,
@@ -68,6 +80,7 @@ pub const WORKLOAD: Kind = Kind {
     feed: Feed::Workloads,
     group: "kueue.x-k8s.io",
     version: "v1beta2",
+    older: &[],
     kind: "Workload",
     plural: "workloads",
     namespaced: true,
@@ -78,6 +91,7 @@ pub const CLUSTER_QUEUE: Kind = Kind {
     feed: Feed::ClusterQueues,
     group: "kueue.x-k8s.io",
     version: "v1beta2",
+    older: &[],
     kind: "ClusterQueue",
     plural: "clusterqueues",
     namespaced: false,
@@ -88,6 +102,7 @@ pub const LOCAL_QUEUE: Kind = Kind {
     feed: Feed::LocalQueues,
     group: "kueue.x-k8s.io",
     version: "v1beta2",
+    older: &[],
     kind: "LocalQueue",
     plural: "localqueues",
     namespaced: true,
@@ -98,6 +113,7 @@ pub const RESOURCE_FLAVOR: Kind = Kind {
     feed: Feed::ResourceFlavors,
     group: "kueue.x-k8s.io",
     version: "v1beta2",
+    older: &[],
     kind: "ResourceFlavor",
     plural: "resourceflavors",
     namespaced: false,
@@ -108,6 +124,7 @@ pub const POD_GROUP: Kind = Kind {
     feed: Feed::PodGroups,
     group: "scheduling.volcano.sh",
     version: "v1beta1",
+    older: &[],
     kind: "PodGroup",
     plural: "podgroups",
     namespaced: true,
@@ -118,6 +135,7 @@ pub const VOLCANO_QUEUE: Kind = Kind {
     feed: Feed::VolcanoQueues,
     group: "scheduling.volcano.sh",
     version: "v1beta1",
+    older: &[],
     kind: "Queue",
     plural: "queues",
     namespaced: false,
@@ -130,6 +148,7 @@ pub const CLUSTER_POLICY: Kind = Kind {
     feed: Feed::ClusterPolicies,
     group: "nvidia.com",
     version: "v1",
+    older: &[],
     kind: "ClusterPolicy",
     plural: "clusterpolicies",
     namespaced: false,
@@ -140,57 +159,64 @@ pub const NVIDIA_DRIVER: Kind = Kind {
     feed: Feed::NvidiaDrivers,
     group: "nvidia.com",
     version: "v1alpha1",
+    older: &[],
     kind: "NVIDIADriver",
     plural: "nvidiadrivers",
     namespaced: false,
     crd: Some(GPU_OPERATOR),
     convert: |v| convert::nvidia_driver(v).map(Object::DriverPolicy),
 };
-const DRA: &str = "the DRA API (resource.k8s.io/v1: Kubernetes 1.34 and later)";
+const DRA: &str = "the DRA API (resource.k8s.io v1 from Kubernetes 1.34; v1beta2 or v1beta1 on 1.32-1.33, where it is off unless the API server's --runtime-config enables it)";
+const DRA_OLDER: &[&str] = &["v1beta2", "v1beta1"];
 pub const RESOURCE_SLICE: Kind = Kind {
     feed: Feed::ResourceSlices,
     group: "resource.k8s.io",
     version: "v1",
+    older: DRA_OLDER,
     kind: "ResourceSlice",
     plural: "resourceslices",
     namespaced: false,
     crd: Some(DRA),
-    convert: |v| typed(v, |s| convert::resource_slice(s).map(|s| Object::Dra(DraObject::Slice(s)))),
+    convert: |v| dra(v, |s| convert::resource_slice(s).map(|s| Object::Dra(DraObject::Slice(s)))),
 };
 pub const DEVICE_CLASS: Kind = Kind {
     feed: Feed::DeviceClasses,
     group: "resource.k8s.io",
     version: "v1",
+    older: DRA_OLDER,
     kind: "DeviceClass",
     plural: "deviceclasses",
     namespaced: false,
     crd: Some(DRA),
-    convert: |v| typed(v, |c| convert::device_class(c).map(|c| Object::Dra(DraObject::Class(c)))),
+    convert: |v| dra(v, |c| convert::device_class(c).map(|c| Object::Dra(DraObject::Class(c)))),
 };
 pub const RESOURCE_CLAIM: Kind = Kind {
     feed: Feed::ResourceClaims,
     group: "resource.k8s.io",
     version: "v1",
+    older: DRA_OLDER,
     kind: "ResourceClaim",
     plural: "resourceclaims",
     namespaced: true,
     crd: Some(DRA),
-    convert: |v| typed(v, |c| convert::resource_claim(c).map(|c| Object::Dra(DraObject::Claim(c)))),
+    convert: |v| dra(v, |c| convert::resource_claim(c).map(|c| Object::Dra(DraObject::Claim(c)))),
 };
 pub const RESOURCE_CLAIM_TEMPLATE: Kind = Kind {
     feed: Feed::ResourceClaimTemplates,
     group: "resource.k8s.io",
     version: "v1",
+    older: DRA_OLDER,
     kind: "ResourceClaimTemplate",
     plural: "resourceclaimtemplates",
     namespaced: true,
     crd: Some(DRA),
-    convert: |v| typed(v, |t| convert::resource_claim_template(t).map(|t| Object::Dra(DraObject::Claim(t)))),
+    convert: |v| dra(v, |t| convert::resource_claim_template(t).map(|t| Object::Dra(DraObject::Claim(t)))),
 };
 pub const PERSISTENT_VOLUME_CLAIM: Kind = Kind {
     feed: Feed::PersistentVolumeClaims,
     group: "",
     version: "v1",
+    older: &[],
     kind: "PersistentVolumeClaim",
     plural: "persistentvolumeclaims",
     namespaced: true,
@@ -201,6 +227,7 @@ pub const PERSISTENT_VOLUME: Kind = Kind {
     feed: Feed::PersistentVolumes,
     group: "",
     version: "v1",
+    older: &[],
     kind: "PersistentVolume",
     plural: "persistentvolumes",
     namespaced: false,
@@ -211,6 +238,7 @@ pub const STORAGE_CLASS: Kind = Kind {
     feed: Feed::StorageClasses,
     group: "storage.k8s.io",
     version: "v1",
+    older: &[],
     kind: "StorageClass",
     plural: "storageclasses",
     namespaced: false,
@@ -221,6 +249,7 @@ pub const NAMESPACE: Kind = Kind {
     feed: Feed::Namespaces,
     group: "",
     version: "v1",
+    older: &[],
     kind: "Namespace",
     plural: "namespaces",
     namespaced: false,
@@ -252,7 +281,17 @@ pub const KINDS: [&Kind; 19] = [
 impl Kind {
     /// `kueue.x-k8s.io/v1beta2`, or `v1` for the core group.
     pub fn api_version(&self) -> String {
-        if self.group.is_empty() { self.version.to_string() } else { format!("{}/{}", self.group, self.version) }
+        self.api_version_at(self.version)
+    }
+
+    /// `resource.k8s.io/v1beta1`: the kind's group at `version`.
+    pub fn api_version_at(&self, version: &str) -> String {
+        if self.group.is_empty() { version.to_string() } else { format!("{}/{version}", self.group) }
+    }
+
+    /// The versions to ask for, preferred first.
+    pub fn versions(&self) -> impl Iterator<Item = &'static str> + use<> {
+        std::iter::once(self.version).chain(self.older.iter().copied())
     }
 
     /// `workloads.kueue.x-k8s.io`, or `pods`: the resource as kubectl names it.
@@ -264,7 +303,7 @@ impl Kind {
     pub fn missing(&self) -> String {
         let what = self.crd.unwrap_or("its API");
         if self.group == RESOURCE_SLICE.group {
-            format!("{} is not served by this cluster: {what} is off or too new for it", self.resource())
+            format!("{} is not served by this cluster in any version kgpu reads: {what}", self.resource())
         } else {
             format!("{what} are not installed in this cluster ({})", self.resource())
         }
@@ -330,5 +369,32 @@ mod tests {
         assert_eq!(WORKLOAD.resource(), "workloads.kueue.x-k8s.io");
         assert_eq!(POD.api_version(), "v1");
         assert!(find("apps", "Deployment").is_none());
+    }
+
+    /// A dump of a 1.32 cluster (`kubectl get resourceslices -o yaml`) reads
+    /// as a 1.34 one: the version is the object's own.
+    #[test]
+    fn a_dra_object_of_an_older_version_converts_by_its_own_api_version() {
+        let slice = |version: &str, device: Value| {
+            serde_json::json!({"apiVersion": format!("resource.k8s.io/{version}"), "kind": "ResourceSlice",
+                "metadata": {"name": "n-gpu"},
+                "spec": {"driver": "gpu.nvidia.com", "nodeName": "n", "pool": {"name": "n", "generation": 1, "resourceSliceCount": 1},
+                    "devices": [device]}})
+        };
+        let fields =
+            serde_json::json!({"attributes": {"type": {"string": "gpu"}}, "capacity": {"memory": {"value": "80Gi"}}});
+        let v1 = (RESOURCE_SLICE.convert)(&slice(
+            "v1",
+            serde_json::json!({"name": "gpu-0", "attributes": fields["attributes"], "capacity": fields["capacity"]}),
+        ));
+        let v1beta1 =
+            (RESOURCE_SLICE.convert)(&slice("v1beta1", serde_json::json!({"name": "gpu-0", "basic": fields})));
+        let (Ok(Object::Dra(DraObject::Slice(v1))), Ok(Object::Dra(DraObject::Slice(v1beta1)))) = (v1, v1beta1) else {
+            panic!("both convert")
+        };
+        assert_eq!(v1beta1.devices[0].attributes.len(), 1);
+        assert_eq!(v1, v1beta1);
+        assert_eq!(RESOURCE_SLICE.versions().collect::<Vec<_>>(), ["v1", "v1beta2", "v1beta1"]);
+        assert_eq!(NODE.versions().collect::<Vec<_>>(), ["v1"]);
     }
 }

@@ -2,7 +2,7 @@
 //! `kgpu snapshot` text and its JSON read the same states.
 
 use crate::model::time::age;
-use crate::model::{Coverage, Feed, FeedProblem, FeedState, FeedStatus, Listing, Snapshot, SourceKind, Timestamp};
+use crate::model::{Coverage, Feed, FeedProblem, FeedState, FeedStatus, Listing, Snapshot, SourceKind, Sym, Timestamp};
 
 use super::style::Role;
 
@@ -32,6 +32,8 @@ pub struct FeedHealth {
     pub coverage: Option<Coverage>,
     /// How a watched feed took its whole collection from the API server.
     pub listed: Option<Listing>,
+    /// The older API version it is read at, where the server lacks the preferred one.
+    pub older_api: Option<Sym>,
 }
 
 impl FeedHealth {
@@ -134,6 +136,7 @@ pub fn health(snap: &Snapshot, now: Timestamp) -> Vec<FeedHealth> {
                 skipped: snap.skipped.get(f).cloned(),
                 coverage: status.coverage.clone(),
                 listed: status.listed.clone(),
+                older_api: status.older_api.clone(),
             })
         })
         .collect()
@@ -151,6 +154,28 @@ fn data_age(feed: Feed, status: &FeedStatus, now: Timestamp, source: SourceKind)
         FeedState::Reconnecting { since, .. } => *since,
     };
     Some((now - current_at).max(0))
+}
+
+/// The lines `snapshot` text gives the feeds read at an older API version
+/// than kgpu prefers, one per version: `feeds resourceslices, deviceclasses:
+/// read as resource.k8s.io/v1beta1 (this server does not serve a newer one)`.
+pub fn older_api_lines(feeds: &[FeedHealth]) -> Vec<String> {
+    let mut versions: Vec<(&Sym, Vec<&str>)> = Vec::new();
+    for h in feeds {
+        if let Some(version) = &h.older_api {
+            match versions.iter_mut().find(|(v, _)| *v == version) {
+                Some((_, names)) => names.push(h.feed.name()),
+                None => versions.push((version, vec![h.feed.name()])),
+            }
+        }
+    }
+    versions
+        .into_iter()
+        .map(|(version, names)| {
+            let which = if names.len() == 1 { "feed" } else { "feeds" };
+            format!("{which} {}: read as {version} (this server does not serve a newer one)", names.join(", "))
+        })
+        .collect()
 }
 
 /// The lines `snapshot` text gives the feeds listed by pages because the

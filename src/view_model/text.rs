@@ -77,6 +77,9 @@ pub fn render(snap: &Snapshot, a: &Analysis, section: Option<Section>, waves: Op
     for line in feeds.iter().filter_map(FeedHealth::skipped_line) {
         let _ = writeln!(out, "{line}");
     }
+    for line in super::feeds::older_api_lines(&feeds) {
+        let _ = writeln!(out, "{line}");
+    }
     for line in super::feeds::pages_lines(&feeds) {
         let _ = writeln!(out, "{line}");
     }

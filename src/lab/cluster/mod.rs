@@ -74,6 +74,9 @@ pub struct Options {
     /// Logs, keys, kubeconfigs and etcd's data (created; emptied first).
     pub dir: PathBuf,
     pub binaries: Binaries,
+    /// kube-scheduler (off for a test whose API server serves only what an
+    /// older scheduler would read: this one waits for DRA's v1).
+    pub scheduler: bool,
     /// kube-controller-manager.
     pub controllers: bool,
     /// KWOK with the lab's stages (nodes annotated `kwok.x-k8s.io/node: fake`).
@@ -84,6 +87,9 @@ pub struct Options {
     pub crd_groups: Vec<&'static str>,
     /// The kubeconfig context's name.
     pub context: String,
+    /// More kube-apiserver flags (a test's `--runtime-config` that serves
+    /// only DRA's betas, as a 1.32 cluster would).
+    pub apiserver_flags: Vec<String>,
 }
 
 impl Options {
@@ -92,11 +98,13 @@ impl Options {
         Options {
             dir,
             binaries,
+            scheduler: true,
             controllers: false,
             kwok: false,
             kueue: false,
             crd_groups: Vec::new(),
             context: "kgpu-test".into(),
+            apiserver_flags: Vec::new(),
         }
     }
 
@@ -105,17 +113,20 @@ impl Options {
         Options {
             dir,
             binaries,
+            scheduler: true,
             controllers: true,
             kwok: true,
             kueue,
             crd_groups: vec!["kueue", "volcano"],
             context: "kgpu-lab".into(),
+            apiserver_flags: Vec::new(),
         }
     }
 
     fn wants(&self, c: Component) -> bool {
         match c {
-            Component::Etcd | Component::ApiServer | Component::Scheduler => true,
+            Component::Etcd | Component::ApiServer => true,
+            Component::Scheduler => self.scheduler,
             Component::ControllerManager => self.controllers,
             Component::Kwok => self.kwok,
             Component::Kueue => self.kueue,
@@ -280,6 +291,9 @@ impl Cluster {
                     "--enable-priority-and-fairness=false".into(),
                     "--endpoint-reconciler-type=none".into(),
                 ]
+                .into_iter()
+                .chain(self.options.apiserver_flags.iter().cloned())
+                .collect()
             }
             Component::Scheduler => {
                 pki::write(

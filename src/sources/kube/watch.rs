@@ -22,7 +22,7 @@ use serde::de::DeserializeOwned;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use crate::model::{Feed, FeedProblem, FeedState, Listing, ModelEvent, Object};
+use crate::model::{Feed, FeedProblem, FeedState, Listing, ModelEvent, Object, Sym};
 use crate::sources::kinds::{self, Kind};
 
 use super::client::{Clients, Liveness};
@@ -95,22 +95,30 @@ type HealthRx = tokio::sync::watch::Receiver<Health>;
 
 /// Where one kind is read: lists on the client that gives up on a silent
 /// read, watches on the one that does not (`Clients`).
+#[derive(Clone)]
 struct Apis<K> {
     list: Api<K>,
     watch: Api<K>,
 }
 
-async fn run<K, C>(
-    apis: Apis<K>,
+/// Follows one kind for as long as the cockpit runs. `at(version)` gives
+/// where and how to read it at that version: the kind's preferred version
+/// first, and where the server answers 404 for it, each older version in
+/// turn (DRA on 1.32-1.33) before the kind counts as not served.
+async fn run<K, C, A>(
+    at: A,
     d: &'static Kind,
     (liveness, mut health, mut listing): (Liveness, HealthRx, Listing),
-    convert: C,
     tx: mpsc::Sender<Vec<ModelEvent>>,
 ) where
     K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
     C: Fn(&K) -> Read + Copy + Send + 'static,
+    A: Fn(&'static str) -> (Apis<K>, C) + Send + 'static,
 {
     let feed = d.feed;
+    let versions: Vec<&'static str> = d.versions().collect();
+    let mut version = 0;
+    let (mut apis, mut convert) = at(versions[version]);
     let mut failing_since: Option<i64> = None;
     let mut recheck = RECHECK_FIRST;
     let mut retry = RETRY_FIRST;
@@ -118,8 +126,19 @@ async fn run<K, C>(
         return;
     }
     loop {
-        let e = match list(&apis.list, d, (liveness, &mut listing), convert, &tx).await {
+        let older = (version > 0).then(|| Sym::new(&d.api_version_at(versions[version])));
+        let e = match list(&apis.list, d, (liveness, &mut listing, older), convert, &tx).await {
             Err(Stop::Closed) => return,
+            // Not served at this version: the next one at once; after the
+            // last, the preferred one again next time, as for a missing CRD.
+            Err(Stop::Failed(e)) if http_code(&e) == Some(404) && versions.len() > 1 => {
+                version = (version + 1) % versions.len();
+                (apis, convert) = at(versions[version]);
+                if version > 0 {
+                    continue;
+                }
+                e
+            }
             Err(Stop::Failed(e)) => e,
             Err(Stop::Silent(_)) => continue,
             Ok(version) => {
@@ -199,7 +218,7 @@ enum Stop {
 async fn list<K, C>(
     api: &Api<K>,
     d: &'static Kind,
-    (liveness, listing): (Liveness, &mut Listing),
+    (liveness, listing, older): (Liveness, &mut Listing, Option<Sym>),
     convert: C,
     tx: &mpsc::Sender<Vec<ModelEvent>>,
 ) -> Result<String, Stop>
@@ -243,7 +262,7 @@ where
     );
     let mut out: Vec<ModelEvent> =
         list.skipped.into_iter().map(|reason| ModelEvent::Skipped { feed, reason }).collect();
-    out.push(ModelEvent::Listed { feed, by: used });
+    out.push(ModelEvent::Listed { feed, by: used, older });
     // The model marks the feed live again with the list.
     out.push(ModelEvent::Resync { feed, objects: list.objects });
     tx.send(out).await.map_err(|_| Stop::Closed)?;
@@ -423,17 +442,22 @@ where
     }
 }
 
-fn dynamic(client: &Client, scope: &Scope, kind: &Kind) -> Api<DynamicObject> {
-    let ar =
-        ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(kind.group, kind.version, kind.kind), kind.plural);
+fn dynamic(client: &Client, scope: &Scope, kind: &Kind, version: &str) -> Api<DynamicObject> {
+    let ar = ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(kind.group, version, kind.kind), kind.plural);
     match (&scope.namespace, kind.namespaced) {
         (Some(ns), true) => Api::namespaced_with(client.clone(), ns, &ar),
         _ => Api::all_with(client.clone(), &ar),
     }
 }
 
-fn json(o: &DynamicObject) -> Result<serde_json::Value, String> {
-    serde_json::to_value(o).map_err(|e| e.to_string())
+/// The object as JSON, with the `apiVersion` it was read at (a list's items
+/// come without one; the conversion tells versions apart by it).
+fn json(o: &DynamicObject, kind: &Kind, version: &str) -> Result<serde_json::Value, String> {
+    let mut v = serde_json::to_value(o).map_err(|e| e.to_string())?;
+    if let Some(fields) = v.as_object_mut() {
+        fields.entry("apiVersion").or_insert_with(|| kind.api_version_at(version).into());
+    }
+    Ok(v)
 }
 
 /// Starts every watcher; each sends its feed's events to `tx`. The agents
@@ -464,33 +488,25 @@ pub fn spawn_all(
     // Nodes and pods decode straight into what conversion reads (lean.rs:
     // no JSON round trip, nothing unread allocated, for 100,000 pods);
     // events into k8s-openapi's type; custom resources are read as JSON.
-    tasks.push(tokio::spawn(run(
-        Apis { list: Api::<ApiNode>::all(client.clone()), watch: Api::all(clients.watches.clone()) },
-        &kinds::NODE,
-        live(),
-        |n| convert::node(n).map(Object::Node),
-        tx.clone(),
-    )));
-    tasks.push(tokio::spawn(run(
-        Apis { list: namespaced::<ApiPod>(&client, &scope), watch: namespaced(&clients.watches, &scope) },
-        &kinds::POD,
-        live(),
-        |p| convert::pod(p).map(Object::Pod),
-        tx.clone(),
-    )));
-    tasks.push(tokio::spawn(run(
-        Apis { list: namespaced::<K8sEvent>(&client, &scope), watch: namespaced(&clients.watches, &scope) },
-        &kinds::EVENT,
-        live(),
-        |e| convert::event(e).map(Object::Event),
-        tx.clone(),
-    )));
+    let nodes = Apis { list: Api::<ApiNode>::all(client.clone()), watch: Api::all(clients.watches.clone()) };
+    let node = |n: &ApiNode| convert::node(n).map(Object::Node);
+    tasks.push(tokio::spawn(run(move |_| (nodes.clone(), node), &kinds::NODE, live(), tx.clone())));
+    let pods = Apis { list: namespaced::<ApiPod>(&client, &scope), watch: namespaced(&clients.watches, &scope) };
+    let pod = |p: &ApiPod| convert::pod(p).map(Object::Pod);
+    tasks.push(tokio::spawn(run(move |_| (pods.clone(), pod), &kinds::POD, live(), tx.clone())));
+    let events = Apis { list: namespaced::<K8sEvent>(&client, &scope), watch: namespaced(&clients.watches, &scope) };
+    let event = |e: &K8sEvent| convert::event(e).map(Object::Event);
+    tasks.push(tokio::spawn(run(move |_| (events.clone(), event), &kinds::EVENT, live(), tx.clone())));
     // The rest (custom resources, DRA, storage) as JSON through their kind's conversion.
     let typed_above = [Feed::Nodes, Feed::Pods, Feed::Events];
     for kind in kinds::KINDS.into_iter().filter(|k| !typed_above.contains(&k.feed)) {
-        let convert = move |o: &DynamicObject| json(o).and_then(|v| (kind.convert)(&v));
-        let apis = Apis { list: dynamic(&client, &scope, kind), watch: dynamic(&clients.watches, &scope, kind) };
-        tasks.push(tokio::spawn(run(apis, kind, live(), convert, tx.clone())));
+        let (client, watches, scope) = (client.clone(), clients.watches.clone(), scope.clone());
+        let at = move |version: &'static str| {
+            let apis =
+                Apis { list: dynamic(&client, &scope, kind, version), watch: dynamic(&watches, &scope, kind, version) };
+            (apis, move |o: &DynamicObject| json(o, kind, version).and_then(|v| (kind.convert)(&v)))
+        };
+        tasks.push(tokio::spawn(run(at, kind, live(), tx.clone())));
     }
     // The model learns the time from here, once a second.
     tasks.push(tokio::spawn(async move {

@@ -37,6 +37,7 @@ fn feed_json(snap: &Snapshot, now: i64) -> BTreeMap<String, FeedJson> {
                 read_from: h.coverage.and_then(|c| c.via).map(|v| v.to_string()),
                 listed_by: listed_by.as_ref().map(|(by, _)| *by),
                 stream_refused: listed_by.and_then(|(_, why)| why),
+                api_version: h.older_api.map(|v| v.to_string()),
             };
             (h.feed.name().to_string(), json)
         })

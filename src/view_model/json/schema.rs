@@ -111,6 +111,10 @@ pub struct FeedJson {
     /// Why pages: the server's refusal of a streamed list.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stream_refused: Option<String>,
+    /// The older API version the feed is read at, where the server does not
+    /// serve the one kgpu prefers (`resource.k8s.io/v1beta1`); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub api_version: Option<String>,
 }
 
 #[derive(Serialize)]

@@ -23,12 +23,14 @@ use crate::model::keys::{DRIVER_UPGRADE_VALIDATION_START, DRIVER_UPGRADE_WAIT_FO
 
 mod crds;
 mod dra;
+mod dra_versions;
 mod operator;
 mod pod_rules;
 mod storage;
 
 pub use crds::*;
 pub use dra::{device_class, resource_claim, resource_claim_template, resource_slice};
+pub use dra_versions::as_v1 as dra_as_v1;
 pub use operator::{cluster_policy, nvidia_driver};
 pub use pod_rules::namespace;
 pub use storage::{persistent_volume, storage_class, volume_claim};
