@@ -178,11 +178,13 @@ fn dra_node(name: &str, gpus: u64, tainted: u64, held: u64, pods: &mut Vec<Pod>)
             name: claim.as_str().into(),
             template: false,
             requests: Box::new([]),
+            constraints: Box::new([]),
             allocated: Box::new([AllocatedDevice {
                 request: Sym::new("gpu"),
                 driver: Sym::new("gpu.nvidia.com"),
                 pool: Sym::new(name),
                 device: Sym::new(&format!("gpu-{g}")),
+                admin_access: false,
             }]),
             allocated_node: Some(Sym::new(name)),
             reserved_for: Box::new([pod_name.as_str().into()]),

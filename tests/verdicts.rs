@@ -444,6 +444,85 @@ fn dra_gpus_are_counted_and_claims_judged_as_the_scheduler_did() {
     assert!(text.contains("FLEET  4 GPUs: 3 in use, 0 free"), "{text}");
 }
 
+/// DRA beyond whole GPUs (`dra-partitions/`, captured from the lab's
+/// kube-scheduler 1.36): partitions drawing on a GPU's shared counters,
+/// matchAttribute and distinctAttribute constraints, a claim the scheduler's
+/// search places by going back, admin access. kgpu places and blocks what the
+/// scheduler placed and blocked, and says why.
+#[test]
+fn dra_partitions_constraints_and_admin_access_are_judged_as_the_scheduler_did() {
+    const CASE: &str = "dra-partitions/cluster.yaml";
+    let doc = snapshot(CASE, &[]);
+    // Placed by the scheduler: not pending here either.
+    for name in ["small-0", "any-and-root-15", "gpu-watch"] {
+        assert!(!doc["pending"].as_array().unwrap().iter().any(|p| p["name"] == name), "{name}");
+    }
+    let summaries: Vec<(String, String)> = doc["pending"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            assert_eq!(p["blockingStep"], "claims", "{p}");
+            assert_eq!(p["agreesWithScheduler"], true, "{p}");
+            (p["name"].as_str().unwrap().to_string(), p["summary"].as_str().unwrap().to_string())
+        })
+        .collect();
+    let summary = |name: &str| summaries.iter().find(|(n, _)| n == name).map(|(_, s)| s.clone()).unwrap();
+    assert_eq!(summaries.len(), 5, "{summaries:?}");
+    assert!(summary("wants-3g-and-four-1g").contains("shared counters"), "{summaries:?}");
+    assert!(summary("wants-pair-same-root").contains("one value of resource.kubernetes.io/pcieRoot"));
+    assert!(summary("wants-pair-distinct-roots").contains("a different resource.kubernetes.io/pcieRoot each"));
+    let two = why(CASE, "ml/wants-two-3g");
+    assert!(two.contains("wants 2, 2 match, 1 free (1 more not free: a partition of the same GPU is held)"), "{two}");
+    assert!(why(CASE, "ml/wants-whole-gpu").contains("wants 1, 1 match, 0 free"));
+    // The partition held makes its GPU in use; admin access holds nothing.
+    let node = |name: &str| {
+        doc["fleet"]["nodes"].as_array().unwrap().iter().find(|n| n["name"] == name).unwrap()["gpu"]["physical"].clone()
+    };
+    assert_eq!((node("mig-h100-0")["used"].as_u64(), node("mig-h100-0")["free"].as_u64()), (Some(1), Some(0)));
+    assert_eq!((node("pcie-h100-1")["used"].as_u64(), node("pcie-h100-1")["free"].as_u64()), (Some(0), Some(2)));
+    let totals = &doc["fleet"]["totals"];
+    assert_eq!(
+        (&totals["gpus"], &totals["allocated"], &totals["free"]),
+        (&Value::from(7), &Value::from(3), &Value::from(4))
+    );
+
+    // And what it placed, kgpu would place: each placed pod taken back
+    // (unbound, its claim's allocation undone) fits where the scheduler put it.
+    use kgpu::model::{Cluster, DraObject, ModelEvent, Object, PodPhase, SourceInfo, SourceKind, Sym};
+    let (events, newest, _) = kgpu::sources::file::load(&[fixture(CASE).into()]).unwrap();
+    for (name, node) in [("small-0", "mig-h100-0"), ("any-and-root-15", "pcie-h100-2"), ("gpu-watch", "pcie-h100-1")] {
+        let mut cluster = Cluster::new(SourceInfo { kind: SourceKind::File, name: "dra-partitions".into() });
+        let unplace = |o: Object| match o {
+            Object::Pod(mut p) if &*p.name == name => {
+                p.node = None;
+                p.phase = PodPhase::Pending;
+                Object::Pod(p)
+            }
+            Object::Dra(DraObject::Claim(mut c)) if c.reserved_for.iter().any(|p| &**p == name) => {
+                c.allocated = Box::new([]);
+                c.allocated_node = None;
+                c.reserved_for = Box::new([]);
+                Object::Dra(DraObject::Claim(c))
+            }
+            other => other,
+        };
+        cluster.apply_all(events.iter().cloned().map(|e| match e {
+            ModelEvent::Upsert(o) => ModelEvent::Upsert(unplace(o)),
+            ModelEvent::Resync { feed, objects } => {
+                ModelEvent::Resync { feed, objects: objects.into_iter().map(unplace).collect() }
+            }
+            other => other,
+        }));
+        let snap = cluster.snapshot();
+        let index = kgpu::analysis::index::Index::build(&snap, newest);
+        let pod = snap.pods.values().find(|p| &*p.name == name).unwrap();
+        let mut selectors = kgpu::analysis::dra::cel::Selectors::default();
+        let v = kgpu::analysis::dra::claims::verdict(&index, &mut selectors, pod).unwrap();
+        assert_eq!(v.nodes_fit, [Sym::new(node)], "{name}: {v:?}");
+    }
+}
+
 /// A drain's blast radius counts the GPUs pods hold through DRA claims:
 /// `--gpu-only` takes them, each holds 1 GPU, and their work is priced.
 #[test]

@@ -139,6 +139,22 @@ pub struct ExactRequest {
     pub amount: Amount,
     /// Tolerates device taints (any key with Exists, or key=value).
     pub tolerates_taints: bool,
+    /// `adminAccess`: the devices are reached for monitoring or
+    /// maintenance, whoever else holds them, and are not taken from anyone.
+    pub admin_access: bool,
+}
+
+/// A claim's constraint across the devices of some of its requests (all of
+/// them when `requests` is empty): each must have the attribute, and its
+/// value must be the same on all (`matchAttribute`), or differ on each
+/// (`distinctAttribute`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct DeviceConstraint {
+    /// Request names, or `request/subrequest`.
+    pub requests: Box<[Sym]>,
+    /// Fully qualified (`resource.kubernetes.io/pcieRoot`).
+    pub attribute: Sym,
+    pub distinct: bool,
 }
 
 /// A request of a claim: `exactly`, or `firstAvailable` alternatives in
@@ -157,6 +173,8 @@ pub struct AllocatedDevice {
     pub driver: Sym,
     pub pool: Sym,
     pub device: Sym,
+    /// Allocated for admin access: the device stays free for others.
+    pub admin_access: bool,
 }
 
 /// A ResourceClaim, or the claim a ResourceClaimTemplate stamps out.
@@ -166,6 +184,7 @@ pub struct ResourceClaim {
     pub name: Arc<str>,
     pub template: bool,
     pub requests: Box<[DeviceRequest]>,
+    pub constraints: Box<[DeviceConstraint]>,
     pub allocated: Box<[AllocatedDevice]>,
     /// The node the allocation is limited to, when it is node-local.
     pub allocated_node: Option<Sym>,

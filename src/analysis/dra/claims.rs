@@ -2,17 +2,18 @@
 //! scheduler's DynamicResources plugin decides: each request's device class
 //! and selectors (CEL) against the devices the node publishes that no claim
 //! holds and no taint keeps off, `count` devices each (or all of them),
-//! alternatives (`firstAvailable`) in order.
-
-use std::collections::HashSet;
+//! alternatives (`firstAvailable`) in order, within the claims' constraints
+//! and the pools' shared counters (`allocate.rs`).
 
 use crate::analysis::fit::{self, NodeReason, Shape};
 use crate::analysis::index::Index;
-use crate::model::dra::{Amount, ResourceClaim};
+use crate::model::dra::ResourceClaim;
 use crate::model::{Pod, Sym};
 
+use super::allocate::allocate_on;
+pub use super::allocate::{Shortfall, Together};
 use super::cel::{SelectorError, Selectors};
-use super::{DraIndex, PodClaimState, SliceDevice};
+use super::{PodClaimState, SliceDevice};
 
 /// Why a pod's claims cannot be allocated anywhere yet, before any node.
 #[derive(Clone, Debug, PartialEq)]
@@ -25,23 +26,6 @@ pub enum Unresolved {
     NotYetCreated { template: String },
     /// The claim is being deleted.
     Deleting { claim: String },
-}
-
-/// Why one node cannot allocate a pod's claims: the first request short.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Shortfall {
-    pub node: Sym,
-    /// `claim/request`.
-    pub request: String,
-    pub class: Sym,
-    /// Devices asked (None: allocationMode All).
-    pub wanted: Option<u64>,
-    /// Devices on the node that match the class and selectors.
-    pub matching: u64,
-    /// Of those, not allocated to a claim and not tainted.
-    pub free: u64,
-    /// The request's own selectors (the class's aside).
-    pub selectors: Box<[Box<str>]>,
 }
 
 /// What a pending pod's claims need and where they can be had.
@@ -138,19 +122,13 @@ pub fn verdict(index: &Index<'_>, selectors: &mut Selectors, pod: &Pod) -> Optio
         if pinned.clone().is_some_and(|p| p != node_name) {
             continue;
         }
+        // Devices of a node the cluster no longer has count nowhere.
+        let Some(node) = index.nodes().find(|n| n.name == node_name) else { continue };
+        let reasons = fits_otherwise(index, pod, node);
         match allocate_on(ix, selectors, node_name.clone(), devices, &pending, &mut v.selector_errors) {
-            Err(short) => v.shortfalls.push(short),
-            Ok(()) => {
-                // Devices of a node the cluster no longer has count nowhere.
-                if let Some(node) = index.nodes().find(|n| n.name == node_name) {
-                    let reasons = fits_otherwise(index, pod, node);
-                    if reasons.is_empty() {
-                        v.nodes_fit.push(node_name);
-                    } else {
-                        v.devices_only.push((node_name, reasons));
-                    }
-                }
-            }
+            Err(short) => v.shortfalls.push(Shortfall { fits_otherwise: reasons.is_empty(), ..short }),
+            Ok(()) if reasons.is_empty() => v.nodes_fit.push(node_name),
+            Ok(()) => v.devices_only.push((node_name, reasons)),
         }
     }
     Some(v)
@@ -159,99 +137,4 @@ pub fn verdict(index: &Index<'_>, selectors: &mut Selectors, pod: &Pod) -> Optio
 /// Why the node cannot take the pod, devices aside.
 fn fits_otherwise(index: &Index<'_>, pod: &Pod, node: &crate::model::Node) -> Vec<NodeReason> {
     fit::verdicts(&Shape::of(pod), node, index.used(&node.name), index.pods_on(&node.name))
-}
-
-/// Allocates every pending claim's requests from the node's free devices,
-/// first fit, or says which request falls short.
-fn allocate_on(
-    ix: &DraIndex<'_>,
-    selectors: &mut Selectors,
-    node: Sym,
-    devices: &[SliceDevice<'_>],
-    pending: &[(String, &ResourceClaim)],
-    errors: &mut Vec<(String, SelectorError)>,
-) -> Result<(), Shortfall> {
-    // A GPU with an allocated device: its whole-GPU device is not free; a
-    // GPU allocated whole: none of its MIG devices is.
-    let mut busy_gpus: HashSet<Sym> = HashSet::new();
-    let mut whole_taken: HashSet<Sym> = HashSet::new();
-    for d in devices {
-        if ix.allocated_to(&d.id()).is_some()
-            && let Some(gpu) = d.physical_gpu()
-        {
-            busy_gpus.insert(gpu.clone());
-            if d.is_whole_gpu() {
-                whole_taken.insert(gpu);
-            }
-        }
-    }
-    let free = |d: &SliceDevice<'_>| {
-        ix.allocated_to(&d.id()).is_none()
-            && match d.physical_gpu() {
-                Some(gpu) if d.is_whole_gpu() => !busy_gpus.contains(&gpu),
-                Some(gpu) => !whole_taken.contains(&gpu),
-                None => true,
-            }
-    };
-    let mut taken: HashSet<(Sym, Sym, Sym)> = HashSet::new();
-    for (claim, c) in pending {
-        for request in c.requests.iter() {
-            let mut short = None;
-            for (name, alt) in request.alternatives.iter() {
-                let class = ix.class(alt.class.as_str());
-                let expressions: Vec<&str> = class
-                    .into_iter()
-                    .flat_map(|c| c.selectors.iter())
-                    .chain(alt.selectors.iter())
-                    .map(|s| &**s)
-                    .collect();
-                let mut matching = Vec::new();
-                if class.is_some() {
-                    for d in devices {
-                        match selectors.all_match(expressions.iter().copied(), d.slice.driver.as_str(), d.device) {
-                            Ok(true) => matching.push(*d),
-                            Ok(false) => {}
-                            Err(e) => {
-                                let text = expressions.join(" && ");
-                                if !errors.iter().any(|(t, _)| *t == text) {
-                                    errors.push((text, e));
-                                }
-                            }
-                        }
-                    }
-                }
-                let available: Vec<&SliceDevice<'_>> = matching
-                    .iter()
-                    .filter(|d| !taken.contains(&d.id()) && free(d) && (alt.tolerates_taints || !d.tainted()))
-                    .collect();
-                let wanted = match alt.amount {
-                    Amount::Count(n) => Some(n),
-                    Amount::All => None,
-                };
-                let enough = match wanted {
-                    Some(n) => available.len() as u64 >= n,
-                    None => !matching.is_empty() && available.len() == matching.len(),
-                };
-                if enough {
-                    let n = wanted.map_or(available.len(), |n| n as usize);
-                    taken.extend(available.iter().take(n).map(|d| d.id()));
-                    short = None;
-                    break;
-                }
-                short.get_or_insert(Shortfall {
-                    node: node.clone(),
-                    request: format!("{claim}/{name}"),
-                    class: alt.class.clone(),
-                    wanted,
-                    matching: matching.len() as u64,
-                    free: available.len() as u64,
-                    selectors: alt.selectors.clone(),
-                });
-            }
-            if let Some(s) = short {
-                return Err(s);
-            }
-        }
-    }
-    Ok(())
 }

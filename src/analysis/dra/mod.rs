@@ -9,6 +9,7 @@ use std::sync::Arc;
 use crate::model::dra::{Amount, Device, DeviceClass, ExactRequest, ResourceClaim, ResourceSlice};
 use crate::model::{ClaimSource, DraObject, Pod, Snapshot, Sym, TaintEffect};
 
+mod allocate;
 pub mod cel;
 pub mod claims;
 #[cfg(test)]
@@ -43,6 +44,13 @@ pub struct Held {
     /// Physical GPUs' worth.
     pub share: f64,
 }
+
+/// (driver, pool): a pool of devices, as allocations and counters name it.
+pub type PoolId = (Sym, Sym);
+/// (counter set, counter): one of a pool's shared counters.
+pub type CounterKey = (Sym, Sym);
+/// A pool's shared counters and what is left of each.
+pub type Counters = HashMap<CounterKey, i128>;
 
 /// A published device and the slice that carries it.
 #[derive(Clone, Copy, Debug)]
@@ -81,6 +89,18 @@ impl SliceDevice<'_> {
         }
     }
 
+    /// (driver, pool): where its shared counters are.
+    pub fn pool_id(&self) -> PoolId {
+        (self.slice.driver.clone(), self.slice.pool.clone())
+    }
+
+    /// What allocating it draws from its pool's shared counters.
+    pub fn consumption(&self) -> impl Iterator<Item = (CounterKey, i128)> + '_ {
+        self.device.consumes.iter().flat_map(move |(set, counters)| {
+            counters.iter().map(move |(counter, amount)| ((set.clone(), counter.clone()), i128::from(*amount)))
+        })
+    }
+
     /// Tainted so that new claims keep off it.
     pub fn tainted(&self) -> bool {
         self.device.taints.iter().any(|t| matches!(t.effect, TaintEffect::NoSchedule | TaintEffect::NoExecute))
@@ -95,8 +115,12 @@ pub struct DraIndex<'a> {
     templates: HashMap<(Sym, &'a str), &'a ResourceClaim>,
     /// Node-local devices by node, from each pool's newest generation.
     by_node: HashMap<Sym, Vec<SliceDevice<'a>>>,
-    /// (driver, pool, device) → the claim it is allocated to.
+    /// (driver, pool, device) → the claim it is allocated to (admin access
+    /// aside: such a device stays free for others, as the scheduler counts).
     allocated: HashMap<(Sym, Sym, Sym), &'a ResourceClaim>,
+    /// (driver, pool) → (counter set, counter) → what the allocated devices
+    /// leave of the pool's shared counters (KEP-4815; may be negative).
+    counters_left: HashMap<PoolId, Counters>,
     /// (driver, pool, device) → the published device.
     devices: HashMap<(Sym, Sym, Sym), SliceDevice<'a>>,
     gpus: HashMap<Sym, DraGpus>,
@@ -139,16 +163,46 @@ impl<'a> DraIndex<'a> {
                 }
                 DraObject::Claim(c) => {
                     ix.claims.insert((c.namespace.clone(), &c.name), c);
-                    for a in &c.allocated {
+                    for a in c.allocated.iter().filter(|a| !a.admin_access) {
                         ix.allocated.insert((a.driver.clone(), a.pool.clone(), a.device.clone()), c);
                     }
                 }
             }
         }
+        ix.counters_left = ix.counters_left(snap, &newest);
         let gpus: Vec<(Sym, DraGpus)> =
             ix.by_node.iter().map(|(node, devices)| (node.clone(), ix.count(devices))).collect();
         ix.gpus = gpus.into_iter().filter(|(_, g)| g.published > 0).collect();
         ix
+    }
+
+    /// Each pool's shared counters (from any of its newest slices) less what
+    /// its allocated devices consume.
+    fn counters_left(&self, snap: &Snapshot, newest: &HashMap<PoolId, i64>) -> HashMap<PoolId, Counters> {
+        let mut left: HashMap<PoolId, Counters> = HashMap::new();
+        for o in snap.dra.values() {
+            let DraObject::Slice(s) = &**o else { continue };
+            let pool = (s.driver.clone(), s.pool.clone());
+            if s.shared_counters.is_empty() || newest.get(&pool) != Some(&s.pool_generation) {
+                continue;
+            }
+            let counters = left.entry(pool).or_default();
+            for (set, values) in s.shared_counters.iter() {
+                for (counter, value) in values.iter() {
+                    counters.insert((set.clone(), counter.clone()), i128::from(*value));
+                }
+            }
+        }
+        for id in self.allocated.keys() {
+            let Some(d) = self.devices.get(id) else { continue };
+            let Some(counters) = left.get_mut(&d.pool_id()) else { continue };
+            for (key, amount) in d.consumption() {
+                if let Some(value) = counters.get_mut(&key) {
+                    *value -= amount;
+                }
+            }
+        }
+        left
     }
 
     fn count(&self, devices: &[SliceDevice<'a>]) -> DraGpus {
@@ -205,6 +259,12 @@ impl<'a> DraIndex<'a> {
         self.allocated.get(id).copied()
     }
 
+    /// What the allocated devices leave of a pool's shared counters (none:
+    /// the pool publishes no counters).
+    pub fn counters_left_in(&self, pool: &PoolId) -> Option<&Counters> {
+        self.counters_left.get(pool)
+    }
+
     /// What a pod holds of GPUs through its allocated claims: whole GPUs,
     /// and physical GPUs' worth (a MIG device its compute share), as the
     /// price of lost work counts them.
@@ -215,7 +275,7 @@ impl<'a> DraIndex<'a> {
         }
         for state in self.pod_claims(pod) {
             let PodClaimState::Found(_, claim) = state else { continue };
-            for a in claim.allocated.iter() {
+            for a in claim.allocated.iter().filter(|a| !a.admin_access) {
                 let Some(d) = self.devices.get(&(a.driver.clone(), a.pool.clone(), a.device.clone())) else { continue };
                 if d.physical_gpu().is_none() {
                     continue;
@@ -246,7 +306,8 @@ impl<'a> DraIndex<'a> {
             if claim.reserved_for.is_empty() {
                 continue;
             }
-            for a in claim.allocated.iter() {
+            // Admin access (a monitoring pod) reaches a GPU without holding it.
+            for a in claim.allocated.iter().filter(|a| !a.admin_access) {
                 let Some(d) = self.devices.get(&(a.driver.clone(), a.pool.clone(), a.device.clone())) else { continue };
                 let Some(uuid) = d.nvidia_attribute("uuid").filter(|_| d.is_whole_gpu()) else { continue };
                 let holders = out.entry(Sym::new(uuid)).or_default();

@@ -5,13 +5,13 @@
 use crate::analysis::index::Index;
 use crate::analysis::testing::{node, pod, snapshot};
 use crate::model::dra::{
-    AllocatedDevice, Amount, AttributeValue, Device, DeviceClass, DeviceRequest, ExactRequest, ResourceClaim,
-    ResourceSlice,
+    AllocatedDevice, Amount, AttributeValue, Device, DeviceClass, DeviceConstraint, DeviceRequest, ExactRequest,
+    ResourceClaim, ResourceSlice,
 };
 use crate::model::{ClaimSource, DraObject, ModelEvent, Object, PodClaim, Snapshot, Sym};
 
 use super::cel::Selectors;
-use super::claims::verdict;
+use super::claims::{Together, verdict};
 
 fn device(name: &str, attrs: &[(&str, &str)]) -> Device {
     let mut attributes: Vec<(Sym, AttributeValue)> = attrs
@@ -57,6 +57,7 @@ fn exact(class: &str, count: u64) -> ExactRequest {
         selectors: Box::new([]),
         amount: Amount::Count(count),
         tolerates_taints: false,
+        admin_access: false,
     }
 }
 
@@ -73,6 +74,7 @@ fn claim(name: &str, alternatives: Vec<ExactRequest>, allocated: &[(&str, &str)]
                 .map(|(i, e)| (Sym::new(&format!("gpu/{i}")), e))
                 .collect(),
         }]),
+        constraints: Box::new([]),
         allocated: allocated
             .iter()
             .map(|(node, device)| AllocatedDevice {
@@ -80,6 +82,7 @@ fn claim(name: &str, alternatives: Vec<ExactRequest>, allocated: &[(&str, &str)]
                 driver: Sym::new("gpu.nvidia.com"),
                 pool: Sym::new(node),
                 device: Sym::new(device),
+                admin_access: false,
             })
             .collect(),
         allocated_node: allocated.first().map(|(n, _)| Sym::new(n)),
@@ -156,4 +159,196 @@ fn first_available_alternatives_are_tried_in_order() {
     let v = verdict(&index, &mut Selectors::default(), waiting).unwrap();
     assert!(v.blocks());
     assert_eq!(v.missing_classes, [Sym::new("h200.example.com")]);
+}
+
+/// A whole GPU on a PCIe root (`resource.kubernetes.io/pcieRoot`).
+fn gpu_on_root(name: &str, uuid: &str, root: &str) -> Device {
+    let mut d = device(name, &[("type", "gpu"), ("uuid", uuid)]);
+    let mut attributes = d.attributes.to_vec();
+    attributes.push((Sym::new("resource.kubernetes.io/pcieRoot"), AttributeValue::String(root.into())));
+    d.attributes = attributes.into_boxed_slice();
+    d
+}
+
+/// Nodes with their devices, the classes, claims already there, and a pod
+/// waiting for `pending`.
+fn world(slices: Vec<DraObject>, held: Vec<ResourceClaim>, pending: ResourceClaim) -> Snapshot {
+    let mut waiting = pod("waiting").ns("ml").build();
+    waiting.claims = Box::new([PodClaim {
+        name: Sym::new("gpu"),
+        source: ClaimSource::Claim(pending.name.clone()),
+        generated: None,
+    }]);
+    let nodes: Vec<_> = slices
+        .iter()
+        .filter_map(|s| match s {
+            DraObject::Slice(s) => s.node.clone(),
+            _ => None,
+        })
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .map(|n| node(n.as_str()).build())
+        .collect();
+    let snap = snapshot(nodes, vec![waiting], vec![], 0);
+    let mut c = crate::model::Cluster::new(snap.source.clone());
+    c.apply_all(snap.nodes.values().map(|n| ModelEvent::Upsert(Object::Node((**n).clone()))));
+    c.apply_all(snap.pods.values().map(|p| ModelEvent::Upsert(Object::Pod((**p).clone()))));
+    let objects = slices
+        .into_iter()
+        .chain([class("gpu.nvidia.com", "gpu"), class("mig.nvidia.com", "mig")])
+        .chain(held.into_iter().map(DraObject::Claim))
+        .chain([DraObject::Claim(pending)]);
+    c.apply_all(objects.map(|o| ModelEvent::Upsert(Object::Dra(o))));
+    c.snapshot()
+}
+
+fn judge(snap: &Snapshot) -> super::claims::ClaimsVerdict {
+    let index = Index::build(snap, 0);
+    let waiting = snap.pods.values().find(|p| &*p.name == "waiting").unwrap();
+    verdict(&index, &mut Selectors::default(), waiting).unwrap()
+}
+
+/// A claim of several requests (each `exactly`), with constraints.
+fn claim_of(requests: Vec<(&str, ExactRequest)>, constraints: Vec<DeviceConstraint>) -> ResourceClaim {
+    let mut c = claim("wants", vec![exact("gpu.nvidia.com", 1)], &[]);
+    c.requests = requests
+        .into_iter()
+        .map(|(name, e)| DeviceRequest { name: Sym::new(name), alternatives: Box::new([(Sym::new(name), e)]) })
+        .collect();
+    c.constraints = constraints.into_boxed_slice();
+    c
+}
+
+fn with_selector(mut e: ExactRequest, cel: &str) -> ExactRequest {
+    e.selectors = Box::new([cel.into()]);
+    e
+}
+
+#[test]
+fn a_later_request_makes_an_earlier_one_choose_again() {
+    // Any GPU, then one on root 15: first fit gives gpu-0 (root 15) to the
+    // first request and leaves the second nothing; the scheduler's search
+    // goes back and gives the first gpu-1.
+    let slices =
+        vec![slice("a", vec![gpu_on_root("gpu-0", "U0", "pci0000:15"), gpu_on_root("gpu-1", "U1", "pci0000:b1")])];
+    let near = with_selector(
+        exact("gpu.nvidia.com", 1),
+        "device.attributes['resource.kubernetes.io'].pcieRoot == 'pci0000:15'",
+    );
+    let v = judge(&world(slices, vec![], claim_of(vec![("any", exact("gpu.nvidia.com", 1)), ("near", near)], vec![])));
+    assert_eq!(v.nodes_fit, [Sym::new("a")], "{v:?}");
+}
+
+#[test]
+fn constraints_want_one_value_or_a_different_one_on_every_device() {
+    let slices = || {
+        vec![
+            slice("split", vec![gpu_on_root("gpu-0", "U0", "pci0000:15"), gpu_on_root("gpu-1", "U1", "pci0000:b1")]),
+            slice("same", vec![gpu_on_root("gpu-0", "U2", "pci0000:15"), gpu_on_root("gpu-1", "U3", "pci0000:15")]),
+        ]
+    };
+    let root = Sym::new("resource.kubernetes.io/pcieRoot");
+    let pair = |distinct| {
+        claim_of(
+            vec![("gpus", exact("gpu.nvidia.com", 2))],
+            vec![DeviceConstraint { requests: Box::new([]), attribute: root.clone(), distinct }],
+        )
+    };
+    let v = judge(&world(slices(), vec![], pair(false)));
+    assert_eq!(v.nodes_fit, [Sym::new("same")]);
+    assert_eq!(v.shortfalls.len(), 1);
+    assert_eq!(v.shortfalls[0].node, Sym::new("split"));
+    assert_eq!(v.shortfalls[0].together, Some(Together::Constraint { attribute: root.clone(), distinct: false }));
+    let v = judge(&world(slices(), vec![], pair(true)));
+    assert_eq!(v.nodes_fit, [Sym::new("split")]);
+    assert_eq!(v.shortfalls[0].together, Some(Together::Constraint { attribute: root.clone(), distinct: true }));
+    // A constraint on another request leaves this one alone; a device
+    // without the attribute never satisfies one that applies.
+    let mut other = pair(false);
+    other.constraints[0].requests = Box::new([Sym::new("nic")]);
+    assert_eq!(judge(&world(slices(), vec![], other)).nodes_fit.len(), 2);
+    let mut no_attribute = pair(false);
+    no_attribute.constraints[0].attribute = Sym::new("resource.kubernetes.io/numaNode");
+    assert!(judge(&world(slices(), vec![], no_attribute)).nodes_fit.is_empty());
+}
+
+/// One H100 as NVIDIA's driver publishes it with partitions: the whole GPU
+/// and its 1g.10gb and 3g.40gb partitions, drawing on one counter set of
+/// memory slices (and multiprocessors); `held` partitions allocated.
+fn partitioned(held: &[&str]) -> (Vec<DraObject>, Vec<ResourceClaim>) {
+    let counters = |sm: u64, start: usize, size: usize| -> Box<[(Sym, u64)]> {
+        std::iter::once((Sym::new("gpu.nvidia.com/multiprocessors"), sm))
+            .chain((start..start + size).map(|i| (Sym::new(&format!("gpu.nvidia.com/memory-slice-{i}")), 1)))
+            .collect()
+    };
+    let set = Sym::new("gpu-0-counter-set");
+    let mut whole = device("gpu-0", &[("type", "gpu"), ("uuid", "U0")]);
+    whole.consumes = Box::new([(set.clone(), counters(132, 0, 8))]);
+    let mut devices = vec![whole];
+    for (profile, sm, size, starts) in [("1g.10gb", 16, 1, vec![0, 1, 2, 3, 4, 5, 6]), ("3g.40gb", 60, 4, vec![0, 4])] {
+        for start in starts {
+            let name = format!("gpu-0-mig-{}-{start}", profile.replace('.', ""));
+            let mut d = device(&name, &[("type", "mig"), ("parentUUID", "U0"), ("profile", profile)]);
+            d.consumes = Box::new([(set.clone(), counters(sm, start, size))]);
+            devices.push(d);
+        }
+    }
+    let DraObject::Slice(mut s) = slice("m", devices) else { unreachable!() };
+    s.shared_counters = Box::new([(set, counters(132, 0, 8))]);
+    let held =
+        held.iter().map(|d| claim(&format!("held-{d}"), vec![exact("mig.nvidia.com", 1)], &[("m", d)])).collect();
+    (vec![DraObject::Slice(s)], held)
+}
+
+fn partitions(profile: &str, count: u64) -> ExactRequest {
+    with_selector(
+        exact("mig.nvidia.com", count),
+        &format!("device.attributes['gpu.nvidia.com'].profile == '{profile}'"),
+    )
+}
+
+#[test]
+fn partitions_are_free_while_the_shared_counters_last() {
+    // 1g.10gb at memory slice 0 is held: the 3g.40gb at 0 (slices 0-3) and
+    // the whole GPU draw on it; the 3g.40gb at 4 does not.
+    let (slices, held) = partitioned(&["gpu-0-mig-1g10gb-0"]);
+    let index_snap = world(slices.clone(), held.clone(), claim_of(vec![("big", partitions("3g.40gb", 1))], vec![]));
+    assert_eq!(judge(&index_snap).nodes_fit, [Sym::new("m")]);
+    let index = Index::build(&index_snap, 0);
+    let m = index.dra().gpus(&Sym::new("m")).unwrap();
+    assert_eq!((m.published, m.allocated, m.whole_free), (1, 1, 0));
+    // Two 3g.40gb: one is left alone.
+    let v = judge(&world(slices.clone(), held.clone(), claim_of(vec![("big", partitions("3g.40gb", 2))], vec![])));
+    assert_eq!((v.shortfalls[0].matching, v.shortfalls[0].free, v.shortfalls[0].together.clone()), (2, 1, None));
+    // A 3g.40gb and four 1g.10gb: each fits alone (the 3g at 4; six 1g),
+    // together the 3g takes slices 4-7 and leaves three 1g.
+    let both = claim_of(vec![("big", partitions("3g.40gb", 1)), ("small", partitions("1g.10gb", 4))], vec![]);
+    let v = judge(&world(slices.clone(), held.clone(), both));
+    assert_eq!(v.shortfalls[0].together, Some(Together::Counters), "{v:?}");
+    // Three 1g.10gb fit beside the 3g.
+    let both = claim_of(vec![("big", partitions("3g.40gb", 1)), ("small", partitions("1g.10gb", 3))], vec![]);
+    assert_eq!(judge(&world(slices, held, both)).nodes_fit, [Sym::new("m")]);
+}
+
+#[test]
+fn admin_access_reaches_held_devices_and_holds_none() {
+    // Both GPUs of a held; a monitoring claim with admin access gets them.
+    let slices = vec![slice("a", vec![gpu_on_root("gpu-0", "U0", "r"), gpu_on_root("gpu-1", "U1", "r")])];
+    let held = vec![claim("train", vec![exact("gpu.nvidia.com", 2)], &[("a", "gpu-0"), ("a", "gpu-1")])];
+    let mut watch = exact("gpu.nvidia.com", 2);
+    watch.admin_access = true;
+    let v = judge(&world(slices.clone(), held.clone(), claim_of(vec![("gpus", watch.clone())], vec![])));
+    assert_eq!(v.nodes_fit, [Sym::new("a")]);
+    assert!(
+        !judge(&world(slices.clone(), held, claim_of(vec![("gpus", exact("gpu.nvidia.com", 1))], vec![])))
+            .nodes_fit
+            .contains(&Sym::new("a"))
+    );
+    // An allocation with admin access leaves the GPUs free in the counts.
+    let mut watching = claim("watch", vec![watch], &[("a", "gpu-0"), ("a", "gpu-1")]);
+    watching.allocated.iter_mut().for_each(|a| a.admin_access = true);
+    let snap = world(slices, vec![watching], claim_of(vec![("gpus", exact("gpu.nvidia.com", 2))], vec![]));
+    let index = Index::build(&snap, 0);
+    assert_eq!(index.dra().gpus(&Sym::new("a")).map(|g| (g.allocated, g.whole_free)), Some((0, 2)));
+    assert_eq!(judge(&snap).nodes_fit, [Sym::new("a")]);
 }

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use crate::analysis::dra::cel::SelectorError;
-use crate::analysis::dra::claims::{ClaimsVerdict, Unresolved};
+use crate::analysis::dra::claims::{ClaimsVerdict, Shortfall, Together, Unresolved};
 use crate::model::Pod;
 
 use super::Step;
@@ -78,43 +78,62 @@ pub(super) fn report(pod: &Pod, v: &ClaimsVerdict) -> StepReport {
         );
         (Verdict::Pass, summary)
     } else {
-        for s in v.shortfalls.iter().take(NODES_NAMED) {
+        // The nodes the pod could go to but for its claims come first: a
+        // node its selector or taints keep it off explains nothing.
+        let where_it_fits: Vec<&Shortfall> = v.shortfalls.iter().filter(|s| s.fits_otherwise).collect();
+        let named: Vec<&Shortfall> =
+            if where_it_fits.is_empty() { v.shortfalls.iter().collect() } else { where_it_fits.clone() };
+        for s in named.iter().take(NODES_NAMED) {
             let wanted = s.wanted.map_or("all".to_string(), |n| n.to_string());
-            details.push(format!(
-                "{}: request {} ({}) wants {wanted}, {} match, {} free",
-                s.node, s.request, s.class, s.matching, s.free
-            ));
+            details.push(match &s.together {
+                None => format!(
+                    "{}: request {} ({}) wants {wanted}, {} match, {} free{}",
+                    s.node,
+                    s.request,
+                    s.class,
+                    s.matching,
+                    s.free,
+                    if s.partition_held > 0 {
+                        format!(" ({} more not free: a partition of the same GPU is held)", s.partition_held)
+                    } else {
+                        String::new()
+                    }
+                ),
+                Some(why) => format!("{}: devices match each request on their own, but {}", s.node, together(why)),
+            });
         }
-        if v.shortfalls.len() > NODES_NAMED {
-            details.push(format!("… and {} more node(s) short", v.shortfalls.len() - NODES_NAMED));
+        if named.len() > NODES_NAMED {
+            details.push(format!("… and {} more node(s) short", named.len() - NODES_NAMED));
+        }
+        if !where_it_fits.is_empty() && v.shortfalls.len() > where_it_fits.len() {
+            details.push(format!(
+                "{} more node(s) short of devices where the pod does not fit anyway",
+                v.shortfalls.len() - where_it_fits.len()
+            ));
         }
         for (node, reasons) in v.devices_only.iter().take(NODES_NAMED) {
             let why: Vec<String> = reasons.iter().map(|r| r.code()).collect();
             details.push(format!("{node}: has the devices, but the pod does not fit there ({})", why.join(", ")));
         }
-        if let Some(s) = v.shortfalls.first() {
+        if let Some(s) = named.first() {
             for selector in s.selectors.iter() {
                 details.push(format!("selector of {}: {selector}", s.request));
             }
             commands.push(format!("kubectl get resourceslices --field-selector spec.nodeName={} -o yaml", s.node));
             commands.push(format!("kubectl get deviceclass {} -o yaml", s.class));
         }
-        let matching = v.shortfalls.iter().filter(|s| s.matching > 0).count();
-        let summary = if v.shortfalls.is_empty() && v.devices_only.is_empty() {
-            "no node publishes devices through DRA".to_string()
+        let summary = if !where_it_fits.is_empty() {
+            short_summary(&where_it_fits)
         } else if !v.devices_only.is_empty() {
             format!(
                 "the devices are free on {} node(s) where the pod does not fit otherwise: {}",
                 v.devices_only.len(),
                 names(v.devices_only.iter().map(|(n, _)| n.to_string()))
             )
-        } else if matching == 0 {
-            "cannot allocate all claims: no published device matches the class and selectors".to_string()
+        } else if v.shortfalls.is_empty() {
+            "no node publishes devices through DRA".to_string()
         } else {
-            format!(
-                "cannot allocate all claims: {matching} node(s) have matching devices, none enough free ({} short)",
-                v.shortfalls.len()
-            )
+            short_summary(&named)
         };
         (Verdict::Block, summary)
     };
@@ -125,6 +144,38 @@ pub(super) fn report(pod: &Pod, v: &ClaimsVerdict) -> StepReport {
         details: Arc::from(details),
         commands,
         said_by: None,
+    }
+}
+
+/// What the nodes short of devices have in common, as the headline says it.
+fn short_summary(shorts: &[&Shortfall]) -> String {
+    let matching = shorts.iter().filter(|s| s.matching > 0).count();
+    match shorts.first().and_then(|s| s.together.as_ref()) {
+        Some(why) if shorts.iter().all(|s| s.together.is_some()) => {
+            format!("cannot allocate all claims: {} ({} node(s))", together(why), shorts.len())
+        }
+        _ if matching == 0 => "cannot allocate all claims: no published device matches the class and selectors".into(),
+        _ => format!(
+            "cannot allocate all claims: {matching} node(s) have matching devices, none enough free ({} short)",
+            shorts.len()
+        ),
+    }
+}
+
+/// Why requests that each have devices cannot have them together.
+fn together(why: &Together) -> String {
+    match why {
+        Together::Constraint { attribute, distinct: false } => {
+            format!("no set of free devices has one value of {attribute} (the claim's matchAttribute)")
+        }
+        Together::Constraint { attribute, distinct: true } => {
+            format!("no set of free devices has a different {attribute} each (the claim's distinctAttribute)")
+        }
+        Together::Counters => "the partitions draw on the GPU's shared counters (memory slices, multiprocessors), \
+             which run out before every request is met"
+            .into(),
+        Together::Overlap => "the requests want the same devices, and there are not enough for all".into(),
+        Together::SearchLimit => "kgpu stopped searching after 100,000 tries without finding a way".into(),
     }
 }
 

@@ -8,8 +8,8 @@ use k8s_openapi::api::resource::v1 as dra;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
 use crate::model::dra::{
-    AllocatedDevice, Amount, AttributeValue, Device, DeviceClass, DeviceRequest, DeviceTaint, ExactRequest,
-    ResourceClaim, ResourceSlice,
+    AllocatedDevice, Amount, AttributeValue, Device, DeviceClass, DeviceConstraint, DeviceRequest, DeviceTaint,
+    ExactRequest, ResourceClaim, ResourceSlice,
 };
 use crate::model::{ClaimSource, PodClaim, Sym, TaintEffect, quantity};
 
@@ -123,6 +123,7 @@ fn exact(
     mode: Option<&str>,
     count: Option<i64>,
     tolerations: Option<&Vec<dra::DeviceToleration>>,
+    admin_access: Option<bool>,
 ) -> Result<ExactRequest> {
     let amount = match mode.unwrap_or("ExactCount") {
         "All" => Amount::All,
@@ -134,6 +135,7 @@ fn exact(
         selectors: selectors(sel),
         amount,
         tolerates_taints: tolerations.is_some_and(|t| !t.is_empty()),
+        admin_access: admin_access.unwrap_or(false),
     })
 }
 
@@ -147,6 +149,7 @@ fn request(r: &dra::DeviceRequest) -> Result<DeviceRequest> {
                 e.allocation_mode.as_deref(),
                 e.count,
                 e.tolerations.as_ref(),
+                e.admin_access,
             )?,
         )],
         (None, Some(subs)) => subs
@@ -160,6 +163,7 @@ fn request(r: &dra::DeviceRequest) -> Result<DeviceRequest> {
                         s.allocation_mode.as_deref(),
                         s.count,
                         s.tolerations.as_ref(),
+                        None,
                     )?,
                 ))
             })
@@ -171,6 +175,25 @@ fn request(r: &dra::DeviceRequest) -> Result<DeviceRequest> {
 
 fn requests(spec: &dra::ResourceClaimSpec) -> Result<Box<[DeviceRequest]>> {
     spec.devices.iter().flat_map(|d| d.requests.iter().flatten()).map(request).collect()
+}
+
+fn constraints(spec: &dra::ResourceClaimSpec) -> Box<[DeviceConstraint]> {
+    spec.devices
+        .iter()
+        .flat_map(|d| d.constraints.iter().flatten())
+        .filter_map(|c| {
+            let (attribute, distinct) = match (&c.match_attribute, &c.distinct_attribute) {
+                (Some(a), _) => (a, false),
+                (None, Some(a)) => (a, true),
+                (None, None) => return None,
+            };
+            Some(DeviceConstraint {
+                requests: c.requests.iter().flatten().map(|r| Sym::new(r)).collect(),
+                attribute: Sym::new(attribute),
+                distinct,
+            })
+        })
+        .collect()
 }
 
 /// The node an allocation is limited to: `matchFields metadata.name In [node]`.
@@ -195,6 +218,7 @@ pub fn resource_claim(c: &dra::ResourceClaim) -> Result<ResourceClaim> {
             driver: Sym::new(&r.driver),
             pool: Sym::new(&r.pool),
             device: Sym::new(&r.device),
+            admin_access: r.admin_access.unwrap_or(false),
         })
         .collect();
     let owner_pod = super::controlling_pod(c.metadata.owner_references.as_ref()).map(|o| Arc::from(o.name.as_str()));
@@ -203,6 +227,7 @@ pub fn resource_claim(c: &dra::ResourceClaim) -> Result<ResourceClaim> {
         name: name.into(),
         template: false,
         requests,
+        constraints: constraints(&c.spec),
         allocated,
         allocated_node: allocation.and_then(|a| allocated_node(a.node_selector.as_ref())),
         reserved_for: status
@@ -227,6 +252,7 @@ pub fn resource_claim_template(t: &dra::ResourceClaimTemplate) -> Result<Resourc
         name: name.into(),
         template: true,
         requests,
+        constraints: constraints(&t.spec.spec),
         allocated: Box::new([]),
         allocated_node: None,
         reserved_for: Box::new([]),

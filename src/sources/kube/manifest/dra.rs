@@ -97,6 +97,9 @@ fn exact_json(e: &ExactRequest) -> Value {
     if !e.selectors.is_empty() {
         m["selectors"] = selectors_json(&e.selectors);
     }
+    if e.admin_access {
+        m["adminAccess"] = json!(true);
+    }
     m
 }
 
@@ -121,7 +124,23 @@ fn claim_spec(c: &ResourceClaim) -> Value {
             }
         })
         .collect();
-    json!({"devices": {"requests": requests}})
+    let mut devices = json!({"requests": requests});
+    if !c.constraints.is_empty() {
+        let constraints: Vec<Value> = c
+            .constraints
+            .iter()
+            .map(|k| {
+                let key = if k.distinct { "distinctAttribute" } else { "matchAttribute" };
+                let mut m = json!({key: k.attribute.as_str()});
+                if !k.requests.is_empty() {
+                    m["requests"] = json!(k.requests.iter().map(|r| r.as_str()).collect::<Vec<_>>());
+                }
+                m
+            })
+            .collect();
+        devices["constraints"] = Value::Array(constraints);
+    }
+    json!({"devices": devices})
 }
 
 fn claim_json(c: &ResourceClaim, scenario: &str) -> Value {
@@ -153,4 +172,51 @@ pub(super) fn manifests(snap: &Snapshot, scenario: &str) -> Vec<Value> {
         _ => None,
     }));
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Object;
+    use crate::model::dra::{DeviceConstraint, DeviceRequest};
+    use crate::model::{Sym, Timestamp};
+
+    /// A template's constraints and admin access survive the way out and back.
+    #[test]
+    fn a_claim_template_is_written_as_it_is_read() {
+        let exact = |admin_access| ExactRequest {
+            class: Sym::new("gpu.nvidia.com"),
+            selectors: Box::new(["device.attributes['gpu.nvidia.com'].type == 'gpu'".into()]),
+            amount: Amount::Count(2),
+            tolerates_taints: false,
+            admin_access,
+        };
+        let request = |name: &str, admin| DeviceRequest {
+            name: Sym::new(name),
+            alternatives: Box::new([(Sym::new(name), exact(admin))]),
+        };
+        let template = ResourceClaim {
+            namespace: Sym::new("ml"),
+            name: "pair".into(),
+            template: true,
+            requests: Box::new([request("gpus", false), request("watch", true)]),
+            constraints: Box::new([
+                DeviceConstraint {
+                    requests: Box::new([Sym::new("gpus")]),
+                    attribute: Sym::new("resource.kubernetes.io/pcieRoot"),
+                    distinct: false,
+                },
+                DeviceConstraint { requests: Box::new([]), attribute: Sym::new("gpu.nvidia.com/uuid"), distinct: true },
+            ]),
+            allocated: Box::new([]),
+            allocated_node: None,
+            reserved_for: Box::new([]),
+            owner_pod: None,
+            deleting: false,
+            created: Timestamp::default(),
+        };
+        let back = (kinds::RESOURCE_CLAIM_TEMPLATE.convert)(&claim_json(&template, "test"));
+        let Ok(Object::Dra(DraObject::Claim(back))) = back else { panic!("{back:?}") };
+        assert_eq!((back.requests, back.constraints), (template.requests, template.constraints));
+    }
 }

@@ -124,9 +124,11 @@ fn template(name: &str, count: u64, selectors: &[&str]) -> ResourceClaim {
                     selectors: selectors.iter().map(|s| (*s).into()).collect(),
                     amount: Amount::Count(count),
                     tolerates_taints: false,
+                    admin_access: false,
                 },
             )]),
         }]),
+        constraints: Box::new([]),
         allocated: Box::new([]),
         allocated_node: None,
         reserved_for: Box::new([]),
@@ -172,6 +174,7 @@ fn claim_pod(
                 driver: Sym::new(DRIVER),
                 pool: Sym::new(node),
                 device: Sym::new(&format!("gpu-{m}")),
+                admin_access: false,
             })
             .collect();
         claim.allocated_node = Some(Sym::new(node));

@@ -1,0 +1,425 @@
+//! One node's allocation of a pod's pending claims, searched as the
+//! DynamicResources plugin's allocator searches: each request in turn, its
+//! alternatives (`firstAvailable`) in order, devices first fit, going back
+//! when a later request, a claim's constraint (`matchAttribute`,
+//! `distinctAttribute`) or the pool's shared counters (KEP-4815
+//! partitions) leave no way on. A request with admin access reaches devices
+//! others hold, and takes none from them.
+
+use std::collections::{HashMap, HashSet};
+
+use crate::model::Sym;
+use crate::model::dra::{Amount, AttributeValue, DeviceConstraint, ExactRequest, ResourceClaim};
+
+use super::cel::{SelectorError, Selectors};
+use super::{CounterKey, DraIndex, PoolId, SliceDevice};
+
+/// Devices the search may try on one node before it stops (the scheduler
+/// stops after 10 s by default); a node where it stops counts as short.
+const SEARCH_LIMIT: u32 = 100_000;
+
+/// Why one node cannot allocate a pod's claims: the first request short
+/// on its own, or, when each finds devices alone, why not all at once.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Shortfall {
+    pub node: Sym,
+    /// `claim/request`.
+    pub request: String,
+    pub class: Sym,
+    /// Devices asked (None: allocationMode All).
+    pub wanted: Option<u64>,
+    /// Devices on the node that match the class and selectors.
+    pub matching: u64,
+    /// Of those, not allocated to a claim, not tainted, within the counters.
+    pub free: u64,
+    /// Of those matching, how many no claim holds and no taint keeps off,
+    /// but a held partition of the same GPU does (by the pool's shared
+    /// counters, or the GPU whole beside its MIG devices).
+    pub partition_held: u64,
+    /// The request's own selectors (the class's aside).
+    pub selectors: Box<[Box<str>]>,
+    /// Each request has enough on its own; together they do not.
+    pub together: Option<Together>,
+    /// The pod fits the node otherwise (selectors, taints, resources): the
+    /// claims are what keeps it off.
+    pub fits_otherwise: bool,
+}
+
+/// Why requests that each find devices alone cannot have them all at once.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Together {
+    /// A claim's constraint: no set of free devices has one value of the
+    /// attribute (`matchAttribute`), or a different one each (`distinctAttribute`).
+    Constraint { attribute: Sym, distinct: bool },
+    /// The pool's shared counters (the partitions of one GPU) run out.
+    Counters,
+    /// The requests want the same devices.
+    Overlap,
+    /// The search stopped at its limit before it found a way.
+    SearchLimit,
+}
+
+/// One request to allocate and its alternatives, each with the node's
+/// devices that match it.
+struct Slot<'p> {
+    claim: usize,
+    request: Sym,
+    alternatives: Vec<Alternative<'p>>,
+}
+
+struct Alternative<'p> {
+    /// The request's name, or `request/subrequest`.
+    name: Sym,
+    exact: &'p ExactRequest,
+    /// Indices into the node's devices.
+    matching: Vec<usize>,
+}
+
+/// Allocates every pending claim's requests from the node's devices, or
+/// says which request falls short. Selectors that fail are added to `errors`.
+pub fn allocate_on(
+    ix: &DraIndex<'_>,
+    selectors: &mut Selectors,
+    node: Sym,
+    devices: &[SliceDevice<'_>],
+    pending: &[(String, &ResourceClaim)],
+    errors: &mut Vec<(String, SelectorError)>,
+) -> Result<(), Shortfall> {
+    let slots = slots(ix, selectors, devices, pending, errors);
+    let mut search = Search {
+        ix,
+        devices,
+        claims: pending.iter().map(|(_, c)| *c).collect(),
+        usable: usable(ix, devices),
+        holders: vec![Vec::new(); devices.len()],
+        consumed: HashMap::new(),
+        constraint_values: pending.iter().map(|(_, c)| vec![Vec::new(); c.constraints.len()]).collect(),
+        steps: 0,
+    };
+    let shortfall = |search: &Search<'_, '_>, slot: &Slot<'_>, alt: &Alternative<'_>, together| {
+        search.shortfall(node.clone(), &pending[slot.claim].0, alt, together)
+    };
+    // Each request on its own first: the one that falls short is the answer.
+    for slot in &slots {
+        let mut first_short = None;
+        for alt in &slot.alternatives {
+            let free = alt.matching.iter().filter(|d| search.free_alone(**d, alt.exact)).count();
+            let enough = match alt.exact.amount {
+                Amount::Count(n) => free as u64 >= n,
+                Amount::All => !alt.matching.is_empty() && free == alt.matching.len(),
+            };
+            if enough {
+                first_short = None;
+                break;
+            }
+            first_short.get_or_insert_with(|| shortfall(&search, slot, alt, None));
+        }
+        if let Some(short) = first_short {
+            return Err(short);
+        }
+    }
+    if search.place(&slots, 0) {
+        return Ok(());
+    }
+    let cause = if search.steps > SEARCH_LIMIT {
+        Together::SearchLimit
+    } else if let Some(c) = pending.iter().flat_map(|(_, c)| c.constraints.iter()).next() {
+        Together::Constraint { attribute: c.attribute.clone(), distinct: c.distinct }
+    } else if slots
+        .iter()
+        .flat_map(|s| &s.alternatives)
+        .flat_map(|a| &a.matching)
+        .any(|d| !devices[*d].device.consumes.is_empty())
+    {
+        Together::Counters
+    } else {
+        Together::Overlap
+    };
+    let first = slots.first().and_then(|s| Some((s, s.alternatives.first()?)));
+    match first {
+        Some((slot, alt)) => Err(shortfall(&search, slot, alt, Some(cause))),
+        None => Ok(()),
+    }
+}
+
+/// The pending claims' requests, each alternative with the devices that
+/// match its class and selectors.
+fn slots<'p>(
+    ix: &DraIndex<'_>,
+    selectors: &mut Selectors,
+    devices: &[SliceDevice<'_>],
+    pending: &[(String, &'p ResourceClaim)],
+    errors: &mut Vec<(String, SelectorError)>,
+) -> Vec<Slot<'p>> {
+    let mut slots = Vec::new();
+    for (claim, (_, c)) in pending.iter().enumerate() {
+        for request in c.requests.iter() {
+            let alternatives = request
+                .alternatives
+                .iter()
+                .map(|(name, exact)| {
+                    let class = ix.class(exact.class.as_str());
+                    let expressions: Vec<&str> = class
+                        .into_iter()
+                        .flat_map(|c| c.selectors.iter())
+                        .chain(exact.selectors.iter())
+                        .map(|s| &**s)
+                        .collect();
+                    let mut matching = Vec::new();
+                    if class.is_some() {
+                        for (i, d) in devices.iter().enumerate() {
+                            match selectors.all_match(expressions.iter().copied(), d.slice.driver.as_str(), d.device) {
+                                Ok(true) => matching.push(i),
+                                Ok(false) => {}
+                                Err(e) => {
+                                    let text = expressions.join(" && ");
+                                    if !errors.iter().any(|(t, _)| *t == text) {
+                                        errors.push((text, e));
+                                    }
+                                }
+                            }
+                        }
+                    }
+                    Alternative { name: name.clone(), exact, matching }
+                })
+                .collect();
+            slots.push(Slot { claim, request: request.name.clone(), alternatives });
+        }
+    }
+    slots
+}
+
+/// Devices no claim holds. NVIDIA's driver without partitions publishes a
+/// GPU whole beside its MIG devices: a GPU with a device of it allocated is
+/// not free whole, and one allocated whole has no MIG device free (with
+/// partitions, the counters say the same).
+fn usable(ix: &DraIndex<'_>, devices: &[SliceDevice<'_>]) -> Vec<bool> {
+    let mut busy_gpus: HashSet<Sym> = HashSet::new();
+    let mut whole_taken: HashSet<Sym> = HashSet::new();
+    for d in devices {
+        if ix.allocated_to(&d.id()).is_some()
+            && let Some(gpu) = d.physical_gpu()
+        {
+            if d.is_whole_gpu() {
+                whole_taken.insert(gpu.clone());
+            }
+            busy_gpus.insert(gpu);
+        }
+    }
+    devices
+        .iter()
+        .map(|d| {
+            ix.allocated_to(&d.id()).is_none()
+                && match d.physical_gpu() {
+                    Some(gpu) if d.is_whole_gpu() => !busy_gpus.contains(&gpu),
+                    Some(gpu) => !whole_taken.contains(&gpu),
+                    None => true,
+                }
+        })
+        .collect()
+}
+
+struct Search<'s, 'a> {
+    ix: &'s DraIndex<'a>,
+    devices: &'s [SliceDevice<'a>],
+    claims: Vec<&'s ResourceClaim>,
+    usable: Vec<bool>,
+    /// Per device, the pending claims the search gave it to.
+    holders: Vec<Vec<usize>>,
+    /// What the search's devices draw from each pool's counters.
+    consumed: HashMap<PoolId, HashMap<CounterKey, i128>>,
+    /// Per claim, per constraint: the attribute values of its devices so far.
+    constraint_values: Vec<Vec<Vec<AttributeValue>>>,
+    steps: u32,
+}
+
+impl Search<'_, '_> {
+    /// Why `alt` of a claim falls short here, its devices counted alone.
+    fn shortfall(&self, node: Sym, claim: &str, alt: &Alternative<'_>, together: Option<Together>) -> Shortfall {
+        let free = alt.matching.iter().filter(|d| self.free_alone(**d, alt.exact)).count();
+        let partition_held = alt
+            .matching
+            .iter()
+            .filter(|d| {
+                let device = &self.devices[**d];
+                self.ix.allocated_to(&device.id()).is_none()
+                    && taints_allow(alt.exact, device)
+                    && !self.free_alone(**d, alt.exact)
+            })
+            .count();
+        Shortfall {
+            node,
+            request: format!("{claim}/{}", alt.name),
+            class: alt.exact.class.clone(),
+            wanted: match alt.exact.amount {
+                Amount::Count(n) => Some(n),
+                Amount::All => None,
+            },
+            matching: alt.matching.len() as u64,
+            free: free as u64,
+            partition_held: partition_held as u64,
+            selectors: alt.exact.selectors.clone(),
+            together,
+            fits_otherwise: false,
+        }
+    }
+
+    /// Free for this request with nothing else allocated by the search.
+    fn free_alone(&self, d: usize, exact: &ExactRequest) -> bool {
+        let device = &self.devices[d];
+        (exact.admin_access || self.usable[d]) && taints_allow(exact, device) && self.counters_fit(d, &HashMap::new())
+    }
+
+    /// The pool's counters after this device too: none below zero.
+    fn counters_fit(&self, d: usize, consumed: &HashMap<CounterKey, i128>) -> bool {
+        let device = &self.devices[d];
+        if device.device.consumes.is_empty() {
+            return true;
+        }
+        let Some(left) = self.ix.counters_left_in(&device.pool_id()) else { return true };
+        let mut after: HashMap<&CounterKey, i128> = consumed.iter().map(|(k, v)| (k, *v)).collect();
+        let consumption: Vec<(CounterKey, i128)> = device.consumption().collect();
+        for (key, amount) in &consumption {
+            *after.entry(key).or_default() += amount;
+        }
+        left.iter().all(|(key, value)| *value >= after.get(key).copied().unwrap_or(0))
+    }
+
+    /// Gives device `d` to the slot's claim if it can have it; says whether it did.
+    fn add(&mut self, slot: &Slot<'_>, alt: &Alternative<'_>, d: usize) -> bool {
+        let device = self.devices[d];
+        let free = if alt.exact.admin_access {
+            !self.holders[d].contains(&slot.claim)
+        } else {
+            self.usable[d] && self.holders[d].is_empty()
+        };
+        let pool = device.pool_id();
+        let no_counters = HashMap::new();
+        let consumed = self.consumed.get(&pool).unwrap_or(&no_counters);
+        if !free || !taints_allow(alt.exact, &device) || !self.counters_fit(d, consumed) {
+            return false;
+        }
+        let claim = self.claims[slot.claim];
+        let mut added = 0;
+        for (k, c) in claim.constraints.iter().enumerate() {
+            if !applies(c, &slot.request, &alt.name) {
+                continue;
+            }
+            let values = &mut self.constraint_values[slot.claim][k];
+            let Some(value) = device.device.attribute(c.attribute.as_str()) else { break };
+            let fits = if c.distinct { !values.contains(value) } else { values.first().is_none_or(|v| v == value) };
+            if !fits {
+                break;
+            }
+            values.push(value.clone());
+            added += 1;
+        }
+        if added < claim.constraints.iter().filter(|c| applies(c, &slot.request, &alt.name)).count() {
+            self.undo_constraints(slot, alt, added);
+            return false;
+        }
+        let counters = self.consumed.entry(pool).or_default();
+        for (key, amount) in device.consumption() {
+            *counters.entry(key).or_default() += amount;
+        }
+        self.holders[d].push(slot.claim);
+        true
+    }
+
+    /// Takes device `d` back from the slot's claim (the last one given).
+    fn remove(&mut self, slot: &Slot<'_>, alt: &Alternative<'_>, d: usize) {
+        let device = self.devices[d];
+        self.holders[d].pop();
+        if let Some(counters) = self.consumed.get_mut(&device.pool_id()) {
+            for (key, amount) in device.consumption() {
+                *counters.entry(key).or_default() -= amount;
+            }
+        }
+        let applying =
+            self.claims[slot.claim].constraints.iter().filter(|c| applies(c, &slot.request, &alt.name)).count();
+        self.undo_constraints(slot, alt, applying);
+    }
+
+    /// Drops the last value of the first `n` constraints that apply to the slot.
+    fn undo_constraints(&mut self, slot: &Slot<'_>, alt: &Alternative<'_>, n: usize) {
+        let claim = self.claims[slot.claim];
+        let applying = claim.constraints.iter().enumerate().filter(|(_, c)| applies(c, &slot.request, &alt.name));
+        for (k, _) in applying.take(n) {
+            self.constraint_values[slot.claim][k].pop();
+        }
+    }
+
+    /// Whether slots `i..` can all be allocated after what is given so far.
+    fn place(&mut self, slots: &[Slot<'_>], i: usize) -> bool {
+        let Some(slot) = slots.get(i) else { return true };
+        for alt in &slot.alternatives {
+            let placed = match alt.exact.amount {
+                Amount::Count(n) => self.choose(slots, i, alt, n as usize, 0),
+                Amount::All => self.take_all(slots, i, alt),
+            };
+            if placed {
+                return true;
+            }
+            if self.steps > SEARCH_LIMIT {
+                return false;
+            }
+        }
+        false
+    }
+
+    /// `k` more of the alternative's devices from position `start` on, then the next slots.
+    fn choose(&mut self, slots: &[Slot<'_>], i: usize, alt: &Alternative<'_>, k: usize, start: usize) -> bool {
+        if k == 0 {
+            return self.place(slots, i + 1);
+        }
+        for pos in start..alt.matching.len() {
+            if alt.matching.len() - pos < k {
+                break;
+            }
+            self.steps += 1;
+            if self.steps > SEARCH_LIMIT {
+                return false;
+            }
+            let d = alt.matching[pos];
+            if self.add(&slots[i], alt, d) {
+                if self.choose(slots, i, alt, k - 1, pos + 1) {
+                    return true;
+                }
+                self.remove(&slots[i], alt, d);
+            }
+        }
+        false
+    }
+
+    /// Every matching device (allocationMode All), then the next slots.
+    fn take_all(&mut self, slots: &[Slot<'_>], i: usize, alt: &Alternative<'_>) -> bool {
+        if alt.matching.is_empty() {
+            return false;
+        }
+        let mut given = Vec::new();
+        for &d in &alt.matching {
+            self.steps += 1;
+            if !self.add(&slots[i], alt, d) {
+                break;
+            }
+            given.push(d);
+        }
+        let placed = given.len() == alt.matching.len() && self.place(slots, i + 1);
+        if !placed {
+            for d in given.into_iter().rev() {
+                self.remove(&slots[i], alt, d);
+            }
+        }
+        placed
+    }
+}
+
+/// Whether the device's taints let the request have it.
+fn taints_allow(exact: &ExactRequest, device: &SliceDevice<'_>) -> bool {
+    exact.tolerates_taints || !device.tainted()
+}
+
+/// Whether a constraint covers a request (all of the claim's when it names none).
+fn applies(c: &DeviceConstraint, request: &Sym, alternative: &Sym) -> bool {
+    c.requests.is_empty() || c.requests.iter().any(|r| r == request || r == alternative)
+}
