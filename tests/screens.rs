@@ -68,6 +68,25 @@ pane_tests! {
     usage_of_a_gang_deadlock: "gang-deadlock", Pane::Usage;
 }
 
+/// MIG partitions NVIDIA's DRA driver publishes (DynamicMIG), from the
+/// cluster captured from the lab's kube-scheduler: the held one on its
+/// slices, its claim, what a claim could get now.
+#[test]
+fn mig_partitions_published_through_dra() {
+    use kgpu::model::{Cluster, SourceInfo, SourceKind};
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/verdicts/dra-partitions/cluster.yaml");
+    let (events, newest, _) = kgpu::sources::file::load(&[path.into()]).unwrap();
+    let mut cluster = Cluster::new(SourceInfo { kind: SourceKind::File, name: "dra-partitions".into() });
+    cluster.apply_all(events);
+    let v = Views::build(Arc::new(cluster.snapshot()), newest, &Thresholds::default(), None);
+    for (w, h) in [(80, 24), (200, 60)] {
+        let mut app = App::new(false, "dark", true);
+        app.pane = Pane::Mig;
+        let screen = format!("{}", render(&mut app, &v, "dra-partitions", w, h).backend());
+        insta::assert_snapshot!(format!("mig_partitions_published_through_dra_{w}x{h}"), screen);
+    }
+}
+
 #[test]
 fn usage_detail_and_the_view_without_a_source() {
     let v = views("default");

@@ -487,6 +487,33 @@ fn dra_partitions_constraints_and_admin_access_are_judged_as_the_scheduler_did()
         (&Value::from(7), &Value::from(3), &Value::from(4))
     );
 
+    // The MIG pane, the text and the JSON say the same of the partitions.
+    let mig = &doc["mig"][0];
+    assert_eq!((&mig["node"], &mig["through"]), (&Value::from("mig-h100-0"), &Value::from("dra")), "{mig}");
+    let gpu = &mig["gpus"][0];
+    assert_eq!(gpu["instances"].as_array().unwrap().len(), 1, "{gpu}");
+    assert_eq!(gpu["instances"][0]["profile"], "1g.10gb");
+    assert!(gpu["instances"][0]["heldBy"].as_str().unwrap().starts_with("ml/small-0-gpu-"));
+    let placeable: Vec<String> = gpu["placeable"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| format!("{}@{}", p["profile"].as_str().unwrap(), p["start"]))
+        .collect();
+    assert_eq!(placeable, ["1g.10gb@1", "1g.10gb@2", "1g.10gb@3", "1g.10gb@4", "3g.40gb@4", "1g.10gb@5", "1g.10gb@6"]);
+    let text = kgpu(&["snapshot", "--file", &fixture(CASE), "--pane", "mig"]);
+    assert!(text.contains("DRA: held 1g.10gb ×1 · free 1g.10gb ×6, 3g.40gb ×1"), "{text}");
+
+    // A GPU partitioned on allocation has no mig.config to change.
+    {
+        use kgpu::model::{Cluster, SourceInfo, SourceKind, Sym};
+        let (events, _, _) = kgpu::sources::file::load(&[fixture(CASE).into()]).unwrap();
+        let mut cluster = Cluster::new(SourceInfo { kind: SourceKind::File, name: "dra-partitions".into() });
+        cluster.apply_all(events);
+        let no = kgpu::actions::choose::mig_configs(&cluster.snapshot(), Sym::new("mig-h100-0")).unwrap_err();
+        assert!(no.words().contains("DynamicMIG") && no.is_error(), "{no:?}");
+    }
+
     // And what it placed, kgpu would place: each placed pod taken back
     // (unbound, its claim's allocation undone) fits where the scheduler put it.
     use kgpu::model::{Cluster, DraObject, ModelEvent, Object, PodPhase, SourceInfo, SourceKind, Sym};

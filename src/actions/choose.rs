@@ -34,6 +34,11 @@ impl NoAction {
 /// The MIG configs `node`'s GPU can be repartitioned to, named as the GPU
 /// Operator's default `mig-parted` config names them.
 pub fn mig_configs(snap: &Snapshot, node: Sym) -> Result<Vec<String>, NoAction> {
+    if crate::analysis::dra::DraIndex::build(snap).mig_gpus(&node).iter().any(|g| g.dynamic) {
+        return Err(NoAction::Cannot(format!(
+            "{node}: NVIDIA's DRA driver makes its MIG partitions when a claim is allocated (DynamicMIG): there is no mig.config to change"
+        )));
+    }
     let product = snap.nodes.get(&node).and_then(|n| n.gpu.product.clone());
     let product_name = product.as_ref().map_or("unknown product", |p| p.as_str());
     let configs = mig::config_names_for_product(product.as_ref().map(|p| p.as_str()));

@@ -47,6 +47,8 @@ pub struct NodeSummary {
     pub replicas: Option<Replicas>,
     /// GPUs published through DRA (ResourceSlices).
     pub dra: Option<super::dra::DraGpus>,
+    /// GPUs whose MIG devices DRA publishes, with their placements and holders.
+    pub dra_mig: Vec<super::dra::partitions::MigGpu>,
 }
 
 impl NodeSummary {
@@ -259,6 +261,7 @@ pub fn summarize_node(index: &Index<'_>, node: &Node, thresholds: &Thresholds) -
         buckets,
         replicas,
         dra: supply.dra,
+        dra_mig: if supply.dra.is_some() { index.dra().mig_gpus(&node.name) } else { Vec::new() },
         name: node.name.clone(),
         ready: node.is_ready(),
         cordoned: node.unschedulable,

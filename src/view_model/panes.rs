@@ -281,6 +281,20 @@ pub struct MigNodeRow {
     pub paused: bool,
     pub gpus: Vec<MigGpuRow>,
     pub summary: String,
+    pub source: MigSource,
+    /// Lines for the detail panel: who holds which partition, what a claim could get.
+    pub notes: Vec<String>,
+}
+
+/// Where a node's MIG devices are read from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MigSource {
+    /// The device plugin's resources and the agent's instances.
+    DevicePlugin,
+    /// ResourceSlices: instances mig-manager made, published by NVIDIA's DRA driver.
+    Dra,
+    /// ResourceSlices: every placement, made when a claim is allocated (DynamicMIG).
+    DraDynamic,
 }
 
 impl MigNodeRow {
@@ -294,6 +308,9 @@ pub fn mig_rows(snap: &Snapshot, a: &Analysis) -> Vec<MigNodeRow> {
         .iter()
         .filter_map(|n| {
             let node = snap.nodes.get(&n.name)?;
+            if !n.dra_mig.is_empty() {
+                return Some(dra_mig_row(node, n));
+            }
             if !super::is_mig_node(snap, node) {
                 return None;
             }
@@ -330,6 +347,8 @@ pub fn mig_rows(snap: &Snapshot, a: &Analysis) -> Vec<MigNodeRow> {
                 config: node.operator.mig_config.as_ref().map_or_else(|| "-".into(), |c| c.to_string()),
                 state: node.operator.mig_config_state.as_ref().map_or_else(|| "-".into(), |c| c.to_string()),
                 paused: node.operator.paused_for_mig_change,
+                source: MigSource::DevicePlugin,
+                notes: Vec::new(),
                 gpus,
                 summary: {
                     // A profile the node no longer advertises (0/0 while
@@ -353,6 +372,74 @@ pub fn mig_rows(snap: &Snapshot, a: &Analysis) -> Vec<MigNodeRow> {
             })
         })
         .collect()
+}
+
+/// A node whose MIG devices DRA publishes: the partitions that exist (all
+/// of static MIG's, the held ones of DynamicMIG's) on each GPU's slices, and
+/// what a claim could have now.
+fn dra_mig_row(node: &crate::model::Node, n: &crate::analysis::fleet::NodeSummary) -> MigNodeRow {
+    let dynamic = n.dra_mig.iter().any(|g| g.dynamic);
+    let mut held: BTreeMap<Sym, usize> = BTreeMap::new();
+    let mut free: BTreeMap<Sym, usize> = BTreeMap::new();
+    for g in &n.dra_mig {
+        for p in g.partitions.iter().filter(|p| p.held_by.is_some()) {
+            *held.entry(p.profile.clone()).or_default() += 1;
+        }
+        for (profile, count) in g.free_profiles() {
+            *free.entry(profile).or_default() += count;
+        }
+    }
+    let counted = |m: &BTreeMap<Sym, usize>| m.iter().map(|(p, n)| format!("{p} ×{n}")).collect::<Vec<_>>().join(", ");
+    let held_text = if held.is_empty() { "none held".to_string() } else { format!("held {}", counted(&held)) };
+    let free_text = if free.is_empty() { "nothing free".to_string() } else { format!("free {}", counted(&free)) };
+    let mut notes = Vec::new();
+    for g in &n.dra_mig {
+        let gpu = g.index.map_or_else(|| g.uuid.to_string(), |i| format!("GPU{i}"));
+        for p in g.partitions.iter() {
+            if let Some(claim) = &p.held_by {
+                notes.push(format!("{gpu} {} at {}: held by claim {claim}", p.profile, p.start));
+            }
+        }
+        let mut starts: BTreeMap<Sym, Vec<String>> = BTreeMap::new();
+        for p in g.partitions.iter().filter(|p| p.free) {
+            starts.entry(p.profile.clone()).or_default().push(p.start.to_string());
+        }
+        if !starts.is_empty() {
+            let list: Vec<String> = starts.iter().map(|(p, at)| format!("{p} at {}", at.join(","))).collect();
+            // Placements, not instances: taking one may rule out another.
+            let what = if g.dynamic { "a claim could get now (one rules out those it overlaps)" } else { "free" };
+            notes.push(format!("{gpu} {what}: {}", list.join(" · ")));
+        }
+    }
+    MigNodeRow {
+        node: n.name.clone(),
+        product: n.product.as_ref().map_or_else(|| "-".into(), |p| short_product(p.as_str())),
+        config: if dynamic {
+            "DRA, dynamic".into()
+        } else {
+            node.operator.mig_config.as_ref().map_or_else(|| "DRA".into(), |c| format!("DRA, {c}"))
+        },
+        state: "-".into(),
+        paused: false,
+        source: if dynamic { MigSource::DraDynamic } else { MigSource::Dra },
+        gpus: n
+            .dra_mig
+            .iter()
+            .enumerate()
+            .map(|(i, g)| MigGpuRow {
+                index: g.index.unwrap_or(i as u32),
+                enabled: true,
+                healthy: !g.tainted,
+                instances: g
+                    .instances()
+                    .filter(|p| p.size > 0)
+                    .map(|p| (p.profile.clone(), p.start, p.size, p.held_by.is_some()))
+                    .collect(),
+            })
+            .collect(),
+        summary: format!("DRA: {held_text} · {free_text}"),
+        notes,
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]

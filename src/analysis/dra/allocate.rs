@@ -193,7 +193,7 @@ fn slots<'p>(
 /// GPU whole beside its MIG devices: a GPU with a device of it allocated is
 /// not free whole, and one allocated whole has no MIG device free (with
 /// partitions, the counters say the same).
-fn usable(ix: &DraIndex<'_>, devices: &[SliceDevice<'_>]) -> Vec<bool> {
+pub(super) fn usable(ix: &DraIndex<'_>, devices: &[SliceDevice<'_>]) -> Vec<bool> {
     let mut busy_gpus: HashSet<Sym> = HashSet::new();
     let mut whole_taken: HashSet<Sym> = HashSet::new();
     for d in devices {
@@ -272,17 +272,7 @@ impl Search<'_, '_> {
 
     /// The pool's counters after this device too: none below zero.
     fn counters_fit(&self, d: usize, consumed: &HashMap<CounterKey, i128>) -> bool {
-        let device = &self.devices[d];
-        if device.device.consumes.is_empty() {
-            return true;
-        }
-        let Some(left) = self.ix.counters_left_in(&device.pool_id()) else { return true };
-        let mut after: HashMap<&CounterKey, i128> = consumed.iter().map(|(k, v)| (k, *v)).collect();
-        let consumption: Vec<(CounterKey, i128)> = device.consumption().collect();
-        for (key, amount) in &consumption {
-            *after.entry(key).or_default() += amount;
-        }
-        left.iter().all(|(key, value)| *value >= after.get(key).copied().unwrap_or(0))
+        self.ix.fits_counters(&self.devices[d], consumed)
     }
 
     /// Gives device `d` to the slot's claim if it can have it; says whether it did.

@@ -12,6 +12,7 @@ use crate::model::{ClaimSource, DraObject, Pod, Snapshot, Sym, TaintEffect};
 mod allocate;
 pub mod cel;
 pub mod claims;
+pub mod partitions;
 #[cfg(test)]
 mod tests;
 
@@ -259,10 +260,19 @@ impl<'a> DraIndex<'a> {
         self.allocated.get(id).copied()
     }
 
-    /// What the allocated devices leave of a pool's shared counters (none:
-    /// the pool publishes no counters).
-    pub fn counters_left_in(&self, pool: &PoolId) -> Option<&Counters> {
-        self.counters_left.get(pool)
+    /// Whether a device fits its pool's shared counters once the allocated
+    /// devices and `consumed` have drawn on them: as the scheduler checks,
+    /// every counter of the pool stays at or above zero.
+    pub fn fits_counters(&self, d: &SliceDevice<'_>, consumed: &HashMap<CounterKey, i128>) -> bool {
+        if d.device.consumes.is_empty() {
+            return true;
+        }
+        let Some(left) = self.counters_left.get(&d.pool_id()) else { return true };
+        let consumption: Vec<(CounterKey, i128)> = d.consumption().collect();
+        left.iter().all(|(key, value)| {
+            let this: i128 = consumption.iter().filter(|(k, _)| k == key).map(|(_, v)| v).sum();
+            *value >= consumed.get(key).copied().unwrap_or(0) + this
+        })
     }
 
     /// What a pod holds of GPUs through its allocated claims: whole GPUs,

@@ -10,7 +10,7 @@ use ratatui::widgets::Paragraph;
 use crate::app::{App, Pane, Section, Viewport, rows};
 use crate::ui::theme::{Role, Theme};
 use crate::ui::widgets::{self, block, fit};
-use crate::view_model::panes::{MigGpuRow, MigNodeRow, Views};
+use crate::view_model::panes::{MigGpuRow, MigNodeRow, MigSource, Views};
 
 /// One GPU as 8 memory slices, 3 columns each: `[1g.10gb|1g|2g   |3g         ]`.
 pub fn slice_bar(gpu: &MigGpuRow, theme: &Theme) -> Line<'static> {
@@ -136,7 +136,13 @@ fn detail(frame: &mut Frame, area: Rect, node: &MigNodeRow, theme: &Theme) {
     let mut lines = vec![Line::from(vec![
         Span::styled(node.node.to_string(), theme.style(Role::Header)),
         Span::styled(
-            format!("  {}  mig.config={} ({})", node.product, node.config, node.state),
+            match node.source {
+                MigSource::DevicePlugin => format!("  {}  mig.config={} ({})", node.product, node.config, node.state),
+                MigSource::Dra => format!("  {}  MIG devices published through DRA", node.product),
+                MigSource::DraDynamic => {
+                    format!("  {}  through DRA: a partition is made when a claim gets it", node.product)
+                }
+            },
             theme.style(Role::Dim),
         ),
     ])];
@@ -152,13 +158,15 @@ fn detail(frame: &mut Frame, area: Rect, node: &MigNodeRow, theme: &Theme) {
     for g in &node.gpus {
         lines.push(slice_bar(g, theme));
     }
+    lines.extend(node.notes.iter().map(|n| Line::styled(n.clone(), theme.style(Role::Dim))));
     lines.push(Line::from(vec![
         Span::styled("▮▮", theme.style(Role::MigUsed).add_modifier(ratatui::style::Modifier::REVERSED)),
         Span::styled(" used  ", theme.style(Role::Dim)),
         Span::styled("1g", theme.style(Role::MigFree)),
         Span::styled(" free   slices are memory slices 0-7 (placement start:size)", theme.style(Role::Dim)),
     ]));
-    frame.render_widget(Paragraph::new(lines).block(block(" GPUs and slices ", false, theme)), area);
+    let text = Paragraph::new(lines).wrap(ratatui::widgets::Wrap { trim: false });
+    frame.render_widget(text.block(block(" GPUs and slices ", false, theme)), area);
 }
 
 /// `1g.10gb 3/16  2g.20gb 8/8  3g.40gb 1/8` cut at a whole profile, with how

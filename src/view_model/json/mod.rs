@@ -69,7 +69,7 @@ pub fn document(
         gangs: want(Section::Gangs).then(|| gangs(a)),
         queues: want(Section::Queues).then(|| queues(a)),
         drivers: want(Section::Drivers).then(|| drivers(a, waves)),
-        mig: want(Section::Mig).then(|| mig(snap)),
+        mig: want(Section::Mig).then(|| mig(snap, a)),
         events: want(Section::Events).then(|| events(snap, now)),
         utilization: want(Section::Utilization).then(|| utilization(snap, a)),
         spot: (want(Section::Gangs) && a.spot.nodes > 0).then(|| SpotJson {
@@ -403,40 +403,81 @@ fn drivers(a: &Analysis, waves: Option<(&crate::analysis::waves::WavePlan, &str)
     }
 }
 
-fn mig(snap: &Snapshot) -> Vec<MigNode> {
+/// A node's GPUs whose MIG devices DRA publishes.
+fn dra_mig(node: &crate::model::Node, gpus: &[crate::analysis::dra::partitions::MigGpu]) -> MigNode {
+    let instance = |p: &crate::analysis::dra::partitions::Partition| MigInstanceJson {
+        profile: p.profile.to_string(),
+        start: p.start,
+        size: p.size,
+        held_by: p.held_by.clone(),
+    };
+    MigNode {
+        node: node.name.to_string(),
+        config: node.operator.mig_config.as_ref().map(|c| c.to_string()),
+        state: node.operator.mig_config_state.as_ref().map(|c| c.to_string()),
+        gpus: gpus
+            .iter()
+            .enumerate()
+            .map(|(i, g)| MigGpu {
+                index: g.index.unwrap_or(i as u32),
+                uuid: g.uuid.to_string(),
+                mig_enabled: true,
+                instances: g.instances().map(instance).collect(),
+                healthy: !g.tainted,
+                placeable: Some(g.partitions.iter().filter(|p| p.free).map(instance).collect()),
+            })
+            .collect(),
+        through: Some("dra"),
+    }
+}
+
+fn mig(snap: &Snapshot, a: &Analysis) -> Vec<MigNode> {
+    // The MIG pane's nodes, in its order.
+    let dra: std::collections::HashMap<&crate::model::Sym, &[crate::analysis::dra::partitions::MigGpu]> =
+        a.nodes.iter().filter(|n| !n.dra_mig.is_empty()).map(|n| (&n.name, n.dra_mig.as_slice())).collect();
     snap.nodes
         .values()
-        .filter(|n| super::is_mig_node(snap, n))
-        .map(|n| MigNode {
-            node: n.name.to_string(),
-            config: n.operator.mig_config.as_ref().map(|c| c.to_string()),
-            state: n.operator.mig_config_state.as_ref().map(|c| c.to_string()),
-            gpus: snap
-                .devices
-                .get(&n.name)
-                .map(|d| {
-                    d.gpus
-                        .iter()
-                        .map(|g| MigGpu {
-                            index: g.index,
-                            uuid: g.uuid.to_string(),
-                            mig_enabled: g.mig_mode == crate::model::MigMode::Enabled,
-                            instances: g
-                                .instances
-                                .iter()
-                                .map(|i| MigInstanceJson {
-                                    profile: i.profile.to_string(),
-                                    start: i.start,
-                                    size: i.size,
-                                })
-                                .collect(),
-                            healthy: g.health == crate::model::GpuHealth::Healthy,
-                        })
-                        .collect()
-                })
-                .unwrap_or_default(),
+        .filter(|n| dra.contains_key(&n.name) || super::is_mig_node(snap, n))
+        .map(|n| match dra.get(&n.name) {
+            Some(gpus) => dra_mig(n, gpus),
+            None => device_mig(snap, n),
         })
         .collect()
+}
+
+fn device_mig(snap: &Snapshot, n: &crate::model::Node) -> MigNode {
+    MigNode {
+        node: n.name.to_string(),
+        config: n.operator.mig_config.as_ref().map(|c| c.to_string()),
+        state: n.operator.mig_config_state.as_ref().map(|c| c.to_string()),
+        gpus: snap
+            .devices
+            .get(&n.name)
+            .map(|d| {
+                d.gpus
+                    .iter()
+                    .map(|g| MigGpu {
+                        index: g.index,
+                        uuid: g.uuid.to_string(),
+                        mig_enabled: g.mig_mode == crate::model::MigMode::Enabled,
+                        instances: g
+                            .instances
+                            .iter()
+                            .map(|i| MigInstanceJson {
+                                profile: i.profile.to_string(),
+                                start: i.start,
+                                size: i.size,
+                                held_by: None,
+                            })
+                            .collect(),
+                        healthy: g.health == crate::model::GpuHealth::Healthy,
+                        placeable: None,
+                    })
+                    .collect()
+            })
+            .unwrap_or_default(),
+        through: None,
+    }
 }
 
 fn events(snap: &Snapshot, now: i64) -> Vec<EventJson> {

@@ -476,6 +476,10 @@ pub struct MigNode {
     pub config: Option<String>,
     pub state: Option<String>,
     pub gpus: Vec<MigGpu>,
+    /// `dra` where the MIG devices are published in ResourceSlices (the
+    /// instances then say which claim holds each).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub through: Option<&'static str>,
 }
 
 #[derive(Serialize)]
@@ -486,6 +490,10 @@ pub struct MigGpu {
     pub mig_enabled: bool,
     pub instances: Vec<MigInstanceJson>,
     pub healthy: bool,
+    /// DRA: the partitions a claim could have now (not held, within the
+    /// GPU's shared counters); DynamicMIG creates one on allocation.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub placeable: Option<Vec<MigInstanceJson>>,
 }
 
 #[derive(Serialize)]
@@ -494,6 +502,9 @@ pub struct MigInstanceJson {
     pub profile: String,
     pub start: u8,
     pub size: u8,
+    /// DRA: the claim it is allocated to (namespace/name).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub held_by: Option<String>,
 }
 
 #[derive(Serialize)]
