@@ -18,6 +18,7 @@
 mod support;
 
 mod cases;
+mod dra;
 mod inter_pod;
 mod preempt;
 mod queues;
@@ -581,6 +582,43 @@ fn kgpu_predicts_what_the_volume_filters_decide() {
     assert!(
         (before_any >= cases / 4 && per_node >= cases / 4) || cases < 20,
         "the cases must make the volume filters decide ({before_any} before any node, {per_node} per node)"
+    );
+}
+
+/// DRA (`dra.rs`): generated slices, classes and claims against the
+/// scheduler's DynamicResources plugin (`KGPU_ORACLE_DRA_CASES`, default 40).
+#[test]
+fn kgpu_predicts_what_the_dra_allocator_decides() {
+    if !ControlPlane::enabled() {
+        return;
+    }
+    let cp = ControlPlane::start().unwrap();
+    let h = Harness::on(cp);
+    let (rt, client, snapshots) = (&h.rt, &h.client, &h.snapshots);
+    rt.block_on(dra::create_classes(client));
+    let (cases, _) = campaign(
+        "KGPU_ORACLE_DRA_CASES",
+        40,
+        0,
+        &dra::dra_case(),
+        "the real kube-scheduler's DynamicResources plugin",
+        |n, case| rt.block_on(dra::run_dra_case(client, snapshots, n, case)),
+        |run, count, secs, seed| {
+            format!(
+                "DRA oracle: {run} case(s), {count} pod(s): {} bound ({} with partitions asked), {} refused ({} where each request had devices alone), {} claim(s) the API server refused, in {secs:.0}s (seed {seed})",
+                dra::BOUND.load(Ordering::SeqCst),
+                dra::GOT_PARTITION.load(Ordering::SeqCst),
+                dra::REFUSED.load(Ordering::SeqCst),
+                dra::REFUSED_TOGETHER.load(Ordering::SeqCst),
+                dra::API_REFUSED.load(Ordering::SeqCst),
+            )
+        },
+    );
+    let (bound, refused) = (dra::BOUND.load(Ordering::SeqCst), dra::REFUSED.load(Ordering::SeqCst));
+    let together = dra::REFUSED_TOGETHER.load(Ordering::SeqCst);
+    assert!(
+        (bound >= cases && refused >= cases / 2 && together >= cases / 10) || cases < 20,
+        "the cases must place, refuse, and refuse where each request has devices alone ({bound}, {refused}, {together})"
     );
 }
 
