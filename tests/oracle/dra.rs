@@ -38,6 +38,8 @@ pub static REFUSED: AtomicU32 = AtomicU32::new(0);
 pub static REFUSED_TOGETHER: AtomicU32 = AtomicU32::new(0);
 pub static GOT_PARTITION: AtomicU32 = AtomicU32::new(0);
 pub static API_REFUSED: AtomicU32 = AtomicU32::new(0);
+/// Refusals where the allocator stopped with an error (All meeting a constraint).
+pub static ABORTED: AtomicU32 = AtomicU32::new(0);
 
 const DRIVER: &str = "gpu.nvidia.com";
 const PRODUCTS: [&str; 2] = ["NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-80GB"];
@@ -452,8 +454,11 @@ pub async fn run_dra_case(client: &kube::Client, snapshots: &Snapshots, n: u32, 
                     GOT_PARTITION.fetch_add(1, Ordering::SeqCst);
                 }
                 let v = kgpu_claims(&snap, &key, true)?;
-                (!v.nodes_fit.contains(&Sym::new(node))).then(|| {
-                    format!("the scheduler bound it to {node}; kgpu: fits {:?}, short {:?}", v.nodes_fit, v.shortfalls)
+                (!v.nodes_fit.contains(&Sym::new(node)) || v.blocks()).then(|| {
+                    format!(
+                        "the scheduler bound it to {node}; kgpu: fits {:?}, short {:?}, aborts {:?}",
+                        v.nodes_fit, v.shortfalls, v.aborted
+                    )
                 })
             }
             Outcome::Refused(message) => {
@@ -464,7 +469,14 @@ pub async fn run_dra_case(client: &kube::Client, snapshots: &Snapshots, n: u32, 
                 }
                 let a = analysis::analyze(&snap, snap.clock, &Thresholds::default());
                 let item = analysis::pending::find(&a.pending, &ns, &key.name);
-                if !v.nodes_fit.is_empty() {
+                // An allocator error ends the attempt whatever other nodes offer.
+                let aborted = message.contains("running \"DynamicResources\" filter plugin");
+                if aborted {
+                    ABORTED.fetch_add(1, Ordering::SeqCst);
+                }
+                if aborted != !v.aborted.is_empty() {
+                    Some(format!("refused ({message}); kgpu's allocator errors: {:?}", v.aborted))
+                } else if !aborted && !v.nodes_fit.is_empty() {
                     Some(format!("refused ({message}); kgpu: fits on {:?}", v.nodes_fit))
                 } else if item.is_none_or(|i| i.agrees_with_scheduler != Some(true)) {
                     Some(format!(

@@ -605,11 +605,12 @@ fn kgpu_predicts_what_the_dra_allocator_decides() {
         |n, case| rt.block_on(dra::run_dra_case(client, snapshots, n, case)),
         |run, count, secs, seed| {
             format!(
-                "DRA oracle: {run} case(s), {count} pod(s): {} bound ({} with partitions asked), {} refused ({} where each request had devices alone), {} claim(s) the API server refused, in {secs:.0}s (seed {seed})",
+                "DRA oracle: {run} case(s), {count} pod(s): {} bound ({} with partitions asked), {} refused ({} where each request had devices alone, {} by an allocator error), {} claim(s) the API server refused, in {secs:.0}s (seed {seed})",
                 dra::BOUND.load(Ordering::SeqCst),
                 dra::GOT_PARTITION.load(Ordering::SeqCst),
                 dra::REFUSED.load(Ordering::SeqCst),
                 dra::REFUSED_TOGETHER.load(Ordering::SeqCst),
+                dra::ABORTED.load(Ordering::SeqCst),
                 dra::API_REFUSED.load(Ordering::SeqCst),
             )
         },

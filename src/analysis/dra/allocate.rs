@@ -45,6 +45,15 @@ pub struct Shortfall {
     pub fits_otherwise: bool,
 }
 
+/// Why a node cannot allocate a pod's claims.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Refusal {
+    Short(Shortfall),
+    /// The scheduler's allocator stops with an error on this node, which
+    /// fails the pod's whole attempt (its words).
+    Aborted(String),
+}
+
 /// Why requests that each find devices alone cannot have them all at once.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Together {
@@ -84,7 +93,7 @@ pub fn allocate_on(
     devices: &[SliceDevice<'_>],
     pending: &[(String, &ResourceClaim)],
     errors: &mut Vec<(String, SelectorError)>,
-) -> Result<(), Shortfall> {
+) -> Result<(), Refusal> {
     let slots = slots(ix, selectors, devices, pending, errors);
     let mut search = Search {
         ix,
@@ -93,13 +102,15 @@ pub fn allocate_on(
         usable: usable(ix, devices),
         holders: vec![Vec::new(); devices.len()],
         consumed: HashMap::new(),
-        constraint_values: pending.iter().map(|(_, c)| vec![Vec::new(); c.constraints.len()]).collect(),
+        constraints: pending.iter().map(|(_, c)| c.constraints.iter().map(Kept::new).collect()).collect(),
         steps: 0,
+        aborted: None,
     };
     let shortfall = |search: &Search<'_, '_>, slot: &Slot<'_>, alt: &Alternative<'_>, together| {
         search.shortfall(node.clone(), &pending[slot.claim].0, alt, together)
     };
     // Each request on its own first: the one that falls short is the answer.
+    let mut alone = None;
     for slot in &slots {
         let mut first_short = None;
         for alt in &slot.alternatives {
@@ -114,11 +125,23 @@ pub fn allocate_on(
             }
             first_short.get_or_insert_with(|| shortfall(&search, slot, alt, None));
         }
-        if let Some(short) = first_short {
-            return Err(short);
+        if first_short.is_some() {
+            alone = first_short;
+            break;
         }
     }
-    if search.place(&slots, 0) {
+    // The search itself only where it could succeed, or where the scheduler's
+    // would stop at an error first (All meeting a constraint).
+    let may_abort = pending.iter().any(|(_, c)| !c.constraints.is_empty())
+        && slots.iter().flat_map(|s| &s.alternatives).any(|a| a.exact.amount == Amount::All);
+    let placed = (alone.is_none() || may_abort) && search.place(&slots, 0);
+    if let Some(error) = search.aborted.take() {
+        return Err(Refusal::Aborted(error));
+    }
+    if let Some(short) = alone {
+        return Err(Refusal::Short(short));
+    }
+    if placed {
         return Ok(());
     }
     let cause = if search.steps > SEARCH_LIMIT {
@@ -137,7 +160,7 @@ pub fn allocate_on(
     };
     let first = slots.first().and_then(|s| Some((s, s.alternatives.first()?)));
     match first {
-        Some((slot, alt)) => Err(shortfall(&search, slot, alt, Some(cause))),
+        Some((slot, alt)) => Err(Refusal::Short(shortfall(&search, slot, alt, Some(cause)))),
         None => Ok(()),
     }
 }
@@ -228,9 +251,21 @@ struct Search<'s, 'a> {
     holders: Vec<Vec<usize>>,
     /// What the search's devices draw from each pool's counters.
     consumed: HashMap<PoolId, HashMap<CounterKey, i128>>,
-    /// Per claim, per constraint: the attribute values of its devices so far.
-    constraint_values: Vec<Vec<Vec<AttributeValue>>>,
+    /// Per claim, per constraint: what it holds of the devices so far.
+    constraints: Vec<Vec<Kept>>,
     steps: u32,
+    /// The scheduler's error that ends the attempt, in its words.
+    aborted: Option<String>,
+}
+
+/// What became of a device offered to a request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Added {
+    Yes,
+    /// In use, tainted, or beyond the counters.
+    No,
+    /// Free, but its attribute breaks one of the claim's constraints.
+    BreaksConstraint,
 }
 
 impl Search<'_, '_> {
@@ -276,7 +311,7 @@ impl Search<'_, '_> {
     }
 
     /// Gives device `d` to the slot's claim if it can have it; says whether it did.
-    fn add(&mut self, slot: &Slot<'_>, alt: &Alternative<'_>, d: usize) -> bool {
+    fn add(&mut self, slot: &Slot<'_>, alt: &Alternative<'_>, d: usize) -> Added {
         let device = self.devices[d];
         let free = if alt.exact.admin_access {
             !self.holders[d].contains(&slot.claim)
@@ -287,7 +322,7 @@ impl Search<'_, '_> {
         let no_counters = HashMap::new();
         let consumed = self.consumed.get(&pool).unwrap_or(&no_counters);
         if !free || !taints_allow(alt.exact, &device) || !self.counters_fit(d, consumed) {
-            return false;
+            return Added::No;
         }
         let claim = self.claims[slot.claim];
         let mut added = 0;
@@ -295,25 +330,22 @@ impl Search<'_, '_> {
             if !applies(c, &slot.request, &alt.name) {
                 continue;
             }
-            let values = &mut self.constraint_values[slot.claim][k];
             let Some(value) = device.device.attribute(c.attribute.as_str()) else { break };
-            let fits = if c.distinct { !values.contains(value) } else { values.first().is_none_or(|v| v == value) };
-            if !fits {
+            if !self.constraints[slot.claim][k].add(&slot.request, value) {
                 break;
             }
-            values.push(value.clone());
             added += 1;
         }
         if added < claim.constraints.iter().filter(|c| applies(c, &slot.request, &alt.name)).count() {
             self.undo_constraints(slot, alt, added);
-            return false;
+            return Added::BreaksConstraint;
         }
         let counters = self.consumed.entry(pool).or_default();
         for (key, amount) in device.consumption() {
             *counters.entry(key).or_default() += amount;
         }
         self.holders[d].push(slot.claim);
-        true
+        Added::Yes
     }
 
     /// Takes device `d` back from the slot's claim (the last one given).
@@ -335,7 +367,7 @@ impl Search<'_, '_> {
         let claim = self.claims[slot.claim];
         let applying = claim.constraints.iter().enumerate().filter(|(_, c)| applies(c, &slot.request, &alt.name));
         for (k, _) in applying.take(n) {
-            self.constraint_values[slot.claim][k].pop();
+            self.constraints[slot.claim][k].remove(&slot.request);
         }
     }
 
@@ -350,7 +382,7 @@ impl Search<'_, '_> {
             if placed {
                 return true;
             }
-            if self.steps > SEARCH_LIMIT {
+            if self.steps > SEARCH_LIMIT || self.aborted.is_some() {
                 return false;
             }
         }
@@ -371,17 +403,22 @@ impl Search<'_, '_> {
                 return false;
             }
             let d = alt.matching[pos];
-            if self.add(&slots[i], alt, d) {
+            if self.add(&slots[i], alt, d) == Added::Yes {
                 if self.choose(slots, i, alt, k - 1, pos + 1) {
                     return true;
                 }
                 self.remove(&slots[i], alt, d);
+                if self.aborted.is_some() {
+                    return false;
+                }
             }
         }
         false
     }
 
-    /// Every matching device (allocationMode All), then the next slots.
+    /// Every matching device (allocationMode All), then the next slots. A
+    /// device that would break a constraint is an error to the scheduler's
+    /// allocator, not a way that fails: it aborts the whole attempt.
     fn take_all(&mut self, slots: &[Slot<'_>], i: usize, alt: &Alternative<'_>) -> bool {
         if alt.matching.is_empty() {
             return false;
@@ -389,10 +426,20 @@ impl Search<'_, '_> {
         let mut given = Vec::new();
         for &d in &alt.matching {
             self.steps += 1;
-            if !self.add(&slots[i], alt, d) {
-                break;
+            match self.add(&slots[i], alt, d) {
+                Added::Yes => given.push(d),
+                Added::No => break,
+                Added::BreaksConstraint => {
+                    let claim = self.claims[slots[i].claim];
+                    let (driver, pool, device) = self.devices[d].id();
+                    let request = alt.name.as_str().rsplit('/').next().unwrap_or(alt.name.as_str());
+                    self.aborted = Some(format!(
+                        "claim {}/{}, request {request}: cannot add device {driver}/{pool}/{device} because a claim constraint would not be satisfied",
+                        claim.namespace, claim.name
+                    ));
+                    break;
+                }
             }
-            given.push(d);
         }
         let placed = given.len() == alt.matching.len() && self.place(slots, i + 1);
         if !placed {
@@ -401,6 +448,55 @@ impl Search<'_, '_> {
             }
         }
         placed
+    }
+}
+
+/// What a claim's constraint holds of the devices given so far, kept as the
+/// scheduler's allocator keeps it (1.36, `incubating`): matchAttribute the
+/// values in order (the first is the one all must have); distinctAttribute
+/// one value per request, the last device's (a request's own devices are not
+/// compared with each other), and a removal forgets the request's value.
+#[derive(Clone, Debug)]
+enum Kept {
+    Match(Vec<AttributeValue>),
+    Distinct { by_request: Vec<(Sym, AttributeValue)>, devices: usize },
+}
+
+impl Kept {
+    fn new(c: &DeviceConstraint) -> Kept {
+        if c.distinct { Kept::Distinct { by_request: Vec::new(), devices: 0 } } else { Kept::Match(Vec::new()) }
+    }
+
+    fn add(&mut self, request: &Sym, value: &AttributeValue) -> bool {
+        match self {
+            Kept::Match(values) => {
+                if values.first().is_some_and(|first| first != value) {
+                    return false;
+                }
+                values.push(value.clone());
+            }
+            Kept::Distinct { by_request, devices } => {
+                if *devices > 0 && by_request.iter().any(|(_, v)| v == value) {
+                    return false;
+                }
+                by_request.retain(|(r, _)| r != request);
+                by_request.push((request.clone(), value.clone()));
+                *devices += 1;
+            }
+        }
+        true
+    }
+
+    fn remove(&mut self, request: &Sym) {
+        match self {
+            Kept::Match(values) => {
+                values.pop();
+            }
+            Kept::Distinct { by_request, devices } => {
+                by_request.retain(|(r, _)| r != request);
+                *devices = devices.saturating_sub(1);
+            }
+        }
     }
 }
 

@@ -11,7 +11,7 @@ use crate::model::dra::ResourceClaim;
 use crate::model::{Pod, Sym};
 
 use super::allocate::allocate_on;
-pub use super::allocate::{Shortfall, Together};
+pub use super::allocate::{Refusal, Shortfall, Together};
 use super::cel::{SelectorError, Selectors};
 use super::{PodClaimState, SliceDevice};
 
@@ -48,6 +48,10 @@ pub struct ClaimsVerdict {
     /// Selectors that do not compile or fail on a device: the scheduler
     /// fails the attempt on them.
     pub selector_errors: Vec<(String, SelectorError)>,
+    /// The scheduler's allocator stops with an error on some node the pod
+    /// fits otherwise (All meeting a device that breaks a constraint): every
+    /// attempt fails, whatever other nodes offer.
+    pub aborted: Vec<String>,
     /// GPUs the claims ask for.
     pub gpus: u64,
 }
@@ -57,6 +61,7 @@ impl ClaimsVerdict {
         !self.unresolved.is_empty()
             || (self.allocated_on.is_none() && self.nodes_fit.is_empty())
             || !self.selector_errors.is_empty()
+            || !self.aborted.is_empty()
     }
 }
 
@@ -126,7 +131,14 @@ pub fn verdict(index: &Index<'_>, selectors: &mut Selectors, pod: &Pod) -> Optio
         let Some(node) = index.nodes().find(|n| n.name == node_name) else { continue };
         let reasons = fits_otherwise(index, pod, node);
         match allocate_on(ix, selectors, node_name.clone(), devices, &pending, &mut v.selector_errors) {
-            Err(short) => v.shortfalls.push(Shortfall { fits_otherwise: reasons.is_empty(), ..short }),
+            // The DynamicResources filter runs only where the others passed.
+            Err(Refusal::Aborted(error)) if reasons.is_empty() => {
+                if !v.aborted.contains(&error) {
+                    v.aborted.push(error);
+                }
+            }
+            Err(Refusal::Aborted(_)) => {}
+            Err(Refusal::Short(short)) => v.shortfalls.push(Shortfall { fits_otherwise: reasons.is_empty(), ..short }),
             Ok(()) if reasons.is_empty() => v.nodes_fit.push(node_name),
             Ok(()) => v.devices_only.push((node_name, reasons)),
         }

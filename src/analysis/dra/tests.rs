@@ -352,3 +352,43 @@ fn admin_access_reaches_held_devices_and_holds_none() {
     assert_eq!(index.dra().gpus(&Sym::new("a")).map(|g| (g.allocated, g.whole_free)), Some((0, 2)));
     assert_eq!(judge(&snap).nodes_fit, [Sym::new("a")]);
 }
+
+/// Two things the scheduler's allocator does that a reading of the API
+/// would not guess (both found by the DRA oracle): a request for all
+/// devices that meets one breaking the claim's constraint is an error that
+/// ends the attempt, not a way that fails; and distinctAttribute compares a
+/// device with the other requests' devices, and with its own request's last.
+#[test]
+fn all_meeting_a_constraint_aborts_and_distinct_compares_across_requests() {
+    let root = Sym::new("resource.kubernetes.io/pcieRoot");
+    let constraint = |distinct| vec![DeviceConstraint { requests: Box::new([]), attribute: root.clone(), distinct }];
+    let same = || {
+        vec![slice("same", vec![gpu_on_root("gpu-0", "U0", "pci0000:15"), gpu_on_root("gpu-1", "U1", "pci0000:15")])]
+    };
+    let mut all = exact("gpu.nvidia.com", 1);
+    all.amount = Amount::All;
+    let v = judge(&world(same(), vec![], claim_of(vec![("gpus", all)], constraint(true))));
+    assert!(v.blocks() && v.nodes_fit.is_empty(), "{v:?}");
+    assert_eq!(
+        v.aborted,
+        [
+            "claim ml/wants, request gpus: cannot add device gpu.nvidia.com/same/gpu-1 because a claim constraint would not be satisfied"
+        ]
+    );
+    // Three GPUs on two roots, one request for three with distinct roots:
+    // 15, b1, then 15 again is compared with b1 only, and the scheduler takes it.
+    let three = vec![slice(
+        "three",
+        vec![
+            gpu_on_root("gpu-0", "U0", "pci0000:15"),
+            gpu_on_root("gpu-1", "U1", "pci0000:b1"),
+            gpu_on_root("gpu-2", "U2", "pci0000:15"),
+        ],
+    )];
+    let v =
+        judge(&world(three.clone(), vec![], claim_of(vec![("gpus", exact("gpu.nvidia.com", 3))], constraint(true))));
+    assert_eq!(v.nodes_fit, [Sym::new("three")]);
+    // Across two requests the values are compared.
+    let two = claim_of(vec![("a", exact("gpu.nvidia.com", 1)), ("b", exact("gpu.nvidia.com", 1))], constraint(true));
+    assert_eq!(judge(&world(same(), vec![], two)).nodes_fit, Vec::<Sym>::new());
+}

@@ -64,6 +64,20 @@ pub(super) fn report(pod: &Pod, v: &ClaimsVerdict) -> StepReport {
                 .into(),
         );
         (Verdict::Block, format!("a device selector {kind}: the scheduler aborts each attempt"))
+    } else if let Some(error) = v.aborted.first() {
+        details.push(format!("scheduler: {error}"));
+        details.push(
+            "a request for all matching devices met one that breaks the claim's constraint: the scheduler stops with an error there, it does not try another alternative or node"
+                .into(),
+        );
+        details.push(
+            "unblock: narrow the request's selectors so every device it matches keeps the constraint, or drop the constraint"
+                .into(),
+        );
+        (
+            Verdict::Block,
+            "a request for all devices breaks the claim's constraint: the scheduler aborts each attempt".into(),
+        )
     } else if let Some(class) = v.missing_classes.first().filter(|_| v.nodes_fit.is_empty()) {
         commands.push("kubectl get deviceclasses".into());
         details.push(format!("unblock: create DeviceClass {class} (or name an existing one)"));
