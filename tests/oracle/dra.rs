@@ -474,7 +474,7 @@ pub async fn run_dra_case(client: &kube::Client, snapshots: &Snapshots, n: u32, 
                 if aborted {
                     ABORTED.fetch_add(1, Ordering::SeqCst);
                 }
-                if aborted != !v.aborted.is_empty() {
+                if aborted == v.aborted.is_empty() {
                     Some(format!("refused ({message}); kgpu's allocator errors: {:?}", v.aborted))
                 } else if !aborted && !v.nodes_fit.is_empty() {
                     Some(format!("refused ({message}); kgpu: fits on {:?}", v.nodes_fit))
