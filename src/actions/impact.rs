@@ -91,6 +91,47 @@ pub(super) fn add_pods(index: &Index<'_>, victims: &[&Pod], impact: &mut Impact)
         impact.gpu_hours += lost_work::of(index, &members).gpu_hours;
         impact.gangs.push(format!("{} {}/{}", g.kind.kind_name(), g.namespace, g.name));
     }
+    impact.warnings.extend(claims_left_behind(index, victims));
+}
+
+/// What becomes of the DRA claims the pods use, as the resource-claim
+/// controller decides once they are gone: a claim made for a pod from a
+/// template goes with it (its replacement gets one anew, anywhere); a shared
+/// claim is deallocated when its last consumer goes, but while a pod this
+/// action leaves still uses it, it stays allocated on its node, and a
+/// replacement that uses it can run only there.
+fn claims_left_behind(index: &Index<'_>, victims: &[&Pod]) -> Vec<String> {
+    let going: BTreeSet<PodKey> = victims.iter().map(|p| p.key()).collect();
+    let mut pinned: Vec<String> = Vec::new();
+    for p in victims {
+        for state in index.dra().pod_claims(p) {
+            let crate::analysis::dra::PodClaimState::Found(_, claim) = state else { continue };
+            if claim.owner_pod.is_some() || !claim.is_allocated() {
+                continue;
+            }
+            let staying: Vec<&str> = claim
+                .reserved_for
+                .iter()
+                .filter(|name| !going.contains(&PodKey::new(claim.namespace.as_str(), name)))
+                .map(|name| &**name)
+                .collect();
+            if staying.is_empty() {
+                continue;
+            }
+            let node = claim.allocated_node.as_ref().map_or_else(|| "its node".to_string(), |n| n.to_string());
+            let line = format!(
+                "shared claim {}/{} stays allocated on {node} while {} use(s) it: a replacement of {} that uses it can only run on {node}",
+                claim.namespace,
+                claim.name,
+                staying.join(", "),
+                p.name
+            );
+            if !pinned.contains(&line) {
+                pinned.push(line);
+            }
+        }
+    }
+    pinned
 }
 
 /// What a line of the blast radius is, for the one who draws it.
@@ -180,6 +221,88 @@ mod tests {
         assert!((i.gpu_hours - want).abs() < 1e-9, "{}", i.gpu_hours);
         assert!(i.warnings[0].contains("bare"));
         assert!(i.kubectl.iter().any(|k| k.starts_with("kubectl drain n1 --ignore-daemonsets")));
+    }
+
+    /// A shared claim goes with its last consumer; while a pod the drain
+    /// leaves (here a DaemonSet's) still uses it, it stays on the node.
+    #[test]
+    fn a_shared_claim_a_pod_left_behind_still_uses_pins_the_replacements() {
+        use crate::model::dra::{AllocatedDevice, Device, ResourceClaim, ResourceSlice};
+        use crate::model::{ClaimSource, DraObject, PodClaim};
+        let shared = || {
+            Box::new([PodClaim {
+                name: Sym::new("gpu"),
+                source: ClaimSource::Claim("team-gpus".into()),
+                generated: None,
+            }]) as Box<[PodClaim]>
+        };
+        let drain = |with_monitor: bool| {
+            let mut c = Cluster::new(SourceInfo { kind: SourceKind::Demo, name: "t".into() });
+            c.apply(ModelEvent::Upsert(Object::Node(node("n1").build())));
+            let mut serve = pod("serve").on("n1").running().owner("ReplicaSet", "serve-7d9").build();
+            serve.claims = shared();
+            let mut monitor = pod("monitor").on("n1").running().owner("DaemonSet", "gpu-monitor").build();
+            monitor.claims = shared();
+            let mut reserved: Vec<std::sync::Arc<str>> = vec!["serve".into()];
+            c.apply(ModelEvent::Upsert(Object::Pod(serve)));
+            if with_monitor {
+                c.apply(ModelEvent::Upsert(Object::Pod(monitor)));
+                reserved.push("monitor".into());
+            }
+            let gpu = Device {
+                name: Sym::new("gpu-0"),
+                attributes: Box::new([(
+                    Sym::new("gpu.nvidia.com/type"),
+                    crate::model::dra::AttributeValue::String("gpu".into()),
+                )]),
+                capacity: Box::new([]),
+                taints: Box::new([]),
+                consumes: Box::new([]),
+            };
+            let objects = [
+                DraObject::Slice(ResourceSlice {
+                    name: "n1-gpu".into(),
+                    driver: Sym::new("gpu.nvidia.com"),
+                    pool: Sym::new("n1"),
+                    pool_generation: 1,
+                    slice_count: 1,
+                    node: Some(Sym::new("n1")),
+                    devices: Box::new([gpu]),
+                    shared_counters: Box::new([]),
+                }),
+                DraObject::Claim(ResourceClaim {
+                    namespace: Sym::new("default"),
+                    name: "team-gpus".into(),
+                    template: false,
+                    requests: Box::new([]),
+                    constraints: Box::new([]),
+                    allocated: Box::new([AllocatedDevice {
+                        request: Sym::new("gpu"),
+                        driver: Sym::new("gpu.nvidia.com"),
+                        pool: Sym::new("n1"),
+                        device: Sym::new("gpu-0"),
+                        admin_access: false,
+                    }]),
+                    allocated_node: Some(Sym::new("n1")),
+                    reserved_for: reserved.into_boxed_slice(),
+                    owner_pod: None,
+                    deleting: false,
+                    created: 0,
+                }),
+            ];
+            c.apply_all(objects.into_iter().map(|o| ModelEvent::Upsert(Object::Dra(o))));
+            let snap = c.snapshot();
+            let index = Index::build(&snap, 7200);
+            Action::Drain { node: Sym::new("n1"), gpu_only: false, force: true }.impact(&index)
+        };
+        let i = drain(true);
+        assert_eq!(
+            i.warnings,
+            [
+                "shared claim default/team-gpus stays allocated on n1 while monitor use(s) it: a replacement of serve that uses it can only run on n1"
+            ]
+        );
+        assert!(drain(false).warnings.is_empty(), "its last consumer gone, the claim is deallocated");
     }
 
     #[test]
