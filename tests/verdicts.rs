@@ -421,7 +421,7 @@ fn dra_gpus_are_counted_and_claims_judged_as_the_scheduler_did() {
         assert_eq!(p["blockingStep"], "claims", "{name}: {p}");
         assert_eq!(p["agreesWithScheduler"], true, "{name}: {}", p["schedulerMessage"]);
     }
-    assert!(pending(&doc, "wants-four")["summary"].as_str().unwrap().contains("none enough free"));
+    assert!(pending(&doc, "wants-four")["summary"].as_str().unwrap().contains("too few free devices"));
     assert!(pending(&doc, "wants-h200")["summary"].as_str().unwrap().contains("no published device matches"));
     assert!(pending(&doc, "wants-four")["shape"].as_str().unwrap().starts_with("1×4"));
     let why_mig = why("dra/cluster.yaml", "ml/wants-mig-profile");
@@ -470,8 +470,8 @@ fn dra_partitions_constraints_and_admin_access_are_judged_as_the_scheduler_did()
     let summary = |name: &str| summaries.iter().find(|(n, _)| n == name).map(|(_, s)| s.clone()).unwrap();
     assert_eq!(summaries.len(), 5, "{summaries:?}");
     assert!(summary("wants-3g-and-four-1g").contains("shared counters"), "{summaries:?}");
-    assert!(summary("wants-pair-same-root").contains("one value of resource.kubernetes.io/pcieRoot"));
-    assert!(summary("wants-pair-distinct-roots").contains("a different resource.kubernetes.io/pcieRoot each"));
+    assert!(summary("wants-pair-same-root").contains("share one resource.kubernetes.io/pcieRoot"));
+    assert!(summary("wants-pair-distinct-roots").contains("differ in resource.kubernetes.io/pcieRoot"));
     let two = why(CASE, "ml/wants-two-3g");
     assert!(two.contains("wants 2, 2 match, 1 free (1 more not free: a partition of the same GPU is held)"), "{two}");
     assert!(why(CASE, "ml/wants-whole-gpu").contains("wants 1, 1 match, 0 free"));

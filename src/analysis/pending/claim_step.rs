@@ -161,18 +161,29 @@ pub(super) fn report(pod: &Pod, v: &ClaimsVerdict) -> StepReport {
     }
 }
 
-/// What the nodes short of devices have in common, as the headline says it.
+/// What the nodes short of devices have in common, as the headline says it:
+/// the cause first (a narrow Pending row shows the start), then the
+/// scheduler's words.
 fn short_summary(shorts: &[&Shortfall]) -> String {
+    const SAID: &str = "cannot allocate all claims";
     let matching = shorts.iter().filter(|s| s.matching > 0).count();
     match shorts.first().and_then(|s| s.together.as_ref()) {
         Some(why) if shorts.iter().all(|s| s.together.is_some()) => {
-            format!("cannot allocate all claims: {} ({} node(s))", together(why), shorts.len())
+            let cause = match why {
+                Together::Constraint { attribute, distinct: false } => {
+                    format!("no free devices share one {attribute} (matchAttribute)")
+                }
+                Together::Constraint { attribute, distinct: true } => {
+                    format!("no free devices differ in {attribute} (distinctAttribute)")
+                }
+                Together::Counters => "the GPU's shared counters run out (its partitions overlap)".into(),
+                Together::Overlap => "the requests want the same devices".into(),
+                Together::SearchLimit => "kgpu stopped searching after 100,000 tries".into(),
+            };
+            format!("{cause} on {} node(s) — {SAID}", shorts.len())
         }
-        _ if matching == 0 => "cannot allocate all claims: no published device matches the class and selectors".into(),
-        _ => format!(
-            "cannot allocate all claims: {matching} node(s) have matching devices, none enough free ({} short)",
-            shorts.len()
-        ),
+        _ if matching == 0 => format!("no published device matches the class and selectors — {SAID}"),
+        _ => format!("too few free devices on the {matching} node(s) with matching ones — {SAID}"),
     }
 }
 

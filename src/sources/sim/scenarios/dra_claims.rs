@@ -23,7 +23,7 @@ pub const SCENARIO: Scenario = Scenario {
     name: "dra-claims",
     title: "GPUs through DRA, and a claim no device matches",
     story: "Three H100 nodes publish their GPUs through NVIDIA's DRA driver (ResourceSlices), two still use the device plugin. The new llm-serve deployment's ResourceClaimTemplate asks for productName == 'NVIDIA H200'; 18 GPUs sit free, 10 of them on the DRA nodes.",
-    signal: "ml/llm-serve blocked at the claims step: cannot allocate all claims, no published device matches the class and selectors",
+    signal: "ml/llm-serve blocked at the claims step: no published device matches the class and selectors — cannot allocate all claims",
     manifests: include_str!("../../../../assets/scenarios/dra-claims/scenario.yaml"),
     build,
 };
