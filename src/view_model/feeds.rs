@@ -160,42 +160,45 @@ fn data_age(feed: Feed, status: &FeedStatus, now: Timestamp, source: SourceKind)
 /// than kgpu prefers, one per version: `feeds resourceslices, deviceclasses:
 /// read as resource.k8s.io/v1beta1 (this server does not serve a newer one)`.
 pub fn older_api_lines(feeds: &[FeedHealth]) -> Vec<String> {
-    let mut versions: Vec<(&Sym, Vec<&str>)> = Vec::new();
-    for h in feeds {
-        if let Some(version) = &h.older_api {
-            match versions.iter_mut().find(|(v, _)| *v == version) {
-                Some((_, names)) => names.push(h.feed.name()),
-                None => versions.push((version, vec![h.feed.name()])),
-            }
-        }
-    }
-    versions
-        .into_iter()
-        .map(|(version, names)| {
-            let which = if names.len() == 1 { "feed" } else { "feeds" };
-            format!("{which} {}: read as {version} (this server does not serve a newer one)", names.join(", "))
-        })
-        .collect()
+    lines_by(
+        feeds,
+        |h| h.older_api.as_ref().map(|v| v.as_str()),
+        |version| format!("read as {version} (this server does not serve a newer one)"),
+    )
 }
 
 /// The lines `snapshot` text gives the feeds listed by pages because the
 /// server refused to stream them, one per refusal (a server that cannot
 /// stream refuses every feed alike).
 pub fn pages_lines(feeds: &[FeedHealth]) -> Vec<String> {
-    let mut refusals: Vec<(&str, Vec<&str>)> = Vec::new();
+    lines_by(
+        feeds,
+        |h| h.listed_by().and_then(|(_, why)| why),
+        |why| format!("listed by pages (the API server refused a streamed list: {why})"),
+    )
+}
+
+/// One line per value `of` gives some feed, naming the feeds that share it:
+/// `feeds nodes, pods: {said(value)}`.
+fn lines_by<'a>(
+    feeds: &'a [FeedHealth],
+    of: impl Fn(&'a FeedHealth) -> Option<&'a str>,
+    said: impl Fn(&str) -> String,
+) -> Vec<String> {
+    let mut groups: Vec<(&str, Vec<&str>)> = Vec::new();
     for h in feeds {
-        if let Some((_, Some(why))) = h.listed_by() {
-            match refusals.iter_mut().find(|(w, _)| *w == why) {
+        if let Some(value) = of(h) {
+            match groups.iter_mut().find(|(v, _)| *v == value) {
                 Some((_, names)) => names.push(h.feed.name()),
-                None => refusals.push((why, vec![h.feed.name()])),
+                None => groups.push((value, vec![h.feed.name()])),
             }
         }
     }
-    refusals
+    groups
         .into_iter()
-        .map(|(why, names)| {
+        .map(|(value, names)| {
             let which = if names.len() == 1 { "feed" } else { "feeds" };
-            format!("{which} {}: listed by pages (the API server refused a streamed list: {why})", names.join(", "))
+            format!("{which} {}: {}", names.join(", "), said(value))
         })
         .collect()
 }
