@@ -511,3 +511,94 @@ pub async fn run_dra_case(client: &kube::Client, snapshots: &Snapshots, n: u32, 
         ))
     }
 }
+
+/// A shared claim already reserved for 256 pods (`status.reservedFor`'s
+/// limit, written as the scheduler writes it): the 1.36 scheduler picks a
+/// node for the next pod, then its PreBind cannot add the pod to the claim
+/// (the API server refuses a 257th entry); kgpu blocks it at the claims step,
+/// agreeing.
+pub async fn a_claim_serving_256_pods_takes_no_more(
+    client: &kube::Client,
+    snapshots: &Snapshots,
+) -> Result<(), String> {
+    let (n, ns) = (99_999, "dra-full");
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let ns_obj = serde_json::from_value(json!({"metadata": {"name": ns}})).unwrap();
+    namespaces.create(&PostParams::default(), &ns_obj).await.map_err(|e| format!("namespace: {e}"))?;
+    let nodes: Api<Node> = Api::all(client.clone());
+    nodes
+        .create(&PostParams::default(), &serde_json::from_value(node_json(n, 0)).unwrap())
+        .await
+        .map_err(|e| e.to_string())?;
+    let slices = dra_api(client, "ResourceSlice", "resourceslices", None);
+    let node = DraNode { gpus: vec![Gpu { product: 0, root: 0, tainted: false }], partitioned: None };
+    for doc in slices_json(n, 0, &node) {
+        slices
+            .create(&PostParams::default(), &serde_json::from_value(doc).unwrap())
+            .await
+            .map_err(|e| e.to_string())?;
+    }
+    let one = Claim {
+        requests: vec![Request {
+            first: Exact { profile: None, count: Some(1), select: None },
+            fallback: None,
+            admin: false,
+        }],
+        constraint: None,
+    };
+    let claims_api = dra_api(client, "ResourceClaim", "resourceclaims", Some(ns));
+    claims_api
+        .create(&PostParams::default(), &serde_json::from_value(claim_json(ns, 0, &one)).unwrap())
+        .await
+        .map_err(|e| e.to_string())?;
+    let name = node_name(n, 0);
+    let reserved: Vec<Value> = (0..256)
+        .map(|i| json!({"resource": "pods", "name": format!("serve-{i}"), "uid": format!("00000000-0000-4000-8000-{i:012}")}))
+        .collect();
+    let status = json!({"status": {
+        "allocation": {
+            "devices": {"results": [{"request": "r0", "driver": DRIVER, "pool": name, "device": "gpu-0"}]},
+            "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": [name]}]}]},
+        },
+        "reservedFor": reserved,
+    }});
+    claims_api
+        .patch_status("c0", &kube::api::PatchParams::default(), &kube::api::Patch::Merge(status))
+        .await
+        .map_err(|e| format!("claim status: {e}"))?;
+    kgpu_sees(snapshots, "the full claim", |s| {
+        s.dra
+            .values()
+            .any(|o| matches!(&**o, DraObject::Claim(c) if c.namespace.as_str() == ns && c.reserved_for.len() == 256))
+    })
+    .await?;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    pods.create(&PostParams::default(), &serde_json::from_value(pod_json(n, ns, 0)).unwrap())
+        .await
+        .map_err(|e| e.to_string())?;
+    let key = PodKey::new(ns, "p0");
+    let result = match outcome(&pods, "p0").await? {
+        Outcome::Bound(node) => Err(format!("the scheduler bound the 257th pod to {node}")),
+        Outcome::Refused(message) => {
+            let snap =
+                kgpu_sees(snapshots, "the refusal", |s| s.pods.get(&key).is_some_and(|p| p.unschedulable.is_some()))
+                    .await?;
+            let v = kgpu_claims(&snap, &key, false)?;
+            let a = analysis::analyze(&snap, snap.clock, &Thresholds::default());
+            let item = analysis::pending::find(&a.pending, ns, "p0");
+            if !message.contains("Too many: 257") {
+                Err(format!("the scheduler said: {message}"))
+            } else if v.claims_full != ["c0"] || item.is_none_or(|i| i.agrees_with_scheduler != Some(true)) {
+                Err(format!("refused ({message}); kgpu: {:?}, {:?}", v.claims_full, item.map(|i| &i.summary)))
+            } else {
+                Ok(())
+            }
+        }
+    };
+    let now = DeleteParams { grace_period_seconds: Some(0), ..Default::default() };
+    let _ = pods.delete_collection(&now, &ListParams::default()).await;
+    let _ = claims_api.delete_collection(&now, &ListParams::default()).await;
+    let _ = nodes.delete(&name, &DeleteParams::default()).await;
+    let _ = slices.delete_collection(&DeleteParams::default(), &ListParams::default()).await;
+    result
+}

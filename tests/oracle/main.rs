@@ -596,6 +596,7 @@ fn kgpu_predicts_what_the_dra_allocator_decides() {
     let h = Harness::on(cp);
     let (rt, client, snapshots) = (&h.rt, &h.client, &h.snapshots);
     rt.block_on(dra::create_classes(client));
+    rt.block_on(dra::a_claim_serving_256_pods_takes_no_more(client, snapshots)).unwrap();
     let (cases, _) = campaign(
         "KGPU_ORACLE_DRA_CASES",
         40,

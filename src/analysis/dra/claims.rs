@@ -15,6 +15,10 @@ pub use super::allocate::{Refusal, Shortfall, Together};
 use super::cel::{SelectorError, Selectors};
 use super::{PodClaimState, SliceDevice};
 
+/// How many pods a claim's `status.reservedFor` may name
+/// (`ResourceClaimReservedForMaxSize`): a shared claim serves at most these.
+pub const RESERVED_FOR_MAX: usize = 256;
+
 /// Why a pod's claims cannot be allocated anywhere yet, before any node.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Unresolved {
@@ -48,6 +52,9 @@ pub struct ClaimsVerdict {
     /// Selectors that do not compile or fail on a device: the scheduler
     /// fails the attempt on them.
     pub selector_errors: Vec<(String, SelectorError)>,
+    /// Shared claims already reserved for as many pods as a claim can serve
+    /// ([`RESERVED_FOR_MAX`]), none of them this one: it waits for one to go.
+    pub claims_full: Vec<String>,
     /// The scheduler's allocator stops with an error on some node the pod
     /// fits otherwise (All meeting a device that breaks a constraint): every
     /// attempt fails, whatever other nodes offer.
@@ -62,6 +69,7 @@ impl ClaimsVerdict {
             || (self.allocated_on.is_none() && self.nodes_fit.is_empty())
             || !self.selector_errors.is_empty()
             || !self.aborted.is_empty()
+            || !self.claims_full.is_empty()
     }
 }
 
@@ -79,8 +87,13 @@ pub fn verdict(index: &Index<'_>, selectors: &mut Selectors, pod: &Pod) -> Optio
             PodClaimState::Found(_, claim) => {
                 v.claims.push(claim.name.to_string());
                 v.gpus += ix.gpus_asked(selectors, claim);
+                let reserved_here = claim.reserved_for.iter().any(|p| **p == *pod.name);
                 if claim.deleting {
                     v.unresolved.push(Unresolved::Deleting { claim: claim.name.to_string() });
+                } else if claim.is_allocated() && claim.reserved_for.len() >= RESERVED_FOR_MAX && !reserved_here {
+                    // The scheduler's PreBind fails to add it (1.36; its
+                    // PreFilter said `resourceclaim in use` before).
+                    v.claims_full.push(claim.name.to_string());
                 } else if claim.is_allocated() {
                     allocated.push(claim);
                 } else {

@@ -392,3 +392,20 @@ fn all_meeting_a_constraint_aborts_and_distinct_compares_across_requests() {
     let two = claim_of(vec![("a", exact("gpu.nvidia.com", 1)), ("b", exact("gpu.nvidia.com", 1))], constraint(true));
     assert_eq!(judge(&world(same(), vec![], two)).nodes_fit, Vec::<Sym>::new());
 }
+
+/// A shared claim serves at most 256 pods (`status.reservedFor`); the next
+/// one waits, as the scheduler's PreFilter says: `resourceclaim in use`.
+#[test]
+fn a_shared_claim_reserved_for_256_pods_takes_no_more() {
+    let reserved = |n: usize| {
+        let mut c = claim("shared", vec![exact("gpu.nvidia.com", 1)], &[("b", "gpu-0")]);
+        c.reserved_for = (0..n).map(|i| std::sync::Arc::from(format!("serve-{i}").as_str())).collect();
+        c
+    };
+    let v = judge(&world(vec![slice("b", vec![gpu_on_root("gpu-0", "U1", "r")])], vec![], reserved(256)));
+    assert_eq!(v.claims_full, ["shared"]);
+    assert!(v.blocks());
+    let v = judge(&world(vec![slice("b", vec![gpu_on_root("gpu-0", "U1", "r")])], vec![], reserved(255)));
+    assert!(v.claims_full.is_empty() && !v.blocks(), "{v:?}");
+    assert_eq!(v.allocated_on, Some(Sym::new("b")));
+}

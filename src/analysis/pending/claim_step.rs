@@ -64,6 +64,14 @@ pub(super) fn report(pod: &Pod, v: &ClaimsVerdict) -> StepReport {
                 .into(),
         );
         (Verdict::Block, format!("a device selector {kind}: the scheduler aborts each attempt"))
+    } else if let Some(claim) = v.claims_full.first() {
+        details.push(format!(
+            "ResourceClaim {claim} is reserved for {} pods, the most one claim can serve: the scheduler picks a node, then cannot add the pod to the claim (its PreBind fails on the API server's limit; before 1.36 its PreFilter said `resourceclaim in use`), and tries again until one of them goes",
+            crate::analysis::dra::claims::RESERVED_FOR_MAX
+        ));
+        details.push("unblock: give some of its pods a claim of their own (a ResourceClaimTemplate)".into());
+        commands.push(format!("kubectl get resourceclaim {claim} {ns} -o jsonpath='{{.status.reservedFor[*].name}}'"));
+        (Verdict::Block, format!("ResourceClaim {claim} already serves the most pods a claim can (256)"))
     } else if let Some(error) = v.aborted.first() {
         details.push(format!("scheduler: {error}"));
         details.push(
@@ -205,9 +213,12 @@ fn together(why: &Together) -> String {
 }
 
 /// What the DynamicResources plugin writes when a pod's claims cannot be
-/// allocated or its selectors fail (kube-scheduler v1.32–v1.36).
-const DRA_REASONS: [&str; 7] = [
+/// allocated, its selectors fail, or a claim cannot take one more pod
+/// (kube-scheduler v1.32–v1.36).
+const DRA_REASONS: [&str; 9] = [
     "cannot allocate all claims",
+    "resourceclaim in use",
+    "running PreBind plugin \"DynamicResources\"",
     "resourceclaim not available on the node",
     "timed out trying to allocate devices",
     "is in the process of being allocated",
