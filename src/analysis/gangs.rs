@@ -106,7 +106,9 @@ fn summarize(index: &Index<'_>, key: &GangKey, gang: &Gang) -> GangSummary {
     let mut per_node: BTreeMap<Sym, u64> = BTreeMap::new();
     for p in &placed_pods {
         if let Some(n) = p.node.clone() {
-            *per_node.entry(n).or_default() += p.requests.gpu + p.requests.mig_total();
+            // GPUs held through DRA claims count as the device plugin's do.
+            let dra = index.dra().held_by(p);
+            *per_node.entry(n).or_default() += p.requests.gpu + p.requests.mig_total() + dra.gpus + dra.slices;
         }
     }
     let state = if gang.is_finished() {

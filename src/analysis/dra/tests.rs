@@ -409,3 +409,37 @@ fn a_shared_claim_reserved_for_256_pods_takes_no_more() {
     assert!(v.claims_full.is_empty() && !v.blocks(), "{v:?}");
     assert_eq!(v.allocated_on, Some(Sym::new("b")));
 }
+
+/// A gang whose placed members hold GPUs through claims: those GPUs are
+/// what it holds idle while the rest cannot be placed.
+#[test]
+fn a_partly_placed_gang_holds_the_gpus_of_its_members_claims_idle() {
+    use crate::model::build::podgroup;
+    let mut placed = pod("train-0").ns("ml").on("a").running().group("train").build();
+    placed.claims = Box::new([PodClaim {
+        name: Sym::new("gpu"),
+        source: ClaimSource::Claim("train-0-gpus".into()),
+        generated: None,
+    }]);
+    let waiting = pod("train-1").ns("ml").group("train").build();
+    let mut gang = podgroup("train", 2, 0).build();
+    gang.namespace = Sym::new("ml");
+    let snap = snapshot(vec![node("a").build()], vec![placed, waiting], vec![gang], 0);
+    let mut c = crate::model::Cluster::new(snap.source.clone());
+    c.apply_all(snap.nodes.values().map(|n| ModelEvent::Upsert(Object::Node((**n).clone()))));
+    c.apply_all(snap.pods.values().map(|p| ModelEvent::Upsert(Object::Pod((**p).clone()))));
+    c.apply_all(snap.gangs.values().map(|g| ModelEvent::Upsert(Object::Gang((**g).clone()))));
+    let mut held = claim("train-0-gpus", vec![exact("gpu.nvidia.com", 2)], &[("a", "gpu-0"), ("a", "gpu-1")]);
+    held.reserved_for = Box::new(["train-0".into()]);
+    let objects = [
+        slice("a", vec![gpu_on_root("gpu-0", "U0", "r"), gpu_on_root("gpu-1", "U1", "r")]),
+        class("gpu.nvidia.com", "gpu"),
+        DraObject::Claim(held),
+    ];
+    c.apply_all(objects.into_iter().map(|o| ModelEvent::Upsert(Object::Dra(o))));
+    let snap = c.snapshot();
+    let gangs = crate::analysis::gangs::analyze(&Index::build(&snap, 0));
+    let train = gangs.iter().find(|g| &*g.key.name == "train").unwrap();
+    assert_eq!((train.placed, train.gpus_held_idle), (1, 2), "{train:?}");
+    assert_eq!(train.nodes, [(Sym::new("a"), 2)]);
+}
