@@ -421,7 +421,9 @@ fn dra_gpus_are_counted_and_claims_judged_as_the_scheduler_did() {
         assert_eq!(p["blockingStep"], "claims", "{name}: {p}");
         assert_eq!(p["agreesWithScheduler"], true, "{name}: {}", p["schedulerMessage"]);
     }
-    assert!(pending(&doc, "wants-four")["summary"].as_str().unwrap().contains("too few free devices"));
+    assert!(
+        pending(&doc, "wants-four")["summary"].as_str().unwrap().contains("no node has 4 matching devices (at most 2)")
+    );
     assert!(pending(&doc, "wants-h200")["summary"].as_str().unwrap().contains("no published device matches"));
     assert!(pending(&doc, "wants-four")["shape"].as_str().unwrap().starts_with("1×4"));
     let why_mig = why("dra/cluster.yaml", "ml/wants-mig-profile");
@@ -502,7 +504,7 @@ fn dra_partitions_constraints_and_admin_access_are_judged_as_the_scheduler_did()
         .collect();
     assert_eq!(placeable, ["1g.10gb@1", "1g.10gb@2", "1g.10gb@3", "1g.10gb@4", "3g.40gb@4", "1g.10gb@5", "1g.10gb@6"]);
     let text = kgpu(&["snapshot", "--file", &fixture(CASE), "--pane", "mig"]);
-    assert!(text.contains("DRA: held 1g.10gb ×1 · free 1g.10gb ×6, 3g.40gb ×1"), "{text}");
+    assert!(text.contains("DRA: held 1g.10gb ×1 · placeable 1g.10gb ×6, 3g.40gb ×1 (overlapping)"), "{text}");
 
     // A GPU partitioned on allocation has no mig.config to change.
     {

@@ -16,7 +16,8 @@ impl App {
 
     pub(super) fn refuse_read_only(&mut self) -> bool {
         if self.read_only {
-            self.notify("read-only: actions are disabled (started with --read-only)", true);
+            let why = self.read_only_why.clone().unwrap_or_else(|| "started with --read-only".into());
+            self.notify(format!("read-only: actions are disabled ({why})"), true);
         }
         self.read_only
     }

@@ -267,6 +267,8 @@ pub struct App {
     pub drill_scroll: u16,
     pub matrix_cell: (usize, usize),
     pub read_only: bool,
+    /// Why actions are off when not `--read-only` (offline files, a snapshot).
+    pub read_only_why: Option<String>,
     /// Actions started and not reported done yet.
     pub in_flight: Vec<InFlight>,
     /// The context looks like production: disruptive actions need their target typed.
@@ -315,6 +317,7 @@ impl App {
             drill_scroll: 0,
             matrix_cell: (0, 0),
             read_only,
+            read_only_why: None,
             in_flight: Vec::new(),
             production: false,
             next_action: 0,

@@ -278,6 +278,7 @@ impl Cockpit {
         // Before any update: a lesson's clock starts at the first.
         app.wall = crate::clock::wall_clock();
         app.tutor = self.tutor.map(|(lesson, mode)| Tutor::new(lesson, mode));
+        app.read_only_why = self.session.read_only_reason.clone();
         if let Some(why) = &self.session.read_only_reason {
             app.update(Msg::Notice { text: format!("read-only: {why}"), error: false }, views);
         }

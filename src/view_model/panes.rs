@@ -391,7 +391,12 @@ fn dra_mig_row(node: &crate::model::Node, n: &crate::analysis::fleet::NodeSummar
     }
     let counted = |m: &BTreeMap<Sym, usize>| m.iter().map(|(p, n)| format!("{p} ×{n}")).collect::<Vec<_>>().join(", ");
     let held_text = if held.is_empty() { "none held".to_string() } else { format!("held {}", counted(&held)) };
-    let free_text = if free.is_empty() { "nothing free".to_string() } else { format!("free {}", counted(&free)) };
+    let free_text = match (free.is_empty(), dynamic) {
+        (true, _) => "nothing free".to_string(),
+        // Placements, not instances: they overlap.
+        (false, true) => format!("placeable {} (overlapping)", counted(&free)),
+        (false, false) => format!("free {}", counted(&free)),
+    };
     let mut notes = Vec::new();
     for g in &n.dra_mig {
         let gpu = g.index.map_or_else(|| g.uuid.to_string(), |i| format!("GPU{i}"));

@@ -36,6 +36,9 @@ pub struct Shortfall {
     /// but a held partition of the same GPU does (by the pool's shared
     /// counters, or the GPU whole beside its MIG devices).
     pub partition_held: u64,
+    /// Of those matching, how many no claim holds but a device taint keeps
+    /// off (NoSchedule or NoExecute the request does not tolerate).
+    pub tainted: u64,
     /// The request's own selectors (the class's aside).
     pub selectors: Box<[Box<str>]>,
     /// Each request has enough on its own; together they do not.
@@ -48,7 +51,7 @@ pub struct Shortfall {
 /// Why a node cannot allocate a pod's claims.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Refusal {
-    Short(Shortfall),
+    Short(Box<Shortfall>),
     /// The scheduler's allocator stops with an error on this node, which
     /// fails the pod's whole attempt (its words).
     Aborted(String),
@@ -139,7 +142,7 @@ pub fn allocate_on(
         return Err(Refusal::Aborted(error));
     }
     if let Some(short) = alone {
-        return Err(Refusal::Short(short));
+        return Err(Refusal::Short(Box::new(short)));
     }
     if placed {
         return Ok(());
@@ -160,7 +163,7 @@ pub fn allocate_on(
     };
     let first = slots.first().and_then(|s| Some((s, s.alternatives.first()?)));
     match first {
-        Some((slot, alt)) => Err(Refusal::Short(shortfall(&search, slot, alt, Some(cause)))),
+        Some((slot, alt)) => Err(Refusal::Short(Box::new(shortfall(&search, slot, alt, Some(cause))))),
         None => Ok(()),
     }
 }
@@ -282,6 +285,14 @@ impl Search<'_, '_> {
                     && !self.free_alone(**d, alt.exact)
             })
             .count();
+        let tainted = alt
+            .matching
+            .iter()
+            .filter(|d| {
+                let device = &self.devices[**d];
+                self.ix.allocated_to(&device.id()).is_none() && !taints_allow(alt.exact, device)
+            })
+            .count();
         Shortfall {
             node,
             request: format!("{claim}/{}", alt.name),
@@ -293,6 +304,7 @@ impl Search<'_, '_> {
             matching: alt.matching.len() as u64,
             free: free as u64,
             partition_held: partition_held as u64,
+            tainted: tainted as u64,
             selectors: alt.exact.selectors.clone(),
             together,
             fits_otherwise: false,

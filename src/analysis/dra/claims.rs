@@ -151,7 +151,7 @@ pub fn verdict(index: &Index<'_>, selectors: &mut Selectors, pod: &Pod) -> Optio
                 }
             }
             Err(Refusal::Aborted(_)) => {}
-            Err(Refusal::Short(short)) => v.shortfalls.push(Shortfall { fits_otherwise: reasons.is_empty(), ..short }),
+            Err(Refusal::Short(short)) => v.shortfalls.push(Shortfall { fits_otherwise: reasons.is_empty(), ..*short }),
             Ok(()) if reasons.is_empty() => v.nodes_fit.push(node_name),
             Ok(()) => v.devices_only.push((node_name, reasons)),
         }

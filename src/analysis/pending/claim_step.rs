@@ -115,10 +115,13 @@ pub(super) fn report(pod: &Pod, v: &ClaimsVerdict) -> StepReport {
                     s.class,
                     s.matching,
                     s.free,
-                    if s.partition_held > 0 {
-                        format!(" ({} more not free: a partition of the same GPU is held)", s.partition_held)
-                    } else {
-                        String::new()
+                    match (s.partition_held, s.tainted) {
+                        (0, 0) => String::new(),
+                        (held, 0) => format!(" ({held} more not free: a partition of the same GPU is held)"),
+                        (0, tainted) => format!(" ({tainted} more kept off by a device taint the request does not tolerate)"),
+                        (held, tainted) => format!(
+                            " ({held} more not free: a partition of the same GPU is held; {tainted} kept off by a device taint)"
+                        ),
                     }
                 ),
                 Some(why) => format!("{}: devices match each request on their own, but {}", s.node, together(why)),
@@ -191,7 +194,20 @@ fn short_summary(shorts: &[&Shortfall]) -> String {
             format!("{cause} on {} node(s) — {SAID}", shorts.len())
         }
         _ if matching == 0 => format!("no published device matches the class and selectors — {SAID}"),
-        _ => format!("too few free devices on the {matching} node(s) with matching ones — {SAID}"),
+        // Never here, however much is freed: no node has that many.
+        _ if shorts.iter().all(|s| s.wanted.is_some_and(|w| s.matching < w)) => {
+            let most = shorts.iter().map(|s| s.matching).max().unwrap_or(0);
+            let wanted = shorts.iter().filter_map(|s| s.wanted).max().unwrap_or(0);
+            format!("no node has {wanted} matching devices (at most {most}) — {SAID}")
+        }
+        _ if shorts.iter().all(|s| s.partition_held > 0) => {
+            let nodes = names(shorts.iter().map(|s| s.node.to_string()));
+            format!("a held partition of the same GPU keeps the devices on {nodes} — {SAID}")
+        }
+        _ => {
+            let nodes = names(shorts.iter().map(|s| s.node.to_string()));
+            format!("too few free devices on {nodes} — {SAID}")
+        }
     }
 }
 

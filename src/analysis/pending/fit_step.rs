@@ -45,6 +45,17 @@ impl FitResult {
         {
             *first = format!("kubectl describe pod {} {}", ns_flag(&p.namespace), p.name);
         }
+        // A pod whose GPUs come through DRA claims: this step is the rest of
+        // the fit (the claims step judges the devices), and its GPUs are in
+        // ResourceSlices, not in the nodes' nvidia.com/gpu.
+        if pod.is_some_and(|p| !p.claims.is_empty()) {
+            if report.verdict == Verdict::Pass {
+                report.summary = format!("{}, its DRA devices aside (the claims step)", report.summary).into();
+            }
+            for c in report.commands.iter_mut().filter(|c| c.contains("nvidia\\.com/gpu")) {
+                *c = "kubectl get resourceslices -o wide".into();
+            }
+        }
         report
     }
 
