@@ -250,5 +250,8 @@ pub(super) fn cross_check(item: &mut super::PendingItem, v: &ClaimsVerdict) {
     if v.blocks() && DRA_REASONS.iter().any(|r| message.contains(r)) {
         item.agrees_with_scheduler = Some(true);
         item.disagreement = None;
+        // A plugin's error (`running "DynamicResources" filter plugin: …`)
+        // is no histogram, but the claims step read it.
+        item.scheduler_recognised = Some(true);
     }
 }
