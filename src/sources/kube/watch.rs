@@ -117,8 +117,8 @@ async fn run<K, C, A>(
 {
     let feed = d.feed;
     let versions: Vec<&'static str> = d.versions().collect();
-    let mut version = 0;
-    let (mut apis, mut convert) = at(versions[version]);
+    let mut served = 0;
+    let (mut apis, mut convert) = at(versions[served]);
     let mut failing_since: Option<i64> = None;
     let mut recheck = RECHECK_FIRST;
     let mut retry = RETRY_FIRST;
@@ -126,15 +126,15 @@ async fn run<K, C, A>(
         return;
     }
     loop {
-        let older = (version > 0).then(|| Sym::new(&d.api_version_at(versions[version])));
+        let older = (served > 0).then(|| Sym::new(&d.api_version_at(versions[served])));
         let e = match list(&apis.list, d, (liveness, &mut listing, older), convert, &tx).await {
             Err(Stop::Closed) => return,
             // Not served at this version: the next one at once; after the
             // last, the preferred one again next time, as for a missing CRD.
             Err(Stop::Failed(e)) if http_code(&e) == Some(404) && versions.len() > 1 => {
-                version = (version + 1) % versions.len();
-                (apis, convert) = at(versions[version]);
-                if version > 0 {
+                served = (served + 1) % versions.len();
+                (apis, convert) = at(versions[served]);
+                if served > 0 {
                     continue;
                 }
                 e
