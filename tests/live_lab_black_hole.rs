@@ -14,9 +14,11 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::Pod;
 use kgpu::analysis::{self, Thresholds};
 use kgpu::lab::cluster::Options;
-use kube::api::{Api, ListParams};
+use kgpu::sources::kube::manifest::KUBELET;
+use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use serde_json::json;
 use support::controlplane::ControlPlane;
-use support::kube::{client, eventually};
+use support::kube::{client, eventually, gpu_pod};
 
 fn phase(p: &Pod) -> &str {
     p.status.as_ref().and_then(|s| s.phase.as_deref()).unwrap_or("")
@@ -49,8 +51,25 @@ async fn the_black_hole_refuses_each_new_pod_and_kgpu_flags_it() {
 
     // Two pods the ReplicaSet made on the cluster, both sent to gpu-03 and
     // both refused there: the loop the story tells, not a single accident.
+    // Each change of the new pods' story is printed, so a failure shows where the loop stopped.
+    let last_story = std::sync::Mutex::new(String::new());
+    let started = std::time::Instant::now();
     let refused = eventually("two new pods refused at admission on gpu-03", Duration::from_secs(120), || async {
         let pods = serving.list(&ListParams::default()).await.ok()?.items;
+        let story: Vec<String> = pods
+            .iter()
+            .filter(|p| !exported.contains(p.metadata.name.as_deref().unwrap_or("")))
+            .map(|p| {
+                format!("{} on '{}' {} {}", p.metadata.name.as_deref().unwrap_or(""), node(p), phase(p), reason(p))
+            })
+            .collect();
+        let story = story.join("; ");
+        let mut last = last_story.lock().unwrap();
+        if *last != story {
+            eprintln!("{:>5.1}s new pods: [{story}]", started.elapsed().as_secs_f64());
+            *last = story;
+        }
+        drop(last);
         let refused: Vec<String> = pods
             .iter()
             .filter(|p| !exported.contains(p.metadata.name.as_deref().unwrap_or("")))
@@ -71,6 +90,22 @@ async fn the_black_hole_refuses_each_new_pod_and_kgpu_flags_it() {
         }
     }
     assert!(pods.iter().all(|p| phase(p) != "Running"), "a pod runs on the black hole");
+
+    // A GPU pod that KWOK started on gpu-03 before it had read the Stage (the
+    // scenario comes in one burst) is refused too, so the loop still starts.
+    let early = gpu_pod("started-before-the-stage", 1, json!({"nodeName": "gpu-03"}));
+    let mut early: Pod = early;
+    early.metadata.annotations = Some([(KUBELET.to_string(), "hold".to_string())].into());
+    serving.create(&PostParams::default(), &early).await.unwrap();
+    let running = json!({"status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}});
+    serving.patch_status("started-before-the-stage", &PatchParams::default(), &Patch::Merge(&running)).await.unwrap();
+    let released = json!({"metadata": {"annotations": {KUBELET: null}}});
+    serving.patch("started-before-the-stage", &PatchParams::default(), &Patch::Merge(&released)).await.unwrap();
+    eventually("the pod started before the Stage refused", Duration::from_secs(90), || async {
+        let p = serving.get("started-before-the-stage").await.ok()?;
+        (phase(&p) == "Failed" && reason(&p) == "UnexpectedAdmissionError").then_some(())
+    })
+    .await;
 
     // kgpu on the lab: gpu-03 flagged, its GPUs not counted free.
     let target = kgpu::sources::kube::client::Target { kubeconfig: Some(lab.kubeconfig.clone()), context: None };

@@ -357,7 +357,11 @@ pub(super) fn fault_stages(life: &Life, scenario: &str) -> Vec<Value> {
                         {"key": ".spec.nodeName", "operator": "In", "values": [node.as_str()]},
                         {"key": ".metadata.deletionTimestamp", "operator": "DoesNotExist"},
                         {"key": format!(".metadata.annotations[\"{KUBELET}\"]"), "operator": "DoesNotExist"},
-                        {"key": ".status.phase", "operator": "In", "values": ["Pending"]},
+                        // Running too: a pod that came before KWOK had read this Stage (a
+                        // scenario applied in one burst) was started by the ordinary
+                        // stage; refusing it now keeps the loop the story tells going.
+                        // The scenario's own running pods carry the kubelet annotation.
+                        {"key": ".status.phase", "operator": "In", "values": ["Pending", "Running"]},
                         {"key": format!(".spec.containers.[].resources.limits[\"{}\"]", keys::RESOURCE_GPU), "operator": "Exists"},
                     ]},
                     // Outweighs the ordinary pod-ready stage (weight 1): KWOK picks by weight.
