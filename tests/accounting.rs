@@ -189,6 +189,7 @@ fn dra_node(name: &str, gpus: u64, tainted: u64, held: u64, pods: &mut Vec<Pod>)
             allocated_node: Some(Sym::new(name)),
             reserved_for: Box::new([pod_name.as_str().into()]),
             owner_pod: None,
+            compute_domain: None,
             deleting: false,
             created: 0,
         }));

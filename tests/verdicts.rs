@@ -938,3 +938,98 @@ fn a_flavors_taints_and_node_labels_are_matched_against_the_pod_set_as_kueue_doe
         assert!(step(item, "quota")["details"].to_string().contains("flavor h200 doesn't match node affinity, untolerated taint {spot true NoSchedule <nil>} in flavor spot-h100"));
     }
 }
+
+const COMPUTE_DOMAIN: &str = "hand-made/compute-domain.yaml";
+
+/// The fixture with its objects changed by `edit`, as a file kgpu reads.
+fn edited(path: &str, name: &str, edit: impl Fn(&mut Vec<Value>)) -> (tempfile::TempDir, String) {
+    let mut dump: Value = serde_yaml::from_str(&std::fs::read_to_string(fixture(path)).unwrap()).unwrap();
+    edit(dump["items"].as_array_mut().unwrap());
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join(name);
+    std::fs::write(&file, serde_json::to_string(&dump).unwrap()).unwrap();
+    let file = file.to_str().unwrap().to_string();
+    (dir, file)
+}
+
+/// Pods bound to a Ready node whose channel claim NVIDIA's compute-domain
+/// plugin does not prepare: each says which domain, which node and why
+/// (daemon not Ready, not joined, the node still in a deleted domain, the
+/// domain deleted), with the kubelet's words where it wrote an event; the
+/// running worker and the IMEX daemons themselves are not pending work.
+#[test]
+fn pods_waiting_for_their_compute_domain_say_which_node_is_not_ready_and_why() {
+    let doc = snapshot(COMPUTE_DOMAIN, &[]);
+    assert_eq!(doc["feeds"]["dra computedomains"]["state"], "live", "{}", doc["feeds"]);
+    for (ns, name, says, fix) in [
+        (
+            "ml",
+            "nccl-worker-1",
+            "waits for ComputeDomain ml/nccl-cd: gb200-02's IMEX daemon is not Ready (1 of 2 joined node(s) Ready)",
+            "kubectl logs -n nvidia-dra-driver-gpu nccl-cd-5ln2h-w8f4d",
+        ),
+        (
+            "ml",
+            "nccl-worker-2",
+            "gb200-03 still belongs to ComputeDomain uid 0df751bf-10dd-485c-945f-b1a2cc4ae56d, which no longer exists",
+            "kubectl label node gb200-03 resource.nvidia.com/computeDomain-",
+        ),
+        (
+            "ml",
+            "nccl-worker-3",
+            "waits for ComputeDomain ml/nccl-cd: gb200-04's IMEX daemon has not joined",
+            "DaemonSet has no pod on gb200-04",
+        ),
+        (
+            "infer",
+            "vllm-decode-0",
+            "its ComputeDomain (uid 9a1f3c2d-4b5e-4f60-8a71-b2c3d4e5f607) no longer exists",
+            "a new domain of the same name is another one",
+        ),
+    ] {
+        let item =
+            pending_like(&doc, ns, name).unwrap_or_else(|| panic!("{ns}/{name} not pending: {}", doc["pending"]));
+        assert_eq!(item["blockingStep"], "start", "{ns}/{name}");
+        assert!(item["summary"].as_str().unwrap().contains(says), "{ns}/{name}: {}", item["summary"]);
+        assert!(item["unblock"].to_string().contains(fix), "{ns}/{name}: {}", item["unblock"]);
+        assert_eq!(step(item, "claims")["verdict"], "pass", "{ns}/{name}");
+    }
+    assert_eq!(doc["pending"].as_array().unwrap().len(), 4, "{}", doc["pending"]);
+    // The kubelet's own words where it wrote them.
+    let worker_1 = pending(&doc, "nccl-worker-1");
+    assert!(step(worker_1, "start").to_string().contains("current node not ready in ComputeDomain"), "{worker_1}");
+    // Header, pending pane and why agree.
+    assert_eq!(doc["fleet"]["totals"]["heldNotStarted"], 16);
+    let text = kgpu(&["snapshot", "--file", &fixture(COMPUTE_DOMAIN), "--pane", "pending"]);
+    assert!(text.contains("PENDING  4 item(s)"), "{text}");
+    let why = why(COMPUTE_DOMAIN, "ml/nccl-worker-1");
+    assert!(
+        why.contains("blocked at: start") && why.contains("kubectl get computedomain -n ml nccl-cd -o yaml"),
+        "{why}"
+    );
+
+    // A pod bound a moment ago is given the grace the daemon needs to start.
+    let (_dir, young) = edited(COMPUTE_DOMAIN, "young.json", |items| {
+        for item in items.iter_mut().filter(|i| i["metadata"]["name"] == "nccl-worker-3") {
+            let moment: Value = "2026-11-30T08:59:30Z".into();
+            item["metadata"]["creationTimestamp"] = moment.clone();
+            item["status"]["startTime"] = moment.clone();
+            item["status"]["conditions"][0]["lastTransitionTime"] = moment;
+        }
+    });
+    let doc = serde_json::from_str::<Value>(&kgpu(&["snapshot", "--file", &young, "-o", "json"])).unwrap();
+    assert!(pending_like(&doc, "ml", "nccl-worker-3").is_none(), "{}", doc["pending"]);
+    assert!(pending_like(&doc, "ml", "nccl-worker-1").is_some());
+
+    // Without NVIDIA's CRDs kgpu cannot read the domains: only the pod whose
+    // kubelet said so is listed, and it says kgpu cannot tell more.
+    let (_dir, unread) = edited(COMPUTE_DOMAIN, "unread.json", |items| items.retain(|i| i["kind"] != "ComputeDomain"));
+    let doc = serde_json::from_str::<Value>(&kgpu(&["snapshot", "--file", &unread, "-o", "json"])).unwrap();
+    let names: Vec<&str> = doc["pending"].as_array().unwrap().iter().filter_map(|p| p["name"].as_str()).collect();
+    assert_eq!(names, ["nccl-worker-1"], "{}", doc["pending"]);
+    assert!(
+        doc["pending"][0]["summary"].as_str().unwrap().contains("kgpu cannot read ComputeDomains: not installed"),
+        "{}",
+        doc["pending"][0]["summary"]
+    );
+}

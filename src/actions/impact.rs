@@ -286,6 +286,7 @@ mod tests {
                     allocated_node: Some(Sym::new("n1")),
                     reserved_for: reserved.into_boxed_slice(),
                     owner_pod: None,
+                    compute_domain: None,
                     deleting: false,
                     created: 0,
                 }),

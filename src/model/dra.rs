@@ -22,6 +22,7 @@ pub enum DraKind {
     DeviceClass,
     ResourceClaim,
     ResourceClaimTemplate,
+    ComputeDomain,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -30,6 +31,9 @@ pub enum DraObject {
     Class(DeviceClass),
     /// A claim, or a template's claim spec (its `spec.spec`).
     Claim(ResourceClaim),
+    /// NVIDIA's ComputeDomain (`resource.nvidia.com`): the IMEX domain a
+    /// multi-node NVLink workload's channel claims join.
+    Domain(ComputeDomain),
 }
 
 impl DraObject {
@@ -42,6 +46,9 @@ impl DraObject {
                 namespace: Some(c.namespace.clone()),
                 name: c.name.clone(),
             },
+            DraObject::Domain(d) => {
+                DraKey { kind: DraKind::ComputeDomain, namespace: Some(d.namespace.clone()), name: d.name.clone() }
+            }
         }
     }
 }
@@ -192,6 +199,9 @@ pub struct ResourceClaim {
     pub reserved_for: Box<[Arc<str>]>,
     /// The pod that owns it: a claim made from a template for that pod.
     pub owner_pod: Option<Arc<str>>,
+    /// The uid of the ComputeDomain whose IMEX channel it asks for (its
+    /// opaque `ComputeDomainChannelConfig`, as the domain's template writes it).
+    pub compute_domain: Option<Arc<str>>,
     pub deleting: bool,
     pub created: Timestamp,
 }
@@ -217,4 +227,44 @@ pub enum ClaimSource {
     Claim(Arc<str>),
     /// `resourceClaimTemplateName`: a claim made per pod.
     Template(Arc<str>),
+}
+
+/// The driver that prepares a ComputeDomain's channels on a node.
+pub const COMPUTE_DOMAIN_DRIVER: &str = "compute-domain.nvidia.com";
+
+/// A ComputeDomain: the nodes whose IMEX daemons broker GPU memory between
+/// a multi-node workload's pods. A pod's channel claim is allocated by the
+/// scheduler like any claim, but its node's kubelet plugin refuses to
+/// prepare it until that node's IMEX daemon is Ready in the domain: the
+/// pod waits in ContainerCreating, bound and not started.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ComputeDomain {
+    pub namespace: Sym,
+    pub name: Arc<str>,
+    pub uid: Arc<str>,
+    /// `spec.numNodes` (deprecated; 0 when the daemons start on their own).
+    pub num_nodes: u32,
+    /// The ResourceClaimTemplate its workloads name (`spec.channel.resourceClaimTemplate.name`).
+    pub template: Arc<str>,
+    /// `status.status`; None before the controller first wrote it.
+    pub ready: Option<bool>,
+    /// `status.nodes`: each node that joined, and whether its daemon is Ready.
+    pub nodes: Box<[DomainNode]>,
+    pub deleting: bool,
+    pub created: Timestamp,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DomainNode {
+    pub name: Sym,
+    pub ready: bool,
+    pub clique: Arc<str>,
+}
+
+impl ComputeDomain {
+    /// Whether `node`'s IMEX daemon is Ready in the domain; None when the
+    /// node has not joined it (its daemon has not reported).
+    pub fn node_ready(&self, node: &str) -> Option<bool> {
+        self.nodes.iter().find(|n| n.name.as_str() == node).map(|n| n.ready)
+    }
 }

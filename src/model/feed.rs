@@ -20,6 +20,7 @@ pub enum Feed {
     DeviceClasses,
     ResourceClaims,
     ResourceClaimTemplates,
+    ComputeDomains,
     PersistentVolumeClaims,
     PersistentVolumes,
     StorageClasses,
@@ -29,7 +30,7 @@ pub enum Feed {
 }
 
 impl Feed {
-    pub const ALL: [Feed; 21] = [
+    pub const ALL: [Feed; 22] = [
         Feed::Nodes,
         Feed::Pods,
         Feed::Events,
@@ -45,6 +46,7 @@ impl Feed {
         Feed::DeviceClasses,
         Feed::ResourceClaims,
         Feed::ResourceClaimTemplates,
+        Feed::ComputeDomains,
         Feed::PersistentVolumeClaims,
         Feed::PersistentVolumes,
         Feed::StorageClasses,
@@ -73,6 +75,7 @@ impl Feed {
             Feed::DeviceClasses => "dra deviceclasses",
             Feed::ResourceClaims => "dra resourceclaims",
             Feed::ResourceClaimTemplates => "dra resourceclaimtemplates",
+            Feed::ComputeDomains => "dra computedomains",
             Feed::PersistentVolumeClaims => "persistentvolumeclaims",
             Feed::PersistentVolumes => "persistentvolumes",
             Feed::StorageClasses => "storageclasses",

@@ -33,7 +33,9 @@ use std::sync::Arc;
 use imbl::OrdMap;
 
 pub use devices::{AgentStatus, Gpu, GpuHealth, MigInstance, MigMode, NodeDevices, XidEvent};
-pub use dra::{ClaimSource, DraKey, DraKind, DraObject, PodClaim, ResourceClaim};
+pub use dra::{
+    COMPUTE_DOMAIN_DRIVER, ClaimSource, ComputeDomain, DomainNode, DraKey, DraKind, DraObject, PodClaim, ResourceClaim,
+};
 pub use driver_policy::{DriverPolicy, DriverPolicyKind, DriverTarget, UpgradePolicy};
 pub use event::{ClusterEvent, EventKey, EventType};
 pub use feed::{Coverage, Feed, FeedProblem, FeedState, FeedStatus, Listing};
@@ -153,6 +155,7 @@ fn dra_feed(kind: DraKind) -> Feed {
         DraKind::DeviceClass => Feed::DeviceClasses,
         DraKind::ResourceClaim => Feed::ResourceClaims,
         DraKind::ResourceClaimTemplate => Feed::ResourceClaimTemplates,
+        DraKind::ComputeDomain => Feed::ComputeDomains,
     }
 }
 
@@ -531,7 +534,11 @@ impl Cluster {
             Feed::Agents => s.devices.clear(),
             // Usage is folded into its history, not replaced: see Resync.
             Feed::DcgmExporter => {}
-            Feed::ResourceSlices | Feed::DeviceClasses | Feed::ResourceClaims | Feed::ResourceClaimTemplates => {
+            Feed::ResourceSlices
+            | Feed::DeviceClasses
+            | Feed::ResourceClaims
+            | Feed::ResourceClaimTemplates
+            | Feed::ComputeDomains => {
                 s.dra = s
                     .dra
                     .iter()

@@ -212,6 +212,17 @@ pub const RESOURCE_CLAIM_TEMPLATE: Kind = Kind {
     crd: Some(DRA),
     convert: |v| dra(v, |t| convert::resource_claim_template(t).map(|t| Object::Dra(DraObject::Claim(t)))),
 };
+pub const COMPUTE_DOMAIN: Kind = Kind {
+    feed: Feed::ComputeDomains,
+    group: "resource.nvidia.com",
+    version: "v1beta1",
+    older: &[],
+    kind: "ComputeDomain",
+    plural: "computedomains",
+    namespaced: true,
+    crd: Some("the CRDs of NVIDIA's DRA Driver for GPUs (resource.nvidia.com/v1beta1)"),
+    convert: |v| convert::compute_domain(v).map(|d| Object::Dra(DraObject::Domain(d))),
+};
 pub const PERSISTENT_VOLUME_CLAIM: Kind = Kind {
     feed: Feed::PersistentVolumeClaims,
     group: "",
@@ -256,7 +267,7 @@ pub const NAMESPACE: Kind = Kind {
     crd: None,
     convert: |v| typed(v, |n| convert::namespace(n).map(Object::Namespace)),
 };
-pub const KINDS: [&Kind; 19] = [
+pub const KINDS: [&Kind; 20] = [
     &NODE,
     &POD,
     &EVENT,
@@ -272,6 +283,7 @@ pub const KINDS: [&Kind; 19] = [
     &DEVICE_CLASS,
     &RESOURCE_CLAIM,
     &RESOURCE_CLAIM_TEMPLATE,
+    &COMPUTE_DOMAIN,
     &PERSISTENT_VOLUME_CLAIM,
     &PERSISTENT_VOLUME,
     &STORAGE_CLASS,
@@ -336,6 +348,7 @@ impl Kind {
             Feed::DeviceClasses => dra(DraKind::DeviceClass, None),
             Feed::ResourceClaims => dra(DraKind::ResourceClaim, Some(ns())),
             Feed::ResourceClaimTemplates => dra(DraKind::ResourceClaimTemplate, Some(ns())),
+            Feed::ComputeDomains => dra(DraKind::ComputeDomain, Some(ns())),
             Feed::PersistentVolumeClaims => storage(StorageKind::Claim, Some(ns())),
             Feed::PersistentVolumes => storage(StorageKind::Volume, None),
             Feed::StorageClasses => storage(StorageKind::Class, None),

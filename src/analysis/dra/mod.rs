@@ -114,6 +114,8 @@ pub struct DraIndex<'a> {
     classes: HashMap<&'a str, &'a DeviceClass>,
     claims: HashMap<(Sym, &'a str), &'a ResourceClaim>,
     templates: HashMap<(Sym, &'a str), &'a ResourceClaim>,
+    /// ComputeDomains by uid, as channel claims name them.
+    domains: HashMap<&'a str, &'a crate::model::ComputeDomain>,
     /// Node-local devices by node, from each pool's newest generation.
     by_node: HashMap<Sym, Vec<SliceDevice<'a>>>,
     /// (driver, pool, device) → the claim it is allocated to (admin access
@@ -161,6 +163,9 @@ impl<'a> DraIndex<'a> {
                 }
                 DraObject::Claim(c) if c.template => {
                     ix.templates.insert((c.namespace.clone(), &c.name), c);
+                }
+                DraObject::Domain(d) => {
+                    ix.domains.insert(&d.uid, d);
                 }
                 DraObject::Claim(c) => {
                     ix.claims.insert((c.namespace.clone(), &c.name), c);
@@ -342,6 +347,11 @@ impl<'a> DraIndex<'a> {
                 }
                 _ => false,
             })
+    }
+
+    /// The ComputeDomain with this uid.
+    pub fn domain(&self, uid: &str) -> Option<&'a crate::model::ComputeDomain> {
+        self.domains.get(uid).copied()
     }
 
     /// Where each of a pod's claims stands.

@@ -88,6 +88,7 @@ fn claim(name: &str, alternatives: Vec<ExactRequest>, allocated: &[(&str, &str)]
         allocated_node: allocated.first().map(|(n, _)| Sym::new(n)),
         reserved_for: Box::new([]),
         owner_pod: None,
+        compute_domain: None,
         deleting: false,
         created: 0,
     }

@@ -8,6 +8,7 @@
 use crate::model::{Node, Pod, PodPhase, Readiness, Sym, keys};
 
 use super::super::index::Index;
+use super::compute_domain::{self, DomainWait};
 use super::{PendingItem, Step, StepReport, Verdict, ns_flag};
 
 /// Why a bound pod cannot start on its node, if kgpu can tell.
@@ -21,6 +22,8 @@ enum NodeTrouble<'a> {
     /// reason), and no pod of its controller runs: `refused` GPU pods of
     /// the same controller were refused there in the black-hole window.
     Refused(&'a Node, Sym, usize),
+    /// Its channel claim waits for the node to be Ready in its ComputeDomain.
+    Domain(DomainWait<'a>),
 }
 
 /// Why a kubelet fails a pod at admission: its device manager could not
@@ -64,6 +67,12 @@ pub(super) fn items(index: &Index<'_>) -> Vec<PendingItem> {
         }
     }
     out.extend(refused(index));
+    // A container that fails otherwise is the start step's (above).
+    let starting = |p: &Pod| p.reason.as_ref().is_none_or(|r| STARTING.contains(&r.as_str()));
+    for wait in compute_domain::waits(index).into_iter().filter(|w| starting(w.pod)) {
+        let node = wait.node.name.clone();
+        out.push(item(index, wait.pod, node, &NodeTrouble::Domain(wait)));
+    }
     out
 }
 
@@ -237,7 +246,13 @@ fn item(index: &Index<'_>, pod: &Pod, node: Sym, trouble: &NodeTrouble<'_>) -> P
     } else {
         "it has no controller, so nothing recreates it: create it again"
     };
+    let mut domain_commands = Vec::new();
     let (summary, details, unblock) = match trouble {
+        NodeTrouble::Domain(wait) => {
+            let (summary, details, unblock, commands) = compute_domain::words(wait);
+            domain_commands = commands;
+            (summary, details, unblock)
+        }
         NodeTrouble::Start(n, reason) => start_trouble(pod, n, reason.clone()),
         NodeTrouble::Refused(n, reason, count) => refusal(index, pod, n, reason.clone(), *count),
         NodeTrouble::Gone => (
@@ -305,6 +320,22 @@ fn item(index: &Index<'_>, pod: &Pod, node: Sym, trouble: &NodeTrouble<'_>) -> P
                 ],
             ));
             Step::DevicePlugin
+        }
+        NodeTrouble::Domain(wait) => {
+            // In the chain's order: the claims come before the fit.
+            let at = steps.iter().position(|s| s.step == Step::Fit).unwrap_or(steps.len());
+            steps.insert(
+                at,
+                report(
+                    Step::Claims,
+                    Verdict::Pass,
+                    format!("its claims are allocated on {node}"),
+                    vec![],
+                    vec![format!("kubectl get resourceclaim {ns} {}", wait.claim.name)],
+                ),
+            );
+            steps.push(report(Step::Start, Verdict::Block, summary.clone(), details, domain_commands));
+            Step::Start
         }
         NodeTrouble::Start(..) => {
             steps.push(report(

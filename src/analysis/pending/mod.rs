@@ -10,6 +10,7 @@ use crate::model::{ClusterEvent, Gang, GangKey, GangKind, Pod, Resources, Snapsh
 
 mod bound;
 mod claim_step;
+mod compute_domain;
 mod cross_check;
 mod fit_step;
 mod gang_step;

@@ -253,6 +253,16 @@ impl Disguise {
                 c.owner_pod = c.owner_pod.as_deref().map(|p| self.arc_text(p));
                 DraObject::Claim(c)
             }
+            DraObject::Domain(d) => {
+                let mut d = d.clone();
+                d.namespace = self.namespace(d.namespace);
+                d.name = self.arc_text(&d.name);
+                d.template = self.arc_text(&d.template);
+                for n in d.nodes.iter_mut() {
+                    n.name = self.node(n.name.clone());
+                }
+                DraObject::Domain(d)
+            }
         }
     }
 

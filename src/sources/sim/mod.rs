@@ -507,8 +507,10 @@ impl SimCluster {
         // DRA, where the scenario has it (elsewhere its feeds are absent, as
         // on a cluster before 1.34).
         if !self.dra.is_empty() {
-            for feed in [Feed::ResourceSlices, Feed::DeviceClasses, Feed::ResourceClaims, Feed::ResourceClaimTemplates]
-            {
+            let domains = self.dra.values().any(|o| matches!(o, crate::model::DraObject::Domain(_)));
+            let feeds = [Feed::ResourceSlices, Feed::DeviceClasses, Feed::ResourceClaims, Feed::ResourceClaimTemplates];
+            // NVIDIA's ComputeDomain CRD only where the scenario installs it.
+            for feed in feeds.into_iter().chain(domains.then_some(Feed::ComputeDomains)) {
                 out.push(resync(
                     feed,
                     self.dra.values().cloned().map(Object::Dra).filter(|o| o.feed() == feed).collect(),

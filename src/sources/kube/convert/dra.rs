@@ -177,6 +177,18 @@ fn requests(spec: &dra::ResourceClaimSpec) -> Result<Box<[DeviceRequest]>> {
     spec.devices.iter().flat_map(|d| d.requests.iter().flatten()).map(request).collect()
 }
 
+/// The ComputeDomain whose channel the claim asks for, from its opaque configuration.
+fn compute_domain(spec: &dra::ResourceClaimSpec) -> Option<Arc<str>> {
+    let config: Vec<(String, &serde_json::Value)> = spec
+        .devices
+        .iter()
+        .flat_map(|d| d.config.iter().flatten())
+        .filter_map(|c| c.opaque.as_ref())
+        .map(|o| (o.driver.clone(), &o.parameters.0))
+        .collect();
+    super::compute_domain::channel_domain(&config)
+}
+
 fn constraints(spec: &dra::ResourceClaimSpec) -> Box<[DeviceConstraint]> {
     spec.devices
         .iter()
@@ -238,6 +250,7 @@ pub fn resource_claim(c: &dra::ResourceClaim) -> Result<ResourceClaim> {
             .map(|r| Arc::from(r.name.as_str()))
             .collect(),
         owner_pod,
+        compute_domain: compute_domain(&c.spec),
         deleting: c.metadata.deletion_timestamp.is_some(),
         created: c.metadata.creation_timestamp.as_ref().map_or(0, ts),
     })
@@ -257,6 +270,7 @@ pub fn resource_claim_template(t: &dra::ResourceClaimTemplate) -> Result<Resourc
         allocated_node: None,
         reserved_for: Box::new([]),
         owner_pod: None,
+        compute_domain: compute_domain(&t.spec.spec),
         deleting: t.metadata.deletion_timestamp.is_some(),
         created: t.metadata.creation_timestamp.as_ref().map_or(0, ts),
     })

@@ -21,6 +21,7 @@ use crate::model::{
 use super::lean::{Container, Node as ApiNode, Pod as ApiPod, PodSpec, PortName};
 use crate::model::keys::{DRIVER_UPGRADE_VALIDATION_START, DRIVER_UPGRADE_WAIT_FOR_JOBS_START};
 
+mod compute_domain;
 mod crds;
 mod dra;
 mod dra_versions;
@@ -28,6 +29,7 @@ mod operator;
 mod pod_rules;
 mod storage;
 
+pub use compute_domain::compute_domain;
 pub use crds::*;
 pub use dra::{device_class, resource_claim, resource_claim_template, resource_slice};
 pub use dra_versions::as_v1 as dra_as_v1;

@@ -212,6 +212,7 @@ mod tests {
             allocated_node: None,
             reserved_for: Box::new([]),
             owner_pod: None,
+            compute_domain: None,
             deleting: false,
             created: Timestamp::default(),
         };

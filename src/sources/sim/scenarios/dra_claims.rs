@@ -133,6 +133,7 @@ fn template(name: &str, count: u64, selectors: &[&str]) -> ResourceClaim {
         allocated_node: None,
         reserved_for: Box::new([]),
         owner_pod: None,
+        compute_domain: None,
         deleting: false,
         created: ago(60 * 24 * 7),
     }
