@@ -965,7 +965,7 @@ fn pods_waiting_for_their_compute_domain_say_which_node_is_not_ready_and_why() {
         (
             "ml",
             "nccl-worker-1",
-            "waits for ComputeDomain ml/nccl-cd: gb200-02's IMEX daemon is not Ready (1 of 2 joined node(s) Ready)",
+            "gb200-02's IMEX daemon is not Ready in ComputeDomain ml/nccl-cd (1 of 2 joined node(s) Ready)",
             "kubectl logs -n nvidia-dra-driver-gpu nccl-cd-5ln2h-w8f4d",
         ),
         (
@@ -977,13 +977,13 @@ fn pods_waiting_for_their_compute_domain_say_which_node_is_not_ready_and_why() {
         (
             "ml",
             "nccl-worker-3",
-            "waits for ComputeDomain ml/nccl-cd: gb200-04's IMEX daemon has not joined",
+            "gb200-04's IMEX daemon has not joined ComputeDomain ml/nccl-cd",
             "DaemonSet has no pod on gb200-04",
         ),
         (
             "infer",
             "vllm-decode-0",
-            "its ComputeDomain (uid 9a1f3c2d-4b5e-4f60-8a71-b2c3d4e5f607) no longer exists",
+            "its ComputeDomain was deleted (uid 9a1f3c2d-4b5e-4f60-8a71-b2c3d4e5f607)",
             "a new domain of the same name is another one",
         ),
     ] {

@@ -138,7 +138,7 @@ pub(super) fn words(w: &DomainWait<'_>) -> (String, Vec<String>, Vec<String>, Ve
     let mut commands = Vec::new();
     let (summary, unblock) = match &w.trouble {
         DomainTrouble::Missing(uid) => (
-            format!("its ComputeDomain (uid {uid}) no longer exists: the channel claim {claim} cannot be prepared"),
+            format!("its ComputeDomain was deleted (uid {uid}): the channel claim {claim} cannot be prepared"),
             vec![format!(
                 "recreate the workload with a ComputeDomain that exists (the claim names the domain by uid: a new domain of the same name is another one)"
             )],
@@ -184,8 +184,9 @@ pub(super) fn words(w: &DomainWait<'_>) -> (String, Vec<String>, Vec<String>, Ve
         }
         DomainTrouble::NotReady(d, joined, daemon) => {
             let ready = d.nodes.iter().filter(|n| n.ready).count();
+            // Cause first: a narrow Pending row shows the start of it.
             let state = match joined {
-                Some(_) => format!("{node}'s IMEX daemon is not Ready"),
+                Some(_) => format!("{node}'s IMEX daemon is not Ready in"),
                 None => format!("{node}'s IMEX daemon has not joined"),
             };
             let of = if d.num_nodes > 0 {
@@ -211,7 +212,7 @@ pub(super) fn words(w: &DomainWait<'_>) -> (String, Vec<String>, Vec<String>, Ve
                 }
             };
             (
-                format!("waits for ComputeDomain {}/{}: {state} ({of})", d.namespace, d.name),
+                format!("{state} ComputeDomain {}/{} ({of})", d.namespace, d.name),
                 vec![format!(
                     "{daemon_words}; the pod starts once {node} is Ready in the domain (kubectl get computedomain -n {} {} -o yaml)",
                     d.namespace, d.name
