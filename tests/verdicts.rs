@@ -1033,3 +1033,27 @@ fn pods_waiting_for_their_compute_domain_say_which_node_is_not_ready_and_why() {
         doc["pending"][0]["summary"]
     );
 }
+
+/// DRA-only nodes (no nvidia.com/gpu, no GFD labels) are GPU nodes to the
+/// upgrade board, the wave planner and Usage, as they are to the Fleet pane:
+/// their driver is what their slices publish.
+#[test]
+fn dra_only_nodes_are_on_the_upgrade_board_and_in_the_waves() {
+    let case = "dra-partitions/cluster.yaml";
+    let doc = snapshot(case, &["--target-driver", "580.105.08"]);
+    let fleet: Vec<&str> =
+        doc["fleet"]["nodes"].as_array().unwrap().iter().filter_map(|n| n["name"].as_str()).collect();
+    let board: Vec<&str> =
+        doc["drivers"]["upgrades"].as_array().unwrap().iter().filter_map(|u| u["node"].as_str()).collect();
+    assert_eq!(board, fleet, "{}", doc["drivers"]["upgrades"]);
+    assert!(doc["drivers"]["upgrades"].as_array().unwrap().iter().all(|u| u["driver"] == "580.95.5"));
+    let waved: Vec<&str> = doc["drivers"]["waves"]["waves"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|w| w["nodes"].as_array().unwrap().iter().filter_map(|n| n.as_str()))
+        .collect();
+    assert_eq!(waved.len(), 4, "{}", doc["drivers"]["waves"]);
+    // No agent or exporter reads them: Usage says so of every one.
+    assert_eq!(doc["utilization"]["nodesUnreported"], 4);
+}

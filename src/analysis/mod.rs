@@ -138,7 +138,7 @@ fn analyze_index(snap: &Snapshot, mut index: index::Index<'_>, thresholds: &Thre
         let fragmentation = fragmentation::analyze(&index);
         let nodes = fleet::summarize(&index, thresholds);
         // `upgrade-done` is judged against what the operator installs on each node.
-        let upgrades = waves::board(index.nodes(), now, thresholds, |n| {
+        let upgrades = waves::board(&index, index.nodes(), now, thresholds, |n| {
             crate::model::driver_policy::node_target(snap.driver_policies.values().map(|p| &**p), n)
         });
         let queues = queues::rows(snap);

@@ -215,11 +215,14 @@ pub fn analyze(snap: &Snapshot, now: Timestamp) -> Utilization {
     for h in believed.values() {
         *util.nodes_by_source.entry(h.source).or_default() += 1;
     }
-    util.nodes_unreported = snap.nodes.values().filter(|n| n.is_gpu_node() && !believed.contains_key(&n.name)).count();
+    let dra = crate::analysis::dra::DraIndex::build(snap);
+    // GPU nodes either way: a DRA-only node advertises no nvidia.com/gpu.
+    let gpu_node = |n: &crate::model::Node| n.is_gpu_node() || dra.gpus(&n.name).is_some();
+    util.nodes_unreported = snap.nodes.values().filter(|n| gpu_node(n) && !believed.contains_key(&n.name)).count();
     let mut by_pod: BTreeMap<PodKey, Acc<'_>> = BTreeMap::new();
     // GPUs held through DRA claims: the kubelet's device-plugin view (what
     // the agent reads) does not name their pods; the claims do.
-    let dra_holders = crate::analysis::dra::DraIndex::build(snap).whole_gpu_holders();
+    let dra_holders = dra.whole_gpu_holders();
     for history in believed.values() {
         for device in history.devices.iter() {
             let r = &device.reading;

@@ -9,6 +9,7 @@ use crate::model::{DriverVersion, Node, Sym, Timestamp, UpgradePolicy};
 
 use super::Thresholds;
 use super::compat::{self, Verdict};
+use super::fleet::{has_gpus, node_driver};
 use super::index::Index;
 
 /// The upgrade states in the order of the happy path (from the operator's
@@ -73,14 +74,18 @@ fn stuck_after(state: Option<Sym>, t: &Thresholds) -> i64 {
 /// then done, then unknown. A node labelled done on another driver than
 /// `target_of` it (what the operator installs there) says so.
 pub fn board<'a>(
+    index: &Index<'a>,
     nodes: impl Iterator<Item = &'a Node>,
     now: Timestamp,
     t: &Thresholds,
     target_of: impl Fn(&Node) -> Option<DriverVersion>,
 ) -> Vec<UpgradeRow> {
+    // GPU nodes whatever way they offer GPUs (a DRA-only node advertises no
+    // nvidia.com/gpu and may carry no GFD label), with the driver they run.
     let mut rows: Vec<UpgradeRow> = nodes
-        .filter(|n| n.is_gpu_node())
+        .filter(|n| has_gpus(index, n))
         .map(|n| {
+            let driver = node_driver(index, n);
             let state = n.operator.upgrade_state.clone();
             let secs = n.operator.upgrade_since.map(|s| (now - s).max(0));
             let in_progress = state.as_ref().is_some_and(|s| !matches!(s.as_str(), "upgrade-done" | "upgrade-failed"));
@@ -91,9 +96,9 @@ pub fn board<'a>(
                 seconds_in_state: if state.is_some() { secs } else { None },
                 stuck: in_progress && secs.is_some_and(|s| s >= stuck_after(state.clone(), t)),
                 skip: n.operator.upgrade_skip,
-                driver: n.gpu.driver.clone(),
                 done_off_target: state.is_some_and(|s| s.as_str() == "upgrade-done")
-                    && target_of(n).is_some_and(|t| n.gpu.driver.as_ref().is_some_and(|d| *d != t)),
+                    && target_of(n).is_some_and(|t| driver.as_ref().is_some_and(|d| *d != t)),
+                driver,
             }
         })
         .collect();
@@ -319,7 +324,7 @@ pub fn halt(rows: &[UpgradeRow], target: Option<&DriverVersion>) -> Option<Halt>
 /// when they are back). NotReady nodes are not planned: the operator's
 /// cordon, drain and driver restart need a kubelet.
 pub fn plan(index: &Index<'_>, target: &DriverVersion, policy: Policy) -> WavePlan {
-    let gpu_nodes: Vec<&Node> = index.nodes().filter(|n| n.is_gpu_node()).collect();
+    let gpu_nodes: Vec<&Node> = index.nodes().filter(|n| has_gpus(index, n)).collect();
     let total = gpu_nodes.len() as u32;
     let out: Vec<&&Node> = gpu_nodes.iter().filter(|n| n.unschedulable || !n.is_ready()).collect();
     let unavailable_now = out.len() as u32;
@@ -348,7 +353,7 @@ pub fn plan(index: &Index<'_>, target: &DriverVersion, policy: Policy) -> WavePl
         } else if n.operator.upgrade_state.as_ref().is_some_and(|s| s.as_str() == "upgrade-failed") {
             // A failed node is the halt's to settle, whatever driver it shows.
             excluded.push((n.name.clone(), "upgrade-failed, to settle first: see the halt".to_string()));
-        } else if n.gpu.driver.as_ref() == Some(target) {
+        } else if node_driver(index, n).as_ref() == Some(target) {
             match n.operator.upgrade_state.as_ref().map(|s| s.as_str()).filter(|s| !matches!(*s, "upgrade-done" | "")) {
                 Some(state) => excluded.push((n.name.clone(), format!("on {target}, upgrade still in {state}"))),
                 None => excluded.push((n.name.clone(), format!("already on {target}"))),
@@ -432,7 +437,7 @@ pub fn plan(index: &Index<'_>, target: &DriverVersion, policy: Policy) -> WavePl
         waves.push(make_wave(index, target, idx, false, current, &gangs_of_node, false));
     }
     let halted = halt(
-        &board(gpu_nodes.iter().copied(), index.now, &Thresholds::default(), |_| Some(target.clone())),
+        &board(index, gpu_nodes.iter().copied(), index.now, &Thresholds::default(), |_| Some(target.clone())),
         Some(target),
     );
     WavePlan {
