@@ -1057,3 +1057,43 @@ fn dra_only_nodes_are_on_the_upgrade_board_and_in_the_waves() {
     // No agent or exporter reads them: Usage says so of every one.
     assert_eq!(doc["utilization"]["nodesUnreported"], 4);
 }
+
+/// Kueue v0.17's quota for DRA devices, captured from the real Kueue manager
+/// with its DynamicResourceAllocation gate on and NVIDIA's classes mapped
+/// (`kueue-dra/`): kgpu counts what Kueue counts (`whole-gpus`, from the
+/// workload's own status) and agrees on the shortfall, and says in its
+/// words each claim shape Kueue refuses, with what would unblock it.
+#[test]
+fn kueue_dra_quota_is_counted_as_kueue_counts_it_and_its_refusals_explained() {
+    let case = "kueue-dra/cluster.yaml";
+    let doc = snapshot(case, &[]);
+    assert!(pending_like(&doc, "ml", "job-fits-").is_none(), "admitted: {}", doc["pending"]);
+    let over = pending_like(&doc, "ml", "job-over-quota-").unwrap();
+    let quota = step(over, "quota");
+    assert_eq!(over["blockingStep"], "quota");
+    let said = quota["details"].to_string();
+    assert!(said.contains("needs 2 whole-gpus in flavor default: nominal 3, reserved 2"), "{said}");
+    assert!(said.contains("unblock: 1 more whole-gpus in flavor default of ClusterQueue dra"), "{said}");
+    assert!(!said.contains("finds room"), "kgpu's arithmetic agrees with Kueue's: {said}");
+    for (prefix, says, fix) in [
+        ("job-by-selector-", "does not support CEL selectors (template h100-by-selector)", "drop CEL selectors"),
+        ("job-first-available-", "does not support FirstAvailable device selection (template any-gpu)", "any-gpu"),
+        ("job-shared-claim-", "counts claim templates only", "resourceClaimTemplateName"),
+        ("job-vfio-", "cannot count DeviceClass vfio.gpu.nvidia.com (pod set main)", "resources.deviceClassMappings"),
+    ] {
+        let item = pending_like(&doc, "ml", prefix).unwrap_or_else(|| panic!("{prefix}: {}", doc["pending"]));
+        assert_eq!(item["blockingStep"], "quota", "{prefix}");
+        assert!(item["summary"].as_str().unwrap().contains(says), "{prefix}: {}", item["summary"]);
+        let quota = step(item, "quota")["details"].to_string();
+        assert!(quota.contains(fix), "{prefix}: {quota}");
+        assert!(quota.contains("QuotaReserved=False (Inadmissible)"), "Kueue's own words stay: {quota}");
+    }
+    // The queue's whole-gpus as Kueue reserved them.
+    let row = doc["queues"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|q| q["name"] == "dra" && q["resource"] == "whole-gpus")
+        .unwrap_or_else(|| panic!("{}", doc["queues"]));
+    assert_eq!((row["nominal"].as_u64(), row["used"].as_u64()), (Some(3), Some(2)));
+}

@@ -164,6 +164,58 @@ pub fn parse_quota(text: &str) -> Option<QuotaMessage> {
     Some(QuotaMessage { pod_set: Some(pod_set.trim().to_string()), problem })
 }
 
+/// Why Kueue's DRA quota (v0.17, `DynamicResourceAllocation` gate) finds a
+/// workload inadmissible, as `pkg/dra/claims.go` and the workload
+/// controller word it: it counts `exactly` requests of a DeviceClass its
+/// `deviceClassMappings` name, in claim templates, and nothing else.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DraRefusal {
+    /// A pod set names a ResourceClaim (`resourceClaimName`).
+    Claims,
+    /// A template asks for a class no mapping names.
+    Unmapped { class: String, pod_set: String },
+    /// A template uses what Kueue does not count (`CEL selectors`,
+    /// `FirstAvailable device selection`, `AdminAccess`, …).
+    Unsupported { template: Option<String>, feature: String },
+    /// A template Kueue could not read.
+    TemplateMissing { template: String, pod_set: String },
+}
+
+pub fn parse_dra(text: &str) -> Option<DraRefusal> {
+    if text.contains("DynamicResourceAllocation feature does not support use of resource claims") {
+        return Some(DraRefusal::Claims);
+    }
+    if let Some(at) = text.find("DeviceClass ")
+        && let Some((class, rest)) =
+            text[at + "DeviceClass ".len()..].split_once(" is not mapped in DRA configuration for podset ")
+    {
+        let pod_set = rest.trim_end_matches(['"', '.', ' ']).to_string();
+        return Some(DraRefusal::Unmapped { class: class.to_string(), pod_set });
+    }
+    let marker = "failed to get claim spec for ResourceClaimTemplate ";
+    if let Some(at) = text.find(marker)
+        && let Some((template, rest)) = text[at + marker.len()..].split_once(" in podset ")
+    {
+        let pod_set = rest.split(':').next().unwrap_or(rest).trim().to_string();
+        return Some(DraRefusal::TemplateMissing { template: template.to_string(), pod_set });
+    }
+    let supported = ["is not supported", "are not supported"];
+    let unsupported = supported.iter().any(|s| text.contains(s)) || text.contains("unsupported allocation mode");
+    if unsupported && text.contains("resourceClaims") {
+        let marker = "ResourceClaimTemplate ";
+        let (template, feature) = match text.find(marker) {
+            Some(at) => match text[at + marker.len()..].split_once(": ") {
+                Some((t, f)) => (Some(t.to_string()), f),
+                None => (None, &text[at..]),
+            },
+            None => (None, text),
+        };
+        let feature = supported.iter().fold(feature.trim(), |f, s| f.strip_suffix(s).unwrap_or(f)).trim();
+        return Some(DraRefusal::Unsupported { template, feature: feature.to_string() });
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -197,5 +249,51 @@ mod tests {
             }
         );
         assert_eq!(m.describe(), "pod set rank: 8 more nvidia.com/gpu needed in flavor gb200 (others use the quota)");
+    }
+
+    /// Kueue v0.17's own words, as its workload controller wrote them on the
+    /// lab (tests/fixtures/verdicts/kueue-dra/).
+    #[test]
+    fn kueue_dra_refusals() {
+        assert_eq!(
+            parse_dra("DynamicResourceAllocation feature does not support use of resource claims"),
+            Some(DraRefusal::Claims)
+        );
+        assert_eq!(
+            parse_dra(
+                "spec.podSets[0].template.spec.resourceClaims[0].resourceClaimTemplateName: Not found: \"DeviceClass vfio.gpu.nvidia.com is not mapped in DRA configuration for podset main\""
+            ),
+            Some(DraRefusal::Unmapped { class: "vfio.gpu.nvidia.com".into(), pod_set: "main".into() })
+        );
+        assert_eq!(
+            parse_dra(
+                "spec.podSets[0].template.spec.resourceClaims[0].devices.requests[0].exactly.selectors: Invalid value: null: ResourceClaimTemplate h100-by-selector: CEL selectors are not supported"
+            ),
+            Some(DraRefusal::Unsupported {
+                template: Some("h100-by-selector".into()),
+                feature: "CEL selectors".into()
+            })
+        );
+        assert_eq!(
+            parse_dra(
+                "spec.podSets[0].template.spec.resourceClaims[0].devices.requests[0]: Invalid value: null: ResourceClaimTemplate any-gpu: FirstAvailable device selection is not supported"
+            ),
+            Some(DraRefusal::Unsupported {
+                template: Some("any-gpu".into()),
+                feature: "FirstAvailable device selection".into()
+            })
+        );
+        assert_eq!(
+            parse_dra(
+                "spec.podSets[0].template.spec.resourceClaims[0]: Internal error: failed to get claim spec for ResourceClaimTemplate two-gpus in podset main: resourceclaimtemplates.resource.k8s.io \"two-gpus\" not found"
+            ),
+            Some(DraRefusal::TemplateMissing { template: "two-gpus".into(), pod_set: "main".into() })
+        );
+        assert_eq!(
+            parse_dra(
+                "couldn't assign flavors to pod set main: insufficient unused quota for whole-gpus in flavor default, 1 more needed"
+            ),
+            None
+        );
     }
 }

@@ -475,6 +475,7 @@ pub fn podgroup(name: &str, min_members: u32, gpus: u64) -> GangBuilder {
             phase: Some(Sym::new("Pending")),
             owner: None,
             min_resources: None,
+            kueue_counted: None,
             running: 0,
         },
     }

@@ -114,6 +114,11 @@ pub struct Gang {
     pub owner: Option<super::pod::Owner>,
     /// Volcano `minResources`.
     pub min_resources: Option<Resources>,
+    /// Kueue: what it counts for the workload that its pod sets do not
+    /// request themselves — DRA devices under the names its
+    /// `deviceClassMappings` give them (`whole-gpus: 2`) — in total, from
+    /// `status.resourceRequests` or the admission's `resourceUsage`.
+    pub kueue_counted: Option<Resources>,
     pub running: u32,
 }
 
@@ -132,7 +137,12 @@ impl Gang {
 
     /// Total requests of every member.
     pub fn total_requests(&self) -> Resources {
-        self.pod_sets.iter().fold(Resources::default(), |acc, ps| acc.plus(&ps.requests.times(ps.count as u64)))
+        let pods =
+            self.pod_sets.iter().fold(Resources::default(), |acc, ps| acc.plus(&ps.requests.times(ps.count as u64)));
+        match &self.kueue_counted {
+            Some(extra) => pods.plus(extra),
+            None => pods,
+        }
     }
 
     /// GPUs per member pod, when the gang is uniform in whole GPUs.

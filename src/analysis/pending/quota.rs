@@ -149,11 +149,59 @@ fn kueue_quota_step(index: &Index<'_>, gang: &Gang) -> StepReport {
             said_by: None,
         };
     }
+    // Kueue's DRA quota refused the workload before any quota was weighed.
+    if let Some(c) = reserved.filter(|c| !c.status)
+        && let Some(refusal) = queue_msg::parse_dra(&c.message)
+    {
+        let (summary, unblock) = dra_refusal_words(&refusal, &cq.name);
+        details.push(format!("unblock: {unblock}"));
+        return StepReport {
+            step: Step::Quota,
+            verdict: Verdict::Block,
+            summary: summary.into(),
+            details: details.into(),
+            commands,
+            said_by: None,
+        };
+    }
     // Kueue's own word on this workload: what kgpu defers to where its
     // arithmetic finds room and Kueue says otherwise.
     let kueue_word =
         reserved.filter(|c| !c.status && !c.message.is_empty()).map(|c| format!("{}: {}", c.reason, c.message));
     kueue_quota_arithmetic(index, gang, cq, (kueue_said, kueue_word), details, commands)
+}
+
+/// Kueue's DRA refusal in words: (summary, unblock). Kueue v0.17 counts
+/// `exactly` requests of mapped DeviceClasses in claim templates only.
+fn dra_refusal_words(refusal: &queue_msg::DraRefusal, cq: &crate::model::Sym) -> (String, String) {
+    use queue_msg::DraRefusal;
+    match refusal {
+        DraRefusal::Claims => (
+            "Kueue's DRA quota counts claim templates only: a pod set names a ResourceClaim (resourceClaimName)".into(),
+            "ask through a ResourceClaimTemplate (resourceClaimTemplateName), or run the workload outside Kueue".into(),
+        ),
+        DraRefusal::Unmapped { class, pod_set } => (
+            format!("Kueue cannot count DeviceClass {class} (pod set {pod_set}): no deviceClassMapping names it"),
+            format!(
+                "map {class} to a resource in Kueue's configuration (resources.deviceClassMappings) and cover that resource in ClusterQueue {cq}"
+            ),
+        ),
+        DraRefusal::Unsupported { template, feature } => {
+            let t = template.as_deref().map_or_else(|| "a claim template".to_string(), |t| format!("template {t}"));
+            (
+                format!(
+                    "Kueue's DRA quota does not support {feature} ({t}): it counts exact counts of a mapped DeviceClass only"
+                ),
+                format!(
+                    "drop {feature} from {t} (choose devices through the DeviceClass instead), or run the workload outside Kueue"
+                ),
+            )
+        }
+        DraRefusal::TemplateMissing { template, pod_set } => (
+            format!("Kueue cannot read ResourceClaimTemplate {template} (pod set {pod_set})"),
+            format!("create ResourceClaimTemplate {template} in the workload's namespace"),
+        ),
+    }
 }
 
 /// Under StrictFIFO, the workload at the head of `cq` ahead of `gang` when

@@ -334,7 +334,7 @@ impl Cluster {
                 pki::write(
                     &d.join("kueue.yaml"),
                     &format!(
-                        "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\nnamespace: kueue-system\nhealth:\n  healthProbeBindAddress: \"127.0.0.1:{}\"\nmetrics:\n  bindAddress: \"127.0.0.1:{}\"\nwebhook:\n  port: {}\n  host: 127.0.0.1\n  certDir: {}\nleaderElection:\n  leaderElect: false\ninternalCertManagement:\n  enable: false\nintegrations:\n  frameworks: [\"batch/job\"]\n",
+                        "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\nnamespace: kueue-system\nhealth:\n  healthProbeBindAddress: \"127.0.0.1:{}\"\nmetrics:\n  bindAddress: \"127.0.0.1:{}\"\nwebhook:\n  port: {}\n  host: 127.0.0.1\n  certDir: {}\nleaderElection:\n  leaderElect: false\ninternalCertManagement:\n  enable: false\nintegrations:\n  frameworks: [\"batch/job\"]\nresources:\n  deviceClassMappings:\n  - name: whole-gpus\n    deviceClassNames: [gpu.nvidia.com]\n  - name: mig-devices\n    deviceClassNames: [mig.nvidia.com]\n",
                         p.kueue_health,
                         p.kueue_metrics,
                         p.kueue_webhook,
@@ -345,7 +345,9 @@ impl Cluster {
                 vec![
                     format!("--config={}", d.join("kueue.yaml").display()),
                     format!("--kubeconfig={kubeconfig}"),
-                    "--feature-gates=VisibilityOnDemand=false".into(),
+                    // DRA quota (alpha in Kueue v0.17): NVIDIA's classes counted as
+                    // whole-gpus and mig-devices, as the config above maps them.
+                    "--feature-gates=VisibilityOnDemand=false,DynamicResourceAllocation=true".into(),
                 ]
             }
         };

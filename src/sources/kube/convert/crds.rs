@@ -92,6 +92,7 @@ pub fn workload(v: &Value) -> Result<Gang> {
             })
             .collect(),
     });
+    let kueue_counted = kueue_counted(v, &pod_sets)?;
     Ok(Gang {
         kind: GangKind::KueueWorkload,
         namespace: Sym::new(namespace),
@@ -126,8 +127,39 @@ pub fn workload(v: &Value) -> Result<Gang> {
         phase: None,
         owner: owner_json(v),
         min_resources: None,
+        kueue_counted,
         running: 0,
     })
+}
+
+/// What Kueue counts for a workload beyond its pod sets' own requests: the
+/// DRA devices its `deviceClassMappings` name (Kueue v0.17 adds them to a
+/// pod set's totals in `status.resourceRequests` while pending, and to the
+/// admission's `resourceUsage` once admitted).
+fn kueue_counted(v: &Value, pod_sets: &[PodSet]) -> Result<Option<Resources>> {
+    let totals = v
+        .pointer("/status/admission/podSetAssignments")
+        .and_then(Value::as_array)
+        .filter(|a| !a.is_empty())
+        .map(|a| a.iter().filter_map(|psa| psa.get("resourceUsage")).collect::<Vec<_>>())
+        .or_else(|| {
+            v.pointer("/status/resourceRequests")
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(|r| r.get("resources")).collect())
+        })
+        .unwrap_or_default();
+    let own = pod_sets.iter().fold(Resources::default(), |acc, ps| acc.plus(&ps.requests.times(ps.count as u64)));
+    let mut extra: Vec<(&str, u64)> = Vec::new();
+    for list in totals {
+        for (resource, amount) in resources_json(list)? {
+            // Kueue's own totals of what the pod sets request (LimitRange
+            // defaults, overheads) are not kgpu's to second-guess here.
+            if own.get(resource) == 0 && !matches!(resource, "cpu" | "memory" | "pods") {
+                extra.push((resource, amount));
+            }
+        }
+    }
+    Ok((!extra.is_empty()).then(|| Resources::from_pairs(extra)))
 }
 
 /// A Volcano `v1beta1` PodGroup.
@@ -156,6 +188,7 @@ pub fn podgroup(v: &Value) -> Result<Gang> {
         phase: str_at(v, "/status/phase").map(Sym::new),
         owner: owner_json(v),
         min_resources,
+        kueue_counted: None,
         running: v.pointer("/status/running").and_then(|r| r.as_u64()).unwrap_or(0) as u32,
     })
 }

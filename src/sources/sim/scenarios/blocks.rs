@@ -173,6 +173,7 @@ pub(super) fn workload(ns: &str, job: &str, queue: &str, pods: u32, gpus: u64, p
         phase: None,
         owner: Some(Owner { kind: Sym::new("Job"), name: Sym::new(job) }),
         min_resources: None,
+        kueue_counted: None,
         running: 0,
     }
 }

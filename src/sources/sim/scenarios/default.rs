@@ -165,6 +165,7 @@ fn build(sim: &mut SimCluster) {
             phase: Some(Sym::new("Inqueue")),
             owner: None,
             min_resources: Some(catalog::requests(gpus * members as u64, 8 * members as u64, 64 * members as u64)),
+            kueue_counted: None,
             running: 0,
         };
         sim.add_gang(pg, None);
