@@ -1069,6 +1069,7 @@ fn kueue_dra_quota_is_counted_as_kueue_counts_it_and_its_refusals_explained() {
     let doc = snapshot(case, &[]);
     assert!(pending_like(&doc, "ml", "job-fits-").is_none(), "admitted: {}", doc["pending"]);
     let over = pending_like(&doc, "ml", "job-over-quota-").unwrap();
+    assert_eq!(over["shape"], "1×2 DRA", "{over}");
     let quota = step(over, "quota");
     assert_eq!(over["blockingStep"], "quota");
     let said = quota["details"].to_string();

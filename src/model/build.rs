@@ -463,6 +463,7 @@ pub fn podgroup(name: &str, min_members: u32, gpus: u64) -> GangBuilder {
                 node_selector: Box::new([]),
                 tolerations: Box::new([]),
                 affinity: Box::new([]),
+                claims: Box::new([]),
             }]),
             priority: 0,
             created: 0,

@@ -50,6 +50,8 @@ pub struct PodSet {
     pub tolerations: Box<[super::Toleration]>,
     /// Required node affinity terms (ORed); Kueue's flavor fit reads them.
     pub affinity: Box<[super::NodeSelectorTerm]>,
+    /// The template's `resourceClaims`: DRA devices each pod asks for.
+    pub claims: Box<[super::PodClaim]>,
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -349,6 +349,25 @@ impl<'a> DraIndex<'a> {
             })
     }
 
+    /// GPUs one pod of a template asks through `claims` (a gang's pod set):
+    /// None where a claim or template it names does not exist.
+    pub fn template_gpus(
+        &self,
+        selectors: &mut cel::Selectors,
+        namespace: &Sym,
+        claims: &[crate::model::PodClaim],
+    ) -> Option<u64> {
+        let mut gpus = 0;
+        for c in claims {
+            let claim = match &c.source {
+                ClaimSource::Claim(name) => self.claims.get(&(namespace.clone(), &**name)),
+                ClaimSource::Template(t) => self.templates.get(&(namespace.clone(), &**t)),
+            }?;
+            gpus += self.gpus_asked(selectors, claim);
+        }
+        Some(gpus)
+    }
+
     /// The ComputeDomain with this uid.
     pub fn domain(&self, uid: &str) -> Option<&'a crate::model::ComputeDomain> {
         self.domains.get(uid).copied()

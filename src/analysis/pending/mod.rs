@@ -524,6 +524,35 @@ fn gang_shape_text(gang: &Gang, required: u32) -> String {
     gang.pod_sets.iter().map(|set| shape_text(&set.requests, gang.expected_pods(set))).collect::<Vec<_>>().join(" + ")
 }
 
+/// [`gang_shape_text`] with the GPUs the pod sets ask through DRA claims
+/// (`4×2 DRA`; `4×? DRA` where a template does not exist), and the gang's
+/// GPUs counted both ways.
+fn gang_shape_and_gpus(index: &Index<'_>, memo: &mut Memo<'_>, gang: &Gang, required: u32) -> (String, u64) {
+    let mut gpus = gang.total_requests().gpu;
+    if gang.pod_sets.iter().all(|set| set.claims.is_empty()) {
+        return (gang_shape_text(gang, required), gpus);
+    }
+    let shapes: Vec<String> = gang
+        .pod_sets
+        .iter()
+        .map(|set| {
+            let pods = gang.expected_pods(set);
+            if set.claims.is_empty() {
+                return shape_text(&set.requests, pods);
+            }
+            match index.dra().template_gpus(&mut memo.selectors, &gang.namespace, &set.claims) {
+                Some(0) => shape_text(&set.requests, pods),
+                Some(dra) => {
+                    gpus += dra * u64::from(pods);
+                    format!("{pods}×{} DRA", set.requests.gpu + dra)
+                }
+                None => format!("{pods}×? DRA"),
+            }
+        })
+        .collect();
+    (shapes.join(" + "), gpus)
+}
+
 fn pod_item<'a>(index: &Index<'a>, memo: &mut Memo<'a>, pod: &Pod) -> PendingItem {
     let (no_queue, no_gang) = memo.lone_pod_steps.get_or_insert_with(|| {
         let not_applicable = |step, summary: &str| StepReport {
@@ -641,6 +670,7 @@ fn gang_item<'a>(
         }
         _ => None,
     };
+    let (shape_words, gpus) = gang_shape_and_gpus(index, memo, gang, summary.required);
     let mut item = PendingItem {
         node_reasons: fit.node_reasons.clone(),
         hints: shape.as_ref().map(|s| hints_for(&s.hints, waiting_member)).unwrap_or_default(),
@@ -650,8 +680,8 @@ fn gang_item<'a>(
             &gang.name,
             crate::model::time::since(index.now, gang.created),
             gang.queue.clone(),
-            gang_shape_text(gang, summary.required),
-            gang.total_requests().gpu,
+            shape_words,
+            gpus,
             gang.priority,
         )
     };

@@ -69,6 +69,7 @@ pub fn workload(v: &Value) -> Result<Gang> {
             node_selector: labels_from(spec.node_selector.iter().flatten().map(|(k, v)| (k.as_str(), v.as_str()))),
             tolerations: tolerations_of(spec.tolerations.as_ref())?,
             affinity: required_affinity(&spec)?,
+            claims: super::dra::pod_claims(&spec, None),
         });
     }
     let min_members = pod_sets.iter().map(|p| p.min_count.unwrap_or(p.count)).sum();

@@ -161,6 +161,7 @@ pub(super) fn workload(ns: &str, job: &str, queue: &str, pods: u32, gpus: u64, p
             node_selector: Box::new([]),
             tolerations: template.tolerations.clone(),
             affinity: Box::new([]),
+            claims: Box::new([]),
         }]),
         priority,
         created,

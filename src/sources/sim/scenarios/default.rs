@@ -153,6 +153,7 @@ fn build(sim: &mut SimCluster) {
                 node_selector: crate::model::node::labels_from([("kgpu.dev/pool", pool)]),
                 tolerations: Box::new([]),
                 affinity: Box::new([]),
+                claims: Box::new([]),
             }]),
             priority: 0,
             created: ago(20),
