@@ -1098,3 +1098,29 @@ fn kueue_dra_quota_is_counted_as_kueue_counts_it_and_its_refusals_explained() {
         .unwrap_or_else(|| panic!("{}", doc["queues"]));
     assert_eq!((row["nominal"].as_u64(), row["used"].as_u64()), (Some(3), Some(2)));
 }
+
+/// With Kueue's DynamicResourceAllocation gate off, Kueue admits a workload
+/// whose pods ask GPUs through claim templates without counting them: its
+/// admission's resourceUsage has cpu and memory only (the captured admitted
+/// workload with `whole-gpus` taken out, as Kueue writes it then). kgpu says
+/// so of that workload, and not of the one Kueue counted.
+#[test]
+fn dra_gpus_kueue_admitted_without_counting_are_said() {
+    let case = "kueue-dra/cluster.yaml";
+    let counted = snapshot(case, &[]);
+    let fits = gang(&counted, "job-fits-");
+    assert_eq!(fits["issues"], serde_json::json!([]), "{fits}");
+    let (_dir, gate_off) = edited(case, "gate-off.json", |items| {
+        for item in items.iter_mut().filter(|i| i["kind"] == "Workload") {
+            let usage = item.pointer_mut("/status/admission/podSetAssignments/0/resourceUsage");
+            if let Some(usage) = usage.and_then(Value::as_object_mut) {
+                usage.remove("whole-gpus");
+            }
+        }
+    });
+    let doc: Value = serde_json::from_str(&kgpu(&["snapshot", "--file", &gate_off, "-o", "json"])).unwrap();
+    let fits = gang(&doc, "job-fits-");
+    assert_eq!(fits["issues"], serde_json::json!(["dra-not-in-quota"]), "{fits}");
+    let text = kgpu(&["snapshot", "--file", &gate_off, "--pane", "gangs"]);
+    assert!(text.contains("2 DRA GPU(s) not counted in Kueue's quota"), "{text}");
+}

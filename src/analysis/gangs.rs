@@ -58,11 +58,25 @@ pub struct GangSummary {
     /// Placed across several nodes although one eligible node could hold it all.
     pub topology_split: bool,
     pub topology: Topology,
+    /// Kueue: GPUs its pod sets ask through DRA claim templates that Kueue
+    /// reserved no quota for (its DynamicResourceAllocation gate off, or the
+    /// class not mapped): the ClusterQueue's quota does not limit them.
+    pub dra_not_in_quota: u64,
 }
 
 impl GangSummary {
     pub fn display_name(&self) -> String {
         format!("{}/{}", self.key.namespace, self.key.name)
+    }
+
+    /// Kueue admitted it without counting its DRA GPUs, for people.
+    pub fn quota_note(&self) -> Option<String> {
+        (self.dra_not_in_quota > 0).then(|| {
+            format!(
+                "{} DRA GPU(s) not counted in Kueue's quota: admitted without them (Kueue counts DRA devices only with its DynamicResourceAllocation gate and a deviceClassMapping for the class)",
+                self.dra_not_in_quota
+            )
+        })
     }
 
     /// What the spread means, for people: `None` when it is on one node.
@@ -83,7 +97,9 @@ impl GangSummary {
 }
 
 pub fn analyze(index: &Index<'_>) -> Vec<GangSummary> {
-    let mut out: Vec<GangSummary> = index.snap.gangs.iter().map(|(key, gang)| summarize(index, key, gang)).collect();
+    let mut selectors = super::dra::cel::Selectors::default();
+    let mut out: Vec<GangSummary> =
+        index.snap.gangs.iter().map(|(key, gang)| summarize(index, &mut selectors, key, gang)).collect();
     find_deadlocks(index, &mut out);
     out.sort_by(|a, b| {
         (!a.deadlocked_with.is_empty())
@@ -96,13 +112,27 @@ pub fn analyze(index: &Index<'_>) -> Vec<GangSummary> {
     out
 }
 
-fn summarize(index: &Index<'_>, key: &GangKey, gang: &Gang) -> GangSummary {
+fn summarize(index: &Index<'_>, selectors: &mut super::dra::cel::Selectors, key: &GangKey, gang: &Gang) -> GangSummary {
     let members = index.members(key);
     let placed_pods: Vec<&&Pod> = members.iter().filter(|p| p.holds_resources()).collect();
     let placed = placed_pods.len() as u32;
     let running = placed_pods.iter().filter(|p| p.phase == PodPhase::Running).count() as u32;
     let required = if gang.min_members > 0 { gang.min_members } else { gang.total_pods() };
-    let gpus_per_pod = gang.gpus_per_pod();
+    // GPUs a pod of each set asks through claim templates, beside the device plugin's.
+    let dra_per_pod: Vec<u64> = gang
+        .pod_sets
+        .iter()
+        .map(|set| {
+            if set.claims.is_empty() {
+                0
+            } else {
+                index.dra().template_gpus(selectors, &gang.namespace, &set.claims).unwrap_or(0)
+            }
+        })
+        .collect();
+    let dra_total: u64 = gang.pod_sets.iter().zip(&dra_per_pod).map(|(set, dra)| dra * u64::from(set.count)).sum();
+    let gpus_per_pod =
+        gang.pod_sets.iter().zip(&dra_per_pod).map(|(set, dra)| set.requests.gpu + dra).max().unwrap_or(0);
     let mut per_node: BTreeMap<Sym, u64> = BTreeMap::new();
     for p in &placed_pods {
         if let Some(n) = p.node.clone() {
@@ -131,8 +161,12 @@ fn summarize(index: &Index<'_>, key: &GangKey, gang: &Gang) -> GangSummary {
         GangState::Running
     };
     let gpus_held_idle = if state == GangState::PartiallyPlaced { per_node.values().sum() } else { 0 };
-    let gpus_total = gang.total_requests().gpu;
-    let topology = topology_of(index, &placed_pods, &per_node, gpus_total);
+    let device_plugin_gpus = gang.total_requests().gpu;
+    let gpus_total = device_plugin_gpus + dra_total;
+    // Nodes' room is read in device-plugin GPUs there.
+    let topology = topology_of(index, &placed_pods, &per_node, device_plugin_gpus);
+    let kueue_counts_none = gang.kind == crate::model::GangKind::KueueWorkload && gang.kueue_counted.is_none();
+    let dra_not_in_quota = if kueue_counts_none && gang.has_quota() { dra_total } else { 0 };
     GangSummary {
         key: key.clone(),
         queue: gang.queue.clone(),
@@ -148,6 +182,7 @@ fn summarize(index: &Index<'_>, key: &GangKey, gang: &Gang) -> GangSummary {
         nodes: per_node.into_iter().collect(),
         topology_split: matches!(topology, Topology::Split { .. }),
         topology,
+        dra_not_in_quota,
     }
 }
 

@@ -187,6 +187,9 @@ pub fn gang(g: &GangSummary, spot: &crate::analysis::spot::Spot) -> Doc {
     if let Some(note) = g.topology_note() {
         doc.line(Role::Warn, note);
     }
+    if let Some(note) = g.quota_note() {
+        doc.line(Role::Warn, note);
+    }
     for other in &g.deadlocked_with {
         doc.line(Role::Error, format!("deadlocked with {other}"));
     }

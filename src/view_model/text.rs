@@ -326,6 +326,7 @@ fn gangs(out: &mut String, _snap: &Snapshot, a: &Analysis) {
                     (!g.deadlocked_with.is_empty())
                         .then(|| format!("deadlocked with {}", g.deadlocked_with.join(", "))),
                     g.topology_note(),
+                    g.quota_note(),
                 ]
                 .into_iter()
                 .flatten()

@@ -305,7 +305,10 @@ fn gangs(a: &Analysis) -> Vec<GangJson> {
                 crate::analysis::gangs::Topology::Split { .. } => vec!["topology-split"],
                 crate::analysis::gangs::Topology::Unknown => vec!["topology-unknown"],
                 _ => Vec::new(),
-            },
+            }
+            .into_iter()
+            .chain((g.dra_not_in_quota > 0).then_some("dra-not-in-quota"))
+            .collect(),
             topology: g.topology_note(),
             age_seconds: g.age,
         })
