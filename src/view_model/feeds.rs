@@ -221,7 +221,21 @@ pub fn summary(snap: &Snapshot, now: Timestamp) -> (String, Role) {
         let since = stale.iter().filter_map(|h| h.stale_since).min().unwrap_or(now);
         problems.push(format!("{} feeds reconnecting {}", stale.len(), age(now - since)));
     }
-    problems.extend(feeds.iter().filter(|h| stale.len() < 3 || !h.stale()).filter_map(|h| h.problem(now)));
+    // A CRD not installed is how the cluster is (no Kueue, no Volcano), not
+    // a fault: counted in one item, where several would fill the bar.
+    let not_installed = |h: &&FeedHealth| h.unavailable && h.state == FeedProblem::Missing(String::new()).label();
+    let missing = feeds.iter().filter(not_installed).count();
+    problems.extend(
+        feeds
+            .iter()
+            .filter(|h| stale.len() < 3 || !h.stale())
+            .filter(|h| missing < 2 || !not_installed(h))
+            .filter_map(|h| h.problem(now)),
+    );
+    let faults = problems.len() - usize::from(missing == 1);
+    if missing >= 2 {
+        problems.push(format!("{missing} feeds not installed"));
+    }
     // A budget that has not reached every reporter yet: said, not hidden.
     let partial: Vec<String> = feeds
         .iter()
@@ -237,7 +251,13 @@ pub fn summary(snap: &Snapshot, now: Timestamp) -> (String, Role) {
     } else if problems.is_empty() {
         (format!("{data} · {}", partial.join(" · ")), Role::Dim)
     } else {
-        let role = if feeds.iter().any(FeedHealth::stale) { Role::Error } else { Role::Warn };
+        let role = if feeds.iter().any(FeedHealth::stale) {
+            Role::Error
+        } else if faults > 0 {
+            Role::Warn
+        } else {
+            Role::Dim
+        };
         (format!("{data} · {}", problems.join(" · ")), role)
     }
 }
