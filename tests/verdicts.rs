@@ -472,6 +472,11 @@ fn dra_partitions_constraints_and_admin_access_are_judged_as_the_scheduler_did()
     let summary = |name: &str| summaries.iter().find(|(n, _)| n == name).map(|(_, s)| s.clone()).unwrap();
     assert_eq!(summaries.len(), 5, "{summaries:?}");
     assert!(summary("wants-3g-and-four-1g").contains("shared counters"), "{summaries:?}");
+    // Requests short together: the selectors of each are in the why.
+    let why_counters = why(CASE, "ml/wants-3g-and-four-1g");
+    for request in ["/big: ", "/small: "] {
+        assert!(why_counters.contains(request), "{why_counters}");
+    }
     assert!(summary("wants-pair-same-root").contains("share one resource.kubernetes.io/pcieRoot"));
     assert!(summary("wants-pair-distinct-roots").contains("differ in resource.kubernetes.io/pcieRoot"));
     let two = why(CASE, "ml/wants-two-3g");
@@ -1002,6 +1007,12 @@ fn pods_waiting_for_their_compute_domain_say_which_node_is_not_ready_and_why() {
     assert_eq!(doc["fleet"]["totals"]["heldNotStarted"], 16);
     let text = kgpu(&["snapshot", "--file", &fixture(COMPUTE_DOMAIN), "--pane", "pending"]);
     assert!(text.contains("PENDING  4 item(s)"), "{text}");
+    // The stale label's own domain: what of it still runs on the node.
+    let worker_2 = step(pending(&doc, "nccl-worker-2"), "start")["commands"].to_string();
+    assert!(
+        worker_2.contains("computeDomain=0df751bf-10dd-485c-945f-b1a2cc4ae56d --field-selector spec.nodeName=gb200-03"),
+        "{worker_2}"
+    );
     let why = why(COMPUTE_DOMAIN, "ml/nccl-worker-1");
     assert!(
         why.contains("blocked at: start") && why.contains("kubectl get computedomain -n ml nccl-cd -o yaml"),
@@ -1097,6 +1108,15 @@ fn kueue_dra_quota_is_counted_as_kueue_counts_it_and_its_refusals_explained() {
         .find(|q| q["name"] == "dra" && q["resource"] == "whole-gpus")
         .unwrap_or_else(|| panic!("{}", doc["queues"]));
     assert_eq!((row["nominal"].as_u64(), row["used"].as_u64()), (Some(3), Some(2)));
+    // Kueue's pending count leaves out what it found inadmissible; the
+    // queue says both, and together they are the Pending pane's workloads.
+    assert_eq!((row["pending"].as_u64(), row["inadmissible"].as_u64()), (Some(2), Some(4)), "{row}");
+    assert_eq!(doc["pending"].as_array().unwrap().len(), 6);
+    let text = kgpu(&["snapshot", "--file", &fixture(case)]);
+    assert!(text.contains("2+4"), "{text}");
+    // The workload asking nvidia.com/gpu of a DRA-only fleet is told to ask through a claim.
+    let plugin = pending_like(&doc, "ml", "job-device-plugin-").unwrap();
+    assert!(plugin["unblock"].to_string().contains("ResourceClaimTemplate"), "{plugin}");
 }
 
 /// With Kueue's DynamicResourceAllocation gate off, Kueue admits a workload

@@ -17,6 +17,10 @@ pub struct QueueRow {
     pub borrowing_limit: Option<u64>,
     pub pending: u32,
     pub admitted: u32,
+    /// Workloads Kueue found inadmissible (QuotaReserved=False, reason
+    /// Inadmissible: a missing queue, a DRA claim it cannot count): not in
+    /// its pending count, yet waiting all the same.
+    pub inadmissible: u32,
     pub active: bool,
     /// A ClusterQueue in a cohort: its weighted fair share (`u64::MAX` for weight 0).
     pub fair_share: Option<u64>,
@@ -24,6 +28,12 @@ pub struct QueueRow {
 
 impl QueueRow {
     /// An amount of this row's resource, in its unit (`8`, `640Gi`).
+    /// Kueue's pending count, with the inadmissible ones after a `+`
+    /// (`2+4`): Kueue counts only the first, the Pending pane lists both.
+    pub fn pending_cell(&self) -> String {
+        if self.inadmissible > 0 { format!("{}+{}", self.pending, self.inadmissible) } else { self.pending.to_string() }
+    }
+
     pub fn amount(&self, v: u64) -> String {
         crate::model::quantity::format(self.resource.as_str(), v)
     }
@@ -38,7 +48,19 @@ pub fn rows(snap: &Snapshot) -> Vec<QueueRow> {
     for cohort in cohorts {
         shares.extend(fair_shares(snap, cohort).into_iter().map(|s| (s.queue, s.weighted.unwrap_or(u64::MAX))));
     }
+    // Inadmissible workloads by the LocalQueue they name, and by its ClusterQueue.
+    let mut inadmissible: std::collections::HashMap<(Option<Sym>, Sym), u32> = Default::default();
+    for g in snap.gangs.values().filter(|g| g.kind == crate::model::GangKind::KueueWorkload && !g.has_quota()) {
+        let refused = g.condition("QuotaReserved").is_some_and(|c| !c.status && c.reason.as_str() == "Inadmissible");
+        let Some(local) = g.queue.clone().filter(|_| refused) else { continue };
+        *inadmissible.entry((Some(g.namespace.clone()), local.clone())).or_default() += 1;
+        if let Some(cq) = cluster_queue_of(snap, g.namespace.clone(), local) {
+            *inadmissible.entry((None, cq.name.clone())).or_default() += 1;
+        }
+    }
     for q in snap.queues.values() {
+        let scope = if q.kind == QueueKind::LocalQueue { q.namespace.clone() } else { None };
+        let refused = inadmissible.get(&(scope, q.name.clone())).copied().unwrap_or(0);
         let base = |quota: Option<&QueueQuota>| QueueRow {
             kind: q.kind,
             namespace: q.namespace.clone(),
@@ -52,6 +74,7 @@ pub fn rows(snap: &Snapshot) -> Vec<QueueRow> {
             borrowing_limit: quota.and_then(|x| x.borrowing_limit),
             pending: q.pending,
             admitted: q.admitted,
+            inadmissible: refused,
             active: q.is_active(),
             fair_share: (q.kind == QueueKind::ClusterQueue).then(|| shares.get(&q.name).copied()).flatten(),
         };

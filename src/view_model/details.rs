@@ -247,6 +247,15 @@ pub fn queue(q: &QueueRow) -> Doc {
         ),
     );
     doc.line(Role::Text, format!("workloads: {} admitted, {} pending", q.admitted, q.pending));
+    if q.inadmissible > 0 {
+        doc.line(
+            Role::Warn,
+            format!(
+                "{} more inadmissible (not in Kueue's pending count): Kueue will not admit them as they are — the Pending pane says why",
+                q.inadmissible
+            ),
+        );
+    }
     doc
 }
 

@@ -371,7 +371,7 @@ fn queues(out: &mut String, _snap: &Snapshot, a: &Analysis) {
                 format!("{}/{}", fmt(q.used), fmt(q.nominal)),
                 if q.cohort.is_some() { fmt(q.borrowed) } else { "-".into() },
                 q.borrowing_limit.map_or("-".into(), fmt),
-                q.pending.to_string(),
+                q.pending_cell(),
                 q.admitted.to_string(),
             ]
         })
@@ -391,6 +391,12 @@ fn queues(out: &mut String, _snap: &Snapshot, a: &Analysis) {
         ],
         &rows,
     ));
+    if a.queues.iter().any(|q| q.inadmissible > 0) {
+        let _ = writeln!(
+            out,
+            "PENDING N+M: N pending as Kueue counts them, M more it found inadmissible (the PENDING section says why)"
+        );
+    }
     out.push('\n');
 }
 

@@ -47,6 +47,9 @@ pub struct ClaimsVerdict {
     /// Nodes publishing devices that cannot allocate the claims, each with
     /// its first short request.
     pub shortfalls: Vec<Shortfall>,
+    /// Each pending request's own selectors (`claim/request`, with the
+    /// alternative where it has several): what the devices must satisfy.
+    pub request_selectors: Vec<(String, Box<[Box<str>]>)>,
     /// A request names a DeviceClass that does not exist.
     pub missing_classes: Vec<Sym>,
     /// Selectors that do not compile or fail on a device: the scheduler
@@ -121,6 +124,18 @@ pub fn verdict(index: &Index<'_>, selectors: &mut Selectors, pod: &Pod) -> Optio
     for c in pending.iter().flat_map(|(_, c)| c.requests.iter()).flat_map(|r| r.alternatives.iter()) {
         if ix.class(c.1.class.as_str()).is_none() && !v.missing_classes.contains(&c.1.class) {
             v.missing_classes.push(c.1.class.clone());
+        }
+    }
+    for (name, claim) in &pending {
+        for r in claim.requests.iter() {
+            for (alternative, e) in r.alternatives.iter().filter(|(_, e)| !e.selectors.is_empty()) {
+                let label = if r.alternatives.len() > 1 {
+                    format!("{name}/{}/{alternative}", r.name)
+                } else {
+                    format!("{name}/{}", r.name)
+                };
+                v.request_selectors.push((label, e.selectors.clone()));
+            }
         }
     }
     // An allocated claim limits the pod to its node.

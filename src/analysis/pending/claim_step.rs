@@ -141,11 +141,19 @@ pub(super) fn report(pod: &Pod, v: &ClaimsVerdict) -> StepReport {
             details.push(format!("{node}: has the devices, but the pod does not fit there ({})", why.join(", ")));
         }
         if let Some(s) = named.first() {
-            for selector in s.selectors.iter() {
-                details.push(format!("selector of {}: {selector}", s.request));
-            }
             commands.push(format!("kubectl get resourceslices --field-selector spec.nodeName={} -o yaml", s.node));
-            commands.push(format!("kubectl get deviceclass {} -o yaml", s.class));
+        }
+        // Every pending request's selectors (requests short together are
+        // all in it), and the class of each request short somewhere.
+        for (request, selectors) in &v.request_selectors {
+            details.extend(selectors.iter().map(|selector| format!("selector of {request}: {selector}")));
+        }
+        let mut classes_said: Vec<&str> = Vec::new();
+        for s in &named {
+            if !classes_said.contains(&s.class.as_str()) {
+                classes_said.push(s.class.as_str());
+                commands.push(format!("kubectl get deviceclass {} -o yaml", s.class));
+            }
         }
         let summary = if !where_it_fits.is_empty() {
             short_summary(&where_it_fits)

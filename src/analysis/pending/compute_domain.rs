@@ -132,9 +132,14 @@ pub(super) fn words(w: &DomainWait<'_>) -> (String, Vec<String>, Vec<String>, Ve
     let node = &w.node.name;
     let ns = &w.pod.namespace;
     let claim = format!("{}/{}", w.claim.namespace, w.claim.name);
-    let mut details = vec![format!(
-        "its channel claim {claim} is allocated on {node}; NVIDIA's compute-domain kubelet plugin prepares it only once {node}'s IMEX daemon is Ready in the domain, so the pod waits in ContainerCreating"
-    )];
+    let mut details = vec![match &w.trouble {
+        DomainTrouble::Missing(_) => format!(
+            "its channel claim {claim} is allocated on {node}; NVIDIA's compute-domain kubelet plugin looks the domain up by uid to prepare it, finds none, and the pod waits in ContainerCreating"
+        ),
+        _ => format!(
+            "its channel claim {claim} is allocated on {node}; NVIDIA's compute-domain kubelet plugin prepares it only once {node}'s IMEX daemon is Ready in the domain, so the pod waits in ContainerCreating"
+        ),
+    }];
     let mut commands = Vec::new();
     let (summary, unblock) = match &w.trouble {
         DomainTrouble::Missing(uid) => (
@@ -167,6 +172,9 @@ pub(super) fn words(w: &DomainWait<'_>) -> (String, Vec<String>, Vec<String>, Ve
                 "{node} carries {DOMAIN_LABEL}={other}: a node belongs to one ComputeDomain at a time, and the plugin will not relabel it"
             ));
             commands.push(format!("kubectl get node {node} -L {DOMAIN_LABEL}"));
+            // What still runs there for the old domain (its daemon, its workloads' pods).
+            commands
+                .push(format!("kubectl get pods -A -l {DOMAIN_LABEL}={other} --field-selector spec.nodeName={node}"));
             (
                 format!(
                     "{node} still belongs to ComputeDomain {other_name}: it cannot join {}/{}",
@@ -202,10 +210,17 @@ pub(super) fn words(w: &DomainWait<'_>) -> (String, Vec<String>, Vec<String>, Ve
                     format!("read its daemon's log (kubectl logs -n {} {})", p.namespace, p.name)
                 }
                 None => {
+                    let unlabelled = match w.node.labels.get(&Sym::new(DOMAIN_LABEL)) {
+                        Some(_) => String::new(),
+                        None => format!(
+                            ", and {node} does not carry it (the plugin labels a node when it first prepares a claim of the domain there)"
+                        ),
+                    };
                     details.push(format!(
-                        "no IMEX daemon pod of the domain runs on {node}: its DaemonSet selects nodes labelled {DOMAIN_LABEL}={}",
+                        "no IMEX daemon pod of the domain runs on {node}: its DaemonSet selects nodes labelled {DOMAIN_LABEL}={}{unlabelled}",
                         d.uid
                     ));
+                    commands.push(format!("kubectl get node {node} -L {DOMAIN_LABEL}"));
                     format!(
                         "see why the domain's DaemonSet has no pod on {node} (its node label, taints, the driver's controller)"
                     )

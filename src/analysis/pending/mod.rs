@@ -686,8 +686,19 @@ fn gang_item<'a>(
         )
     };
     memo.cross_check(&mut item, &fit, scheduler);
-    steps.push(fit.report_for(waiting_member));
-    steps.push(fit.device_plugin.clone());
+    let mut fit_report = fit.report_for(waiting_member);
+    if shape.is_none() && gang.pod_sets.iter().any(|set| !set.claims.is_empty()) {
+        // Said plainly where the shape is known in words (`1×2 DRA`).
+        fit_report.summary =
+            "not evaluated: its pods ask GPUs through DRA claims, judged pod by pod (the claims step) once they exist"
+                .into();
+    }
+    let mut device_plugin = fit.device_plugin.clone();
+    if shape.is_none() && gang.pod_sets.iter().all(|set| set.requests.gpu == 0 && !set.claims.is_empty()) {
+        device_plugin.summary = "its GPUs come through DRA claims, not a device plugin".into();
+    }
+    steps.push(fit_report);
+    steps.push(device_plugin);
     finish(&mut item, steps, &fit);
     honesty::defer_to_the_cluster(index, memo, &mut item, waiting_member, &fit);
     item

@@ -297,10 +297,14 @@ fn kueue_quota_arithmetic(
         said_by: None,
     };
     if let Some((resource, _)) = need.iter().find(|(r, _)| !cq.quotas.iter().any(|q| q.resource.as_str() == *r)) {
-        details.push(format!(
-            "unblock: add {resource} to the coveredResources of ClusterQueue {} (or drop the request)",
-            cq.name
-        ));
+        // A fleet whose GPUs come through DRA only has no nvidia.com/gpu to cover.
+        let dra_only =
+            *resource == keys::RESOURCE_GPU && !index.nodes().any(|n| n.allocatable.gpu > 0) && !index.dra().is_empty();
+        details.push(if dra_only {
+            "unblock: no node advertises nvidia.com/gpu: this fleet's GPUs come through DRA, so ask for them through a ResourceClaimTemplate (resourceClaims) instead".to_string()
+        } else {
+            format!("unblock: add {resource} to the coveredResources of ClusterQueue {} (or drop the request)", cq.name)
+        });
         return block(format!("resource {resource} unavailable in ClusterQueue {}", cq.name), details);
     }
     let mut flavors: Vec<Option<crate::model::Sym>> = cq.flavor_order.iter().map(|f| Some(f.clone())).collect();

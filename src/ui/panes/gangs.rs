@@ -161,8 +161,8 @@ fn draw_queues(
                     theme.style(if q.borrowed > 0 { Role::Warn } else { Role::Dim }),
                 ),
                 widgets::styled(
-                    q.pending.to_string(),
-                    theme.style(if q.pending > 0 { Role::Pending } else { Role::Dim }),
+                    q.pending_cell(),
+                    theme.style(if q.pending + q.inadmissible > 0 { Role::Pending } else { Role::Dim }),
                 ),
                 widgets::styled(q.admitted.to_string(), theme.style(Role::Dim)),
             ]

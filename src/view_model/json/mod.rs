@@ -329,6 +329,7 @@ fn queues(a: &Analysis) -> Vec<QueueJson> {
             borrowing_limit: q.borrowing_limit,
             pending: q.pending,
             admitted: q.admitted,
+            inadmissible: q.inadmissible,
             cohort: q.cohort.as_ref().map(|c| c.to_string()),
             active: q.active,
             borrowed: q.borrowed,

@@ -375,6 +375,8 @@ pub struct QueueJson {
     pub borrowing_limit: Option<u64>,
     pub pending: u32,
     pub admitted: u32,
+    /// Workloads Kueue found inadmissible: not in its pending count.
+    pub inadmissible: u32,
     pub cohort: Option<String>,
     pub active: bool,
     /// What it holds beyond its nominal quota.
