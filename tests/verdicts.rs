@@ -1007,6 +1007,13 @@ fn pods_waiting_for_their_compute_domain_say_which_node_is_not_ready_and_why() {
     assert_eq!(doc["fleet"]["totals"]["heldNotStarted"], 16);
     let text = kgpu(&["snapshot", "--file", &fixture(COMPUTE_DOMAIN), "--pane", "pending"]);
     assert!(text.contains("PENDING  4 item(s)"), "{text}");
+    // The Fleet pane names the nodes where pods wait on their domain.
+    for node in ["gb200-02", "gb200-03", "gb200-04"] {
+        assert_eq!(node_issues(&doc, node), ["compute-domain-not-ready"], "{node}");
+    }
+    for node in ["gb200-01", "gb200-05"] {
+        assert!(node_issues(&doc, node).is_empty(), "{node}");
+    }
     // The stale label's own domain: what of it still runs on the node.
     let worker_2 = step(pending(&doc, "nccl-worker-2"), "start")["commands"].to_string();
     assert!(

@@ -102,6 +102,33 @@ pub fn has_gpus(index: &Index<'_>, node: &Node) -> bool {
     node.is_gpu_node() || index.dra().gpus(&node.name).is_some()
 }
 
+/// Pods bound to a Ready node that wait for a ComputeDomain in which the
+/// node is not Ready (its IMEX daemon), past the pending chain's grace:
+/// the node's trouble as much as theirs.
+fn compute_domain_issue(index: &Index<'_>, node: &crate::model::Node) -> Option<NodeIssue> {
+    use std::collections::BTreeMap;
+    if !node.is_ready() {
+        return None;
+    }
+    let mut waiting: BTreeMap<String, usize> = BTreeMap::new();
+    for pod in index.pods_on(&node.name) {
+        let waits = pod.phase == crate::model::PodPhase::Pending
+            && !pod.terminating
+            && index.now - pod.transitioned >= super::dra::DOMAIN_GRACE_SECONDS;
+        let Some((_, uid)) = waits.then(|| index.dra().channel_claim(pod)).flatten() else { continue };
+        let Some(domain) = index.dra().domain(&uid) else { continue };
+        if domain.node_ready(node.name.as_str()) != Some(true) {
+            *waiting.entry(format!("{}/{}", domain.namespace, domain.name)).or_default() += 1;
+        }
+    }
+    let said: Vec<String> =
+        waiting.into_iter().map(|(domain, pods)| format!("{domain} ({pods} pod(s) wait)")).collect();
+    (!said.is_empty()).then(|| NodeIssue {
+        code: IssueCode::ComputeDomainNotReady,
+        detail: format!("this node's IMEX daemon is not Ready in ComputeDomain {}", said.join(", ")),
+    })
+}
+
 pub fn summarize(index: &Index<'_>, thresholds: &Thresholds) -> Vec<NodeSummary> {
     index.nodes().map(|node| summarize_node(index, node, thresholds)).collect()
 }
@@ -210,6 +237,7 @@ pub fn summarize_node(index: &Index<'_>, node: &Node, thresholds: &Thresholds) -
     if let Some(detail) = black_hole(index, node, thresholds) {
         issues.push(NodeIssue { code: IssueCode::BlackHole, detail });
     }
+    issues.extend(compute_domain_issue(index, node));
     issues.extend(mig_config_issue(node, index.now, thresholds));
     issues.extend(super::sharing::shared_memory_issue(index, node));
     issues.extend(upgrade_issue(node, index.now, thresholds));

@@ -34,6 +34,9 @@ pub enum IssueCode {
     /// A layer of the GPU Operator's stack (driver, toolkit, device plugin,
     /// GFD, dcgm-exporter, validator) does not run here: the first one.
     GpuStack,
+    /// Pods bound here wait for a ComputeDomain in which this node's IMEX
+    /// daemon is not Ready (NVIDIA's DRA driver): they do not start.
+    ComputeDomainNotReady,
 }
 
 impl IssueCode {
@@ -55,6 +58,7 @@ impl IssueCode {
             IssueCode::DevicePluginUnhealthy => "device-plugin-unhealthy",
             IssueCode::DeviceTainted => "device-tainted",
             IssueCode::GpuStack => "gpu-stack",
+            IssueCode::ComputeDomainNotReady => "compute-domain-not-ready",
         }
     }
 

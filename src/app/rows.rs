@@ -284,5 +284,6 @@ pub fn issue_short(code: IssueCode) -> &'static str {
         IssueCode::DevicePluginUnhealthy => "unhealthy",
         IssueCode::DeviceTainted => "dev-taint",
         IssueCode::GpuStack => "gpu-stack",
+        IssueCode::ComputeDomainNotReady => "imex",
     }
 }

@@ -108,6 +108,11 @@ impl SliceDevice<'_> {
     }
 }
 
+/// How long a pod bound to a node may wait for the node's IMEX daemon in
+/// its ComputeDomain before kgpu calls it stuck: the daemon is scheduled,
+/// pulled and started only after the first claim on the node asked for it.
+pub const DOMAIN_GRACE_SECONDS: i64 = 60;
+
 /// The DRA objects of a snapshot, looked up.
 #[derive(Default)]
 pub struct DraIndex<'a> {
@@ -366,6 +371,14 @@ impl<'a> DraIndex<'a> {
             gpus += self.gpus_asked(selectors, claim);
         }
         Some(gpus)
+    }
+
+    /// A pod's channel claim and the uid of the ComputeDomain it joins.
+    pub fn channel_claim(&self, pod: &Pod) -> Option<(&'a ResourceClaim, Arc<str>)> {
+        self.pod_claims(pod).into_iter().find_map(|state| match state {
+            PodClaimState::Found(_, claim) => claim.compute_domain.clone().map(|uid| (claim, uid)),
+            _ => None,
+        })
     }
 
     /// The ComputeDomain with this uid.

@@ -9,7 +9,6 @@
 
 use std::sync::Arc;
 
-use crate::analysis::dra::PodClaimState;
 use crate::model::{ClusterEvent, ComputeDomain, Feed, FeedState, Node, Pod, PodPhase, ResourceClaim, Sym};
 
 use super::super::index::Index;
@@ -22,11 +21,6 @@ pub const DOMAIN_LABEL: &str = "resource.nvidia.com/computeDomain";
 
 /// The kubelet's event when a DRA driver fails to prepare a pod's claims.
 const PREPARE_FAILED: &str = "FailedPrepareDynamicResources";
-
-/// How long a bound pod may wait for its node's IMEX daemon before kgpu
-/// calls it stuck: the daemon is scheduled, pulled and started only after
-/// the first claim on the node asked for it.
-pub const GRACE_SECONDS: i64 = 60;
 
 /// Why the plugin does not prepare the channel, as kgpu can tell.
 pub(super) enum DomainTrouble<'a> {
@@ -68,14 +62,10 @@ pub(super) fn waits<'a>(index: &Index<'a>) -> Vec<DomainWait<'a>> {
                 continue;
             }
             // Since the kubelet took it (its start time), else since it was made.
-            if index.now - pod.transitioned < GRACE_SECONDS {
+            if index.now - pod.transitioned < crate::analysis::dra::DOMAIN_GRACE_SECONDS {
                 continue;
             }
-            let channel = dra.pod_claims(pod).into_iter().find_map(|state| match state {
-                PodClaimState::Found(_, claim) => claim.compute_domain.clone().map(|uid| (claim, uid)),
-                _ => None,
-            });
-            let Some((claim, uid)) = channel else { continue };
+            let Some((claim, uid)) = dra.channel_claim(pod) else { continue };
             let said = prepare_failed(snap, pod);
             let trouble = match dra.domain(&uid) {
                 None if domains_read => DomainTrouble::Missing(uid),
