@@ -843,3 +843,26 @@ async fn a_cancelled_drain_counts_the_evictions_its_model_has_not_seen() {
     );
     assert!(text.contains("node/gpu-03 left cordoned"), "{text}");
 }
+
+/// `y` on the Pending pane (a selected row, or the why view opened on it)
+/// copies the blocking step's kubectl commands whole, read-only or not: a
+/// command wrapped in a narrow terminal cannot be copied off the screen.
+#[test]
+fn y_copies_the_blocking_steps_commands() {
+    let v = views("quota-starvation");
+    let mut app = App::new(true, "dark", true);
+    app.pane = Pane::Pending;
+    let item = v.analysis.pending.first().expect("a pending item");
+    let step = item.steps.iter().find(|s| Some(s.step) == item.blocking).expect("a blocking step");
+    assert!(!step.commands.is_empty());
+    let expected = step.commands.join("\n");
+    for open_why in [false, true] {
+        if open_why {
+            app.update(Msg::Key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE)), &v);
+            assert_eq!(app.drill.as_deref(), Some(item.display_name().as_str()));
+        }
+        let effects = key(&mut app, &v, 'y');
+        assert!(matches!(effects.as_slice(), [Effect::Copy(text)] if *text == expected), "{open_why}: {effects:?}");
+        assert!(notice(&app).starts_with("copied "), "{}", notice(&app));
+    }
+}

@@ -70,6 +70,27 @@ impl App {
         Vec::new()
     }
 
+    /// `y`: the kubectl commands of the selected (or opened) pending item's
+    /// blocking step (else its first step that has some), for the clipboard:
+    /// a command wrapped in a narrow terminal cannot be copied off the screen.
+    pub(super) fn copy_commands(&mut self, views: &Views) -> Vec<Effect> {
+        let id = self.drill.clone().or_else(|| self.selected_id(Pane::Pending, views));
+        let Some(item) = views.analysis.pending.iter().find(|p| Some(p.display_name()) == id) else {
+            self.notify("select a pending item to copy its commands", true);
+            return Vec::new();
+        };
+        let blocking = item.steps.iter().find(|s| Some(s.step) == item.blocking && !s.commands.is_empty());
+        let Some(step) = blocking.or_else(|| item.steps.iter().find(|s| !s.commands.is_empty())) else {
+            self.notify(format!("{} has no kubectl command to copy", item.display_name()), false);
+            return Vec::new();
+        };
+        self.notify(
+            format!("copied {} command(s) of the {} step to the clipboard", step.commands.len(), step.step.title()),
+            false,
+        );
+        vec![Effect::Copy(step.commands.join("\n"))]
+    }
+
     /// The gang `R` would requeue: the selected gang, or the selected (or
     /// opened) pending Workload or PodGroup; a lone pod has none.
     pub(super) fn requeue_target(&self, views: &Views) -> Option<crate::model::GangKey> {

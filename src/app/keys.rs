@@ -32,6 +32,8 @@ pub enum Command {
     Uncordon,
     Drain,
     Requeue,
+    /// Copy the kubectl commands of a pending item's blocking step.
+    Copy,
     Repartition,
     RunPlan,
     Cancel,
@@ -234,6 +236,13 @@ pub const BINDINGS: &[Binding] = &[
         panes: Some(&[Pane::Pending, Pane::Gangs]),
     },
     Binding {
+        keys: &[KeyCode::Char('y')],
+        label: "y",
+        command: Command::Copy,
+        help: "copy the blocking step's kubectl commands (clipboard, OSC 52)",
+        panes: Some(&[Pane::Pending]),
+    },
+    Binding {
         keys: &[KeyCode::Char('m')],
         label: "m",
         command: Command::Repartition,
@@ -326,6 +335,7 @@ fn short(c: Command) -> &'static str {
         Command::Uncordon => "uncordon",
         Command::Drain => "drain",
         Command::Requeue => "requeue",
+        Command::Copy => "copy",
         Command::Repartition => "MIG",
         Command::RunPlan => "defrag",
         Command::Focus => "section",

@@ -183,6 +183,8 @@ pub enum Effect {
     PlanWaves(Option<crate::model::DriverVersion>),
     /// Stop this running action at its next step.
     Cancel(ActionId),
+    /// Put this text on the terminal's clipboard (OSC 52).
+    Copy(String),
 }
 
 #[derive(Debug)]
@@ -653,6 +655,7 @@ impl App {
                 return self.node_action(command, views);
             }
             Command::Requeue => return self.requeue(views),
+            Command::Copy => return self.copy_commands(views),
             Command::RunPlan => return self.run_plan(views),
             Command::Cancel => return self.cancel(),
         }

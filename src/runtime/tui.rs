@@ -518,6 +518,15 @@ where
                         Msg::ThemeLoaded { name: cockpit.theme.name.clone(), warning: warnings.first().cloned() };
                     effects.extend(app.update(loaded, &views));
                 }
+                Effect::Copy(text) => {
+                    // Through the terminal the cockpit draws on (stdout), so it
+                    // reaches the clipboard over SSH too.
+                    let copy = crossterm::clipboard::CopyToClipboard::to_clipboard_from(text);
+                    if let Err(e) = crossterm::execute!(std::io::stdout(), copy) {
+                        let failed = Msg::Notice { text: format!("could not copy: {e}"), error: true };
+                        effects.extend(app.update(failed, &views));
+                    }
+                }
                 Effect::PlanWaves(target) => {
                     wave_target = target;
                     generation += 1;

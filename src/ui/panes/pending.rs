@@ -21,8 +21,8 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, shown: &mut Viewport, view
                 // Requeue acts on a Workload or PodGroup, not on a lone pod.
                 let requeue = if docs::offers_requeue(item) { " · R requeue" } else { "" };
                 let title = match app.breadcrumb(&name) {
-                    Some(path) => format!(" {path} · esc: back{requeue} "),
-                    None => format!(" Why pending: {name} · esc back{requeue} "),
+                    Some(path) => format!(" {path} · esc: back · y copy{requeue} "),
+                    None => format!(" Why pending: {name} · esc back · y copy{requeue} "),
                 };
                 return drill(frame, area, app, shown, &docs::why(item), title, theme);
             }
