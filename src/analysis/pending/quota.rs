@@ -99,14 +99,7 @@ fn kueue_quota_step(index: &Index<'_>, gang: &Gang) -> StepReport {
     }
     let Some(local) = local else {
         details.push("unblock: set the kueue.x-k8s.io/queue-name label to a LocalQueue".into());
-        return StepReport {
-            step: Step::Quota,
-            verdict: Verdict::Block,
-            summary: "no queue name: Kueue does not know where to admit it".into(),
-            details: details.into(),
-            commands,
-            said_by: None,
-        };
+        return quota_block("no queue name: Kueue does not know where to admit it", details, commands);
     };
     let Some(cq) = cq else {
         let summary = if queues::local_queue(snap, gang.namespace.clone(), local.clone()).is_some() {
@@ -115,14 +108,7 @@ fn kueue_quota_step(index: &Index<'_>, gang: &Gang) -> StepReport {
             format!("LocalQueue {local} doesn't exist in namespace {}", gang.namespace)
         };
         details.push(format!("unblock: create LocalQueue {local} in {} (or fix the queue-name label)", gang.namespace));
-        return StepReport {
-            step: Step::Quota,
-            verdict: Verdict::Block,
-            summary: summary.into(),
-            details: details.into(),
-            commands,
-            said_by: None,
-        };
+        return quota_block(summary, details, commands);
     };
     let lq = queues::local_queue(snap, gang.namespace.clone(), local);
     // The ClusterQueue first: a LocalQueue in front of a stopped one is
@@ -140,14 +126,7 @@ fn kueue_quota_step(index: &Index<'_>, gang: &Gang) -> StepReport {
                 if policy.as_str() == "HoldAndDrain" { ": its admitted workloads were evicted too" } else { "" }
             ));
         }
-        return StepReport {
-            step: Step::Quota,
-            verdict: Verdict::Block,
-            summary: summary.into(),
-            details: details.into(),
-            commands,
-            said_by: None,
-        };
+        return quota_block(summary, details, commands);
     }
     // Kueue's DRA quota refused the workload before any quota was weighed.
     if let Some(c) = reserved.filter(|c| !c.status)
@@ -155,20 +134,25 @@ fn kueue_quota_step(index: &Index<'_>, gang: &Gang) -> StepReport {
     {
         let (summary, unblock) = dra_refusal_words(&refusal, &cq.name);
         details.push(format!("unblock: {unblock}"));
-        return StepReport {
-            step: Step::Quota,
-            verdict: Verdict::Block,
-            summary: summary.into(),
-            details: details.into(),
-            commands,
-            said_by: None,
-        };
+        return quota_block(summary, details, commands);
     }
     // Kueue's own word on this workload: what kgpu defers to where its
     // arithmetic finds room and Kueue says otherwise.
     let kueue_word =
         reserved.filter(|c| !c.status && !c.message.is_empty()).map(|c| format!("{}: {}", c.reason, c.message));
     kueue_quota_arithmetic(index, gang, cq, (kueue_said, kueue_word), details, commands)
+}
+
+/// The quota step blocking, with what it found and the commands that show it.
+fn quota_block(summary: impl Into<String>, details: Vec<String>, commands: Vec<String>) -> StepReport {
+    StepReport {
+        step: Step::Quota,
+        verdict: Verdict::Block,
+        summary: summary.into().into(),
+        details: details.into(),
+        commands,
+        said_by: None,
+    }
 }
 
 /// Kueue's DRA refusal in words: (summary, unblock). Kueue v0.17 counts
