@@ -1095,10 +1095,22 @@ fn kueue_dra_quota_is_counted_as_kueue_counts_it_and_its_refusals_explained() {
     assert!(said.contains("unblock: 1 more whole-gpus in flavor default of ClusterQueue dra"), "{said}");
     assert!(!said.contains("finds room"), "kgpu's arithmetic agrees with Kueue's: {said}");
     for (prefix, says, fix) in [
-        ("job-by-selector-", "does not support CEL selectors (template h100-by-selector)", "drop CEL selectors"),
-        ("job-first-available-", "does not support FirstAvailable device selection (template any-gpu)", "any-gpu"),
+        (
+            "job-by-selector-",
+            "CEL selectors in template h100-by-selector: Kueue's DRA quota does not count it",
+            "drop CEL selectors",
+        ),
+        (
+            "job-first-available-",
+            "FirstAvailable device selection in template any-gpu: Kueue's DRA quota does not count it",
+            "any-gpu",
+        ),
         ("job-shared-claim-", "counts claim templates only", "resourceClaimTemplateName"),
-        ("job-vfio-", "cannot count DeviceClass vfio.gpu.nvidia.com (pod set main)", "resources.deviceClassMappings"),
+        (
+            "job-vfio-",
+            "DeviceClass vfio.gpu.nvidia.com (pod set main) has no deviceClassMapping",
+            "resources.deviceClassMappings",
+        ),
     ] {
         let item = pending_like(&doc, "ml", prefix).unwrap_or_else(|| panic!("{prefix}: {}", doc["pending"]));
         assert_eq!(item["blockingStep"], "quota", "{prefix}");

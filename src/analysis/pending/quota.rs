@@ -161,11 +161,11 @@ fn dra_refusal_words(refusal: &queue_msg::DraRefusal, cq: &crate::model::Sym) ->
     use queue_msg::DraRefusal;
     match refusal {
         DraRefusal::Claims => (
-            "Kueue's DRA quota counts claim templates only: a pod set names a ResourceClaim (resourceClaimName)".into(),
+            "a pod set names a ResourceClaim (resourceClaimName): Kueue's DRA quota counts claim templates only".into(),
             "ask through a ResourceClaimTemplate (resourceClaimTemplateName), or run the workload outside Kueue".into(),
         ),
         DraRefusal::Unmapped { class, pod_set } => (
-            format!("Kueue cannot count DeviceClass {class} (pod set {pod_set}): no deviceClassMapping names it"),
+            format!("DeviceClass {class} (pod set {pod_set}) has no deviceClassMapping: Kueue cannot count it"),
             format!(
                 "map {class} to a resource in Kueue's configuration (resources.deviceClassMappings) and cover that resource in ClusterQueue {cq}"
             ),
@@ -173,8 +173,9 @@ fn dra_refusal_words(refusal: &queue_msg::DraRefusal, cq: &crate::model::Sym) ->
         DraRefusal::Unsupported { template, feature } => {
             let t = template.as_deref().map_or_else(|| "a claim template".to_string(), |t| format!("template {t}"));
             (
+                // Cause first: two refusals cut at 80 columns read alike otherwise.
                 format!(
-                    "Kueue's DRA quota does not support {feature} ({t}): it counts exact counts of a mapped DeviceClass only"
+                    "{feature} in {t}: Kueue's DRA quota does not count it (only `exactly` requests with a count, of a mapped DeviceClass)"
                 ),
                 format!(
                     "drop {feature} from {t} (choose devices through the DeviceClass instead), or run the workload outside Kueue"
