@@ -112,10 +112,7 @@ fn compute_domain_issue(index: &Index<'_>, node: &crate::model::Node) -> Option<
     }
     let mut waiting: BTreeMap<String, usize> = BTreeMap::new();
     for pod in index.pods_on(&node.name) {
-        let waits = pod.phase == crate::model::PodPhase::Pending
-            && !pod.terminating
-            && index.now - pod.transitioned >= super::dra::DOMAIN_GRACE_SECONDS;
-        let Some((_, uid)) = waits.then(|| index.dra().channel_claim(pod)).flatten() else { continue };
+        let Some((_, uid)) = index.dra().waiting_channel(pod, index.now) else { continue };
         let Some(domain) = index.dra().domain(&uid) else { continue };
         if domain.node_ready(node.name.as_str()) != Some(true) {
             *waiting.entry(format!("{}/{}", domain.namespace, domain.name)).or_default() += 1;

@@ -54,6 +54,13 @@ pub struct PodSet {
     pub claims: Box<[super::PodClaim]>,
 }
 
+impl PodSet {
+    /// What every pod of `sets` requests, together.
+    pub fn total_of(sets: &[PodSet]) -> Resources {
+        sets.iter().fold(Resources::default(), |acc, ps| acc.plus(&ps.requests.times(u64::from(ps.count))))
+    }
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct PodSetAssignment {
     pub name: Sym,
@@ -139,8 +146,7 @@ impl Gang {
 
     /// Total requests of every member.
     pub fn total_requests(&self) -> Resources {
-        let pods =
-            self.pod_sets.iter().fold(Resources::default(), |acc, ps| acc.plus(&ps.requests.times(ps.count as u64)));
+        let pods = PodSet::total_of(&self.pod_sets);
         match &self.kueue_counted {
             Some(extra) => pods.plus(extra),
             None => pods,

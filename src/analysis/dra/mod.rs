@@ -373,8 +373,20 @@ impl<'a> DraIndex<'a> {
         Some(gpus)
     }
 
+    /// The channel claim of a pod still Pending past [`DOMAIN_GRACE_SECONDS`]
+    /// since the kubelet took it (its start time, else its creation), and
+    /// the uid of the ComputeDomain it joins: a pod that may be waiting for
+    /// its node's IMEX daemon (the pending chain and the Fleet say why).
+    pub fn waiting_channel(&self, pod: &Pod, now: crate::model::Timestamp) -> Option<(&'a ResourceClaim, Arc<str>)> {
+        let waiting = pod.phase == crate::model::PodPhase::Pending && !pod.terminating && !pod.mirror;
+        if !waiting || pod.claims.is_empty() || now - pod.transitioned < DOMAIN_GRACE_SECONDS {
+            return None;
+        }
+        self.channel_claim(pod)
+    }
+
     /// A pod's channel claim and the uid of the ComputeDomain it joins.
-    pub fn channel_claim(&self, pod: &Pod) -> Option<(&'a ResourceClaim, Arc<str>)> {
+    fn channel_claim(&self, pod: &Pod) -> Option<(&'a ResourceClaim, Arc<str>)> {
         self.pod_claims(pod).into_iter().find_map(|state| match state {
             PodClaimState::Found(_, claim) => claim.compute_domain.clone().map(|uid| (claim, uid)),
             _ => None,

@@ -9,7 +9,7 @@
 
 use std::sync::Arc;
 
-use crate::model::{ClusterEvent, ComputeDomain, Feed, FeedState, Node, Pod, PodPhase, ResourceClaim, Sym};
+use crate::model::{ClusterEvent, ComputeDomain, Feed, FeedState, Node, Pod, ResourceClaim, Sym};
 
 use super::super::index::Index;
 
@@ -58,14 +58,7 @@ pub(super) fn waits<'a>(index: &Index<'a>) -> Vec<DomainWait<'a>> {
     let domains_read = matches!(snap.feed(Feed::ComputeDomains).map(|f| &f.state), Some(FeedState::Live));
     for node in index.nodes().filter(|n| n.readiness == crate::model::Readiness::Ready) {
         for pod in index.pods_on(&node.name).iter().copied() {
-            if pod.phase != PodPhase::Pending || pod.terminating || pod.mirror || pod.claims.is_empty() {
-                continue;
-            }
-            // Since the kubelet took it (its start time), else since it was made.
-            if index.now - pod.transitioned < crate::analysis::dra::DOMAIN_GRACE_SECONDS {
-                continue;
-            }
-            let Some((claim, uid)) = dra.channel_claim(pod) else { continue };
+            let Some((claim, uid)) = dra.waiting_channel(pod, index.now) else { continue };
             let said = prepare_failed(snap, pod);
             let trouble = match dra.domain(&uid) {
                 None if domains_read => DomainTrouble::Missing(uid),

@@ -149,7 +149,7 @@ fn kueue_counted(v: &Value, pod_sets: &[PodSet]) -> Result<Option<Resources>> {
                 .map(|a| a.iter().filter_map(|r| r.get("resources")).collect())
         })
         .unwrap_or_default();
-    let own = pod_sets.iter().fold(Resources::default(), |acc, ps| acc.plus(&ps.requests.times(ps.count as u64)));
+    let own = PodSet::total_of(pod_sets);
     let mut extra: Vec<(&str, u64)> = Vec::new();
     for list in totals {
         for (resource, amount) in resources_json(list)? {
