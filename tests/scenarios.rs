@@ -568,13 +568,20 @@ fn dra_claims_counts_published_gpus_and_blocks_the_h200_claim() {
     assert!(p["summary"].as_str().unwrap().contains("no published device matches"), "{p}");
     assert_eq!(doc["pending"].as_array().unwrap().len(), 1, "the placed claim pods are not pending");
     // The fragmentation section's 1-GPU what-if shape can use every free GPU, DRA's included.
-    let one = doc["fragmentation"]["shapes"]
-        .as_array()
-        .unwrap()
+    let shapes = doc["fragmentation"]["shapes"].as_array().unwrap();
+    let one = shapes
         .iter()
-        .find(|s| s["gpusPerPod"] == 1 && s["pods"] == 1)
+        .find(|s| s["gpusPerPod"] == 1 && s["pods"] == 1 && s["source"] == "canonical")
         .unwrap_or_else(|| panic!("{}", doc["fragmentation"]));
     assert_eq!(one["usableFree"], 18, "{one}");
+    // The pending pod is a shape of its own, through DRA: no device its claim
+    // matches, free or held, so nothing is usable or stranded for it, and
+    // the plan says freeing nodes would not help.
+    let serve = shapes.iter().find(|s| s["dra"] == true).unwrap_or_else(|| panic!("{}", doc["fragmentation"]));
+    assert_eq!((serve["fitsNow"].as_bool(), serve["usableFree"].as_u64()), (Some(false), Some(0)), "{serve}");
+    assert_eq!(serve["strandedFree"], 0, "{serve}");
+    let plan = &doc["fragmentation"]["planSummary"];
+    assert!(plan["reason"].as_str().is_some_and(|r| r.contains("freeing nodes would not help")), "{plan}");
     // Usage finds who holds the DRA GPUs in the claims (the agent's kubelet
     // view names no pod for them): 22 held, as the header's 22 in use.
     let u = &doc["utilization"];

@@ -213,7 +213,7 @@ impl ResourceClaim {
 }
 
 /// A pod's entry in `spec.resourceClaims`.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct PodClaim {
     pub name: Sym,
     pub source: ClaimSource,
@@ -221,7 +221,7 @@ pub struct PodClaim {
     pub generated: Option<Arc<str>>,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum ClaimSource {
     /// `resourceClaimName`: a claim that exists on its own, maybe shared.
     Claim(Arc<str>),

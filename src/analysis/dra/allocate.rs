@@ -73,18 +73,21 @@ pub enum Together {
 
 /// One request to allocate and its alternatives, each with the node's
 /// devices that match it.
-struct Slot<'p> {
-    claim: usize,
+#[derive(Clone)]
+pub(super) struct Slot<'p> {
+    /// Index of its claim in the pending claims.
+    pub(super) claim: usize,
     request: Sym,
-    alternatives: Vec<Alternative<'p>>,
+    pub(super) alternatives: Vec<Alternative<'p>>,
 }
 
-struct Alternative<'p> {
+#[derive(Clone)]
+pub(super) struct Alternative<'p> {
     /// The request's name, or `request/subrequest`.
     name: Sym,
-    exact: &'p ExactRequest,
+    pub(super) exact: &'p ExactRequest,
     /// Indices into the node's devices.
-    matching: Vec<usize>,
+    pub(super) matching: Vec<usize>,
 }
 
 /// Allocates every pending claim's requests from the node's devices, or
@@ -98,6 +101,17 @@ pub fn allocate_on(
     errors: &mut Vec<(String, SelectorError)>,
 ) -> Result<(), Refusal> {
     let slots = slots(ix, selectors, devices, pending, errors);
+    allocate_slots(ix, node, devices, pending, &slots)
+}
+
+/// [`allocate_on`] with each request's matching devices found already.
+pub(super) fn allocate_slots(
+    ix: &DraIndex<'_>,
+    node: Sym,
+    devices: &[SliceDevice<'_>],
+    pending: &[(String, &ResourceClaim)],
+    slots: &[Slot<'_>],
+) -> Result<(), Refusal> {
     let mut search = Search {
         ix,
         devices,
@@ -114,7 +128,7 @@ pub fn allocate_on(
     };
     // Each request on its own first: the one that falls short is the answer.
     let mut alone = None;
-    for slot in &slots {
+    for slot in slots {
         let mut first_short = None;
         for alt in &slot.alternatives {
             let free = alt.matching.iter().filter(|d| search.free_alone(**d, alt.exact)).count();
@@ -137,7 +151,7 @@ pub fn allocate_on(
     // would stop at an error first (All meeting a constraint).
     let may_abort = pending.iter().any(|(_, c)| !c.constraints.is_empty())
         && slots.iter().flat_map(|s| &s.alternatives).any(|a| a.exact.amount == Amount::All);
-    let placed = (alone.is_none() || may_abort) && search.place(&slots, 0);
+    let placed = (alone.is_none() || may_abort) && search.place(slots, 0);
     if let Some(error) = search.aborted.take() {
         return Err(Refusal::Aborted(error));
     }
@@ -170,7 +184,7 @@ pub fn allocate_on(
 
 /// The pending claims' requests, each alternative with the devices that
 /// match its class and selectors.
-fn slots<'p>(
+pub(super) fn slots<'p>(
     ix: &DraIndex<'_>,
     selectors: &mut Selectors,
     devices: &[SliceDevice<'_>],
@@ -513,7 +527,7 @@ impl Kept {
 }
 
 /// Whether the device's taints let the request have it.
-fn taints_allow(exact: &ExactRequest, device: &SliceDevice<'_>) -> bool {
+pub(super) fn taints_allow(exact: &ExactRequest, device: &SliceDevice<'_>) -> bool {
     exact.tolerates_taints || !device.tainted()
 }
 

@@ -13,6 +13,7 @@ mod allocate;
 pub mod cel;
 pub mod claims;
 pub mod partitions;
+pub mod room;
 #[cfg(test)]
 mod tests;
 

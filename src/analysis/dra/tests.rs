@@ -444,3 +444,74 @@ fn a_partly_placed_gang_holds_the_gpus_of_its_members_claims_idle() {
     assert_eq!((train.placed, train.gpus_held_idle), (1, 2), "{train:?}");
     assert_eq!(train.nodes, [(Sym::new("a"), 2)]);
 }
+
+/// Three nodes of four whole GPUs with 2, 3 and 1 of them held; pods
+/// waiting with claims made from templates (two and four GPUs each), and
+/// one sharing an unallocated claim of three.
+fn fleet_with_templates() -> Snapshot {
+    let gpus = |node: &str| -> Vec<Device> {
+        (0..4).map(|i| device(&format!("gpu-{i}"), &[("type", "gpu"), ("uuid", &format!("GPU-{node}-{i}"))])).collect()
+    };
+    let held = |name: &str, node: &str, n: usize| {
+        let devices: Vec<(&str, String)> = (0..n).map(|i| (node, format!("gpu-{i}"))).collect();
+        let devices: Vec<(&str, &str)> = devices.iter().map(|(n, d)| (*n, d.as_str())).collect();
+        claim(name, vec![exact("gpu.nvidia.com", n as u64)], &devices)
+    };
+    let template =
+        |name: &str, n: u64| ResourceClaim { template: true, ..claim(name, vec![exact("gpu.nvidia.com", n)], &[]) };
+    let waiting = |name: &str, source: ClaimSource| {
+        let mut p = pod(name).ns("ml").build();
+        let generated = matches!(source, ClaimSource::Template(_)).then(|| format!("{name}-gpu-x1y2z").into());
+        p.claims = Box::new([PodClaim { name: Sym::new("gpu"), source, generated }]);
+        p
+    };
+    let pods = vec![
+        waiting("serve-a", ClaimSource::Template("two-gpus".into())),
+        waiting("serve-b", ClaimSource::Template("two-gpus".into())),
+        waiting("big", ClaimSource::Template("four-gpus".into())),
+        waiting("team-user", ClaimSource::Claim("team".into())),
+    ];
+    let nodes = ["n1", "n2", "n3"].iter().map(|n| node(n).build()).collect();
+    let snap = snapshot(nodes, pods, vec![], 0);
+    let mut c = crate::model::Cluster::new(snap.source.clone());
+    c.apply_all(snap.nodes.values().map(|n| ModelEvent::Upsert(Object::Node((**n).clone()))));
+    c.apply_all(snap.pods.values().map(|p| ModelEvent::Upsert(Object::Pod((**p).clone()))));
+    let objects = [slice("n1", gpus("n1")), slice("n2", gpus("n2")), slice("n3", gpus("n3"))]
+        .into_iter()
+        .chain([class("gpu.nvidia.com", "gpu")])
+        .chain([held("h1", "n1", 2), held("h2", "n2", 3), held("h3", "n3", 1)].map(DraObject::Claim))
+        .chain([template("two-gpus", 2), template("four-gpus", 4)].map(DraObject::Claim))
+        .chain([claim("team", vec![exact("gpu.nvidia.com", 3)], &[])].map(DraObject::Claim))
+        .chain(["serve-a", "serve-b", "big"].map(|p| DraObject::Claim(claim(&format!("{p}-gpu-x1y2z"), vec![], &[]))));
+    c.apply_all(objects.map(|o| ModelEvent::Upsert(Object::Dra(o))));
+    c.snapshot()
+}
+
+#[test]
+fn pods_asking_through_claims_are_shapes_of_the_fragmentation_map() {
+    use crate::analysis::fragmentation::{self, PlanStatus};
+    let snap = fleet_with_templates();
+    let index = Index::build(&snap, 0);
+    let f = fragmentation::analyze(&index);
+    let pending: Vec<_> = f.shapes.iter().filter(|s| s.demand.is_pending()).collect();
+    let of = |name: &str| pending.iter().find(|s| s.demand.is_named("ml", name)).expect(name);
+    // Two GPUs per pod: one pod on n1 (2 free), none on n2 (1), one on n3 (3).
+    let pair = of("serve-a");
+    assert_eq!(pair.demand.label(), "1×2 DRA");
+    assert_eq!((pair.largest_gang, pair.usable_free, pair.stranded_free, pair.fits_now), (2, 4, 2, true));
+    // Four: no node has them free, each could were it empty.
+    let big = of("big");
+    assert_eq!((big.largest_gang, big.usable_free, big.stranded_free, big.nodes_big_enough), (0, 0, 6, 3));
+    // A shared claim of three: n3 only; once allocated, every pod shares it.
+    let team = of("team-user");
+    assert_eq!(team.demand.label(), "1×3 DRA");
+    assert!(team.fits_now && team.usable_free == 3, "{team:?}");
+    // The fleet: n2's odd GPU is stranded for every pending shape; n3's
+    // three serve the shared claim.
+    assert_eq!(f.stranded_by_node.get(&Sym::new("n2")), Some(&1));
+    assert_eq!(f.stranded_total, 1, "{:?}", f.stranded_by_node);
+    assert_eq!(f.unplanned_claims, 0);
+    // The plan does not free claim-held devices, and says so.
+    assert_eq!(f.plan.target.as_deref(), Some("Pod ml/big"));
+    assert!(matches!(&f.plan.status, PlanStatus::Impossible(why) if why.contains("DRA claims")), "{:?}", f.plan.status);
+}

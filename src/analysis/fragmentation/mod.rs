@@ -19,214 +19,14 @@
 //!   (schedulable nodes only). 0: every free GPU is part of a whole free node;
 //!   1: every free GPU is a fragment.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::Arc;
+use std::collections::{BTreeMap, HashMap};
 
-use crate::model::{
-    Gang, GangKey, HostPort, Labels, NamespaceMap, Node, NodeSelectorTerm, Pod, PodKey, Resources, Sym, Timestamp,
-    Toleration, keys,
-};
+use crate::model::{Node, Sym, keys};
 
-use super::fit::{self, PlacementKey, Shape};
+use super::dra::cel::Selectors;
+use super::fit;
 use super::index::Index;
-use super::inter_pod::InterPod;
 use super::tally::Tally;
-use super::volumes::Prepared;
-
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum ShapeSource {
-    Gang(GangKey),
-    Pod(PodKey),
-    Canonical,
-}
-
-/// A shape of demand and the constraints its pods carry.
-#[derive(Clone, Debug)]
-pub struct Demand {
-    pub gpus_per_pod: u64,
-    pub mig_profile: Option<Sym>,
-    pub pods: u32,
-    pub requests: Resources,
-    pub tolerations: Box<[Toleration]>,
-    pub node_selector: Labels,
-    pub affinity: Box<[NodeSelectorTerm]>,
-    /// Host ports each pod binds: at most one such pod per node.
-    pub host_ports: Box<[HostPort]>,
-    pub source: ShapeSource,
-    pub priority: i32,
-    pub created: Timestamp,
-    /// Whose pods these are, for the filters that look at other pods
-    /// (`inter_pod`): their namespace, labels and rules.
-    pub namespace: Sym,
-    pub labels: crate::model::Labels,
-    pub rules: Option<Box<crate::model::PodRules>>,
-    /// The claims its pod's volumes name, for the volume filters.
-    pub volumes: Option<Arc<PodVolumes>>,
-    /// The topology keys of its required anti-affinity terms that select
-    /// its own pods: one of them per domain of each (per node for the
-    /// hostname).
-    pub own_domains: Box<[Sym]>,
-}
-
-/// A pod's PersistentVolumeClaims, with what the volume filters need of
-/// the pod itself (its name and uid own its ephemeral volumes' claims).
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct PodVolumes {
-    pub namespace: Sym,
-    pub pod: Arc<str>,
-    pub uid: Option<crate::model::Uid>,
-    pub claims: Box<[crate::model::ClaimUse]>,
-}
-
-impl PodVolumes {
-    pub fn of(pod: &Pod) -> Option<Arc<PodVolumes>> {
-        (!pod.volumes.is_empty()).then(|| {
-            Arc::new(PodVolumes {
-                namespace: pod.namespace.clone(),
-                pod: pod.name.clone(),
-                uid: pod.uid,
-                claims: pod.volumes.clone(),
-            })
-        })
-    }
-
-    /// The volume filters' PreFilters for these claims.
-    pub fn prepare<'a>(&self, index: &crate::analysis::index::Index<'a>) -> crate::analysis::volumes::Prepared<'a> {
-        crate::analysis::volumes::prepare(index, self.namespace.clone(), &self.pod, self.uid, &self.claims)
-    }
-}
-
-impl Demand {
-    /// Its pods' required anti-affinity refuses its own pods on one node
-    /// (topology key `kubernetes.io/hostname`): one pod per node.
-    pub fn repels_itself_per_node(&self) -> bool {
-        self.own_domains.iter().any(|k| k.as_str() == keys::HOSTNAME)
-    }
-
-    /// The key of its own anti-affinity that limits it beyond its nodes
-    /// (a zone, a rack: not the hostname, which room counts per node).
-    pub fn wider_own_domain(&self) -> Option<Sym> {
-        self.own_domains.iter().find(|&k| k.as_str() != keys::HOSTNAME).cloned()
-    }
-
-    /// The pod being placed, as PodTopologySpread and InterPodAffinity see it.
-    pub fn incoming(&self) -> crate::analysis::inter_pod::Incoming<'_> {
-        crate::analysis::inter_pod::Incoming {
-            namespace: self.namespace.clone(),
-            labels: &self.labels,
-            rules: self.rules.as_deref(),
-            shape: self.shape(),
-        }
-    }
-
-    pub fn shape(&self) -> Shape<'_> {
-        Shape {
-            requests: &self.requests,
-            tolerations: &self.tolerations,
-            node_selector: &self.node_selector,
-            affinity: &self.affinity,
-            host_ports: &self.host_ports,
-        }
-    }
-
-    /// The pods nominated to `node` that the scheduler counts as placed
-    /// there for a pod of this demand (`addGENominatedPods`): of equal or
-    /// higher priority, and not its own.
-    pub fn nominated_ahead<'a>(&self, index: &Index<'a>, node: &Sym) -> Vec<&'a Pod> {
-        if !index.has_nominations() {
-            return Vec::new();
-        }
-        index
-            .nominated_to(node.clone())
-            .iter()
-            .copied()
-            .filter(|pod| {
-                let own = match &self.source {
-                    ShapeSource::Pod(key) => pod.namespace == key.namespace && pod.name == key.name,
-                    ShapeSource::Gang(key) => index.gang_of(&pod.key()) == Some(key),
-                    ShapeSource::Canonical => false,
-                };
-                pod.priority >= self.priority && !own
-            })
-            .collect()
-    }
-
-    /// Whether this is the demand of the gang or pod `namespace/name`.
-    pub fn is_named(&self, namespace: &str, name: &str) -> bool {
-        match &self.source {
-            ShapeSource::Gang(k) => k.namespace.as_str() == namespace && &*k.name == name,
-            ShapeSource::Pod(k) => k.namespace.as_str() == namespace && &*k.name == name,
-            ShapeSource::Canonical => false,
-        }
-    }
-
-    /// Whose demand this is: `PodGroup ns/name`, `Pod ns/name`, or the
-    /// canonical shape.
-    pub fn name(&self) -> String {
-        match &self.source {
-            ShapeSource::Gang(k) => format!("{} {}/{}", k.kind.kind_name(), k.namespace, k.name),
-            ShapeSource::Pod(k) => format!("Pod {}/{}", k.namespace, k.name),
-            ShapeSource::Canonical => "canonical shape".into(),
-        }
-    }
-
-    pub fn label(&self) -> String {
-        match self.mig_profile.clone() {
-            Some(p) => format!("{}×{p}", self.pods),
-            None => format!("{}×{}", self.pods, self.gpus_per_pod),
-        }
-    }
-
-    pub fn is_pending(&self) -> bool {
-        self.source != ShapeSource::Canonical
-    }
-
-    /// Demands with equal keys get the same answer from every per-node
-    /// computation; a fleet's pending pods share a few dozen keys.
-    pub fn key(&self) -> DemandKey {
-        DemandKey {
-            requests: self.requests.clone(),
-            placement: self.shape().placement_key(),
-            host_ports: self.host_ports.clone(),
-            pods: self.pods,
-            pending: self.is_pending(),
-            nominations: None,
-            inter_pod: self.rules.as_ref().map(|r| (self.namespace.clone(), self.labels.clone(), Some(r.clone()))),
-            volumes: self.volumes.clone(),
-        }
-    }
-
-    /// [`Demand::key`] as it must read on this cluster for a pending
-    /// demand: where pods are nominated to nodes, what a node holds for them
-    /// (their resources, ports and rules) depends on this demand's priority
-    /// and on whose it is; where running pods have required anti-affinity,
-    /// whether it refuses these pods depends on their namespace and labels.
-    pub fn key_in(&self, index: &Index<'_>) -> DemandKey {
-        let mut key = self.key();
-        if !self.is_pending() {
-            return key;
-        }
-        if index.has_nominations() {
-            key.nominations = Some((self.priority, self.source.clone()));
-        }
-        if !index.anti_affinity_pods().is_empty() {
-            key.inter_pod = Some((self.namespace.clone(), self.labels.clone(), self.rules.clone()));
-        }
-        key
-    }
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct DemandKey {
-    requests: Resources,
-    placement: PlacementKey,
-    host_ports: Box<[HostPort]>,
-    pods: u32,
-    pending: bool,
-    nominations: Option<(i32, ShapeSource)>,
-    inter_pod: Option<(Sym, crate::model::Labels, Option<Box<crate::model::PodRules>>)>,
-    volumes: Option<Arc<PodVolumes>>,
-}
 
 #[derive(Clone, Debug)]
 pub struct ShapeFit {
@@ -238,6 +38,8 @@ pub struct ShapeFit {
     pub stranded_free: u64,
     /// Most pods of this shape placeable at once.
     pub largest_gang: u64,
+    /// Nodes it may use that could hold one of its pods were they empty.
+    pub nodes_big_enough: u64,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -305,211 +107,22 @@ pub struct Fragmentation {
     pub free_on_whole_nodes: u64,
     pub score: f64,
     pub plan: Plan,
-    /// Pending pods whose GPUs come through DRA claims: not in the shapes
-    /// nor the plan yet, so "everything pending fits" cannot be said.
+    /// Pending pods whose claims name a missing claim or template: what
+    /// they ask is unknown, so they are in no shape and "everything pending
+    /// fits" cannot be said.
     pub unplanned_claims: usize,
 }
 
 impl Fragmentation {
-    /// Why no plan is needed, in words: DRA claims are not planned yet.
+    /// Why no plan is needed, in words.
     pub fn not_needed_text(&self) -> String {
         match self.unplanned_claims {
             0 => "plan: not needed, everything pending fits".into(),
-            n => format!("plan: not needed for device-plugin GPUs; {n} pod(s) waiting on DRA claims are not planned"),
+            n => format!(
+                "plan: not needed for the shapes above; {n} pod(s) whose claims name a missing claim or template are not in them (see their claims step)"
+            ),
         }
     }
-}
-
-pub const CANONICAL: [(u64, u32); 4] = [(1, 1), (8, 1), (8, 2), (8, 4)];
-
-/// Pending demand: each gang with members still to place, each pending pod
-/// that is not in a gang. Ordered by priority (high first), then age.
-pub fn pending_demands(index: &Index<'_>) -> Vec<Demand> {
-    let mut out = Vec::new();
-    let mut in_gang: HashSet<PodKey> = HashSet::new();
-    for (key, gang) in index.snap.gangs.iter() {
-        let members = index.members(key);
-        for m in members {
-            in_gang.insert(m.key());
-        }
-        // Kueue's PodsReady: its pods run (kgpu may not tell which they are).
-        if gang.is_finished() || !gang.active || gang.condition_true("PodsReady") {
-            continue;
-        }
-        if let Some(d) = gang_demand(key, gang, members, &index.snap.namespaces) {
-            out.push(d);
-        }
-    }
-    for pod in index.pending_pods() {
-        if in_gang.contains(&pod.key()) || !pod.wants_gpu() {
-            continue;
-        }
-        out.push(pod_demand(pod, 1, ShapeSource::Pod(pod.key()), &index.snap.namespaces));
-    }
-    out.sort_by(|a, b| b.priority.cmp(&a.priority).then(a.created.cmp(&b.created)).then(a.source.cmp(&b.source)));
-    out
-}
-
-/// What `pods` pods like `pod` ask of the fleet (`namespaces`: what its
-/// rules' namespaceSelectors read).
-pub fn pod_demand(pod: &Pod, pods: u32, source: ShapeSource, namespaces: &NamespaceMap) -> Demand {
-    Demand {
-        own_domains: domains::own_domains(pod, namespaces),
-        gpus_per_pod: pod.requests.gpu,
-        mig_profile: pod.requests.mig().next().map(|(p, _)| Sym::new(p)),
-        pods,
-        requests: pod.requests.clone(),
-        tolerations: pod.tolerations.clone(),
-        node_selector: pod.node_selector.clone(),
-        affinity: pod.affinity.clone(),
-        host_ports: pod.host_ports.clone(),
-        source,
-        priority: pod.priority,
-        created: pod.created,
-        namespace: pod.namespace.clone(),
-        labels: pod.labels.clone(),
-        rules: pod.rules.clone(),
-        volumes: PodVolumes::of(pod),
-    }
-}
-
-/// What a gang still needs of GPUs. Pod sets differ (an MPIJob's CPU
-/// launcher and GPU workers, a JobSet's replicated jobs): each GPU pod set
-/// counts its own missing members — matched by shape — and the set missing
-/// the most GPUs is the gang's demand; CPU-only sets are no GPU demand.
-/// Kueue's partial admission makes a set expect what was admitted; a gang
-/// without pod sets (a Volcano PodGroup) expects every member it has, so
-/// the extra members of an elastic gang (minMember < replicas) are demand too.
-fn gang_demand(key: &GangKey, gang: &Gang, members: &[&Pod], namespaces: &NamespaceMap) -> Option<Demand> {
-    let placed_like = |requests: &crate::model::Resources| {
-        members
-            .iter()
-            .filter(|p| p.holds_resources() && p.requests.gpu == requests.gpu && p.requests.mig().eq(requests.mig()))
-            .count() as u32
-    };
-    let demand_of_set = |set: &crate::model::PodSet| -> Option<Demand> {
-        let missing = gang.expected_pods(set).saturating_sub(placed_like(&set.requests));
-        if missing == 0 || !set.requests.wants_gpu() {
-            return None;
-        }
-        // Constraints from a waiting member of this shape, else the template.
-        if let Some(pending) = members
-            .iter()
-            .find(|p| p.is_pending() && p.requests.gpu == set.requests.gpu && p.requests.mig().eq(set.requests.mig()))
-        {
-            let mut d = pod_demand(pending, missing, ShapeSource::Gang(key.clone()), namespaces);
-            d.priority = gang.priority.max(pending.priority);
-            d.created = gang.created;
-            return Some(d);
-        }
-        Some(Demand {
-            gpus_per_pod: set.requests.gpu,
-            mig_profile: set.requests.mig().next().map(|(p, _)| Sym::new(p)),
-            pods: missing,
-            requests: set.requests.clone(),
-            tolerations: set.tolerations.clone(),
-            node_selector: set.node_selector.clone(),
-            affinity: Box::new([]),
-            host_ports: Box::new([]),
-            source: ShapeSource::Gang(key.clone()),
-            priority: gang.priority,
-            created: gang.created,
-            namespace: key.namespace.clone(),
-            labels: Box::new([]),
-            rules: None,
-            volumes: None,
-            own_domains: Box::new([]),
-        })
-    };
-    if gang.pod_sets.is_empty() {
-        // No template: every member known, at least minMember, GPU members alone.
-        let gpu_members: Vec<&&Pod> = members.iter().filter(|p| p.wants_gpu() && !p.phase.is_terminal()).collect();
-        let expected = (gpu_members.len() as u32).max(gang.min_members);
-        let placed = gpu_members.iter().filter(|p| p.holds_resources()).count() as u32;
-        let pending = gpu_members.iter().find(|p| p.is_pending())?;
-        let mut d =
-            pod_demand(pending, expected.saturating_sub(placed).max(1), ShapeSource::Gang(key.clone()), namespaces);
-        d.priority = gang.priority.max(pending.priority);
-        d.created = gang.created;
-        return Some(d);
-    }
-    gang.pod_sets
-        .iter()
-        .filter_map(demand_of_set)
-        .max_by_key(|d| (d.pods as u64 * (d.gpus_per_pod + d.requests.mig_total()), d.gpus_per_pod))
-}
-
-/// Its volumes stop a pod of this demand before any node (a missing or
-/// unbound claim): no node's room helps it.
-pub(crate) fn stopped_by_volumes(index: &Index<'_>, demand: &Demand) -> bool {
-    matches!(demand.volumes.as_ref().map(|v| v.prepare(index)), Some(Prepared::Refused(_)))
-}
-
-/// Per node (in `Index::node_list` order), whether the rules about other
-/// objects let a pod of this demand run there, as the pending chain's fit
-/// step decides: its volumes (the volume filters), the host ports pods
-/// there already bind (NodePorts), and the other pods' and its own
-/// inter-pod rules (PodTopologySpread, InterPodAffinity). Every node for a
-/// demand with none of these. `None`: its volumes stop it before any node
-/// (a missing or unbound claim).
-pub(crate) fn allowed_nodes(index: &Index<'_>, demand: &Demand) -> Option<Vec<bool>> {
-    let nodes = index.node_list();
-    let volumes = demand.volumes.as_ref().map(|v| v.prepare(index));
-    let check = match volumes {
-        Some(Prepared::Refused(_)) => return None,
-        Some(Prepared::Check(check)) => Some(check),
-        _ => None,
-    };
-    let incoming = demand.incoming();
-    // As the pending chain: rules kgpu cannot evaluate (namespaces it cannot read) keep nothing away.
-    let inter_pod =
-        if demand.is_pending() { InterPod::prepare_readable(index, &incoming).ok().flatten() } else { None };
-    if check.is_none() && inter_pod.is_none() && demand.host_ports.is_empty() && !index.has_nominations() {
-        return Some(vec![true; nodes.len()]);
-    }
-    let mut reasons = Vec::new();
-    Some(
-        nodes
-            .iter()
-            .map(|n| {
-                reasons.clear();
-                if let Some(c) = &check {
-                    c.reasons_into(n, &mut reasons);
-                }
-                let ahead = if demand.is_pending() { demand.nominated_ahead(index, &n.name) } else { Vec::new() };
-                InterPod::node_reasons_into(inter_pod.as_ref(), &incoming, n, &ahead, &mut reasons);
-                // Nominated pods bind their host ports too (as in the pending chain's fit step).
-                let ports_taken =
-                    index.pods_on(&n.name).iter().chain(&ahead).any(|p| fit::port_conflict(&demand.host_ports, p));
-                reasons.is_empty() && !ports_taken
-            })
-            .collect(),
-    )
-}
-
-/// The canonical shapes; their pods tolerate the usual GPU taint keys.
-pub fn canonical_demands() -> Vec<Demand> {
-    CANONICAL
-        .iter()
-        .map(|&(gpus, pods)| Demand {
-            gpus_per_pod: gpus,
-            mig_profile: None,
-            pods,
-            requests: Resources::from_pairs([(keys::RESOURCE_GPU, gpus)]),
-            tolerations: Box::new([Toleration::exists(keys::RESOURCE_GPU), Toleration::exists("gpu")]),
-            node_selector: Box::new([]),
-            affinity: Box::new([]),
-            host_ports: Box::new([]),
-            source: ShapeSource::Canonical,
-            priority: 0,
-            created: 0,
-            namespace: Sym::new("default"),
-            labels: Box::new([]),
-            rules: None,
-            volumes: None,
-            own_domains: Box::new([]),
-        })
-        .collect()
 }
 
 /// Pods of `demand` that fit on `node` given `used`, 0 if it may not run there.
@@ -580,8 +193,8 @@ pub fn analyze(index: &Index<'_>) -> Fragmentation {
     // Per node (by position): may some pending whole-GPU shape use it, and
     // the most free GPUs any of them can use there.
     let mut usable_by_node: Vec<Option<u64>> = vec![None; nodes.len()];
-    // (largest gang, usable, stranded) per distinct demand key.
-    let mut seen: HashMap<DemandKey, (u64, u64, u64)> = HashMap::new();
+    // (largest gang, usable, stranded, nodes big enough) per distinct demand key.
+    let mut seen: HashMap<DemandKey, (u64, u64, u64, u64)> = HashMap::new();
     let empty = Tally::default();
     // Per node (by position), its GPUs as the fleet counts them: the
     // physical GPUs free, and whole GPUs free (not MIG, not a replica).
@@ -606,18 +219,25 @@ pub fn analyze(index: &Index<'_>) -> Fragmentation {
             }
         })
         .collect();
+    let mut selectors = Selectors::default();
     // Running pods' required anti-affinity may refuse some pending pods and
     // not others of the same shape: then their namespace and labels count.
     for demand in pending.into_iter().chain(canonical_demands()) {
         let key = demand.key_in(index);
-        let (largest, usable, stranded) = match seen.get(&key) {
+        let (largest, usable, stranded, big_enough) = match seen.get(&key) {
             Some(found) => *found,
             None => {
                 let size = unit_size(&demand);
                 let placement = index.placement(&demand.shape());
                 // Its volumes, ports and pod rules keep it off nodes as the pending chain says.
-                let allowed = allowed_nodes(index, &demand);
-                let (mut largest, mut usable, mut stranded) = (0, 0, 0);
+                let mut allowed = allowed_nodes(index, &demand);
+                // Claims through DRA: as the next pod like it asks them (None
+                // where one is missing: no node helps).
+                let ask = demand.dra.as_ref().map(|a| index.dra().ask(&a.namespace, &a.claims));
+                if matches!(ask, Some(None)) {
+                    allowed = None;
+                }
+                let (mut largest, mut usable, mut stranded, mut big_enough) = (0, 0, 0, 0);
                 let mut domains = OwnDomains::of(&demand);
                 for (i, ((node, used), blockers)) in index.nodes_with_usage().zip(placement.iter()).enumerate() {
                     if !allowed.as_ref().is_some_and(|ok| ok[i]) {
@@ -647,27 +267,45 @@ pub fn analyze(index: &Index<'_>) -> Fragmentation {
                     // Usable and stranded count what the node could give the shape;
                     // how many pods fit at once counts one per domain of its own
                     // anti-affinity (a zone's second node is not stranded for that).
-                    let s = room_with_dra(&demand, node, held.as_ref().unwrap_or(used), dra);
+                    let mut s = room_with_dra(&demand, node, held.as_ref().unwrap_or(used), dra);
+                    // Claims take the devices their requests match, as many
+                    // pods' at once as the node can allocate.
+                    let devices = match &ask {
+                        Some(Some(ask)) => {
+                            let room = index.dra().room(&mut selectors, &node.name, ask, s);
+                            let per_pod = demand.dra.as_ref().map_or(0, |a| a.gpus);
+                            if room.matching < per_pod {
+                                continue;
+                            }
+                            s = room.pods;
+                            Some(room)
+                        }
+                        _ => None,
+                    };
+                    big_enough += 1;
                     largest = u64::saturating_add(largest, domains.take(node, s));
                     // Usable and free in the demand's units: MIG slices, or physical
                     // GPUs (replicas taken by a shape fill whole GPUs only at r per GPU).
-                    let (free, used_by_shape) = match &demand.mig_profile {
-                        Some(p) => (index.free_mig(node, p.as_str()), s.saturating_mul(size)),
+                    let (free, used_by_shape) = match (&demand.mig_profile, devices) {
+                        // DRA: the devices its GPU requests match.
+                        (_, Some(room)) => (room.free, s.saturating_mul(size).min(room.free)),
+                        (Some(p), None) => (index.free_mig(node, p.as_str()), s.saturating_mul(size)),
                         // GPUs promised to a nominated pod are neither usable nor stranded.
-                        None => {
+                        (None, None) => {
                             let free = whole_free.saturating_sub(promised);
                             (free, s.saturating_mul(size).div_ceil(replicas_per_gpu.unwrap_or(1)).min(free))
                         }
                     };
                     usable = u64::saturating_add(usable, used_by_shape);
                     stranded = u64::saturating_add(stranded, free.saturating_sub(used_by_shape));
-                    if demand.is_pending() && demand.mig_profile.is_none() {
+                    // Free GPUs a shape can use, by node, in whole GPUs.
+                    if demand.is_pending() && demand.mig_profile.is_none() && devices.is_none_or(|r| r.whole) {
                         let e = usable_by_node[i].get_or_insert(0);
                         *e = (*e).max(used_by_shape);
                     }
                 }
-                seen.insert(key, (largest, usable, stranded));
-                (largest, usable, stranded)
+                seen.insert(key, (largest, usable, stranded, big_enough));
+                (largest, usable, stranded, big_enough)
             }
         };
         shapes.push(ShapeFit {
@@ -675,6 +313,7 @@ pub fn analyze(index: &Index<'_>) -> Fragmentation {
             usable_free: usable,
             stranded_free: stranded,
             largest_gang: largest,
+            nodes_big_enough: big_enough,
             demand,
         });
     }
@@ -703,7 +342,7 @@ pub fn analyze(index: &Index<'_>) -> Fragmentation {
     let stranded_total = stranded_by_node.values().fold(0u64, |s, v| s.saturating_add(*v));
     let score = if free_total == 0 { 0.0 } else { 1.0 - free_on_whole_nodes as f64 / free_total as f64 };
     let plan = plan(index, &shapes);
-    let unplanned_claims = index.pending_pods().iter().filter(|p| !p.claims.is_empty()).count();
+    let unplanned_claims = dra::unresolved(index, &mut selectors);
     Fragmentation {
         shapes,
         stranded_by_node,
@@ -716,8 +355,14 @@ pub fn analyze(index: &Index<'_>) -> Fragmentation {
     }
 }
 
+mod demand;
 mod domains;
+pub mod dra;
 mod plan;
+pub use demand::{
+    CANONICAL, Demand, DemandKey, PodVolumes, ShapeSource, canonical_demands, pending_demands, pod_demand,
+};
+pub(crate) use demand::{allowed_nodes, stopped_by_volumes};
 pub use domains::OwnDomains;
 pub use plan::{MAX_NODES_FREED, plan};
 

@@ -95,6 +95,7 @@ pub fn plan(index: &Index<'_>, shapes: &[ShapeFit]) -> Plan {
         s.demand.is_pending()
             && !s.fits_now
             && s.demand.mig_profile.is_none()
+            && s.demand.dra.is_none()
             && s.demand.gpus_per_pod > 0
             && s.demand.wider_own_domain().is_none()
             && waits_only_for_room(index, &s.demand)
@@ -107,7 +108,17 @@ pub fn plan(index: &Index<'_>, shapes: &[ShapeFit]) -> Plan {
             Some(s) => Plan {
                 target: Some(s.demand.name()),
                 target_shape: Some(s.demand.label()),
-                status: PlanStatus::Impossible(if s.demand.mig_profile.is_some() {
+                status: PlanStatus::Impossible(if s.demand.dra.is_some() && s.nodes_big_enough == 0 {
+                    format!(
+                        "no node it may use publishes the devices {}'s claims ask, free or held: freeing nodes would not help; see its claims step",
+                        s.demand.name()
+                    )
+                } else if s.demand.dra.is_some() {
+                    format!(
+                        "{}'s GPUs come through DRA claims: the plan moves device-plugin pods and does not free claim-held devices yet; see its claims step",
+                        s.demand.name()
+                    )
+                } else if s.demand.mig_profile.is_some() {
                     format!(
                         "{} needs MIG slices; the plan moves whole GPUs: repartition a node (m) for it",
                         s.demand.name()

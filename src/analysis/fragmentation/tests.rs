@@ -2,6 +2,7 @@
 use super::*;
 use crate::analysis::testing::{node, pod, podgroup, snapshot};
 use crate::model::TaintEffect;
+use crate::model::{Pod, PodKey, Timestamp};
 
 const NOW: Timestamp = 100_000;
 const HOUR: Timestamp = 3600;

@@ -185,6 +185,7 @@ fn fragmentation(a: &Analysis) -> Fragmentation {
             .map(|s| ShapeJson {
                 gpus_per_pod: s.demand.gpus_per_pod,
                 mig_profile: s.demand.mig_profile.as_ref().map(|p| p.to_string()),
+                dra: s.demand.dra.is_some(),
                 pods: s.demand.pods,
                 fits_now: s.fits_now,
                 usable_free: s.usable_free,

@@ -228,6 +228,10 @@ pub struct ShapeJson {
     pub gpus_per_pod: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mig_profile: Option<String>,
+    /// Its GPUs come through DRA claims: `gpusPerPod` counts the devices
+    /// they ask, usable and stranded count the devices their requests match.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub dra: bool,
     pub pods: u32,
     pub fits_now: bool,
     pub usable_free: u64,

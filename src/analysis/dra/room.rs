@@ -1,0 +1,186 @@
+//! Room for a shape of pods whose GPUs come through DRA claims: how many of
+//! its pods one node's free devices can take at once, each pod's claims
+//! (from its templates) allocated beside the others' as the scheduler's
+//! allocator would (`allocate.rs`), a claim the pods share allocated once.
+//! The fragmentation map's slots, usable and stranded devices for such pods.
+
+use std::collections::{BTreeSet, HashMap};
+
+use crate::model::dra::{Amount, ResourceClaim};
+use crate::model::{ClaimSource, PodClaim, Sym};
+
+use super::allocate::{Slot, allocate_slots, slots, taints_allow, usable};
+use super::cel::Selectors;
+use super::{DraIndex, SliceDevice};
+
+/// A pod's claims resolved against the cluster, as one more pod like it
+/// would ask them.
+#[derive(Clone, Debug, Default)]
+pub struct Ask<'a> {
+    /// Claims the pods share (`resourceClaimName`) not allocated yet: the
+    /// first pod's allocation serves the others.
+    pub shared: Vec<&'a ResourceClaim>,
+    /// Claims each pod has made for it from a template.
+    pub per_pod: Vec<&'a ResourceClaim>,
+    /// A shared claim allocated already limits every pod to its node.
+    pub pinned: Option<Sym>,
+}
+
+/// What one node's devices offer a shape.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Room {
+    /// Pods whose claims the node can allocate at once (at most the bound asked).
+    pub pods: u64,
+    /// GPU devices on the node one of its pod's GPU requests matches, held or not.
+    pub matching: u64,
+    /// Of those, the free ones: no claim holds them (nor a partition of
+    /// their GPU), no taint keeps them off, the shared counters allow them.
+    pub free: u64,
+    /// Every matching device is a whole GPU (not a MIG device).
+    pub whole: bool,
+}
+
+impl<'a> DraIndex<'a> {
+    /// `claims` (a pod's `spec.resourceClaims` in `namespace`) as one more
+    /// such pod asks them; None where a claim or template does not exist or
+    /// a claim is being deleted (the pending chain says which).
+    pub fn ask(&self, namespace: &Sym, claims: &[PodClaim]) -> Option<Ask<'a>> {
+        let mut ask = Ask::default();
+        for c in claims {
+            match &c.source {
+                ClaimSource::Template(t) => ask.per_pod.push(self.templates.get(&(namespace.clone(), &**t))?),
+                ClaimSource::Claim(name) => {
+                    let claim = *self.claims.get(&(namespace.clone(), &**name))?;
+                    if claim.deleting {
+                        return None;
+                    }
+                    if !claim.is_allocated() {
+                        ask.shared.push(claim);
+                    } else if let Some(node) = claim.allocated_node.clone() {
+                        ask.pinned = Some(node);
+                    }
+                }
+            }
+        }
+        Some(ask)
+    }
+
+    /// How many pods of `ask` the node's devices can take at once, at most
+    /// `most` (what its CPU, memory and pod count leave).
+    pub fn room(&self, selectors: &mut Selectors, node: &Sym, ask: &Ask<'_>, most: u64) -> Room {
+        let devices = self.devices_on(node);
+        if devices.is_empty() || ask.pinned.as_ref().is_some_and(|p| p != node) {
+            return Room::default();
+        }
+        let base: Vec<(String, &ResourceClaim)> =
+            ask.shared.iter().chain(&ask.per_pod).map(|c| (c.name.to_string(), *c)).collect();
+        // Errors are the pending chain's to report; a device that fails a selector is not matched.
+        let base_slots = slots(self, selectors, devices, &base, &mut Vec::new());
+        let own: Vec<&Slot<'_>> = base_slots.iter().filter(|s| s.claim >= ask.shared.len()).collect();
+        let counted: Vec<&Slot<'_>> = if own.is_empty() { base_slots.iter().collect() } else { own.clone() };
+        let (matching, free) = self.gpu_devices(selectors, devices, &counted);
+        let whole = matching.iter().all(|d| devices[*d].is_whole_gpu());
+        let fits = |k: u64| {
+            let (pending, slots) = copies(&base, &base_slots, ask.shared.len(), k);
+            allocate_slots(self, node.clone(), devices, &pending, &slots).is_ok()
+        };
+        let pods = if own.is_empty() {
+            if fits(0) { most } else { 0 }
+        } else {
+            // No more pods than the free devices any request matches can
+            // serve at each request's smallest count (an upper bound: the
+            // search says how many fit).
+            let any_free = free_matching(self, devices, &own);
+            let per_pod: u64 = own
+                .iter()
+                .map(|s| {
+                    let count = |a: &super::allocate::Alternative<'_>| match a.exact.amount {
+                        Amount::Count(n) => n,
+                        Amount::All => 1,
+                    };
+                    s.alternatives.iter().map(count).min().unwrap_or(0)
+                })
+                .fold(0, u64::saturating_add);
+            let bound = any_free.checked_div(per_pod).unwrap_or(devices.len() as u64);
+            largest(bound.min(most), fits)
+        };
+        Room { pods, matching: matching.len() as u64, free: free.len() as u64, whole }
+    }
+
+    /// The devices the slots' alternatives match that are GPUs (the
+    /// alternative asks for GPUs), and of those the free ones.
+    fn gpu_devices(
+        &self,
+        selectors: &mut Selectors,
+        devices: &[SliceDevice<'_>],
+        slots: &[&Slot<'_>],
+    ) -> (BTreeSet<usize>, BTreeSet<usize>) {
+        let open = usable(self, devices);
+        let (mut matching, mut free) = (BTreeSet::new(), BTreeSet::new());
+        for alt in slots.iter().flat_map(|s| &s.alternatives) {
+            if !self.asks_for_gpus(selectors, alt.exact) {
+                continue;
+            }
+            for &d in &alt.matching {
+                matching.insert(d);
+                if open[d] && taints_allow(alt.exact, &devices[d]) && self.fits_counters(&devices[d], &HashMap::new()) {
+                    free.insert(d);
+                }
+            }
+        }
+        (matching, free)
+    }
+}
+
+/// Free devices any alternative of these slots matches.
+fn free_matching(ix: &DraIndex<'_>, devices: &[SliceDevice<'_>], slots: &[&Slot<'_>]) -> u64 {
+    let open = usable(ix, devices);
+    let mut free = BTreeSet::new();
+    for alt in slots.iter().flat_map(|s| &s.alternatives) {
+        for &d in &alt.matching {
+            if open[d] && taints_allow(alt.exact, &devices[d]) && ix.fits_counters(&devices[d], &HashMap::new()) {
+                free.insert(d);
+            }
+        }
+    }
+    free.len() as u64
+}
+
+/// The shared claims and `k` copies of the per-pod ones (each copy a claim
+/// of its own), with their slots: the devices each matches found once.
+fn copies<'c, 'p>(
+    base: &[(String, &'c ResourceClaim)],
+    base_slots: &[Slot<'p>],
+    shared: usize,
+    k: u64,
+) -> (Vec<(String, &'c ResourceClaim)>, Vec<Slot<'p>>) {
+    let per_pod = base.len() - shared;
+    let mut pending: Vec<(String, &ResourceClaim)> = base[..shared].to_vec();
+    let mut slots: Vec<Slot<'_>> = base_slots.iter().filter(|s| s.claim < shared).cloned().collect();
+    for copy in 0..k as usize {
+        for (name, claim) in &base[shared..] {
+            pending.push((format!("{name}#{copy}"), *claim));
+        }
+        for s in base_slots.iter().filter(|s| s.claim >= shared) {
+            let mut s = s.clone();
+            s.claim += copy * per_pod;
+            slots.push(s);
+        }
+    }
+    (pending, slots)
+}
+
+/// The largest k in 0..=bound with `fits(k)`, trying the bound first (the
+/// usual answer on GPUs alike) and halving after: fitting k pods means
+/// fitting fewer.
+fn largest(bound: u64, mut fits: impl FnMut(u64) -> bool) -> u64 {
+    if bound == 0 || fits(bound) {
+        return bound;
+    }
+    let (mut yes, mut no) = (0, bound);
+    while no - yes > 1 {
+        let mid = yes + (no - yes) / 2;
+        if fits(mid) { yes = mid } else { no = mid }
+    }
+    yes
+}
