@@ -23,6 +23,8 @@ pub struct FeedHealth {
     pub stale_since: Option<Timestamp>,
     /// Whether it cannot deliver data at all.
     pub unavailable: bool,
+    /// Unavailable because its API is not served (a CRD not installed).
+    pub not_installed: bool,
     /// Whether it never delivered a complete list (still syncing, or lost
     /// before its first list): a view without it is partial.
     pub incomplete: bool,
@@ -125,6 +127,7 @@ pub fn health(snap: &Snapshot, now: Timestamp) -> Vec<FeedHealth> {
                 age: data_age(*f, status, now, snap.source.kind),
                 stale_since,
                 unavailable: matches!(status.state, FeedState::Unavailable(_)),
+                not_installed: matches!(status.state, FeedState::Unavailable(FeedProblem::Missing(_))),
                 incomplete: match &status.state {
                     FeedState::Syncing => true,
                     FeedState::Reconnecting { .. } => status.last_data.is_none(),
@@ -223,7 +226,7 @@ pub fn summary(snap: &Snapshot, now: Timestamp) -> (String, Role) {
     }
     // A CRD not installed is how the cluster is (no Kueue, no Volcano), not
     // a fault: counted in one item, where several would fill the bar.
-    let not_installed = |h: &&FeedHealth| h.unavailable && h.state == FeedProblem::Missing(String::new()).label();
+    let not_installed = |h: &&FeedHealth| h.not_installed;
     let missing = feeds.iter().filter(not_installed).count();
     problems.extend(
         feeds
