@@ -149,6 +149,16 @@ pub fn draw(
 }
 
 /// Rows `lines` take when wrapped to `width` columns.
+/// How a shape reads: pods × what each asks.
+const SHAPES: [(&str, &str); 6] = [
+    ("4×8", "4 pods of 8 GPUs each (nvidia.com/gpu, the device plugin)"),
+    ("1×2g.20gb", "1 pod of one MIG slice of that profile"),
+    ("1×2 DRA", "1 pod whose claims ask 2 GPUs through DRA (ResourceClaims)"),
+    ("1×? DRA", "its claim or template is missing: what it asks is unknown"),
+    ("1×cpu + 4×8", "a gang's pod sets: a launcher that asks no GPU, 4 workers"),
+    ("canonical", "what-if shapes the fragmentation map always weighs: 1×1, 1×8, 2×8, 4×8"),
+];
+
 fn help(frame: &mut Frame, area: Rect, views: &Views, theme: &Theme, scroll: u16) -> u16 {
     let mut lines = Vec::new();
     if let Some(s) = &views.snap.scenario {
@@ -170,6 +180,14 @@ fn help(frame: &mut Frame, area: Rect, views: &Views, theme: &Theme, scroll: u16
             Span::styled(format!("  {:<9} ", b.label), theme.style(Role::KeyHint)),
             Span::styled(b.help.to_string(), theme.style(Role::Text)),
             Span::styled(panes, theme.style(Role::Dim)),
+        ]));
+    }
+    lines.push(Line::raw(""));
+    lines.push(Line::styled("shapes (SHAPE columns, the fragmentation map)", theme.style(Role::Header)));
+    for (shape, meaning) in SHAPES {
+        lines.push(Line::from(vec![
+            Span::styled(format!("  {shape:<17} "), theme.style(Role::Accent)),
+            Span::styled(meaning, theme.style(Role::Text)),
         ]));
     }
     lines.push(Line::raw(""));

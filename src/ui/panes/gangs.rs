@@ -46,8 +46,11 @@ fn draw_gangs(
     // The name takes what the other columns leave (they need 45 at 80
     // columns), up to the longest name.
     let longest = gangs.iter().map(|g| g.display_name().chars().count()).max().unwrap_or(12);
-    let name_w =
-        if wide { 40 } else { longest.clamp(12, usize::from(area.width.saturating_sub(2)).saturating_sub(45).max(12)) };
+    let name_w = if wide {
+        longest.clamp(12, 60)
+    } else {
+        longest.clamp(12, usize::from(area.width.saturating_sub(2)).saturating_sub(45).max(12))
+    };
     let rows: Vec<Vec<widgets::TableCell>> = gangs
         .iter()
         .map(|g| {

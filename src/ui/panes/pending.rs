@@ -47,7 +47,10 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, shown: &mut Viewport, view
         return;
     }
     let wide = area.width >= 120;
-    let name_w = if wide { 40 } else { 24 };
+    // Wide: as wide as the longest name (of the first screens: those below
+    // are cut to it), between 12 and 60; the reason takes the rest.
+    let longest = items.iter().take(1000).map(|p| p.display_name().chars().count()).max().unwrap_or(12);
+    let name_w = if wide { longest.clamp(12, 60) } else { 24 };
     let make_row = |i: usize| {
         let r = view_rows::pending_row(items[i]);
         let mut cells = vec![widgets::styled(r.blocked.0, theme.style(r.blocked.1))];
