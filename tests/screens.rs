@@ -79,6 +79,10 @@ fn mig_partitions_published_through_dra() {
     let mut cluster = Cluster::new(SourceInfo { kind: SourceKind::File, name: "dra-partitions".into() });
     cluster.apply_all(events);
     let v = Views::build(Arc::new(cluster.snapshot()), newest, &Thresholds::default(), None);
+    // The Fleet map draws the GPU as the MIG pane does: its one held
+    // partition a MIG cell, not a whole GPU in use.
+    let node = v.nodes.iter().find(|n| n.name.as_str() == "mig-h100-0").unwrap();
+    assert_eq!(node.cells, [kgpu::view_model::panes::Cell::MigUsed], "{:?}", node.cells);
     for (w, h) in [(80, 24), (200, 60)] {
         let mut app = App::new(false, "dark", true);
         app.pane = Pane::Mig;

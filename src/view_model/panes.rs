@@ -159,11 +159,37 @@ fn cells(snap: &Snapshot, n: &NodeSummary, stranded: u64) -> Vec<Cell> {
             out.push(Cell::Gap);
         }
     }
+    // MIG GPUs published through DRA, drawn as the device plugin's: one cell
+    // per instance (a static GPU's, held or not; a DynamicMIG GPU's held
+    // partitions, the only ones that exist). Their GPUs leave the whole-GPU
+    // cells: held (one instance held), else free.
+    let (mut dra_mig_used, mut dra_mig_free) = (0u64, 0u64);
+    for g in n.dra_mig.iter().filter(|g| g.instances().next().is_some()) {
+        if out.len() >= MAX_CELLS {
+            break;
+        }
+        if !out.is_empty() {
+            out.push(Cell::Gap);
+        }
+        let mut held = false;
+        for p in g.instances().take(MAX_CELLS) {
+            held |= p.held_by.is_some();
+            out.push(if p.held_by.is_some() { Cell::MigUsed } else { Cell::MigFree });
+        }
+        if held {
+            dra_mig_used += 1;
+        } else {
+            dra_mig_free += 1;
+        }
+    }
     let unhealthy = n.gpu_unhealthy;
     let unadvertised = n.gpu_unadvertised.saturating_sub(unhealthy);
     let whole_unadvertised = if !n.mig.is_empty() && !mig_gpus.is_empty() { 0 } else { unadvertised };
-    let used = n.gpu_allocated.min(n.gpu_allocatable);
-    let free = n.gpu_free;
+    let used = n.gpu_allocated.min(n.gpu_allocatable).saturating_sub(dra_mig_used);
+    let free = n.gpu_free.saturating_sub(dra_mig_free);
+    if dra_mig_used + dra_mig_free > 0 && used + free > 0 {
+        out.push(Cell::Gap);
+    }
     // The counts come from the node object: a node that claims 10^12 GPUs
     // gets a full row of cells, not 10^12 of them (the row's numbers say the rest).
     let mut add = |cell: Cell, count: u64| {
