@@ -162,6 +162,7 @@ fn dra_node(name: &str, gpus: u64, tainted: u64, held: u64, pods: &mut Vec<Pod>)
         node: Some(Sym::new(name)),
         devices,
         shared_counters: Box::new([]),
+        unmodelled: Box::new([]),
     })];
     for g in 0..held {
         let pod_name = format!("{name}-d{g}");
@@ -190,6 +191,7 @@ fn dra_node(name: &str, gpus: u64, tainted: u64, held: u64, pods: &mut Vec<Pod>)
             reserved_for: Box::new([pod_name.as_str().into()]),
             owner_pod: None,
             compute_domain: None,
+            unmodelled: Box::new([]),
             deleting: false,
             created: 0,
         }));

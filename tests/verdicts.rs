@@ -1163,3 +1163,46 @@ fn dra_gpus_kueue_admitted_without_counting_are_said() {
     let text = kgpu(&["snapshot", "--file", &gate_off, "--pane", "gangs"]);
     assert!(text.contains("2 DRA GPU(s) not counted in Kueue's quota"), "{text}");
 }
+
+/// DRA beyond kgpu's allocator (`hand-made/dra-unmodelled.yaml`): a claim
+/// for part of a shareable device's capacity, devices bound on the driver's
+/// word, a network-attached slice, an extended resource a DeviceClass
+/// serves. kgpu names each where the snapshot starts, and a refusal that
+/// rests on one is not passed off as the cluster's: with no word from the
+/// scheduler, it says that it cannot tell.
+#[test]
+fn dra_features_kgpu_does_not_model_are_named_and_not_passed_off_as_verdicts() {
+    const CASE: &str = "hand-made/dra-unmodelled.yaml";
+    let doc = snapshot(CASE, &[]);
+    let features: Vec<&str> =
+        doc["draUnmodelled"].as_array().unwrap().iter().map(|f| f["feature"].as_str().unwrap()).collect();
+    assert_eq!(
+        features,
+        [
+            "consumable capacity",
+            "device binding conditions",
+            "network-attached devices",
+            "extended resources served by DRA"
+        ]
+    );
+    let text = kgpu(&["snapshot", "--file", &fixture(CASE), "--pane", "pending"]);
+    assert!(text.contains("dra: kgpu does not model consumable capacity"), "{text}");
+    // The shareable GPU is held, so kgpu alone would call the claim short.
+    let rerank = pending(&doc, "rerank-0");
+    assert_eq!(rerank["blockingStep"], "claims");
+    let summary = rerank["summary"].as_str().unwrap();
+    assert!(summary.contains("kgpu cannot tell: consumable capacity in use"), "{summary}");
+    assert!(summary.contains("its own reading: too few free devices on gpu-a"), "{summary}");
+    // No node advertises example.com/gpu; a DeviceClass serves it.
+    let extended = pending(&doc, "asks-extended-0");
+    assert!(extended["summary"].as_str().unwrap().contains("serves example.com/gpu through DRA"), "{extended}");
+    let unblock = extended["unblock"].as_array().unwrap();
+    assert_eq!(unblock.len(), 1, "kgpu's own fixes are not offered: {unblock:?}");
+    let why = why(CASE, "ml/rerank-0");
+    assert!(why.contains("kgpu does not model consumable capacity"), "{why}");
+    // With the scheduler's word, the headline is the scheduler's, and says whose.
+    let big = pending(&doc, "rerank-big-0");
+    let summary = big["summary"].as_str().unwrap();
+    assert!(summary.contains("the scheduler says: 0/1 nodes are available: 1 cannot allocate all claims"), "{summary}");
+    assert_eq!(big["verdictSource"], "scheduler", "{big}");
+}

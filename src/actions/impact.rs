@@ -269,6 +269,7 @@ mod tests {
                     node: Some(Sym::new("n1")),
                     devices: Box::new([gpu]),
                     shared_counters: Box::new([]),
+                    unmodelled: Box::new([]),
                 }),
                 DraObject::Claim(ResourceClaim {
                     namespace: Sym::new("default"),
@@ -287,6 +288,7 @@ mod tests {
                     reserved_for: reserved.into_boxed_slice(),
                     owner_pod: None,
                     compute_domain: None,
+                    unmodelled: Box::new([]),
                     deleting: false,
                     created: 0,
                 }),

@@ -72,6 +72,9 @@ pub struct Analysis {
     pub upgrades: Vec<waves::UpgradeRow>,
     pub utilization: usage::Utilization,
     pub spot: spot::Spot,
+    /// What the cluster's DRA objects use that kgpu does not model: each
+    /// feature with the objects that use it.
+    pub dra_unmodelled: Vec<(crate::model::dra::DraFeature, Vec<String>)>,
 }
 
 impl Analysis {
@@ -150,7 +153,21 @@ fn analyze_index(snap: &Snapshot, mut index: index::Index<'_>, thresholds: &Thre
     let totals = fleet::totals(&nodes, fragmentation.stranded_total);
     let utilization = usage::analyze(snap, now);
     let spot = spot::analyze(&index, now);
-    Analysis { now, nodes, totals, fragmentation, gangs, pending, queues, matrix, upgrades, utilization, spot }
+    let dra_unmodelled = dra::unmodelled(&index);
+    Analysis {
+        now,
+        nodes,
+        totals,
+        fragmentation,
+        gangs,
+        pending,
+        queues,
+        matrix,
+        upgrades,
+        utilization,
+        spot,
+        dra_unmodelled,
+    }
 }
 
 /// The defragmentation plan for one pending gang or pod (`namespace/name`)

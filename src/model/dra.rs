@@ -106,6 +106,51 @@ impl Device {
     }
 }
 
+/// What DRA offers that kgpu's allocator does not model. An object that uses
+/// one names it: verdicts that depend on it defer to the scheduler's word.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum DraFeature {
+    /// A device several claims share, each taking part of its capacity
+    /// (KEP-5075: a device's `allowMultipleAllocations`, a request's `capacity`).
+    ConsumableCapacity,
+    /// A device the scheduler binds a pod to only once the driver reports
+    /// it ready (KEP-5007: `bindingConditions`).
+    BindingConditions,
+    /// Devices of one slice that each name their nodes (KEP-4815:
+    /// `perDeviceNodeSelection`, a device's `nodeName`, `nodeSelector`, `allNodes`).
+    PerDeviceNodes,
+    /// A slice reachable from several nodes (`nodeSelector`, `allNodes`):
+    /// network-attached devices, in no one node's supply.
+    NetworkAttached,
+    /// A DeviceClass that serves an extended resource (KEP-5004,
+    /// `extendedResourceName`): a pod asking for it may get DRA devices.
+    ExtendedResource,
+}
+
+impl DraFeature {
+    /// Its name in a headline.
+    pub fn short(self) -> &'static str {
+        match self {
+            DraFeature::ConsumableCapacity => "consumable capacity",
+            DraFeature::BindingConditions => "device binding conditions",
+            DraFeature::PerDeviceNodes => "per-device node selection",
+            DraFeature::NetworkAttached => "network-attached devices",
+            DraFeature::ExtendedResource => "extended resources served by DRA",
+        }
+    }
+
+    /// What it is, as the API spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            DraFeature::ConsumableCapacity => "consumable capacity (allowMultipleAllocations, a request's capacity)",
+            DraFeature::BindingConditions => "device binding conditions (bindingConditions)",
+            DraFeature::PerDeviceNodes => "per-device node selection (perDeviceNodeSelection)",
+            DraFeature::NetworkAttached => "network-attached devices (a slice's nodeSelector or allNodes)",
+            DraFeature::ExtendedResource => "extended resources served by DRA (a DeviceClass's extendedResourceName)",
+        }
+    }
+}
+
 /// A ResourceSlice: some or all of one pool's devices.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ResourceSlice {
@@ -121,6 +166,9 @@ pub struct ResourceSlice {
     pub devices: Box<[Device]>,
     /// Counter sets shared by the pool's partitionable devices.
     pub shared_counters: Box<[CounterSet]>,
+    /// What its devices (by name; the slice's name for the slice) use that
+    /// kgpu does not model.
+    pub unmodelled: Box<[(Sym, DraFeature)]>,
 }
 
 /// A DeviceClass: the selectors every request for it adds.
@@ -128,6 +176,8 @@ pub struct ResourceSlice {
 pub struct DeviceClass {
     pub name: Arc<str>,
     pub selectors: Box<[Box<str>]>,
+    /// The extended resource it serves (`extendedResourceName`), if any.
+    pub extended_resource: Option<Sym>,
 }
 
 /// How many devices one request (or one of its alternatives) asks for.
@@ -202,6 +252,8 @@ pub struct ResourceClaim {
     /// The uid of the ComputeDomain whose IMEX channel it asks for (its
     /// opaque `ComputeDomainChannelConfig`, as the domain's template writes it).
     pub compute_domain: Option<Arc<str>>,
+    /// What its requests use that kgpu does not model.
+    pub unmodelled: Box<[DraFeature]>,
     pub deleting: bool,
     pub created: Timestamp,
 }

@@ -290,3 +290,22 @@ pub fn gangs_note(snap: &Snapshot) -> Option<String> {
 pub fn queues_note(snap: &Snapshot) -> Option<String> {
     note(snap, &[Feed::ClusterQueues, Feed::LocalQueues, Feed::VolcanoQueues])
 }
+
+/// A line per DRA feature the cluster uses that kgpu does not model: the
+/// verdicts that depend on it defer to the scheduler's word.
+pub fn dra_unmodelled_lines(a: &crate::analysis::Analysis) -> Vec<String> {
+    a.dra_unmodelled
+        .iter()
+        .map(|(feature, at)| {
+            let more = at.len().saturating_sub(3);
+            let mut named = at.iter().take(3).cloned().collect::<Vec<_>>().join(", ");
+            if more > 0 {
+                named.push_str(&format!(" and {more} more"));
+            }
+            format!(
+                "dra: kgpu does not model {}, in use by {named}: where a verdict depends on it, the scheduler's word counts",
+                feature.name()
+            )
+        })
+        .collect()
+}

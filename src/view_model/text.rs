@@ -86,6 +86,9 @@ pub fn render(snap: &Snapshot, a: &Analysis, section: Option<Section>, waves: Op
     for line in feeds.iter().filter(|h| !h.unavailable).filter_map(|h| h.coverage_line(a.now)) {
         let _ = writeln!(out, "{line}");
     }
+    for line in super::feeds::dra_unmodelled_lines(a) {
+        let _ = writeln!(out, "{line}");
+    }
     out.push('\n');
     let sections: [(Section, WriteSection); 9] = [
         (Section::Fleet, fleet),

@@ -7,7 +7,7 @@
 
 use crate::analysis::fit::{self, NodeReason, Shape};
 use crate::analysis::index::Index;
-use crate::model::dra::ResourceClaim;
+use crate::model::dra::{DraFeature, ResourceClaim};
 use crate::model::{Pod, Sym};
 
 use super::allocate::allocate_on;
@@ -64,6 +64,10 @@ pub struct ClaimsVerdict {
     pub aborted: Vec<String>,
     /// GPUs the claims ask for.
     pub gpus: u64,
+    /// What its pending claims, or devices their requests match, use that
+    /// kgpu's allocator does not model (where: a claim, a node's or a
+    /// slice's device): its verdict on them may be wrong.
+    pub unmodelled: Vec<(DraFeature, String)>,
 }
 
 impl ClaimsVerdict {
@@ -121,6 +125,7 @@ pub fn verdict(index: &Index<'_>, selectors: &mut Selectors, pod: &Pod) -> Optio
     if !v.unresolved.is_empty() {
         return Some(v);
     }
+    v.unmodelled = unmodelled(ix, selectors, &pending);
     for c in pending.iter().flat_map(|(_, c)| c.requests.iter()).flat_map(|r| r.alternatives.iter()) {
         if ix.class(c.1.class.as_str()).is_none() && !v.missing_classes.contains(&c.1.class) {
             v.missing_classes.push(c.1.class.clone());
@@ -172,6 +177,39 @@ pub fn verdict(index: &Index<'_>, selectors: &mut Selectors, pod: &Pod) -> Optio
         }
     }
     Some(v)
+}
+
+/// What the pending claims use, or the devices their requests match, that
+/// kgpu does not model: each feature once, with where it first met it.
+fn unmodelled(
+    ix: &super::DraIndex<'_>,
+    selectors: &mut Selectors,
+    pending: &[(String, &ResourceClaim)],
+) -> Vec<(DraFeature, String)> {
+    let mut out: Vec<(DraFeature, String)> = Vec::new();
+    let mut add = |f: DraFeature, at: String| {
+        if !out.iter().any(|(g, _)| *g == f) {
+            out.push((f, at));
+        }
+    };
+    for (name, claim) in pending {
+        for f in claim.unmodelled.iter() {
+            add(*f, format!("claim {name}"));
+        }
+    }
+    for (d, f) in ix.unmodelled_devices() {
+        let matched =
+            pending.iter().flat_map(|(_, c)| c.requests.iter()).flat_map(|r| r.alternatives.iter()).any(|(_, e)| {
+                let Some(class) = ix.class(e.class.as_str()) else { return false };
+                let expressions = class.selectors.iter().chain(e.selectors.iter()).map(|s| &**s);
+                selectors.all_match(expressions, d.slice.driver.as_str(), d.device).unwrap_or(false)
+            });
+        if matched {
+            let place = d.slice.node.as_ref().map_or_else(|| format!("slice {}", d.slice.name), |n| n.to_string());
+            add(*f, format!("device {} on {place}", d.device.name));
+        }
+    }
+    out
 }
 
 /// Why the node cannot take the pod, devices aside.

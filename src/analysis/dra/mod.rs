@@ -6,7 +6,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use crate::model::dra::{Amount, Device, DeviceClass, ExactRequest, ResourceClaim, ResourceSlice};
+use crate::model::dra::{Amount, Device, DeviceClass, DraFeature, ExactRequest, ResourceClaim, ResourceSlice};
 use crate::model::{ClaimSource, DraObject, Pod, Snapshot, Sym, TaintEffect};
 
 mod allocate;
@@ -132,6 +132,9 @@ pub struct DraIndex<'a> {
     counters_left: HashMap<PoolId, Counters>,
     /// (driver, pool, device) → the published device.
     devices: HashMap<(Sym, Sym, Sym), SliceDevice<'a>>,
+    /// Devices that use what kgpu does not model (network-attached ones
+    /// included, which no node's list has), with what they use.
+    unmodelled: Vec<(SliceDevice<'a>, DraFeature)>,
     gpus: HashMap<Sym, DraGpus>,
 }
 
@@ -159,6 +162,11 @@ impl<'a> DraIndex<'a> {
                     for device in s.devices.iter() {
                         let d = SliceDevice { slice: s, device };
                         ix.devices.insert(d.id(), d);
+                        let features = s
+                            .unmodelled
+                            .iter()
+                            .filter(|(on, _)| on.as_str() == device.name.as_str() || on.as_str() == &*s.name);
+                        ix.unmodelled.extend(features.map(|(_, f)| (d, *f)));
                         if let Some(node) = s.node.clone() {
                             ix.by_node.entry(node).or_default().push(d);
                         }
@@ -244,6 +252,16 @@ impl<'a> DraIndex<'a> {
             whole: untainted.len() as u64,
             whole_free,
         }
+    }
+
+    /// Devices that use what kgpu does not model, with what they use.
+    pub fn unmodelled_devices(&self) -> &[(SliceDevice<'a>, DraFeature)] {
+        &self.unmodelled
+    }
+
+    /// DeviceClasses that serve an extended resource, by resource name.
+    pub fn extended_resources(&self) -> impl Iterator<Item = (&'a Sym, &'a DeviceClass)> + '_ {
+        self.classes.values().filter_map(|c| c.extended_resource.as_ref().map(|r| (r, *c)))
     }
 
     pub fn is_empty(&self) -> bool {
@@ -448,6 +466,33 @@ impl<'a> DraIndex<'a> {
             })
             .sum()
     }
+}
+
+/// What the cluster's DRA objects use that kgpu does not model, each
+/// feature with the objects that use it (devices, claims, device classes).
+pub fn unmodelled(index: &crate::analysis::index::Index<'_>) -> Vec<(DraFeature, Vec<String>)> {
+    let ix = index.dra();
+    let mut by: std::collections::BTreeMap<DraFeature, Vec<String>> = std::collections::BTreeMap::new();
+    for (d, f) in ix.unmodelled_devices() {
+        let place = d.slice.node.as_ref().map_or_else(|| format!("slice {}", d.slice.name), |n| n.to_string());
+        by.entry(*f).or_default().push(format!("device {} on {place}", d.device.name));
+    }
+    for c in ix.claims.values().chain(ix.templates.values()) {
+        let kind = if c.template { "ResourceClaimTemplate" } else { "ResourceClaim" };
+        for f in c.unmodelled.iter() {
+            by.entry(*f).or_default().push(format!("{kind} {}/{}", c.namespace, c.name));
+        }
+    }
+    for (resource, class) in ix.extended_resources() {
+        by.entry(DraFeature::ExtendedResource).or_default().push(format!("DeviceClass {} ({resource})", class.name));
+    }
+    by.into_iter()
+        .map(|(f, mut at)| {
+            at.sort();
+            at.dedup();
+            (f, at)
+        })
+        .collect()
 }
 
 /// Where one of a pod's claims stands.

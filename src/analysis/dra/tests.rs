@@ -38,6 +38,7 @@ fn slice(node: &str, devices: Vec<Device>) -> DraObject {
         node: Some(Sym::new(node)),
         devices: devices.into_boxed_slice(),
         shared_counters: Box::new([]),
+        unmodelled: Box::new([]),
     })
 }
 
@@ -48,6 +49,7 @@ fn class(name: &str, kind: &str) -> DraObject {
             "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == '{kind}'"
         )
         .into()]),
+        extended_resource: None,
     })
 }
 
@@ -89,6 +91,7 @@ fn claim(name: &str, alternatives: Vec<ExactRequest>, allocated: &[(&str, &str)]
         reserved_for: Box::new([]),
         owner_pod: None,
         compute_domain: None,
+        unmodelled: Box::new([]),
         deleting: false,
         created: 0,
     }

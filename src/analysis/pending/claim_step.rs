@@ -25,8 +25,12 @@ pub(super) fn names(nodes: impl Iterator<Item = String>) -> String {
     text
 }
 
-pub(super) fn report(pod: &Pod, v: &ClaimsVerdict) -> StepReport {
+/// The claims step; `said`: the scheduler's last word on the pod, which
+/// heads it where the claims use what kgpu does not model.
+pub(super) fn report(pod: &Pod, v: &ClaimsVerdict, said: Option<&str>) -> StepReport {
     let ns = ns_flag(&pod.namespace);
+    // Whether the verdict rests on kgpu's allocator (not a missing object or a selector error).
+    let mut allocation = false;
     let mut details = vec![format!("claims: {}", v.claims.join(", "))];
     let mut commands = vec![format!("kubectl get resourceclaims {ns} -o wide")];
     let (verdict, summary) = if let Some(u) = v.unresolved.first() {
@@ -93,6 +97,7 @@ pub(super) fn report(pod: &Pod, v: &ClaimsVerdict) -> StepReport {
     } else if let Some(node) = v.allocated_on.clone() {
         (Verdict::Pass, format!("allocated on {node}: the pod can only run there"))
     } else if !v.nodes_fit.is_empty() {
+        allocation = true;
         let summary = format!(
             "{} node(s) can allocate its claims: {}",
             v.nodes_fit.len(),
@@ -100,6 +105,7 @@ pub(super) fn report(pod: &Pod, v: &ClaimsVerdict) -> StepReport {
         );
         (Verdict::Pass, summary)
     } else {
+        allocation = true;
         // The nodes the pod could go to but for its claims come first: a
         // node its selector or taints keep it off explains nothing.
         let where_it_fits: Vec<&Shortfall> = v.shortfalls.iter().filter(|s| s.fits_otherwise).collect();
@@ -170,14 +176,31 @@ pub(super) fn report(pod: &Pod, v: &ClaimsVerdict) -> StepReport {
         };
         (Verdict::Block, summary)
     };
-    StepReport {
-        step: Step::Claims,
-        verdict,
-        summary: summary.into(),
-        details: Arc::from(details),
-        commands,
-        said_by: None,
+    // Where kgpu's allocator ends: it says so, and a refusal is headed by
+    // the scheduler's word, or says that kgpu cannot tell.
+    for (feature, at) in &v.unmodelled {
+        details
+            .push(format!("kgpu does not model {} ({at}): its reading of these claims may be wrong", feature.name()));
     }
+    let mut said_by = None;
+    let summary = match (v.unmodelled.first(), allocation, verdict) {
+        (Some((feature, at)), true, Verdict::Block) => match said {
+            Some(message) => {
+                said_by = Some(super::VerdictSource::Scheduler);
+                details.push(format!("kgpu's own reading: {summary}"));
+                format!("the scheduler says: {} (kgpu does not model the {} in use)", message.trim(), feature.short())
+            }
+            None => format!(
+                "kgpu cannot tell: {} in use ({at}), which it does not model, and the scheduler has said nothing yet; its own reading: {summary}",
+                feature.short()
+            ),
+        },
+        (Some((feature, _)), true, _) => {
+            format!("{summary} (as kgpu reads them; it does not model the {} in use)", feature.short())
+        }
+        _ => summary,
+    };
+    StepReport { step: Step::Claims, verdict, summary: summary.into(), details: Arc::from(details), commands, said_by }
 }
 
 /// What the nodes short of devices have in common, as the headline says it:

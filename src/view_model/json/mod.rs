@@ -93,6 +93,11 @@ pub fn document(
                 })
                 .collect(),
         }),
+        dra_unmodelled: a
+            .dra_unmodelled
+            .iter()
+            .map(|(f, at)| DraUnmodelledJson { feature: f.short(), objects: at.clone() })
+            .collect(),
     }
 }
 

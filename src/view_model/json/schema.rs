@@ -36,6 +36,18 @@ pub struct Document {
     /// With the gangs, when spot nodes exist.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub spot: Option<SpotJson>,
+    /// What the cluster's DRA objects use that kgpu does not model.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub dra_unmodelled: Vec<DraUnmodelledJson>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DraUnmodelledJson {
+    /// `consumable capacity`, `device binding conditions`, …
+    pub feature: &'static str,
+    /// The objects that use it (`device shared-0 on node-3`, `DeviceClass x (example.com/gpu)`).
+    pub objects: Vec<String>,
 }
 
 #[derive(Serialize)]

@@ -9,7 +9,7 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
 use crate::model::dra::{
     AllocatedDevice, Amount, AttributeValue, Device, DeviceClass, DeviceConstraint, DeviceRequest, DeviceTaint,
-    ExactRequest, ResourceClaim, ResourceSlice,
+    DraFeature, ExactRequest, ResourceClaim, ResourceSlice,
 };
 use crate::model::{ClaimSource, PodClaim, Sym, TaintEffect, quantity};
 
@@ -97,6 +97,7 @@ pub fn resource_slice(s: &dra::ResourceSlice) -> Result<ResourceSlice> {
         .map(|c| Ok((Sym::new(&c.name), counters(driver, &c.counters)?)))
         .collect::<Result<Box<[_]>>>()?;
     Ok(ResourceSlice {
+        unmodelled: slice_unmodelled(name, spec),
         name: name.into(),
         driver: Sym::new(driver),
         pool: Sym::new(&spec.pool.name),
@@ -108,13 +109,49 @@ pub fn resource_slice(s: &dra::ResourceSlice) -> Result<ResourceSlice> {
     })
 }
 
+/// What a slice and its devices use that kgpu does not model.
+fn slice_unmodelled(name: &str, spec: &dra::ResourceSliceSpec) -> Box<[(Sym, DraFeature)]> {
+    let mut out = Vec::new();
+    let has_devices = spec.devices.as_ref().is_some_and(|d| !d.is_empty());
+    if has_devices && (spec.all_nodes == Some(true) || spec.node_selector.is_some()) {
+        out.push((Sym::new(name), DraFeature::NetworkAttached));
+    }
+    if spec.per_device_node_selection == Some(true) {
+        out.push((Sym::new(name), DraFeature::PerDeviceNodes));
+    }
+    for d in spec.devices.iter().flatten() {
+        if d.allow_multiple_allocations == Some(true) {
+            out.push((Sym::new(&d.name), DraFeature::ConsumableCapacity));
+        }
+        if d.binding_conditions.as_ref().is_some_and(|c| !c.is_empty()) {
+            out.push((Sym::new(&d.name), DraFeature::BindingConditions));
+        }
+    }
+    out.into_boxed_slice()
+}
+
+/// What a claim's requests use that kgpu does not model.
+fn claim_unmodelled(spec: &dra::ResourceClaimSpec) -> Box<[DraFeature]> {
+    let asks_capacity =
+        |c: Option<&dra::CapacityRequirements>| c.and_then(|c| c.requests.as_ref()).is_some_and(|r| !r.is_empty());
+    let capacity = spec.devices.iter().flat_map(|d| d.requests.iter().flatten()).any(|r| {
+        asks_capacity(r.exactly.as_ref().and_then(|e| e.capacity.as_ref()))
+            || r.first_available.iter().flatten().any(|s| asks_capacity(s.capacity.as_ref()))
+    });
+    if capacity { Box::new([DraFeature::ConsumableCapacity]) } else { Box::new([]) }
+}
+
 fn selectors(list: Option<&Vec<dra::DeviceSelector>>) -> Box<[Box<str>]> {
     list.into_iter().flatten().filter_map(|s| s.cel.as_ref()).map(|c| c.expression.as_str().into()).collect()
 }
 
 pub fn device_class(c: &dra::DeviceClass) -> Result<DeviceClass> {
     let name = named(c.metadata.name.as_deref(), "deviceclass")?;
-    Ok(DeviceClass { name: name.into(), selectors: selectors(c.spec.selectors.as_ref()) })
+    Ok(DeviceClass {
+        name: name.into(),
+        selectors: selectors(c.spec.selectors.as_ref()),
+        extended_resource: c.spec.extended_resource_name.as_deref().filter(|n| !n.is_empty()).map(Sym::new),
+    })
 }
 
 fn exact(
@@ -251,6 +288,7 @@ pub fn resource_claim(c: &dra::ResourceClaim) -> Result<ResourceClaim> {
             .collect(),
         owner_pod,
         compute_domain: compute_domain(&c.spec),
+        unmodelled: claim_unmodelled(&c.spec),
         deleting: c.metadata.deletion_timestamp.is_some(),
         created: c.metadata.creation_timestamp.as_ref().map_or(0, ts),
     })
@@ -271,6 +309,7 @@ pub fn resource_claim_template(t: &dra::ResourceClaimTemplate) -> Result<Resourc
         reserved_for: Box::new([]),
         owner_pod: None,
         compute_domain: compute_domain(&t.spec.spec),
+        unmodelled: claim_unmodelled(&t.spec.spec),
         deleting: t.metadata.deletion_timestamp.is_some(),
         created: t.metadata.creation_timestamp.as_ref().map_or(0, ts),
     })

@@ -84,7 +84,10 @@ fn class_json(c: &DeviceClass, scenario: &str) -> Value {
         "apiVersion": kinds::DEVICE_CLASS.api_version(),
         "kind": kinds::DEVICE_CLASS.kind,
         "metadata": meta(&c.name, None, scenario, Vec::new(), Vec::new()),
-        "spec": {"selectors": selectors_json(&c.selectors)},
+        "spec": match &c.extended_resource {
+            Some(r) => json!({"selectors": selectors_json(&c.selectors), "extendedResourceName": r.as_str()}),
+            None => json!({"selectors": selectors_json(&c.selectors)}),
+        },
     })
 }
 
@@ -213,6 +216,7 @@ mod tests {
             reserved_for: Box::new([]),
             owner_pod: None,
             compute_domain: None,
+            unmodelled: Box::new([]),
             deleting: false,
             created: Timestamp::default(),
         };

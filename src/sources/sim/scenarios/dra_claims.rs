@@ -107,6 +107,7 @@ fn slice(node: &str, gpus: u32) -> DraObject {
         node: Some(Sym::new(node)),
         devices: (0..gpus).map(|m| gpu(node, m)).collect(),
         shared_counters: Box::new([]),
+        unmodelled: Box::new([]),
     })
 }
 
@@ -134,6 +135,7 @@ fn template(name: &str, count: u64, selectors: &[&str]) -> ResourceClaim {
         reserved_for: Box::new([]),
         owner_pod: None,
         compute_domain: None,
+        unmodelled: Box::new([]),
         deleting: false,
         created: ago(60 * 24 * 7),
     }
@@ -221,6 +223,7 @@ fn build(sim: &mut SimCluster) {
         selectors: Box::new([
             "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'".into()
         ]),
+        extended_resource: None,
     }));
     let one = template("one-h100", 1, &[]);
     let eight = template("eight-h100", 8, &[]);

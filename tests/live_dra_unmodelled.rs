@@ -1,0 +1,164 @@
+//! Where kgpu's DRA model ends, against the real API server: objects that use
+//! what kgpu's allocator does not model (a device several claims share, a
+//! device bound only once the driver says so, a claim that asks capacity, a
+//! DeviceClass that serves an extended resource), as the server keeps them
+//! with its default feature gates. For each field the server keeps, kgpu's
+//! pending chain says it does not model it, and does not pass its own
+//! refusal off as the cluster's.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic on broken fixtures
+
+mod support;
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, PostParams};
+use serde_json::{Value, json};
+use support::controlplane::ControlPlane;
+use support::kube::{client, eventually, namespace};
+
+const NS: &str = "dra-beyond";
+
+fn dra_api(client: &kube::Client, kind: &str, plural: &str, ns: Option<&str>) -> Api<DynamicObject> {
+    let ar = ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("resource.k8s.io", "v1", kind), plural);
+    match ns {
+        Some(ns) => Api::namespaced_with(client.clone(), ns, &ar),
+        None => Api::all_with(client.clone(), &ar),
+    }
+}
+
+/// Creates `object` and returns it as the server kept it.
+async fn create(api: &Api<DynamicObject>, object: Value) -> Value {
+    let object: DynamicObject = serde_json::from_value(object).unwrap();
+    let kept = api.create(&PostParams::default(), &object).await.unwrap();
+    serde_json::to_value(kept).unwrap()
+}
+
+fn kgpu_json(cp: &ControlPlane, args: &[&str]) -> Value {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kgpu"))
+        .args(args)
+        .arg("--kubeconfig")
+        .arg(&cp.kubeconfig)
+        .args(["-o", "json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn pod(name: &str, claim: &str, gpus: Option<u32>) -> Pod {
+    let mut spec = json!({"terminationGracePeriodSeconds": 0,
+        "containers": [{"name": "main", "image": "nvcr.io/nvidia/pytorch:25.01-py3"}]});
+    if let Some(n) = gpus {
+        spec["containers"][0]["resources"] = json!({"limits": {"example.com/gpu": n.to_string()}});
+    } else {
+        spec["containers"][0]["resources"] = json!({"claims": [{"name": "gpu"}]});
+        spec["resourceClaims"] = json!([{"name": "gpu", "resourceClaimName": claim}]);
+    }
+    serde_json::from_value(
+        json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": NS}, "spec": spec}),
+    )
+    .unwrap()
+}
+
+#[tokio::test]
+async fn what_kgpu_does_not_model_of_dra_it_says_so() {
+    let Some(cp) = ControlPlane::shared_if_enabled() else { return };
+    let client = client(cp).await;
+    namespace(&client, NS).await;
+    // One node; its slice: a device several claims may share, and one
+    // bound only once the driver reports it attached.
+    let nodes: Api<k8s_openapi::api::core::v1::Node> = Api::all(client.clone());
+    let node: k8s_openapi::api::core::v1::Node = serde_json::from_value(
+        json!({"metadata": {"name": "beyond-0", "labels": {"kubernetes.io/hostname": "beyond-0"}}}),
+    )
+    .unwrap();
+    nodes.create(&PostParams::default(), &node).await.unwrap();
+    let slice = create(
+        &dra_api(&client, "ResourceSlice", "resourceslices", None),
+        json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "beyond-0-example.com"},
+            "spec": {"driver": "example.com", "nodeName": "beyond-0", "pool": {"name": "beyond-0", "generation": 1, "resourceSliceCount": 1},
+                "devices": [
+                    {"name": "shared-0", "allowMultipleAllocations": true,
+                        "attributes": {"kind": {"string": "gpu"}},
+                        "capacity": {"memory": {"value": "80Gi", "requestPolicy": {"default": "10Gi", "validRange": {"min": "10Gi"}}}}},
+                    {"name": "attached-0", "bindingConditions": ["example.com/attached"], "bindingFailureConditions": ["example.com/failed"],
+                        "attributes": {"kind": {"string": "gpu"}}}]}}),
+    )
+    .await;
+    let device =
+        |name: &str| slice["spec"]["devices"].as_array().unwrap().iter().find(|d| d["name"] == name).unwrap().clone();
+    let kept_sharing = device("shared-0")["allowMultipleAllocations"] == true;
+    let kept_binding = device("attached-0")["bindingConditions"].is_array();
+    let class = create(
+        &dra_api(&client, "DeviceClass", "deviceclasses", None),
+        json!({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "example.com"},
+            "spec": {"selectors": [{"cel": {"expression": "device.driver == 'example.com'"}}], "extendedResourceName": "example.com/gpu"}}),
+    )
+    .await;
+    let kept_extended = class["spec"]["extendedResourceName"] == "example.com/gpu";
+    let claim = create(
+        &dra_api(&client, "ResourceClaim", "resourceclaims", Some(NS)),
+        json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": "a-slice-of-memory", "namespace": NS},
+            "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "example.com", "capacity": {"requests": {"memory": "20Gi"}}}}]}}}),
+    )
+    .await;
+    let kept_capacity = claim["spec"]["devices"]["requests"][0]["exactly"]["capacity"].is_object();
+    eprintln!(
+        "kube-apiserver kept: allowMultipleAllocations {kept_sharing}, bindingConditions {kept_binding}, extendedResourceName {kept_extended}, a request's capacity {kept_capacity}"
+    );
+
+    let pods: Api<Pod> = Api::namespaced(client.clone(), NS);
+    pods.create(&PostParams::default(), &pod("uses-capacity", "a-slice-of-memory", None)).await.unwrap();
+    pods.create(&PostParams::default(), &pod("asks-extended", "", Some(1))).await.unwrap();
+    // The scheduler's word on both, whatever it is.
+    for name in ["uses-capacity", "asks-extended"] {
+        let said = eventually(&format!("the scheduler's word on {name}"), Duration::from_secs(60), || {
+            let pods = pods.clone();
+            let name = name.to_string();
+            async move {
+                let p = pods.get(&name).await.ok()?;
+                if let Some(node) = p.spec.as_ref()?.node_name.clone() {
+                    return Some(format!("bound to {node}"));
+                }
+                p.status?.conditions?.into_iter().find(|c| c.type_ == "PodScheduled").and_then(|c| c.message)
+            }
+        })
+        .await;
+        eprintln!("kube-scheduler on {name}: {said}");
+    }
+
+    let doc = kgpu_json(cp, &["snapshot"]);
+    let item = |name: &str| {
+        doc["pending"].as_array().unwrap().iter().find(|p| p["name"] == name).cloned().unwrap_or(Value::Null)
+    };
+    let step = |item: &Value, step: &str| {
+        item["steps"].as_array().into_iter().flatten().find(|s| s["step"] == step).cloned().unwrap_or(Value::Null)
+    };
+    let words = |v: &Value| v.to_string();
+    // The claim that asks capacity (and the device it matches, shared):
+    // the claims step names what kgpu does not model.
+    let capacity = item("uses-capacity");
+    if kept_capacity || kept_sharing {
+        let claims = step(&capacity, "claims");
+        assert!(words(&claims).contains("kgpu does not model consumable capacity"), "{capacity}");
+        if claims["verdict"] == "block" {
+            let summary = claims["summary"].as_str().unwrap();
+            assert!(
+                summary.starts_with("the scheduler says") || summary.starts_with("kgpu cannot tell"),
+                "a refusal kgpu cannot tell is not kgpu's: {summary}"
+            );
+        }
+    }
+    // The pod that asks example.com/gpu, which no node advertises but a class serves.
+    let extended = item("asks-extended");
+    if kept_extended && !extended.is_null() {
+        assert!(words(&extended).contains("serves example.com/gpu through DRA"), "{extended}");
+        let summary = extended["summary"].as_str().unwrap();
+        assert!(
+            summary.contains("the scheduler says") || summary.contains("kgpu cannot tell"),
+            "a refusal kgpu cannot tell is not kgpu's: {summary}"
+        );
+    }
+}
