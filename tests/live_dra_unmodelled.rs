@@ -47,7 +47,9 @@ fn kgpu_json(cp: &ControlPlane, args: &[&str]) -> Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
-fn pod(name: &str, claim: &str, gpus: Option<u32>) -> Pod {
+/// A pod using `claim`, or asking `gpus` example.com/gpu; `gated` holds it
+/// from the scheduler until the gate is removed.
+fn pod(name: &str, claim: &str, gpus: Option<u32>, gated: bool) -> Pod {
     let mut spec = json!({"terminationGracePeriodSeconds": 0,
         "containers": [{"name": "main", "image": "nvcr.io/nvidia/pytorch:25.01-py3"}]});
     if let Some(n) = gpus {
@@ -56,10 +58,40 @@ fn pod(name: &str, claim: &str, gpus: Option<u32>) -> Pod {
         spec["containers"][0]["resources"] = json!({"claims": [{"name": "gpu"}]});
         spec["resourceClaims"] = json!([{"name": "gpu", "resourceClaimName": claim}]);
     }
+    if gated {
+        spec["schedulingGates"] = json!([{"name": "kgpu.dev/hold"}]);
+    }
     serde_json::from_value(
         json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": NS}, "spec": spec}),
     )
     .unwrap()
+}
+
+/// The node the scheduler bound `name` to, or its refusal.
+async fn decided(pods: &Api<Pod>, name: &str) -> String {
+    eventually(&format!("the scheduler's word on {name}"), Duration::from_secs(60), || {
+        let pods = pods.clone();
+        let name = name.to_string();
+        async move {
+            let p = pods.get(&name).await.ok()?;
+            if let Some(node) = p.spec.as_ref()?.node_name.clone() {
+                return Some(format!("bound to {node}"));
+            }
+            // Not the gate's own condition: the scheduler's, once it tried.
+            let tried = |c: &k8s_openapi::api::core::v1::PodCondition| {
+                c.type_ == "PodScheduled" && c.reason.as_deref() != Some("SchedulingGated")
+            };
+            p.status?.conditions?.into_iter().find(tried).and_then(|c| c.message)
+        }
+    })
+    .await
+}
+
+fn claim_json(name: &str, gi: u32) -> Value {
+    json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": name, "namespace": NS},
+        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "example.com",
+            "selectors": [{"cel": {"expression": "device.attributes['example.com'].kind == 'shared'"}}],
+            "capacity": {"requests": {"memory": format!("{gi}Gi")}}}}]}}})
 }
 
 #[tokio::test]
@@ -75,16 +107,24 @@ async fn what_kgpu_does_not_model_of_dra_it_says_so() {
     )
     .unwrap();
     nodes.create(&PostParams::default(), &node).await.unwrap();
+    let status = json!({"status": {
+        "capacity": {"cpu": "64", "memory": "512Gi", "pods": "110"},
+        "allocatable": {"cpu": "64", "memory": "512Gi", "pods": "110"},
+        "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "kubelet is posting ready status"}]}});
+    nodes
+        .patch_status("beyond-0", &kube::api::PatchParams::default(), &kube::api::Patch::Merge(&status))
+        .await
+        .unwrap();
     let slice = create(
         &dra_api(&client, "ResourceSlice", "resourceslices", None),
         json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "beyond-0-example.com"},
             "spec": {"driver": "example.com", "nodeName": "beyond-0", "pool": {"name": "beyond-0", "generation": 1, "resourceSliceCount": 1},
                 "devices": [
                     {"name": "shared-0", "allowMultipleAllocations": true,
-                        "attributes": {"kind": {"string": "gpu"}},
+                        "attributes": {"kind": {"string": "shared"}},
                         "capacity": {"memory": {"value": "80Gi", "requestPolicy": {"default": "10Gi", "validRange": {"min": "10Gi"}}}}},
                     {"name": "attached-0", "bindingConditions": ["example.com/attached"], "bindingFailureConditions": ["example.com/failed"],
-                        "attributes": {"kind": {"string": "gpu"}}}]}}),
+                        "attributes": {"kind": {"string": "attached"}}}]}}),
     )
     .await;
     let device =
@@ -98,67 +138,71 @@ async fn what_kgpu_does_not_model_of_dra_it_says_so() {
     )
     .await;
     let kept_extended = class["spec"]["extendedResourceName"] == "example.com/gpu";
-    let claim = create(
-        &dra_api(&client, "ResourceClaim", "resourceclaims", Some(NS)),
-        json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": "a-slice-of-memory", "namespace": NS},
-            "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "example.com", "capacity": {"requests": {"memory": "20Gi"}}}}]}}}),
-    )
-    .await;
+    let claims = dra_api(&client, "ResourceClaim", "resourceclaims", Some(NS));
+    let claim = create(&claims, claim_json("a-slice-of-memory", 20)).await;
     let kept_capacity = claim["spec"]["devices"]["requests"][0]["exactly"]["capacity"].is_object();
     eprintln!(
         "kube-apiserver kept: allowMultipleAllocations {kept_sharing}, bindingConditions {kept_binding}, extendedResourceName {kept_extended}, a request's capacity {kept_capacity}"
     );
+    assert!(kept_sharing && kept_binding && kept_extended && kept_capacity, "Kubernetes 1.36 serves them by default");
 
+    // The scheduler gives the shareable device to one claim...
     let pods: Api<Pod> = Api::namespaced(client.clone(), NS);
-    pods.create(&PostParams::default(), &pod("uses-capacity", "a-slice-of-memory", None)).await.unwrap();
-    pods.create(&PostParams::default(), &pod("asks-extended", "", Some(1))).await.unwrap();
-    // The scheduler's word on both, whatever it is.
-    for name in ["uses-capacity", "asks-extended"] {
-        let said = eventually(&format!("the scheduler's word on {name}"), Duration::from_secs(60), || {
-            let pods = pods.clone();
-            let name = name.to_string();
-            async move {
-                let p = pods.get(&name).await.ok()?;
-                if let Some(node) = p.spec.as_ref()?.node_name.clone() {
-                    return Some(format!("bound to {node}"));
-                }
-                p.status?.conditions?.into_iter().find(|c| c.type_ == "PodScheduled").and_then(|c| c.message)
-            }
-        })
-        .await;
-        eprintln!("kube-scheduler on {name}: {said}");
-    }
+    pods.create(&PostParams::default(), &pod("uses-capacity", "a-slice-of-memory", None, false)).await.unwrap();
+    let first = decided(&pods, "uses-capacity").await;
+    eprintln!("kube-scheduler on uses-capacity: {first}");
+    assert_eq!(first, "bound to beyond-0");
+    // ... and two more pods wait behind a scheduling gate: a second claim
+    // on the same device, and a pod asking example.com/gpu, which no node
+    // advertises.
+    create(&claims, claim_json("another-slice", 20)).await;
+    pods.create(&PostParams::default(), &pod("shares-too", "another-slice", None, true)).await.unwrap();
+    pods.create(&PostParams::default(), &pod("asks-extended", "", Some(1), true)).await.unwrap();
 
     let doc = kgpu_json(cp, &["snapshot"]);
+    let features: Vec<&str> = doc["draUnmodelled"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{doc}"))
+        .iter()
+        .map(|f| f["feature"].as_str().unwrap())
+        .collect();
+    for f in ["consumable capacity", "device binding conditions", "extended resources served by DRA"] {
+        assert!(features.contains(&f), "{f} not named: {features:?}");
+    }
     let item = |name: &str| {
-        doc["pending"].as_array().unwrap().iter().find(|p| p["name"] == name).cloned().unwrap_or(Value::Null)
+        doc["pending"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("{name}: {}", doc["pending"]))
     };
     let step = |item: &Value, step: &str| {
         item["steps"].as_array().into_iter().flatten().find(|s| s["step"] == step).cloned().unwrap_or(Value::Null)
     };
-    let words = |v: &Value| v.to_string();
-    // The claim that asks capacity (and the device it matches, shared):
-    // the claims step names what kgpu does not model.
-    let capacity = item("uses-capacity");
-    if kept_capacity || kept_sharing {
-        let claims = step(&capacity, "claims");
-        assert!(words(&claims).contains("kgpu does not model consumable capacity"), "{capacity}");
-        if claims["verdict"] == "block" {
-            let summary = claims["summary"].as_str().unwrap();
-            assert!(
-                summary.starts_with("the scheduler says") || summary.starts_with("kgpu cannot tell"),
-                "a refusal kgpu cannot tell is not kgpu's: {summary}"
-            );
-        }
-    }
-    // The pod that asks example.com/gpu, which no node advertises but a class serves.
-    let extended = item("asks-extended");
-    if kept_extended && !extended.is_null() {
-        assert!(words(&extended).contains("serves example.com/gpu through DRA"), "{extended}");
-        let summary = extended["summary"].as_str().unwrap();
-        assert!(
-            summary.contains("the scheduler says") || summary.contains("kgpu cannot tell"),
-            "a refusal kgpu cannot tell is not kgpu's: {summary}"
-        );
+    // kgpu's own allocator counts the held device as taken: it says it cannot tell.
+    let shares = step(&item("shares-too"), "claims");
+    assert!(
+        shares["summary"].as_str().unwrap().starts_with("kgpu cannot tell: consumable capacity in use"),
+        "{shares}"
+    );
+    let extended = step(&item("asks-extended"), "fit");
+    assert!(
+        extended["summary"]
+            .as_str()
+            .unwrap()
+            .starts_with("kgpu cannot tell: DeviceClass example.com serves example.com/gpu"),
+        "{extended}"
+    );
+
+    // Released, the real scheduler places both: kgpu's own reading would
+    // have refused them, which is why it did not pass it off as a verdict.
+    for name in ["shares-too", "asks-extended"] {
+        let patch = json!({"spec": {"schedulingGates": []}});
+        pods.patch(name, &kube::api::PatchParams::default(), &kube::api::Patch::Merge(&patch)).await.unwrap();
+        let said = decided(&pods, name).await;
+        eprintln!("kube-scheduler on {name}: {said}");
+        assert_eq!(said, "bound to beyond-0", "{name}");
     }
 }

@@ -297,8 +297,10 @@ impl<'a> Memo<'a> {
     /// The scheduler's last word on a pod: its PodScheduled message, or the
     /// newest FailedScheduling event about it.
     fn scheduler_message(&mut self, snap: &'a Snapshot, pod: &Pod) -> Option<String> {
+        // A gated pod's condition says the gate holds it: the scheduler has not tried it.
         if let Some(u) = &pod.unschedulable
             && !u.message.is_empty()
+            && u.reason.as_str() != "SchedulingGated"
         {
             return Some(u.message.to_string());
         }
