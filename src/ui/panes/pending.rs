@@ -49,7 +49,12 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, shown: &mut Viewport, view
     let wide = area.width >= 120;
     // Wide: as wide as the longest name (of the first screens: those below
     // are cut to it), between 12 and 60; the reason takes the rest.
-    let longest = items.iter().take(1000).map(|p| p.display_name().chars().count()).max().unwrap_or(12);
+    let longest = items
+        .iter()
+        .take(1000)
+        .map(|p| p.namespace.as_str().chars().count() + 1 + p.name.chars().count())
+        .max()
+        .unwrap_or(12);
     let name_w = if wide { longest.clamp(12, 60) } else { 24 };
     let make_row = |i: usize| {
         let r = view_rows::pending_row(items[i]);
