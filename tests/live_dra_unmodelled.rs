@@ -13,20 +13,12 @@ mod support;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, PostParams};
+use kube::api::{Api, DynamicObject, PostParams};
 use serde_json::{Value, json};
 use support::controlplane::ControlPlane;
-use support::kube::{client, eventually, namespace};
+use support::kube::{client, dra_api, eventually, namespace};
 
 const NS: &str = "dra-beyond";
-
-fn dra_api(client: &kube::Client, kind: &str, plural: &str, ns: Option<&str>) -> Api<DynamicObject> {
-    let ar = ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("resource.k8s.io", "v1", kind), plural);
-    match ns {
-        Some(ns) => Api::namespaced_with(client.clone(), ns, &ar),
-        None => Api::all_with(client.clone(), &ar),
-    }
-}
 
 /// Creates `object` and returns it as the server kept it.
 async fn create(api: &Api<DynamicObject>, object: Value) -> Value {

@@ -21,21 +21,13 @@ use k8s_openapi::api::core::v1::Pod;
 use kgpu::analysis::{self, Thresholds};
 use kgpu::runtime::load;
 use kgpu::sources::kube::{client::Target, watch::Scope};
-use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, PostParams};
+use kube::api::{Api, DynamicObject, PostParams};
 use serde_json::{Value, json};
 use support::controlplane::ControlPlane;
-use support::kube::{client, eventually, namespace};
+use support::kube::{client, dra_api, eventually, namespace};
 
 const NS: &str = "frag-dra";
 const CASE: &str = "kgpu.dev/frag-dra";
-
-fn dra_api(client: &kube::Client, kind: &str, plural: &str, ns: Option<&str>) -> Api<DynamicObject> {
-    let ar = ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("resource.k8s.io", "v1", kind), plural);
-    match ns {
-        Some(ns) => Api::namespaced_with(client.clone(), ns, &ar),
-        None => Api::all_with(client.clone(), &ar),
-    }
-}
 
 async fn create(api: &Api<DynamicObject>, object: Value) {
     let object: DynamicObject = serde_json::from_value(object).unwrap();

@@ -24,10 +24,11 @@ use kgpu::analysis::dra::claims;
 use kgpu::analysis::index::Index;
 use kgpu::analysis::{self, Thresholds};
 use kgpu::model::{DraObject, PodKey, PodPhase, Snapshot, Sym};
-use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, PostParams};
+use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
+use super::support::kube::dra_api;
 use super::{Outcome, Snapshots, kgpu_sees, outcome};
 
 /// Pods the scheduler bound and refused, refusals where each request had
@@ -325,14 +326,6 @@ fn pod_json(case: u32, ns: &str, j: usize) -> Value {
         "containers": [{"name": "main", "image": "nvcr.io/nvidia/pytorch:25.01-py3", "resources": {"claims": [{"name": "gpu"}]}}],
         "resourceClaims": [{"name": "gpu", "resourceClaimName": format!("c{j}")}],
     }})
-}
-
-fn dra_api(client: &kube::Client, kind: &str, plural: &str, ns: Option<&str>) -> Api<DynamicObject> {
-    let ar = ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("resource.k8s.io", "v1", kind), plural);
-    match ns {
-        Some(ns) => Api::namespaced_with(client.clone(), ns, &ar),
-        None => Api::all_with(client.clone(), &ar),
-    }
 }
 
 /// The driver's two classes, once per control plane.

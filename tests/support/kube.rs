@@ -26,6 +26,16 @@ pub async fn client(cp: &ControlPlane) -> Client {
     .0
 }
 
+/// The `resource.k8s.io/v1` objects of `kind` (its `plural`), in `ns` or cluster-wide.
+pub fn dra_api(client: &Client, kind: &str, plural: &str, ns: Option<&str>) -> Api<kube::api::DynamicObject> {
+    let gvk = kube::api::GroupVersionKind::gvk("resource.k8s.io", "v1", kind);
+    let ar = kube::api::ApiResource::from_gvk_with_plural(&gvk, plural);
+    match ns {
+        Some(ns) => Api::namespaced_with(client.clone(), ns, &ar),
+        None => Api::all_with(client.clone(), &ar),
+    }
+}
+
 /// A unique name for this test's objects.
 pub fn unique(prefix: &str) -> String {
     static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
