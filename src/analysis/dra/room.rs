@@ -35,6 +35,7 @@ pub struct Room {
     pub matching: u64,
     /// Of those, the free ones: no claim holds them (nor a partition of
     /// their GPU), no taint keeps them off, the shared counters allow them.
+    /// MIG devices (which overlap) count as the physical GPUs they are on.
     pub free: u64,
     /// Every matching device is a whole GPU (not a MIG device).
     pub whole: bool,
@@ -104,7 +105,14 @@ impl<'a> DraIndex<'a> {
             let bound = any_free.checked_div(per_pod).unwrap_or(devices.len() as u64);
             largest(bound.min(most), fits)
         };
-        Room { pods, matching: matching.len() as u64, free: free.len() as u64, whole }
+        // Partitions of one GPU overlap: free ones are counted as the
+        // physical GPUs they are on, not added up past the GPUs there are.
+        let free = if whole {
+            free.len() as u64
+        } else {
+            free.iter().filter_map(|d| devices[*d].physical_gpu()).collect::<BTreeSet<_>>().len() as u64
+        };
+        Room { pods, matching: matching.len() as u64, free, whole }
     }
 
     /// The devices the slots' alternatives match that are GPUs (the
