@@ -205,8 +205,7 @@ fn unmodelled(
                 selectors.all_match(expressions, d.slice.driver.as_str(), d.device).unwrap_or(false)
             });
         if matched {
-            let place = d.slice.node.as_ref().map_or_else(|| format!("slice {}", d.slice.name), |n| n.to_string());
-            add(*f, format!("device {} on {place}", d.device.name));
+            add(*f, format!("device {} on {}", d.device.name, d.place()));
         }
     }
     out

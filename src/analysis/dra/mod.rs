@@ -103,6 +103,11 @@ impl SliceDevice<'_> {
         })
     }
 
+    /// Where it is, for people: its node, else its slice (network-attached).
+    pub fn place(&self) -> String {
+        self.slice.node.as_ref().map_or_else(|| format!("slice {}", self.slice.name), |n| n.to_string())
+    }
+
     /// Tainted so that new claims keep off it.
     pub fn tainted(&self) -> bool {
         self.device.taints.iter().any(|t| matches!(t.effect, TaintEffect::NoSchedule | TaintEffect::NoExecute))
@@ -474,8 +479,7 @@ pub fn unmodelled(index: &crate::analysis::index::Index<'_>) -> Vec<(DraFeature,
     let ix = index.dra();
     let mut by: std::collections::BTreeMap<DraFeature, Vec<String>> = std::collections::BTreeMap::new();
     for (d, f) in ix.unmodelled_devices() {
-        let place = d.slice.node.as_ref().map_or_else(|| format!("slice {}", d.slice.name), |n| n.to_string());
-        by.entry(*f).or_default().push(format!("device {} on {place}", d.device.name));
+        by.entry(*f).or_default().push(format!("device {} on {}", d.device.name, d.place()));
     }
     for c in ix.claims.values().chain(ix.templates.values()) {
         let kind = if c.template { "ResourceClaimTemplate" } else { "ResourceClaim" };

@@ -9,7 +9,7 @@ use std::collections::{BTreeSet, HashMap};
 use crate::model::dra::{Amount, ResourceClaim};
 use crate::model::{ClaimSource, PodClaim, Sym};
 
-use super::allocate::{Slot, allocate_slots, slots, taints_allow, usable};
+use super::allocate::{Alternative, Slot, allocate_slots, slots, taints_allow, usable};
 use super::cel::Selectors;
 use super::{DraIndex, SliceDevice};
 
@@ -79,7 +79,8 @@ impl<'a> DraIndex<'a> {
         let base_slots = slots(self, selectors, devices, &base, &mut Vec::new());
         let own: Vec<&Slot<'_>> = base_slots.iter().filter(|s| s.claim >= ask.shared.len()).collect();
         let counted: Vec<&Slot<'_>> = if own.is_empty() { base_slots.iter().collect() } else { own.clone() };
-        let (matching, free) = self.gpu_devices(selectors, devices, &counted);
+        let open = usable(self, devices);
+        let (matching, free) = self.gpu_devices(selectors, devices, &open, &counted);
         let whole = matching.iter().all(|d| devices[*d].is_whole_gpu());
         let fits = |k: u64| {
             let (pending, slots) = copies(&base, &base_slots, ask.shared.len(), k);
@@ -91,11 +92,11 @@ impl<'a> DraIndex<'a> {
             // No more pods than the free devices any request matches can
             // serve at each request's smallest count (an upper bound: the
             // search says how many fit).
-            let any_free = free_matching(self, devices, &own);
+            let any_free = free_matching(self, devices, &open, &own);
             let per_pod: u64 = own
                 .iter()
                 .map(|s| {
-                    let count = |a: &super::allocate::Alternative<'_>| match a.exact.amount {
+                    let count = |a: &Alternative<'_>| match a.exact.amount {
                         Amount::Count(n) => n,
                         Amount::All => 1,
                     };
@@ -121,9 +122,9 @@ impl<'a> DraIndex<'a> {
         &self,
         selectors: &mut Selectors,
         devices: &[SliceDevice<'_>],
+        open: &[bool],
         slots: &[&Slot<'_>],
     ) -> (BTreeSet<usize>, BTreeSet<usize>) {
-        let open = usable(self, devices);
         let (mut matching, mut free) = (BTreeSet::new(), BTreeSet::new());
         for alt in slots.iter().flat_map(|s| &s.alternatives) {
             if !self.asks_for_gpus(selectors, alt.exact) {
@@ -131,7 +132,7 @@ impl<'a> DraIndex<'a> {
             }
             for &d in &alt.matching {
                 matching.insert(d);
-                if open[d] && taints_allow(alt.exact, &devices[d]) && self.fits_counters(&devices[d], &HashMap::new()) {
+                if free_for(self, devices, open, alt, d) {
                     free.insert(d);
                 }
             }
@@ -140,17 +141,20 @@ impl<'a> DraIndex<'a> {
     }
 }
 
+/// Whether device `d` is free for `alt` on its own: no claim holds it (nor
+/// a partition of its GPU: `open`), its taints allow the request, and the
+/// pool's shared counters have room for it.
+fn free_for(ix: &DraIndex<'_>, devices: &[SliceDevice<'_>], open: &[bool], alt: &Alternative<'_>, d: usize) -> bool {
+    open[d] && taints_allow(alt.exact, &devices[d]) && ix.fits_counters(&devices[d], &HashMap::new())
+}
+
 /// Free devices any alternative of these slots matches.
-fn free_matching(ix: &DraIndex<'_>, devices: &[SliceDevice<'_>], slots: &[&Slot<'_>]) -> u64 {
-    let open = usable(ix, devices);
-    let mut free = BTreeSet::new();
-    for alt in slots.iter().flat_map(|s| &s.alternatives) {
-        for &d in &alt.matching {
-            if open[d] && taints_allow(alt.exact, &devices[d]) && ix.fits_counters(&devices[d], &HashMap::new()) {
-                free.insert(d);
-            }
-        }
-    }
+fn free_matching(ix: &DraIndex<'_>, devices: &[SliceDevice<'_>], open: &[bool], slots: &[&Slot<'_>]) -> u64 {
+    let free: BTreeSet<usize> = slots
+        .iter()
+        .flat_map(|s| &s.alternatives)
+        .flat_map(|alt| alt.matching.iter().copied().filter(move |&d| free_for(ix, devices, open, alt, d)))
+        .collect();
     free.len() as u64
 }
 
