@@ -434,3 +434,27 @@ fn the_first_advice_is_the_cheapest_kgpu_knows() {
     }
     assert!(checked >= 5, "only {checked} pending items had priced advice");
 }
+
+/// A pod that asks `nvidia.com/gpu` where no node advertises it, served
+/// through DRA (KEP-5004), as kube-apiserver and kube-scheduler v1.36 wrote
+/// it: the scheduler's claim holds its two GPUs, and no view counts them
+/// again as device-plugin GPUs (they were: the node row said 4 of 4
+/// allocated while the header said 2 of 4).
+#[test]
+fn gpus_asked_as_an_extended_resource_and_served_through_dra_count_once() {
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/dra-driver/extended-resource-claim.yaml");
+    let (events, now, _) = kgpu::sources::file::load(&[path]).unwrap();
+    let mut cluster = Cluster::new(SourceInfo { kind: SourceKind::File, name: "extended".into() });
+    cluster.apply_all(events);
+    let snap = cluster.snapshot();
+    agree(snap.clone(), "extended-resource-claim");
+    let a = analysis::analyze(&snap, now, &Thresholds::default());
+    assert_eq!((a.totals.gpus, a.totals.allocated, a.totals.free), (4, 2, 2));
+    let node = a.nodes.iter().find(|n| n.name.as_str() == "ext-0").unwrap();
+    assert_eq!((node.gpu_allocated, node.buckets.used), (2, 2), "the node row and its buckets");
+    let trainer = snap.pods.values().find(|p| &*p.name == "trainer").unwrap();
+    assert_eq!(trainer.requests.gpu, 0, "no device plugin holds its GPUs");
+    let held = analysis::index::Index::build(&snap, now).dra().held_by(trainer);
+    assert_eq!(held.gpus, 2, "its claim's devices are its GPUs");
+}

@@ -279,6 +279,11 @@ pub enum ClaimSource {
     Claim(Arc<str>),
     /// `resourceClaimTemplateName`: a claim made per pod.
     Template(Arc<str>),
+    /// Not in the pod's spec: the claim the scheduler made for the
+    /// extended resources (`nvidia.com/gpu`, …) a DeviceClass serves through
+    /// DRA on a node that does not advertise them (KEP-5004), with the
+    /// amounts it serves. Made again for a replacement pod, as a template's.
+    ExtendedResources(crate::model::Resources),
 }
 
 /// The driver that prepares a ComputeDomain's channels on a node.

@@ -79,6 +79,12 @@ impl Resources {
         Resources::from_pairs(self.all_pairs().chain(other.all_pairs()))
     }
 
+    /// These requests split in two: the named resources, and the rest.
+    pub fn split_off(&self, names: &[&str]) -> (Resources, Resources) {
+        let (named, rest): (Vec<_>, Vec<_>) = self.all_pairs().partition(|(k, _)| names.contains(k));
+        (Resources::from_pairs(named), Resources::from_pairs(rest))
+    }
+
     /// `self * n` (a pod's requests times its replica count).
     pub fn times(&self, n: u64) -> Resources {
         Resources::from_pairs(self.all_pairs().map(|(k, v)| (k, v * n)))

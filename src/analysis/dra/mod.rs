@@ -391,6 +391,7 @@ impl<'a> DraIndex<'a> {
             let claim = match &c.source {
                 ClaimSource::Claim(name) => self.claims.get(&(namespace.clone(), &**name)),
                 ClaimSource::Template(t) => self.templates.get(&(namespace.clone(), &**t)),
+                ClaimSource::ExtendedResources(_) => self.claims.get(&(namespace.clone(), c.generated.as_deref()?)),
             }?;
             gpus += self.gpus_asked(selectors, claim);
         }
@@ -437,6 +438,13 @@ impl<'a> DraIndex<'a> {
                         (Some(claim), _) => PodClaimState::Found(c.name.clone(), claim),
                         (None, Some(template)) => PodClaimState::NotYetCreated(c.name.clone(), template),
                         (None, None) => PodClaimState::NoTemplate(c.name.clone(), t.clone()),
+                    }
+                }
+                ClaimSource::ExtendedResources(_) => {
+                    let name: Arc<str> = c.generated.clone().unwrap_or_default();
+                    match self.claims.get(&(pod.namespace.clone(), &*name)) {
+                        Some(claim) => PodClaimState::Found(c.name.clone(), claim),
+                        None => PodClaimState::Missing(c.name.clone(), name),
                     }
                 }
             })

@@ -50,6 +50,10 @@ impl<'a> DraIndex<'a> {
         for c in claims {
             match &c.source {
                 ClaimSource::Template(t) => ask.per_pod.push(self.templates.get(&(namespace.clone(), &**t))?),
+                // The scheduler makes one like it for each such pod.
+                ClaimSource::ExtendedResources(_) => {
+                    ask.per_pod.push(self.claims.get(&(namespace.clone(), c.generated.as_deref()?))?)
+                }
                 ClaimSource::Claim(name) => {
                     let claim = *self.claims.get(&(namespace.clone(), &**name))?;
                     if claim.deleting {

@@ -295,6 +295,25 @@ pub struct PodResourceClaimStatus {
     pub resource_claim_name: Option<String>,
 }
 
+/// `status.extendedResourceClaimStatus`: the claim the scheduler made for
+/// extended resources a DeviceClass serves through DRA (KEP-5004), and
+/// which of the containers' resources it serves.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PodExtendedResourceClaimStatus {
+    #[serde(default)]
+    pub request_mappings: Vec<ContainerExtendedResourceRequest>,
+    #[serde(default)]
+    pub resource_claim_name: String,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ContainerExtendedResourceRequest {
+    #[serde(default)]
+    pub resource_name: String,
+}
+
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Container {
@@ -424,6 +443,7 @@ pub struct PodStatus {
     pub container_statuses: Option<Vec<ContainerStatus>>,
     pub init_container_statuses: Option<Vec<ContainerStatus>>,
     pub resource_claim_statuses: Option<Vec<PodResourceClaimStatus>>,
+    pub extended_resource_claim_status: Option<PodExtendedResourceClaimStatus>,
     pub nominated_node_name: Option<String>,
 }
 

@@ -222,6 +222,9 @@ impl Disguise {
                 source: match &c.source {
                     crate::model::ClaimSource::Claim(n) => crate::model::ClaimSource::Claim(self.arc_text(n)),
                     crate::model::ClaimSource::Template(t) => crate::model::ClaimSource::Template(self.arc_text(t)),
+                    crate::model::ClaimSource::ExtendedResources(r) => {
+                        crate::model::ClaimSource::ExtendedResources(r.clone())
+                    }
                 },
                 generated: c.generated.as_deref().map(|g| self.arc_text(g)),
             })

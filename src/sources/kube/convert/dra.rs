@@ -11,7 +11,7 @@ use crate::model::dra::{
     AllocatedDevice, Amount, AttributeValue, Device, DeviceClass, DeviceConstraint, DeviceRequest, DeviceTaint,
     DraFeature, ExactRequest, ResourceClaim, ResourceSlice,
 };
-use crate::model::{ClaimSource, PodClaim, Sym, TaintEffect, quantity};
+use crate::model::{ClaimSource, PodClaim, Resources, Sym, TaintEffect, quantity};
 
 use super::super::lean::{PodSpec, PodStatus};
 use super::{Result, named, ts};
@@ -338,4 +338,22 @@ pub fn pod_claims(spec: &PodSpec, status: Option<&PodStatus>) -> Box<[PodClaim]>
             Some(PodClaim { name: Sym::new(&c.name), source, generated: generated(&c.name) })
         })
         .collect()
+}
+
+/// The claim the scheduler made for the extended resources a DeviceClass
+/// serves through DRA on the pod's node (KEP-5004), as one more of the
+/// pod's claims; those resources leave `requests`, since the claim's
+/// devices hold them and no device plugin does. None where it has none.
+pub fn extended_resource_claim(requests: &mut Resources, status: Option<&PodStatus>) -> Option<PodClaim> {
+    let served = status?.extended_resource_claim_status.as_ref().filter(|s| !s.resource_claim_name.is_empty())?;
+    let mut names: Vec<&str> = served.request_mappings.iter().map(|m| m.resource_name.as_str()).collect();
+    names.sort_unstable();
+    names.dedup();
+    let (through_dra, rest) = requests.split_off(&names);
+    *requests = rest;
+    Some(PodClaim {
+        name: Sym::new(&names.join(",")),
+        source: ClaimSource::ExtendedResources(through_dra),
+        generated: Some(served.resource_claim_name.as_str().into()),
+    })
 }

@@ -437,6 +437,11 @@ pub fn pod(p: &ApiPod) -> Result<Pod> {
         .collect();
     pod.endpoint = endpoint(p).map(Box::new);
     pod.claims = dra::pod_claims(spec, p.status.as_ref());
+    // Asked as an extended resource, a GPU is a GPU whoever serves it.
+    let asks_gpu = pod.requests.wants_gpu();
+    if let Some(claim) = dra::extended_resource_claim(&mut pod.requests, p.status.as_ref()) {
+        pod.claims = pod.claims.iter().cloned().chain([claim]).collect();
+    }
     pod.host_ports = host_ports(spec);
     pod.labels = p.labels.clone();
     pod.rules =
@@ -446,7 +451,7 @@ pub fn pod(p: &ApiPod) -> Result<Pod> {
         p.status.as_ref().and_then(|s| s.nominated_node_name.as_deref()).filter(|n| !n.is_empty()).map(Sym::new);
     pod.terminating = p.metadata.deletion_timestamp.is_some();
     pod.created = p.metadata.creation_timestamp.as_ref().map_or(0, ts);
-    if pod.requests.wants_gpu() {
+    if asks_gpu {
         pod.cuda = cuda_need(spec);
     }
     // From the start time where there is one: a kubelet never starts a pod

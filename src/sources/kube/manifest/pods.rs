@@ -100,8 +100,18 @@ fn pod_spec(p: &Pod) -> Value {
             env.push(json!({"name": "CUDA_VERSION", "value": v.as_str()}));
         }
     }
+    // Resources a claim serves through DRA are asked as the pod asked them:
+    // the scheduler makes that claim again.
+    let mut requests = p.requests.clone();
+    let mut claims: Vec<&crate::model::PodClaim> = Vec::new();
+    for c in p.claims.iter() {
+        match &c.source {
+            ClaimSource::ExtendedResources(served) => requests = requests.plus(served),
+            _ => claims.push(c),
+        }
+    }
     let mut spec = json!({
-        "containers": [container(&p.requests, &image_of(p), env)],
+        "containers": [container(&requests, &image_of(p), env)],
         "terminationGracePeriodSeconds": 0,
     });
     if p.owner.as_ref().is_some_and(|o| o.kind.as_str() == "Job") {
@@ -122,18 +132,21 @@ fn pod_spec(p: &Pod) -> Value {
     if p.priority != 0 {
         spec["priorityClassName"] = json!(priority_class_name(p));
     }
-    if !p.claims.is_empty() {
+    if !claims.is_empty() {
         spec["resourceClaims"] = Value::Array(
-            p.claims
+            claims
                 .iter()
-                .map(|c| match &c.source {
-                    ClaimSource::Claim(n) => json!({"name": c.name.as_str(), "resourceClaimName": &**n}),
-                    ClaimSource::Template(t) => json!({"name": c.name.as_str(), "resourceClaimTemplateName": &**t}),
+                .filter_map(|c| match &c.source {
+                    ClaimSource::Claim(n) => Some(json!({"name": c.name.as_str(), "resourceClaimName": &**n})),
+                    ClaimSource::Template(t) => {
+                        Some(json!({"name": c.name.as_str(), "resourceClaimTemplateName": &**t}))
+                    }
+                    ClaimSource::ExtendedResources(_) => None,
                 })
                 .collect(),
         );
         spec["containers"][0]["resources"]["claims"] =
-            Value::Array(p.claims.iter().map(|c| json!({"name": c.name.as_str()})).collect());
+            Value::Array(claims.iter().map(|c| json!({"name": c.name.as_str()})).collect());
     }
     spec
 }

@@ -1,0 +1,116 @@
+//! A pod asking `nvidia.com/gpu` where no node advertises it, served through
+//! DRA by a DeviceClass that declares that extended resource (KEP-5004, on by
+//! default in Kubernetes 1.36): the real scheduler binds it and makes a claim
+//! for it. kgpu counts its GPUs once.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic on broken fixtures
+
+mod support;
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, DynamicObject, PostParams};
+use serde_json::{Value, json};
+use support::controlplane::ControlPlane;
+use support::kube::{client, dra_api, eventually, namespace};
+
+const NS: &str = "dra-extended";
+
+async fn create(api: &Api<DynamicObject>, object: Value) {
+    let object: DynamicObject = serde_json::from_value(object).unwrap();
+    api.create(&PostParams::default(), &object).await.unwrap();
+}
+
+fn kgpu_json(cp: &ControlPlane) -> Value {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kgpu"))
+        .args(["snapshot", "--agents", "off", "-o", "json", "--kubeconfig"])
+        .arg(&cp.kubeconfig)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[tokio::test]
+async fn a_pod_asking_nvidia_gpu_served_through_dra_is_counted_once() {
+    let Some(cp) = ControlPlane::shared_if_enabled() else { return };
+    let client = client(cp).await;
+    namespace(&client, NS).await;
+    let nodes: Api<k8s_openapi::api::core::v1::Node> = Api::all(client.clone());
+    let node = json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "ext-0", "labels": {"kubernetes.io/hostname": "ext-0"}}});
+    nodes.create(&PostParams::default(), &serde_json::from_value(node).unwrap()).await.unwrap();
+    let status = json!({"status": {
+        "allocatable": {"cpu": "64", "memory": "512Gi", "pods": "110"},
+        "capacity": {"cpu": "64", "memory": "512Gi", "pods": "110"},
+        "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "kubelet is posting ready status"}]}});
+    nodes.patch_status("ext-0", &kube::api::PatchParams::default(), &kube::api::Patch::Merge(&status)).await.unwrap();
+    let devices: Vec<Value> = (0..4)
+        .map(|i| {
+            json!({"name": format!("gpu-{i}"),
+                "attributes": {"type": {"string": "gpu"}, "uuid": {"string": format!("GPU-ext-0-{i}")},
+                    "productName": {"string": "NVIDIA H100 80GB HBM3"}, "driverVersion": {"version": "580.95.5"}},
+                "capacity": {"memory": {"value": "80Gi"}}})
+        })
+        .collect();
+    create(
+        &dra_api(&client, "ResourceSlice", "resourceslices", None),
+        json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "ext-0-gpu.nvidia.com"},
+            "spec": {"driver": "gpu.nvidia.com", "nodeName": "ext-0",
+                "pool": {"name": "ext-0", "generation": 1, "resourceSliceCount": 1}, "devices": devices}}),
+    )
+    .await;
+    create(
+        &dra_api(&client, "DeviceClass", "deviceclasses", None),
+        json!({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu.nvidia.com"},
+            "spec": {"selectors": [{"cel": {"expression": "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'"}}],
+                "extendedResourceName": "nvidia.com/gpu"}}),
+    )
+    .await;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), NS);
+    let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "trainer", "namespace": NS},
+        "spec": {"terminationGracePeriodSeconds": 0,
+            "containers": [{"name": "main", "image": "nvcr.io/nvidia/pytorch:25.01-py3",
+                "resources": {"limits": {"nvidia.com/gpu": "2"}}}]}});
+    pods.create(&PostParams::default(), &serde_json::from_value(pod).unwrap()).await.unwrap();
+    let bound = eventually("the scheduler binds trainer", Duration::from_secs(60), || {
+        let pods = pods.clone();
+        async move {
+            let p = pods.get("trainer").await.ok()?;
+            p.spec?.node_name
+        }
+    })
+    .await;
+    assert_eq!(bound, "ext-0");
+    // The scheduler made a claim for it and named it in the pod's status.
+    let status = pods.get("trainer").await.unwrap().status.unwrap();
+    let made = status.extended_resource_claim_status.expect("the scheduler's claim for nvidia.com/gpu");
+    let claim =
+        dra_api(&client, "ResourceClaim", "resourceclaims", Some(NS)).get(&made.resource_claim_name).await.unwrap();
+    let held = claim.data["status"]["allocation"]["devices"]["results"].as_array().map_or(0, Vec::len);
+    eprintln!("kube-scheduler made {} holding {held} device(s) of ext-0", made.resource_claim_name);
+    assert_eq!(held, 2);
+
+    // kgpu: two of ext-0's four GPUs in use, in the node row as in the header.
+    let doc = kgpu_json(cp);
+    let totals = &doc["fleet"]["totals"];
+    let row = &doc["fleet"]["nodes"].as_array().unwrap().iter().find(|n| n["name"] == "ext-0").unwrap()["gpu"];
+    eprintln!("kgpu: totals {totals}, ext-0 {row}");
+    assert_eq!(
+        (totals["gpus"].as_u64(), totals["allocated"].as_u64(), totals["free"].as_u64()),
+        (Some(4), Some(2), Some(2))
+    );
+    assert_eq!(
+        (row["allocatable"].as_u64(), row["allocated"].as_u64(), row["free"].as_u64()),
+        (Some(4), Some(2), Some(2))
+    );
+    assert_eq!(row["physical"]["used"], 2);
+    // A drain's blast radius counts the pod's GPUs once.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kgpu"))
+        .args(["drain", "ext-0", "--gpu-only", "--force", "--dry-run", "-y", "--agents", "off", "--kubeconfig"])
+        .arg(&cp.kubeconfig)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("pod dra-extended/trainer on ext-0 (2 GPU)"), "{said}");
+}
