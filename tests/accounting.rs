@@ -458,3 +458,47 @@ fn gpus_asked_as_an_extended_resource_and_served_through_dra_count_once() {
     let held = analysis::index::Index::build(&snap, now).dra().held_by(trainer);
     assert_eq!(held.gpus, 2, "its claim's devices are its GPUs");
 }
+
+/// The same pod before the scheduler placed it, asking 2 and then 8: the
+/// fragmentation map counts the class's GPUs for it (ext-0 takes two such
+/// pods, none of 8), and the plan says why it cannot help rather than that
+/// an empty fleet has no room.
+#[test]
+fn a_pending_pod_whose_gpus_a_device_class_serves_takes_dra_gpus() {
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/dra-driver/extended-resource-claim.yaml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let docs = kgpu::sources::file::documents(&path, &text).unwrap();
+    let mut items: Vec<serde_json::Value> = docs
+        .into_iter()
+        .flat_map(|d| d["items"].as_array().cloned().unwrap_or_else(|| vec![d]))
+        .filter(|i| i["kind"] != "ResourceClaim")
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let fragmentation = |items: &[serde_json::Value]| {
+        let file = dir.path().join("pending.json");
+        std::fs::write(&file, serde_json::json!({"apiVersion": "v1", "kind": "List", "items": items}).to_string())
+            .unwrap();
+        let (events, now, _) = kgpu::sources::file::load(&[file]).unwrap();
+        let mut cluster = Cluster::new(SourceInfo { kind: SourceKind::File, name: "pending".into() });
+        cluster.apply_all(events);
+        let snap = cluster.snapshot();
+        analysis::analyze(&snap, now, &Thresholds::default()).fragmentation
+    };
+    let pod = items.iter_mut().find(|i| i["kind"] == "Pod").unwrap();
+    pod["spec"].as_object_mut().unwrap().remove("nodeName");
+    pod["status"] = serde_json::json!({"phase": "Pending"});
+    let f = fragmentation(&items);
+    let shape = f.shapes.iter().find(|s| s.demand.is_named("dra-extended", "trainer")).unwrap();
+    assert_eq!((shape.fits_now, shape.largest_gang, shape.usable_free), (true, 2, 4));
+    let pod = items.iter_mut().find(|i| i["kind"] == "Pod").unwrap();
+    pod["spec"]["containers"][0]["resources"] =
+        serde_json::json!({"limits": {"nvidia.com/gpu": "8"}, "requests": {"nvidia.com/gpu": "8"}});
+    let f = fragmentation(&items);
+    let shape = f.shapes.iter().find(|s| s.demand.is_named("dra-extended", "trainer")).unwrap();
+    assert!(!shape.fits_now);
+    let kgpu::analysis::fragmentation::PlanStatus::Impossible(why) = &f.plan.status else {
+        panic!("{:?}", f.plan.status)
+    };
+    assert!(why.starts_with("Pod dra-extended/trainer's nvidia.com/gpu comes through DRA"), "{why}");
+}

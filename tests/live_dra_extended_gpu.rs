@@ -1,7 +1,8 @@
 //! A pod asking `nvidia.com/gpu` where no node advertises it, served through
 //! DRA by a DeviceClass that declares that extended resource (KEP-5004, on by
 //! default in Kubernetes 1.36): the real scheduler binds it and makes a claim
-//! for it. kgpu counts its GPUs once.
+//! for it. kgpu's fragmentation map counts as many such pods as the
+//! scheduler places, and once placed, kgpu counts their GPUs once.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic on broken fixtures
 
@@ -68,11 +69,30 @@ async fn a_pod_asking_nvidia_gpu_served_through_dra_is_counted_once() {
     )
     .await;
     let pods: Api<Pod> = Api::namespaced(client.clone(), NS);
+    // Held behind a gate first: what kgpu says of it before the scheduler has.
     let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "trainer", "namespace": NS},
-        "spec": {"terminationGracePeriodSeconds": 0,
+        "spec": {"terminationGracePeriodSeconds": 0, "schedulingGates": [{"name": "kgpu.dev/hold"}],
             "containers": [{"name": "main", "image": "nvcr.io/nvidia/pytorch:25.01-py3",
                 "resources": {"limits": {"nvidia.com/gpu": "2"}}}]}});
     pods.create(&PostParams::default(), &serde_json::from_value(pod).unwrap()).await.unwrap();
+    let doc = kgpu_json(cp);
+    let shape = doc["fragmentation"]["shapes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["source"] == "Pod dra-extended/trainer")
+        .cloned()
+        .unwrap_or_else(|| panic!("trainer's shape: {}", doc["fragmentation"]));
+    eprintln!("kgpu on trainer, gated: {shape}");
+    // Two such pods fit in ext-0's four GPUs through the class, none through a device plugin.
+    assert_eq!((shape["fitsNow"].as_bool(), shape["largestGang"].as_u64()), (Some(true), Some(2)), "{shape}");
+    pods.patch(
+        "trainer",
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(&json!({"spec": {"schedulingGates": []}})),
+    )
+    .await
+    .unwrap();
     let bound = eventually("the scheduler binds trainer", Duration::from_secs(60), || {
         let pods = pods.clone();
         async move {
@@ -113,4 +133,48 @@ async fn a_pod_asking_nvidia_gpu_served_through_dra_is_counted_once() {
         .unwrap();
     let said = String::from_utf8_lossy(&out.stdout);
     assert!(said.contains("pod dra-extended/trainer on ext-0 (2 GPU)"), "{said}");
+
+    // kgpu's count was two such pods: the scheduler places one more beside
+    // trainer, and refuses the next.
+    for (name, fits) in [("second", true), ("third", false)] {
+        let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": NS},
+            "spec": {"terminationGracePeriodSeconds": 0,
+                "containers": [{"name": "main", "image": "nvcr.io/nvidia/pytorch:25.01-py3",
+                    "resources": {"limits": {"nvidia.com/gpu": "2"}}}]}});
+        pods.create(&PostParams::default(), &serde_json::from_value(pod).unwrap()).await.unwrap();
+        let decided = eventually(&format!("the scheduler decides on {name}"), Duration::from_secs(60), || {
+            let pods = pods.clone();
+            async move {
+                let p = pods.get(name).await.ok()?;
+                if let Some(node) = p.spec.as_ref()?.node_name.clone() {
+                    return Some(Ok(node));
+                }
+                let refused =
+                    p.status?.conditions?.into_iter().find(|c| c.type_ == "PodScheduled" && c.status == "False");
+                refused.map(|c| Err(c.message.unwrap_or_default()))
+            }
+        })
+        .await;
+        eprintln!("kube-scheduler on {name}: {decided:?}");
+        assert_eq!(decided.is_ok(), fits, "{name}: {decided:?}");
+    }
+    let doc = kgpu_json(cp);
+    let third = doc["pending"].as_array().unwrap().iter().find(|p| p["name"] == "third").cloned().unwrap();
+    // Its refusal is the scheduler's word: kgpu's own fit does not model the class.
+    assert_eq!(third["verdictSource"], "scheduler", "{third}");
+    assert!(
+        third["summary"]
+            .as_str()
+            .unwrap()
+            .contains("the scheduler says: 0/1 nodes are available: 1 cannot allocate all claims"),
+        "{third}"
+    );
+    let shape = doc["fragmentation"]["shapes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["source"] == "Pod dra-extended/third")
+        .cloned()
+        .unwrap();
+    assert_eq!((shape["fitsNow"].as_bool(), shape["largestGang"].as_u64()), (Some(false), Some(0)), "{shape}");
 }

@@ -246,10 +246,13 @@ pub fn analyze(index: &Index<'_>) -> Fragmentation {
                     // Only nodes this shape may use at all, and that are big enough
                     // for one pod when empty: elsewhere a free GPU is idle, not stranded.
                     let NodeGpus { whole_free, replicas_per_gpu, dra_whole, dra_whole_free, .. } = gpus[i];
-                    // A what-if shape takes DRA's whole GPUs too; a pending pod
-                    // that asks nvidia.com/gpu cannot (its claims are not planned).
+                    // A what-if shape takes DRA's whole GPUs too; so does a
+                    // pending pod's nvidia.com/gpu where a DeviceClass serves it
+                    // through DRA (on a node that does not advertise it, the
+                    // scheduler allocates a claim of that class for it).
                     let what_if = demand.source == ShapeSource::Canonical;
-                    let (dra_all, dra) = if what_if { (dra_whole, dra_whole_free) } else { (0, 0) };
+                    let takes_dra = what_if || index.dra().serves_gpus_asked(&demand.requests).is_some();
+                    let (dra_all, dra) = if takes_dra { (dra_whole, dra_whole_free) } else { (0, 0) };
                     // A what-if shape asks for whole GPUs: a time-slicing replica
                     // is a turn on a shared GPU, not one (a pending pod that asks
                     // nvidia.com/gpu there gets replicas: the scheduler's truth).

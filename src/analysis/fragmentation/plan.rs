@@ -96,6 +96,7 @@ pub fn plan(index: &Index<'_>, shapes: &[ShapeFit]) -> Plan {
             && !s.fits_now
             && s.demand.mig_profile.is_none()
             && s.demand.dra.is_none()
+            && index.dra().serves_gpus_asked(&s.demand.requests).is_none()
             && s.demand.gpus_per_pod > 0
             && s.demand.wider_own_domain().is_none()
             && waits_only_for_room(index, &s.demand)
@@ -117,6 +118,12 @@ pub fn plan(index: &Index<'_>, shapes: &[ShapeFit]) -> Plan {
                     format!(
                         "{}'s GPUs come through DRA claims: the plan moves device-plugin pods and does not free claim-held devices yet; see its claims step",
                         s.demand.name()
+                    )
+                } else if let Some(class) = index.dra().serves_gpus_asked(&s.demand.requests) {
+                    format!(
+                        "{}'s nvidia.com/gpu comes through DRA where a node does not advertise it (DeviceClass {} serves it): the plan does not free claim-held devices yet; see its fit step",
+                        s.demand.name(),
+                        class.name
                     )
                 } else if s.demand.mig_profile.is_some() {
                     format!(
