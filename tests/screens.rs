@@ -1006,3 +1006,34 @@ fn a_label_selector_filters_the_drivers_and_mig_rows() {
         assert!(rows(&v, "-l kubernetes.io/hostname=no-such-node").is_empty(), "{scenario}");
     }
 }
+
+/// A refusal nobody has confirmed (it rests on consumable capacity, which
+/// kgpu does not model, and the scheduler has said nothing): the why view
+/// marks its step `?`, not `✗`, and says whose word is missing.
+#[test]
+fn a_step_kgpu_cannot_tell_is_marked_as_undecided_in_the_why_view() {
+    use kgpu::model::{Cluster, SourceInfo, SourceKind};
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/verdicts/hand-made/dra-unmodelled.yaml");
+    let (events, newest, _) = kgpu::sources::file::load(&[path.into()]).unwrap();
+    let mut cluster = Cluster::new(SourceInfo { kind: SourceKind::File, name: "dra-unmodelled".into() });
+    cluster.apply_all(events);
+    let v = Views::build(Arc::new(cluster.snapshot()), newest, &Thresholds::default(), None);
+    let mut app = App::new(false, "dark", true);
+    key(&mut app, &v, KeyCode::Char(':'));
+    for c in "why ml/rerank-0".chars() {
+        key(&mut app, &v, KeyCode::Char(c));
+    }
+    key(&mut app, &v, KeyCode::Enter);
+    let screen = format!("{}", render(&mut app, &v, "dra-unmodelled", 200, 60).backend());
+    assert!(screen.contains("3 ? DRA resource claims: kgpu cannot tell"), "{screen}");
+    assert!(!screen.contains("3 ✗"), "{screen}");
+    // A step the scheduler refused is still a block.
+    key(&mut app, &v, KeyCode::Esc);
+    key(&mut app, &v, KeyCode::Char(':'));
+    for c in "why ml/rerank-big-0".chars() {
+        key(&mut app, &v, KeyCode::Char(c));
+    }
+    key(&mut app, &v, KeyCode::Enter);
+    let screen = format!("{}", render(&mut app, &v, "dra-unmodelled", 200, 60).backend());
+    assert!(screen.contains("3 ✗ DRA resource claims: the scheduler says"), "{screen}");
+}

@@ -1193,6 +1193,8 @@ fn dra_features_kgpu_does_not_model_are_named_and_not_passed_off_as_verdicts() {
     let summary = rerank["summary"].as_str().unwrap();
     assert!(summary.contains("kgpu cannot tell: consumable capacity in use"), "{summary}");
     assert!(summary.contains("its own reading: too few free devices on gpu-a"), "{summary}");
+    // Nobody's verdict: not kgpu's block, not the scheduler's, and not "nothing blocks it".
+    assert_eq!(rerank["verdictSource"], "undecided", "{rerank}");
     // No node advertises example.com/gpu; a DeviceClass serves it.
     let extended = pending(&doc, "asks-extended-0");
     assert!(extended["summary"].as_str().unwrap().contains("serves example.com/gpu through DRA"), "{extended}");
@@ -1200,6 +1202,8 @@ fn dra_features_kgpu_does_not_model_are_named_and_not_passed_off_as_verdicts() {
     assert_eq!(unblock.len(), 1, "kgpu's own fixes are not offered: {unblock:?}");
     let why = why(CASE, "ml/rerank-0");
     assert!(why.contains("kgpu does not model consumable capacity"), "{why}");
+    assert!(why.contains("3. [ ?? ] DRA resource claims: kgpu cannot tell"), "{why}");
+    assert!(why.contains("blocked at: claims (kgpu cannot tell, and the scheduler has not said yet)"), "{why}");
     // With the scheduler's word, the headline is the scheduler's, and says whose.
     let big = pending(&doc, "rerank-big-0");
     let summary = big["summary"].as_str().unwrap();

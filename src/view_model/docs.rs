@@ -141,6 +141,10 @@ pub fn why(item: &PendingItem) -> Doc {
     doc.blank();
     for (i, s) in item.steps.iter().enumerate() {
         let (mark, role) = match s.verdict {
+            // A refusal nobody has confirmed: neither a block nor a pass.
+            Verdict::Block if s.said_by == Some(crate::analysis::pending::VerdictSource::Undecided) => {
+                ("?", Role::Warn)
+            }
             Verdict::Pass => ("✓", Role::Ok),
             Verdict::Block => ("✗", Role::Error),
             Verdict::Warn => ("!", Role::Warn),

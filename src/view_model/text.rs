@@ -527,10 +527,12 @@ pub fn why(item: &PendingItem) -> String {
         VerdictSource::Scheduler => " (the scheduler's word: not evaluated by kgpu)",
         VerdictSource::Kueue => " (Kueue's word: not evaluated by kgpu)",
         VerdictSource::Volcano => " (Volcano's word: not evaluated by kgpu)",
+        VerdictSource::Undecided => " (kgpu cannot tell, and the scheduler has not said yet)",
     };
     let _ = writeln!(out, "blocked at: {}{whose}\n{}\n", item.blocking_str(), item.summary);
     for (i, s) in item.steps.iter().enumerate() {
         let mark = match s.verdict {
+            Verdict::Block if s.said_by == Some(VerdictSource::Undecided) => " ?? ",
             Verdict::Pass => "ok  ",
             Verdict::Block => "STOP",
             Verdict::Warn => "warn",

@@ -190,10 +190,13 @@ pub(super) fn report(pod: &Pod, v: &ClaimsVerdict, said: Option<&str>) -> StepRe
                 details.push(format!("kgpu's own reading: {summary}"));
                 format!("the scheduler says: {} (kgpu does not model the {} in use)", message.trim(), feature.short())
             }
-            None => format!(
-                "kgpu cannot tell: {} in use ({at}), which it does not model, and the scheduler has said nothing yet; its own reading: {summary}",
-                feature.short()
-            ),
+            None => {
+                said_by = Some(super::VerdictSource::Undecided);
+                format!(
+                    "kgpu cannot tell: {} in use ({at}), which it does not model, and the scheduler has said nothing yet; its own reading: {summary}",
+                    feature.short()
+                )
+            }
         },
         (Some((feature, _)), true, _) => {
             format!("{summary} (as kgpu reads them; it does not model the {} in use)", feature.short())

@@ -114,6 +114,10 @@ pub enum VerdictSource {
     Scheduler,
     Kueue,
     Volcano,
+    /// Nobody's: the refusal rests on what kgpu does not model, and the
+    /// component that decides has said nothing yet. kgpu's own reading is
+    /// in the details; the item is not "nothing blocks it" either.
+    Undecided,
 }
 
 impl VerdictSource {
@@ -123,6 +127,7 @@ impl VerdictSource {
             VerdictSource::Scheduler => "scheduler",
             VerdictSource::Kueue => "kueue",
             VerdictSource::Volcano => "volcano",
+            VerdictSource::Undecided => "undecided",
         }
     }
 }
@@ -678,14 +683,21 @@ fn extended_through_dra(index: &Index<'_>, pod: &Pod, said: Option<&str>, steps:
             step.summary = match said {
                 Some(message) => {
                     step.said_by = Some(VerdictSource::Scheduler);
-                    format!("the scheduler says: {} (kgpu does not model the {} in use)", message.trim(), feature.short())
-                        .into()
+                    format!(
+                        "the scheduler says: {} (kgpu does not model the {} in use)",
+                        message.trim(),
+                        feature.short()
+                    )
+                    .into()
                 }
-                None => format!(
-                    "kgpu cannot tell: DeviceClass {} serves {resource} through DRA, which it does not model, and the scheduler has said nothing yet",
-                    class.name
-                )
-                .into(),
+                None => {
+                    step.said_by = Some(VerdictSource::Undecided);
+                    format!(
+                        "kgpu cannot tell: DeviceClass {} serves {resource} through DRA, which it does not model, and the scheduler has said nothing yet",
+                        class.name
+                    )
+                    .into()
+                }
             };
         }
         step.details = Arc::from(details);
