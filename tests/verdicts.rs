@@ -472,6 +472,14 @@ fn dra_partitions_constraints_and_admin_access_are_judged_as_the_scheduler_did()
     let summary = |name: &str| summaries.iter().find(|(n, _)| n == name).map(|(_, s)| s.clone()).unwrap();
     assert_eq!(summaries.len(), 5, "{summaries:?}");
     assert!(summary("wants-3g-and-four-1g").contains("shared counters"), "{summaries:?}");
+    // MIG devices are partitions, labelled so (as 1×2g.20gb is for the device
+    // plugin), in the pending list and the fragmentation map alike.
+    let shape_of =
+        |name: &str| doc["pending"].as_array().unwrap().iter().find(|p| p["name"] == name).unwrap()["shape"].clone();
+    assert_eq!(shape_of("wants-3g-and-four-1g"), "1×5 DRA MIG");
+    assert_eq!(shape_of("wants-pair-same-root"), "1×2 DRA");
+    let text = kgpu(&["snapshot", "--file", &fixture(CASE), "--pane", "fragmentation"]);
+    assert!(text.contains("1×5 DRA MIG  no"), "{text}");
     // Requests short together: the selectors of each are in the why.
     let why_counters = why(CASE, "ml/wants-3g-and-four-1g");
     for request in ["/big: ", "/small: "] {

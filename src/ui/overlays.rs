@@ -150,10 +150,11 @@ pub fn draw(
 
 /// Rows `lines` take when wrapped to `width` columns.
 /// How a shape reads: pods × what each asks.
-const SHAPES: [(&str, &str); 6] = [
+const SHAPES: [(&str, &str); 7] = [
     ("4×8", "4 pods of 8 GPUs each (nvidia.com/gpu, the device plugin)"),
     ("1×2g.20gb", "1 pod of one MIG slice of that profile"),
     ("1×2 DRA", "1 pod whose claims ask 2 GPUs through DRA (ResourceClaims)"),
+    ("1×2 DRA MIG", "…2 MIG devices through DRA: partitions, free GPUs counted whole"),
     ("1×? DRA", "its claim or template is missing: what it asks is unknown"),
     ("1×cpu + 4×8", "a gang's pod sets: a launcher that asks no GPU, 4 workers"),
     ("canonical", "what-if shapes the fragmentation map always weighs: 1×1, 1×8, 2×8, 4×8"),

@@ -397,15 +397,72 @@ impl<'a> DraIndex<'a> {
         claims: &[crate::model::PodClaim],
     ) -> Option<u64> {
         let mut gpus = 0;
-        for c in claims {
-            let claim = match &c.source {
-                ClaimSource::Claim(name) => self.claims.get(&(namespace.clone(), &**name)),
-                ClaimSource::Template(t) => self.templates.get(&(namespace.clone(), &**t)),
-                ClaimSource::ExtendedResources(_) => self.claims.get(&(namespace.clone(), c.generated.as_deref()?)),
-            }?;
+        for claim in self.spec_claims(namespace, claims)? {
             gpus += self.gpus_asked(selectors, claim);
         }
         Some(gpus)
+    }
+
+    /// Whether the GPUs `claims` ask are MIG devices (partitions of a GPU),
+    /// not whole GPUs: a `1×2 DRA MIG` shape, as `1×2g.20gb` is for the
+    /// device plugin.
+    pub fn asks_partitions(
+        &self,
+        selectors: &mut cel::Selectors,
+        namespace: &Sym,
+        claims: &[crate::model::PodClaim],
+    ) -> bool {
+        let Some(resolved) = self.spec_claims(namespace, claims) else { return false };
+        let requests: Vec<&ExactRequest> = resolved
+            .iter()
+            .flat_map(|c| c.requests.iter())
+            .filter_map(|r| r.alternatives.first().map(|(_, e)| e))
+            .filter(|e| self.asks_for_gpus(selectors, e))
+            .collect();
+        !requests.is_empty() && requests.into_iter().all(|e| self.matches_only_partitions(selectors, e))
+    }
+
+    /// A request whose class is NVIDIA's MIG class, or matches MIG devices
+    /// of the fleet and no whole GPU.
+    fn matches_only_partitions(&self, selectors: &mut cel::Selectors, request: &ExactRequest) -> bool {
+        match request.class.as_str() {
+            "mig.nvidia.com" => return true,
+            "gpu.nvidia.com" => return false,
+            _ => {}
+        }
+        let Some(class) = self.class(request.class.as_str()) else { return false };
+        let mut matched = self.by_node.values().flatten().filter(|d| d.physical_gpu().is_some()).filter(|d| {
+            selectors
+                .all_match(
+                    class.selectors.iter().chain(request.selectors.iter()).map(|s| &**s),
+                    d.slice.driver.as_str(),
+                    d.device,
+                )
+                .unwrap_or(false)
+        });
+        let mut any = false;
+        for d in matched.by_ref().take(64) {
+            if d.is_whole_gpu() {
+                return false;
+            }
+            any = true;
+        }
+        any
+    }
+
+    /// The claims (or, for claims not made yet, the templates) a pod's
+    /// entries name; None where one does not exist.
+    fn spec_claims(&self, namespace: &Sym, claims: &[crate::model::PodClaim]) -> Option<Vec<&'a ResourceClaim>> {
+        claims
+            .iter()
+            .map(|c| match &c.source {
+                ClaimSource::Claim(name) => self.claims.get(&(namespace.clone(), &**name)).copied(),
+                ClaimSource::Template(t) => self.templates.get(&(namespace.clone(), &**t)).copied(),
+                ClaimSource::ExtendedResources(_) => {
+                    self.claims.get(&(namespace.clone(), c.generated.as_deref()?)).copied()
+                }
+            })
+            .collect()
     }
 
     /// The channel claim of a pod still Pending past [`DOMAIN_GRACE_SECONDS`]
@@ -527,4 +584,10 @@ pub enum PodClaimState<'a> {
     NotYetCreated(Sym, &'a ResourceClaim),
     /// `resourceClaimTemplateName` names a template that does not exist.
     NoTemplate(Sym, Arc<str>),
+}
+
+/// A shape whose GPUs come through claims: `1×2 DRA`, or `1×2 DRA MIG`
+/// where they are MIG devices (what kgpu counts is then partitions).
+pub fn shape_label(pods: u64, gpus: u64, partitions: bool) -> String {
+    format!("{pods}×{gpus} DRA{}", if partitions { " MIG" } else { "" })
 }

@@ -165,7 +165,7 @@ impl Demand {
     pub fn label(&self) -> String {
         match (self.mig_profile.clone(), &self.dra) {
             (Some(p), _) => format!("{}×{p}", self.pods),
-            (None, Some(_)) => format!("{}×{} DRA", self.pods, self.gpus_per_pod),
+            (None, Some(ask)) => crate::analysis::dra::shape_label(self.pods.into(), self.gpus_per_pod, ask.partitions),
             (None, None) => format!("{}×{}", self.pods, self.gpus_per_pod),
         }
     }

@@ -18,6 +18,8 @@ pub struct DraAsk {
     pub claims: Box<[PodClaim]>,
     /// GPUs one pod asks through them (whole devices; a MIG device is one).
     pub gpus: u64,
+    /// They are MIG devices (partitions), not whole GPUs.
+    pub partitions: bool,
 }
 
 impl DraAsk {
@@ -33,8 +35,9 @@ impl DraAsk {
             return None;
         }
         let gpus = index.dra().template_gpus(selectors, namespace, claims).filter(|g| *g > 0)?;
+        let partitions = index.dra().asks_partitions(selectors, namespace, claims);
         let claims = claims.iter().map(|c| PodClaim { generated: None, ..c.clone() }).collect();
-        Some(Arc::new(DraAsk { namespace: namespace.clone(), claims, gpus }))
+        Some(Arc::new(DraAsk { namespace: namespace.clone(), claims, gpus, partitions }))
     }
 }
 

@@ -551,7 +551,8 @@ fn gang_shape_and_gpus(index: &Index<'_>, memo: &mut Memo<'_>, gang: &Gang, requ
                 Some(0) => shape_text(&set.requests, pods),
                 Some(dra) => {
                     gpus += dra * u64::from(pods);
-                    format!("{pods}×{} DRA", set.requests.gpu + dra)
+                    let partitions = index.dra().asks_partitions(&mut memo.selectors, &gang.namespace, &set.claims);
+                    crate::analysis::dra::shape_label(pods.into(), set.requests.gpu + dra, partitions)
                 }
                 None => format!("{pods}×? DRA"),
             }
@@ -603,7 +604,8 @@ fn pod_item<'a>(index: &Index<'a>, memo: &mut Memo<'a>, pod: &Pod) -> PendingIte
     if let Some(claims) = &claims {
         if claims.gpus > 0 {
             item.gpus += claims.gpus;
-            item.shape = format!("1×{} DRA", item.gpus);
+            let partitions = index.dra().asks_partitions(&mut memo.selectors, &pod.namespace, &pod.claims);
+            item.shape = crate::analysis::dra::shape_label(1, item.gpus, partitions);
         } else if !claims.unresolved.is_empty() && pod.requests.gpu == 0 {
             // What a claim that does not exist asks for is unknown.
             item.shape = "1×? DRA".into();
