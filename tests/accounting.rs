@@ -461,8 +461,8 @@ fn gpus_asked_as_an_extended_resource_and_served_through_dra_count_once() {
 
 /// The same pod before the scheduler placed it, asking 2 and then 8: the
 /// fragmentation map counts the class's GPUs for it (ext-0 takes two such
-/// pods, none of 8), and the plan says why it cannot help rather than that
-/// an empty fleet has no room.
+/// pods, none of 8), and the plan says why it does not plan for it rather
+/// than that an empty fleet has no room.
 #[test]
 fn a_pending_pod_whose_gpus_a_device_class_serves_takes_dra_gpus() {
     let path =

@@ -101,22 +101,25 @@ pub fn allocate_on(
     errors: &mut Vec<(String, SelectorError)>,
 ) -> Result<(), Refusal> {
     let slots = slots(ix, selectors, devices, pending, errors);
-    allocate_slots(ix, node, devices, pending, &slots)
+    allocate_slots(ix, node, devices, pending, &slots, usable(ix, devices)).map(|_| ())
 }
 
-/// [`allocate_on`] with each request's matching devices found already.
+/// [`allocate_on`] with each request's matching devices found already, and
+/// which devices no claim holds (`usable`, or a plan's view of them):
+/// the devices the allocation takes (admin access aside), by index.
 pub(super) fn allocate_slots(
     ix: &DraIndex<'_>,
     node: Sym,
     devices: &[SliceDevice<'_>],
     pending: &[(String, &ResourceClaim)],
     slots: &[Slot<'_>],
-) -> Result<(), Refusal> {
+    usable: Vec<bool>,
+) -> Result<Vec<usize>, Refusal> {
     let mut search = Search {
         ix,
         devices,
         claims: pending.iter().map(|(_, c)| *c).collect(),
-        usable: usable(ix, devices),
+        usable,
         holders: vec![Vec::new(); devices.len()],
         consumed: HashMap::new(),
         constraints: pending.iter().map(|(_, c)| c.constraints.iter().map(Kept::new).collect()).collect(),
@@ -159,7 +162,12 @@ pub(super) fn allocate_slots(
         return Err(Refusal::Short(Box::new(short)));
     }
     if placed {
-        return Ok(());
+        let admin: Vec<bool> = pending
+            .iter()
+            .map(|(_, c)| c.requests.iter().any(|r| r.alternatives.iter().any(|(_, e)| e.admin_access)))
+            .collect();
+        let taken = (0..devices.len()).filter(|&d| search.holders[d].iter().any(|&c| !admin[c])).collect();
+        return Ok(taken);
     }
     let cause = if search.steps > SEARCH_LIMIT {
         Together::SearchLimit
@@ -178,7 +186,7 @@ pub(super) fn allocate_slots(
     let first = slots.first().and_then(|s| Some((s, s.alternatives.first()?)));
     match first {
         Some((slot, alt)) => Err(Refusal::Short(Box::new(shortfall(&search, slot, alt, Some(cause))))),
-        None => Ok(()),
+        None => Ok(Vec::new()),
     }
 }
 
@@ -234,10 +242,15 @@ pub(super) fn slots<'p>(
 /// not free whole, and one allocated whole has no MIG device free (with
 /// partitions, the counters say the same).
 pub(super) fn usable(ix: &DraIndex<'_>, devices: &[SliceDevice<'_>]) -> Vec<bool> {
+    usable_given(devices, |d| ix.allocated_to(&d.id()).is_some())
+}
+
+/// [`usable`] where `held` says which devices a claim holds.
+pub(super) fn usable_given(devices: &[SliceDevice<'_>], held: impl Fn(&SliceDevice<'_>) -> bool) -> Vec<bool> {
     let mut busy_gpus: HashSet<Sym> = HashSet::new();
     let mut whole_taken: HashSet<Sym> = HashSet::new();
     for d in devices {
-        if ix.allocated_to(&d.id()).is_some()
+        if held(d)
             && let Some(gpu) = d.physical_gpu()
         {
             if d.is_whole_gpu() {
@@ -249,7 +262,7 @@ pub(super) fn usable(ix: &DraIndex<'_>, devices: &[SliceDevice<'_>]) -> Vec<bool
     devices
         .iter()
         .map(|d| {
-            ix.allocated_to(&d.id()).is_none()
+            !held(d)
                 && match d.physical_gpu() {
                     Some(gpu) if d.is_whole_gpu() => !busy_gpus.contains(&gpu),
                     Some(gpu) => !whole_taken.contains(&gpu),

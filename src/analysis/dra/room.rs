@@ -4,12 +4,12 @@
 //! allocator would (`allocate.rs`), a claim the pods share allocated once.
 //! The fragmentation map's slots, usable and stranded devices for such pods.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use crate::model::dra::{Amount, ResourceClaim};
-use crate::model::{ClaimSource, PodClaim, Sym};
+use crate::model::{ClaimSource, Pod, PodClaim, Sym};
 
-use super::allocate::{Alternative, Slot, allocate_slots, slots, taints_allow, usable};
+use super::allocate::{Alternative, Slot, allocate_slots, slots, taints_allow, usable_given};
 use super::cel::Selectors;
 use super::{DraIndex, SliceDevice};
 
@@ -41,7 +41,65 @@ pub struct Room {
     pub whole: bool,
 }
 
+/// (driver, pool, device).
+pub type DeviceId = (Sym, Sym, Sym);
+
+/// A defragmentation plan's view of the devices: those its evictions free
+/// (the claims made for an evicted pod go with it) and those its moved
+/// pods' new claims take.
+#[derive(Clone, Debug, Default)]
+pub struct DeviceMoves {
+    pub released: HashSet<DeviceId>,
+    pub taken: HashSet<DeviceId>,
+}
+
+impl DeviceMoves {
+    fn held(&self, ix: &DraIndex<'_>, d: &SliceDevice<'_>) -> bool {
+        let id = d.id();
+        self.taken.contains(&id) || (ix.allocated_to(&id).is_some() && !self.released.contains(&id))
+    }
+}
+
 impl<'a> DraIndex<'a> {
+    /// The devices a running pod holds through claims made for it alone
+    /// (from its templates, or by the scheduler for its extended
+    /// resources), which its eviction frees and its replacement asks again;
+    /// None where it uses a claim of its own name (shared or standalone: it
+    /// stays allocated where it is, and pins a replacement there) or one
+    /// whose devices draw on shared counters (partitions: not planned).
+    pub fn movable_devices(&self, pod: &Pod) -> Option<Vec<DeviceId>> {
+        let mut out = Vec::new();
+        for state in self.pod_claims(pod) {
+            let super::PodClaimState::Found(_, claim) = state else { return None };
+            // Made for this pod (its template's, or the scheduler's): it goes with the pod.
+            claim.owner_pod.as_ref()?;
+            for a in claim.allocated.iter().filter(|a| !a.admin_access) {
+                let id = (a.driver.clone(), a.pool.clone(), a.device.clone());
+                if self.devices.get(&id).is_some_and(|d| !d.device.consumes.is_empty()) {
+                    return None;
+                }
+                out.push(id);
+            }
+        }
+        Some(out)
+    }
+
+    /// The devices a replacement of `pod` would take on `node` (its claims
+    /// made again, allocated beside what `moves` leaves held), or None
+    /// where they do not fit there.
+    pub fn land(&self, selectors: &mut Selectors, node: &Sym, pod: &Pod, moves: &DeviceMoves) -> Option<Vec<DeviceId>> {
+        let ask = self.ask(&pod.namespace, &pod.claims)?;
+        if !ask.shared.is_empty() || ask.pinned.is_some() {
+            return None;
+        }
+        let devices = self.devices_on(node);
+        let pending: Vec<(String, &ResourceClaim)> = ask.per_pod.iter().map(|c| (c.name.to_string(), *c)).collect();
+        let slots = slots(self, selectors, devices, &pending, &mut Vec::new());
+        let open = usable_given(devices, |d| moves.held(self, d));
+        let taken = allocate_slots(self, node.clone(), devices, &pending, &slots, open).ok()?;
+        Some(taken.into_iter().map(|d| devices[d].id()).collect())
+    }
+
     /// `claims` (a pod's `spec.resourceClaims` in `namespace`) as one more
     /// such pod asks them; None where a claim or template does not exist or
     /// a claim is being deleted (the pending chain says which).
@@ -73,6 +131,18 @@ impl<'a> DraIndex<'a> {
     /// How many pods of `ask` the node's devices can take at once, at most
     /// `most` (what its CPU, memory and pod count leave).
     pub fn room(&self, selectors: &mut Selectors, node: &Sym, ask: &Ask<'_>, most: u64) -> Room {
+        self.room_after(selectors, node, ask, most, &DeviceMoves::default())
+    }
+
+    /// [`DraIndex::room`] once a plan's `moves` are made.
+    pub fn room_after(
+        &self,
+        selectors: &mut Selectors,
+        node: &Sym,
+        ask: &Ask<'_>,
+        most: u64,
+        moves: &DeviceMoves,
+    ) -> Room {
         let devices = self.devices_on(node);
         if devices.is_empty() || ask.pinned.as_ref().is_some_and(|p| p != node) {
             return Room::default();
@@ -83,12 +153,12 @@ impl<'a> DraIndex<'a> {
         let base_slots = slots(self, selectors, devices, &base, &mut Vec::new());
         let own: Vec<&Slot<'_>> = base_slots.iter().filter(|s| s.claim >= ask.shared.len()).collect();
         let counted: Vec<&Slot<'_>> = if own.is_empty() { base_slots.iter().collect() } else { own.clone() };
-        let open = usable(self, devices);
+        let open = usable_given(devices, |d| moves.held(self, d));
         let (matching, free) = self.gpu_devices(selectors, devices, &open, &counted);
         let whole = matching.iter().all(|d| devices[*d].is_whole_gpu());
         let fits = |k: u64| {
             let (pending, slots) = copies(&base, &base_slots, ask.shared.len(), k);
-            allocate_slots(self, node.clone(), devices, &pending, &slots).is_ok()
+            allocate_slots(self, node.clone(), devices, &pending, &slots, open.clone()).is_ok()
         };
         let pods = if own.is_empty() {
             if fits(0) { most } else { 0 }

@@ -2,6 +2,8 @@
 //! driver publishes (a whole GPU beside its MIG devices, as on
 //! kubernetes-sigs/dra-driver-nvidia-gpu#719).
 
+use std::sync::Arc;
+
 use crate::analysis::index::Index;
 use crate::analysis::testing::{node, pod, snapshot};
 use crate::model::dra::{
@@ -514,7 +516,71 @@ fn pods_asking_through_claims_are_shapes_of_the_fragmentation_map() {
     assert_eq!(f.stranded_by_node.get(&Sym::new("n2")), Some(&1));
     assert_eq!(f.stranded_total, 1, "{:?}", f.stranded_by_node);
     assert_eq!(f.unplanned_claims, 0);
-    // The plan does not free claim-held devices, and says so.
+    // The held devices belong to standalone claims no pod made: nothing the
+    // plan may move frees them.
     assert_eq!(f.plan.target.as_deref(), Some("Pod ml/big"));
-    assert!(matches!(&f.plan.status, PlanStatus::Impossible(why) if why.contains("DRA claims")), "{:?}", f.plan.status);
+    assert!(
+        matches!(&f.plan.status, PlanStatus::Impossible(why) if why.contains("cannot move")),
+        "{:?}",
+        f.plan.status
+    );
+}
+
+/// The same fleet where the held GPUs belong to a Deployment's pods, one
+/// GPU each through claims made from its template (2, 3 and 1 on n1, n2,
+/// n3): the plan frees n3 for the pod asking four by moving its one pod to
+/// the fullest node that takes it (n2's last GPU), the claim made again
+/// there; n3's four GPUs then fit `big`.
+#[test]
+fn the_plan_moves_pods_whose_claims_come_from_templates() {
+    use crate::analysis::fragmentation::{self, PlanStatus};
+    let base = fleet_with_templates();
+    let mut c = crate::model::Cluster::new(base.source.clone());
+    c.apply_all(base.nodes.values().map(|n| ModelEvent::Upsert(Object::Node((**n).clone()))));
+    let big = base.pods.values().find(|p| &*p.name == "big").unwrap();
+    c.apply(ModelEvent::Upsert(Object::Pod((**big).clone())));
+    // The slices, the class, the templates and big's claim: not h1–h3 nor the team's.
+    let mut objects: Vec<DraObject> = base
+        .dra
+        .values()
+        .map(|o| (**o).clone())
+        .filter(|o| !matches!(o, DraObject::Claim(c) if ["h1", "h2", "h3", "team"].contains(&&*c.name)))
+        .collect();
+    objects.push(DraObject::Claim(ResourceClaim {
+        template: true,
+        ..claim("one-gpu", vec![exact("gpu.nvidia.com", 1)], &[])
+    }));
+    for (node, held) in [("n1", 2), ("n2", 3), ("n3", 1)] {
+        for i in 0..held {
+            let name = format!("serve-{node}-{i}");
+            let mut p = pod(&name).ns("ml").on(node).running().owner("ReplicaSet", "serve-5d8c7").build();
+            let generated: Arc<str> = format!("{name}-gpu-abcde").into();
+            p.claims = Box::new([PodClaim {
+                name: Sym::new("gpu"),
+                source: ClaimSource::Template("one-gpu".into()),
+                generated: Some(generated.clone()),
+            }]);
+            let device = format!("gpu-{i}");
+            let mut made = claim(&generated, vec![exact("gpu.nvidia.com", 1)], &[(node, device.as_str())]);
+            made.owner_pod = Some(name.as_str().into());
+            made.reserved_for = Box::new([name.as_str().into()]);
+            objects.push(DraObject::Claim(made));
+            c.apply(ModelEvent::Upsert(Object::Pod(p)));
+        }
+    }
+    c.apply_all(objects.into_iter().map(|o| ModelEvent::Upsert(Object::Dra(o))));
+    let snap = c.snapshot();
+    let index = Index::build(&snap, 0);
+    let f = fragmentation::analyze(&index);
+    let plan = &f.plan;
+    assert_eq!(plan.target.as_deref(), Some("Pod ml/big"));
+    assert_eq!(plan.status, PlanStatus::Found, "{plan:?}");
+    let moves: Vec<(&str, &str, Option<&str>, u64)> = plan
+        .steps
+        .iter()
+        .map(|s| (s.pod.as_str(), s.from_node.as_str(), s.to_node.as_ref().map(|n| n.as_str()), s.gpus))
+        .collect();
+    assert_eq!(moves, [("serve-n3-0", "n3", Some("n2"), 1)]);
+    assert_eq!(plan.nodes_freed, [Sym::new("n3")]);
+    assert_eq!(plan.reserve, [Sym::new("n3")]);
 }

@@ -362,6 +362,8 @@ mod demand;
 mod domains;
 pub mod dra;
 mod plan;
+mod plan_dra;
+mod workspace;
 pub use demand::{
     CANONICAL, Demand, DemandKey, PodVolumes, ShapeSource, canonical_demands, pending_demands, pod_demand,
 };

@@ -4,44 +4,24 @@
 //! of work no more important than the target (lost work, marked as such).
 //! docs/fragmentation.md has the search; docs/actions.md how it is run.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 
-use crate::model::{GangKey, Node, Pod, PodKey, Resources, Sym};
+use crate::model::{Node, Pod, PodKey, Sym};
 
-use super::super::fit::{self, Shape};
 use super::super::index::Index;
 use super::super::tally::Tally;
+use super::workspace::{Unit, Workspace, units_on};
 use super::{Demand, Plan, PlanStatus, PlanStep, ShapeFit, ShapeSource, room};
 
 /// The best option so far: (pods moved, GPU-hours, node freed, moves per unit).
 type Candidate<'a> = (usize, f64, Sym, Vec<(Vec<&'a Pod>, Option<String>, Vec<Option<Sym>>)>);
 
-/// On a big fleet, each step weighs only this many source nodes: those
-/// closest to one more slot for the target. Smaller fleets are searched whole.
-const SEARCH_WIDTH: usize = 64;
 /// Emptying more nodes than this is a rebalancing, not a defragmentation.
 pub const MAX_NODES_FREED: usize = 16;
 /// Units per source node whose subsets are tried (2^10 subsets at most).
 const UNITS_TRIED: usize = 10;
 /// GPU-hours closer than this are the same price (then fewer moves win).
 const COST_EPSILON: f64 = 0.05;
-
-/// A unit that moves as one: a lone pod, or every member of a running gang.
-struct Unit<'a> {
-    pods: Vec<&'a Pod>,
-    gang: Option<String>,
-    gpu_hours: f64,
-    /// The highest priority among its pods.
-    priority: i32,
-}
-
-/// The work a move or an eviction of `pods` (a pod, or a whole gang)
-/// throws away, priced as every eviction is (`lost_work`): busy time since
-/// the last checkpoint and the restart, idle time free, so an idle holder
-/// is the cheapest to move.
-fn unit_gpu_hours(index: &Index<'_>, pods: &[&Pod]) -> f64 {
-    crate::analysis::lost_work::of(index, pods).gpu_hours
-}
 
 /// The plan abandoned: why, and none of the steps tried on the way.
 fn given_up(mut plan: Plan, why: impl Into<String>) -> Plan {
@@ -79,7 +59,8 @@ fn nominated(index: &Index<'_>, demand: &Demand) -> Option<crate::model::Sym> {
 
 /// The moves (evict, then the controller's replacement lands on a named
 /// node) that let the top pending GPU gang fit for the least work lost;
-/// ties go to the fewest moves. Whole-GPU shapes only.
+/// ties go to the fewest moves. Whole-GPU shapes only: GPUs a device plugin
+/// advertises, or whole GPUs through claims (`plan_dra.rs`).
 pub fn plan(index: &Index<'_>, shapes: &[ShapeFit]) -> Plan {
     let not_needed = Plan {
         target: None,
@@ -95,7 +76,7 @@ pub fn plan(index: &Index<'_>, shapes: &[ShapeFit]) -> Plan {
         s.demand.is_pending()
             && !s.fits_now
             && s.demand.mig_profile.is_none()
-            && s.demand.dra.is_none()
+            && s.demand.dra.as_ref().is_none_or(|a| !a.partitions && s.nodes_big_enough > 0)
             && index.dra().serves_gpus_asked(&s.demand.requests).is_none()
             && s.demand.gpus_per_pod > 0
             && s.demand.wider_own_domain().is_none()
@@ -116,12 +97,12 @@ pub fn plan(index: &Index<'_>, shapes: &[ShapeFit]) -> Plan {
                     )
                 } else if s.demand.dra.is_some() {
                     format!(
-                        "{}'s GPUs come through DRA claims: the plan moves device-plugin pods and does not free claim-held devices yet; see its claims step",
+                        "{} asks MIG devices through DRA: the plan frees whole GPUs, not partitions; see its claims step",
                         s.demand.name()
                     )
                 } else if let Some(class) = index.dra().serves_gpus_asked(&s.demand.requests) {
                     format!(
-                        "{}'s nvidia.com/gpu comes through DRA where a node does not advertise it (DeviceClass {} serves it): the plan does not free claim-held devices yet; see its fit step",
+                        "{}'s nvidia.com/gpu comes through DRA where a node does not advertise it (DeviceClass {} serves it): the plan does not weigh a claim the scheduler makes only as it binds the pod; see its fit step",
                         s.demand.name(),
                         class.name
                     )
@@ -171,8 +152,12 @@ pub fn plan(index: &Index<'_>, shapes: &[ShapeFit]) -> Plan {
     // Nodes the target may use at all, with room for at least one pod when empty.
     let empty = Tally::default();
     let eligible: Vec<&Node> = fleet.target_may_use.iter().map(|&i| fleet.nodes[i]).collect();
-    let capacity: u64 = eligible.iter().map(|n| room(demand, n, &empty)).sum();
-    if capacity < demand.pods as u64 {
+    // Claims: each node it may use publishes devices for one pod at least.
+    let capacity: u64 = match fleet.dra {
+        Some(_) => eligible.len() as u64,
+        None => eligible.iter().map(|n| room(demand, n, &empty)).sum(),
+    };
+    if capacity < demand.pods as u64 && fleet.dra.is_none() {
         result.status = PlanStatus::Impossible(format!(
             "even an empty fleet has room for only {capacity} of {} pod(s) of {} GPU(s) on nodes this work may use",
             demand.pods, g
@@ -219,16 +204,16 @@ pub fn plan(index: &Index<'_>, shapes: &[ShapeFit]) -> Plan {
                 }
                 // Usage that differs from the fleet's during this trial.
                 let mut trial: HashMap<Sym, Tally> = HashMap::new();
-                let mut source = fleet.used(&node.name).clone();
-                for p in chosen.iter().flat_map(|u| &u.pods) {
-                    subtract(&mut source, &p.requests);
-                }
-                if room(demand, node, &source) <= current {
+                let leaving: Vec<&Pod> = chosen.iter().flat_map(|u| u.pods.iter().copied()).collect();
+                let Some((source, mut trial_moves, after)) = fleet.without(node, &leaving) else { continue };
+                if after <= current {
                     continue;
                 }
                 trial.insert(node.name.clone(), source);
                 // Every moved pod must land elsewhere without costing the target a slot.
-                let Some(destinations) = fleet.place(&chosen, &mut trial, &reserved, node.name.clone()) else {
+                let Some(destinations) =
+                    fleet.place(&chosen, &mut trial, &mut trial_moves, &reserved, node.name.clone())
+                else {
                     continue;
                 };
                 let plan_units = chosen
@@ -289,7 +274,7 @@ pub fn plan(index: &Index<'_>, shapes: &[ShapeFit]) -> Plan {
                     pod: pod.name.to_string(),
                     from_node: from,
                     to_node: to,
-                    gpus: pod.requests.gpu,
+                    gpus: pod.requests.gpu + index.dra().held_by(pod).gpus,
                     gpu_hours_disrupted: hours,
                     gang: gang.clone(),
                     idle_seconds: index.idle_seconds(&pod.key()),
@@ -318,208 +303,6 @@ pub fn plan(index: &Index<'_>, shapes: &[ShapeFit]) -> Plan {
     result
 }
 
-/// The planner's view of the fleet as moves are committed: usage per node,
-/// schedulable nodes by free GPUs (for best-fit destinations), and which
-/// nodes the target may use.
-struct Workspace<'i, 'a> {
-    index: &'i Index<'a>,
-    target: &'i Demand,
-    nodes: &'i [&'a Node],
-    position: HashMap<Sym, usize>,
-    used: Vec<Tally>,
-    /// Schedulable nodes by free GPUs, then name.
-    by_free: BTreeMap<u64, std::collections::BTreeSet<Sym>>,
-    /// Positions of nodes the target may use and could hold one pod of when empty.
-    target_may_use: Vec<usize>,
-    target_ok: Vec<bool>,
-}
-
-impl<'i, 'a> Workspace<'i, 'a> {
-    fn new(index: &'i Index<'a>, target: &'i Demand) -> Self {
-        let nodes = index.node_list();
-        let placement = index.placement(&target.shape());
-        let empty = Tally::default();
-        // Where its volumes, ports and pod rules let it run (waits_only_for_room left out a refused one).
-        let allowed = super::allowed_nodes(index, target).unwrap_or_default();
-        let target_ok: Vec<bool> = nodes
-            .iter()
-            .zip(placement.iter())
-            .enumerate()
-            .map(|(i, (n, blockers))| {
-                index.accepts_work(n)
-                    && blockers.is_empty()
-                    && room(target, n, &empty) > 0
-                    && allowed.get(i).copied().unwrap_or(false)
-            })
-            .collect();
-        let mut by_free: BTreeMap<u64, std::collections::BTreeSet<Sym>> = BTreeMap::new();
-        for n in nodes.iter().filter(|n| index.accepts_work(n)) {
-            by_free.entry(index.free_gpus(n)).or_default().insert(n.name.clone());
-        }
-        Workspace {
-            index,
-            target,
-            nodes,
-            position: nodes.iter().enumerate().map(|(i, n)| (n.name.clone(), i)).collect(),
-            used: nodes.iter().map(|n| index.used(&n.name).clone()).collect(),
-            by_free,
-            target_may_use: (0..nodes.len()).filter(|&i| target_ok[i]).collect(),
-            target_ok,
-        }
-    }
-
-    fn used(&self, node: &Sym) -> &Tally {
-        self.position.get(node).map_or(self.index.used(node), |&i| &self.used[i])
-    }
-
-    /// Whether a node the target may run on hides enough GPUs (hardware
-    /// its device plugin does not advertise) for one of its pods.
-    fn silent_room(&self) -> bool {
-        let placement = self.index.placement(&self.target.shape());
-        self.nodes.iter().zip(placement.iter()).any(|(n, blockers)| {
-            blockers.is_empty()
-                && self.index.accepts_work(n)
-                && u64::from(self.index.silent_gpus(n)) >= self.target.gpus_per_pod.max(1)
-        })
-    }
-
-    /// Target pods the node has room for now (0 where it may not run).
-    fn target_room(&self, node: &Sym) -> u64 {
-        match self.position.get(node) {
-            Some(&i) if self.target_ok[i] => room(self.target, self.nodes[i], &self.used[i]),
-            _ => 0,
-        }
-    }
-
-    fn free_gpus(&self, i: usize) -> u64 {
-        self.nodes[i].allocatable.gpu.saturating_sub(self.used[i].gpu)
-    }
-
-    /// `pod` leaves `from` and lands on `to` (`None`: evicted, lands nowhere).
-    fn move_pod(&mut self, pod: &Pod, from: Sym, to: Option<Sym>) {
-        for (node, leaving) in std::iter::once((from, true)).chain(to.map(|t| (t, false))) {
-            let Some(&i) = self.position.get(&node) else { continue };
-            let schedulable = self.index.accepts_work(self.nodes[i]);
-            if schedulable {
-                let before = self.free_gpus(i);
-                if let Some(set) = self.by_free.get_mut(&before) {
-                    set.remove(&node);
-                }
-            }
-            if leaving {
-                subtract(&mut self.used[i], &pod.requests);
-            } else {
-                self.used[i].add_pod(&pod.requests);
-            }
-            if schedulable {
-                self.by_free.entry(self.free_gpus(i)).or_default().insert(node);
-            }
-        }
-    }
-
-    /// Source nodes worth trying, with their movable work, in name order:
-    /// all of them on a small fleet, else the closest to one more slot.
-    fn sources(&self, eligible: &[&'a Node], moved: &HashSet<PodKey>) -> Vec<(&'a Node, Vec<Unit<'a>>)> {
-        let g = self.target.gpus_per_pod.max(1);
-        let mut ranked: Vec<(u64, &'a Node)> = eligible
-            .iter()
-            .map(|n| {
-                let free = n.allocatable.gpu.saturating_sub(self.used(&n.name).gpu);
-                let next_slot = (self.target_room(&n.name) + 1) * g;
-                (next_slot.saturating_sub(free), *n)
-            })
-            .collect();
-        if ranked.len() > SEARCH_WIDTH {
-            ranked.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.name.cmp(&b.1.name)));
-        }
-        let mut out = Vec::new();
-        for (_, node) in ranked {
-            let units = units_on(self.index, self.target, node.name.clone(), moved);
-            if units.is_empty() {
-                continue;
-            }
-            out.push((node, units));
-            if out.len() == SEARCH_WIDTH {
-                break;
-            }
-        }
-        out.sort_by_key(|(node, _)| node.name.clone());
-        out
-    }
-
-    /// Finds a destination for every pod of every unit (best fit: the
-    /// fullest node that takes it), never on `reserved` nodes or the source,
-    /// and never costing the target a slot. Records the landings in `trial`.
-    fn place(
-        &self,
-        units: &[&Unit],
-        trial: &mut HashMap<Sym, Tally>,
-        reserved: &HashSet<Sym>,
-        source: Sym,
-    ) -> Option<Vec<Vec<Sym>>> {
-        let mut all = Vec::new();
-        for unit in units {
-            let mut dests = Vec::new();
-            for pod in &unit.pods {
-                let placement = self.index.placement(&Shape::of(pod));
-                let takes = |i: usize, used: &Tally| {
-                    let node = self.nodes[i];
-                    if reserved.contains(&node.name) || node.name == source || Some(node.name.clone()) == pod.node {
-                        return false;
-                    }
-                    if !placement[i].is_empty() || !fit::resource_shortfalls(&pod.requests, node, used).is_empty() {
-                        return false;
-                    }
-                    if !self.target_ok[i] {
-                        return true;
-                    }
-                    let mut after = used.clone();
-                    after.add_pod(&pod.requests);
-                    room(self.target, node, &after) >= room(self.target, node, used)
-                };
-                // The fullest untouched node that takes it...
-                let untouched = self
-                    .by_free
-                    .range(pod.requests.gpu..)
-                    .flat_map(|(free, names)| names.iter().map(move |n| (*free, n.clone())))
-                    .filter(|(_, n)| !trial.contains_key(n))
-                    .find(|(_, n)| self.position.get(n).is_some_and(|&i| takes(i, &self.used[i])));
-                // ...against the nodes this trial already changed.
-                let touched = trial
-                    .iter()
-                    .filter_map(|(n, used)| {
-                        let &i = self.position.get(n)?;
-                        let node = self.nodes[i];
-                        (self.index.accepts_work(node) && takes(i, used))
-                            .then(|| (node.allocatable.gpu.saturating_sub(used.gpu), n.clone()))
-                    })
-                    .min();
-                let (_, dest) = match (untouched, touched) {
-                    (Some(a), Some(b)) => a.min(b),
-                    (a, b) => a.or(b)?,
-                };
-                let base = trial.get(&dest).cloned().unwrap_or_else(|| self.used(&dest).clone());
-                trial.entry(dest.clone()).or_insert(base).add_pod(&pod.requests);
-                dests.push(dest);
-            }
-            all.push(dests);
-        }
-        Some(all)
-    }
-}
-
-fn subtract(t: &mut Tally, r: &Resources) {
-    t.cpu_milli = t.cpu_milli.saturating_sub(r.cpu_milli);
-    t.memory = t.memory.saturating_sub(r.memory);
-    t.gpu = t.gpu.saturating_sub(r.gpu);
-    t.pods = t.pods.saturating_sub(1);
-    for (name, amount) in r.extended.iter() {
-        if let Some((_, v)) = t.extended.iter_mut().find(|(s, _)| s == name) {
-            *v = v.saturating_sub(*amount);
-        }
-    }
-}
-
 /// The highest priority stopped, the pods stopped, the GPU-hours lost.
 type EvictionCost = (i32, usize, f64);
 
@@ -538,23 +321,23 @@ fn cheapest_evictions<'a>(
     let mut best: Option<(EvictionCost, Sym, Vec<Unit<'a>>)> = None;
     for node in eligible.iter().filter(|n| !reserved.contains(&n.name)) {
         let current = fleet.target_room(&node.name);
-        let mut units: Vec<Unit<'a>> = units_on(fleet.index, target, node.name.clone(), moved)
+        let mut units: Vec<Unit<'a>> = units_on(fleet.index, target, fleet.dra.as_ref(), node.name.clone(), moved)
             .into_iter()
             .filter(|u| u.priority <= target.priority)
             .collect();
         units.sort_by(|a, b| a.priority.cmp(&b.priority).then(a.gpu_hours.total_cmp(&b.gpu_hours)));
-        let mut used = fleet.used(&node.name).clone();
+        let mut leaving: Vec<&Pod> = Vec::new();
+        let mut after = current;
         let mut taken = Vec::new();
         for unit in units {
-            for p in &unit.pods {
-                subtract(&mut used, &p.requests);
-            }
+            leaving.extend(unit.pods.iter().copied());
             taken.push(unit);
-            if room(target, node, &used) > current {
+            after = fleet.without(node, &leaving).map_or(0, |(_, _, room)| room);
+            if after > current {
                 break;
             }
         }
-        if room(target, node, &used) <= current {
+        if after <= current {
             continue;
         }
         let cost = (
@@ -572,53 +355,4 @@ fn cheapest_evictions<'a>(
         }
     }
     best.map(|(_, node, units)| (node, units))
-}
-
-/// Running GPU work on `node`: lone pods, and running gangs whose members
-/// all sit on this node. Never a pod without a controller: nothing would
-/// recreate it, so evicting it deletes it for good (kubectl drain refuses
-/// them too unless forced).
-fn units_on<'a>(index: &Index<'a>, target: &Demand, node: Sym, moved: &HashSet<PodKey>) -> Vec<Unit<'a>> {
-    let mut units = Vec::new();
-    // The target's own placed members are never in its way.
-    let mut seen_gangs: HashSet<GangKey> = match &target.source {
-        ShapeSource::Gang(k) => HashSet::from([k.clone()]),
-        _ => HashSet::new(),
-    };
-    for pod in index.pods_on(&node) {
-        if !pod.wants_gpu() || pod.owner.is_none() || pod.mirror || moved.contains(&pod.key()) {
-            continue;
-        }
-        // Bound work that holds GPUs (running, or still starting); DaemonSet
-        // pods come back on the same node.
-        if pod.owner_kind() == Some("DaemonSet") || !pod.holds_resources() {
-            continue;
-        }
-        match index.gang_of(&pod.key()) {
-            Some(gang) => {
-                if !seen_gangs.insert(gang.clone()) {
-                    continue;
-                }
-                let members: Vec<&Pod> = index.members(gang).iter().copied().filter(|p| p.holds_resources()).collect();
-                if members.iter().any(|p| p.node.as_ref() != Some(&node)) {
-                    continue; // a gang spread over nodes moves as a whole elsewhere; not planned
-                }
-                let hours = unit_gpu_hours(index, &members);
-                let priority = members.iter().map(|p| p.priority).max().unwrap_or(pod.priority);
-                units.push(Unit {
-                    pods: members,
-                    gang: Some(format!("{}/{}", gang.namespace, gang.name)),
-                    gpu_hours: hours,
-                    priority,
-                });
-            }
-            None => units.push(Unit {
-                pods: vec![pod],
-                gang: None,
-                gpu_hours: unit_gpu_hours(index, &[pod]),
-                priority: pod.priority,
-            }),
-        }
-    }
-    units
 }
