@@ -168,15 +168,20 @@ pub enum SelectorError {
     Runtime(String),
 }
 
-/// Selectors compiled once per analysis, evaluated per device.
+/// Selectors compiled once per analysis, evaluated once per device: the
+/// allocator's search asks the same expressions of the same devices for
+/// every node's room, every plan trial and every pending pod. One
+/// `Selectors` serves one snapshot: results are kept by the device's address.
 pub struct Selectors {
     root: Context<'static, 'static>,
-    programs: HashMap<Box<str>, Result<Program, String>>,
+    programs: HashMap<Box<str>, usize>,
+    compiled: Vec<Result<Program, String>>,
+    results: HashMap<(usize, usize), bool>,
 }
 
 impl Default for Selectors {
     fn default() -> Self {
-        Selectors { root: environment(), programs: HashMap::new() }
+        Selectors { root: environment(), programs: HashMap::new(), compiled: Vec::new(), results: HashMap::new() }
     }
 }
 
@@ -189,19 +194,34 @@ impl Selectors {
         device: &Device,
     ) -> Result<bool, SelectorError> {
         let mut value = None;
+        let at = std::ptr::from_ref(device) as usize;
         for expression in expressions {
-            let program = self
-                .programs
-                .entry(expression.into())
-                .or_insert_with(|| Program::compile(expression).map_err(|e| e.to_string()));
-            let program = program.as_ref().map_err(|e| SelectorError::Invalid(e.clone()))?;
-            let mut scope = self.root.new_inner_scope();
-            scope.add_variable_from_value("device", value.get_or_insert_with(|| device_value(driver, device)).clone());
-            match program.execute(&scope) {
-                Ok(Value::Bool(true)) => {}
-                Ok(Value::Bool(false)) => return Ok(false),
-                Ok(other) => return Err(SelectorError::Runtime(format!("evaluates to {other:?}, not a bool"))),
-                Err(e) => return Err(SelectorError::Runtime(e.to_string())),
+            let id = match self.programs.get(expression) {
+                Some(id) => *id,
+                None => {
+                    self.compiled.push(Program::compile(expression).map_err(|e| e.to_string()));
+                    self.programs.insert(expression.into(), self.compiled.len() - 1);
+                    self.compiled.len() - 1
+                }
+            };
+            let program = self.compiled[id].as_ref().map_err(|e| SelectorError::Invalid(e.clone()))?;
+            let matched = match self.results.get(&(id, at)) {
+                Some(matched) => *matched,
+                None => {
+                    let mut scope = self.root.new_inner_scope();
+                    let device = value.get_or_insert_with(|| device_value(driver, device)).clone();
+                    scope.add_variable_from_value("device", device);
+                    let matched = match program.execute(&scope) {
+                        Ok(Value::Bool(b)) => b,
+                        Ok(other) => return Err(SelectorError::Runtime(format!("evaluates to {other:?}, not a bool"))),
+                        Err(e) => return Err(SelectorError::Runtime(e.to_string())),
+                    };
+                    self.results.insert((id, at), matched);
+                    matched
+                }
+            };
+            if !matched {
+                return Ok(false);
             }
         }
         Ok(true)

@@ -70,7 +70,12 @@ impl SliceDevice<'_> {
     /// A string attribute in NVIDIA's driver domain (`type`, `uuid`,
     /// `productName`, ...).
     pub fn nvidia_attribute(&self, name: &str) -> Option<&str> {
-        self.device.attribute(&format!("{NVIDIA_GPU_DRIVER}/{name}")).and_then(|v| v.as_str())
+        // Compared in its two parts: this runs for every device of every
+        // search, and a formatted key per call was a tenth of the time.
+        let qualified = |k: &str| {
+            k.strip_prefix(NVIDIA_GPU_DRIVER).and_then(|rest| rest.strip_prefix('/')).is_some_and(|n| n == name)
+        };
+        self.device.attributes.iter().find(|(k, _)| qualified(k.as_str())).and_then(|(_, v)| v.as_str())
     }
 
     /// A whole GPU (`type: gpu`), not a MIG device.

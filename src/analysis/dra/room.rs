@@ -55,6 +55,9 @@ pub struct DeviceMoves {
 
 impl DeviceMoves {
     fn held(&self, ix: &DraIndex<'_>, d: &SliceDevice<'_>) -> bool {
+        if self.taken.is_empty() && self.released.is_empty() {
+            return ix.allocated_to(&d.id()).is_some();
+        }
         let id = d.id();
         self.taken.contains(&id) || (ix.allocated_to(&id).is_some() && !self.released.contains(&id))
     }

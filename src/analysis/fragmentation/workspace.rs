@@ -170,6 +170,12 @@ impl<'i, 'a> Workspace<'i, 'a> {
         let mut ranked: Vec<(u64, &'a Node)> = eligible
             .iter()
             .map(|n| {
+                if self.dra.is_some() {
+                    // Through claims a node's room is a search: rank by its
+                    // free GPUs as published (the search then weighs each).
+                    let free = self.index.dra().gpus(&n.name).map_or(0, |d| d.whole_free);
+                    return ((free / g + 1) * g - free, *n);
+                }
                 let free = n.allocatable.gpu.saturating_sub(self.used(&n.name).gpu);
                 let next_slot = (self.target_room(&n.name) + 1) * g;
                 (next_slot.saturating_sub(free), *n)
