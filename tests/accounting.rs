@@ -462,7 +462,8 @@ fn gpus_asked_as_an_extended_resource_and_served_through_dra_count_once() {
 /// The same pod before the scheduler placed it, asking 2 and then 8: the
 /// fragmentation map counts the class's GPUs for it (ext-0 takes two such
 /// pods, none of 8), and the plan says why it does not plan for it rather
-/// than that an empty fleet has no room.
+/// than that an empty fleet has no room. The pending chain weighs the claim
+/// the scheduler would make for it as a claim: ext-0 can allocate 2, not 8.
 #[test]
 fn a_pending_pod_whose_gpus_a_device_class_serves_takes_dra_gpus() {
     let path =
@@ -483,20 +484,48 @@ fn a_pending_pod_whose_gpus_a_device_class_serves_takes_dra_gpus() {
         let mut cluster = Cluster::new(SourceInfo { kind: SourceKind::File, name: "pending".into() });
         cluster.apply_all(events);
         let snap = cluster.snapshot();
-        analysis::analyze(&snap, now, &Thresholds::default()).fragmentation
+        analysis::analyze(&snap, now, &Thresholds::default())
+    };
+    let steps = |a: &analysis::Analysis| {
+        let item = a.pending.iter().find(|p| p.name == "trainer").unwrap();
+        item.steps
+            .iter()
+            .map(|s| (format!("{:?}", s.step), format!("{:?}", s.verdict), s.summary.to_string()))
+            .collect::<Vec<_>>()
+    };
+    let step = |steps: &[(String, String, String)], name: &str| {
+        steps.iter().find(|s| s.0 == name).cloned().unwrap_or_else(|| panic!("no {name} step: {steps:?}"))
     };
     let pod = items.iter_mut().find(|i| i["kind"] == "Pod").unwrap();
     pod["spec"].as_object_mut().unwrap().remove("nodeName");
     pod["status"] = serde_json::json!({"phase": "Pending"});
-    let f = fragmentation(&items);
+    let a = fragmentation(&items);
+    let f = &a.fragmentation;
     let shape = f.shapes.iter().find(|s| s.demand.is_named("dra-extended", "trainer")).unwrap();
     assert_eq!((shape.fits_now, shape.largest_gang, shape.usable_free), (true, 2, 4));
+    let chain = steps(&a);
+    let claims = step(&chain, "Claims");
+    assert_eq!((claims.1.as_str(), claims.2.as_str()), ("Pass", "1 node(s) can allocate its claims: ext-0"));
+    // Not short of nvidia.com/gpu, which ext-0 does not advertise: the claim takes its devices.
+    assert_eq!(step(&chain, "Fit").1, "Pass", "{chain:?}");
+    assert_eq!(step(&chain, "DevicePlugin").1, "NotApplicable", "{chain:?}");
     let pod = items.iter_mut().find(|i| i["kind"] == "Pod").unwrap();
     pod["spec"]["containers"][0]["resources"] =
         serde_json::json!({"limits": {"nvidia.com/gpu": "8"}, "requests": {"nvidia.com/gpu": "8"}});
-    let f = fragmentation(&items);
+    let a = fragmentation(&items);
+    let f = &a.fragmentation;
     let shape = f.shapes.iter().find(|s| s.demand.is_named("dra-extended", "trainer")).unwrap();
     assert!(!shape.fits_now);
+    let item = a.pending.iter().find(|p| p.name == "trainer").unwrap();
+    assert_eq!(item.blocking, Some(kgpu::analysis::pending::Step::Claims), "{:?}", steps(&a));
+    // kgpu's own verdict (the scheduler has not spoken in this dump), with the numbers.
+    assert_eq!(item.verdict_source, kgpu::analysis::pending::VerdictSource::Kgpu);
+    let details = item.steps.iter().find(|s| s.step == kgpu::analysis::pending::Step::Claims).unwrap();
+    assert!(
+        details.details.iter().any(|d| d
+            .contains("ext-0: request extended resources/nvidia.com/gpu (gpu.nvidia.com) wants 8, 4 match, 4 free")),
+        "{details:?}"
+    );
     let kgpu::analysis::fragmentation::PlanStatus::Impossible(why) = &f.plan.status else {
         panic!("{:?}", f.plan.status)
     };

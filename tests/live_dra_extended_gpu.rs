@@ -86,6 +86,14 @@ async fn a_pod_asking_nvidia_gpu_served_through_dra_is_counted_once() {
     eprintln!("kgpu on trainer, gated: {shape}");
     // Two such pods fit in ext-0's four GPUs through the class, none through a device plugin.
     assert_eq!((shape["fitsNow"].as_bool(), shape["largestGang"].as_u64()), (Some(true), Some(2)), "{shape}");
+    // Its chain says where before the scheduler has: ext-0 can allocate the claim it would make.
+    let trainer = doc["pending"].as_array().unwrap().iter().find(|p| p["name"] == "trainer").cloned().unwrap();
+    let claims = trainer["steps"].as_array().unwrap().iter().find(|s| s["step"] == "claims").cloned();
+    assert_eq!(
+        claims.as_ref().and_then(|c| c["summary"].as_str()),
+        Some("1 node(s) can allocate its claims: ext-0"),
+        "{trainer}"
+    );
     pods.patch(
         "trainer",
         &kube::api::PatchParams::default(),
@@ -160,15 +168,18 @@ async fn a_pod_asking_nvidia_gpu_served_through_dra_is_counted_once() {
     }
     let doc = kgpu_json(cp);
     let third = doc["pending"].as_array().unwrap().iter().find(|p| p["name"] == "third").cloned().unwrap();
-    // Its refusal is the scheduler's word: kgpu's own fit does not model the class.
-    assert_eq!(third["verdictSource"], "scheduler", "{third}");
-    assert!(
-        third["summary"]
-            .as_str()
-            .unwrap()
-            .contains("the scheduler says: 0/1 nodes are available: 1 cannot allocate all claims"),
+    // kgpu weighs the claim the scheduler would make for it, and refuses it
+    // for the reason the scheduler gives.
+    assert_eq!(
+        (third["blockingStep"].as_str(), third["verdictSource"].as_str()),
+        (Some("claims"), Some("kgpu")),
         "{third}"
     );
+    assert!(
+        third["summary"].as_str().unwrap().contains("too few free devices on ext-0 — cannot allocate all claims"),
+        "{third}"
+    );
+    assert_eq!(third["agreesWithScheduler"], true, "{third}");
     let shape = doc["fragmentation"]["shapes"]
         .as_array()
         .unwrap()

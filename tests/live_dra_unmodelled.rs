@@ -158,7 +158,7 @@ async fn what_kgpu_does_not_model_of_dra_it_says_so() {
         .iter()
         .map(|f| f["feature"].as_str().unwrap())
         .collect();
-    for f in ["consumable capacity", "device binding conditions", "extended resources served by DRA"] {
+    for f in ["consumable capacity", "device binding conditions"] {
         assert!(features.contains(&f), "{f} not named: {features:?}");
     }
     let item = |name: &str| {
@@ -179,17 +179,17 @@ async fn what_kgpu_does_not_model_of_dra_it_says_so() {
         shares["summary"].as_str().unwrap().starts_with("kgpu cannot tell: consumable capacity in use"),
         "{shares}"
     );
-    let extended = step(&item("asks-extended"), "fit");
+    // The claim the scheduler would make for example.com/gpu: kgpu weighs
+    // it as a claim (attached-0 is free), naming what it does not model.
+    let extended = step(&item("asks-extended"), "claims");
+    assert_eq!(extended["verdict"], "pass", "{extended}");
     assert!(
-        extended["summary"]
-            .as_str()
-            .unwrap()
-            .starts_with("kgpu cannot tell: DeviceClass example.com serves example.com/gpu"),
+        extended["summary"].as_str().unwrap().starts_with("1 node(s) can allocate its claims: beyond-0"),
         "{extended}"
     );
 
     // Released, the real scheduler places both: kgpu's own reading would
-    // have refused them, which is why it did not pass it off as a verdict.
+    // have refused the first, which is why it did not pass it off as a verdict.
     for name in ["shares-too", "asks-extended"] {
         let patch = json!({"spec": {"schedulingGates": []}});
         pods.patch(name, &kube::api::PatchParams::default(), &kube::api::Patch::Merge(&patch)).await.unwrap();

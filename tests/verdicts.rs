@@ -1174,25 +1174,18 @@ fn dra_gpus_kueue_admitted_without_counting_are_said() {
 
 /// DRA beyond kgpu's allocator (`hand-made/dra-unmodelled.yaml`): a claim
 /// for part of a shareable device's capacity, devices bound on the driver's
-/// word, a network-attached slice, an extended resource a DeviceClass
-/// serves. kgpu names each where the snapshot starts, and a refusal that
-/// rests on one is not passed off as the cluster's: with no word from the
-/// scheduler, it says that it cannot tell.
+/// word, a network-attached slice. kgpu names each where the snapshot
+/// starts, and a refusal that rests on one is not passed off as the
+/// cluster's: with no word from the scheduler, it says that it cannot tell.
+/// An extended resource a DeviceClass serves is weighed as the claim the
+/// scheduler would make for it.
 #[test]
 fn dra_features_kgpu_does_not_model_are_named_and_not_passed_off_as_verdicts() {
     const CASE: &str = "hand-made/dra-unmodelled.yaml";
     let doc = snapshot(CASE, &[]);
     let features: Vec<&str> =
         doc["draUnmodelled"].as_array().unwrap().iter().map(|f| f["feature"].as_str().unwrap()).collect();
-    assert_eq!(
-        features,
-        [
-            "consumable capacity",
-            "device binding conditions",
-            "network-attached devices",
-            "extended resources served by DRA"
-        ]
-    );
+    assert_eq!(features, ["consumable capacity", "device binding conditions", "network-attached devices",]);
     let text = kgpu(&["snapshot", "--file", &fixture(CASE), "--pane", "pending"]);
     assert!(text.contains("dra: kgpu does not model consumable capacity"), "{text}");
     // The shareable GPU is held, so kgpu alone would call the claim short.
@@ -1203,11 +1196,19 @@ fn dra_features_kgpu_does_not_model_are_named_and_not_passed_off_as_verdicts() {
     assert!(summary.contains("its own reading: too few free devices on gpu-a"), "{summary}");
     // Nobody's verdict: not kgpu's block, not the scheduler's, and not "nothing blocks it".
     assert_eq!(rerank["verdictSource"], "undecided", "{rerank}");
-    // No node advertises example.com/gpu; a DeviceClass serves it.
+    // No node advertises example.com/gpu; a DeviceClass serves it: gpu-a
+    // can allocate the claim the scheduler would make (attached-0 is free).
     let extended = pending(&doc, "asks-extended-0");
-    assert!(extended["summary"].as_str().unwrap().contains("serves example.com/gpu through DRA"), "{extended}");
-    let unblock = extended["unblock"].as_array().unwrap();
-    assert_eq!(unblock.len(), 1, "kgpu's own fixes are not offered: {unblock:?}");
+    let claims = step(extended, "claims");
+    assert_eq!(claims["verdict"], "pass", "{extended}");
+    let summary = claims["summary"].as_str().unwrap();
+    assert!(summary.starts_with("1 node(s) can allocate its claims: gpu-a (as kgpu reads them"), "{summary}");
+    assert!(
+        claims["details"][0].as_str().unwrap().contains("1 example.com/gpu through DeviceClass gpu.example.com"),
+        "{claims}"
+    );
+    assert_eq!(step(extended, "fit")["verdict"], "pass", "{extended}");
+    assert_eq!(step(extended, "device-plugin")["verdict"], "n/a", "{extended}");
     let why = why(CASE, "ml/rerank-0");
     assert!(why.contains("kgpu does not model consumable capacity"), "{why}");
     assert!(why.contains("3. [ ?? ] DRA resource claims: kgpu cannot tell"), "{why}");

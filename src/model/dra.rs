@@ -122,9 +122,6 @@ pub enum DraFeature {
     /// A slice reachable from several nodes (`nodeSelector`, `allNodes`):
     /// network-attached devices, in no one node's supply.
     NetworkAttached,
-    /// A DeviceClass that serves an extended resource (KEP-5004,
-    /// `extendedResourceName`): a pod asking for it may get DRA devices.
-    ExtendedResource,
 }
 
 impl DraFeature {
@@ -135,7 +132,6 @@ impl DraFeature {
             DraFeature::BindingConditions => "device binding conditions",
             DraFeature::PerDeviceNodes => "per-device node selection",
             DraFeature::NetworkAttached => "network-attached devices",
-            DraFeature::ExtendedResource => "extended resources served by DRA",
         }
     }
 
@@ -146,7 +142,6 @@ impl DraFeature {
             DraFeature::BindingConditions => "device binding conditions (bindingConditions)",
             DraFeature::PerDeviceNodes => "per-device node selection (perDeviceNodeSelection)",
             DraFeature::NetworkAttached => "network-attached devices (a slice's nodeSelector or allNodes)",
-            DraFeature::ExtendedResource => "extended resources served by DRA (a DeviceClass's extendedResourceName)",
         }
     }
 }

@@ -5,10 +5,12 @@
 //! alternatives (`firstAvailable`) in order, within the claims' constraints
 //! and the pools' shared counters (`allocate.rs`).
 
+use std::sync::Arc;
+
 use crate::analysis::fit::{self, NodeReason, Shape};
 use crate::analysis::index::Index;
-use crate::model::dra::{DraFeature, ResourceClaim};
-use crate::model::{Pod, Sym};
+use crate::model::dra::{Amount, DeviceClass, DeviceRequest, DraFeature, ExactRequest, ResourceClaim};
+use crate::model::{Node, Pod, Resources, Sym};
 
 use super::allocate::allocate_on;
 pub use super::allocate::{Refusal, Shortfall, Together};
@@ -62,6 +64,10 @@ pub struct ClaimsVerdict {
     /// fits otherwise (All meeting a device that breaks a constraint): every
     /// attempt fails, whatever other nodes offer.
     pub aborted: Vec<String>,
+    /// Extended resources it asks that DeviceClasses serve: (resource, class).
+    pub extended: Vec<(Sym, Sym)>,
+    /// Some node advertises one of them (its device plugin serves it there).
+    pub extended_advertised: bool,
     /// GPUs the claims ask for.
     pub gpus: u64,
     /// What its pending claims, or devices their requests match, use that
@@ -80,13 +86,131 @@ impl ClaimsVerdict {
     }
 }
 
-/// The verdict for `pod`'s claims; None when it has none.
+/// Extended resources a pod asks (`nvidia.com/gpu`, ...) that DeviceClasses
+/// serve (KEP-5004, `extendedResourceName`): on a node that does not
+/// advertise one, the scheduler's NodeResourcesFit leaves it to the
+/// DynamicResources plugin, which allocates a claim of the class for the
+/// amount asked and makes that claim as it binds the pod.
+#[derive(Clone, Debug, Default)]
+pub struct ThroughDra<'a> {
+    /// (resource, the class that serves it, the amount asked).
+    pub served: Vec<(Sym, &'a DeviceClass, u64)>,
+}
+
+impl<'a> ThroughDra<'a> {
+    pub fn of(ix: &super::DraIndex<'a>, requests: &Resources) -> ThroughDra<'a> {
+        let served = ix
+            .extended_resources()
+            .filter_map(|(resource, class)| {
+                let amount = requests.get(resource.as_str());
+                (amount > 0).then(|| (resource.clone(), class, amount))
+            })
+            .collect();
+        ThroughDra { served }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.served.is_empty()
+    }
+
+    /// The served resources this node does not advertise: those its
+    /// devices must give.
+    fn here<'s>(&'s self, node: &'s Node) -> impl Iterator<Item = &'s (Sym, &'a DeviceClass, u64)> + 's {
+        self.served.iter().filter(|(resource, ..)| node.allocatable.get(resource.as_str()) == 0)
+    }
+
+    /// Whether this node's device plugin serves one of them.
+    fn advertised_on(&self, node: &Node) -> bool {
+        self.served.iter().any(|(resource, ..)| node.allocatable.get(resource.as_str()) > 0)
+    }
+
+    /// Whether some of the requests go through DRA on this node.
+    pub fn applies_on(&self, node: &Node) -> bool {
+        self.here(node).next().is_some()
+    }
+
+    /// The requests NodeResourcesFit checks on this node: without those
+    /// DRA serves here. None where it checks them all.
+    pub fn requests_on(&self, requests: &Resources, node: &Node) -> Option<Resources> {
+        let names: Vec<&str> = self.here(node).map(|(r, ..)| r.as_str()).collect();
+        (!names.is_empty()).then(|| requests.split_off(&names).1)
+    }
+
+    /// The claim the scheduler would allocate for the pod on this node:
+    /// one request per resource served here, named after the resource.
+    pub fn claim_on(&self, pod: &Pod, node: &Node) -> Option<ResourceClaim> {
+        self.claim_of(pod, self.here(node))
+    }
+
+    /// The claim where no node advertises what it serves.
+    fn claim(&self, pod: &Pod) -> Option<ResourceClaim> {
+        self.claim_of(pod, self.served.iter())
+    }
+
+    fn claim_of<'s>(
+        &'s self,
+        pod: &Pod,
+        served: impl Iterator<Item = &'s (Sym, &'a DeviceClass, u64)>,
+    ) -> Option<ResourceClaim>
+    where
+        'a: 's,
+    {
+        let requests: Box<[DeviceRequest]> = served
+            .map(|(resource, class, amount)| DeviceRequest {
+                name: resource.clone(),
+                alternatives: Box::new([(
+                    resource.clone(),
+                    ExactRequest {
+                        class: Sym::new(&class.name),
+                        selectors: Box::new([]),
+                        amount: Amount::Count(*amount),
+                        tolerates_taints: false,
+                        admin_access: false,
+                    },
+                )]),
+            })
+            .collect();
+        (!requests.is_empty()).then(|| ResourceClaim {
+            namespace: pod.namespace.clone(),
+            name: Arc::from(EXTENDED_CLAIM),
+            template: true,
+            requests,
+            constraints: Box::new([]),
+            allocated: Box::new([]),
+            allocated_node: None,
+            reserved_for: Box::new([]),
+            owner_pod: Some(Arc::from(&*pod.name)),
+            compute_domain: None,
+            unmodelled: Box::new([]),
+            deleting: false,
+            created: pod.created,
+        })
+    }
+}
+
+/// How the claim for a pod's extended resources is named in kgpu's words
+/// (the scheduler names it `<pod>-extended-resources-<suffix>` when it makes it).
+pub const EXTENDED_CLAIM: &str = "extended resources";
+
+/// The verdict for `pod`'s claims, the claim the scheduler would make for
+/// its extended resources served through DRA included; None when it has none.
 pub fn verdict(index: &Index<'_>, selectors: &mut Selectors, pod: &Pod) -> Option<ClaimsVerdict> {
-    if pod.claims.is_empty() {
+    let ix = index.dra();
+    let through_dra = ThroughDra::of(ix, &pod.requests);
+    if pod.claims.is_empty() && through_dra.is_empty() {
         return None;
     }
-    let ix = index.dra();
-    let mut v = ClaimsVerdict::default();
+    let mut v = ClaimsVerdict {
+        extended_advertised: index.nodes().any(|n| through_dra.advertised_on(n)),
+        ..ClaimsVerdict::default()
+    };
+    for (resource, class, amount) in &through_dra.served {
+        v.extended.push((resource.clone(), Sym::new(&class.name)));
+        v.claims.push(format!(
+            "{amount} {resource} through DeviceClass {} where a node does not advertise it (the scheduler makes the claim as it binds the pod)",
+            class.name
+        ));
+    }
     let mut pending: Vec<(String, &ResourceClaim)> = Vec::new();
     let mut allocated: Vec<&ResourceClaim> = Vec::new();
     for state in ix.pod_claims(pod) {
@@ -125,7 +249,11 @@ pub fn verdict(index: &Index<'_>, selectors: &mut Selectors, pod: &Pod) -> Optio
     if !v.unresolved.is_empty() {
         return Some(v);
     }
-    v.unmodelled = unmodelled(ix, selectors, &pending);
+    // What the devices its extended resources may take use counts too.
+    let extended = through_dra.claim(pod);
+    let mut weighed = pending.clone();
+    weighed.extend(extended.as_ref().map(|c| (c.name.to_string(), c)));
+    v.unmodelled = unmodelled(ix, selectors, &weighed);
     for c in pending.iter().flat_map(|(_, c)| c.requests.iter()).flat_map(|r| r.alternatives.iter()) {
         if ix.class(c.1.class.as_str()).is_none() && !v.missing_classes.contains(&c.1.class) {
             v.missing_classes.push(c.1.class.clone());
@@ -145,14 +273,27 @@ pub fn verdict(index: &Index<'_>, selectors: &mut Selectors, pod: &Pod) -> Optio
     }
     // An allocated claim limits the pod to its node.
     let pinned = allocated.iter().find_map(|c| c.allocated_node.clone());
-    if pending.is_empty() {
+    if pending.is_empty() && through_dra.is_empty() {
         v.allocated_on = pinned.clone();
         if pinned.is_none() {
             // Allocated without a node (network-attached devices): any node.
-            v.nodes_fit =
-                index.nodes().filter(|n| fits_otherwise(index, pod, n).is_empty()).map(|n| n.name.clone()).collect();
+            v.nodes_fit = index
+                .nodes()
+                .filter(|n| fits_otherwise(index, pod, n, &through_dra).is_empty())
+                .map(|n| n.name.clone())
+                .collect();
         }
         return Some(v);
+    }
+    if pending.is_empty() {
+        // Only its extended resources may need devices: a node that
+        // advertises them serves them through its device plugin.
+        v.nodes_fit = index
+            .nodes()
+            .filter(|n| pinned.as_ref().is_none_or(|p| *p == n.name))
+            .filter(|n| !through_dra.applies_on(n) && fits_otherwise(index, pod, n, &through_dra).is_empty())
+            .map(|n| n.name.clone())
+            .collect();
     }
     let mut nodes: Vec<(Sym, &[SliceDevice<'_>])> = ix.nodes().collect();
     nodes.sort_by_key(|(n, _)| n.clone());
@@ -162,8 +303,15 @@ pub fn verdict(index: &Index<'_>, selectors: &mut Selectors, pod: &Pod) -> Optio
         }
         // Devices of a node the cluster no longer has count nowhere.
         let Some(node) = index.nodes().find(|n| n.name == node_name) else { continue };
-        let reasons = fits_otherwise(index, pod, node);
-        match allocate_on(ix, selectors, node_name.clone(), devices, &pending, &mut v.selector_errors) {
+        let extended = through_dra.claim_on(pod, node);
+        if extended.is_none() && pending.is_empty() {
+            // Served by its device plugin: counted above.
+            continue;
+        }
+        let reasons = fits_otherwise(index, pod, node, &through_dra);
+        let mut asked = pending.clone();
+        asked.extend(extended.as_ref().map(|c| (c.name.to_string(), c)));
+        match allocate_on(ix, selectors, node_name.clone(), devices, &asked, &mut v.selector_errors) {
             // The DynamicResources filter runs only where the others passed.
             Err(Refusal::Aborted(error)) if reasons.is_empty() => {
                 if !v.aborted.contains(&error) {
@@ -211,7 +359,10 @@ fn unmodelled(
     out
 }
 
-/// Why the node cannot take the pod, devices aside.
-fn fits_otherwise(index: &Index<'_>, pod: &Pod, node: &crate::model::Node) -> Vec<NodeReason> {
-    fit::verdicts(&Shape::of(pod), node, index.used(&node.name), index.pods_on(&node.name))
+/// Why the node cannot take the pod, devices aside (those DRA serves
+/// for its extended resources on this node too).
+fn fits_otherwise(index: &Index<'_>, pod: &Pod, node: &Node, through_dra: &ThroughDra<'_>) -> Vec<NodeReason> {
+    let rest = through_dra.requests_on(&pod.requests, node);
+    let shape = Shape { requests: rest.as_ref().unwrap_or(&pod.requests), ..Shape::of(pod) };
+    fit::verdicts(&shape, node, index.used(&node.name), index.pods_on(&node.name))
 }

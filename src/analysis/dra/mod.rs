@@ -567,9 +567,6 @@ pub fn unmodelled(index: &crate::analysis::index::Index<'_>) -> Vec<(DraFeature,
             by.entry(*f).or_default().push(format!("{kind} {}/{}", c.namespace, c.name));
         }
     }
-    for (resource, class) in ix.extended_resources() {
-        by.entry(DraFeature::ExtendedResource).or_default().push(format!("DeviceClass {} ({resource})", class.name));
-    }
     by.into_iter()
         .map(|(f, mut at)| {
             at.sort();

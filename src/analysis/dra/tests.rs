@@ -584,3 +584,89 @@ fn the_plan_moves_pods_whose_claims_come_from_templates() {
     assert_eq!(plan.nodes_freed, [Sym::new("n3")]);
     assert_eq!(plan.reserve, [Sym::new("n3")]);
 }
+
+/// A fleet where `nvidia.com/gpu` is served both ways: `dp` advertises 8
+/// through its device plugin (`dp_used` of them held), `a` publishes two
+/// whole GPUs as a ResourceSlice and a DeviceClass serves the resource
+/// (`extendedResourceName`, KEP-5004). `waiting` asks `asked` GPUs.
+fn served_both_ways(dp_used: u64, asked: u64, gang: bool) -> Snapshot {
+    let mut pods = vec![pod("busy").gpus(dp_used).on("dp").running().build()];
+    if gang {
+        pods.push(pod("waiting-0").ns("ml").gpus(asked).group("train").build());
+        pods.push(pod("waiting-1").ns("ml").gpus(asked).group("train").build());
+    } else {
+        pods.push(pod("waiting").ns("ml").gpus(asked).build());
+    }
+    let gangs = if gang {
+        vec![crate::analysis::testing::podgroup("train", 2, asked).ns("ml").phase("Inqueue").build()]
+    } else {
+        Vec::new()
+    };
+    let snap = snapshot(vec![node("dp").gpus(8).build(), node("a").build()], pods, gangs, 0);
+    let mut c = crate::model::Cluster::new(snap.source.clone());
+    c.apply_all(snap.nodes.values().map(|n| ModelEvent::Upsert(Object::Node((**n).clone()))));
+    c.apply_all(snap.gangs.values().map(|g| ModelEvent::Upsert(Object::Gang((**g).clone()))));
+    c.apply_all(snap.pods.values().map(|p| ModelEvent::Upsert(Object::Pod((**p).clone()))));
+    let gpu = |n: &str, u: &str| device(n, &[("type", "gpu"), ("uuid", u), ("productName", "NVIDIA H100 80GB HBM3")]);
+    let DraObject::Class(mut served) = class("gpu.nvidia.com", "gpu") else { unreachable!() };
+    served.extended_resource = Some(Sym::new("nvidia.com/gpu"));
+    let objects = [slice("a", vec![gpu("gpu-0", "GPU-A0"), gpu("gpu-1", "GPU-A1")]), DraObject::Class(served)];
+    c.apply_all(objects.into_iter().map(|o| ModelEvent::Upsert(Object::Dra(o))));
+    c.snapshot()
+}
+
+fn chain(snap: &Snapshot, name: &str) -> crate::analysis::pending::PendingItem {
+    let index = Index::build(snap, 0);
+    let gangs = crate::analysis::gangs::analyze(&index);
+    let frag = crate::analysis::fragmentation::analyze(&index);
+    let items = crate::analysis::pending::analyze(&index, &gangs, &frag);
+    items.into_iter().find(|i| i.name == name).unwrap_or_else(|| panic!("{name} is not pending"))
+}
+
+#[test]
+fn an_extended_resource_a_class_serves_is_a_claim_where_no_device_plugin_advertises_it() {
+    use crate::analysis::pending::{Step, Verdict};
+    let step = |item: &crate::analysis::pending::PendingItem, s: Step| {
+        item.steps.iter().find(|r| r.step == s).cloned().unwrap_or_else(|| panic!("{s:?}: {:?}", item.steps))
+    };
+    // dp is full: a's two GPUs through the class take the pod; dp's device
+    // plugin is not asked (a does not advertise nvidia.com/gpu).
+    let snap = served_both_ways(8, 2, false);
+    let index = Index::build(&snap, 0);
+    let waiting = index.snap.pods.values().find(|p| &*p.name == "waiting").unwrap();
+    let v = verdict(&index, &mut Selectors::default(), waiting).unwrap();
+    assert_eq!(v.nodes_fit, [Sym::new("a")]);
+    assert_eq!((v.gpus, v.extended_advertised), (0, true), "counted by its request, not again as a claim");
+    let item = chain(&snap, "waiting");
+    assert_eq!(item.blocking, None, "{:?}", item.steps);
+    assert_eq!(step(&item, Step::Fit).verdict, Verdict::Pass);
+    // dp advertises the resource: its device plugin is still a way.
+    assert_ne!(step(&item, Step::DevicePlugin).verdict, Verdict::NotApplicable);
+    // Three: a has two, dp none free; the claim is short on a, as the scheduler says it.
+    let item = chain(&served_both_ways(8, 3, false), "waiting");
+    assert_eq!(item.blocking, Some(Step::Claims), "{:?}", item.steps);
+    assert!(
+        item.summary.contains("no node has 3 matching devices (at most 2) — cannot allocate all claims"),
+        "{}",
+        item.summary
+    );
+    // dp free: its device plugin serves three.
+    let snap = served_both_ways(0, 3, false);
+    let index = Index::build(&snap, 0);
+    let waiting = index.snap.pods.values().find(|p| &*p.name == "waiting").unwrap();
+    let v = verdict(&index, &mut Selectors::default(), waiting).unwrap();
+    assert_eq!(v.nodes_fit, [Sym::new("dp")]);
+    assert_eq!(chain(&snap, "waiting").blocking, None);
+}
+
+#[test]
+fn a_gang_whose_gpus_come_through_a_class_is_not_passed_as_fitting() {
+    use crate::analysis::pending::{Step, Verdict, VerdictSource};
+    // dp full; a's two GPUs are room for the claims of two one-GPU pods, but
+    // kgpu weighs such claims pod by pod: for the gang it cannot tell.
+    let item = chain(&served_both_ways(8, 1, true), "train");
+    let fit = item.steps.iter().find(|s| s.step == Step::Fit).unwrap();
+    assert_eq!((fit.verdict, fit.said_by), (Verdict::Block, Some(VerdictSource::Undecided)), "{fit:?}");
+    assert_eq!(item.verdict_source, VerdictSource::Undecided);
+    assert!(fit.summary.starts_with("kgpu cannot tell"), "{}", fit.summary);
+}

@@ -21,7 +21,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use crate::model::{Node, Sym, keys};
+use crate::model::{Node, Resources, Sym, keys};
 
 use super::dra::cel::Selectors;
 use super::fit;
@@ -135,10 +135,21 @@ pub fn room(demand: &Demand, node: &Node, used: &Tally) -> u64 {
     room_with_dra(demand, node, used, 0)
 }
 
+/// [`room`] for `requests` in place of the demand's own: what the node's
+/// resources must give where DRA serves some of them (its devices are the
+/// claims step's to weigh).
+pub fn room_for(demand: &Demand, requests: &Resources, node: &Node, used: &Tally) -> u64 {
+    room_of(demand, requests, node, used, 0)
+}
+
 /// [`room`] where the node also has `dra_whole_free` whole GPUs free
 /// through DRA: a what-if shape's pod takes its GPUs whichever way the node
 /// offers them (one way: a GPU offered both ways is one GPU).
 fn room_with_dra(demand: &Demand, node: &Node, used: &Tally, dra_whole_free: u64) -> u64 {
+    room_of(demand, &demand.requests, node, used, dra_whole_free)
+}
+
+fn room_of(demand: &Demand, r: &Resources, node: &Node, used: &Tally, dra_whole_free: u64) -> u64 {
     let free = |name: &str, alloc: u64| alloc.saturating_sub(used.get(name));
     let mut n = u64::MAX;
     let mut limit = |have: u64, need: u64| {
@@ -146,7 +157,6 @@ fn room_with_dra(demand: &Demand, node: &Node, used: &Tally, dra_whole_free: u64
             n = n.min(k);
         }
     };
-    let r = &demand.requests;
     let a = &node.allocatable;
     limit(a.cpu_milli.saturating_sub(used.cpu_milli), r.cpu_milli);
     limit(a.memory.saturating_sub(used.memory), r.memory);

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use crate::model::{HostPort, Node, Pod, keys};
 
+use super::super::dra::claims::ThroughDra;
 use super::super::fit::{self, NodeReason};
 use super::super::fragmentation::{self, Demand, ShapeSource};
 use super::super::index::Index;
@@ -34,6 +35,9 @@ pub(super) struct FitResult {
     /// Why InterPodAffinity and PodTopologySpread were not evaluated
     /// (namespaces kgpu cannot read).
     pub(super) inter_pod_unreadable: Option<String>,
+    /// Some nodes serve its extended resources through DRA devices (a
+    /// DeviceClass's extendedResourceName): the claims step weighs those.
+    pub(super) through_dra: bool,
 }
 
 impl FitResult {
@@ -48,7 +52,7 @@ impl FitResult {
         // A pod whose GPUs come through DRA claims: this step is the rest of
         // the fit (the claims step judges the devices), and its GPUs are in
         // ResourceSlices, not in the nodes' nvidia.com/gpu.
-        if pod.is_some_and(|p| !p.claims.is_empty()) {
+        if self.through_dra || pod.is_some_and(|p| !p.claims.is_empty()) {
             if report.verdict == Verdict::Pass {
                 report.summary = format!("{}, its DRA devices aside (the claims step)", report.summary).into();
             }
@@ -79,6 +83,7 @@ impl FitResult {
             volume_refusal: None,
             volumes_unreadable: None,
             inter_pod_unreadable: None,
+            through_dra: false,
         }
     }
 
@@ -151,6 +156,10 @@ pub(super) fn fit_step(index: &Index<'_>, demand: &Demand, holders: &mut super::
     let mut domains = fragmentation::OwnDomains::of(demand);
     // Cordoned nodes that would take it now but for the cordon, with room.
     let mut cordoned_with_room: Vec<(&Node, u64)> = Vec::new();
+    // Extended resources a DeviceClass serves: on a node that does not
+    // advertise them, NodeResourcesFit leaves them to the claims step.
+    let through_dra = ThroughDra::of(index.dra(), &demand.requests);
+    let mut stripped;
     for ((node, used), &class) in index.nodes_with_usage().zip(placement.class_of()) {
         let ahead = demand.nominated_ahead(index, &node.name);
         let held_for_nominated = used.with_pods(&ahead);
@@ -162,7 +171,14 @@ pub(super) fn fit_step(index: &Index<'_>, demand: &Demand, holders: &mut super::
             }
             None => used,
         };
-        fit::resource_shortfalls_into(&demand.requests, node, used, &mut shortfalls);
+        let requests = match through_dra.requests_on(&demand.requests, node) {
+            Some(rest) => {
+                stripped = rest;
+                &stripped
+            }
+            None => &demand.requests,
+        };
+        fit::resource_shortfalls_into(requests, node, used, &mut shortfalls);
         // Nominated pods bind their host ports too (AddPodInfo in addGENominatedPods).
         let holder = port_holder(&demand.host_ports, index.pods_on(&node.name))
             .or_else(|| port_holder(&demand.host_ports, &ahead));
@@ -229,7 +245,7 @@ pub(super) fn fit_step(index: &Index<'_>, demand: &Demand, holders: &mut super::
             }
             continue;
         }
-        slots_total += domains.take(node, fragmentation::room(demand, node, used));
+        slots_total += domains.take(node, fragmentation::room_for(demand, requests, node, used));
         if shortfalls.is_empty() {
             fitting_nodes += 1;
             continue;
@@ -557,6 +573,7 @@ pub(super) fn fit_step(index: &Index<'_>, demand: &Demand, holders: &mut super::
         volume_refusal: None,
         volumes_unreadable,
         inter_pod_unreadable,
+        through_dra: index.nodes().any(|n| through_dra.applies_on(n)),
     }
 }
 

@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use crate::model::{ClusterEvent, Gang, GangKey, GangKind, Pod, Resources, Snapshot, Sym, Timestamp};
+use crate::model::{ClusterEvent, Gang, GangKey, GangKind, Pod, Resources, Snapshot, Sym, Timestamp, keys};
 
 mod bound;
 mod claim_step;
@@ -639,73 +639,29 @@ fn pod_item<'a>(index: &Index<'a>, memo: &mut Memo<'a>, pod: &Pod) -> PendingIte
             commands: Vec::new(),
             said_by: None,
         }),
+        // Its extended resources too, where no node advertises them.
+        Some(c)
+            if !c.extended.is_empty()
+                && !c.extended_advertised
+                && (pod.requests.gpu == 0 || c.extended.iter().any(|(r, _)| r.as_str() == keys::RESOURCE_GPU)) =>
+        {
+            let served: Vec<String> =
+                c.extended.iter().map(|(r, class)| format!("{r} (DeviceClass {class})")).collect();
+            steps.push(StepReport {
+                step: Step::DevicePlugin,
+                verdict: Verdict::NotApplicable,
+                summary: format!("no node advertises {}: DRA serves it, not a device plugin", served.join(", ")).into(),
+                details: Arc::default(),
+                commands: Vec::new(),
+                said_by: None,
+            })
+        }
         _ => steps.push(fit.device_plugin.clone()),
     }
-    let cannot_tell = extended_through_dra(index, pod, item.scheduler_message.as_deref(), &mut steps);
     finish(&mut item, steps, &fit);
-    if cannot_tell {
-        // Freeing room or shrinking the request is kgpu's own reading, which this refusal is not.
-        item.unblock = vec![format!(
-            "see whether the scheduler allocates DRA devices for it: kubectl describe pod {} {}",
-            ns_flag(&pod.namespace),
-            pod.name
-        )];
-        item.lossless_fixes = 0;
-    }
     nomination::apply(index, pod, &mut item);
     honesty::defer_to_the_cluster(index, memo, &mut item, Some(pod), &fit);
     item
-}
-
-/// A DeviceClass that serves an extended resource the pod asks for
-/// (KEP-5004): the scheduler may give it DRA devices where no node
-/// advertises the resource, which kgpu's fit does not model. A refusal at
-/// the fit or device-plugin step is then headed by the scheduler's word, or
-/// says that kgpu cannot tell (returns whether it does).
-fn extended_through_dra(index: &Index<'_>, pod: &Pod, said: Option<&str>, steps: &mut [StepReport]) -> bool {
-    let Some((resource, class)) = index.dra().extended_resources().find(|(r, _)| pod.requests.get(r.as_str()) > 0)
-    else {
-        return false;
-    };
-    let feature = crate::model::dra::DraFeature::ExtendedResource;
-    // The step that refuses it, else the fit step: said once.
-    let refusing =
-        steps.iter().position(|s| matches!(s.step, Step::Fit | Step::DevicePlugin) && s.verdict == Verdict::Block);
-    let Some(at) = refusing.or_else(|| steps.iter().position(|s| s.step == Step::Fit)) else { return false };
-    {
-        let step = &mut steps[at];
-        let mut details = step.details.to_vec();
-        details.push(format!(
-            "DeviceClass {} serves {resource} through DRA (extendedResourceName): the scheduler may allocate its devices for this request where no node advertises {resource}; kgpu does not model {}",
-            class.name,
-            feature.name()
-        ));
-        if step.verdict == Verdict::Block {
-            details.push(format!("kgpu's own reading: {}", step.summary));
-            step.summary = match said {
-                Some(message) => {
-                    step.said_by = Some(VerdictSource::Scheduler);
-                    format!(
-                        "the scheduler says: {} (kgpu does not model the {} in use)",
-                        message.trim(),
-                        feature.short()
-                    )
-                    .into()
-                }
-                None => {
-                    step.said_by = Some(VerdictSource::Undecided);
-                    format!(
-                        "kgpu cannot tell: DeviceClass {} serves {resource} through DRA, which it does not model, and the scheduler has said nothing yet",
-                        class.name
-                    )
-                    .into()
-                }
-            };
-        }
-        step.details = Arc::from(details);
-        step.commands.push(format!("kubectl get deviceclass {} -o yaml", class.name));
-    }
-    refusing.is_some()
 }
 
 fn pod_demand(index: &Index<'_>, pod: &Pod) -> Demand {
@@ -762,6 +718,21 @@ fn gang_item<'a>(
         fit_report.summary =
             "not evaluated: its pods ask GPUs through DRA claims, judged pod by pod (the claims step) once they exist"
                 .into();
+    }
+    if fit.through_dra && fit_report.verdict == Verdict::Pass {
+        // The fit left its DRA-served resources to claims, which kgpu
+        // weighs pod by pod: for the gang nobody has weighed them.
+        fit_report.verdict = Verdict::Block;
+        fit_report.summary = match item.scheduler_message.as_deref() {
+            Some(message) => {
+                fit_report.said_by = Some(VerdictSource::Scheduler);
+                format!("the scheduler says: {}", message.trim()).into()
+            }
+            None => {
+                fit_report.said_by = Some(VerdictSource::Undecided);
+                "kgpu cannot tell: its pods' extended resources come through DRA where nodes do not advertise them, and kgpu weighs such claims pod by pod, not for a gang".into()
+            }
+        };
     }
     let mut device_plugin = fit.device_plugin.clone();
     if shape.is_none() && gang.pod_sets.iter().all(|set| set.requests.gpu == 0 && !set.claims.is_empty()) {
