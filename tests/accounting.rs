@@ -461,8 +461,8 @@ fn gpus_asked_as_an_extended_resource_and_served_through_dra_count_once() {
 
 /// The same pod before the scheduler placed it, asking 2 and then 8: the
 /// fragmentation map counts the class's GPUs for it (ext-0 takes two such
-/// pods, none of 8), and the plan says why it does not plan for it rather
-/// than that an empty fleet has no room. The pending chain weighs the claim
+/// pods, none of 8), and the plan says that no node publishes eight
+/// rather than that an empty fleet has no room. The pending chain weighs the claim
 /// the scheduler would make for it as a claim: ext-0 can allocate 2, not 8.
 #[test]
 fn a_pending_pod_whose_gpus_a_device_class_serves_takes_dra_gpus() {
@@ -529,5 +529,10 @@ fn a_pending_pod_whose_gpus_a_device_class_serves_takes_dra_gpus() {
     let kgpu::analysis::fragmentation::PlanStatus::Impossible(why) = &f.plan.status else {
         panic!("{:?}", f.plan.status)
     };
-    assert!(why.starts_with("Pod dra-extended/trainer's nvidia.com/gpu comes through DRA"), "{why}");
+    assert!(
+        why.starts_with(
+            "no node it may use publishes 8 devices of DeviceClass gpu.nvidia.com, which serves Pod dra-extended/trainer's nvidia.com/gpu"
+        ),
+        "{why}"
+    );
 }

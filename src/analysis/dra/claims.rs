@@ -120,7 +120,7 @@ impl<'a> ThroughDra<'a> {
     }
 
     /// Whether this node's device plugin serves one of them.
-    fn advertised_on(&self, node: &Node) -> bool {
+    pub fn advertised_on(&self, node: &Node) -> bool {
         self.served.iter().any(|(resource, ..)| node.allocatable.get(resource.as_str()) > 0)
     }
 
@@ -138,18 +138,18 @@ impl<'a> ThroughDra<'a> {
 
     /// The claim the scheduler would allocate for the pod on this node:
     /// one request per resource served here, named after the resource.
-    pub fn claim_on(&self, pod: &Pod, node: &Node) -> Option<ResourceClaim> {
-        self.claim_of(pod, self.here(node))
+    pub fn claim_on(&self, namespace: &Sym, node: &Node) -> Option<ResourceClaim> {
+        self.claim_of(namespace, self.here(node))
     }
 
     /// The claim where no node advertises what it serves.
-    fn claim(&self, pod: &Pod) -> Option<ResourceClaim> {
-        self.claim_of(pod, self.served.iter())
+    pub fn claim(&self, namespace: &Sym) -> Option<ResourceClaim> {
+        self.claim_of(namespace, self.served.iter())
     }
 
     fn claim_of<'s>(
         &'s self,
-        pod: &Pod,
+        namespace: &Sym,
         served: impl Iterator<Item = &'s (Sym, &'a DeviceClass, u64)>,
     ) -> Option<ResourceClaim>
     where
@@ -171,7 +171,7 @@ impl<'a> ThroughDra<'a> {
             })
             .collect();
         (!requests.is_empty()).then(|| ResourceClaim {
-            namespace: pod.namespace.clone(),
+            namespace: namespace.clone(),
             name: Arc::from(EXTENDED_CLAIM),
             template: true,
             requests,
@@ -179,11 +179,11 @@ impl<'a> ThroughDra<'a> {
             allocated: Box::new([]),
             allocated_node: None,
             reserved_for: Box::new([]),
-            owner_pod: Some(Arc::from(&*pod.name)),
+            owner_pod: None,
             compute_domain: None,
             unmodelled: Box::new([]),
             deleting: false,
-            created: pod.created,
+            created: 0,
         })
     }
 }
@@ -250,7 +250,7 @@ pub fn verdict(index: &Index<'_>, selectors: &mut Selectors, pod: &Pod) -> Optio
         return Some(v);
     }
     // What the devices its extended resources may take use counts too.
-    let extended = through_dra.claim(pod);
+    let extended = through_dra.claim(&pod.namespace);
     let mut weighed = pending.clone();
     weighed.extend(extended.as_ref().map(|c| (c.name.to_string(), c)));
     v.unmodelled = unmodelled(ix, selectors, &weighed);
@@ -303,7 +303,7 @@ pub fn verdict(index: &Index<'_>, selectors: &mut Selectors, pod: &Pod) -> Optio
         }
         // Devices of a node the cluster no longer has count nowhere.
         let Some(node) = index.nodes().find(|n| n.name == node_name) else { continue };
-        let extended = through_dra.claim_on(pod, node);
+        let extended = through_dra.claim_on(&pod.namespace, node);
         if extended.is_none() && pending.is_empty() {
             // Served by its device plugin: counted above.
             continue;

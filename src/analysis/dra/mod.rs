@@ -274,16 +274,6 @@ impl<'a> DraIndex<'a> {
         self.classes.values().filter_map(|c| c.extended_resource.as_ref().map(|r| (r, *c)))
     }
 
-    /// The DeviceClass that serves whole GPUs asked as `nvidia.com/gpu`
-    /// through DRA where a node does not advertise them (KEP-5004), if one
-    /// does and `requests` ask some.
-    pub fn serves_gpus_asked(&self, requests: &crate::model::Resources) -> Option<&'a DeviceClass> {
-        if requests.gpu == 0 {
-            return None;
-        }
-        self.extended_resources().find(|(r, _)| r.as_str() == crate::model::keys::RESOURCE_GPU).map(|(_, c)| c)
-    }
-
     pub fn is_empty(&self) -> bool {
         self.by_node.is_empty() && self.claims.is_empty() && self.templates.is_empty()
     }

@@ -533,12 +533,46 @@ fn pods_asking_through_claims_are_shapes_of_the_fragmentation_map() {
 /// there; n3's four GPUs then fit `big`.
 #[test]
 fn the_plan_moves_pods_whose_claims_come_from_templates() {
+    assert_the_plan_frees_n3(&serving_fleet(false));
+}
+
+/// The same, `big` asking `nvidia.com/gpu: 4` with no claim, a DeviceClass
+/// serving the resource (no node advertises it): the plan weighs the claim
+/// the scheduler would make for it, and frees n3 the same way.
+#[test]
+fn the_plan_frees_a_node_for_gpus_a_class_serves_as_an_extended_resource() {
+    assert_the_plan_frees_n3(&serving_fleet(true));
+}
+
+fn assert_the_plan_frees_n3(snap: &Snapshot) {
     use crate::analysis::fragmentation::{self, PlanStatus};
+    let index = Index::build(snap, 0);
+    let f = fragmentation::analyze(&index);
+    let plan = &f.plan;
+    assert_eq!(plan.target.as_deref(), Some("Pod ml/big"));
+    assert_eq!(plan.status, PlanStatus::Found, "{plan:?}");
+    let moves: Vec<(&str, &str, Option<&str>, u64)> = plan
+        .steps
+        .iter()
+        .map(|s| (s.pod.as_str(), s.from_node.as_str(), s.to_node.as_ref().map(|n| n.as_str()), s.gpus))
+        .collect();
+    assert_eq!(moves, [("serve-n3-0", "n3", Some("n2"), 1)]);
+    assert_eq!(plan.nodes_freed, [Sym::new("n3")]);
+    assert_eq!(plan.reserve, [Sym::new("n3")]);
+}
+
+/// `fleet_with_templates` where the held GPUs belong to a Deployment's
+/// pods (2, 3 and 1 on n1, n2, n3), and `big` waits for four (through its
+/// template, or as `nvidia.com/gpu` a class serves where `extended`).
+fn serving_fleet(extended: bool) -> Snapshot {
     let base = fleet_with_templates();
     let mut c = crate::model::Cluster::new(base.source.clone());
     c.apply_all(base.nodes.values().map(|n| ModelEvent::Upsert(Object::Node((**n).clone()))));
-    let big = base.pods.values().find(|p| &*p.name == "big").unwrap();
-    c.apply(ModelEvent::Upsert(Object::Pod((**big).clone())));
+    let mut big = (**base.pods.values().find(|p| &*p.name == "big").unwrap()).clone();
+    if extended {
+        big = pod("big").ns("ml").gpus(4).build();
+    }
+    c.apply(ModelEvent::Upsert(Object::Pod(big)));
     // The slices, the class, the templates and big's claim: not h1–h3 nor the team's.
     let mut objects: Vec<DraObject> = base
         .dra
@@ -568,21 +602,15 @@ fn the_plan_moves_pods_whose_claims_come_from_templates() {
             c.apply(ModelEvent::Upsert(Object::Pod(p)));
         }
     }
+    if extended {
+        for o in objects.iter_mut() {
+            if let DraObject::Class(class) = o {
+                class.extended_resource = Some(Sym::new("nvidia.com/gpu"));
+            }
+        }
+    }
     c.apply_all(objects.into_iter().map(|o| ModelEvent::Upsert(Object::Dra(o))));
-    let snap = c.snapshot();
-    let index = Index::build(&snap, 0);
-    let f = fragmentation::analyze(&index);
-    let plan = &f.plan;
-    assert_eq!(plan.target.as_deref(), Some("Pod ml/big"));
-    assert_eq!(plan.status, PlanStatus::Found, "{plan:?}");
-    let moves: Vec<(&str, &str, Option<&str>, u64)> = plan
-        .steps
-        .iter()
-        .map(|s| (s.pod.as_str(), s.from_node.as_str(), s.to_node.as_ref().map(|n| n.as_str()), s.gpus))
-        .collect();
-    assert_eq!(moves, [("serve-n3-0", "n3", Some("n2"), 1)]);
-    assert_eq!(plan.nodes_freed, [Sym::new("n3")]);
-    assert_eq!(plan.reserve, [Sym::new("n3")]);
+    c.snapshot()
 }
 
 /// A fleet where `nvidia.com/gpu` is served both ways: `dp` advertises 8
@@ -590,6 +618,11 @@ fn the_plan_moves_pods_whose_claims_come_from_templates() {
 /// whole GPUs as a ResourceSlice and a DeviceClass serves the resource
 /// (`extendedResourceName`, KEP-5004). `waiting` asks `asked` GPUs.
 fn served_both_ways(dp_used: u64, asked: u64, gang: bool) -> Snapshot {
+    served_as(dp_used, asked, gang, "gpu")
+}
+
+/// [`served_both_ways`], the class selecting devices of type `kind`.
+fn served_as(dp_used: u64, asked: u64, gang: bool, kind: &str) -> Snapshot {
     let mut pods = vec![pod("busy").gpus(dp_used).on("dp").running().build()];
     if gang {
         pods.push(pod("waiting-0").ns("ml").gpus(asked).group("train").build());
@@ -608,7 +641,7 @@ fn served_both_ways(dp_used: u64, asked: u64, gang: bool) -> Snapshot {
     c.apply_all(snap.gangs.values().map(|g| ModelEvent::Upsert(Object::Gang((**g).clone()))));
     c.apply_all(snap.pods.values().map(|p| ModelEvent::Upsert(Object::Pod((**p).clone()))));
     let gpu = |n: &str, u: &str| device(n, &[("type", "gpu"), ("uuid", u), ("productName", "NVIDIA H100 80GB HBM3")]);
-    let DraObject::Class(mut served) = class("gpu.nvidia.com", "gpu") else { unreachable!() };
+    let DraObject::Class(mut served) = class("gpu.nvidia.com", kind) else { unreachable!() };
     served.extended_resource = Some(Sym::new("nvidia.com/gpu"));
     let objects = [slice("a", vec![gpu("gpu-0", "GPU-A0"), gpu("gpu-1", "GPU-A1")]), DraObject::Class(served)];
     c.apply_all(objects.into_iter().map(|o| ModelEvent::Upsert(Object::Dra(o))));
@@ -669,4 +702,27 @@ fn a_gang_whose_gpus_come_through_a_class_is_not_passed_as_fitting() {
     assert_eq!((fit.verdict, fit.said_by), (Verdict::Block, Some(VerdictSource::Undecided)), "{fit:?}");
     assert_eq!(item.verdict_source, VerdictSource::Undecided);
     assert!(fit.summary.starts_with("kgpu cannot tell"), "{}", fit.summary);
+}
+
+/// The fragmentation map and the pending chain weigh the same devices: the
+/// class's selectors, not every free GPU the node publishes.
+#[test]
+fn the_fragmentation_map_counts_the_devices_the_class_selects_as_the_chain_does() {
+    use crate::analysis::pending::Step;
+    let shape_of = |snap: &Snapshot| {
+        let index = Index::build(snap, 0);
+        let f = crate::analysis::fragmentation::analyze(&index);
+        let s = f.shapes.iter().find(|s| s.demand.is_named("ml", "waiting")).unwrap();
+        (s.fits_now, s.largest_gang, s.usable_free)
+    };
+    // Whole GPUs selected: a takes one pod of two (dp is full).
+    let snap = served_as(8, 2, false, "gpu");
+    assert_eq!(shape_of(&snap), (true, 1, 2));
+    assert_eq!(chain(&snap, "waiting").blocking, None);
+    // The class selects MIG devices, which a does not publish: no room, and the claims step says so.
+    let snap = served_as(8, 2, false, "mig");
+    assert_eq!(shape_of(&snap), (false, 0, 0));
+    let item = chain(&snap, "waiting");
+    assert_eq!(item.blocking, Some(Step::Claims), "{:?}", item.steps);
+    assert!(item.summary.contains("no published device matches the class and selectors"), "{}", item.summary);
 }

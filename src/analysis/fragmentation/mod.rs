@@ -24,6 +24,8 @@ use std::collections::{BTreeMap, HashMap};
 use crate::model::{Node, Resources, Sym, keys};
 
 use super::dra::cel::Selectors;
+use super::dra::claims::ThroughDra;
+use super::dra::room::Ask;
 use super::fit;
 use super::index::Index;
 use super::tally::Tally;
@@ -247,6 +249,11 @@ pub fn analyze(index: &Index<'_>) -> Fragmentation {
                 if matches!(ask, Some(None)) {
                     allowed = None;
                 }
+                // Extended resources a DeviceClass serves: on a node that
+                // does not advertise them, the claim the scheduler would make.
+                let what_if = demand.source == ShapeSource::Canonical;
+                let through_dra =
+                    if what_if { ThroughDra::default() } else { ThroughDra::of(index.dra(), &demand.requests) };
                 let (mut largest, mut usable, mut stranded, mut big_enough) = (0, 0, 0, 0);
                 let mut domains = OwnDomains::of(&demand);
                 for (i, ((node, used), blockers)) in index.nodes_with_usage().zip(placement.iter()).enumerate() {
@@ -256,13 +263,11 @@ pub fn analyze(index: &Index<'_>) -> Fragmentation {
                     // Only nodes this shape may use at all, and that are big enough
                     // for one pod when empty: elsewhere a free GPU is idle, not stranded.
                     let NodeGpus { whole_free, replicas_per_gpu, dra_whole, dra_whole_free, .. } = gpus[i];
-                    // A what-if shape takes DRA's whole GPUs too; so does a
-                    // pending pod's nvidia.com/gpu where a DeviceClass serves it
-                    // through DRA (on a node that does not advertise it, the
-                    // scheduler allocates a claim of that class for it).
-                    let what_if = demand.source == ShapeSource::Canonical;
-                    let takes_dra = what_if || index.dra().serves_gpus_asked(&demand.requests).is_some();
-                    let (dra_all, dra) = if takes_dra { (dra_whole, dra_whole_free) } else { (0, 0) };
+                    // A what-if shape takes DRA's whole GPUs too.
+                    let (dra_all, dra) = if what_if { (dra_whole, dra_whole_free) } else { (0, 0) };
+                    let extended = through_dra.claim_on(&demand.namespace, node);
+                    let rest = through_dra.requests_on(&demand.requests, node);
+                    let requests = rest.as_ref().unwrap_or(&demand.requests);
                     // A what-if shape asks for whole GPUs: a time-slicing replica
                     // is a turn on a shared GPU, not one (a pending pod that asks
                     // nvidia.com/gpu there gets replicas: the scheduler's truth).
@@ -270,7 +275,7 @@ pub fn analyze(index: &Index<'_>) -> Fragmentation {
                     if !index.accepts_work(node)
                         || !blockers.is_empty()
                         || replicas_only
-                        || room_with_dra(&demand, node, &empty, dra_all) == 0
+                        || room_of(&demand, requests, node, &empty, dra_all) == 0
                     {
                         continue;
                     }
@@ -280,20 +285,32 @@ pub fn analyze(index: &Index<'_>) -> Fragmentation {
                     // Usable and stranded count what the node could give the shape;
                     // how many pods fit at once counts one per domain of its own
                     // anti-affinity (a zone's second node is not stranded for that).
-                    let mut s = room_with_dra(&demand, node, held.as_ref().unwrap_or(used), dra);
+                    let mut s = room_of(&demand, requests, node, held.as_ref().unwrap_or(used), dra);
                     // Claims take the devices their requests match, as many
                     // pods' at once as the node can allocate.
-                    let devices = match &ask {
-                        Some(Some(ask)) => {
-                            let room = index.dra().room(&mut selectors, &node.name, ask, s);
-                            let per_pod = demand.dra.as_ref().map_or(0, |a| a.gpus);
-                            if room.matching < per_pod {
-                                continue;
-                            }
+                    let mut claims_room = |ask: &Ask<'_>, per_pod: u64| {
+                        let room = index.dra().room(&mut selectors, &node.name, ask, s);
+                        (room.matching >= per_pod).then_some(room)
+                    };
+                    let room = match (&ask, &extended) {
+                        (Some(Some(ask)), None) => claims_room(ask, demand.dra.as_ref().map_or(0, |a| a.gpus)),
+                        (Some(Some(ask)), Some(claim)) => {
+                            let mut ask = ask.clone();
+                            ask.per_pod.push(claim);
+                            claims_room(&ask, demand.gpus_per_pod)
+                        }
+                        (_, Some(claim)) => {
+                            claims_room(&Ask { per_pod: vec![claim], ..Ask::default() }, demand.gpus_per_pod)
+                        }
+                        _ => None,
+                    };
+                    let devices = match room {
+                        Some(room) => {
                             s = room.pods;
                             Some(room)
                         }
-                        _ => None,
+                        None if extended.is_some() || matches!(ask, Some(Some(_))) => continue,
+                        None => None,
                     };
                     big_enough += 1;
                     largest = u64::saturating_add(largest, domains.take(node, s));

@@ -8,6 +8,7 @@ use std::collections::{HashMap, HashSet};
 
 use crate::model::{Node, Pod, PodKey, Sym};
 
+use super::super::dra::claims::ThroughDra;
 use super::super::index::Index;
 use super::super::tally::Tally;
 use super::workspace::{Unit, Workspace, units_on};
@@ -77,7 +78,8 @@ pub fn plan(index: &Index<'_>, shapes: &[ShapeFit]) -> Plan {
             && !s.fits_now
             && s.demand.mig_profile.is_none()
             && s.demand.dra.as_ref().is_none_or(|a| !a.partitions && s.nodes_big_enough > 0)
-            && index.dra().serves_gpus_asked(&s.demand.requests).is_none()
+            && served_both_ways(index, &s.demand).is_none()
+            && (s.nodes_big_enough > 0 || !through_dra(index, &s.demand))
             && s.demand.gpus_per_pod > 0
             && s.demand.wider_own_domain().is_none()
             && waits_only_for_room(index, &s.demand)
@@ -100,11 +102,17 @@ pub fn plan(index: &Index<'_>, shapes: &[ShapeFit]) -> Plan {
                         "{} asks MIG devices through DRA: the plan frees whole GPUs, not partitions; see its claims step",
                         s.demand.name()
                     )
-                } else if let Some(class) = index.dra().serves_gpus_asked(&s.demand.requests) {
+                } else if let Some((resource, class)) = served_both_ways(index, &s.demand) {
                     format!(
-                        "{}'s nvidia.com/gpu comes through DRA where a node does not advertise it (DeviceClass {} serves it): the plan does not weigh a claim the scheduler makes only as it binds the pod; see its fit step",
+                        "{}'s {resource} comes through a device plugin on some nodes and through DRA (DeviceClass {class}) on others: the plan weighs one way, not both; see its claims step",
                         s.demand.name(),
-                        class.name
+                    )
+                } else if let Some((resource, class, amount)) =
+                    first_served(index, &s.demand).filter(|_| s.nodes_big_enough == 0)
+                {
+                    format!(
+                        "no node it may use publishes {amount} devices of DeviceClass {class}, which serves {}'s {resource}, free or held: freeing nodes would not help; see its claims step",
+                        s.demand.name()
                     )
                 } else if s.demand.mig_profile.is_some() {
                     format!(
@@ -355,4 +363,25 @@ fn cheapest_evictions<'a>(
         }
     }
     best.map(|(_, node, units)| (node, units))
+}
+
+/// An extended resource the demand asks that the device plugin of a node
+/// it may run on advertises, and a DeviceClass serves: (resource, class).
+fn served_both_ways(index: &Index<'_>, demand: &Demand) -> Option<(Sym, Sym)> {
+    let through = ThroughDra::of(index.dra(), &demand.requests);
+    let resource = super::plan_dra::advertised_where_it_may_run(index, demand, &through)?;
+    let class = through.served.iter().find(|(r, ..)| *r == resource).map(|(_, c, _)| Sym::new(&c.name))?;
+    Some((resource, class))
+}
+
+/// Whether a DeviceClass serves some of the demand's extended resources.
+fn through_dra(index: &Index<'_>, demand: &Demand) -> bool {
+    first_served(index, demand).is_some()
+}
+
+/// The first extended resource of the demand a DeviceClass serves:
+/// (resource, class, amount).
+fn first_served(index: &Index<'_>, demand: &Demand) -> Option<(Sym, Sym, u64)> {
+    let through = ThroughDra::of(index.dra(), &demand.requests);
+    through.served.first().map(|(resource, class, amount)| (resource.clone(), Sym::new(&class.name), *amount))
 }

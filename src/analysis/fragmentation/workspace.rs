@@ -51,7 +51,7 @@ impl<'i, 'a> Workspace<'i, 'a> {
             .map(|(i, (n, blockers))| {
                 index.accepts_work(n)
                     && blockers.is_empty()
-                    && room(target, n, &empty) > 0
+                    && dra.as_ref().map_or_else(|| room(target, n, &empty), |d| d.most(target, n, &empty)) > 0
                     && allowed.get(i).copied().unwrap_or(false)
                     && dra.as_ref().is_none_or(|d| d.may_use(n))
             })
