@@ -151,7 +151,7 @@ fn analyze_index(snap: &Snapshot, mut index: index::Index<'_>, thresholds: &Thre
         (fragmentation, nodes, matrix, upgrades, queues, pending)
     });
     let totals = fleet::totals(&nodes, fragmentation.stranded_total);
-    let utilization = usage::analyze(snap, now);
+    let utilization = usage::analyze_with(snap, now, index.dra());
     let spot = spot::analyze(&index, now);
     let dra_unmodelled = dra::unmodelled(&index);
     Analysis {

@@ -203,6 +203,12 @@ struct Acc<'a> {
 }
 
 pub fn analyze(snap: &Snapshot, now: Timestamp) -> Utilization {
+    analyze_with(snap, now, &crate::analysis::dra::DraIndex::build(snap))
+}
+
+/// [`analyze`] with the snapshot's DRA index built already (the full
+/// analysis's: building it is a walk of every slice and claim).
+pub fn analyze_with(snap: &Snapshot, now: Timestamp, dra: &crate::analysis::dra::DraIndex<'_>) -> Utilization {
     let believed = believed(snap);
     let mut util = Utilization {
         unreadable: snap
@@ -215,7 +221,6 @@ pub fn analyze(snap: &Snapshot, now: Timestamp) -> Utilization {
     for h in believed.values() {
         *util.nodes_by_source.entry(h.source).or_default() += 1;
     }
-    let dra = crate::analysis::dra::DraIndex::build(snap);
     // GPU nodes either way: a DRA-only node advertises no nvidia.com/gpu.
     let gpu_node = |n: &crate::model::Node| n.is_gpu_node() || dra.gpus(&n.name).is_some();
     util.nodes_unreported = snap.nodes.values().filter(|n| gpu_node(n) && !believed.contains_key(&n.name)).count();
