@@ -1037,3 +1037,14 @@ fn a_step_kgpu_cannot_tell_is_marked_as_undecided_in_the_why_view() {
     let screen = format!("{}", render(&mut app, &v, "dra-unmodelled", 200, 60).backend());
     assert!(screen.contains("3 ✗ DRA resource claims: the scheduler says"), "{screen}");
 }
+
+/// Every pane's status bar names the help key at 80 columns: it is the way
+/// to every other key (a newcomer on Fleet and MIG saw `r drain` and no `?`).
+#[test]
+fn the_help_key_is_named_on_every_pane_at_80_columns() {
+    for pane in [Pane::Fleet, Pane::Pending, Pane::Gangs, Pane::Mig, Pane::Drivers, Pane::Events, Pane::Usage] {
+        let screen = pane_at("default", pane, 80, 24);
+        let status = screen.lines().rev().find(|l| !l.trim_matches(['"', ' ']).is_empty()).unwrap_or("");
+        assert!(status.contains("? help"), "{pane:?}: {status}");
+    }
+}

@@ -216,9 +216,18 @@ fn status_bar(frame: &mut Frame, area: Rect, app: &App, views: &Views, theme: &T
     if app.notice.is_none() {
         let used: usize = spans.iter().map(|s| s.width()).sum();
         let mut hints = Vec::new();
-        let mut width = used + 2;
-        for (key, what) in app.key_hints(views) {
-            let w = key.chars().count() + what.chars().count() + 2;
+        let all = app.key_hints(views);
+        let hint_width = |key: &str, what: &str| key.chars().count() + what.chars().count() + 2;
+        // The help key is the way to every other: its room is kept first (a
+        // newcomer at 80 columns saw the pane's keys and no `? help`).
+        let help = all
+            .iter()
+            .find(|(key, _)| *key == "?")
+            .map(|(k, w)| hint_width(k, w))
+            .filter(|w| used + 2 + w <= area.width as usize);
+        let mut width = used + 2 + help.unwrap_or(0);
+        for (key, what) in all {
+            let w = if key == "?" && help.is_some() { 0 } else { hint_width(key, what) };
             // A hint too long for what is left gives way to shorter ones after it.
             if width + w > area.width as usize {
                 continue;
