@@ -1048,3 +1048,21 @@ fn the_help_key_is_named_on_every_pane_at_80_columns() {
         assert!(status.contains("? help"), "{pane:?}: {status}");
     }
 }
+
+/// A DRA node's detail counts its pods' GPUs as their claims hold them (a
+/// newcomer read `gpu 0` beside the Usage pane's `HELD 1`), leaves out an
+/// empty nvidia.com/gpu row, and says why it has no GPU labels.
+#[test]
+fn a_dra_nodes_detail_counts_the_gpus_its_pods_claims_hold() {
+    let v = views("dra-claims");
+    let node = v.nodes.iter().find(|n| n.name.as_str() == "h100-dra-02").expect("h100-dra-02");
+    let dra = node.dra.expect("published through DRA");
+    let mut app = App::new(false, "dark", true);
+    app.selected.insert(Pane::Fleet, "h100-dra-02".into());
+    key(&mut app, &v, KeyCode::Enter);
+    let screen = format!("{}", render(&mut app, &v, "dra-claims", 200, 60).backend());
+    let held_lines = screen.lines().filter(|l| l.contains("gpu 1 (1 through DRA claims)")).count() as u64;
+    assert_eq!(held_lines, dra.allocated, "{screen}");
+    assert!(!screen.contains("nvidia.com/gpu            0 of"), "{screen}");
+    assert!(screen.contains("none (no GPU Feature Discovery labels; its ResourceSlices describe the GPUs)"), "{screen}");
+}

@@ -28,7 +28,9 @@ pub fn node_conditions(doc: &mut Doc, n: &Node) {
 
 /// Requests of the pods bound there (not finished) against allocatable,
 /// resource by resource, as `kubectl describe node` sums them.
-pub fn node_allocation(doc: &mut Doc, views: &Views, n: &Node) {
+/// `through_dra`: the node publishes GPUs as ResourceSlices (then a
+/// `nvidia.com/gpu` of 0 of 0 says nothing and is left out).
+pub fn node_allocation(doc: &mut Doc, views: &Views, n: &Node, through_dra: bool) {
     let mut used = Resources::default();
     let mut extended: std::collections::HashMap<Sym, u64> = std::collections::HashMap::new();
     for p in views.snap.pods.values().filter(|p| p.node.as_ref() == Some(&n.name) && p.holds_resources()) {
@@ -49,7 +51,9 @@ pub fn node_allocation(doc: &mut Doc, views: &Views, n: &Node) {
     doc.line(Role::Text, row("cpu", used.cpu_milli, a.cpu_milli));
     doc.line(Role::Text, row("memory", used.memory, a.memory));
     doc.line(Role::Text, row("pods", used.pods, a.pods));
-    doc.line(Role::Text, row("nvidia.com/gpu", used.gpu, a.gpu));
+    if !(through_dra && a.gpu == 0 && used.gpu == 0) {
+        doc.line(Role::Text, row("nvidia.com/gpu", used.gpu, a.gpu));
+    }
     for (name, of) in a.extended.iter() {
         doc.line(Role::Text, row(name.as_str(), extended.get(name).copied().unwrap_or(0), *of));
     }

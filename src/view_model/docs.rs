@@ -331,23 +331,33 @@ pub fn node(views: &Views, node: Sym) -> Doc {
             n.taints.iter().map(|t| format!("{}={}:{}", t.key, t.value, t.effect.as_str())).collect();
         doc.line(Role::Text, format!("taints: {}", taints.join(", ")));
     }
-    super::details::node_allocation(&mut doc, views, n);
+    super::details::node_allocation(&mut doc, views, n, r.dra.is_some());
     super::details::node_agent(&mut doc, views, node.clone());
     super::details::node_events(&mut doc, views, node.clone());
     doc.line(Role::Header, "pods:");
     let now = views.analysis.now;
     let mut pods: Vec<_> = views.snap.pods.values().filter(|p| p.node.as_ref() == Some(&node)).collect();
     pods.sort_by(|a, b| a.phase.cmp(&b.phase).then(a.name.cmp(&b.name)));
+    // Only where the node publishes GPUs through DRA: its pods' claims
+    // hold GPUs their requests do not name (the Usage pane counts them).
+    let dra = r.dra.is_some().then(|| crate::analysis::dra::DraIndex::build(&views.snap));
     for p in pods.iter().take(40) {
+        let held = dra.as_ref().map(|d| d.held_by(p)).unwrap_or_default();
+        let through_dra = match (held.gpus, held.slices) {
+            (0, 0) => String::new(),
+            (g, 0) => format!(" ({g} through DRA claims)"),
+            (0, m) => format!(" MIG×{m} (through DRA claims)"),
+            (g, m) => format!(" MIG×{m} ({g} GPU(s) and the MIG devices through DRA claims)"),
+        };
         doc.line(
             Role::Text,
             format!(
-                "  {}/{}  {}{}  gpu {}{}  {}",
+                "  {}/{}  {}{}  gpu {}{}{through_dra}  {}",
                 p.namespace,
                 p.name,
                 p.phase.as_str(),
                 p.reason.as_ref().map_or(String::new(), |r| format!(" ({r})")),
-                p.requests.gpu,
+                p.requests.gpu + held.gpus,
                 p.requests.mig().map(|(k, v)| format!(" {k}×{v}")).collect::<String>(),
                 age(now - p.transitioned)
             ),
@@ -360,7 +370,13 @@ pub fn node(views: &Views, node: Sym) -> Doc {
         doc.line(Role::Dim, "  none");
     }
     doc.line(Role::Header, "GPU labels:");
-    for (k, v) in n.labels.iter().filter(|(k, _)| k.as_str().starts_with("nvidia.com/")) {
+    let mut labels = n.labels.iter().filter(|(k, _)| k.as_str().starts_with("nvidia.com/")).peekable();
+    if labels.peek().is_none() {
+        // NVIDIA's DRA driver runs without GPU Feature Discovery: its slices say what the GPUs are.
+        let why = if r.dra.is_some() { " (no GPU Feature Discovery labels; its ResourceSlices describe the GPUs)" } else { "" };
+        doc.line(Role::Dim, format!("  none{why}"));
+    }
+    for (k, v) in labels {
         doc.line(Role::Dim, format!("  {k}={v}"));
     }
     doc
