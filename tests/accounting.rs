@@ -523,7 +523,7 @@ fn a_pending_pod_whose_gpus_a_device_class_serves_takes_dra_gpus() {
     let details = item.steps.iter().find(|s| s.step == kgpu::analysis::pending::Step::Claims).unwrap();
     assert!(
         details.details.iter().any(|d| d
-            .contains("ext-0: request extended resources/nvidia.com/gpu (gpu.nvidia.com) wants 8, 4 match, 4 free")),
+            .contains("ext-0: request extended resources/nvidia.com/gpu (gpu.nvidia.com) wants 8; 4 device(s) match, 4 of them free")),
         "{details:?}"
     );
     let kgpu::analysis::fragmentation::PlanStatus::Impossible(why) = &f.plan.status else {

@@ -1064,5 +1064,8 @@ fn a_dra_nodes_detail_counts_the_gpus_its_pods_claims_hold() {
     let held_lines = screen.lines().filter(|l| l.contains("gpu 1 (1 through DRA claims)")).count() as u64;
     assert_eq!(held_lines, dra.allocated, "{screen}");
     assert!(!screen.contains("nvidia.com/gpu            0 of"), "{screen}");
-    assert!(screen.contains("none (no GPU Feature Discovery labels; its ResourceSlices describe the GPUs)"), "{screen}");
+    assert!(
+        screen.contains("none (no GPU Feature Discovery labels; its ResourceSlices describe the GPUs)"),
+        "{screen}"
+    );
 }

@@ -488,8 +488,13 @@ fn dra_partitions_constraints_and_admin_access_are_judged_as_the_scheduler_did()
     assert!(summary("wants-pair-same-root").contains("share one resource.kubernetes.io/pcieRoot"));
     assert!(summary("wants-pair-distinct-roots").contains("differ in resource.kubernetes.io/pcieRoot"));
     let two = why(CASE, "ml/wants-two-3g");
-    assert!(two.contains("wants 2, 2 match, 1 free (1 more not free: a partition of the same GPU is held)"), "{two}");
-    assert!(why(CASE, "ml/wants-whole-gpu").contains("wants 1, 1 match, 0 free"));
+    assert!(
+        two.contains(
+            "wants 2; 2 device(s) match, 1 of them free (1 more not free: a partition of the same GPU is held)"
+        ),
+        "{two}"
+    );
+    assert!(why(CASE, "ml/wants-whole-gpu").contains("wants 1; 1 device(s) match, 0 of them free"));
     // The partition held makes its GPU in use; admin access holds nothing.
     let node = |name: &str| {
         doc["fleet"]["nodes"].as_array().unwrap().iter().find(|n| n["name"] == name).unwrap()["gpu"]["physical"].clone()

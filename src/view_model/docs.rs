@@ -373,7 +373,11 @@ pub fn node(views: &Views, node: Sym) -> Doc {
     let mut labels = n.labels.iter().filter(|(k, _)| k.as_str().starts_with("nvidia.com/")).peekable();
     if labels.peek().is_none() {
         // NVIDIA's DRA driver runs without GPU Feature Discovery: its slices say what the GPUs are.
-        let why = if r.dra.is_some() { " (no GPU Feature Discovery labels; its ResourceSlices describe the GPUs)" } else { "" };
+        let why = if r.dra.is_some() {
+            " (no GPU Feature Discovery labels; its ResourceSlices describe the GPUs)"
+        } else {
+            ""
+        };
         doc.line(Role::Dim, format!("  none{why}"));
     }
     for (k, v) in labels {

@@ -68,6 +68,9 @@ pub struct ClaimsVerdict {
     pub extended: Vec<(Sym, Sym)>,
     /// Some node advertises one of them (its device plugin serves it there).
     pub extended_advertised: bool,
+    /// Where no node has a device its requests match: what the nodes
+    /// publish instead, (product or driver, devices, nodes), most first.
+    pub published: Vec<(String, u64, u64)>,
     /// GPUs the claims ask for.
     pub gpus: u64,
     /// What its pending claims, or devices their requests match, use that
@@ -324,7 +327,33 @@ pub fn verdict(index: &Index<'_>, selectors: &mut Selectors, pod: &Pod) -> Optio
             Ok(()) => v.devices_only.push((node_name, reasons)),
         }
     }
+    if !v.shortfalls.is_empty() && v.shortfalls.iter().all(|s| s.matching == 0) && v.nodes_fit.is_empty() {
+        v.published = published(ix);
+    }
     Some(v)
+}
+
+/// What the nodes publish, by NVIDIA product (or driver and device type
+/// where there is none): the comparison an SRE makes with a selector that
+/// matches nothing.
+fn published(ix: &super::DraIndex<'_>) -> Vec<(String, u64, u64)> {
+    let mut by: std::collections::BTreeMap<String, (u64, std::collections::BTreeSet<Sym>)> = Default::default();
+    for (node, devices) in ix.nodes() {
+        for d in devices {
+            let what = match (d.nvidia_attribute("productName"), d.nvidia_attribute("type")) {
+                (Some(product), Some("mig")) => format!("{product} MIG devices"),
+                (Some(product), _) => product.to_string(),
+                (None, _) => format!("{} devices", d.slice.driver),
+            };
+            let entry = by.entry(what).or_default();
+            entry.0 += 1;
+            entry.1.insert(node.clone());
+        }
+    }
+    let mut out: Vec<(String, u64, u64)> =
+        by.into_iter().map(|(what, (n, nodes))| (what, n, nodes.len() as u64)).collect();
+    out.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    out
 }
 
 /// What the pending claims use, or the devices their requests match, that

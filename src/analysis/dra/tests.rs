@@ -725,4 +725,11 @@ fn the_fragmentation_map_counts_the_devices_the_class_selects_as_the_chain_does(
     let item = chain(&snap, "waiting");
     assert_eq!(item.blocking, Some(Step::Claims), "{:?}", item.steps);
     assert!(item.summary.contains("no published device matches the class and selectors"), "{}", item.summary);
+    // What the nodes publish instead, the comparison to make with the class.
+    let claims = item.steps.iter().find(|s| s.step == Step::Claims).unwrap();
+    assert!(
+        claims.details.iter().any(|d| d == "the nodes publish: 2 NVIDIA H100 80GB HBM3 on 1 node(s)"),
+        "{:?}",
+        claims.details
+    );
 }

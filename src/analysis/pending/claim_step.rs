@@ -115,7 +115,7 @@ pub(super) fn report(pod: &Pod, v: &ClaimsVerdict, said: Option<&str>) -> StepRe
             let wanted = s.wanted.map_or("all".to_string(), |n| n.to_string());
             details.push(match &s.together {
                 None => format!(
-                    "{}: request {} ({}) wants {wanted}, {} match, {} free{}",
+                    "{}: request {} ({}) wants {wanted}; {} device(s) match, {} of them free{}",
                     s.node,
                     s.request,
                     s.class,
@@ -153,6 +153,15 @@ pub(super) fn report(pod: &Pod, v: &ClaimsVerdict, said: Option<&str>) -> StepRe
         // all in it), and the class of each request short somewhere.
         for (request, selectors) in &v.request_selectors {
             details.extend(selectors.iter().map(|selector| format!("selector of {request}: {selector}")));
+        }
+        if !v.published.is_empty() {
+            let what: Vec<String> = v
+                .published
+                .iter()
+                .take(NODES_NAMED)
+                .map(|(what, devices, nodes)| format!("{devices} {what} on {nodes} node(s)"))
+                .collect();
+            details.push(format!("the nodes publish: {}", what.join(", ")));
         }
         let mut classes_said: Vec<&str> = Vec::new();
         for s in &named {
