@@ -1069,3 +1069,19 @@ fn a_dra_nodes_detail_counts_the_gpus_its_pods_claims_hold() {
         "{screen}"
     );
 }
+
+/// `m` on a node whose GPUs come through DRA and that no MIG manager
+/// labels: it says so and why, with the product the slices publish (it had
+/// said `no MIG configs known for this GPU (unknown product)`).
+#[test]
+fn repartitioning_a_dra_node_says_why_there_is_nothing_to_change() {
+    let v = views("dra-claims");
+    let no = kgpu::actions::choose::mig_configs(&v.snap, kgpu::model::Sym::new("h100-dra-02")).unwrap_err();
+    assert!(
+        no.words().starts_with(
+            "h100-dra-02 publishes its GPUs through DRA (NVIDIA H100 80GB HBM3) and has no nvidia.com/mig.config label"
+        ),
+        "{}",
+        no.words()
+    );
+}

@@ -34,9 +34,21 @@ impl NoAction {
 /// The MIG configs `node`'s GPU can be repartitioned to, named as the GPU
 /// Operator's default `mig-parted` config names them.
 pub fn mig_configs(snap: &Snapshot, node: Sym) -> Result<Vec<String>, NoAction> {
-    if crate::analysis::dra::DraIndex::build(snap).mig_gpus(&node).iter().any(|g| g.dynamic) {
+    let dra = crate::analysis::dra::DraIndex::build(snap);
+    if dra.mig_gpus(&node).iter().any(|g| g.dynamic) {
         return Err(NoAction::Cannot(format!(
             "{node}: NVIDIA's DRA driver makes its MIG partitions when a claim is allocated (DynamicMIG): there is no mig.config to change"
+        )));
+    }
+    // GPUs through DRA and no MIG manager's label: a mig.config written
+    // there would change nothing.
+    let labelled = snap.nodes.get(&node).is_some_and(|n| n.label(crate::model::keys::MIG_CONFIG).is_some());
+    if dra.gpus(&node).is_some() && !labelled {
+        let product = dra.devices_on(&node).iter().find_map(|d| d.nvidia_attribute("productName"));
+        return Err(NoAction::Cannot(format!(
+            "{node} publishes its GPUs through DRA ({}) and has no {} label: no MIG manager runs there that kgpu can see, so a MIG config would change nothing (MIG through DRA comes from NVIDIA's DRA driver: DynamicMIG)",
+            product.unwrap_or("product not published"),
+            crate::model::keys::MIG_CONFIG
         )));
     }
     let product = snap.nodes.get(&node).and_then(|n| n.gpu.product.clone());
