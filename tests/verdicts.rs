@@ -1214,6 +1214,11 @@ fn dra_features_kgpu_does_not_model_are_named_and_not_passed_off_as_verdicts() {
     );
     assert_eq!(step(extended, "fit")["verdict"], "pass", "{extended}");
     assert_eq!(step(extended, "device-plugin")["verdict"], "n/a", "{extended}");
+    // Its pass rests on devices with binding conditions, which kgpu does not
+    // model: not "the scheduler should place it", and nobody's verdict.
+    assert_eq!(extended["verdictSource"], "undecided", "{extended}");
+    assert!(extended["summary"].as_str().unwrap().starts_with("nothing blocks it as kgpu reads it, but"), "{extended}");
+    assert_eq!(extended["shape"], "1×1 example.com/gpu", "{extended}");
     let why = why(CASE, "ml/rerank-0");
     assert!(why.contains("kgpu does not model consumable capacity"), "{why}");
     assert!(why.contains("3. [ ?? ] DRA resource claims: kgpu cannot tell"), "{why}");

@@ -208,6 +208,8 @@ pub(super) fn report(pod: &Pod, v: &ClaimsVerdict, said: Option<&str>) -> StepRe
             }
         },
         (Some((feature, _)), true, _) => {
+            // A pass that rests on what kgpu does not model is nobody's word either.
+            said_by = Some(super::VerdictSource::Undecided);
             format!("{summary} (as kgpu reads them; it does not model the {} in use)", feature.short())
         }
         _ => summary,

@@ -517,6 +517,9 @@ fn shape_text(requests: &Resources, pods: u32) -> String {
         format!("{pods}×{}", requests.gpu)
     } else if let Some((profile, n)) = requests.mig().next() {
         if n > 1 { format!("{pods}×{n}·{profile}") } else { format!("{pods}×{profile}") }
+    } else if let Some((name, n)) = requests.extended.iter().find(|(name, _)| name.as_str().contains('/')) {
+        // Another vendor's device (`example.com/gpu`), not "cpu".
+        format!("{pods}×{n} {name}")
     } else {
         format!("{pods}×cpu")
     }
@@ -609,6 +612,9 @@ fn pod_item<'a>(index: &Index<'a>, memo: &mut Memo<'a>, pod: &Pod) -> PendingIte
         } else if !claims.unresolved.is_empty() && pod.requests.gpu == 0 {
             // What a claim that does not exist asks for is unknown.
             item.shape = "1×? DRA".into();
+        } else if !pod.claims.is_empty() && item.shape.ends_with("×cpu") {
+            // Its claims ask devices that are not NVIDIA GPUs.
+            item.shape = "1×DRA devices".into();
         }
         steps.push(claim_step::report(pod, claims, scheduler.as_deref()));
     }
@@ -747,11 +753,18 @@ fn gang_item<'a>(
 
 fn finish(item: &mut PendingItem, steps: Vec<StepReport>, fit: &FitResult) {
     let blocking = steps.iter().find(|s| s.verdict == Verdict::Block);
+    // A step passed on kgpu's reading of what it does not model.
+    let unsure = steps.iter().find(|s| s.verdict == Verdict::Pass && s.said_by == Some(VerdictSource::Undecided));
     item.blocking = blocking.map(|s| s.step);
-    item.verdict_source = blocking.and_then(|s| s.said_by).unwrap_or_default();
-    item.summary = match blocking {
-        Some(s) => format!("{}: {}", s.step.title(), s.summary),
-        None => "nothing blocks it: the scheduler should place it on its next attempt".into(),
+    item.verdict_source =
+        blocking.and_then(|s| s.said_by).or(unsure.and(Some(VerdictSource::Undecided))).unwrap_or_default();
+    item.summary = match (blocking, unsure) {
+        (Some(s), _) => format!("{}: {}", s.step.title(), s.summary),
+        (None, Some(s)) => format!(
+            "nothing blocks it as kgpu reads it, but its {} step rests on what kgpu does not model: the scheduler's next attempt decides",
+            s.step.title()
+        ),
+        (None, None) => "nothing blocks it: the scheduler should place it on its next attempt".into(),
     };
     item.unblock = steps
         .iter()
