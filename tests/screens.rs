@@ -1085,3 +1085,32 @@ fn repartitioning_a_dra_node_says_why_there_is_nothing_to_change() {
         no.words()
     );
 }
+
+/// `:why` with a name that is not pending says whether it exists at all (a
+/// typo read the same as a placed pod).
+#[test]
+fn why_of_a_name_that_is_not_pending_says_whether_it_exists() {
+    let v = views("default");
+    for (target, said) in
+        [("ml/no-such-pod", "does not exist (namespace/name)"), ("kube-system/nope", "does not exist")]
+    {
+        let mut app = App::new(false, "dark", true);
+        key(&mut app, &v, KeyCode::Char(':'));
+        for c in format!("why {target}").chars() {
+            key(&mut app, &v, KeyCode::Char(c));
+        }
+        key(&mut app, &v, KeyCode::Enter);
+        let screen = format!("{}", render(&mut app, &v, "default", 200, 60).backend());
+        assert!(screen.contains(&format!("{target} {said}")), "{screen}");
+    }
+    let running = v.snap.pods.values().find(|p| p.node.is_some()).expect("a placed pod");
+    let target = format!("{}/{}", running.namespace, running.name);
+    let mut app = App::new(false, "dark", true);
+    key(&mut app, &v, KeyCode::Char(':'));
+    for c in format!("why {target}").chars() {
+        key(&mut app, &v, KeyCode::Char(c));
+    }
+    key(&mut app, &v, KeyCode::Enter);
+    let screen = format!("{}", render(&mut app, &v, "default", 200, 60).backend());
+    assert!(screen.contains(&format!("{target} is not pending")), "{screen}");
+}

@@ -288,7 +288,15 @@ impl App {
                         self.drill = Some(p.display_name());
                         self.drill_scroll = 0;
                     }
-                    None => self.notify(format!("{target} is not pending"), true),
+                    None => {
+                        // As the command line says it: a typo reads the same as a placed pod.
+                        let exists = target.split_once('/').is_some_and(|(ns, name)| {
+                            views.snap.pods.values().any(|p| p.namespace.as_str() == ns && &*p.name == name)
+                                || views.snap.gangs.values().any(|g| g.namespace.as_str() == ns && &*g.name == name)
+                        });
+                        let what = if exists { "is not pending" } else { "does not exist (namespace/name)" };
+                        self.notify(format!("{target} {what}"), true)
+                    }
                 }
             }
             Ok(palette::PaletteCommand::Filter(text)) => {

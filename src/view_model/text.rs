@@ -57,7 +57,21 @@ pub fn render(snap: &Snapshot, a: &Analysis, section: Option<Section>, waves: Op
         let _ = writeln!(out, "scenario: {} — {}", s.name, s.title);
     }
     let feeds = super::feeds::health(snap, a.now);
-    for h in &feeds {
+    // Feeds whose API is not there, one line per reason (a dump without
+    // Kueue or Volcano objects listed fourteen lines of them first).
+    let mut absent: Vec<(String, Vec<&str>)> = Vec::new();
+    for h in feeds.iter().filter(|h| h.not_installed && !h.incomplete) {
+        let reason = h.reason.clone().unwrap_or_default();
+        match absent.iter_mut().find(|(r, _)| *r == reason) {
+            Some((_, names)) => names.push(h.feed.name()),
+            None => absent.push((reason, vec![h.feed.name()])),
+        }
+    }
+    for (reason, names) in absent.iter().filter(|(_, names)| names.len() > 1) {
+        let _ = writeln!(out, "feeds not installed ({reason}): {}", names.join(", "));
+    }
+    let grouped = |h: &FeedHealth| absent.iter().any(|(_, names)| names.len() > 1 && names.contains(&h.feed.name()));
+    for h in feeds.iter().filter(|h| !(h.not_installed && !h.incomplete && grouped(h))) {
         if h.incomplete {
             let why = if h.unavailable {
                 format!("{} ({})", h.state, h.reason.as_deref().unwrap_or(""))
