@@ -1114,3 +1114,16 @@ fn why_of_a_name_that_is_not_pending_says_whether_it_exists() {
     let screen = format!("{}", render(&mut app, &v, "default", 200, 60).backend());
     assert!(screen.contains(&format!("{target} is not pending")), "{screen}");
 }
+
+/// Nodes the GPU Operator's upgrade controller has not labelled (DRA nodes
+/// without the operator) read as such in the waves table, not `unknown
+/// unknown`.
+#[test]
+fn nodes_without_an_upgrade_label_say_so_in_the_waves_table() {
+    let v = views("dra-claims");
+    let mut app = App::new(false, "dark", true);
+    app.pane = Pane::Drivers;
+    let screen = format!("{}", render(&mut app, &v, "dra-claims", 200, 60).backend());
+    let row = screen.lines().find(|l| l.contains("h100-dra-01")).unwrap_or_else(|| panic!("{screen}"));
+    assert!(row.contains("no upgrade label") && !row.contains("unknown"), "{row}");
+}

@@ -128,8 +128,16 @@ fn draw_board(
         };
         vec![
             widgets::styled(widgets::fit_id(u.node.as_str(), 16), theme.style(Role::Text)),
-            widgets::styled(u.state_str(), theme.style(role)),
-            widgets::styled(u.seconds_in_state.map_or("unknown".into(), age), theme.style(Role::Dim)),
+            // No upgrade label (the operator's upgrade controller has not
+            // labelled it, as on a node without the GPU Operator): not "unknown".
+            widgets::styled(if u.state.is_some() { u.state_str() } else { "no upgrade label" }, theme.style(role)),
+            widgets::styled(
+                match (&u.state, u.seconds_in_state) {
+                    (None, _) => "-".into(),
+                    (Some(_), t) => t.map_or("unknown".into(), age),
+                },
+                theme.style(Role::Dim),
+            ),
             widgets::styled(
                 docs::upgrade_mark(u),
                 theme.style(if u.stuck || u.done_off_target { role } else { Role::Dim }),
