@@ -442,14 +442,22 @@ pub fn fragmentation_panel(f: &Fragmentation, shape: usize, tall: bool) -> Doc {
     ]);
     doc.pieces(vec![
         (Role::GpuFree, format!("usable free {}", s.usable_free)),
-        (Role::GpuStranded, format!("   stranded {}", s.stranded_free)),
+        // Free GPUs this shape cannot use where it may run: the header's
+        // stranded counts those no pending shape can use.
+        (Role::GpuStranded, format!("   stranded for it {}", s.stranded_free)),
     ]);
     doc.line(Role::Dim, format!("{} of {} free GPUs on whole free nodes", f.free_on_whole_nodes, f.free_total));
     let p = &f.plan;
     // The plan is for one target; under another shape, say whose it is
     // rather than show it as this shape's.
     let for_this_shape = p.target.as_deref() == Some(s.demand.name().as_str());
-    let other_shapes = vec![(Role::KeyHint, "[ ]".to_string()), (Role::Dim, " other shapes".to_string())];
+    // Two keys, not a checkbox (a newcomer read `[ ]` as one).
+    let other_shapes = vec![
+        (Role::KeyHint, "[".to_string()),
+        (Role::Dim, " or ".to_string()),
+        (Role::KeyHint, "]".to_string()),
+        (Role::Dim, " other shapes".to_string()),
+    ];
     match &p.status {
         PlanStatus::Found | PlanStatus::Impossible(_) if !for_this_shape => {
             doc.pieces(vec![
