@@ -1127,3 +1127,19 @@ fn nodes_without_an_upgrade_label_say_so_in_the_waves_table() {
     let row = screen.lines().find(|l| l.contains("h100-dra-01")).unwrap_or_else(|| panic!("{screen}"));
     assert!(row.contains("no upgrade label") && !row.contains("unknown"), "{row}");
 }
+
+/// The help says how every shape the SHAPE columns write reads.
+#[test]
+fn the_help_explains_every_shape_the_panes_write() {
+    let v = views("default");
+    let mut app = App::new(false, "dark", true);
+    key(&mut app, &v, KeyCode::Char('?'));
+    let mut seen = String::new();
+    for _ in 0..6 {
+        seen.push_str(&format!("{}", render(&mut app, &v, "default", 200, 60).backend()));
+        key(&mut app, &v, KeyCode::PageDown);
+    }
+    for shape in ["1×2 DRA MIG", "1×? DRA", "1×DRA devices", "1×1 example.com/gpu", "1×cpu + 4×8"] {
+        assert!(seen.contains(shape), "{shape} not in the help:\n{seen}");
+    }
+}

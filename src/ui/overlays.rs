@@ -148,16 +148,17 @@ pub fn draw(
     }
 }
 
-/// Rows `lines` take when wrapped to `width` columns.
 /// How a shape reads: pods × what each asks.
-const SHAPES: [(&str, &str); 7] = [
-    ("4×8", "4 pods of 8 GPUs each (nvidia.com/gpu, the device plugin)"),
+const SHAPES: [(&str, &str); 9] = [
+    ("4×8", "4 pods of 8 GPUs each (nvidia.com/gpu: a device plugin, or DRA where a class serves it)"),
     ("1×2g.20gb", "1 pod of one MIG slice of that profile"),
     ("1×2 DRA", "1 pod whose claims ask 2 GPUs through DRA (ResourceClaims)"),
     ("1×2 DRA MIG", "…2 MIG devices through DRA: partitions, free GPUs counted whole"),
     ("1×? DRA", "its claim or template is missing: what it asks is unknown"),
+    ("1×DRA devices", "1 pod whose claims ask devices that are not NVIDIA GPUs"),
+    ("1×1 example.com/gpu", "1 pod asking another vendor's extended resource"),
     ("1×cpu + 4×8", "a gang's pod sets: a launcher that asks no GPU, 4 workers"),
-    ("canonical", "what-if shapes the fragmentation map always weighs: 1×1, 1×8, 2×8, 4×8"),
+    ("canonical", "what-if shapes the fragmentation map always weighs: 1×1, 1×8, 2×8, 4×8 whole GPUs, however nodes offer them"),
 ];
 
 fn help(frame: &mut Frame, area: Rect, views: &Views, theme: &Theme, scroll: u16) -> u16 {
@@ -187,7 +188,7 @@ fn help(frame: &mut Frame, area: Rect, views: &Views, theme: &Theme, scroll: u16
     lines.push(Line::styled("shapes (SHAPE columns, the fragmentation map)", theme.style(Role::Header)));
     for (shape, meaning) in SHAPES {
         lines.push(Line::from(vec![
-            Span::styled(format!("  {shape:<17} "), theme.style(Role::Accent)),
+            Span::styled(format!("  {shape:<20} "), theme.style(Role::Accent)),
             Span::styled(meaning, theme.style(Role::Text)),
         ]));
     }
