@@ -1143,3 +1143,14 @@ fn the_help_explains_every_shape_the_panes_write() {
         assert!(seen.contains(shape), "{shape} not in the help:\n{seen}");
     }
 }
+
+/// A Fragmentation panel cut by the terminal's height says how much is
+/// hidden and where it is whole (at 80×24 the plan's reason ended
+/// mid-sentence with no mark).
+#[test]
+fn a_cut_fragmentation_panel_says_what_it_hides() {
+    let screen = pane_at("dra-claims", Pane::Fleet, 80, 24);
+    assert!(screen.contains("more line(s) (kgpu snapshot --pane fragmentation)"), "{screen}");
+    let screen = pane_at("dra-claims", Pane::Fleet, 200, 60);
+    assert!(!screen.contains("more line(s)"), "{screen}");
+}

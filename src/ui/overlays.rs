@@ -158,7 +158,10 @@ const SHAPES: [(&str, &str); 9] = [
     ("1×DRA devices", "1 pod whose claims ask devices that are not NVIDIA GPUs"),
     ("1×1 example.com/gpu", "1 pod asking another vendor's extended resource"),
     ("1×cpu + 4×8", "a gang's pod sets: a launcher that asks no GPU, 4 workers"),
-    ("canonical", "what-if shapes the fragmentation map always weighs: 1×1, 1×8, 2×8, 4×8 whole GPUs, however nodes offer them"),
+    (
+        "canonical",
+        "what-if shapes the fragmentation map always weighs: 1×1, 1×8, 2×8, 4×8 whole GPUs, however nodes offer them",
+    ),
 ];
 
 fn help(frame: &mut Frame, area: Rect, views: &Views, theme: &Theme, scroll: u16) -> u16 {

@@ -24,8 +24,17 @@ pub fn scrolled_text(frame: &mut Frame, area: Rect, lines: Vec<Line<'_>>, scroll
     let text = Paragraph::new(lines).wrap(Wrap { trim: false });
     let rows = u16::try_from(text.line_count(inner.width)).unwrap_or(u16::MAX);
     let scroll = scroll.min(rows.saturating_sub(inner.height));
+    // What the bottom edge hides, and how to reach it (a cut-off why view
+    // looked finished to a newcomer).
+    let below = rows.saturating_sub(scroll.saturating_add(inner.height));
+    let block = if below > 0 { block.title_bottom(more_below(below)) } else { block };
     frame.render_widget(text.scroll((scroll, 0)).block(block), area);
     scroll
+}
+
+/// The bottom-edge mark of a view with `below` rows further down.
+pub fn more_below(below: u16) -> Line<'static> {
+    Line::from(format!(" ↓ {below} more line(s): j/PgDn "))
 }
 
 /// A view model's text block as lines in `width` columns (commands hang

@@ -310,6 +310,16 @@ fn draw_panel(frame: &mut Frame, area: Rect, app: &App, views: &Views, theme: &T
         return;
     }
     let lines = widgets::doc(&panel, theme, area.width.saturating_sub(2) as usize);
-    let panel = Paragraph::new(lines).wrap(Wrap { trim: false }).block(block(" Fragmentation ", false, theme));
-    frame.render_widget(panel, area);
+    let text = Paragraph::new(lines).wrap(Wrap { trim: false });
+    let mut frame_block = block(" Fragmentation ", false, theme);
+    // Not scrollable: say that it is cut, and where it is whole.
+    let rows = text.line_count(area.width.saturating_sub(2));
+    let hidden = rows.saturating_sub(usize::from(area.height.saturating_sub(2)));
+    if hidden > 0 {
+        frame_block = frame_block.title_bottom(Line::styled(
+            format!(" ↓ {hidden} more line(s) (kgpu snapshot --pane fragmentation) "),
+            theme.style(Role::Dim),
+        ));
+    }
+    frame.render_widget(text.block(frame_block), area);
 }
