@@ -692,16 +692,21 @@ fn an_extended_resource_a_class_serves_is_a_claim_where_no_device_plugin_adverti
     assert_eq!(chain(&snap, "waiting").blocking, None);
 }
 
+/// A gang whose pods ask `nvidia.com/gpu` a class serves: the claims the
+/// scheduler would make for all its pods at once, as the fragmentation map
+/// searches them (a's two GPUs take two one-GPU pods, one two-GPU pod).
 #[test]
-fn a_gang_whose_gpus_come_through_a_class_is_not_passed_as_fitting() {
+fn a_gang_whose_gpus_come_through_a_class_fits_as_its_claims_do() {
     use crate::analysis::pending::{Step, Verdict, VerdictSource};
-    // dp full; a's two GPUs are room for the claims of two one-GPU pods, but
-    // kgpu weighs such claims pod by pod: for the gang it cannot tell.
     let item = chain(&served_both_ways(8, 1, true), "train");
     let fit = item.steps.iter().find(|s| s.step == Step::Fit).unwrap();
-    assert_eq!((fit.verdict, fit.said_by), (Verdict::Block, Some(VerdictSource::Undecided)), "{fit:?}");
-    assert_eq!(item.verdict_source, VerdictSource::Undecided);
-    assert!(fit.summary.starts_with("kgpu cannot tell"), "{}", fit.summary);
+    assert_eq!(fit.verdict, Verdict::Pass, "{fit:?}");
+    assert!(fit.summary.contains("the claims for its DRA-served GPUs included (room for 2)"), "{}", fit.summary);
+    let item = chain(&served_both_ways(8, 2, true), "train");
+    let fit = item.steps.iter().find(|s| s.step == Step::Fit).unwrap();
+    assert_eq!((fit.verdict, fit.said_by), (Verdict::Block, None), "{fit:?}");
+    assert_eq!(item.verdict_source, VerdictSource::Kgpu);
+    assert!(fit.summary.starts_with("room for 1 of the 2 pod(s) at once"), "{}", fit.summary);
 }
 
 /// The fragmentation map and the pending chain weigh the same devices: the

@@ -264,6 +264,10 @@ struct ShapeFindings {
 struct Memo<'a> {
     shapes: HashMap<DemandKey, ShapeFindings>,
     gang_demands: HashMap<GangKey, Demand>,
+    /// Each gang's room as the fragmentation map counted it (claims the
+    /// scheduler would make for DRA-served resources included): (pods at
+    /// once, pods it needs).
+    gang_room: HashMap<GangKey, (u64, u32)>,
     fleet: Option<FleetFacts>,
     /// The quota and gang steps of a pod outside queues and gangs.
     lone_pod_steps: Option<(StepReport, StepReport)>,
@@ -471,6 +475,7 @@ pub fn complete<'a>(
     for shape in &fragmentation.shapes {
         if let ShapeSource::Gang(key) = &shape.demand.source {
             memo.gang_demands.insert(key.clone(), shape.demand.clone());
+            memo.gang_room.insert(key.clone(), (shape.largest_gang, shape.demand.pods));
         }
     }
     let mut items: Vec<PendingItem> =
@@ -726,19 +731,36 @@ fn gang_item<'a>(
                 .into();
     }
     if fit.through_dra && fit_report.verdict == Verdict::Pass {
-        // The fit left its DRA-served resources to claims, which kgpu
-        // weighs pod by pod: for the gang nobody has weighed them.
-        fit_report.verdict = Verdict::Block;
-        fit_report.summary = match item.scheduler_message.as_deref() {
-            Some(message) => {
-                fit_report.said_by = Some(VerdictSource::Scheduler);
-                format!("the scheduler says: {}", message.trim()).into()
+        // The fit left its DRA-served resources to claims: the
+        // fragmentation map searched the claims the scheduler would make
+        // for all its pods at once.
+        match memo.gang_room.get(&summary.key) {
+            Some(&(room, pods)) if room >= u64::from(pods) => {
+                fit_report.summary =
+                    format!("{}, the claims for its DRA-served GPUs included (room for {room})", fit_report.summary)
+                        .into();
+            }
+            Some(&(room, pods)) => {
+                fit_report.verdict = Verdict::Block;
+                fit_report.summary = format!(
+                    "room for {room} of the {pods} pod(s) at once: the devices a DeviceClass serves their GPUs from (where nodes do not advertise them) are too few free"
+                )
+                .into();
             }
             None => {
-                fit_report.said_by = Some(VerdictSource::Undecided);
-                "kgpu cannot tell: its pods' extended resources come through DRA where nodes do not advertise them, and kgpu weighs such claims pod by pod, not for a gang".into()
+                fit_report.verdict = Verdict::Block;
+                fit_report.summary = match item.scheduler_message.as_deref() {
+                    Some(message) => {
+                        fit_report.said_by = Some(VerdictSource::Scheduler);
+                        format!("the scheduler says: {}", message.trim()).into()
+                    }
+                    None => {
+                        fit_report.said_by = Some(VerdictSource::Undecided);
+                        "kgpu cannot tell: its pods' GPUs come through DRA where nodes do not advertise them, and its shape is not known".into()
+                    }
+                };
             }
-        };
+        }
     }
     let mut device_plugin = fit.device_plugin.clone();
     if shape.is_none() && gang.pod_sets.iter().all(|set| set.requests.gpu == 0 && !set.claims.is_empty()) {
