@@ -14,7 +14,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DynamicObject, PostParams};
 use serde_json::{Value, json};
 use support::controlplane::ControlPlane;
-use support::kube::{client, dra_api, eventually, namespace};
+use support::kube::{client, dra_api, eventually, namespace, publish_h100s};
 
 const NS: &str = "dra-extended";
 
@@ -46,21 +46,7 @@ async fn a_pod_asking_nvidia_gpu_served_through_dra_is_counted_once() {
         "capacity": {"cpu": "64", "memory": "512Gi", "pods": "110"},
         "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "kubelet is posting ready status"}]}});
     nodes.patch_status("ext-0", &kube::api::PatchParams::default(), &kube::api::Patch::Merge(&status)).await.unwrap();
-    let devices: Vec<Value> = (0..4)
-        .map(|i| {
-            json!({"name": format!("gpu-{i}"),
-                "attributes": {"type": {"string": "gpu"}, "uuid": {"string": format!("GPU-ext-0-{i}")},
-                    "productName": {"string": "NVIDIA H100 80GB HBM3"}, "driverVersion": {"version": "580.95.5"}},
-                "capacity": {"memory": {"value": "80Gi"}}})
-        })
-        .collect();
-    create(
-        &dra_api(&client, "ResourceSlice", "resourceslices", None),
-        json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "ext-0-gpu.nvidia.com"},
-            "spec": {"driver": "gpu.nvidia.com", "nodeName": "ext-0",
-                "pool": {"name": "ext-0", "generation": 1, "resourceSliceCount": 1}, "devices": devices}}),
-    )
-    .await;
+    publish_h100s(&client, "ext-0").await;
     create(
         &dra_api(&client, "DeviceClass", "deviceclasses", None),
         json!({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu.nvidia.com"},

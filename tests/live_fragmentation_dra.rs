@@ -24,7 +24,7 @@ use kgpu::sources::kube::{client::Target, watch::Scope};
 use kube::api::{Api, DynamicObject, PostParams};
 use serde_json::{Value, json};
 use support::controlplane::ControlPlane;
-use support::kube::{client, dra_api, eventually, namespace};
+use support::kube::{client, dra_api, eventually, namespace, publish_h100s};
 
 const NS: &str = "frag-dra";
 const CASE: &str = "kgpu.dev/frag-dra";
@@ -53,21 +53,7 @@ async fn dra_node(client: &kube::Client, name: &str) {
         )
         .await
         .unwrap();
-    let devices: Vec<Value> = (0..4)
-        .map(|i| {
-            json!({"name": format!("gpu-{i}"),
-                "attributes": {"type": {"string": "gpu"}, "uuid": {"string": format!("GPU-{name}-{i}")},
-                    "productName": {"string": "NVIDIA H100 80GB HBM3"}, "driverVersion": {"version": "580.95.5"}},
-                "capacity": {"memory": {"value": "80Gi"}}})
-        })
-        .collect();
-    create(
-        &dra_api(client, "ResourceSlice", "resourceslices", None),
-        json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": format!("{name}-gpu.nvidia.com")},
-            "spec": {"driver": "gpu.nvidia.com", "nodeName": name,
-                "pool": {"name": name, "generation": 1, "resourceSliceCount": 1}, "devices": devices}}),
-    )
-    .await;
+    publish_h100s(client, name).await;
 }
 
 fn two_gpus() -> Value {

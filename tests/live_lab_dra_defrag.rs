@@ -27,7 +27,7 @@ use kgpu::analysis::{self, Thresholds};
 use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 use support::controlplane::ControlPlane;
-use support::kube::{client, dra_api, eventually, namespace};
+use support::kube::{client, dra_api, eventually, namespace, publish_h100s};
 
 /// One run: through claim templates, or through a class that serves
 /// `nvidia.com/gpu` (its nodes tainted, so that no other test's pod asking
@@ -103,21 +103,7 @@ async fn dra_node(client: &kube::Client, v: &Variant, name: &str) {
     }))
     .unwrap();
     nodes.create(&PostParams::default(), &node).await.unwrap();
-    let devices: Vec<Value> = (0..4)
-        .map(|i| {
-            json!({"name": format!("gpu-{i}"),
-                "attributes": {"type": {"string": "gpu"}, "uuid": {"string": format!("GPU-{name}-{i}")},
-                    "productName": {"string": "NVIDIA H100 80GB HBM3"}, "driverVersion": {"version": "580.95.5"}},
-                "capacity": {"memory": {"value": "80Gi"}}})
-        })
-        .collect();
-    create(
-        &dra_api(client, "ResourceSlice", "resourceslices", None),
-        json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": format!("{name}-gpu.nvidia.com")},
-            "spec": {"driver": "gpu.nvidia.com", "nodeName": name,
-                "pool": {"name": name, "generation": 1, "resourceSliceCount": 1}, "devices": devices}}),
-    )
-    .await;
+    publish_h100s(client, name).await;
 }
 
 async fn cordon(nodes: &Api<Node>, name: &str, on: bool) {

@@ -1091,27 +1091,24 @@ fn repartitioning_a_dra_node_says_why_there_is_nothing_to_change() {
 #[test]
 fn why_of_a_name_that_is_not_pending_says_whether_it_exists() {
     let v = views("default");
-    for (target, said) in
-        [("ml/no-such-pod", "does not exist (namespace/name)"), ("kube-system/nope", "does not exist")]
-    {
+    let said = |target: &str| {
         let mut app = App::new(false, "dark", true);
         key(&mut app, &v, KeyCode::Char(':'));
         for c in format!("why {target}").chars() {
             key(&mut app, &v, KeyCode::Char(c));
         }
         key(&mut app, &v, KeyCode::Enter);
-        let screen = format!("{}", render(&mut app, &v, "default", 200, 60).backend());
-        assert!(screen.contains(&format!("{target} {said}")), "{screen}");
+        format!("{}", render(&mut app, &v, "default", 200, 60).backend())
+    };
+    for (target, what) in
+        [("ml/no-such-pod", "does not exist (namespace/name)"), ("kube-system/nope", "does not exist")]
+    {
+        let screen = said(target);
+        assert!(screen.contains(&format!("{target} {what}")), "{screen}");
     }
     let running = v.snap.pods.values().find(|p| p.node.is_some()).expect("a placed pod");
     let target = format!("{}/{}", running.namespace, running.name);
-    let mut app = App::new(false, "dark", true);
-    key(&mut app, &v, KeyCode::Char(':'));
-    for c in format!("why {target}").chars() {
-        key(&mut app, &v, KeyCode::Char(c));
-    }
-    key(&mut app, &v, KeyCode::Enter);
-    let screen = format!("{}", render(&mut app, &v, "default", 200, 60).backend());
+    let screen = said(&target);
     assert!(screen.contains(&format!("{target} is not pending")), "{screen}");
 }
 

@@ -36,6 +36,28 @@ pub fn dra_api(client: &Client, kind: &str, plural: &str, ns: Option<&str>) -> A
     }
 }
 
+/// Publishes `node`'s four H100s as NVIDIA's DRA driver does: one
+/// ResourceSlice `<node>-gpu.nvidia.com` of whole GPUs with their uuid,
+/// product, driver version and memory.
+pub async fn publish_h100s(client: &Client, node: &str) {
+    let devices: Vec<serde_json::Value> = (0..4)
+        .map(|i| {
+            json!({"name": format!("gpu-{i}"),
+                "attributes": {"type": {"string": "gpu"}, "uuid": {"string": format!("GPU-{node}-{i}")},
+                    "productName": {"string": "NVIDIA H100 80GB HBM3"}, "driverVersion": {"version": "580.95.5"}},
+                "capacity": {"memory": {"value": "80Gi"}}})
+        })
+        .collect();
+    let slice = json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": format!("{node}-gpu.nvidia.com")},
+        "spec": {"driver": "gpu.nvidia.com", "nodeName": node,
+            "pool": {"name": node, "generation": 1, "resourceSliceCount": 1}, "devices": devices}});
+    let slice: kube::api::DynamicObject = serde_json::from_value(slice).expect("a ResourceSlice");
+    dra_api(client, "ResourceSlice", "resourceslices", None)
+        .create(&PostParams::default(), &slice)
+        .await
+        .expect("the ResourceSlice is created");
+}
+
 /// A unique name for this test's objects.
 pub fn unique(prefix: &str) -> String {
     static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
