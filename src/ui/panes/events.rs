@@ -37,7 +37,8 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, shown: &mut Viewport, view
         ];
         if wide {
             cells.push(widgets::styled(
-                if e.count > 1 { format!("x{}", e.count) } else { String::new() },
+                // Once is a count too: a blank read as a missing value.
+                format!("x{}", e.count.max(1)),
                 theme.style(Role::Dim),
             ));
         }
