@@ -41,6 +41,10 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
     for r in rows {
         line(r.iter().map(|s| s.as_str()).collect(), &mut out);
     }
+    if rows.is_empty() {
+        // A header alone read as output cut short.
+        out.push_str("(none)\n");
+    }
     out
 }
 
