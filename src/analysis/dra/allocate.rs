@@ -247,14 +247,14 @@ pub(super) fn usable(ix: &DraIndex<'_>, devices: &[SliceDevice<'_>]) -> Vec<bool
 
 /// [`usable`] where `held` says which devices a claim holds.
 pub(super) fn usable_given(devices: &[SliceDevice<'_>], held: impl Fn(&SliceDevice<'_>) -> bool) -> Vec<bool> {
-    let mut busy_gpus: HashSet<Sym> = HashSet::new();
-    let mut whole_taken: HashSet<Sym> = HashSet::new();
+    let mut busy_gpus: HashSet<&str> = HashSet::new();
+    let mut whole_taken: HashSet<&str> = HashSet::new();
     for d in devices {
         if held(d)
             && let Some(gpu) = d.physical_gpu()
         {
             if d.is_whole_gpu() {
-                whole_taken.insert(gpu.clone());
+                whole_taken.insert(gpu);
             }
             busy_gpus.insert(gpu);
         }

@@ -61,7 +61,7 @@ pub struct SliceDevice<'a> {
     pub device: &'a Device,
 }
 
-impl SliceDevice<'_> {
+impl<'a> SliceDevice<'a> {
     /// (driver, pool, device): how an allocation names it.
     pub fn id(&self) -> (Sym, Sym, Sym) {
         (self.slice.driver.clone(), self.slice.pool.clone(), self.device.name.clone())
@@ -69,7 +69,7 @@ impl SliceDevice<'_> {
 
     /// A string attribute in NVIDIA's driver domain (`type`, `uuid`,
     /// `productName`, ...).
-    pub fn nvidia_attribute(&self, name: &str) -> Option<&str> {
+    pub fn nvidia_attribute(&self, name: &str) -> Option<&'a str> {
         // Compared in its two parts: this runs for every device of every
         // search, and a formatted key per call was a tenth of the time.
         let qualified = |k: &str| {
@@ -84,14 +84,15 @@ impl SliceDevice<'_> {
     }
 
     /// The physical GPU this device is or is part of, for NVIDIA's driver.
-    pub fn physical_gpu(&self) -> Option<Sym> {
+    /// Borrowed, not interned: the allocator's search asks it of every
+    /// device for every node's room.
+    pub fn physical_gpu(&self) -> Option<&'a str> {
         if self.slice.driver.as_str() != NVIDIA_GPU_DRIVER {
             return None;
         }
-        let attr = |name: &str| self.nvidia_attribute(name).map(Sym::new);
         match self.nvidia_attribute("type")? {
-            "gpu" => attr("uuid").or(Some(self.device.name.clone())),
-            "mig" => attr("parentUUID"),
+            "gpu" => self.nvidia_attribute("uuid").or(Some(self.device.name.as_str())),
+            "mig" => self.nvidia_attribute("parentUUID"),
             _ => None,
         }
     }
@@ -236,15 +237,15 @@ impl<'a> DraIndex<'a> {
     }
 
     fn count(&self, devices: &[SliceDevice<'a>]) -> DraGpus {
-        let mut allocated: HashSet<Sym> = HashSet::new();
-        let mut tainted: HashSet<Sym> = HashSet::new();
-        let mut all: HashSet<Sym> = HashSet::new();
-        let mut whole: HashSet<Sym> = HashSet::new();
+        let mut allocated: HashSet<&str> = HashSet::new();
+        let mut tainted: HashSet<&str> = HashSet::new();
+        let mut all: HashSet<&str> = HashSet::new();
+        let mut whole: HashSet<&str> = HashSet::new();
         for d in devices {
             let Some(gpu) = d.physical_gpu() else { continue };
-            all.insert(gpu.clone());
+            all.insert(gpu);
             if d.is_whole_gpu() {
-                whole.insert(gpu.clone());
+                whole.insert(gpu);
             }
             if self.allocated.contains_key(&d.id()) {
                 allocated.insert(gpu);
@@ -252,7 +253,7 @@ impl<'a> DraIndex<'a> {
                 tainted.insert(gpu);
             }
         }
-        let untainted: Vec<&Sym> = whole.iter().filter(|g| allocated.contains(*g) || !tainted.contains(*g)).collect();
+        let untainted: Vec<&&str> = whole.iter().filter(|g| allocated.contains(*g) || !tainted.contains(*g)).collect();
         let whole_free = untainted.iter().filter(|g| !allocated.contains(**g)).count() as u64;
         let tainted = tainted.difference(&allocated).count() as u64;
         DraGpus {

@@ -92,7 +92,9 @@ impl<'a> DraIndex<'a> {
             if d.is_whole_gpu() || d.nvidia_attribute("type") != Some("mig") {
                 continue;
             }
-            let (Some(uuid), Some(profile)) = (d.physical_gpu(), d.nvidia_attribute("profile")) else { continue };
+            let (Some(uuid), Some(profile)) = (d.physical_gpu().map(Sym::new), d.nvidia_attribute("profile")) else {
+                continue;
+            };
             let gpu = gpus.entry(uuid.clone()).or_insert_with(|| MigGpu {
                 uuid,
                 index: minor(d.device.name.as_str()),
