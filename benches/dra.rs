@@ -18,8 +18,7 @@ use kgpu::analysis::index::Index;
 use kgpu::analysis::{self, Thresholds, fragmentation};
 use kgpu::model::build::{node, pod};
 use kgpu::model::dra::{
-    AllocatedDevice, Amount, AttributeValue, Device, DeviceClass, DeviceRequest, ExactRequest, ResourceClaim,
-    ResourceSlice,
+    AllocatedDevice, AttributeValue, Device, DeviceClass, DeviceRequest, ExactRequest, ResourceClaim, ResourceSlice,
 };
 use kgpu::model::{ClaimSource, Cluster, DraObject, ModelEvent, Object, PodClaim, SourceInfo, SourceKind, Sym};
 
@@ -48,33 +47,11 @@ fn gpu(node: &str, minor: usize) -> Device {
 }
 
 fn template(name: &str, count: u64) -> ResourceClaim {
-    ResourceClaim {
-        namespace: Sym::new("ml"),
-        name: name.into(),
-        template: true,
-        requests: Box::new([DeviceRequest {
-            name: Sym::new("gpu"),
-            alternatives: Box::new([(
-                Sym::new("gpu"),
-                ExactRequest {
-                    class: Sym::new(DRIVER),
-                    selectors: Box::new([]),
-                    amount: Amount::Count(count),
-                    tolerates_taints: false,
-                    admin_access: false,
-                },
-            )]),
-        }]),
-        constraints: Box::new([]),
-        allocated: Box::new([]),
-        allocated_node: None,
-        reserved_for: Box::new([]),
-        owner_pod: None,
-        compute_domain: None,
-        unmodelled: Box::new([]),
-        deleting: false,
-        created: 0,
-    }
+    let request = DeviceRequest {
+        name: Sym::new("gpu"),
+        alternatives: Box::new([(Sym::new("gpu"), ExactRequest::count(DRIVER, count, Box::new([])))]),
+    };
+    ResourceClaim::asking(Sym::new("ml"), name, true, Box::new([request]))
 }
 
 fn claim_entry(template: &str, generated: Option<&str>) -> Box<[PodClaim]> {

@@ -183,6 +183,20 @@ pub enum Amount {
     All,
 }
 
+impl ExactRequest {
+    /// `count` devices of `class`, with these selectors, no taints
+    /// tolerated, no admin access.
+    pub fn count(class: &str, count: u64, selectors: Box<[Box<str>]>) -> ExactRequest {
+        ExactRequest {
+            class: Sym::new(class),
+            selectors,
+            amount: Amount::Count(count),
+            tolerates_taints: false,
+            admin_access: false,
+        }
+    }
+}
+
 /// One way to satisfy a request: a device class, selectors and an amount.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ExactRequest {
@@ -254,6 +268,26 @@ pub struct ResourceClaim {
 }
 
 impl ResourceClaim {
+    /// A claim (or a template's, with `template`) of these requests,
+    /// nothing allocated, reserved or owned yet.
+    pub fn asking(namespace: Sym, name: &str, template: bool, requests: Box<[DeviceRequest]>) -> ResourceClaim {
+        ResourceClaim {
+            namespace,
+            name: name.into(),
+            template,
+            requests,
+            constraints: Box::new([]),
+            allocated: Box::new([]),
+            allocated_node: None,
+            reserved_for: Box::new([]),
+            owner_pod: None,
+            compute_domain: None,
+            unmodelled: Box::new([]),
+            deleting: false,
+            created: Timestamp::default(),
+        }
+    }
+
     pub fn is_allocated(&self) -> bool {
         !self.allocated.is_empty()
     }

@@ -5,11 +5,9 @@
 //! alternatives (`firstAvailable`) in order, within the claims' constraints
 //! and the pools' shared counters (`allocate.rs`).
 
-use std::sync::Arc;
-
 use crate::analysis::fit::{self, NodeReason, Shape};
 use crate::analysis::index::Index;
-use crate::model::dra::{Amount, DeviceClass, DeviceRequest, DraFeature, ExactRequest, ResourceClaim};
+use crate::model::dra::{DeviceClass, DeviceRequest, DraFeature, ExactRequest, ResourceClaim};
 use crate::model::{Node, Pod, Resources, Sym};
 
 use super::allocate::allocate_on;
@@ -161,33 +159,10 @@ impl<'a> ThroughDra<'a> {
         let requests: Box<[DeviceRequest]> = served
             .map(|(resource, class, amount)| DeviceRequest {
                 name: resource.clone(),
-                alternatives: Box::new([(
-                    resource.clone(),
-                    ExactRequest {
-                        class: Sym::new(&class.name),
-                        selectors: Box::new([]),
-                        amount: Amount::Count(*amount),
-                        tolerates_taints: false,
-                        admin_access: false,
-                    },
-                )]),
+                alternatives: Box::new([(resource.clone(), ExactRequest::count(&class.name, *amount, Box::new([])))]),
             })
             .collect();
-        (!requests.is_empty()).then(|| ResourceClaim {
-            namespace: namespace.clone(),
-            name: Arc::from(EXTENDED_CLAIM),
-            template: true,
-            requests,
-            constraints: Box::new([]),
-            allocated: Box::new([]),
-            allocated_node: None,
-            reserved_for: Box::new([]),
-            owner_pod: None,
-            compute_domain: None,
-            unmodelled: Box::new([]),
-            deleting: false,
-            created: 0,
-        })
+        (!requests.is_empty()).then(|| ResourceClaim::asking(namespace.clone(), EXTENDED_CLAIM, true, requests))
     }
 }
 

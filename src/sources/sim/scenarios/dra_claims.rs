@@ -8,8 +8,7 @@ use std::sync::Arc;
 
 use crate::model::build::{node, pod};
 use crate::model::dra::{
-    AllocatedDevice, Amount, AttributeValue, Device, DeviceClass, DeviceRequest, ExactRequest, ResourceClaim,
-    ResourceSlice,
+    AllocatedDevice, AttributeValue, Device, DeviceClass, DeviceRequest, ExactRequest, ResourceClaim, ResourceSlice,
 };
 use crate::model::{ClaimSource, DraObject, PodClaim, Sym};
 
@@ -112,32 +111,16 @@ fn slice(node: &str, gpus: u32) -> DraObject {
 }
 
 fn template(name: &str, count: u64, selectors: &[&str]) -> ResourceClaim {
+    let request = DeviceRequest {
+        name: Sym::new("gpu"),
+        alternatives: Box::new([(
+            Sym::new("gpu"),
+            ExactRequest::count(DRIVER, count, selectors.iter().map(|s| (*s).into()).collect()),
+        )]),
+    };
     ResourceClaim {
-        namespace: Sym::new("ml"),
-        name: name.into(),
-        template: true,
-        requests: Box::new([DeviceRequest {
-            name: Sym::new("gpu"),
-            alternatives: Box::new([(
-                Sym::new("gpu"),
-                ExactRequest {
-                    class: Sym::new(DRIVER),
-                    selectors: selectors.iter().map(|s| (*s).into()).collect(),
-                    amount: Amount::Count(count),
-                    tolerates_taints: false,
-                    admin_access: false,
-                },
-            )]),
-        }]),
-        constraints: Box::new([]),
-        allocated: Box::new([]),
-        allocated_node: None,
-        reserved_for: Box::new([]),
-        owner_pod: None,
-        compute_domain: None,
-        unmodelled: Box::new([]),
-        deleting: false,
         created: ago(60 * 24 * 7),
+        ..ResourceClaim::asking(Sym::new("ml"), name, true, Box::new([request]))
     }
 }
 
