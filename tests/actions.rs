@@ -504,6 +504,59 @@ async fn the_defrag_plan_places_the_gang_on_the_nodes_it_freed_and_releases_them
     assert!(v.analysis.pending.is_empty(), "{:?}", v.analysis.pending.iter().map(|p| &p.name).collect::<Vec<_>>());
 }
 
+/// On DRA nodes the plan's goal is the same: the moved pods' claims are
+/// made again and allocated elsewhere, and the target's claim gets the
+/// whole node the plan freed.
+#[tokio::test]
+async fn the_defrag_plan_frees_a_dra_node_and_the_targets_claim_gets_it() {
+    use kgpu::model::{DraObject, PodKey};
+    let mut d = demo("dra-claims");
+    d.synced().await;
+    let request = plan_action(&d);
+    let Action::RunPlan { target: PlanTarget::Pod(target), reserve, evictions, .. } = request.action.clone() else {
+        panic!("{request:?}")
+    };
+    assert_eq!(target, PodKey::new("ml", "finetune-70b-0"));
+    assert_eq!((reserve.len(), evictions.len()), (1, 2), "{reserve:?} {evictions:?}");
+    d.executor.run(request).await;
+    let (text, error) = d.last_report().await;
+    assert!(!error, "{text}");
+    assert!(text.contains("placed on"), "{text}");
+    d.until("the reservation released", |s| reserved_nodes(s).is_empty()).await;
+    let snap = d.snapshots.borrow().clone();
+    let pod = &snap.pods[&target];
+    assert_eq!(pod.node.as_ref(), Some(&reserve[0]));
+    // Its claim holds eight devices of the node it was placed on.
+    let generated = pod.claims[0].generated.clone().expect("its claim's name");
+    let claim = snap
+        .dra
+        .values()
+        .find_map(|o| match &**o {
+            DraObject::Claim(c) if c.name == generated && !c.template => Some(c.clone()),
+            _ => None,
+        })
+        .expect("its claim");
+    assert_eq!((claim.allocated_node.as_ref(), claim.allocated.len()), (Some(&reserve[0]), 8));
+    assert!(claim.reserved_for.contains(&pod.name));
+    // The moved pods run again elsewhere with claims of their own.
+    for evicted in &evictions {
+        assert!(!snap.pods.contains_key(evicted), "{} evicted", evicted.name);
+    }
+    let moved = snap
+        .pods
+        .values()
+        .filter(|p| p.owner.as_ref().is_some_and(|o| o.name.as_str() == "embed-5d8c7"))
+        .filter(|p| p.node.as_ref().is_some_and(|n| *n != reserve[0]))
+        .count();
+    assert_eq!(moved, 6, "every embed replica runs off the freed node");
+    let audit = d.audit();
+    assert_eq!(audit.last().unwrap()["result"], "ok");
+    // finetune-70b no longer waits; the H200 claim still does.
+    let v = Views::build(snap.clone(), snap.clock, &Thresholds::default(), None);
+    let names: Vec<_> = v.analysis.pending.iter().map(|p| p.name.to_string()).collect();
+    assert_eq!(names, ["llm-serve-7f9c4-x2kq8"]);
+}
+
 #[tokio::test]
 async fn a_cancelled_defrag_plan_leaves_no_reservation_behind() {
     let mut d = demo("fragmented");
@@ -641,6 +694,83 @@ async fn a_demo_drain_moves_the_pods_elsewhere_and_they_run() {
     })
     .await;
     assert!(d.snapshots.borrow().nodes[&node].unschedulable);
+}
+
+/// A drained DRA node's pods come back with claims of their own, made from
+/// their template and allocated on another node; the old claims go with
+/// the old pods, and nothing holds the drained node's devices.
+#[tokio::test]
+async fn a_demo_drain_of_a_dra_node_moves_the_claims_with_the_pods() {
+    use kgpu::model::{DraObject, PodPhase};
+    let mut d = demo("dra-claims");
+    d.synced().await;
+    let node = Sym::new("h100-dra-02");
+    let before: Vec<String> = d
+        .snapshots
+        .borrow()
+        .pods
+        .values()
+        .filter(|p| p.node.as_ref() == Some(&node) && !p.claims.is_empty())
+        .map(|p| p.name.to_string())
+        .collect();
+    assert_eq!(before.len(), 4, "the scenario's embed pods");
+    d.executor
+        .run(ActionRequest {
+            action: Action::Drain { node: node.clone(), gpu_only: true, force: false },
+            dry_run: false,
+        })
+        .await;
+    let (text, error) = d.last_report().await;
+    assert!(!error, "{text}");
+    assert!(text.contains("all gone, replacements: "), "{text}");
+    let claims_of = |s: &Snapshot| -> Vec<kgpu::model::dra::ResourceClaim> {
+        s.dra
+            .values()
+            .filter_map(|o| match &**o {
+                DraObject::Claim(c) if !c.template => Some(c.clone()),
+                _ => None,
+            })
+            .collect()
+    };
+    d.until("four embed replacements running on h100-dra-03 with their claims", |s| {
+        let running: Vec<_> = s
+            .pods
+            .values()
+            .filter(|p| p.name.starts_with("embed-5d8c7-") && p.phase == PodPhase::Running)
+            .filter(|p| p.node.as_ref().is_some_and(|n| n.as_str() == "h100-dra-03"))
+            .collect();
+        running.len() == 6
+            && running.iter().all(|p| {
+                claims_of(s).iter().any(|c| {
+                    c.reserved_for.contains(&p.name)
+                        && c.allocated_node.as_ref().is_some_and(|n| n.as_str() == "h100-dra-03")
+                        && c.allocated.len() == 1
+                })
+            })
+    })
+    .await;
+    let snap = d.snapshots.borrow().clone();
+    let claims = claims_of(&snap);
+    for old in &before {
+        assert!(
+            !claims.iter().any(|c| c.owner_pod.as_deref() == Some(old.as_str())),
+            "the claim made for {old} went with it"
+        );
+    }
+    assert!(!claims.iter().any(|c| c.allocated_node.as_ref() == Some(&node)), "nothing holds {node}'s devices");
+    // The six claims on h100-dra-03 hold six different GPUs.
+    let mut devices: Vec<_> = claims
+        .iter()
+        .filter(|c| c.allocated_node.as_ref().is_some_and(|n| n.as_str() == "h100-dra-03"))
+        .flat_map(|c| c.allocated.iter().map(|a| a.device.clone()))
+        .collect();
+    devices.sort();
+    devices.dedup();
+    assert_eq!(devices.len(), 6);
+    // The Fleet counts them where they are.
+    let v = Views::build(snap.clone(), snap.clock, &Thresholds::default(), None);
+    let row = v.nodes.iter().find(|n| n.name.as_str() == "h100-dra-03").expect("the node's row");
+    assert_eq!(row.used_of(), (6, 8), "{}", row.used_text());
 }
 
 /// `kgpu defrag` of the fragmented demo's gang with --yes and the data dir

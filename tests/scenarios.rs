@@ -566,7 +566,10 @@ fn dra_claims_counts_published_gpus_and_blocks_the_h200_claim() {
     assert_eq!(p["blockingStep"], "claims");
     assert_eq!(p["agreesWithScheduler"], true, "{p}");
     assert!(p["summary"].as_str().unwrap().contains("no published device matches"), "{p}");
-    assert_eq!(doc["pending"].as_array().unwrap().len(), 1, "the placed claim pods are not pending");
+    assert_eq!(doc["pending"].as_array().unwrap().len(), 2, "the placed claim pods are not pending");
+    let finetune = pending(&doc, "finetune-70b-");
+    assert_eq!(finetune["blockingStep"], "claims");
+    assert_eq!(finetune["agreesWithScheduler"], true, "{finetune}");
     // The fragmentation section's 1-GPU what-if shape can use every free GPU, DRA's included.
     let shapes = doc["fragmentation"]["shapes"].as_array().unwrap();
     let one = shapes
@@ -574,14 +577,24 @@ fn dra_claims_counts_published_gpus_and_blocks_the_h200_claim() {
         .find(|s| s["gpusPerPod"] == 1 && s["pods"] == 1 && s["source"] == "canonical")
         .unwrap_or_else(|| panic!("{}", doc["fragmentation"]));
     assert_eq!(one["usableFree"], 18, "{one}");
-    // The pending pod is a shape of its own, through DRA: no device its claim
-    // matches, free or held, so nothing is usable or stranded for it, and
-    // the plan says freeing nodes would not help.
-    let serve = shapes.iter().find(|s| s["dra"] == true).unwrap_or_else(|| panic!("{}", doc["fragmentation"]));
+    // Each pending pod is a shape of its own, through DRA. The H200 claim
+    // matches no device, free or held: nothing is usable or stranded for it.
+    let shape = |pod: &str| {
+        shapes
+            .iter()
+            .find(|s| s["dra"] == true && s["source"].as_str().is_some_and(|f| f.contains(pod)))
+            .unwrap_or_else(|| panic!("{pod}: {}", doc["fragmentation"]))
+    };
+    let serve = shape("llm-serve-");
     assert_eq!((serve["fitsNow"].as_bool(), serve["usableFree"].as_u64()), (Some(false), Some(0)), "{serve}");
     assert_eq!(serve["strandedFree"], 0, "{serve}");
+    // The eight-H100 claim: the DRA nodes' 10 free GPUs are stranded for
+    // it, and the plan frees h100-dra-03 by moving its two embed pods.
+    let eight = shape("finetune-70b-");
+    assert_eq!((eight["fitsNow"].as_bool(), eight["strandedFree"].as_u64()), (Some(false), Some(10)), "{eight}");
     let plan = &doc["fragmentation"]["planSummary"];
-    assert!(plan["reason"].as_str().is_some_and(|r| r.contains("freeing nodes would not help")), "{plan}");
+    assert_eq!(plan["status"], "found", "{plan}");
+    assert_eq!((plan["evictions"].as_u64(), plan["nodesFreed"].clone()), (Some(2), serde_json::json!(["h100-dra-03"])));
     // Usage finds who holds the DRA GPUs in the claims (the agent's kubelet
     // view names no pod for them): 22 held, as the header's 22 in use.
     let u = &doc["utilization"];

@@ -1146,8 +1146,8 @@ fn the_help_explains_every_shape_the_panes_write() {
 /// mid-sentence with no mark).
 #[test]
 fn a_cut_fragmentation_panel_says_what_it_hides() {
-    let screen = pane_at("dra-claims", Pane::Fleet, 80, 24);
+    let screen = pane_at("taint-mismatch", Pane::Fleet, 80, 24);
     assert!(screen.contains("more line(s) (kgpu snapshot --pane fragmentation)"), "{screen}");
-    let screen = pane_at("dra-claims", Pane::Fleet, 200, 60);
+    let screen = pane_at("taint-mismatch", Pane::Fleet, 200, 60);
     assert!(!screen.contains("more line(s)"), "{screen}");
 }

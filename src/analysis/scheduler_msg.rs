@@ -20,10 +20,32 @@ pub const NO_PREEMPTION_VICTIMS: &str = "No preemption victims found for incomin
 /// DRA went GA (seen verbatim from the v1.36.3 scheduler in the live tests).
 pub const DRA_POST_FILTER: &str = "no new claims to deallocate";
 
+/// The DRA plugin's PostFilter for a pod with claims none of which it could
+/// deallocate (v1.36.3, seen in the live tests).
+pub const DRA_POST_FILTER_CLAIMS: &str = "still not schedulable";
+
 /// Builds a message from per-reason node counts, as kube-scheduler v1.36
 /// does: the sorted histogram, then the PostFilter messages joined by ", "
 /// (the DRA plugin's, then preemption's).
 pub fn format(total_nodes: usize, reasons: &BTreeMap<String, usize>, preemption: &BTreeMap<String, usize>) -> String {
+    format_after(total_nodes, reasons, preemption, DRA_POST_FILTER)
+}
+
+/// [`format`] for a pod with DRA claims ([`DRA_POST_FILTER_CLAIMS`]).
+pub fn format_with_claims(
+    total_nodes: usize,
+    reasons: &BTreeMap<String, usize>,
+    preemption: &BTreeMap<String, usize>,
+) -> String {
+    format_after(total_nodes, reasons, preemption, DRA_POST_FILTER_CLAIMS)
+}
+
+fn format_after(
+    total_nodes: usize,
+    reasons: &BTreeMap<String, usize>,
+    preemption: &BTreeMap<String, usize>,
+    dra: &str,
+) -> String {
     let mut msg = format!("0/{total_nodes} nodes are available:");
     let histogram = sorted_histogram(reasons);
     if !histogram.is_empty() {
@@ -31,10 +53,7 @@ pub fn format(total_nodes: usize, reasons: &BTreeMap<String, usize>, preemption:
     }
     let post = sorted_histogram(preemption);
     if !post.is_empty() {
-        msg.push_str(&format!(
-            " {DRA_POST_FILTER}, preemption: 0/{total_nodes} nodes are available: {}.",
-            post.join(", ")
-        ));
+        msg.push_str(&format!(" {dra}, preemption: 0/{total_nodes} nodes are available: {}.", post.join(", ")));
     }
     msg
 }

@@ -90,8 +90,22 @@ pub(super) struct Alternative<'p> {
     pub(super) matching: Vec<usize>,
 }
 
-/// Allocates every pending claim's requests from the node's devices, or
-/// says which request falls short. Selectors that fail are added to `errors`.
+/// A device an allocation gives one of the pending claims.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Given {
+    /// Index of the claim in the pending claims.
+    pub claim: usize,
+    /// The request's name, or `request/subrequest` (as `status.allocation` names it).
+    pub request: Sym,
+    /// Index into the node's devices.
+    pub device: usize,
+    /// Reached through admin access: the device stays free for others.
+    pub admin_access: bool,
+}
+
+/// Allocates every pending claim's requests from the node's devices (the
+/// devices each gets), or says which request falls short. Selectors that
+/// fail are added to `errors`.
 pub fn allocate_on(
     ix: &DraIndex<'_>,
     selectors: &mut Selectors,
@@ -99,14 +113,13 @@ pub fn allocate_on(
     devices: &[SliceDevice<'_>],
     pending: &[(String, &ResourceClaim)],
     errors: &mut Vec<(String, SelectorError)>,
-) -> Result<(), Refusal> {
+) -> Result<Vec<Given>, Refusal> {
     let slots = slots(ix, selectors, devices, pending, errors);
-    allocate_slots(ix, node, devices, pending, &slots, usable(ix, devices)).map(|_| ())
+    allocate_slots(ix, node, devices, pending, &slots, usable(ix, devices))
 }
 
 /// [`allocate_on`] with each request's matching devices found already, and
-/// which devices no claim holds (`usable`, or a plan's view of them):
-/// the devices the allocation takes (admin access aside), by index.
+/// which devices no claim holds (`usable`, or a plan's view of them).
 pub(super) fn allocate_slots(
     ix: &DraIndex<'_>,
     node: Sym,
@@ -114,7 +127,7 @@ pub(super) fn allocate_slots(
     pending: &[(String, &ResourceClaim)],
     slots: &[Slot<'_>],
     usable: Vec<bool>,
-) -> Result<Vec<usize>, Refusal> {
+) -> Result<Vec<Given>, Refusal> {
     let mut search = Search {
         ix,
         devices,
@@ -162,12 +175,20 @@ pub(super) fn allocate_slots(
         return Err(Refusal::Short(Box::new(short)));
     }
     if placed {
-        let admin: Vec<bool> = pending
+        let given = search
+            .holders
             .iter()
-            .map(|(_, c)| c.requests.iter().any(|r| r.alternatives.iter().any(|(_, e)| e.admin_access)))
+            .enumerate()
+            .flat_map(|(device, held)| {
+                held.iter().map(move |(claim, request, admin_access)| Given {
+                    claim: *claim,
+                    request: request.clone(),
+                    device,
+                    admin_access: *admin_access,
+                })
+            })
             .collect();
-        let taken = (0..devices.len()).filter(|&d| search.holders[d].iter().any(|&c| !admin[c])).collect();
-        return Ok(taken);
+        return Ok(given);
     }
     let cause = if search.steps > SEARCH_LIMIT {
         Together::SearchLimit
@@ -277,8 +298,9 @@ struct Search<'s, 'a> {
     devices: &'s [SliceDevice<'a>],
     claims: Vec<&'s ResourceClaim>,
     usable: Vec<bool>,
-    /// Per device, the pending claims the search gave it to.
-    holders: Vec<Vec<usize>>,
+    /// Per device, the pending claims the search gave it to: the claim,
+    /// the request (or `request/subrequest`), and whether by admin access.
+    holders: Vec<Vec<(usize, Sym, bool)>>,
     /// What the search's devices draw from each pool's counters.
     consumed: HashMap<PoolId, HashMap<CounterKey, i128>>,
     /// Per claim, per constraint: what it holds of the devices so far.
@@ -353,7 +375,7 @@ impl Search<'_, '_> {
     fn add(&mut self, slot: &Slot<'_>, alt: &Alternative<'_>, d: usize) -> Added {
         let device = self.devices[d];
         let free = if alt.exact.admin_access {
-            !self.holders[d].contains(&slot.claim)
+            !self.holders[d].iter().any(|(c, _, _)| *c == slot.claim)
         } else {
             self.usable[d] && self.holders[d].is_empty()
         };
@@ -383,7 +405,7 @@ impl Search<'_, '_> {
         for (key, amount) in device.consumption() {
             *counters.entry(key).or_default() += amount;
         }
-        self.holders[d].push(slot.claim);
+        self.holders[d].push((slot.claim, alt.name.clone(), alt.exact.admin_access));
         Added::Yes
     }
 

@@ -116,7 +116,7 @@ impl<'a> ThroughDra<'a> {
 
     /// The served resources this node does not advertise: those its
     /// devices must give.
-    fn here<'s>(&'s self, node: &'s Node) -> impl Iterator<Item = &'s (Sym, &'a DeviceClass, u64)> + 's {
+    pub(super) fn here<'s>(&'s self, node: &'s Node) -> impl Iterator<Item = &'s (Sym, &'a DeviceClass, u64)> + 's {
         self.served.iter().filter(|(resource, ..)| node.allocatable.get(resource.as_str()) == 0)
     }
 
@@ -298,8 +298,8 @@ pub fn verdict(index: &Index<'_>, selectors: &mut Selectors, pod: &Pod) -> Optio
             }
             Err(Refusal::Aborted(_)) => {}
             Err(Refusal::Short(short)) => v.shortfalls.push(Shortfall { fits_otherwise: reasons.is_empty(), ..*short }),
-            Ok(()) if reasons.is_empty() => v.nodes_fit.push(node_name),
-            Ok(()) => v.devices_only.push((node_name, reasons)),
+            Ok(_) if reasons.is_empty() => v.nodes_fit.push(node_name),
+            Ok(_) => v.devices_only.push((node_name, reasons)),
         }
     }
     if !v.shortfalls.is_empty() && v.shortfalls.iter().all(|s| s.matching == 0) && v.nodes_fit.is_empty() {

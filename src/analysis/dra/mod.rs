@@ -10,6 +10,7 @@ use crate::model::dra::{Amount, Device, DeviceClass, DraFeature, ExactRequest, R
 use crate::model::{ClaimSource, DraObject, Pod, Snapshot, Sym, TaintEffect};
 
 mod allocate;
+pub mod bind;
 pub mod cel;
 pub mod claims;
 pub mod partitions;

@@ -99,8 +99,8 @@ impl<'a> DraIndex<'a> {
         let pending: Vec<(String, &ResourceClaim)> = ask.per_pod.iter().map(|c| (c.name.to_string(), *c)).collect();
         let slots = slots(self, selectors, devices, &pending, &mut Vec::new());
         let open = usable_given(devices, |d| moves.held(self, d));
-        let taken = allocate_slots(self, node.clone(), devices, &pending, &slots, open).ok()?;
-        Some(taken.into_iter().map(|d| devices[d].id()).collect())
+        let given = allocate_slots(self, node.clone(), devices, &pending, &slots, open).ok()?;
+        Some(given.into_iter().filter(|g| !g.admin_access).map(|g| devices[g.device].id()).collect())
     }
 
     /// `claims` (a pod's `spec.resourceClaims` in `namespace`) as one more

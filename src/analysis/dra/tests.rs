@@ -738,3 +738,36 @@ fn the_fragmentation_map_counts_the_devices_the_class_selects_as_the_chain_does(
         claims.details
     );
 }
+
+/// What the scheduler writes as it binds: the pending claim's devices
+/// (never the one a claim holds, its request named), and for GPUs a class
+/// serves on a node that does not advertise them, the claim it makes.
+#[test]
+fn binding_allocates_the_free_devices_and_makes_the_claim_for_served_resources() {
+    use super::bind::allocation;
+    let snap = cluster(claim("wants", vec![exact("gpu.nvidia.com", 1)], &[]));
+    let index = Index::build(&snap, 0);
+    let waiting = snap.pods.values().find(|p| &*p.name == "waiting").unwrap();
+    // a's GPU is busy (a MIG device of it is held): nothing there.
+    assert_eq!(allocation(&index, &mut Selectors::default(), waiting, &snap.nodes[&Sym::new("a")]), None);
+    let b = allocation(&index, &mut Selectors::default(), waiting, &snap.nodes[&Sym::new("b")]).unwrap();
+    assert_eq!(b.extended, None);
+    let [(name, devices)] = b.claims.as_slice() else { panic!("{b:?}") };
+    assert_eq!(&**name, "wants");
+    let got: Vec<_> = devices.iter().map(|d| (d.request.as_str(), d.pool.as_str(), d.device.as_str())).collect();
+    assert_eq!(got, [("gpu/0", "b", "gpu-0")]);
+
+    // Two nvidia.com/gpu on a (no device plugin there): a claim of the class
+    // for both GPUs, and the requests leave the device plugin's tally.
+    let snap = served_both_ways(8, 2, false);
+    let index = Index::build(&snap, 0);
+    let waiting = index.snap.pods.values().find(|p| &*p.name == "waiting").unwrap();
+    let a = allocation(&index, &mut Selectors::default(), waiting, &snap.nodes[&Sym::new("a")]).unwrap();
+    let Some((served, made)) = &a.extended else { panic!("{a:?}") };
+    assert_eq!(served.gpu, 2);
+    assert_eq!((made.allocated_node.as_ref().map(Sym::as_str), made.allocated.len()), (Some("a"), 2));
+    assert!(made.allocated.iter().all(|d| d.request.as_str() == "nvidia.com/gpu"));
+    // On dp its device plugin serves them: no claim to make.
+    let dp = allocation(&index, &mut Selectors::default(), waiting, &snap.nodes[&Sym::new("dp")]).unwrap();
+    assert_eq!(dp, super::bind::Allocation::default());
+}

@@ -169,6 +169,7 @@ pub(super) fn replace_failed(sim: &mut SimCluster) {
         pod.unschedulable = None;
         pod.created = now;
         pod.transitioned = now;
+        super::claims::fresh(&mut pod);
         sim.add_pod(pod, plan);
         sim.bump();
     }
@@ -456,6 +457,7 @@ pub(super) fn command(sim: &mut SimCluster, command: Command) -> Result<String, 
                 fresh.unschedulable = None;
                 fresh.created = now;
                 fresh.transitioned = now;
+                super::claims::fresh(&mut fresh);
                 sim.add_pod(fresh, plan);
             }
             sim.bump();

@@ -7,6 +7,7 @@
 //! `ModelEvent`s — exactly what the live source does for a real cluster.
 
 pub mod catalog;
+mod claims;
 mod controllers;
 pub mod disguise;
 pub mod driver;
@@ -97,6 +98,8 @@ struct Dirty {
     gangs: BTreeSet<GangKey>,
     queues: BTreeSet<QueueKey>,
     events: BTreeSet<EventKey>,
+    /// Claims made, allocated, released or deleted.
+    dra: BTreeSet<crate::model::DraKey>,
 }
 
 /// A reconfiguration in flight on one node.
@@ -130,8 +133,9 @@ pub struct SimCluster {
     idle_holders: BTreeMap<PodKey, Timestamp>,
     /// GPU memory a pod uses (MiB), where a scenario says.
     gpu_memory: BTreeMap<PodKey, u64>,
-    /// DRA objects (slices, classes, claims, templates): the sim allocates
-    /// no claims; a scenario writes them allocated, as the scheduler left them.
+    /// DRA objects (slices, classes, claims, templates): the resourceclaim
+    /// controller (`claims.rs`) makes and releases claims, the scheduler
+    /// allocates them.
     dra: BTreeMap<crate::model::DraKey, crate::model::DraObject>,
     dirty: Dirty,
     seq: u64,
@@ -443,6 +447,7 @@ impl SimCluster {
         for _ in 0..64 {
             let before = self.seq;
             kueue::admit(self);
+            claims::sync(self);
             scheduler::schedule(self);
             controllers::start_bound_pods(self);
             if self.seq == before {
@@ -461,6 +466,7 @@ impl SimCluster {
         controllers::mig_manager(self);
         controllers::upgrades(self);
         kueue::admit(self);
+        claims::sync(self);
         scheduler::schedule(self);
         controllers::start_bound_pods(self);
         controllers::garbage_collect(self);
@@ -561,6 +567,12 @@ impl SimCluster {
             if let Some(e) = self.events.get(&k) {
                 out.push(ModelEvent::Upsert(Object::Event(e.clone())));
             }
+        }
+        for k in dirty.dra {
+            out.push(match self.dra.get(&k) {
+                Some(o) => ModelEvent::Upsert(Object::Dra(o.clone())),
+                None => ModelEvent::Delete(ObjectKey::Dra(k)),
+            });
         }
         out
     }

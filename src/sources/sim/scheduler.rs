@@ -1,15 +1,27 @@
 //! A simplified kube-scheduler: the default filters (through
 //! `analysis::fit`, in the scheduler's order), LeastAllocated spreading on
 //! cpu and memory as the default profile scores, and FailedScheduling
-//! messages in the real format. Pods of the `volcano` scheduler are placed
-//! all-or-nothing per PodGroup, as Volcano's gang plugin does.
+//! messages in the real format. Pods with DRA claims (or extended resources
+//! a DeviceClass serves) get their devices from the DynamicResources
+//! plugin's allocator (`analysis::dra::bind`). Pods of the `volcano`
+//! scheduler are placed all-or-nothing per PodGroup, as Volcano's gang
+//! plugin does.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
+use crate::analysis::dra::cel::Selectors;
+use crate::analysis::dra::claims::ThroughDra;
+use crate::analysis::dra::{PodClaimState, bind};
 use crate::analysis::fit::{self, Shape};
+use crate::analysis::index::Index;
 use crate::analysis::scheduler_msg::{self, NO_PREEMPTION_VICTIMS, PREEMPTION_NOT_HELPFUL};
 use crate::analysis::tally::Tally;
-use crate::model::{EventType, GangKind, Node, Pod, PodKey, Sym, Unschedulable};
+use crate::model::dra::ResourceClaim;
+use crate::model::{
+    ClaimSource, Cluster, DraKey, DraKind, DraObject, EventType, GangKind, ModelEvent, Node, Object, Pod, PodClaim,
+    PodKey, Snapshot, SourceInfo, SourceKind, Sym, Unschedulable,
+};
 
 use super::Involved;
 use super::SimCluster;
@@ -23,20 +35,34 @@ pub(super) fn schedule(sim: &mut SimCluster) {
             used.entry(n).or_default().add_pod(&p.requests);
         }
     }
-    // Pods with DRA claims are left as their scenario wrote them: the sim
-    // allocates no devices.
-    let mut queue: Vec<PodKey> = sim
-        .pods
-        .values()
-        .filter(|p| p.is_pending() && !p.gated && p.scheduler.is_none() && p.claims.is_empty())
-        .map(|p| p.key())
-        .collect();
+    let mut queue: Vec<PodKey> =
+        sim.pods.values().filter(|p| p.is_pending() && !p.gated && p.scheduler.is_none()).map(|p| p.key()).collect();
     queue.sort_by(|a, b| {
         let (pa, pb) = (&sim.pods[a], &sim.pods[b]);
         pb.priority.cmp(&pa.priority).then(pa.created.cmp(&pb.created)).then(a.cmp(b))
     });
+    // The nodes and DRA objects the DynamicResources plugin allocates from,
+    // made again after each allocation.
+    let mut dra: Option<(Snapshot, Selectors)> = None;
     for key in queue {
         let Some(pod) = sim.pods.get(&key) else { continue };
+        if !sim.dra.is_empty() {
+            let (snap, selectors) = dra.get_or_insert_with(|| (dra_snapshot(sim), Selectors::default()));
+            match place_with_claims(sim, &Index::build(snap, sim.now), selectors, pod, &used) {
+                Placement::WithoutClaims => {}
+                Placement::Bind(node, allocation) => {
+                    bind_claims(sim, &key, &node, *allocation);
+                    bind(sim, &key, node, &mut used);
+                    dra = None;
+                    continue;
+                }
+                Placement::Refused(message) => {
+                    mark_unschedulable(sim, &key, &message, "default-scheduler");
+                    continue;
+                }
+                Placement::Waiting => continue,
+            }
+        }
         match choose_node(sim, pod, &used) {
             Ok(node) => {
                 bind(sim, &key, node, &mut used);
@@ -95,6 +121,147 @@ fn choose_node(sim: &SimCluster, pod: &Pod, used: &HashMap<Sym, Tally>) -> Resul
             scheduler_msg::DRA_POST_FILTER
         )),
         None => Err(scheduler_msg::format(sim.nodes.len(), &reasons, &preemption)),
+    }
+}
+
+/// Where a pod with DRA claims (or extended resources a DeviceClass serves)
+/// goes, as the DynamicResources plugin allocates.
+enum Placement {
+    /// No claims, nothing served through DRA: the other filters decide.
+    WithoutClaims,
+    Bind(Sym, Box<bind::Allocation>),
+    Refused(String),
+    /// A claim or template does not exist yet: the scheduler's PreFilter
+    /// stops without a word (no event, no condition).
+    Waiting,
+}
+
+/// Nodes and DRA objects, what the allocator reads.
+fn dra_snapshot(sim: &SimCluster) -> Snapshot {
+    let mut c = Cluster::new(SourceInfo { kind: SourceKind::Demo, name: sim.info.name.clone() });
+    c.apply(ModelEvent::Clock(sim.now));
+    c.apply_all(sim.nodes.values().cloned().map(|n| ModelEvent::Upsert(Object::Node(n))));
+    c.apply_all(sim.dra.values().cloned().map(|d| ModelEvent::Upsert(Object::Dra(d))));
+    c.snapshot()
+}
+
+fn place_with_claims(
+    sim: &SimCluster,
+    index: &Index<'_>,
+    selectors: &mut Selectors,
+    pod: &Pod,
+    used: &HashMap<Sym, Tally>,
+) -> Placement {
+    let ix = index.dra();
+    let through_dra = ThroughDra::of(ix, &pod.requests);
+    if pod.claims.is_empty() && through_dra.is_empty() {
+        return Placement::WithoutClaims;
+    }
+    let states = ix.pod_claims(pod);
+    if states.iter().any(|s| !matches!(s, PodClaimState::Found(..))) {
+        return Placement::Waiting;
+    }
+    let pinned = states.iter().find_map(|s| match s {
+        PodClaimState::Found(_, claim) => claim.allocated_node.clone(),
+        _ => None,
+    });
+    let empty = Tally::default();
+    let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
+    let mut best: Option<(u64, Sym, Box<bind::Allocation>)> = None;
+    let mut resolvable = false;
+    for node in sim.nodes.values() {
+        let u = used.get(&node.name).unwrap_or(&empty);
+        // NodeResourcesFit leaves what DRA serves on this node to the claims.
+        let stripped = through_dra.requests_on(&pod.requests, node);
+        let shape = Shape { requests: stripped.as_ref().unwrap_or(&pod.requests), ..Shape::of(pod) };
+        let verdicts = fit::verdicts(&shape, node, u, &[]);
+        if !verdicts.is_empty() {
+            for r in fit::scheduler_view(&verdicts) {
+                resolvable |= !r.unresolvable();
+                *reasons.entry(r.scheduler_text()).or_default() += 1;
+            }
+            continue;
+        }
+        if pinned.as_ref().is_some_and(|p| *p != node.name) {
+            *reasons.entry(NOT_ON_NODE.to_string()).or_default() += 1;
+            continue;
+        }
+        match bind::allocation(index, selectors, pod, node) {
+            Some(allocation) => {
+                let score = least_allocated(node, u, pod);
+                if best.as_ref().is_none_or(|(s, n, _)| score > *s || score == *s && node.name < *n) {
+                    best = Some((score, node.name.clone(), Box::new(allocation)));
+                }
+            }
+            None => *reasons.entry(CANNOT_ALLOCATE.to_string()).or_default() += 1,
+        }
+    }
+    if let Some((_, node, allocation)) = best {
+        return Placement::Bind(node, allocation);
+    }
+    let victims = resolvable && sim.pods.values().any(|p| p.holds_resources() && p.priority < pod.priority);
+    let post = if victims { NO_PREEMPTION_VICTIMS } else { PREEMPTION_NOT_HELPFUL };
+    let preemption = BTreeMap::from([(post.to_string(), sim.nodes.len())]);
+    Placement::Refused(scheduler_msg::format_with_claims(sim.nodes.len(), &reasons, &preemption))
+}
+
+/// The DynamicResources plugin's words for a node that cannot allocate the
+/// pod's claims, and for a node other than the one a claim is allocated on.
+const CANNOT_ALLOCATE: &str = "cannot allocate all claims";
+const NOT_ON_NODE: &str = "resourceclaim not available on the node";
+
+/// Writes the allocation into the claims and the pod, as the scheduler's
+/// PreBind does: each claim allocated and reserved for the pod; the claim
+/// for its extended resources made, and named in the pod's status.
+fn bind_claims(sim: &mut SimCluster, key: &PodKey, node: &Sym, allocation: bind::Allocation) {
+    let Some(pod) = sim.pods.get(key) else { return };
+    let (namespace, pod_name) = (pod.namespace.clone(), pod.name.clone());
+    let names: Vec<Arc<str>> = pod
+        .claims
+        .iter()
+        .filter_map(|c| match &c.source {
+            ClaimSource::Claim(name) => Some(name.clone()),
+            _ => c.generated.clone(),
+        })
+        .collect();
+    for name in names {
+        let claim_key = DraKey { kind: DraKind::ResourceClaim, namespace: Some(namespace.clone()), name: name.clone() };
+        let Some(DraObject::Claim(claim)) = sim.dra.get_mut(&claim_key) else { continue };
+        if let Some((_, devices)) = allocation.claims.iter().find(|(n, _)| *n == name) {
+            claim.allocated = devices.clone().into_boxed_slice();
+            claim.allocated_node = Some(node.clone());
+        }
+        if !claim.reserved_for.contains(&pod_name) {
+            claim.reserved_for = claim.reserved_for.iter().cloned().chain([pod_name.clone()]).collect();
+        }
+        sim.dirty.dra.insert(claim_key);
+    }
+    if let Some((served, claim)) = allocation.extended {
+        let name = format!("{pod_name}-extended-resources-{}", sim.rng.suffix());
+        let made = ResourceClaim {
+            name: name.as_str().into(),
+            owner_pod: Some(pod_name.clone()),
+            reserved_for: Box::new([pod_name.clone()]),
+            created: sim.now,
+            ..claim
+        };
+        let object = DraObject::Claim(made);
+        sim.dirty.dra.insert(object.key());
+        sim.dra.insert(object.key(), object);
+        if let Some(pod) = sim.pods.get_mut(key) {
+            let resources: Vec<&str> = served.iter().map(|(name, _)| name).collect();
+            pod.requests = pod.requests.split_off(&resources).1;
+            pod.claims = pod
+                .claims
+                .iter()
+                .cloned()
+                .chain([PodClaim {
+                    name: Sym::new(&resources.join(",")),
+                    source: ClaimSource::ExtendedResources(served.clone()),
+                    generated: Some(name.as_str().into()),
+                }])
+                .collect();
+        }
     }
 }
 

@@ -21,7 +21,7 @@ use super::blocks::*;
 pub const SCENARIO: Scenario = Scenario {
     name: "dra-claims",
     title: "GPUs through DRA, and a claim no device matches",
-    story: "Three H100 nodes publish their GPUs through NVIDIA's DRA driver (ResourceSlices), two still use the device plugin. The new llm-serve deployment's ResourceClaimTemplate asks for productName == 'NVIDIA H200'; 18 GPUs sit free, 10 of them on the DRA nodes.",
+    story: "Three H100 nodes publish their GPUs through NVIDIA's DRA driver (ResourceSlices), two still use the device plugin. The new llm-serve deployment's ResourceClaimTemplate asks for productName == 'NVIDIA H200'; 18 GPUs sit free, 10 of them on the DRA nodes. finetune-70b's claim for eight H100s on one node waits too: none of the DRA nodes has eight free.",
     signal: "ml/llm-serve blocked at the claims step: no published device matches the class and selectors — cannot allocate all claims",
     manifests: include_str!("../../../../assets/scenarios/dra-claims/scenario.yaml"),
     build,
@@ -29,8 +29,6 @@ pub const SCENARIO: Scenario = Scenario {
 
 const DRIVER: &str = "gpu.nvidia.com";
 const PRODUCT: &str = "NVIDIA H100 80GB HBM3";
-/// The scheduler's word on a claim no node can allocate (v1.36.3, captured).
-const CANNOT_ALLOCATE: &str = "cannot allocate all claims";
 
 fn string(v: &str) -> AttributeValue {
     AttributeValue::String(v.into())
@@ -166,15 +164,8 @@ fn claim_pod(
         claim.allocated_node = Some(Sym::new(node));
         claim.reserved_for = Box::new([Arc::from(name)]);
     }
-    let key = sim.add_pod(p, PodPlan::default());
+    sim.add_pod(p, PodPlan::default());
     sim.add_dra(DraObject::Claim(claim));
-    if place.is_none() {
-        let nodes = sim.node_count();
-        let message = format!(
-            "0/{nodes} nodes are available: {nodes} {CANNOT_ALLOCATE}. still not schedulable, preemption: 0/{nodes} nodes are available: {nodes} Preemption is not helpful for scheduling."
-        );
-        super::super::scheduler::mark_unschedulable(sim, &key, &message, "default-scheduler");
-    }
 }
 
 fn build(sim: &mut SimCluster) {
@@ -223,4 +214,6 @@ fn build(sim: &mut SimCluster) {
         claim_pod(sim, &format!("embed-5d8c7-{i}"), ("ReplicaSet", "embed-5d8c7"), &one, Some((node, &[minor])));
     }
     claim_pod(sim, "llm-serve-7f9c4-x2kq8", ("ReplicaSet", "llm-serve-7f9c4"), &h200, None);
+    // Ten GPUs free on the DRA nodes, none with eight: the plan frees one.
+    claim_pod(sim, "finetune-70b-0", ("Job", "finetune-70b"), &eight, None);
 }
