@@ -179,7 +179,7 @@ pub fn verdict(index: &Index<'_>, selectors: &mut Selectors, pod: &Pod) -> Optio
         return None;
     }
     let mut v = ClaimsVerdict {
-        extended_advertised: index.nodes().any(|n| through_dra.advertised_on(n)),
+        extended_advertised: !through_dra.is_empty() && index.nodes().any(|n| through_dra.advertised_on(n)),
         ..ClaimsVerdict::default()
     };
     for (resource, class, amount) in &through_dra.served {
