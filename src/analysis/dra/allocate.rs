@@ -12,7 +12,7 @@ use crate::model::Sym;
 use crate::model::dra::{Amount, AttributeValue, DeviceConstraint, ExactRequest, ResourceClaim};
 
 use super::cel::{SelectorError, Selectors};
-use super::{CounterKey, DraIndex, PoolId, SliceDevice};
+use super::{CounterKey, DraIndex, PoolId, PoolProblem, SliceDevice};
 
 /// Devices the search may try on one node before it stops (the scheduler
 /// stops after 10 s by default); a node where it stops counts as short.
@@ -53,9 +53,32 @@ pub struct Shortfall {
 pub enum Refusal {
     Short(Box<Shortfall>),
     /// The scheduler's allocator stops with an error on this node, which
-    /// fails the pod's whole attempt (its words).
-    Aborted(String),
+    /// fails the pod's whole attempt.
+    Aborted(Abort),
 }
+
+/// An error that ends the scheduler's attempt, in its words.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Abort {
+    pub cause: AbortCause,
+    /// The allocator's error, as the scheduler writes it.
+    pub message: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AbortCause {
+    /// A request for all matching devices met one that breaks the claim's constraint.
+    AllBreaksConstraint,
+    /// A claim asks more devices than an allocation can hold
+    /// ([`ALLOCATION_RESULTS_MAX`]): no node can ever allocate it.
+    ClaimLimit { devices: u64 },
+    /// A request for all devices, on a node whose pool is being updated
+    /// (`invalid`: its slices contradict each other): "all" is not known.
+    PoolNotReady { pool: String, invalid: bool },
+}
+
+/// The most devices one claim's allocation holds (`AllocationResultsMaxSize`).
+pub const ALLOCATION_RESULTS_MAX: u64 = 32;
 
 /// Why requests that each find devices alone cannot have them all at once.
 #[derive(Clone, Debug, PartialEq)]
@@ -142,6 +165,9 @@ pub(super) fn allocate_slots(
     let shortfall = |search: &Search<'_, '_>, slot: &Slot<'_>, alt: &Alternative<'_>, together| {
         search.shortfall(node.clone(), &pending[slot.claim].0, alt, together)
     };
+    if let Some(abort) = before_search(ix, devices, pending, slots) {
+        return Err(Refusal::Aborted(abort));
+    }
     // Each request on its own first: the one that falls short is the answer.
     let mut alone = None;
     for slot in slots {
@@ -169,7 +195,7 @@ pub(super) fn allocate_slots(
         && slots.iter().flat_map(|s| &s.alternatives).any(|a| a.exact.amount == Amount::All);
     let placed = (alone.is_none() || may_abort) && search.place(slots, 0);
     if let Some(error) = search.aborted.take() {
-        return Err(Refusal::Aborted(error));
+        return Err(Refusal::Aborted(Abort { cause: AbortCause::AllBreaksConstraint, message: error }));
     }
     if let Some(short) = alone {
         return Err(Refusal::Short(Box::new(short)));
@@ -211,8 +237,67 @@ pub(super) fn allocate_slots(
     }
 }
 
+/// What the scheduler's allocator checks before it searches, in its order:
+/// a request for all devices needs every pool on the node ready (else it
+/// cannot know what "all" is); then a claim's fewest devices (each request
+/// at its smallest alternative, All at what it matches) must fit one
+/// allocation.
+fn before_search(
+    ix: &DraIndex<'_>,
+    devices: &[SliceDevice<'_>],
+    pending: &[(String, &ResourceClaim)],
+    slots: &[Slot<'_>],
+) -> Option<Abort> {
+    let all_asked = slots
+        .iter()
+        .flat_map(|s| s.alternatives.iter().map(move |a| (s, a)))
+        .find(|(_, a)| a.exact.amount == Amount::All);
+    if let Some((slot, alt)) = all_asked
+        && let Some((pool, problem)) = devices.iter().find_map(|d| Some((d.pool_id(), ix.pool_problem(&d.pool_id())?)))
+    {
+        let claim = pending[slot.claim].1;
+        let invalid = matches!(problem, PoolProblem::DuplicateDevice(_));
+        let pool = format!("{}/{}", pool.0, pool.1);
+        let state = if invalid { "currently invalid" } else { "currently being updated" };
+        return Some(Abort {
+            message: format!(
+                "claim {}/{}, request {}: asks for all devices, but resource pool {pool} is {state}",
+                claim.namespace, claim.name, alt.name
+            ),
+            cause: AbortCause::PoolNotReady { pool, invalid },
+        });
+    }
+    for (index, (_, claim)) in pending.iter().enumerate() {
+        let fewest: u64 = slots
+            .iter()
+            .filter(|s| s.claim == index)
+            .map(|s| {
+                s.alternatives
+                    .iter()
+                    .map(|a| match a.exact.amount {
+                        Amount::Count(n) => n,
+                        Amount::All => a.matching.len() as u64,
+                    })
+                    .min()
+                    .unwrap_or(0)
+            })
+            .sum();
+        if fewest > ALLOCATION_RESULTS_MAX {
+            return Some(Abort {
+                message: format!(
+                    "claim {}/{}: number of requested devices {fewest} exceeds the claim limit of {ALLOCATION_RESULTS_MAX}",
+                    claim.namespace, claim.name
+                ),
+                cause: AbortCause::ClaimLimit { devices: fewest },
+            });
+        }
+    }
+    None
+}
+
 /// The pending claims' requests, each alternative with the devices that
-/// match its class and selectors.
+/// match its class and selectors (none of a pool the scheduler does not
+/// allocate from: being updated, or invalid).
 pub(super) fn slots<'p>(
     ix: &DraIndex<'_>,
     selectors: &mut Selectors,
@@ -237,6 +322,9 @@ pub(super) fn slots<'p>(
                     let mut matching = Vec::new();
                     if class.is_some() {
                         for (i, d) in devices.iter().enumerate() {
+                            if ix.pool_problem(&d.pool_id()).is_some() {
+                                continue;
+                            }
                             match selectors.all_match(expressions.iter().copied(), d.slice.driver.as_str(), d.device) {
                                 Ok(true) => matching.push(i),
                                 Ok(false) => {}

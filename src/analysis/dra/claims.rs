@@ -10,8 +10,9 @@ use crate::analysis::index::Index;
 use crate::model::dra::{DeviceClass, DeviceRequest, DraFeature, ExactRequest, ResourceClaim};
 use crate::model::{Node, Pod, Resources, Sym};
 
+pub use super::PoolProblem;
 use super::allocate::allocate_on;
-pub use super::allocate::{Refusal, Shortfall, Together};
+pub use super::allocate::{ALLOCATION_RESULTS_MAX, Abort, AbortCause, Refusal, Shortfall, Together};
 use super::cel::{SelectorError, Selectors};
 use super::{PodClaimState, SliceDevice};
 
@@ -59,9 +60,13 @@ pub struct ClaimsVerdict {
     /// ([`RESERVED_FOR_MAX`]), none of them this one: it waits for one to go.
     pub claims_full: Vec<String>,
     /// The scheduler's allocator stops with an error on some node the pod
-    /// fits otherwise (All meeting a device that breaks a constraint): every
+    /// fits otherwise (All meeting a device that breaks a constraint, a
+    /// claim over the allocation limit, All on a pool not ready): every
     /// attempt fails, whatever other nodes offer.
-    pub aborted: Vec<String>,
+    pub aborted: Vec<Abort>,
+    /// Nodes publishing devices from a pool the scheduler allocates nothing
+    /// from now, with the pool (`driver/pool`) and why.
+    pub pools_not_ready: Vec<(Sym, String, PoolProblem)>,
     /// Extended resources it asks that DeviceClasses serve: (resource, class).
     pub extended: Vec<(Sym, Sym)>,
     /// Some node advertises one of them (its device plugin serves it there).
@@ -287,6 +292,15 @@ pub fn verdict(index: &Index<'_>, selectors: &mut Selectors, pod: &Pod) -> Optio
             continue;
         }
         let reasons = fits_otherwise(index, pod, node, &through_dra);
+        for d in devices {
+            let pool = d.pool_id();
+            if let Some(problem) = ix.pool_problem(&pool) {
+                let name = format!("{}/{}", pool.0, pool.1);
+                if !v.pools_not_ready.iter().any(|(n, p, _)| *n == node_name && *p == name) {
+                    v.pools_not_ready.push((node_name.clone(), name, problem.clone()));
+                }
+            }
+        }
         let mut asked = pending.clone();
         asked.extend(extended.as_ref().map(|c| (c.name.to_string(), c)));
         match allocate_on(ix, selectors, node_name.clone(), devices, &asked, &mut v.selector_errors) {

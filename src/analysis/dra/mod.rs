@@ -148,6 +148,19 @@ pub struct DraIndex<'a> {
     /// included, which no node's list has), with what they use.
     unmodelled: Vec<(SliceDevice<'a>, DraFeature)>,
     gpus: HashMap<Sym, DraGpus>,
+    /// Pools the scheduler allocates nothing from now.
+    pool_problems: HashMap<PoolId, PoolProblem>,
+}
+
+/// Why the scheduler's allocator skips a pool (`GatherPools`): it takes no
+/// device of it, and a request for all devices on its node fails.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PoolProblem {
+    /// Its newest generation has not as many slices as each says it has
+    /// (`resourceSliceCount`): the driver is still writing them.
+    Incomplete { slices: u64, expected: i64 },
+    /// Two of its slices publish a device of this name.
+    DuplicateDevice(Sym),
 }
 
 impl<'a> DraIndex<'a> {
@@ -202,10 +215,19 @@ impl<'a> DraIndex<'a> {
             }
         }
         ix.counters_left = ix.counters_left(snap, &newest);
+        ix.pool_problems = pool_problems(snap, &newest);
         let gpus: Vec<(Sym, DraGpus)> =
             ix.by_node.iter().map(|(node, devices)| (node.clone(), ix.count(devices))).collect();
         ix.gpus = gpus.into_iter().filter(|(_, g)| g.published > 0).collect();
         ix
+    }
+
+    /// Why the scheduler allocates nothing from this pool now; None when it does.
+    pub fn pool_problem(&self, pool: &PoolId) -> Option<&PoolProblem> {
+        if self.pool_problems.is_empty() {
+            return None;
+        }
+        self.pool_problems.get(pool)
     }
 
     /// Each pool's shared counters (from any of its newest slices) less what
@@ -543,6 +565,45 @@ impl<'a> DraIndex<'a> {
             })
             .sum()
     }
+}
+
+/// Each pool's newest generation checked as the scheduler's `GatherPools`
+/// does: all its slices there, and no device name twice.
+fn pool_problems(snap: &Snapshot, newest: &HashMap<PoolId, i64>) -> HashMap<PoolId, PoolProblem> {
+    /// One pool's newest generation as read so far.
+    #[derive(Default)]
+    struct Seen<'s> {
+        slices: u64,
+        expected: i64,
+        names: HashSet<&'s Sym>,
+        duplicate: Option<Sym>,
+    }
+    let mut pools: HashMap<PoolId, Seen<'_>> = HashMap::new();
+    for o in snap.dra.values() {
+        let DraObject::Slice(s) = &**o else { continue };
+        let pool = (s.driver.clone(), s.pool.clone());
+        if newest.get(&pool) != Some(&s.pool_generation) {
+            continue;
+        }
+        let seen = pools.entry(pool).or_insert_with(|| Seen { expected: s.slice_count, ..Seen::default() });
+        seen.slices += 1;
+        for d in s.devices.iter() {
+            if !seen.names.insert(&d.name) && seen.duplicate.is_none() {
+                seen.duplicate = Some(d.name.clone());
+            }
+        }
+    }
+    pools
+        .into_iter()
+        .filter_map(|(pool, seen)| {
+            let problem = if seen.slices as i64 != seen.expected {
+                PoolProblem::Incomplete { slices: seen.slices, expected: seen.expected }
+            } else {
+                PoolProblem::DuplicateDevice(seen.duplicate?)
+            };
+            Some((pool, problem))
+        })
+        .collect()
 }
 
 /// What the cluster's DRA objects use that kgpu does not model, each

@@ -375,8 +375,9 @@ fn all_meeting_a_constraint_aborts_and_distinct_compares_across_requests() {
     all.amount = Amount::All;
     let v = judge(&world(same(), vec![], claim_of(vec![("gpus", all)], constraint(true))));
     assert!(v.blocks() && v.nodes_fit.is_empty(), "{v:?}");
+    let messages: Vec<&str> = v.aborted.iter().map(|a| a.message.as_str()).collect();
     assert_eq!(
-        v.aborted,
+        messages,
         [
             "claim ml/wants, request gpus: cannot add device gpu.nvidia.com/same/gpu-1 because a claim constraint would not be satisfied"
         ]
@@ -770,4 +771,94 @@ fn binding_allocates_the_free_devices_and_makes_the_claim_for_served_resources()
     // On dp its device plugin serves them: no claim to make.
     let dp = allocation(&index, &mut Selectors::default(), waiting, &snap.nodes[&Sym::new("dp")]).unwrap();
     assert_eq!(dp, super::bind::Allocation::default());
+}
+
+/// One claim's allocation holds at most 32 devices: a claim for more fails
+/// every attempt with the allocator's error, however many are free (the
+/// scheduler checks it before any search; allocator_incubating.go).
+#[test]
+fn a_claim_for_more_devices_than_an_allocation_holds_aborts_every_attempt() {
+    use super::claims::{ALLOCATION_RESULTS_MAX, AbortCause};
+    let gpus = |n: usize| (0..n).map(|i| gpu_on_root(&format!("gpu-{i}"), &format!("U{i}"), "pci0000:15")).collect();
+    let v = judge(&world(
+        vec![slice("big", gpus(40))],
+        vec![],
+        claim_of(vec![("gpus", exact("gpu.nvidia.com", 40))], vec![]),
+    ));
+    assert!(v.blocks() && v.nodes_fit.is_empty(), "{v:?}");
+    assert_eq!(v.aborted.len(), 1, "{v:?}");
+    assert_eq!(v.aborted[0].cause, AbortCause::ClaimLimit { devices: 40 });
+    assert_eq!(v.aborted[0].message, "claim ml/wants: number of requested devices 40 exceeds the claim limit of 32");
+    // 32 fit; two requests of 20 do not (the claim's total counts).
+    let v = judge(&world(
+        vec![slice("big", gpus(40))],
+        vec![],
+        claim_of(vec![("gpus", exact("gpu.nvidia.com", ALLOCATION_RESULTS_MAX))], vec![]),
+    ));
+    assert_eq!(v.nodes_fit, [Sym::new("big")]);
+    let two = claim_of(vec![("a", exact("gpu.nvidia.com", 20)), ("b", exact("gpu.nvidia.com", 20))], vec![]);
+    assert_eq!(
+        judge(&world(vec![slice("big", gpus(40))], vec![], two)).aborted[0].cause,
+        AbortCause::ClaimLimit { devices: 40 }
+    );
+    // The chain says why no node will do.
+    let snap =
+        world(vec![slice("big", gpus(40))], vec![], claim_of(vec![("gpus", exact("gpu.nvidia.com", 40))], vec![]));
+    let item = chain(&snap, "waiting");
+    assert!(item.summary.contains("more than one claim can hold (32)"), "{}", item.summary);
+}
+
+/// The scheduler takes no device from a pool whose newest generation lacks
+/// some of its slices, or publishes a device name twice; a request for all
+/// devices on such a node fails the attempt (pools_incubating.go).
+#[test]
+fn a_pool_being_updated_or_invalid_gives_no_device() {
+    use super::claims::{AbortCause, PoolProblem};
+    let two = || vec![gpu_on_root("gpu-0", "U0", "pci0000:15"), gpu_on_root("gpu-1", "U1", "pci0000:15")];
+    let incomplete = || {
+        let DraObject::Slice(mut s) = slice("a", two()) else { unreachable!() };
+        s.slice_count = 2;
+        DraObject::Slice(s)
+    };
+    let wants_one = || claim_of(vec![("gpus", exact("gpu.nvidia.com", 1))], vec![]);
+    let v = judge(&world(
+        vec![incomplete(), slice("b", vec![gpu_on_root("gpu-0", "V0", "pci0000:15")])],
+        vec![],
+        wants_one(),
+    ));
+    assert_eq!(v.nodes_fit, [Sym::new("b")], "{v:?}");
+    assert_eq!(
+        v.pools_not_ready,
+        [(Sym::new("a"), "gpu.nvidia.com/a".to_string(), PoolProblem::Incomplete { slices: 1, expected: 2 })]
+    );
+    // A device name twice in the pool's slices: invalid.
+    let DraObject::Slice(mut again) = slice("a", two()) else { unreachable!() };
+    again.name = "a-gpu.nvidia.com-second".into();
+    let (DraObject::Slice(mut first), DraObject::Slice(mut second)) = (slice("a", two()), DraObject::Slice(again))
+    else {
+        unreachable!()
+    };
+    first.slice_count = 2;
+    second.slice_count = 2;
+    let v = judge(&world(vec![DraObject::Slice(first), DraObject::Slice(second)], vec![], wants_one()));
+    assert!(v.nodes_fit.is_empty(), "{v:?}");
+    assert_eq!(v.pools_not_ready[0].2, PoolProblem::DuplicateDevice(Sym::new("gpu-0")));
+    let item = chain(&world(vec![incomplete()], vec![], wants_one()), "waiting");
+    assert!(
+        item.steps.iter().any(|s| s
+            .details
+            .iter()
+            .any(|d| d.contains("pool gpu.nvidia.com/a is being updated (1 of its 2 ResourceSlices published)"))),
+        "{:?}",
+        item.steps
+    );
+    // All devices, on a node whose pool is being updated: the attempt fails.
+    let mut all = exact("gpu.nvidia.com", 1);
+    all.amount = Amount::All;
+    let v = judge(&world(vec![incomplete()], vec![], claim_of(vec![("gpus", all)], vec![])));
+    assert_eq!(v.aborted[0].cause, AbortCause::PoolNotReady { pool: "gpu.nvidia.com/a".into(), invalid: false });
+    assert_eq!(
+        v.aborted[0].message,
+        "claim ml/wants, request gpus: asks for all devices, but resource pool gpu.nvidia.com/a is currently being updated"
+    );
 }

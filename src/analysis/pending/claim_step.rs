@@ -5,7 +5,9 @@
 use std::sync::Arc;
 
 use crate::analysis::dra::cel::SelectorError;
-use crate::analysis::dra::claims::{ClaimsVerdict, Shortfall, Together, Unresolved};
+use crate::analysis::dra::claims::{
+    ALLOCATION_RESULTS_MAX, AbortCause, ClaimsVerdict, PoolProblem, Shortfall, Together, Unresolved,
+};
 use crate::model::Pod;
 
 use super::Step;
@@ -76,20 +78,35 @@ pub(super) fn report(pod: &Pod, v: &ClaimsVerdict, said: Option<&str>) -> StepRe
         details.push("unblock: give some of its pods a claim of their own (a ResourceClaimTemplate)".into());
         commands.push(format!("kubectl get resourceclaim {claim} {ns} -o jsonpath='{{.status.reservedFor[*].name}}'"));
         (Verdict::Block, format!("ResourceClaim {claim} already serves the most pods a claim can (256)"))
-    } else if let Some(error) = v.aborted.first() {
-        details.push(format!("scheduler: {error}"));
-        details.push(
-            "a request for all matching devices met one that breaks the claim's constraint: the scheduler stops with an error there, it does not try another alternative or node"
-                .into(),
-        );
-        details.push(
-            "unblock: narrow the request's selectors so every device it matches keeps the constraint, or drop the constraint"
-                .into(),
-        );
-        (
-            Verdict::Block,
-            "a request for all devices breaks the claim's constraint: the scheduler aborts each attempt".into(),
-        )
+    } else if let Some(abort) = v.aborted.first() {
+        details.push(format!("scheduler: {}", abort.message));
+        let (why, unblock, summary) = match &abort.cause {
+            AbortCause::AllBreaksConstraint => (
+                "a request for all matching devices met one that breaks the claim's constraint: the scheduler stops with an error there, it does not try another alternative or node".to_string(),
+                "narrow the request's selectors so every device it matches keeps the constraint, or drop the constraint".to_string(),
+                "a request for all devices breaks the claim's constraint: the scheduler aborts each attempt".to_string(),
+            ),
+            AbortCause::ClaimLimit { devices } => (
+                format!(
+                    "one claim's allocation holds at most {ALLOCATION_RESULTS_MAX} devices (AllocationResultsMaxSize); this one asks at least {devices}: no node can ever allocate it, however many devices are free"
+                ),
+                format!("split the request into claims of at most {ALLOCATION_RESULTS_MAX} devices each"),
+                format!("a claim asks {devices} devices, more than one claim can hold ({ALLOCATION_RESULTS_MAX}): the scheduler aborts each attempt"),
+            ),
+            AbortCause::PoolNotReady { pool, invalid: false } => (
+                format!("a request for all devices cannot be counted while pool {pool} is being updated (not all its ResourceSlices are published)"),
+                "wait for the DRA driver to publish the pool's slices (kubectl get resourceslices -o wide); a driver that never does needs its kubelet plugin restarted".to_string(),
+                format!("a request for all devices meets pool {pool}, which is being updated: the scheduler aborts each attempt"),
+            ),
+            AbortCause::PoolNotReady { pool, invalid: true } => (
+                format!("a request for all devices cannot be counted while pool {pool} is invalid (two slices publish one device)"),
+                "fix the DRA driver's slices of that pool (kubectl get resourceslices -o yaml)".to_string(),
+                format!("a request for all devices meets pool {pool}, which is invalid: the scheduler aborts each attempt"),
+            ),
+        };
+        details.push(why);
+        details.push(format!("unblock: {unblock}"));
+        (Verdict::Block, summary)
     } else if let Some(class) = v.missing_classes.first().filter(|_| v.nodes_fit.is_empty()) {
         commands.push("kubectl get deviceclasses".into());
         details.push(format!("unblock: create DeviceClass {class} (or name an existing one)"));
@@ -141,6 +158,16 @@ pub(super) fn report(pod: &Pod, v: &ClaimsVerdict, said: Option<&str>) -> StepRe
                 "{} more node(s) short of devices where the pod does not fit anyway",
                 v.shortfalls.len() - where_it_fits.len()
             ));
+        }
+        for (node, pool, problem) in v.pools_not_ready.iter().take(NODES_NAMED) {
+            details.push(match problem {
+                PoolProblem::Incomplete { slices, expected } => format!(
+                    "{node}: pool {pool} is being updated ({slices} of its {expected} ResourceSlices published): the scheduler allocates none of its devices until all are"
+                ),
+                PoolProblem::DuplicateDevice(device) => format!(
+                    "{node}: pool {pool} is invalid (two of its slices publish device {device}): the scheduler allocates none of its devices and says `invalid resource pools were encountered`"
+                ),
+            });
         }
         for (node, reasons) in v.devices_only.iter().take(NODES_NAMED) {
             let why: Vec<String> = reasons.iter().map(|r| r.code()).collect();
