@@ -198,7 +198,7 @@ pub(super) fn report(pod: &Pod, v: &ClaimsVerdict, said: Option<&str>) -> StepRe
             }
         }
         let summary = if !where_it_fits.is_empty() {
-            short_summary(&where_it_fits)
+            short_summary(&where_it_fits, &v.pools_not_ready)
         } else if !v.devices_only.is_empty() {
             format!(
                 "the devices are free on {} node(s) where the pod does not fit otherwise: {}",
@@ -208,7 +208,7 @@ pub(super) fn report(pod: &Pod, v: &ClaimsVerdict, said: Option<&str>) -> StepRe
         } else if v.shortfalls.is_empty() {
             "no node publishes devices through DRA".to_string()
         } else {
-            short_summary(&named)
+            short_summary(&named, &v.pools_not_ready)
         };
         (Verdict::Block, summary)
     };
@@ -247,9 +247,16 @@ pub(super) fn report(pod: &Pod, v: &ClaimsVerdict, said: Option<&str>) -> StepRe
 /// What the nodes short of devices have in common, as the headline says it:
 /// the cause first (a narrow Pending row shows the start), then the
 /// scheduler's words.
-fn short_summary(shorts: &[&Shortfall]) -> String {
+fn short_summary(shorts: &[&Shortfall], not_ready: &[(crate::model::Sym, String, PoolProblem)]) -> String {
     const SAID: &str = "cannot allocate all claims";
     let matching = shorts.iter().filter(|s| s.matching > 0).count();
+    let pool_problem = |s: &Shortfall| not_ready.iter().find(|(n, ..)| *n == s.node).map(|(.., p)| p);
+    if matching == 0 && shorts.iter().all(|s| pool_problem(s).is_some()) {
+        let nodes = names(shorts.iter().map(|s| s.node.to_string()));
+        let invalid = shorts.iter().any(|s| matches!(pool_problem(s), Some(PoolProblem::DuplicateDevice(_))));
+        let state = if invalid { "invalid" } else { "being updated" };
+        return format!("the DRA pool of {nodes} is {state}: the scheduler takes none of its devices — {SAID}");
+    }
     match shorts.first().and_then(|s| s.together.as_ref()) {
         Some(why) if shorts.iter().all(|s| s.together.is_some()) => {
             let cause = match why {
