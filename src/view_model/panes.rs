@@ -296,6 +296,8 @@ pub struct MigGpuRow {
     pub healthy: bool,
     /// (profile, start, size, used)
     pub instances: Vec<(Sym, u8, u8, bool)>,
+    /// A claim holds the GPU whole (DRA): no partition of it is free.
+    pub held_whole: bool,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -348,6 +350,7 @@ pub fn mig_rows(snap: &Snapshot, a: &Analysis) -> Vec<MigNodeRow> {
                     d.gpus
                         .iter()
                         .map(|g| MigGpuRow {
+                            held_whole: false,
                             index: g.index,
                             enabled: g.mig_mode == MigMode::Enabled,
                             healthy: g.health == GpuHealth::Healthy,
@@ -408,6 +411,9 @@ fn dra_mig_row(node: &crate::model::Node, n: &crate::analysis::fleet::NodeSummar
     let mut held: BTreeMap<Sym, usize> = BTreeMap::new();
     let mut free: BTreeMap<Sym, usize> = BTreeMap::new();
     for g in &n.dra_mig {
+        if g.held_whole.is_some() {
+            *held.entry(Sym::new("whole GPU")).or_default() += 1;
+        }
         for p in g.partitions.iter().filter(|p| p.held_by.is_some()) {
             *held.entry(p.profile.clone()).or_default() += 1;
         }
@@ -426,6 +432,9 @@ fn dra_mig_row(node: &crate::model::Node, n: &crate::analysis::fleet::NodeSummar
     let mut notes = Vec::new();
     for g in &n.dra_mig {
         let gpu = g.index.map_or_else(|| g.uuid.to_string(), |i| format!("GPU{i}"));
+        if let Some(claim) = &g.held_whole {
+            notes.push(format!("{gpu} held whole by claim {claim}: none of its partitions can be had while it is"));
+        }
         for p in g.partitions.iter() {
             if let Some(claim) = &p.held_by {
                 notes.push(format!("{gpu} {} at {}: held by claim {claim}", p.profile, p.start));
@@ -458,6 +467,7 @@ fn dra_mig_row(node: &crate::model::Node, n: &crate::analysis::fleet::NodeSummar
             .iter()
             .enumerate()
             .map(|(i, g)| MigGpuRow {
+                held_whole: g.held_whole.is_some(),
                 index: g.index.unwrap_or(i as u32),
                 enabled: true,
                 healthy: !g.tainted,

@@ -37,6 +37,9 @@ pub struct MigGpu {
     /// A device of it is tainted NoSchedule or NoExecute.
     pub tainted: bool,
     pub partitions: Vec<Partition>,
+    /// The claim that holds the GPU whole (namespace/name): none of its
+    /// partitions can be had while it does.
+    pub held_whole: Option<String>,
 }
 
 impl MigGpu {
@@ -102,6 +105,7 @@ impl<'a> DraIndex<'a> {
                 dynamic: false,
                 tainted: false,
                 partitions: Vec::new(),
+                held_whole: None,
             });
             let (start, size) = placement(d);
             let held_by = self.allocated_to(&d.id()).map(|c| format!("{}/{}", c.namespace, c.name));
@@ -115,6 +119,12 @@ impl<'a> DraIndex<'a> {
                 free: held_by.is_none() && usable[i] && !d.tainted() && self.fits_counters(d, &Default::default()),
                 held_by,
             });
+        }
+        for d in devices.iter().filter(|d| d.is_whole_gpu()) {
+            let Some(gpu) = d.physical_gpu().and_then(|uuid| gpus.get_mut(&Sym::new(uuid))) else { continue };
+            if let Some(c) = self.allocated_to(&d.id()) {
+                gpu.held_whole = Some(format!("{}/{}", c.namespace, c.name));
+            }
         }
         let mut out: Vec<MigGpu> = gpus.into_values().collect();
         for g in &mut out {

@@ -862,3 +862,22 @@ fn a_pool_being_updated_or_invalid_gives_no_device() {
         "claim ml/wants, request gpus: asks for all devices, but resource pool gpu.nvidia.com/a is currently being updated"
     );
 }
+
+/// A GPU of a MIG node held whole through DRA: the MIG pane says who holds
+/// it, not an empty GPU.
+#[test]
+fn a_mig_gpu_held_whole_names_its_claim() {
+    let mut snap = cluster(claim("wants", vec![exact("gpu.nvidia.com", 1)], &[]));
+    let free = Index::build(&snap, 0).dra().mig_gpus(&Sym::new("a"));
+    assert_eq!(free.len(), 1);
+    assert_eq!(free[0].held_whole, None);
+    // The MIG device's claim gone, a claim holds the GPU whole instead.
+    let whole = claim("whole", vec![exact("gpu.nvidia.com", 1)], &[("a", "gpu-0")]);
+    let held_key = snap.dra.keys().find(|k| &*k.name == "held").cloned().unwrap();
+    snap.dra.remove(&held_key);
+    let whole = DraObject::Claim(whole);
+    snap.dra.insert(whole.key(), Arc::new(whole));
+    let gpus = Index::build(&snap, 0).dra().mig_gpus(&Sym::new("a"));
+    assert_eq!(gpus[0].held_whole.as_deref(), Some("ml/whole"));
+    assert!(gpus[0].partitions.iter().all(|p| !p.free && p.held_by.is_none()), "{gpus:?}");
+}

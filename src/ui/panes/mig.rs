@@ -23,6 +23,13 @@ pub fn slice_bar(gpu: &MigGpuRow, theme: &Theme) -> Line<'static> {
         ));
         return Line::from(spans);
     }
+    if gpu.held_whole {
+        spans.push(Span::styled(
+            format!("[{:^width$}]", "held whole (a claim)", width = 8 * W - 1),
+            theme.style(Role::GpuUsed),
+        ));
+        return Line::from(spans);
+    }
     spans.push(Span::styled("[", theme.style(Role::Dim)));
     let mut slot = 0u8;
     let mut instances = gpu.instances.clone();

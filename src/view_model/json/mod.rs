@@ -435,6 +435,7 @@ fn dra_mig(node: &crate::model::Node, gpus: &[crate::analysis::dra::partitions::
                 instances: g.instances().map(instance).collect(),
                 healthy: !g.tainted,
                 placeable: Some(g.partitions.iter().filter(|p| p.free).map(instance).collect()),
+                held_whole_by: g.held_whole.clone(),
             })
             .collect(),
         through: Some("dra"),
@@ -482,6 +483,7 @@ fn device_mig(snap: &Snapshot, n: &crate::model::Node) -> MigNode {
                             .collect(),
                         healthy: g.health == crate::model::GpuHealth::Healthy,
                         placeable: None,
+                        held_whole_by: None,
                     })
                     .collect()
             })

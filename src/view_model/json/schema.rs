@@ -512,6 +512,9 @@ pub struct MigGpu {
     /// GPU's shared counters); DynamicMIG creates one on allocation.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub placeable: Option<Vec<MigInstanceJson>>,
+    /// DRA: the claim that holds the GPU whole (namespace/name).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub held_whole_by: Option<String>,
 }
 
 #[derive(Serialize)]
