@@ -111,6 +111,7 @@ fn a_mig_bar_skips_placements_no_gpu_can_have() {
         index: 0,
         enabled: true,
         healthy: true,
+        held_whole: false,
         instances: vec![
             (p.clone(), 0, 0, true),
             (p.clone(), 7, 2, false),

@@ -52,6 +52,22 @@ pub struct NodeSummary {
 }
 
 impl NodeSummary {
+    /// MIG slices by profile, allocated of those there are: the device
+    /// plugin's, else the static MIG devices DRA publishes (DynamicMIG's
+    /// partitions are made on allocation: there is no count of them).
+    pub fn mig_slices(&self) -> Vec<MigUsage> {
+        if !self.mig.is_empty() || self.dra_mig.iter().any(|g| g.dynamic) {
+            return self.mig.clone();
+        }
+        let mut by: std::collections::BTreeMap<Sym, (u64, u64)> = std::collections::BTreeMap::new();
+        for p in self.dra_mig.iter().flat_map(|g| g.instances()) {
+            let e = by.entry(p.profile.clone()).or_default();
+            e.0 += 1;
+            e.1 += u64::from(p.held_by.is_some());
+        }
+        by.into_iter().map(|(profile, (allocatable, allocated))| MigUsage { profile, allocatable, allocated }).collect()
+    }
+
     pub fn has(&self, code: IssueCode) -> bool {
         self.issues.iter().any(|i| i.code == code)
     }

@@ -244,7 +244,7 @@ pub fn node_rows(snap: &Snapshot, a: &Analysis) -> Vec<NodeRow> {
                 stranded,
                 hardware: n.hardware,
                 mig: n
-                    .mig
+                    .mig_slices()
                     .iter()
                     .map(|m| format!("{}:{}/{}", m.profile, m.allocated, m.allocatable))
                     .collect::<Vec<_>>()

@@ -212,7 +212,7 @@ fn fleet(out: &mut String, _snap: &Snapshot, a: &Analysis) {
         .iter()
         .map(|n| {
             let mig = n
-                .mig
+                .mig_slices()
                 .iter()
                 .map(|m| format!("{}:{}/{}", m.profile, m.allocated, m.allocatable))
                 .collect::<Vec<_>>()

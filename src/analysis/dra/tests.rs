@@ -881,3 +881,17 @@ fn a_mig_gpu_held_whole_names_its_claim() {
     assert_eq!(gpus[0].held_whole.as_deref(), Some("ml/whole"));
     assert!(gpus[0].partitions.iter().all(|p| !p.free && p.held_by.is_none()), "{gpus:?}");
 }
+
+/// A node's static MIG devices published through DRA count as its MIG
+/// slices, as the device plugin's do (the Fleet row's MIG column).
+#[test]
+fn static_mig_devices_through_dra_are_the_nodes_mig_slices() {
+    let snap = cluster(claim("wants", vec![exact("gpu.nvidia.com", 1)], &[]));
+    let nodes = crate::analysis::fleet::summarize(&Index::build(&snap, 0), &Default::default());
+    let a = nodes.iter().find(|n| n.name.as_str() == "a").unwrap();
+    let slices: Vec<_> =
+        a.mig_slices().into_iter().map(|m| (m.profile.to_string(), m.allocated, m.allocatable)).collect();
+    assert_eq!(slices, [("1g.10gb".to_string(), 1, 1)]);
+    let b = nodes.iter().find(|n| n.name.as_str() == "b").unwrap();
+    assert!(b.mig_slices().is_empty());
+}

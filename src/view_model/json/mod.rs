@@ -146,7 +146,7 @@ fn fleet(a: &Analysis) -> Fleet {
                     }),
                 },
                 mig: n
-                    .mig
+                    .mig_slices()
                     .iter()
                     .map(|m| (m.profile.to_string(), MigCount { allocatable: m.allocatable, allocated: m.allocated }))
                     .collect(),
