@@ -67,6 +67,10 @@ pub struct ClaimsVerdict {
     /// Nodes publishing devices from a pool the scheduler allocates nothing
     /// from now, with the pool (`driver/pool`) and why.
     pub pools_not_ready: Vec<(Sym, String, PoolProblem)>,
+    /// On nodes short of devices: claims still allocated though every pod
+    /// they are reserved for has finished or is gone (the resource-claim
+    /// controller has not released them), with the devices they hold.
+    pub stale_holds: Vec<(Sym, String, u64)>,
     /// Extended resources it asks that DeviceClasses serve: (resource, class).
     pub extended: Vec<(Sym, Sym)>,
     /// Some node advertises one of them (its device plugin serves it there).
@@ -316,10 +320,39 @@ pub fn verdict(index: &Index<'_>, selectors: &mut Selectors, pod: &Pod) -> Optio
             Ok(_) => v.devices_only.push((node_name, reasons)),
         }
     }
+    if v.nodes_fit.is_empty() {
+        v.stale_holds = stale_holds(index, &v.shortfalls);
+    }
     if !v.shortfalls.is_empty() && v.shortfalls.iter().all(|s| s.matching == 0) && v.nodes_fit.is_empty() {
         v.published = published(ix);
     }
     Some(v)
+}
+
+/// Claims allocated on the short nodes whose pods have all finished or gone:
+/// their devices stay held until the resource-claim controller releases them.
+fn stale_holds(index: &Index<'_>, shortfalls: &[Shortfall]) -> Vec<(Sym, String, u64)> {
+    let done = |claim: &ResourceClaim, pod: &str| {
+        index
+            .snap
+            .pods
+            .get(&crate::model::PodKey::new(claim.namespace.as_str(), pod))
+            .is_none_or(|p| p.phase.is_terminal())
+    };
+    let mut out = Vec::new();
+    for s in shortfalls {
+        for claim in index.dra().claims_on(&s.node) {
+            if claim.reserved_for.is_empty() || !claim.reserved_for.iter().all(|p| done(claim, p)) {
+                continue;
+            }
+            let name = format!("{}/{}", claim.namespace, claim.name);
+            if !out.iter().any(|(n, c, _)| *n == s.node && *c == name) {
+                let held = claim.allocated.iter().filter(|a| !a.admin_access).count() as u64;
+                out.push((s.node.clone(), name, held));
+            }
+        }
+    }
+    out
 }
 
 /// What the nodes publish, by NVIDIA product (or driver and device type

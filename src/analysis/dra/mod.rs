@@ -319,6 +319,14 @@ impl<'a> DraIndex<'a> {
         self.classes.get(name).copied()
     }
 
+    /// Claims allocated on this node, by name.
+    pub fn claims_on(&self, node: &Sym) -> Vec<&'a ResourceClaim> {
+        let mut on: Vec<&'a ResourceClaim> =
+            self.claims.values().copied().filter(|c| c.allocated_node.as_ref() == Some(node)).collect();
+        on.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
+        on
+    }
+
     pub fn allocated_to(&self, id: &(Sym, Sym, Sym)) -> Option<&'a ResourceClaim> {
         self.allocated.get(id).copied()
     }

@@ -895,3 +895,21 @@ fn static_mig_devices_through_dra_are_the_nodes_mig_slices() {
     let b = nodes.iter().find(|n| n.name.as_str() == "b").unwrap();
     assert!(b.mig_slices().is_empty());
 }
+
+/// A claim still allocated after every pod it served is gone holds its
+/// devices until the resource-claim controller releases it: the chain names
+/// it on the nodes that are short.
+#[test]
+fn a_claim_whose_pods_are_gone_is_named_where_devices_are_short() {
+    let mut held = claim("leftover", vec![exact("gpu.nvidia.com", 1)], &[("b", "gpu-0")]);
+    held.reserved_for = Box::new([Arc::from("finished-long-ago")]);
+    let slices = vec![slice("b", vec![gpu_on_root("gpu-0", "U0", "pci0000:15")])];
+    let v =
+        judge(&world(slices.clone(), vec![held.clone()], claim_of(vec![("gpus", exact("gpu.nvidia.com", 1))], vec![])));
+    assert!(v.nodes_fit.is_empty());
+    assert_eq!(v.stale_holds, [(Sym::new("b"), "ml/leftover".to_string(), 1)]);
+    // Reserved for the pod that waits here (it exists): not stale.
+    held.reserved_for = Box::new([Arc::from("waiting")]);
+    let v = judge(&world(slices, vec![held], claim_of(vec![("gpus", exact("gpu.nvidia.com", 1))], vec![])));
+    assert!(v.stale_holds.is_empty(), "{v:?}");
+}

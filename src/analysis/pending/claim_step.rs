@@ -169,6 +169,17 @@ pub(super) fn report(pod: &Pod, v: &ClaimsVerdict, said: Option<&str>) -> StepRe
                 ),
             });
         }
+        for (node, claim, held) in v.stale_holds.iter().take(NODES_NAMED) {
+            details.push(format!(
+                "{node}: claim {claim} still holds {held} device(s), though every pod it is reserved for has finished or is gone"
+            ));
+        }
+        if !v.stale_holds.is_empty() {
+            details.push(
+                "unblock: the resource-claim controller (kube-controller-manager) releases such claims; if they stay, check it, or delete the finished pods"
+                    .into(),
+            );
+        }
         for (node, reasons) in v.devices_only.iter().take(NODES_NAMED) {
             let why: Vec<String> = reasons.iter().map(|r| r.code()).collect();
             details.push(format!("{node}: has the devices, but the pod does not fit there ({})", why.join(", ")));
