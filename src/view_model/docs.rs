@@ -343,11 +343,12 @@ pub fn node(views: &Views, node: Sym) -> Doc {
     let dra = r.dra.is_some().then(|| crate::analysis::dra::DraIndex::build(&views.snap));
     for p in pods.iter().take(40) {
         let held = dra.as_ref().map(|d| d.held_by(p)).unwrap_or_default();
+        let shared = if held.shared { ", a claim shared with other pods" } else { "" };
         let through_dra = match (held.gpus, held.slices) {
             (0, 0) => String::new(),
-            (g, 0) => format!(" ({g} through DRA claims)"),
-            (0, m) => format!(" MIG×{m} (through DRA claims)"),
-            (g, m) => format!(" MIG×{m} ({g} GPU(s) and the MIG devices through DRA claims)"),
+            (g, 0) => format!(" ({g} through DRA claims{shared})"),
+            (0, m) => format!(" MIG×{m} (through DRA claims{shared})"),
+            (g, m) => format!(" MIG×{m} ({g} GPU(s) and the MIG devices through DRA claims{shared})"),
         };
         doc.line(
             Role::Text,

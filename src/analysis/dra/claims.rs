@@ -39,6 +39,9 @@ pub struct ClaimsVerdict {
     /// Claims the pod uses (resolved or not).
     pub claims: Vec<String>,
     pub unresolved: Vec<Unresolved>,
+    /// Why kgpu skipped an object `unresolved` names, where it did (it
+    /// exists, but kgpu could not read it): the skip's reason.
+    pub unreadable: Vec<String>,
     /// Every claim is allocated already: the node the allocation limits it to.
     pub allocated_on: Option<Sym>,
     /// Nodes that can allocate every claim and take the pod otherwise.
@@ -234,6 +237,7 @@ pub fn verdict(index: &Index<'_>, selectors: &mut Selectors, pod: &Pod) -> Optio
         }
     }
     if !v.unresolved.is_empty() {
+        v.unreadable = unreadable(index, &pod.namespace, &v.unresolved);
         return Some(v);
     }
     // What the devices its extended resources may take use counts too.
@@ -327,6 +331,25 @@ pub fn verdict(index: &Index<'_>, selectors: &mut Selectors, pod: &Pod) -> Optio
         v.published = published(ix);
     }
     Some(v)
+}
+
+/// The reasons kgpu skipped the objects `unresolved` names, where the last
+/// skip of their feed names one of them (a dump's malformed object, or one
+/// kgpu cannot read).
+fn unreadable(index: &Index<'_>, namespace: &Sym, unresolved: &[Unresolved]) -> Vec<String> {
+    use crate::model::Feed;
+    unresolved
+        .iter()
+        .filter_map(|u| {
+            let (feed, name) = match u {
+                Unresolved::MissingClaim { claim } => (Feed::ResourceClaims, claim),
+                Unresolved::MissingTemplate { template } => (Feed::ResourceClaimTemplates, template),
+                _ => return None,
+            };
+            let (_, reason) = index.snap.skipped.get(&feed)?;
+            reason.contains(&format!("{namespace}/{name}:")).then(|| reason.clone())
+        })
+        .collect()
 }
 
 /// Claims allocated on the short nodes whose pods have all finished or gone:

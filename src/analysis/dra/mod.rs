@@ -46,6 +46,9 @@ pub struct Held {
     pub slices: u64,
     /// Physical GPUs' worth.
     pub share: f64,
+    /// One of its claims serves other pods too (reserved for several): the
+    /// same devices are theirs as well.
+    pub shared: bool,
 }
 
 /// (driver, pool): a pool of devices, as allocations and counters name it.
@@ -361,6 +364,7 @@ impl<'a> DraIndex<'a> {
                 if d.physical_gpu().is_none() {
                     continue;
                 }
+                held.shared |= claim.reserved_for.len() > 1;
                 match d.nvidia_attribute("profile") {
                     Some(profile) => {
                         let geometry =

@@ -913,3 +913,37 @@ fn a_claim_whose_pods_are_gone_is_named_where_devices_are_short() {
     let v = judge(&world(slices, vec![held], claim_of(vec![("gpus", exact("gpu.nvidia.com", 1))], vec![])));
     assert!(v.stale_holds.is_empty(), "{v:?}");
 }
+
+/// A claim reserved for several pods: each holds its devices, and says the
+/// claim is shared (the node detail's per-pod lines add up past the node's).
+#[test]
+fn a_pod_holding_gpus_through_a_shared_claim_says_so() {
+    let mut team = claim("team", vec![exact("gpu.nvidia.com", 1)], &[("b", "gpu-0")]);
+    team.reserved_for = Box::new([Arc::from("p1"), Arc::from("p2")]);
+    let slices = vec![slice("b", vec![gpu_on_root("gpu-0", "U0", "pci0000:15")])];
+    let snap = world(slices, vec![team], claim_of(vec![("gpus", exact("gpu.nvidia.com", 1))], vec![]));
+    let index = Index::build(&snap, 0);
+    let mut p1 = pod("p1").ns("ml").build();
+    p1.claims =
+        Box::new([PodClaim { name: Sym::new("gpu"), source: ClaimSource::Claim("team".into()), generated: None }]);
+    let held = index.dra().held_by(&p1);
+    assert_eq!((held.gpus, held.shared), (1, true));
+}
+
+/// A claim kgpu skipped as malformed exists: the chain says it could not
+/// read it, not that it does not exist, and decides nothing on it.
+#[test]
+fn a_claim_kgpu_could_not_read_is_not_called_missing() {
+    use crate::analysis::pending::VerdictSource;
+    let mut snap = cluster(claim("wants", vec![exact("gpu.nvidia.com", 1)], &[]));
+    let pending = snap.dra.keys().find(|k| &*k.name == "wants").cloned().unwrap();
+    snap.dra.remove(&pending);
+    snap.skipped.insert(
+        crate::model::Feed::ResourceClaims,
+        (1, "ResourceClaim wants: resourceclaim ml/wants: a negative device count".into()),
+    );
+    let item = chain(&snap, "waiting");
+    let step = item.steps.iter().find(|s| s.step == crate::analysis::pending::Step::Claims).unwrap();
+    assert_eq!(&*step.summary, "ResourceClaim wants exists but kgpu could not read it");
+    assert_eq!(step.said_by, Some(VerdictSource::Undecided));
+}

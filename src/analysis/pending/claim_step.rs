@@ -35,7 +35,16 @@ pub(super) fn report(pod: &Pod, v: &ClaimsVerdict, said: Option<&str>) -> StepRe
     let mut allocation = false;
     let mut details = vec![format!("claims: {}", v.claims.join(", "))];
     let mut commands = vec![format!("kubectl get resourceclaims {ns} -o wide")];
-    let (verdict, summary) = if let Some(u) = v.unresolved.first() {
+    let (verdict, summary) = if let Some(reason) = v.unreadable.first() {
+        details.push(format!("kgpu skipped it: {reason}"));
+        details.push("unblock: fix the object (the API server would refuse it as it is), or tell kgpu's maintainers if the server kept it".into());
+        let what = match v.unresolved.first() {
+            Some(Unresolved::MissingClaim { claim }) => format!("ResourceClaim {claim}"),
+            Some(Unresolved::MissingTemplate { template }) => format!("ResourceClaimTemplate {template}"),
+            _ => "a claim".into(),
+        };
+        (Verdict::Block, format!("{what} exists but kgpu could not read it"))
+    } else if let Some(u) = v.unresolved.first() {
         // The scheduler does not try such a pod at all: no FailedScheduling
         // event, no PodScheduled condition.
         details.push("the scheduler does not try the pod until then: it writes no event and no condition".into());
@@ -249,6 +258,11 @@ pub(super) fn report(pod: &Pod, v: &ClaimsVerdict, said: Option<&str>) -> StepRe
             // A pass that rests on what kgpu does not model is nobody's word either.
             said_by = Some(super::VerdictSource::Undecided);
             format!("{summary} (as kgpu reads them; it does not model the {} in use)", feature.short())
+        }
+        // An object kgpu could not read: what it says of it is nobody's word.
+        _ if !v.unreadable.is_empty() => {
+            said_by = Some(super::VerdictSource::Undecided);
+            summary
         }
         _ => summary,
     };
