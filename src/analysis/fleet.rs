@@ -223,10 +223,34 @@ pub fn summarize_node(index: &Index<'_>, node: &Node, thresholds: &Thresholds) -
         })
         .collect();
     if !tainted.is_empty() {
+        // NoExecute on a held device: since 1.36 (DRADeviceTaints, beta, on by
+        // default) kube-controller-manager's device-taint eviction deletes the
+        // pods using it, unless their claim tolerates the taint.
+        let mut evicted: Vec<String> = Vec::new();
+        for d in index.dra().devices_on(&node.name) {
+            if !d.device.taints.iter().any(|t| t.effect == crate::model::TaintEffect::NoExecute) {
+                continue;
+            }
+            let Some(claim) = index.dra().allocated_to(&d.id()) else { continue };
+            for pod in claim.reserved_for.iter() {
+                let name = format!("{}/{pod}", claim.namespace);
+                if !evicted.contains(&name) {
+                    evicted.push(name);
+                }
+            }
+        }
+        let eviction = if evicted.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; NoExecute on devices in use: the device-taint eviction controller deletes {} unless its claim tolerates the taint",
+                evicted.join(", ")
+            )
+        };
         issues.push(NodeIssue {
             code: IssueCode::DeviceTainted,
             detail: format!(
-                "DRA device taints keep new claims off: {} (kubectl get resourceslices --field-selector spec.nodeName={} -o yaml)",
+                "DRA device taints keep new claims off: {}{eviction} (kubectl get resourceslices --field-selector spec.nodeName={} -o yaml)",
                 tainted.join("; "),
                 node.name
             ),

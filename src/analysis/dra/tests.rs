@@ -947,3 +947,25 @@ fn a_claim_kgpu_could_not_read_is_not_called_missing() {
     assert_eq!(&*step.summary, "ResourceClaim wants exists but kgpu could not read it");
     assert_eq!(step.said_by, Some(VerdictSource::Undecided));
 }
+
+/// A NoExecute taint on a device a claim holds: the node's issue names the
+/// pod the device-taint eviction controller (1.36, on by default) deletes.
+#[test]
+fn a_no_execute_device_taint_names_the_pods_it_evicts() {
+    use crate::model::TaintEffect;
+    use crate::model::dra::DeviceTaint;
+    let mut gpu = gpu_on_root("gpu-0", "U0", "pci0000:15");
+    gpu.taints = Box::new([DeviceTaint {
+        key: Sym::new("gpu.nvidia.com/xid"),
+        value: Some(Sym::new("79")),
+        effect: TaintEffect::NoExecute,
+    }]);
+    let mut held = claim("victim-gpu", vec![exact("gpu.nvidia.com", 1)], &[("b", "gpu-0")]);
+    held.reserved_for = Box::new([Arc::from("victim")]);
+    let snap =
+        world(vec![slice("b", vec![gpu])], vec![held], claim_of(vec![("gpus", exact("gpu.nvidia.com", 1))], vec![]));
+    let nodes = crate::analysis::fleet::summarize(&Index::build(&snap, 0), &Default::default());
+    let b = nodes.iter().find(|n| n.name.as_str() == "b").unwrap();
+    let issue = b.issues.iter().find(|i| i.code == crate::analysis::node_issue::IssueCode::DeviceTainted).unwrap();
+    assert!(issue.detail.contains("the device-taint eviction controller deletes ml/victim"), "{}", issue.detail);
+}
