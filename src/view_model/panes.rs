@@ -435,17 +435,32 @@ fn dra_mig_row(node: &crate::model::Node, n: &crate::analysis::fleet::NodeSummar
         if let Some(claim) = &g.held_whole {
             notes.push(format!("{gpu} held whole by claim {claim}: none of its partitions can be had while it is"));
         }
+        // A device whose memory slices the driver does not publish has no
+        // known placement: said as a count, not as "at 0".
         for p in g.partitions.iter() {
             if let Some(claim) = &p.held_by {
-                notes.push(format!("{gpu} {} at {}: held by claim {claim}", p.profile, p.start));
+                let at = if p.size > 0 { format!(" at {}", p.start) } else { String::new() };
+                notes.push(format!("{gpu} {}{at}: held by claim {claim}", p.profile));
             }
         }
-        let mut starts: BTreeMap<Sym, Vec<String>> = BTreeMap::new();
+        let mut starts: BTreeMap<Sym, (Vec<String>, usize)> = BTreeMap::new();
         for p in g.partitions.iter().filter(|p| p.free) {
-            starts.entry(p.profile.clone()).or_default().push(p.start.to_string());
+            let entry = starts.entry(p.profile.clone()).or_default();
+            if p.size > 0 {
+                entry.0.push(p.start.to_string());
+            } else {
+                entry.1 += 1;
+            }
         }
         if !starts.is_empty() {
-            let list: Vec<String> = starts.iter().map(|(p, at)| format!("{p} at {}", at.join(","))).collect();
+            let list: Vec<String> = starts
+                .iter()
+                .map(|(p, (at, unplaced))| match (at.is_empty(), unplaced) {
+                    (false, 0) => format!("{p} at {}", at.join(",")),
+                    (true, n) => format!("{p} ×{n}"),
+                    (false, n) => format!("{p} at {} and ×{n} more", at.join(",")),
+                })
+                .collect();
             // Placements, not instances: taking one may rule out another.
             let what = if g.dynamic { "a claim could get now (one rules out those it overlaps)" } else { "free" };
             notes.push(format!("{gpu} {what}: {}", list.join(" · ")));
