@@ -245,7 +245,7 @@ impl Executor {
         }
         if dry {
             return Ok(format!(
-                "dry run: defrag plan for {label}: would reserve nodes, tolerate {} pod(s), evict {evicted} pod(s) and wait for it to be placed",
+                "dry run: defrag plan for {label}: would reserve the node(s) above, let {} pending pod(s) of it tolerate the reservation, evict {evicted} pod(s) and wait for it to be placed",
                 tolerated.len()
             ));
         }

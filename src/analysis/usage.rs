@@ -307,7 +307,9 @@ fn holder(snap: &Snapshot, now: Timestamp, gangs: &HashMap<(Sym, Sym), &Gang>, k
         .sum();
     let mean = |values: Vec<f32>| (!values.is_empty()).then(|| values.iter().sum::<f32>() / values.len() as f32);
     let recent = mean(acc.devices.iter().filter_map(|(d, _)| d.reading.busy_pct).collect());
-    let mean_pct = mean(acc.devices.iter().filter_map(|(d, _)| d.mean_busy_pct()).collect());
+    // Since the pod started: the device's readings before it are another's.
+    let since = pod.map_or(0, |p| p.transitioned);
+    let mean_pct = mean(acc.devices.iter().filter_map(|(d, _)| d.mean_busy_pct_since(since)).collect());
     let memory: Vec<u64> = acc.devices.iter().filter_map(|(d, _)| d.reading.memory_used_mib).collect();
     // Idle only while every device is: as long as the shortest run.
     let idle =

@@ -193,7 +193,14 @@ impl DeviceHistory {
 
     /// Mean busy percent over the readings in the window that said.
     pub fn mean_busy_pct(&self) -> Option<f32> {
-        let known: Vec<f32> = self.samples.iter().filter_map(Sample::busy_pct).collect();
+        self.mean_busy_pct_since(0)
+    }
+
+    /// [`DeviceHistory::mean_busy_pct`] over the readings from `since` on
+    /// (a holder's start: a GPU held through a DRA claim keeps one history
+    /// across holders, as the kubelet names none of them).
+    pub fn mean_busy_pct_since(&self, since: Timestamp) -> Option<f32> {
+        let known: Vec<f32> = self.samples.iter().filter(|s| s.at >= since).filter_map(Sample::busy_pct).collect();
         (!known.is_empty()).then(|| known.iter().sum::<f32>() / known.len() as f32)
     }
 
@@ -328,6 +335,19 @@ mod tests {
         let h = fold(Some(&h), 710, other);
         assert_eq!(h.devices.len(), 1);
         assert_eq!(h.devices[0].reading.gpu.as_str(), "GPU-2");
+    }
+
+    #[test]
+    fn a_mean_since_a_holders_start_leaves_the_readings_before_it_out() {
+        // No holder named (a GPU held through a DRA claim): one history.
+        let mut h = fold(None, 0, reading(None, Some(0.0)));
+        h = fold(Some(&h), 60, reading(None, Some(0.0)));
+        h = fold(Some(&h), 120, reading(None, Some(90.0)));
+        h = fold(Some(&h), 180, reading(None, Some(80.0)));
+        let d = &h.devices[0];
+        assert_eq!(d.mean_busy_pct(), Some(42.5));
+        assert_eq!(d.mean_busy_pct_since(120), Some(85.0));
+        assert_eq!(d.mean_busy_pct_since(500), None);
     }
 
     #[test]

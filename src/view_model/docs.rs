@@ -288,9 +288,14 @@ pub fn node(views: &Views, node: Sym) -> Doc {
     doc.line(
         Role::Text,
         format!(
-            "GPUs: {} in hardware, {} allocatable, {} used, {}{}",
+            "GPUs: {} in hardware, {}, {} used, {}{}",
             r.hardware.map_or("?".into(), |h| h.to_string()),
-            r.allocatable,
+            // A DRA node advertises no nvidia.com/gpu: its slices publish them.
+            if r.dra.is_some() && n.allocatable.gpu == 0 {
+                format!("{} published through DRA (no nvidia.com/gpu advertised)", r.allocatable)
+            } else {
+                format!("{} allocatable", r.allocatable)
+            },
             r.used,
             // As the header counts them: idle GPUs on a node that takes no
             // work (cordoned, NotReady, a black hole) are not free.

@@ -193,7 +193,8 @@ pub(super) fn report(pod: &Pod, v: &ClaimsVerdict, said: Option<&str>) -> StepRe
             let why: Vec<String> = reasons.iter().map(|r| r.code()).collect();
             details.push(format!("{node}: has the devices, but the pod does not fit there ({})", why.join(", ")));
         }
-        if let Some(s) = named.first() {
+        // The node nearest to enough: its slices say what the others lack.
+        if let Some(s) = named.iter().max_by_key(|s| (s.free, std::cmp::Reverse(s.node.clone()))) {
             commands.push(format!("kubectl get resourceslices --field-selector spec.nodeName={} -o yaml", s.node));
         }
         // Every pending request's selectors (requests short together are

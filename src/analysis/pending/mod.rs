@@ -485,7 +485,10 @@ pub fn complete<'a>(
     if plan.status == PlanStatus::Found
         && let Some(target) = &plan.target
         && let Some(item) = items.iter_mut().find(|i| {
-            target.ends_with(&i.display_name()) && i.blocking == Some(Step::Fit) && i.nominated_node.is_none()
+            // Short of room: for its resources, or for its claims' devices.
+            target.ends_with(&i.display_name())
+                && matches!(i.blocking, Some(Step::Fit | Step::Claims))
+                && i.nominated_node.is_none()
         })
     {
         // After an uncordon that would do (no work lost), never before it.
