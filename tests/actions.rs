@@ -272,6 +272,16 @@ impl Demo {
         std::iter::from_fn(|| self.reports.try_recv().ok()).collect()
     }
 
+    /// Drains `node` to its goal: its pods gone, the report naming where
+    /// their replacements went.
+    async fn drain(&mut self, node: &Sym, gpu_only: bool) {
+        let action = Action::Drain { node: node.clone(), gpu_only, force: false };
+        self.executor.run(ActionRequest { action, dry_run: false }).await;
+        let (text, error) = self.last_report().await;
+        assert!(!error, "{text}");
+        assert!(text.contains("all gone, replacements: "), "{text}");
+    }
+
     /// Waits for the model to show what an action did.
     async fn until(&mut self, what: &str, check: impl Fn(&Snapshot) -> bool) {
         let wait = async {
@@ -672,16 +682,8 @@ async fn a_demo_drain_moves_the_pods_elsewhere_and_they_run() {
         .filter_map(|p| Some(p.owner.as_ref()?.name.to_string()))
         .collect();
     assert_eq!(before.len(), 2);
-    d.executor
-        .run(ActionRequest {
-            action: Action::Drain { node: node.clone(), gpu_only: false, force: false },
-            dry_run: false,
-        })
-        .await;
-    let (text, error) = d.last_report().await;
-    assert!(!error, "{text}");
     // Done when the pods are gone, and the report says where the replacements went.
-    assert!(text.contains("all gone, replacements: "), "{text}");
+    d.drain(&node, false).await;
     // Each drained Job has a replacement running on another node; none is left on gpu-03.
     d.until("the replacements running elsewhere", |s| {
         before.iter().all(|job| {
@@ -714,15 +716,7 @@ async fn a_demo_drain_of_a_dra_node_moves_the_claims_with_the_pods() {
         .map(|p| p.name.to_string())
         .collect();
     assert_eq!(before.len(), 4, "the scenario's embed pods");
-    d.executor
-        .run(ActionRequest {
-            action: Action::Drain { node: node.clone(), gpu_only: true, force: false },
-            dry_run: false,
-        })
-        .await;
-    let (text, error) = d.last_report().await;
-    assert!(!error, "{text}");
-    assert!(text.contains("all gone, replacements: "), "{text}");
+    d.drain(&node, true).await;
     let claims_of = |s: &Snapshot| -> Vec<kgpu::model::dra::ResourceClaim> {
         s.dra
             .values()

@@ -14,23 +14,13 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DynamicObject, PostParams};
 use serde_json::{Value, json};
 use support::controlplane::ControlPlane;
-use support::kube::{client, dra_api, eventually, namespace, publish_h100s};
+use support::kube::{client, dra_api, eventually, namespace, publish_h100s, snapshot_json};
 
 const NS: &str = "dra-extended";
 
 async fn create(api: &Api<DynamicObject>, object: Value) {
     let object: DynamicObject = serde_json::from_value(object).unwrap();
     api.create(&PostParams::default(), &object).await.unwrap();
-}
-
-fn kgpu_json(cp: &ControlPlane) -> Value {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kgpu"))
-        .args(["snapshot", "--agents", "off", "-o", "json", "--kubeconfig"])
-        .arg(&cp.kubeconfig)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    serde_json::from_slice(&out.stdout).unwrap()
 }
 
 #[tokio::test]
@@ -61,7 +51,7 @@ async fn a_pod_asking_nvidia_gpu_served_through_dra_is_counted_once() {
             "containers": [{"name": "main", "image": "nvcr.io/nvidia/pytorch:25.01-py3",
                 "resources": {"limits": {"nvidia.com/gpu": "2"}}}]}});
     pods.create(&PostParams::default(), &serde_json::from_value(pod).unwrap()).await.unwrap();
-    let doc = kgpu_json(cp);
+    let doc = snapshot_json(cp);
     let shape = doc["fragmentation"]["shapes"]
         .as_array()
         .unwrap()
@@ -106,7 +96,7 @@ async fn a_pod_asking_nvidia_gpu_served_through_dra_is_counted_once() {
     assert_eq!(held, 2);
 
     // kgpu: two of ext-0's four GPUs in use, in the node row as in the header.
-    let doc = kgpu_json(cp);
+    let doc = snapshot_json(cp);
     let totals = &doc["fleet"]["totals"];
     let row = &doc["fleet"]["nodes"].as_array().unwrap().iter().find(|n| n["name"] == "ext-0").unwrap()["gpu"];
     eprintln!("kgpu: totals {totals}, ext-0 {row}");
@@ -152,7 +142,7 @@ async fn a_pod_asking_nvidia_gpu_served_through_dra_is_counted_once() {
         eprintln!("kube-scheduler on {name}: {decided:?}");
         assert_eq!(decided.is_ok(), fits, "{name}: {decided:?}");
     }
-    let doc = kgpu_json(cp);
+    let doc = snapshot_json(cp);
     let third = doc["pending"].as_array().unwrap().iter().find(|p| p["name"] == "third").cloned().unwrap();
     // kgpu weighs the claim the scheduler would make for it, and refuses it
     // for the reason the scheduler gives.

@@ -15,7 +15,7 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 use support::controlplane::ControlPlane;
-use support::kube::{client, dra_api, eventually, namespace, publish_h100s};
+use support::kube::{client, dra_api, eventually, namespace, publish_h100s, snapshot_json};
 
 const NS: &str = "dra-refusals";
 
@@ -74,16 +74,6 @@ async fn refusal(pods: &Api<Pod>, name: &str) -> String {
     .await
 }
 
-fn kgpu_json(cp: &ControlPlane) -> Value {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kgpu"))
-        .args(["snapshot", "--agents", "off", "-o", "json", "--kubeconfig"])
-        .arg(&cp.kubeconfig)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    serde_json::from_slice(&out.stdout).unwrap()
-}
-
 #[tokio::test]
 async fn the_claim_limit_and_a_pool_being_updated_block_as_the_scheduler_says() {
     let Some(cp) = ControlPlane::shared_if_enabled() else { return };
@@ -134,7 +124,7 @@ async fn the_claim_limit_and_a_pool_being_updated_block_as_the_scheduler_says() 
     assert!(said[2].1.contains("cannot allocate all claims"), "{}", said[2].1);
 
     // kgpu blocks each at its claims step, for the scheduler's reason, and agrees.
-    let doc = kgpu_json(cp);
+    let doc = snapshot_json(cp);
     let item = |name: &str| {
         doc["pending"]
             .as_array()

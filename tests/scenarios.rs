@@ -572,7 +572,10 @@ fn dra_claims_counts_published_gpus_and_blocks_the_h200_claim() {
     assert_eq!(finetune["agreesWithScheduler"], true, "{finetune}");
     // Its way out is the plan, as for a pod short of device-plugin GPUs.
     let unblock = finetune["unblock"][0].as_str().unwrap_or_default();
-    assert!(unblock.starts_with("run the defragmentation plan") && unblock.ends_with("frees h100-dra-03"), "{finetune}");
+    assert!(
+        unblock.starts_with("run the defragmentation plan") && unblock.ends_with("frees h100-dra-03"),
+        "{finetune}"
+    );
     // The fragmentation section's 1-GPU what-if shape can use every free GPU, DRA's included.
     let shapes = doc["fragmentation"]["shapes"].as_array().unwrap();
     let one = shapes

@@ -58,6 +58,17 @@ pub async fn publish_h100s(client: &Client, node: &str) {
         .expect("the ResourceSlice is created");
 }
 
+/// `kgpu snapshot -o json` of the control plane (no agents read).
+pub fn snapshot_json(cp: &ControlPlane) -> serde_json::Value {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kgpu"))
+        .args(["snapshot", "--agents", "off", "-o", "json", "--kubeconfig"])
+        .arg(&cp.kubeconfig)
+        .output()
+        .expect("kgpu runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).expect("kgpu's JSON")
+}
+
 /// A unique name for this test's objects.
 pub fn unique(prefix: &str) -> String {
     static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
