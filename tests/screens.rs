@@ -1151,3 +1151,18 @@ fn a_cut_fragmentation_panel_says_what_it_hides() {
     let screen = pane_at("taint-mismatch", Pane::Fleet, 200, 60);
     assert!(!screen.contains("more line(s)"), "{screen}");
 }
+
+/// Where some node gives its GPUs through DRA, the Fleet says how each
+/// node gives them (a newcomer could not tell the DRA nodes apart); a fleet
+/// without DRA keeps its columns.
+#[test]
+fn the_fleet_says_which_nodes_give_gpus_through_dra() {
+    for (w, h) in [(80, 24), (200, 60)] {
+        let screen = pane_at("dra-claims", Pane::Fleet, w, h);
+        assert!(screen.contains(" VIA "), "{screen}");
+        let row = |name: &str| screen.lines().find(|l| l.contains(name)).unwrap_or_default().to_string();
+        assert!(row("h100-dra-01").contains(" DRA "), "{screen}");
+        assert!(row("h100-dp-01").contains(" plugin "), "{screen}");
+    }
+    assert!(!pane_at("fragmented", Pane::Fleet, 200, 60).contains(" VIA "));
+}

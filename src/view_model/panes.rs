@@ -37,6 +37,24 @@ pub fn used_of(used: u64, allocatable: u64, buckets: &crate::analysis::fleet::Gp
     if allocatable == 0 && buckets.total() > 0 { (buckets.used, buckets.total()) } else { (used, allocatable) }
 }
 
+/// How a node gives its GPUs to pods, in the Fleet's VIA column (shown
+/// where some node gives them through DRA): its device plugin (`plugin`),
+/// DRA ResourceSlices (`DRA`), both, or none (`-`).
+pub fn gpus_via(node: Option<&Node>, n: &crate::analysis::fleet::NodeSummary) -> &'static str {
+    // What the device plugin advertises (whole GPUs, shared replicas, MIG slices).
+    let plugin = node.is_some_and(|node| {
+        node.allocatable.extended.iter().any(|(r, v)| *v > 0 && crate::model::keys::is_gpu_resource(r.as_str()))
+            || node.allocatable.gpu > 0
+    });
+    let dra = n.dra.is_some_and(|d| d.published > 0);
+    match (plugin, dra) {
+        (true, true) => "both",
+        (false, true) => "DRA",
+        (true, false) => "plugin",
+        (false, false) => "-",
+    }
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct NodeRow {
     pub name: Sym,
@@ -58,6 +76,8 @@ pub struct NodeRow {
     pub buckets: crate::analysis::fleet::GpuBuckets,
     /// GPUs published through DRA, where the node publishes some.
     pub dra: Option<crate::analysis::dra::DraGpus>,
+    /// [`gpus_via`].
+    pub via: &'static str,
 }
 
 impl NodeRow {
@@ -254,6 +274,7 @@ pub fn node_rows(snap: &Snapshot, a: &Analysis) -> Vec<NodeRow> {
                 pool: node.map_or_else(|| Sym::new("-"), |node| pool_of(node)),
                 buckets: n.buckets,
                 dra: n.dra,
+                via: gpus_via(node.map(|n| &**n), n),
             }
         })
         .collect()

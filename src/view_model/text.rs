@@ -183,7 +183,7 @@ fn wave_plan(out: &mut String, plan: &WavePlan, source: &str) {
     out.push('\n');
 }
 
-fn fleet(out: &mut String, _snap: &Snapshot, a: &Analysis) {
+fn fleet(out: &mut String, snap: &Snapshot, a: &Analysis) {
     let t = &a.totals;
     let _ = writeln!(
         out,
@@ -207,6 +207,8 @@ fn fleet(out: &mut String, _snap: &Snapshot, a: &Analysis) {
         },
         a.fragmentation.score
     );
+    // Where some node gives GPUs through DRA, each row says how it gives them.
+    let via = a.nodes.iter().any(|n| n.dra.is_some());
     let rows: Vec<Vec<String>> = a
         .nodes
         .iter()
@@ -217,7 +219,7 @@ fn fleet(out: &mut String, _snap: &Snapshot, a: &Analysis) {
                 .map(|m| format!("{}:{}/{}", m.profile, m.allocated, m.allocatable))
                 .collect::<Vec<_>>()
                 .join(" ");
-            vec![
+            let mut row = vec![
                 n.name.to_string(),
                 if n.ready { "Ready".into() } else { "NotReady".into() },
                 n.product.as_ref().map_or("-".into(), |p| p.to_string()),
@@ -229,13 +231,18 @@ fn fleet(out: &mut String, _snap: &Snapshot, a: &Analysis) {
                 n.hardware.map_or("-".into(), |h| h.to_string()),
                 if mig.is_empty() { "-".into() } else { mig },
                 n.issues.iter().map(|i| i.code.as_str()).collect::<Vec<_>>().join(","),
-            ]
+            ];
+            if via {
+                row.insert(4, super::panes::gpus_via(snap.nodes.get(&n.name).map(|n| &**n), n).to_string());
+            }
+            row
         })
         .collect();
-    out.push_str(&table(
-        &["NODE", "STATUS", "PRODUCT", "DRIVER", "GPU USED/ALLOC", "HW", "MIG USED/ALLOC", "ISSUES"],
-        &rows,
-    ));
+    let mut header = vec!["NODE", "STATUS", "PRODUCT", "DRIVER", "GPU USED/ALLOC", "HW", "MIG USED/ALLOC", "ISSUES"];
+    if via {
+        header.insert(4, "VIA");
+    }
+    out.push_str(&table(&header, &rows));
     out.push('\n');
 }
 

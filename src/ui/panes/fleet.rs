@@ -176,7 +176,11 @@ fn draw_nodes(frame: &mut Frame, area: Rect, app: &App, shown: &mut Viewport, vi
     let rest = rest.saturating_sub(map_w + 1);
     let show_product = rest >= 40;
     let show_driver = rest >= 28;
-    let issues_w = rest.saturating_sub(if show_product { 16 } else { 0 } + if show_driver { 11 } else { 0 });
+    // How each node gives its GPUs, where some node gives them through DRA.
+    let show_via = rest >= 48 && rows.iter().any(|r| r.dra.is_some());
+    let issues_w = rest.saturating_sub(
+        if show_product { 16 } else { 0 } + if show_driver { 11 } else { 0 } + if show_via { 7 } else { 0 },
+    );
     let pending_badge = |r: &NodeRow| app.in_flight.iter().any(|f| f.action.nodes().contains(&r.name));
     let make_row = |i: usize| {
         let r = &rows[i];
@@ -197,6 +201,9 @@ fn draw_nodes(frame: &mut Frame, area: Rect, app: &App, shown: &mut Viewport, vi
         }
         if show_driver {
             cells.push(widgets::styled(fit(&r.driver, 10), theme.style(Role::Dim)));
+        }
+        if show_via {
+            cells.push(widgets::styled(r.via.to_string(), theme.style(Role::Dim)));
         }
         // The codes the snapshot and JSON use where they fit; short words where not.
         let long: Vec<&str> = r.issues.iter().map(|i| i.as_str()).collect();
@@ -221,6 +228,10 @@ fn draw_nodes(frame: &mut Frame, area: Rect, app: &App, shown: &mut Viewport, vi
     if show_driver {
         header.push("DRIVER");
         widths.push(Constraint::Length(10));
+    }
+    if show_via {
+        header.push("VIA");
+        widths.push(Constraint::Length(6));
     }
     header.push("ISSUES");
     widths.push(Constraint::Min(4));
