@@ -9,13 +9,11 @@
 
 mod support;
 
-use std::time::Duration;
-
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 use support::controlplane::ControlPlane;
-use support::kube::{client, dra_api, eventually, namespace, publish_h100s, snapshot_json};
+use support::kube::{client, decided, dra_api, namespace, publish_h100s, snapshot_json};
 
 const NS: &str = "dra-refusals";
 
@@ -59,19 +57,11 @@ fn pod(name: &str, node: Option<&str>) -> Pod {
     .unwrap()
 }
 
-/// The scheduler's refusal of `name`.
+/// The scheduler's refusal of `name` (it must not bind it).
 async fn refusal(pods: &Api<Pod>, name: &str) -> String {
-    eventually(&format!("the scheduler's word on {name}"), Duration::from_secs(60), || {
-        let pods = pods.clone();
-        let name = name.to_string();
-        async move {
-            let p = pods.get(&name).await.ok()?;
-            assert!(p.spec.as_ref()?.node_name.is_none(), "{name} was bound");
-            let c = p.status?.conditions?.into_iter().find(|c| c.type_ == "PodScheduled")?;
-            c.message
-        }
-    })
-    .await
+    let said = decided(pods, name).await;
+    assert!(!said.starts_with("bound to "), "{name}: {said}");
+    said
 }
 
 #[tokio::test]

@@ -10,13 +10,11 @@
 
 mod support;
 
-use std::time::Duration;
-
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DynamicObject, PostParams};
 use serde_json::{Value, json};
 use support::controlplane::ControlPlane;
-use support::kube::{client, dra_api, eventually, namespace};
+use support::kube::{client, decided, dra_api, namespace};
 
 const NS: &str = "dra-beyond";
 
@@ -57,26 +55,6 @@ fn pod(name: &str, claim: &str, gpus: Option<u32>, gated: bool) -> Pod {
         json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": NS}, "spec": spec}),
     )
     .unwrap()
-}
-
-/// The node the scheduler bound `name` to, or its refusal.
-async fn decided(pods: &Api<Pod>, name: &str) -> String {
-    eventually(&format!("the scheduler's word on {name}"), Duration::from_secs(60), || {
-        let pods = pods.clone();
-        let name = name.to_string();
-        async move {
-            let p = pods.get(&name).await.ok()?;
-            if let Some(node) = p.spec.as_ref()?.node_name.clone() {
-                return Some(format!("bound to {node}"));
-            }
-            // Not the gate's own condition: the scheduler's, once it tried.
-            let tried = |c: &k8s_openapi::api::core::v1::PodCondition| {
-                c.type_ == "PodScheduled" && c.reason.as_deref() != Some("SchedulingGated")
-            };
-            p.status?.conditions?.into_iter().find(tried).and_then(|c| c.message)
-        }
-    })
-    .await
 }
 
 fn claim_json(name: &str, gi: u32) -> Value {

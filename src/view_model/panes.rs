@@ -42,10 +42,7 @@ pub fn used_of(used: u64, allocatable: u64, buckets: &crate::analysis::fleet::Gp
 /// DRA ResourceSlices (`DRA`), both, or none (`-`).
 pub fn gpus_via(node: Option<&Node>, n: &crate::analysis::fleet::NodeSummary) -> &'static str {
     // What the device plugin advertises (whole GPUs, shared replicas, MIG slices).
-    let plugin = node.is_some_and(|node| {
-        node.allocatable.extended.iter().any(|(r, v)| *v > 0 && crate::model::keys::is_gpu_resource(r.as_str()))
-            || node.allocatable.gpu > 0
-    });
+    let plugin = node.is_some_and(|node| node.allocatable.wants_gpu());
     let dra = n.dra.is_some_and(|d| d.published > 0);
     match (plugin, dra) {
         (true, true) => "both",

@@ -58,6 +58,26 @@ pub async fn publish_h100s(client: &Client, node: &str) {
         .expect("the ResourceSlice is created");
 }
 
+/// The node the scheduler bound `name` to (`bound to NODE`), or its refusal.
+pub async fn decided(pods: &Api<Pod>, name: &str) -> String {
+    eventually(&format!("the scheduler's word on {name}"), Duration::from_secs(60), || {
+        let pods = pods.clone();
+        let name = name.to_string();
+        async move {
+            let p = pods.get(&name).await.ok()?;
+            if let Some(node) = p.spec.as_ref()?.node_name.clone() {
+                return Some(format!("bound to {node}"));
+            }
+            // Not the gate's own condition: the scheduler's, once it tried.
+            let tried = |c: &k8s_openapi::api::core::v1::PodCondition| {
+                c.type_ == "PodScheduled" && c.reason.as_deref() != Some("SchedulingGated")
+            };
+            p.status?.conditions?.into_iter().find(tried).and_then(|c| c.message)
+        }
+    })
+    .await
+}
+
 /// `kgpu snapshot -o json` of the control plane (no agents read).
 pub fn snapshot_json(cp: &ControlPlane) -> serde_json::Value {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_kgpu"))

@@ -153,6 +153,8 @@ pub struct DraIndex<'a> {
     gpus: HashMap<Sym, DraGpus>,
     /// Pools the scheduler allocates nothing from now.
     pool_problems: HashMap<PoolId, PoolProblem>,
+    /// Allocated claims by the node their allocation is on.
+    claims_by_node: HashMap<Sym, Vec<&'a ResourceClaim>>,
 }
 
 /// Why the scheduler's allocator skips a pool (`GatherPools`): it takes no
@@ -211,6 +213,9 @@ impl<'a> DraIndex<'a> {
                 }
                 DraObject::Claim(c) => {
                     ix.claims.insert((c.namespace.clone(), &c.name), c);
+                    if let Some(node) = c.allocated_node.clone() {
+                        ix.claims_by_node.entry(node).or_default().push(c);
+                    }
                     for a in c.allocated.iter().filter(|a| !a.admin_access) {
                         ix.allocated.insert((a.driver.clone(), a.pool.clone(), a.device.clone()), c);
                     }
@@ -322,12 +327,9 @@ impl<'a> DraIndex<'a> {
         self.classes.get(name).copied()
     }
 
-    /// Claims allocated on this node, by name.
-    pub fn claims_on(&self, node: &Sym) -> Vec<&'a ResourceClaim> {
-        let mut on: Vec<&'a ResourceClaim> =
-            self.claims.values().copied().filter(|c| c.allocated_node.as_ref() == Some(node)).collect();
-        on.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
-        on
+    /// Claims allocated on this node, by namespace and name (the snapshot's order).
+    pub fn claims_on(&self, node: &Sym) -> &[&'a ResourceClaim] {
+        self.claims_by_node.get(node).map_or(&[], Vec::as_slice)
     }
 
     pub fn allocated_to(&self, id: &(Sym, Sym, Sym)) -> Option<&'a ResourceClaim> {

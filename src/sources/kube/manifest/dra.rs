@@ -181,8 +181,8 @@ pub(super) fn manifests(snap: &Snapshot, scenario: &str) -> Vec<Value> {
 mod tests {
     use super::*;
     use crate::model::Object;
+    use crate::model::Sym;
     use crate::model::dra::{DeviceConstraint, DeviceRequest};
-    use crate::model::{Sym, Timestamp};
 
     /// A template's constraints and admin access survive the way out and back.
     #[test]
@@ -199,10 +199,6 @@ mod tests {
             alternatives: Box::new([(Sym::new(name), exact(admin))]),
         };
         let template = ResourceClaim {
-            namespace: Sym::new("ml"),
-            name: "pair".into(),
-            template: true,
-            requests: Box::new([request("gpus", false), request("watch", true)]),
             constraints: Box::new([
                 DeviceConstraint {
                     requests: Box::new([Sym::new("gpus")]),
@@ -211,14 +207,12 @@ mod tests {
                 },
                 DeviceConstraint { requests: Box::new([]), attribute: Sym::new("gpu.nvidia.com/uuid"), distinct: true },
             ]),
-            allocated: Box::new([]),
-            allocated_node: None,
-            reserved_for: Box::new([]),
-            owner_pod: None,
-            compute_domain: None,
-            unmodelled: Box::new([]),
-            deleting: false,
-            created: Timestamp::default(),
+            ..ResourceClaim::asking(
+                Sym::new("ml"),
+                "pair",
+                true,
+                Box::new([request("gpus", false), request("watch", true)]),
+            )
         };
         let back = (kinds::RESOURCE_CLAIM_TEMPLATE.convert)(&claim_json(&template, "test"));
         let Ok(Object::Dra(DraObject::Claim(back))) = back else { panic!("{back:?}") };
